@@ -1,0 +1,5 @@
+import sys
+
+from kcodec.cli import main
+
+sys.exit(main())

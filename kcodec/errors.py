@@ -1,0 +1,125 @@
+"""The one exception hierarchy of kcodec.
+
+    KcodecError
+    ├── DecodeError (also ValueError)        .offset
+    │   ├── TruncatedError                   need N bytes at offset X, M available
+    │   ├── CorruptDataError                 bad magic, impossible length, varint too long
+    │   │   └── ChecksumError                .expected .actual
+    │   ├── UnsupportedCodecError            unknown codec id, or its library missing
+    │   └── DecompressionLimitError          output would exceed the caller's limit
+    ├── EncodeError (also ValueError)        value out of range for its wire type
+    ├── UnsupportedVersionError              API/field not valid in that version
+    └── ProtocolError                        a peer broke the protocol (client side)
+
+Each exception formats its own message from its fields, so both twins raise the same
+class with the same text by passing the same fields. Every class pickles.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+__all__ = [
+    "KcodecError",
+    "DecodeError",
+    "TruncatedError",
+    "CorruptDataError",
+    "ChecksumError",
+    "UnsupportedCodecError",
+    "DecompressionLimitError",
+    "EncodeError",
+    "UnsupportedVersionError",
+    "ProtocolError",
+]
+
+
+class KcodecError(Exception):
+    """Base class of every error kcodec raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.__dict__.copy(), self.args))
+
+
+def _rebuild(cls: type, state: dict[str, Any], args: tuple[Any, ...]) -> KcodecError:
+    obj = cls.__new__(cls)
+    Exception.__init__(obj, *args)
+    obj.__dict__.update(state)
+    return obj
+
+
+def _at(offset: Optional[int]) -> str:
+    return "" if offset is None else f" at offset {offset}"
+
+
+class DecodeError(KcodecError, ValueError):
+    """The bytes cannot be decoded. ``offset`` is where the problem was found, if known."""
+
+    def __init__(self, message: str, offset: Optional[int] = None) -> None:
+        self.offset = offset
+        super().__init__(message + _at(offset))
+
+
+class TruncatedError(DecodeError):
+    """The input ended early: ``need`` bytes were required at ``offset``, ``available`` remain."""
+
+    def __init__(self, need: int, offset: int, available: int, what: str = "data") -> None:
+        self.need = need
+        self.available = available
+        self.what = what
+        DecodeError.__init__(
+            self, f"truncated {what}: need {need} bytes, {available} available", offset
+        )
+
+
+class CorruptDataError(DecodeError):
+    """The bytes are complete but impossible: bad magic, bad length, over-long varint, ..."""
+
+
+class ChecksumError(CorruptDataError):
+    """A CRC did not match. ``expected`` is the stored value, ``actual`` the computed one."""
+
+    def __init__(
+        self, expected: int, actual: int, offset: Optional[int] = None, what: str = "CRC"
+    ) -> None:
+        self.expected = expected
+        self.actual = actual
+        self.what = what
+        DecodeError.__init__(
+            self, f"{what} mismatch: stored 0x{expected:08x}, computed 0x{actual:08x}", offset
+        )
+
+
+class UnsupportedCodecError(DecodeError):
+    """An unknown compression codec id, or a codec whose library is not installed."""
+
+    def __init__(self, codec: Any, package: Optional[str] = None, offset: Optional[int] = None) -> None:
+        self.codec = codec
+        self.package = package
+        if package:
+            msg = f"compression codec {codec!r} needs the {package!r} package: pip install {package}"
+        else:
+            msg = f"unknown compression codec {codec!r}"
+        DecodeError.__init__(self, msg, offset)
+
+
+class DecompressionLimitError(DecodeError):
+    """Decompressing would produce more than ``limit`` bytes."""
+
+    def __init__(self, codec: str, limit: int, offset: Optional[int] = None) -> None:
+        self.codec = codec
+        self.limit = limit
+        DecodeError.__init__(
+            self, f"{codec} output would exceed the limit of {limit} bytes", offset
+        )
+
+
+class EncodeError(KcodecError, ValueError):
+    """A value cannot be encoded: out of range for its wire type, wrong type, too long."""
+
+
+class UnsupportedVersionError(KcodecError):
+    """An API version, or a field in that version, that the message does not support."""
+
+
+class ProtocolError(KcodecError):
+    """A peer broke the Kafka protocol: garbage, a truncated frame, a wrong correlation id."""
