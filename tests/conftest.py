@@ -66,3 +66,19 @@ def topic_name() -> str:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return f"kcodec implementation: {_impl.IMPLEMENTATION}; twins under test: {', '.join(IMPLS)}"
+
+
+def _hypothesis_profiles() -> None:
+    try:
+        from hypothesis import HealthCheck, settings
+    except ImportError:  # pragma: no cover - hypothesis is a test dependency
+        return
+    settings.register_profile("dev", max_examples=100, deadline=None)
+    settings.register_profile(
+        "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.register_profile("slow", max_examples=5000, deadline=None)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+_hypothesis_profiles()
