@@ -168,16 +168,18 @@ static inline uint32_t kc_le32(const uint8_t *p)
            ((uint32_t)p[3] << 24);
 }
 
+#if defined(KC_HAVE_ARMV8)
 static inline uint64_t kc_le64(const uint8_t *p)
 {
-#if defined(KC_BIG_ENDIAN)
+#  if defined(KC_BIG_ENDIAN)
     return (uint64_t)kc_le32(p) | ((uint64_t)kc_le32(p + 4) << 32);
-#else
+#  else
     uint64_t v;
     memcpy(&v, p, 8);
     return v;
-#endif
+#  endif
 }
+#endif
 
 /* ------------------------------------------------------------------------------------ */
 /* Portable slicing-by-8                                                                 */
