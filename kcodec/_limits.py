@@ -20,7 +20,7 @@ DEFAULT_MAX_SIZE = 100 * 1024 * 1024
 
 
 def check_max_size(max_size: Any) -> int:
-    """``max_size`` as an int in [0, sys.maxsize] (larger values mean "no practical limit")."""
+    """``max_size`` as an int in [0, sys.maxsize - 1] (larger values mean "no practical limit")."""
     if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size < 0:
         raise ValueError(f"max_size must be a non-negative int, not {max_size!r}")
-    return min(max_size, sys.maxsize)
+    return min(max_size, sys.maxsize - 1)
