@@ -12,6 +12,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
+from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy._reader cimport (
     Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, raise_truncated,
     read_i8, read_varint, read_varlong,
@@ -19,6 +20,7 @@ from kcodec._cy._reader cimport (
 
 from kcodec import _columnar
 from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.errors import ChecksumError
 
 __all__ = ["decode_columns"]
@@ -26,6 +28,16 @@ __all__ = ["decode_columns"]
 
 # ---------------------------------------------------------------------------------------------
 # Growable C buffers and the columns they make up
+
+
+# Offsets switch from int32 to int64 past this value (a test may lower it: _set_wide_limit).
+cdef Py_ssize_t _wide_at = INT32_MAX
+
+
+def _set_wide_limit(limit):
+    """For tests: the largest offset kept in int32 columns (default 2**31 - 1)."""
+    global _wide_at
+    _wide_at = INT32_MAX if limit is None else min(limit, INT32_MAX)
 
 
 cdef struct Grow:
@@ -58,16 +70,15 @@ cdef inline int reserve(Grow* g, Py_ssize_t extra) except -1:
 cdef struct BinCol:
     Grow offs           # int32 or int64 offsets, count + 1 of them
     Grow data
-    Grow bits           # validity bitmap (nullable columns only), zero-filled as reserved
+    Grow bits           # validity bitmap, made at the first null; bits.n == bits.cap, all
+                        # allocated bytes zeroed (a bit is set for each non-null value)
     Py_ssize_t count
     Py_ssize_t nulls
     bint wide
-    bint nullable
 
 
-cdef int bin_start(BinCol* c, bint wide, bint nullable) except -1:
+cdef int bin_start(BinCol* c, bint wide) except -1:
     c.wide = wide
-    c.nullable = nullable
     reserve(&c.offs, 8)
     if wide:
         (<int64_t*>c.offs.p)[0] = 0
@@ -78,16 +89,19 @@ cdef int bin_start(BinCol* c, bint wide, bint nullable) except -1:
     return 0
 
 
-cdef int bin_reserve(BinCol* c, Py_ssize_t k) except -1:
-    """Room for k more values (offsets and validity bits; data grows on demand)."""
-    cdef Py_ssize_t nbytes
-    reserve(&c.offs, k * (8 if c.wide else 4))
-    if c.nullable:
-        nbytes = (c.count + k + 7) >> 3
-        if nbytes > c.bits.n:
-            reserve(&c.bits, nbytes - c.bits.n)
-            memset(c.bits.p + c.bits.n, 0, nbytes - c.bits.n)
-            c.bits.n = nbytes
+cdef inline int bin_reserve(BinCol* c, Py_ssize_t k) except -1:
+    """Room for k more offsets (data and bits grow on demand)."""
+    return reserve(&c.offs, k * (8 if c.wide else 4))
+
+
+cdef int bits_room(BinCol* c) except -1:
+    """Make sure the bitmap has a (zeroed) byte for bit c.count."""
+    cdef Py_ssize_t old = c.bits.cap
+    if (c.count >> 3) < old:
+        return 0
+    _grow(&c.bits, (c.count >> 3) + 1)
+    memset(c.bits.p + old, 0, <size_t>(c.bits.cap - old))
+    c.bits.n = c.bits.cap
     return 0
 
 
@@ -108,49 +122,64 @@ cdef int bin_widen(BinCol* c) except -1:
     return 0
 
 
-cdef int _bin_offset_wide(BinCol* c) except -1:
-    """Store the offset of value c.count as int64, widening the column first if needed."""
-    if not c.wide:
-        c.count -= 1
-        bin_widen(c)
-        c.count += 1
-    (<int64_t*>c.offs.p)[c.count] = c.data.n
-    c.offs.n += 8
-    return 0
-
-
 cdef int bin_push(BinCol* c, const uint8_t* src, Py_ssize_t length) except -1:
-    """Append one value (offsets and bits were reserved by bin_reserve)."""
+    """Append one value (the offsets were reserved by bin_reserve): the general path."""
     if length > c.data.cap - c.data.n:
         _grow(&c.data, c.data.n + length)
     memcpy(c.data.p + c.data.n, src, <size_t>length)
     c.data.n += length
-    if c.nullable:
+    if c.nulls:
+        bits_room(c)
         c.bits.p[c.count >> 3] |= <char>(1 << (c.count & 7))
     c.count += 1
-    if c.wide or c.data.n > INT32_MAX:
-        return _bin_offset_wide(c)
-    (<int32_t*>c.offs.p)[c.count] = <int32_t>c.data.n
-    c.offs.n += 4
+    if not c.wide and c.data.n > _wide_at:
+        c.count -= 1
+        bin_widen(c)
+        c.count += 1
+    if c.wide:
+        (<int64_t*>c.offs.p)[c.count] = c.data.n
+        c.offs.n += 8
+    else:
+        (<int32_t*>c.offs.p)[c.count] = <int32_t>c.data.n
+        c.offs.n += 4
     return 0
 
 
-cdef inline bint bin_put(BinCol* c, const uint8_t* src, Py_ssize_t length) noexcept:
-    """bin_push when the data fits the allocation and the offsets stay int32."""
+cdef inline bint bin_put(BinCol* c, const uint8_t* src, Py_ssize_t length,
+                         Py_ssize_t readable) noexcept:
+    """bin_push when no allocation is needed and the offsets stay int32; else False.
+
+    ``readable`` bytes may be read at src: short values (most keys and headers) are copied
+    as one fixed 16-byte move when both sides have the room, instead of a memcpy call.
+    """
     cdef Py_ssize_t n = c.data.n + length
-    if length > c.data.cap - c.data.n or n > INT32_MAX or c.wide:
+    cdef Py_ssize_t room = c.data.cap - c.data.n
+    if length > room or n > _wide_at or c.wide:
         return False
-    memcpy(c.data.p + c.data.n, src, <size_t>length)
-    c.data.n = n
-    if c.nullable:
+    if c.nulls:
+        if (c.count >> 3) >= c.bits.cap:
+            return False
         c.bits.p[c.count >> 3] |= <char>(1 << (c.count & 7))
+    if length <= 16 and readable >= 16 and room >= 16:
+        memcpy(c.data.p + c.data.n, src, 16)
+    else:
+        memcpy(c.data.p + c.data.n, src, <size_t>length)
+    c.data.n = n
     c.count += 1
     (<int32_t*>c.offs.p)[c.count] = <int32_t>n
     c.offs.n += 4
     return True
 
 
-cdef inline int bin_null(BinCol* c) except -1:
+cdef int bin_null(BinCol* c) except -1:
+    """Append a null (the offsets were reserved by bin_reserve)."""
+    cdef Py_ssize_t full
+    bits_room(c)
+    if c.nulls == 0:
+        # The first null: every value so far was valid.
+        full = c.count >> 3
+        memset(c.bits.p, 0xFF, <size_t>full)
+        c.bits.p[full] = <char>((1 << (c.count & 7)) - 1)
     c.nulls += 1
     c.count += 1
     if c.wide:
@@ -227,9 +256,9 @@ cdef int cols_headers_widen(Cols* c) except -1:
     return 0
 
 
-cdef int cols_headers_reserve(Cols* c, Py_ssize_t k) except -1:
+cdef inline int cols_headers_reserve(Cols* c, Py_ssize_t k) except -1:
     """Room for k more headers (the caller checked k against the bytes left)."""
-    if not c.hwide and c.hkey.count + k > INT32_MAX:
+    if not c.hwide and c.hkey.count + k > _wide_at:
         cols_headers_widen(c)
     bin_reserve(&c.hkey, k)
     bin_reserve(&c.hval, k)
@@ -274,7 +303,8 @@ cdef object _take_bin(BinCol* c, bint utf8):
     cdef object offsets = _take(&c.offs, _I64 if c.wide else _I32)
     cdef object data = _take(&c.data, _U8)
     cdef object bits = None
-    if c.nullable and c.nulls:
+    if c.nulls:
+        c.bits.n = (c.count + 7) >> 3
         bits = _take(&c.bits, _U8)
     return BinaryColumn(offsets, data, bits, c.nulls, utf8)
 
@@ -293,10 +323,10 @@ cdef class _Builder:
         memset(&self.c, 0, sizeof(Cols))
         self.c.with_control = include_control
         self.c.hwide = False
-        bin_start(&self.c.key, large, True)
-        bin_start(&self.c.value, large, True)
-        bin_start(&self.c.hkey, large, False)
-        bin_start(&self.c.hval, large, True)
+        bin_start(&self.c.key, large)
+        bin_start(&self.c.value, large)
+        bin_start(&self.c.hkey, large)
+        bin_start(&self.c.hval, large)
         reserve(&self.c.hoffs, 4)
         (<int32_t*>self.c.hoffs.p)[0] = 0
         self.c.hoffs.n = 4
@@ -370,19 +400,15 @@ cdef object _ndarray = None
 cdef object _I64, _I32, _I8, _U8, _BOOL     # numpy dtypes
 cdef object _iter_batches = None    # kcodec.records.iter_batches (legacy entries), idem
 cdef object _decompress = None      # kcodec.compression.decompress, idem
-cdef object _crc32c = None
-cdef object _DEFAULT_MAX = 256 * 1024 * 1024
 
 
 cdef int _imports() except -1:
     # Late imports: numpy is optional for kcodec, and kcodec.records imports this module.
-    global _np, _crc32c, _ndarray, _I64, _I32, _I8, _U8, _BOOL
+    global _np, _ndarray, _I64, _I32, _I8, _U8, _BOOL
     np = _columnar.numpy()
     _ndarray = np.ndarray
     _I64, _I32, _I8, _U8, _BOOL = (np.dtype(t) for t in ("i8", "i4", "i1", "u1", "?"))  # native order
     _np = np
-    from crc32c import crc32c
-    _crc32c = crc32c
     return 0
 
 
@@ -518,12 +544,17 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     cdef int8_t rattrs
     cdef int8_t tstype = (attributes >> 3) & 1
     cdef bint control = (attributes & 0x20) != 0
-    cdef Py_ssize_t kstart, vstart
+    cdef Py_ssize_t rstart, kstart, vstart
     cdef int32_t klen, vlen
     if count > (end - r.pos) // 7:
         raise_corrupt(f"record count {count} impossible in {end - r.pos} bytes", r.pos + r.base)
     cols_reserve(c, count)
+    # Keys and values of the batch fit in its records section: no reallocation inside
+    # (for an uncompressed blob the first batch already reserved the rest of the blob).
+    reserve(&c.key.data, end - r.pos)
+    reserve(&c.value.data, end - r.pos)
     for i in range(count):
+        rstart = r.pos
         if not zz32(r, &length):
             slow_varint(r, &length, "record length")
         if length < 0 or length > r.end - r.pos:
@@ -547,7 +578,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         else:
             if klen < 0 or klen > r.end - r.pos:
                 slow_need(r, klen, "record key")
-            if not bin_put(&c.key, r.data + r.pos, klen):
+            if not bin_put(&c.key, r.data + r.pos, klen, end - r.pos):
                 bin_push(&c.key, r.data + r.pos, klen)
             r.pos += klen
         if not zz32(r, &vlen):
@@ -558,7 +589,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         else:
             if vlen < 0 or vlen > r.end - r.pos:
                 slow_need(r, vlen, "record value")
-            if not bin_put(&c.value, r.data + r.pos, vlen):
+            if not bin_put(&c.value, r.data + r.pos, vlen, end - r.pos):
                 bin_push(&c.value, r.data + r.pos, vlen)
             r.pos += vlen
         if not zz32(r, &hc):
@@ -577,7 +608,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
                     slow_need(r, n, "header key")
                 if not _utf8_ok(r.data + r.pos, n):
                     raise_corrupt("header key is not valid UTF-8", r.pos + r.base)
-                if not bin_put(&c.hkey, r.data + r.pos, n):
+                if not bin_put(&c.hkey, r.data + r.pos, n, end - r.pos):
                     bin_push(&c.hkey, r.data + r.pos, n)
                 r.pos += n
                 if not zz32(r, &n):
@@ -587,7 +618,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
                 else:
                     if n < 0 or n > r.end - r.pos:
                         slow_need(r, n, "header value")
-                    if not bin_put(&c.hval, r.data + r.pos, n):
+                    if not bin_put(&c.hval, r.data + r.pos, n, end - r.pos):
                         bin_push(&c.hval, r.data + r.pos, n)
                     r.pos += n
         if r.pos != rec_end:
@@ -595,7 +626,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
                           body + r.base)
         r.end = end
         if control:
-            _check_control(r, klen, kstart, vlen, vstart)
+            _check_control(r, rstart, klen, kstart, vlen)
         ts = max_ts if tstype else _wrap_add(first_ts, tsd)
         cols_push(c, _wrap_add(base_offset, od), ts, tstype, control)
     if r.pos != end:
@@ -604,15 +635,15 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     return 0
 
 
-cdef int _check_control(Reader* r, int32_t klen, Py_ssize_t kstart, int32_t vlen,
-                        Py_ssize_t vstart) except -1:
+cdef int _check_control(Reader* r, Py_ssize_t rstart, int32_t klen, Py_ssize_t kstart,
+                        int32_t vlen) except -1:
     """The checks the record reader makes on a control record's key and marker value."""
     cdef int16_t ctype
     if klen < 4:
-        raise_corrupt("control record key shorter than 4 bytes", r.base)
+        raise_corrupt("control record key shorter than 4 bytes", rstart + r.base)
     ctype = <int16_t>be_u16(r.data + kstart + 2)
     if (ctype == 0 or ctype == 1) and vlen < 6:
-        raise_corrupt("transaction marker value shorter than 6 bytes", r.base)
+        raise_corrupt("transaction marker value shorter than 6 bytes", rstart + r.base)
     return 0
 
 
@@ -630,12 +661,16 @@ cdef object _v2_batch(Cols* c, const uint8_t* p, Py_ssize_t pos, Py_ssize_t size
     cdef uint32_t actual
     cdef Reader r
     cdef Buf db
-    if count < 0:
-        raise_corrupt(f"negative record count {count}", pos + 57)
     if validate_crc:
-        actual = _crc32c(view[pos + 21:pos + size])
+        if size >= 65536:
+            with nogil:
+                actual = crc32c_update(0, p + pos + 21, <size_t>(size - 21))
+        else:
+            actual = crc32c_update(0, p + pos + 21, <size_t>(size - 21))
         if actual != crc:
             raise ChecksumError(crc, actual, pos, "record batch CRC-32C")
+    if count < 0:
+        raise_corrupt(f"negative record count {count}", pos + 57)
     next_offset = _wrap_add(_wrap_add(base_offset, last_delta), 1)
     if (attributes & 0x20) and not include_control:
         return next_offset
@@ -667,10 +702,11 @@ cdef object _legacy(_Builder builder, object buf, Py_ssize_t pos, bint validate_
 
 
 def decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
-                   max_decompressed_size=_DEFAULT_MAX):
+                   max_decompressed_size=DEFAULT_MAX_SIZE):
     """Decode every record of a records blob into columns; see kcodec.records.columns."""
     if _np is None:
         _imports()
+    max_decompressed_size = check_max_size(max_decompressed_size)
     cdef Buf b = get_buf(buf)
     cdef const uint8_t* p = b.ptr
     cdef Py_ssize_t size = b.size, pos = 0, rem, batches = 0
@@ -695,6 +731,10 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
                               pos + 8)
             if view is None:
                 view = PyMemoryView_FromMemory(<char*>p, size, PyBUF_READ)
+                # Keys and values of the uncompressed batches from here on fit in the rest
+                # of the blob: one allocation each (virtual memory; trimmed at the end).
+                reserve(&builder.c.key.data, size - pos)
+                reserve(&builder.c.value.data, size - pos)
             next_offset = _v2_batch(&builder.c, p, pos, length + 12, view, validate_crc,
                                     include_control, max_decompressed_size)
             pos += length + 12
