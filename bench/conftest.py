@@ -151,8 +151,8 @@ def _throughput(row: Row) -> str:
         return "-"
     per_s = row.amount / row.median
     if row.unit == "B":
-        return f"{per_s / 1e9:.2f} GB/s"
-    return f"{per_s / 1e6:.2f} M{row.unit or ''}/s"
+        return f"{per_s / 1e9:.2f} GB/s" if per_s >= 1e9 else f"{per_s / 1e6:.2f} MB/s"
+    return f"{per_s / 1e6:.2f} M {row.unit or 'ops'}/s"
 
 
 _RATIOS = Ratios()
