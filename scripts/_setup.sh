@@ -44,7 +44,10 @@ kcodec_setup() {
         kcodec_pip install "setuptools>=77" "Cython>=3.1"
         # Editable install: compiles the extension in place (unless KCODEC_NO_EXTENSIONS)
         # and installs the runtime and $extras dependencies.
-        kcodec_pip install --no-build-isolation -e ".[$extras]"
+        # (setuptools warns about a package folder in the working directory: that folder is
+        # the editable install's source, on purpose.)
+        PYTHONWARNINGS="ignore:Editable installation" \
+            kcodec_pip install --no-build-isolation -e ".[$extras]"
         touch "$stamp"
     fi
     if ! kcodec_truthy "${KCODEC_NO_EXTENSIONS:-}"; then
