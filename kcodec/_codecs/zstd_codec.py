@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from kcodec._codecs._util import MAX_CHUNK, MIN_CHUNK, drain
 from kcodec.errors import (
@@ -209,7 +209,7 @@ class ZstandardBackend(_Backend):
             )
             return [out] if out else []
         reader = self._decompressor().stream_reader(frame, read_across_frames=False)
-        chunks = []
+        chunks: list[bytes] = []
         produced = 0
         size = MIN_CHUNK
         while True:
@@ -224,7 +224,7 @@ class ZstandardBackend(_Backend):
 
 
 _CANDIDATES = ("compression.zstd", "zstandard", "backports.zstd")
-_backend: Optional[_Backend] = None
+_backend: _Backend | None = None
 
 
 def make_backend(name: str) -> _Backend:
