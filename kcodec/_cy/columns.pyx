@@ -584,13 +584,26 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     cdef int64_t* out_offset
     cdef int64_t* out_ts
     cdef int8_t* out_tstype
+    # Write cursors of the key and value columns, in locals (registers) for the loop: the
+    # fast path applies while a column has int32 offsets that cannot overflow in this batch
+    # and no null so far; anything else syncs the column, takes the general path, reloads.
+    cdef char* kd
+    cdef char* vd
+    cdef int32_t* koffs
+    cdef int32_t* voffs
+    cdef Py_ssize_t kn, vn, kcount, vcount
+    cdef bint kfast, vfast
     if count > (end - pos) // 7:
         raise_corrupt(f"record count {count} impossible in {end - pos} bytes", pos + base)
     cols_reserve(c, count)
     # Keys and values of the batch fit in its records section: no reallocation inside
     # (for an uncompressed blob the first batch already reserved the rest of the blob).
-    reserve(&c.key.data, end - pos)
-    reserve(&c.value.data, end - pos)
+    reserve(&c.key.data, end - pos + 16)
+    reserve(&c.value.data, end - pos + 16)
+    kfast = not c.key.wide and c.key.data.n + (end - pos) <= c.key.lim
+    vfast = not c.value.wide and c.value.data.n + (end - pos) <= c.value.lim
+    kd, kn, kcount, koffs = c.key.data.p, c.key.data.n, c.key.count, <int32_t*>c.key.offs.p
+    vd, vn, vcount, voffs = c.value.data.p, c.value.data.n, c.value.count, <int32_t*>c.value.offs.p
     out_offset = <int64_t*>(c.offset.p + c.offset.n)
     out_ts = <int64_t*>(c.timestamp.p + c.timestamp.n)
     out_tstype = <int8_t*>(c.tstype.p + c.tstype.n)
@@ -614,22 +627,48 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
             pos = varint_at(d, pos, rec_end, base, &klen, "key length")
         kstart = pos
         if klen == -1:
+            c.key.data.n, c.key.count = kn, kcount
             bin_null(&c.key)
+            kcount, koffs = c.key.count, <int32_t*>c.key.offs.p
         else:
             if klen < 0 or klen > rec_end - pos:
                 need_at(d, pos, rec_end, base, klen, "record key")
-            if not bin_put(&c.key, d + pos, klen, end - pos):
+            if kfast and c.key.nulls == 0:
+                if klen <= 16 and end - pos >= 16:
+                    memcpy(kd + kn, d + pos, 16)     # room: reserved region + 16
+                else:
+                    memcpy(kd + kn, d + pos, <size_t>klen)
+                kn += klen
+                kcount += 1
+                koffs[kcount] = <int32_t>kn
+            else:
+                c.key.data.n, c.key.count = kn, kcount
                 bin_push(&c.key, d + pos, klen)
+                kd, kn, kcount = c.key.data.p, c.key.data.n, c.key.count
+                koffs = <int32_t*>c.key.offs.p
             pos += klen
         if not zz32p(d, &pos, rec_end, &vlen):
             pos = varint_at(d, pos, rec_end, base, &vlen, "value length")
         if vlen == -1:
+            c.value.data.n, c.value.count = vn, vcount
             bin_null(&c.value)
+            vcount, voffs = c.value.count, <int32_t*>c.value.offs.p
         else:
             if vlen < 0 or vlen > rec_end - pos:
                 need_at(d, pos, rec_end, base, vlen, "record value")
-            if not bin_put(&c.value, d + pos, vlen, end - pos):
+            if vfast and c.value.nulls == 0:
+                if vlen <= 16 and end - pos >= 16:
+                    memcpy(vd + vn, d + pos, 16)
+                else:
+                    memcpy(vd + vn, d + pos, <size_t>vlen)
+                vn += vlen
+                vcount += 1
+                voffs[vcount] = <int32_t>vn
+            else:
+                c.value.data.n, c.value.count = vn, vcount
                 bin_push(&c.value, d + pos, vlen)
+                vd, vn, vcount = c.value.data.p, c.value.data.n, c.value.count
+                voffs = <int32_t*>c.value.offs.p
             pos += vlen
         if not zz32p(d, &pos, rec_end, &hc):
             pos = varint_at(d, pos, rec_end, base, &hc, "header count")
@@ -681,6 +720,8 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         c.offset.n += 8
         c.timestamp.n += 8
         c.tstype.n += 1
+    c.key.data.n, c.key.count = kn, kcount
+    c.value.data.n, c.value.count = vn, vcount
     r.pos = pos
     if pos != end:
         raise_corrupt(f"{end - pos} bytes left after the last of {count} records", pos + base)
