@@ -70,8 +70,11 @@ def _kcodec_objects(buf: bytes) -> int:
 
 
 def _touch_columns(c: Any) -> int:
-    # what a columnar consumer gets: every column (arrays and buffers) is there
-    c.offset, c.timestamp, c.timestamp_type, c.key.data, c.value.data, c.headers.keys.data
+    # what a columnar consumer gets: every column, every array and buffer of it, is there
+    c.offset, c.timestamp, c.timestamp_type
+    for col in (c.key, c.value, c.headers.keys, c.headers.values):
+        col.offsets, col.data, col.validity
+    c.headers.offsets
     return len(c)
 
 

@@ -1,9 +1,15 @@
 """Compiled twin of kcodec._py.columns (see its docstring for the wire layout and the rules).
 
-v2 batches are decoded by one C loop per batch straight into growable C buffers (amortized
-doubling; no Python object per record), which become numpy arrays without a copy at the end.
+v2 batches are decoded by one C loop per batch straight into growable C buffers, which
+become numpy arrays without a copy at the end (no Python object per record). Growth is
+amortized doubling, and each batch reserves up front what its header and its size justify:
+offsets for its record count (checked against its bytes first) and key/value data for its
+records section (for an uncompressed blob, the rest of the blob, once); headers grow as met.
+The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
+for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
+record reader's checks in its order so both twins raise what iter_batches raises.
 Legacy message sets (magic 0 and 1) are rare and small: their records come from the record
-reader and are appended through the same buffers.
+reader (iter_batches from that entry) and are appended through the same buffers.
 """
 
 from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
@@ -14,8 +20,8 @@ from libc.string cimport memcpy, memset
 
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy._reader cimport (
-    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, raise_truncated,
-    read_i8, read_varint, read_varlong,
+    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, read_varint,
+    read_varlong,
 )
 
 import sys
