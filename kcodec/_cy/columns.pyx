@@ -297,8 +297,9 @@ cdef object _take(Grow* g, object dtype):
     cdef _Block b = _Block.__new__(_Block)
     cdef char* p = g.p
     cdef Py_ssize_t n = g.n
-    if p == NULL or n < g.cap:
-        # Give back the slack; also makes an empty column own a real (1-byte) allocation.
+    if p == NULL or g.cap - n > 4096:
+        # Give back the slack (a few KiB are not worth a realloc); also makes a column that
+        # never allocated own a real (1-byte) allocation.
         p = <char*>realloc(p, <size_t>(n if n > 0 else 1))
         if p == NULL:
             raise MemoryError()
