@@ -105,7 +105,7 @@ def rows(n: int = 50) -> list[tuple]:
              [("h", b"x%d" % i), ("n", None)] if i % 2 else [], TS + i) for i in range(n)]
 
 
-def _fetch_all(broker, topic: str, want: int, records_mod) -> list:
+def _fetch_all(broker, topic: str, want: int, records_mod, codecs: set | None = None) -> list:
     raw = Raw(broker.bootstrap)
     try:
         got: list = []
@@ -115,6 +115,9 @@ def _fetch_all(broker, topic: str, want: int, records_mod) -> list:
             blob = raw.fetch(topic, 0, offset)
             it = records_mod.iter_batches(blob)
             for batch in it:
+                if codecs is not None:
+                    codecs.add(batch.compression)
+                    assert batch.validate_crc() and batch.magic == 2
                 for r in batch:
                     if r.offset >= offset:
                         got.append(r)
@@ -135,7 +138,9 @@ def test_confluent_produced_batches_decode_in_kcodec(broker, topic_name, twin, c
     for k, v, h, ts in rows():
         p.produce(topic_name, value=v, key=k, headers=h, partition=0, timestamp=ts)
     assert p.flush(15) == 0
-    got = _fetch_all(broker, topic_name, len(rows()), twin("batch"))
+    seen: set = set()
+    got = _fetch_all(broker, topic_name, len(rows()), twin("batch"), seen)
+    assert seen == {CODECS[codec]}
     assert [(r.offset, r.key, r.value, r.timestamp) for r in got] == [
         (i, k, v, ts) for i, (k, v, _, ts) in enumerate(rows())]
     assert [r.headers for r in got] == [h for _, _, h, _ in rows()]
