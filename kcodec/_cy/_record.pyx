@@ -244,15 +244,6 @@ cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t siz
     return m
 
 
-cdef int64_t record_offset(object record) except? -1:
-    return PyLong_AsLongLong(record.offset)
-
-
-cdef int set_record_offset(object record, int64_t offset) except -1:
-    record.offset = offset
-    return 0
-
-
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 

@@ -22,7 +22,6 @@ from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy.legacy cimport LegacyBatch, message_at
 
 import time
-import zlib
 
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 
@@ -51,7 +50,6 @@ cdef int64_t _I64_MIN = INT64_MIN
 cdef int64_t _I64_MAX = INT64_MAX
 cdef int64_t _I32_MIN = -0x80000000
 cdef int64_t _I32_MAX = 0x7FFFFFFF
-cdef object _zcrc32 = zlib.crc32
 
 
 cdef object _codecs = None
