@@ -56,15 +56,16 @@ def _input_legacy(codec: str) -> bytes:
 
 
 def _touch(records: Any) -> int:
+    """Read offset, timestamp, key, value and every header of every record (workload R)."""
     n = 0
     for r in records:
-        r.offset
-        r.timestamp
-        r.key
-        r.value
+        r.offset  # noqa: B018
+        r.timestamp  # noqa: B018
+        r.key  # noqa: B018
+        r.value  # noqa: B018
         for h in r.headers:
-            h[0]
-            h[1]
+            h[0]  # noqa: B018
+            h[1]  # noqa: B018
         n += 1
     return n
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 from kcodec._py._record import Record, RecordMetadata
 from kcodec._py._wire import bytes_like, check_int, need, wrap64
@@ -49,7 +50,7 @@ def _decompress(codec: int, data: Any, max_size: int, magic: int) -> bytes:
     return decompress(codec, data, max_size, magic=magic)
 
 
-def _compress(codec: int, data: bytes, level: Optional[int], magic: int) -> bytes:
+def _compress(codec: int, data: bytes, level: int | None, magic: int) -> bytes:
     return compress(codec, data, level, magic=magic)
 
 
@@ -110,14 +111,14 @@ class LegacyBatch:
         return len(self.records())
 
     @property
-    def key(self) -> Optional[bytes]:
+    def key(self) -> bytes | None:
         return self._span(self._key)
 
     @property
-    def value(self) -> Optional[bytes]:
+    def value(self) -> bytes | None:
         return self._span(self._value)
 
-    def _span(self, span: Optional[tuple[int, int]]) -> Optional[bytes]:
+    def _span(self, span: tuple[int, int] | None) -> bytes | None:
         return None if span is None else bytes(self._data[span[0]:span[1]])
 
     def computed_crc(self) -> int:
@@ -157,8 +158,8 @@ class LegacyBatch:
 
 
 def _parse(data: Any, pos: int, end: int, base: int) -> tuple[int, int, int, int, int, int,
-                                                               Optional[tuple[int, int]],
-                                                               Optional[tuple[int, int]], int]:
+                                                               tuple[int, int] | None,
+                                                               tuple[int, int] | None, int]:
     """Parse the message at pos (its 12-byte log header already known to fit):
     (offset, size, crc, magic, attributes, timestamp, key span, value span, end)."""
     need(pos, end, 18, "message header", base)
@@ -258,7 +259,7 @@ class MessageSetBuilder:
                  "_buf", "_count", "_last_delta", "_max_ts")
 
     def __init__(self, *, magic: int = 1, compression: int = 0,
-                 compression_level: Optional[int] = None, base_offset: int = 0,
+                 compression_level: int | None = None, base_offset: int = 0,
                  timestamp_type: int = 0, max_size: int = 1048576) -> None:
         self._magic = check_int(magic, 0, 1, "magic")
         self._codec = check_int(compression, 0, 4, "compression codec")
@@ -286,8 +287,8 @@ class MessageSetBuilder:
             return len(self._buf) + (26 if self._magic == 0 else 34)
         return len(self._buf)
 
-    def append(self, key: Any, value: Any, timestamp: Optional[int] = None,
-               offset_delta: Optional[int] = None) -> Optional[RecordMetadata]:
+    def append(self, key: Any, value: Any, timestamp: int | None = None,
+               offset_delta: int | None = None) -> RecordMetadata | None:
         """Add a message; its metadata, or None if the set is full."""
         if offset_delta is None:
             od = self._last_delta + 1
@@ -335,8 +336,8 @@ class MessageSetBuilder:
         return _message(last, self._magic, attrs, self._max_ts, None, payload)
 
 
-def _message(offset: int, magic: int, attributes: int, ts: int, key: Optional[bytes],
-             value: Optional[bytes]) -> bytes:
+def _message(offset: int, magic: int, attributes: int, ts: int, key: bytes | None,
+             value: bytes | None) -> bytes:
     """One entry: log header, CRC-32 and the message fields."""
     body = bytearray((magic, attributes))
     if magic:
