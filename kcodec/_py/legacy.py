@@ -59,7 +59,7 @@ class LegacyBatch:
     (its inner messages are the records). Fields follow RecordBatch where they apply."""
 
     __slots__ = ("position", "offset", "message_size", "crc", "magic", "attributes",
-                 "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_records")
+                 "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_inner")
 
     partition_leader_epoch = -1
     producer_id = -1
@@ -134,19 +134,20 @@ class LegacyBatch:
             raise ChecksumError(self.crc, actual, self.position, "message CRC-32")
 
     def records(self) -> list[Record]:
-        if self._records is not None:
-            return self._records
+        """Every record, as a new list of new records (a wrapper is decompressed once)."""
         codec = self.attributes & 0x07
         ts_type = self.timestamp_type
         if codec == 0:
             return [Record(self.offset, self.timestamp, ts_type, self.key, self.value, [],
                            self.attributes)]
-        if self._value is None:
-            raise CorruptDataError("compressed message with a null value", self.position)
-        inner = _decompress(codec, self._data[self._value[0]:self._value[1]], self._max_size,
-                            self.magic)
+        inner = self._inner
+        if inner is None:
+            if self._value is None:
+                raise CorruptDataError("compressed message with a null value", self.position)
+            inner = _decompress(codec, self._data[self._value[0]:self._value[1]],
+                                self._max_size, self.magic)
         out = _inner_records(inner, self)
-        self._records = out
+        self._inner = inner  # checked and decompressed: kept for the next iteration
         return out
 
     def __iter__(self) -> Iterator[Record]:
@@ -205,7 +206,7 @@ def message_at(data: Any, pos: int, validate_crc: bool, max_size: int) -> Legacy
     m._data = data
     m._validate = validate_crc
     m._max_size = max_size
-    m._records = None
+    m._inner = None
     return m
 
 
