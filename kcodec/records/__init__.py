@@ -22,17 +22,30 @@ from __future__ import annotations
 from enum import IntEnum
 
 from kcodec._impl import IMPLEMENTATION
+from kcodec.compression import Codec
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.batch import (
-        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
-        RecordBatchBuilder, RecordMetadata, iter_batches,
+        DEFAULT_MAX_DECOMPRESSED,
+        BatchIterator,
+        ControlRecord,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        RecordMetadata,
+        iter_batches,
     )
     from kcodec._cy.legacy import LegacyBatch, MessageSetBuilder
 else:
     from kcodec._py.batch import (  # type: ignore[assignment]
-        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
-        RecordBatchBuilder, RecordMetadata, iter_batches,
+        DEFAULT_MAX_DECOMPRESSED,
+        BatchIterator,
+        ControlRecord,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        RecordMetadata,
+        iter_batches,
     )
     from kcodec._py.legacy import LegacyBatch, MessageSetBuilder  # type: ignore[assignment]
 
@@ -67,6 +80,7 @@ __all__ = [
     "MessageSetBuilder",
     "TimestampType",
     "ControlType",
+    "Codec",
     "DEFAULT_MAX_DECOMPRESSED",
 ]
 
