@@ -10,9 +10,9 @@ exception with the same message.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetItem
 from cpython.float cimport PyFloat_AsDouble, PyFloat_Check, PyFloat_FromDouble
-from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_Check, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_Check, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
@@ -37,6 +37,9 @@ cdef extern from "Python.h":
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     bint PyBool_Check(object o)
     int _PyBytes_Resize(PyObject** b, Py_ssize_t newsize) except -1
+    # object.__new__(cls) without the call: the classes are plain Python classes whose
+    # tp_alloc is this function (object.__new__ itself ends in it)
+    object PyType_GenericAlloc(PyTypeObject* cls, Py_ssize_t nitems)
 
 
 # Wire codes: the same numbers as kcodec.protocol._plan (a test checks they agree).
@@ -86,7 +89,6 @@ _RANGE = {INT8: (-(1 << 7), (1 << 7) - 1, "int8"), INT16: (-(1 << 15), (1 << 15)
 cdef object UUID_CLS = _uuid.UUID
 cdef object UUID_NEW = _uuid.UUID.__new__
 cdef object SAFE_UNKNOWN = _uuid.SafeUUID.unknown
-cdef object OBJECT_NEW = object.__new__
 cdef str S_INT = "int"
 cdef str S_IS_SAFE = "is_safe"
 cdef str S_UNKNOWN = "_unknown_tags"
@@ -105,6 +107,39 @@ cdef class COp:
     cdef str what
     cdef CPlan sub
     cdef object default
+
+
+cdef class Fresh:
+    """A mutable default to build per decoded object: [] or a default struct."""
+    cdef object key
+    cdef bint is_list
+    cdef object cls
+    cdef dict defaults
+    cdef tuple fresh
+
+
+cdef Fresh lower_fresh(object key, object factory):
+    cdef Fresh f = Fresh.__new__(Fresh)
+    f.key = key
+    f.is_list = factory is list
+    if not f.is_list:
+        f.cls = factory
+        f.defaults = factory._defaults
+        f.fresh = tuple([lower_fresh(k, sub) for k, sub in factory._fresh])
+    return f
+
+
+cdef object make_fresh(Fresh f):
+    if f.is_list:
+        return []
+    cdef dict d = PyDict_Copy(f.defaults)
+    cdef Fresh sub
+    if f.fresh:
+        for sub in f.fresh:
+            PyDict_SetItem(d, sub.key, make_fresh(sub))
+    obj = PyType_GenericAlloc(<PyTypeObject*>f.cls, 0)
+    PyObject_GenericSetDict(obj, d, NULL)
+    return obj
 
 
 cdef class CPlan:
@@ -154,8 +189,14 @@ cdef CPlan lower(object plan):
     p.tagged = tuple([lower_op(t) for t in plan.tagged])
     p.tag_map = {(<COp>op).tag: op for op in p.tagged}
     p.absent = plan.absent
-    p.defaults = plan.defaults
-    p.fresh = plan.fresh
+    # The dict every decoded object starts from: every key of the struct (wire fields as
+    # None placeholders, then the defaults), so copying it gives a dict of the final size
+    # and the decoder only replaces values, never grows it.
+    p.defaults = {op[1]: None for op in plan.ops}
+    p.defaults.update({op[1]: None for op in plan.tagged})
+    p.defaults.update({k: None for k, _f in plan.fresh})
+    p.defaults.update(plan.defaults)
+    p.fresh = tuple([lower_fresh(k, factory) for k, factory in plan.fresh])
     p.min_size = plan.min_size
     p.size_hint = 256
     plan.cy = p
@@ -590,13 +631,17 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
         raise CorruptDataError(f"{what}: negative length {n}", start)
     if code == ARRAY or code == CARRAY:
         need(r, n * unit, what)
-        out = []
+        out = PyList_New(n)  # NULL slots until filled: safe for GC and for dealloc on error
         if elem == STRUCT:
             for i in range(n):
-                out.append(dec_struct(r, sub, ctx))
+                item = dec_struct(r, sub, ctx)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, i, item)
         else:
             for i in range(n):
-                out.append(dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1, ctx))
+                item = dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1, ctx)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, i, item)
         return out
     need(r, n, what)
     p = r.data + r.pos
@@ -615,34 +660,21 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
     return PyBytes_FromStringAndSize(<const char*>p, n)
 
 
-cdef object make_default(object factory):
-    """A fresh default value: [] or a default struct, built without calling __init__."""
-    if factory is list:
-        return []
-    cdef dict d = PyDict_Copy(factory._defaults)
-    cdef tuple fresh = factory._fresh
-    if fresh:
-        for key, f in fresh:
-            d[key] = make_default(f)
-    obj = OBJECT_NEW(factory)
-    PyObject_GenericSetDict(obj, d, NULL)
-    return obj
-
-
 cdef object dec_struct(Reader* r, CPlan plan, Ctx ctx):
     cdef dict d = PyDict_Copy(plan.defaults)
     cdef COp op
     cdef tuple ops = plan.ops
     cdef Py_ssize_t i, n = PyTuple_GET_SIZE(ops)
+    cdef Fresh f
     if plan.fresh:
-        for key, factory in plan.fresh:
-            d[key] = make_default(factory)
+        for f in plan.fresh:
+            PyDict_SetItem(d, f.key, make_fresh(f))
     for i in range(n):
         op = <COp>PyTuple_GET_ITEM(ops, i)
         PyDict_SetItem(d, op.key, dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx))
     if plan.flexible:
         dec_tags(r, plan, d, ctx)
-    obj = OBJECT_NEW(plan.cls)
+    obj = PyType_GenericAlloc(<PyTypeObject*>plan.cls, 0)
     PyObject_GenericSetDict(obj, d, NULL)
     return obj
 

@@ -11,7 +11,7 @@ Objects compare equal when they have the same class and the same attribute value
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from kcodec.errors import UnsupportedVersionError
 from kcodec.protocol import _plan as P
@@ -42,7 +42,7 @@ class _FieldInfo:
         self.tagged = parse_range(decl.tagged)
         self.flexible = parse_range(decl.flexible) if decl.flexible is not None else "inherit"
         self.ignorable = decl.ignorable
-        self.struct_cls: Optional[type[Struct]] = None
+        self.struct_cls: type[Struct] | None = None
         self.default: Any = None
         self.factory: Any = None
 
@@ -148,11 +148,11 @@ class Struct:
 class Message(Struct):
     """A top-level request, response, header or data struct, all versions folded in."""
 
-    API_KEY: ClassVar[Optional[int]] = None
+    API_KEY: ClassVar[int | None] = None
     KIND: ClassVar[str] = ""
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_VERSIONS: ClassVar[Optional[tuple[int, int]]] = None
+    FLEXIBLE_VERSIONS: ClassVar[tuple[int, int] | None] = None
     LATEST_UNSTABLE: ClassVar[bool] = False
     STRUCTS: ClassVar[dict[str, type[Struct]]] = {}
     _vplans: ClassVar[dict[int, P.StructPlan]]
