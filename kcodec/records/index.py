@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import Iterator, NamedTuple, Optional, Union
+from collections.abc import Iterator
+from typing import NamedTuple, Union
 
 from kcodec.errors import EncodeError
 
@@ -57,7 +58,7 @@ class TimeIndexEntry(NamedTuple):
     offset: int
 
 
-def base_offset_from_name(path: PathLike) -> Optional[int]:
+def base_offset_from_name(path: PathLike) -> int | None:
     """The base offset a Kafka segment file name encodes (``00000000000000000042.log`` -> 42).
 
     The digits before the first dot, as the broker reads them (it writes 20, zero-padded);
@@ -89,8 +90,8 @@ class _Index:
     ENTRY_SIZE = 0
     KIND = ""
 
-    def __init__(self, data: "bytes | bytearray | memoryview", base_offset: int = 0,
-                 path: Optional[str] = None) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview, base_offset: int = 0,
+                 path: str | None = None) -> None:
         self._data = bytes(data)
         self.base_offset = int(base_offset)
         self.path = path
@@ -108,7 +109,7 @@ class _Index:
         self._count = used // es
 
     @classmethod
-    def open(cls, path: PathLike, base_offset: Optional[int] = None):  # type: ignore[no-untyped-def]
+    def open(cls, path: PathLike, base_offset: int | None = None):  # type: ignore[no-untyped-def]
         """Read an index file; the base offset comes from its name unless given."""
         if base_offset is None:
             base_offset = base_offset_from_name(path)
@@ -185,10 +186,10 @@ class OffsetIndex(_Index):
         i = self._floor(offset)
         return self._entry(i) if i >= 0 else IndexEntry(self.base_offset, 0)
 
-    def problems(self, log_size: Optional[int] = None) -> list[str]:
+    def problems(self, log_size: int | None = None) -> list[str]:
         """What is wrong with this index (empty when sane): order, ranges, partial tail."""
         out = self._tail_problems()
-        prev: Optional[IndexEntry] = None
+        prev: IndexEntry | None = None
         for i, (rel, pos) in enumerate(_OFFSET_ENTRY.iter_unpack(self._data[: self._count * 8])):
             e = IndexEntry(self.base_offset + rel, pos)
             if rel < 0 or pos < 0:
@@ -208,8 +209,8 @@ class OffsetIndex(_Index):
         return self._data[: self._count * 8]
 
     @classmethod
-    def from_entries(cls, entries: "list[IndexEntry] | list[tuple[int, int]]",
-                     base_offset: int = 0, path: Optional[str] = None) -> "OffsetIndex":
+    def from_entries(cls, entries: list[IndexEntry] | list[tuple[int, int]],
+                     base_offset: int = 0, path: str | None = None) -> OffsetIndex:
         """Build an index from absolute (offset, position) pairs (they must fit int32)."""
         out = bytearray()
         for offset, position in entries:
@@ -242,10 +243,10 @@ class TimeIndex(_Index):
         i = self._floor(timestamp)
         return self._entry(i) if i >= 0 else TimeIndexEntry(-1, self.base_offset)
 
-    def problems(self, log_size: Optional[int] = None) -> list[str]:
+    def problems(self, log_size: int | None = None) -> list[str]:
         """What is wrong with this index (empty when sane): order, ranges, partial tail."""
         out = self._tail_problems()
-        prev: Optional[TimeIndexEntry] = None
+        prev: TimeIndexEntry | None = None
         for i, (ts, rel) in enumerate(_TIME_ENTRY.iter_unpack(self._data[: self._count * 12])):
             e = TimeIndexEntry(ts, self.base_offset + rel)
             if rel < 0:
@@ -263,8 +264,8 @@ class TimeIndex(_Index):
         return self._data[: self._count * 12]
 
     @classmethod
-    def from_entries(cls, entries: "list[TimeIndexEntry] | list[tuple[int, int]]",
-                     base_offset: int = 0, path: Optional[str] = None) -> "TimeIndex":
+    def from_entries(cls, entries: list[TimeIndexEntry] | list[tuple[int, int]],
+                     base_offset: int = 0, path: str | None = None) -> TimeIndex:
         """Build a time index from (timestamp, absolute offset) pairs."""
         out = bytearray()
         for timestamp, offset in entries:
