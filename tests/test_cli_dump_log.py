@@ -70,7 +70,7 @@ def test_records_on_the_topic_segment(capsys) -> None:
     assert len(recs) == 3
     assert recs[0].startswith("| offset: 0 CreateTime: 1769792698283 keySize: -1 valueSize: 1831")
     # one line per record: \r\n escaped, the value cut at 20 bytes
-    assert 'key: null value: {\\r\\n  "resourceType"...(+1811 bytes)' in recs[0]
+    assert 'key: null value: {\\r\\n  "resourceType" ...(+1811 bytes)' in recs[0]
     code, out, _ = run(capsys, reference(TOPIC_LOG), "--records", "--max-bytes", "0")
     assert "value:" not in out and "valueSize: 906" in out
 

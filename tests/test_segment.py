@@ -125,7 +125,8 @@ def test_metadata_segment_indexes(meta_with_indexes) -> None:
             assert (got.position, got.base_offset) == (want.position, want.base_offset)
         assert seg._start_for(4928) == offsets[-1][1] > 0
         assert seg.find_offset(4929) is None
-        assert [b.base_offset for b in seg.batches_from(4925)] == [4925, 4926, 4927, 4928]
+        assert [b.base_offset for b in seg.batches_from(4925)] == [4871, 4926, 4927, 4928]
+        assert seg.find_offset(4900).record_count == 55     # the one multi-record batch
 
 
 def test_metadata_segment_find_timestamp(meta_with_indexes) -> None:
@@ -287,7 +288,7 @@ def test_recover_crc_corrupted_in_the_middle(tmp_path: Path) -> None:
     (struct.pack(">qi", 6, 5) + b"xxxxx", "corrupt batch"),    # length below any minimum
     (struct.pack(">qiib", 6, 60, 0, 7) + bytes(56), "corrupt batch"),   # magic 7
     (bytes(4096), "zero-filled tail"),                          # preallocated, then a crash
-    (bytes(5), "zero-filled tail"),
+    (bytes(5), "incomplete batch"),        # too short to tell from a torn batch start
 ])
 def test_recover_garbage_tail(tmp_path: Path, tail: bytes, reason: str) -> None:
     log, parts = three(tmp_path, tail=tail)

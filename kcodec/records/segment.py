@@ -190,7 +190,7 @@ class RecoveryTracker:
         reason, error = self.reason, self.error
         if reason in (None, "corrupt batch") and self.valid_bytes < seg.size:
             rest = seg.size - self.valid_bytes
-            if seg._all_zero(self.valid_bytes):
+            if rest >= 12 and seg._all_zero(self.valid_bytes):
                 # what a preallocated segment (log.preallocate) holds after a crash
                 reason, error = "zero-filled tail", None
             elif reason is None:
@@ -480,14 +480,21 @@ class LogSegment:
         return out
 
     def _verify_time_index(self, index: TimeIndex) -> list[str]:
-        out = []
-        for i, e in enumerate(index):
-            batch = None
+        out: list[str] = []
+        entries = list(index)
+        if any(b.offset < a.offset for a, b in zip(entries, entries[1:])):
+            return out  # out of order: problems() already says so; no merge possible
+        # one pass: walk batches and entries (both in offset order) side by side
+        batches = self.batches(0)
+        batch = None
+        for i, e in enumerate(entries):
             try:
-                batch = self.find_offset(e.offset)
-            except KcodecError:
-                pass
-            if batch is None or batch.base_offset > e.offset:
+                while batch is None or batch.last_offset < e.offset:
+                    batch = next(batches)
+            except (StopIteration, KcodecError):
+                out.append(f"{index.path}: entry {i} {tuple(e)}: offset not in the log")
+                break
+            if batch.base_offset > e.offset:
                 out.append(f"{index.path}: entry {i} {tuple(e)}: offset not in the log")
             elif batch.max_timestamp != e.timestamp:
                 out.append(f"{index.path}: entry {i} {tuple(e)}: the batch holding that "
