@@ -266,6 +266,9 @@ def _progress_for(args: argparse.Namespace, size: int, label: str) -> Progress |
     try:
         if not stream.isatty():
             return None
+        # rows going to the same terminal would scribble over the bar
+        if not args.verify and sys.stdout.isatty():
+            return None
     except (AttributeError, ValueError):
         return None
     return Progress(size, stream, os.path.basename(label))
@@ -462,8 +465,22 @@ def run(args: argparse.Namespace) -> int:
                 status |= dump_index(path, args, out, time_index=False)
             else:
                 status |= dump_log(path, args, out)
+        except BrokenPipeError:
+            # the reader went away (``| head``): stop quietly, and keep the interpreter's
+            # final flush from complaining about the closed pipe
+            _silence_stdout()
+            raise
         except (OSError, KcodecError, ValueError) as exc:
             sys.stdout.flush()
             print(f"kcodec {NAME}: error: {path}: {exc}", file=sys.stderr)
             status = 1
     return status
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
