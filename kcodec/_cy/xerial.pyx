@@ -35,9 +35,10 @@ cdef const char* _MAGIC = b"\x82SNAPPY\x00"
 cdef object _snappy():
     try:
         import cramjam
-    except ImportError:
+
+        return cramjam.snappy
+    except (ImportError, AttributeError):  # AttributeError: a None stand-in in sys.modules
         raise UnsupportedCodecError("snappy", "cramjam") from None
-    return cramjam.snappy
 
 
 cdef memoryview _view(object data):

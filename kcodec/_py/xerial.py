@@ -51,9 +51,10 @@ _MAX_BLOCK_SIZE = 1 << 30
 def _snappy() -> Any:
     try:
         import cramjam
-    except ImportError:
+
+        return cramjam.snappy
+    except (ImportError, AttributeError):  # AttributeError: a None stand-in in sys.modules
         raise UnsupportedCodecError("snappy", "cramjam") from None
-    return cramjam.snappy
 
 
 def _view(data: Any) -> memoryview:
