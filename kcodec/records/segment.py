@@ -264,16 +264,16 @@ class LogSegment:
         if self.closed:
             return
         self.closed = True
-        self._view.release()
-        self._view = memoryview(b"")
+        view, self._view = self._view, memoryview(b"")
         m, self._map = self._map, None
-        if m is not None:
-            try:
+        try:
+            view.release()
+            if m is not None:
                 m.close()
-            except BufferError:
-                # batches/records still hold views into the map: it is unmapped when the
-                # last of them is freed, and their bytes stay valid until then.
-                pass
+        except BufferError:
+            # batches or iterators still hold views into the map: it is unmapped when the
+            # last of them is freed, and their bytes stay valid until then.
+            pass
 
     def __enter__(self) -> LogSegment:
         return self
