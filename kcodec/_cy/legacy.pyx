@@ -282,9 +282,12 @@ cdef list _inner_records(bytes inner, LegacyBatch w):
     if not out:
         raise_corrupt("compressed message holds no inner messages", w.position)
     if wmagic == 1:
-        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>(<Record>out[-1]).offset)
-        for r in out:
-            r.offset = <int64_t>(<uint64_t>r.offset + <uint64_t>shift)
+        # The absolute offset of relative offset 0; a wrapper written without its last
+        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
+        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>(<Record>out[len(out) - 1]).offset)
+        if shift >= 0:
+            for r in out:
+                r.offset = <int64_t>(<uint64_t>r.offset + <uint64_t>shift)
     return out
 
 

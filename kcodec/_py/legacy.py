@@ -239,9 +239,12 @@ def _inner_records(inner: bytes, w: LegacyBatch) -> list[Record]:
     if not out:
         raise CorruptDataError("compressed message holds no inner messages", w.position)
     if wmagic == 1:
-        shift = w.offset - out[-1].offset
-        for r in out:
-            r.offset = wrap64(r.offset + shift)
+        # The absolute offset of relative offset 0; a wrapper written without its last
+        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
+        shift = wrap64(w.offset - out[-1].offset)
+        if shift >= 0:
+            for r in out:
+                r.offset = wrap64(r.offset + shift)
     return out
 
 
