@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 import shutil
 import struct
@@ -380,13 +382,18 @@ def test_missing_and_odd_files(tmp_path: Path) -> None:
             seg.batches(10**9)
 
 
-def test_mutated_segments_never_crash(tmp_path: Path) -> None:
-    rng = random.Random(1234)
-    parts = simple_batches(n_batches=4, per_batch=3) + [v2_batch(12, [(1, b"z", b"q" * 300, [])],
-                                                                 codec=1)]
+def fuzz_segments(tmp_path: Path, seed: int, rounds: int, cli: bool) -> None:
+    """Mutate and cut a segment of every magic and codec; every API (and dump-log) must
+    finish with a result or a kcodec error, and dump-log's exit code must agree with
+    recover(deep=True)."""
+    rng = random.Random(seed)
+    parts = (simple_batches(n_batches=4, per_batch=3)
+             + [v2_batch(12 + c, [(1, b"z", b"q" * 300, [])], codec=c) for c in (1, 2, 3, 4)]
+             + [legacy_message(1, 17, 5, b"k", b"v" * 100, codec=1),
+                legacy_message(0, 18, None, b"k", b"v", codec=2)])
     base = b"".join(parts)
     log = tmp_path / "00000000000000000000.log"
-    for _ in range(150):
+    for _ in range(rounds):
         data = bytearray(base)
         for _ in range(rng.randint(1, 6)):
             data[rng.randrange(len(data))] = rng.randrange(256)
@@ -401,8 +408,26 @@ def test_mutated_segments_never_crash(tmp_path: Path) -> None:
                     list(b)
             except KcodecError:
                 pass
-            for off in (0, 5, 13):
+            for off in (0, 5, 13, 17):
                 try:
                     seg.find_offset(off)
+                    seg.find_timestamp(off)
                 except KcodecError:
                     pass
+            seg.build_indexes(100)
+            seg.verify_indexes()
+        if cli:
+            from kcodec.cli import main
+
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = main(["dump-log", "--records", str(log)])
+            assert code == (0 if res.ok else 1)
+
+
+def test_mutated_segments_never_crash(tmp_path: Path) -> None:
+    fuzz_segments(tmp_path, 1234, 150, cli=False)
+
+
+@pytest.mark.slow
+def test_mutated_segments_never_crash_long(tmp_path: Path) -> None:
+    fuzz_segments(tmp_path, 99, 3000, cli=True)
