@@ -372,6 +372,37 @@ def test_close_and_context_manager(tmp_path: Path) -> None:
     del kept
 
 
+def test_read_instead_of_map(tmp_path: Path) -> None:
+    parts = simple_batches(n_batches=5)
+    log = write_segment(tmp_path, 0, parts)
+    with LogSegment(log) as mapped, LogSegment(log, use_mmap=False) as read:
+        assert read._map is None and mapped._map is not None
+        assert [(b.position, b.base_offset) for b in read] == \
+            [(b.position, b.base_offset) for b in mapped]
+        assert read.recover() == mapped.recover()
+        assert read.find_timestamp(1_700_000_000_045) == mapped.find_timestamp(1_700_000_000_045)
+
+
+def test_pipe(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    data = b"".join(simple_batches(first_offset=70, n_batches=3))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as w:
+            w.write(data)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    with LogSegment(fifo) as seg:              # not a regular file: read, not mapped
+        assert seg.size == len(data) and seg.base_offset == 70
+        assert [b.base_offset for b in seg] == [70, 72, 74] and seg.recover().ok
+    t.join()
+
+
 def test_missing_and_odd_files(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         LogSegment(tmp_path / "nope.log")

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bytes", type=int, default=100, metavar="N",
                         help="show at most N bytes of a key or value in the table "
                              "(default 100; -1: no limit; 0: sizes only)")
+    parser.add_argument("--no-mmap", action="store_true",
+                        help="read each file into memory instead of mapping it (safe when a "
+                             "live broker may truncate it meanwhile)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar on stderr (shown for large files on a terminal)")
 
@@ -301,7 +304,7 @@ def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
 
     status = 0
     limit = args.max_bytes
-    with LogSegment(path) as seg:
+    with LogSegment(path, use_mmap=not args.no_mmap) as seg:
         if not out.json:
             out.line(f"Dumping {path}")
             out.line(f"Log starting offset: {seg.base_offset}  size: {seg.size} bytes")

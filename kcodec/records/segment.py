@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
@@ -227,23 +228,33 @@ class LogSegment:
     read from the ``.index``/``.timeindex`` files beside the log unless ``indexes=False``;
     they only speed lookups up: a missing, empty or broken index gives the same answers.
     Closing unmaps the file; batches and records still referenced keep it mapped until
-    they go away (their bytes stay valid).
+    they go away (their bytes stay valid). A mapped file that another process truncates
+    while it is open (a live broker's active segment) can kill the reading process with
+    SIGBUS; ``use_mmap=False`` reads the file into memory instead.
     """
 
     def __init__(self, path: PathLike, *, base_offset: int | None = None,
-                 indexes: bool = True) -> None:
+                 indexes: bool = True, use_mmap: bool = True) -> None:
         self.path = os.fspath(path)
         self._map: mmap.mmap | None = None
+        data: bytes = b""
         with open(self.path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        self.size = len(self._map) if self._map is not None else 0
-        self._view: memoryview = memoryview(self._map if self._map is not None else b"")
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                data = f.read()          # a pipe or device (/dev/stdin): read it all
+            elif st.st_size and use_mmap:
+                try:
+                    self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):
+                    data = f.read()      # a file system that cannot map files
+            elif st.st_size:
+                data = f.read()
+        #: bytes in the segment (as mapped or read when it was opened)
+        self.size = len(self._map) if self._map is not None else len(data)
+        self._view: memoryview = memoryview(self._map if self._map is not None else data)
         self.closed = False
         if base_offset is None:
             base_offset = base_offset_from_name(self.path)
-        self._named_base = base_offset is not None
         self._base_offset = base_offset
         self.offset_index: OffsetIndex | None = None
         self.time_index: TimeIndex | None = None
