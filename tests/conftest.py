@@ -22,6 +22,9 @@ IMPLS = ["python"] if NO_EXT else _impl.twins()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "peers: interop with real peers (kafka-python, aiokafka, google-crc32c, ...)"
+    )
     if not NO_EXT and "cython" not in IMPLS:
         raise pytest.UsageError(
             "the compiled extension is not built or does not load "
@@ -49,6 +52,15 @@ def pair():
         return cy, py
 
     return get
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that uses the broker gets the ``broker`` marker, so ``-m "not broker"``
+    deselects exactly them where there is no Tansu binary (CI outside x86-64 Linux)."""
+    for item in items:
+        if "broker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.broker)
 
 
 @pytest.fixture(scope="session")

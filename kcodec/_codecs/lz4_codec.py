@@ -24,6 +24,7 @@ chunks through ``max_length`` and stops one byte past the budget.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kcodec._codecs._util import drain
@@ -59,6 +60,7 @@ def library() -> tuple[str, str]:
     return "lz4", f"{lz4.__version__} (liblz4 {lz4.library_version_string()})"
 
 
+@functools.lru_cache(maxsize=512)  # Kafka writes a handful of distinct descriptors
 def header_checksum(header: bytes, legacy: bool = False) -> int:
     """The HC byte for ``header`` = magic + descriptor (legacy: Kafka's pre-KIP-57 value)."""
     return (xxh32(header if legacy else header[4:]) >> 8) & 0xFF
