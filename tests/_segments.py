@@ -1,9 +1,11 @@
 """Test data for log segments: the real Kafka-written segments, and synthetic ones.
 
 The real segments live in ``../shared/reference/segments`` beside the clone (CI puts
-``shared`` there); they are read in place and never copied into the repository.
-Synthetic batches are built with kafka-python's builders (an independent peer), and the
-expectations are computed here with ``struct`` from the wire layout, not with kcodec.
+``shared`` there); they are read in place and never copied into the repository. Tests that
+read them are marked ``reference``.
+Synthetic batches come from kcodec's builders, or from kafka-python's (``peer=True``, an
+independent implementation; those tests are marked ``peers``). Expectations are computed
+here with ``struct`` from the wire layout, not with kcodec's reader.
 """
 
 from __future__ import annotations
@@ -106,9 +108,19 @@ Rec = tuple  # (timestamp, key, value, headers)
 
 def v2_batch(base_offset: int, records: list[Rec], codec: int = 0, producer_id: int = -1,
              producer_epoch: int = -1, base_sequence: int = -1, transactional: bool = False,
-             leader_epoch: int = 0) -> bytes:
-    """A magic 2 batch built by kafka-python, then given its base offset and leader epoch
-    (both outside the CRC)."""
+             leader_epoch: int = 0, peer: bool = False) -> bytes:
+    """A magic 2 batch, by kcodec's builder, or by kafka-python's with ``peer=True`` (then
+    given its base offset and leader epoch, both outside the CRC)."""
+    if not peer:
+        from kcodec.records import RecordBatchBuilder
+
+        kb = RecordBatchBuilder(compression=codec, base_offset=base_offset,
+                                producer_id=producer_id, producer_epoch=producer_epoch,
+                                base_sequence=base_sequence, is_transactional=transactional,
+                                partition_leader_epoch=leader_epoch, max_size=1 << 30)
+        for ts, key, value, headers in records:
+            assert kb.append(key, value, list(headers), timestamp=ts) is not None
+        return bytes(kb.build())
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     b = DefaultRecordBatchBuilder(magic=2, compression_type=codec,
@@ -124,12 +136,21 @@ def v2_batch(base_offset: int, records: list[Rec], codec: int = 0, producer_id: 
 
 
 def legacy_message(magic: int, offset: int, timestamp: int | None, key: bytes | None,
-                   value: bytes | None, codec: int = 0) -> bytes:
-    """One magic 0/1 message (a message set of one), built by kafka-python."""
+                   value: bytes | None, codec: int = 0, peer: bool = False) -> bytes:
+    """One magic 0/1 message (a wrapper around it when compressed), by kcodec's builder or
+    by kafka-python's with ``peer=True``."""
+    if not peer:
+        from kcodec.records import MessageSetBuilder
+
+        mb = MessageSetBuilder(magic=magic, compression=codec, base_offset=offset,
+                               max_size=1 << 30)
+        assert mb.append(key, value, timestamp=timestamp if magic else None) is not None
+        return bytes(mb.build())
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
     b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 30)
-    b.append(0, timestamp, key, value)
+    # inside a compressed wrapper, magic 0 offsets are absolute and magic 1 ones relative
+    b.append(offset if magic == 0 else 0, timestamp, key, value)
     data = bytearray(b.build())
     struct.pack_into(">q", data, 0, offset)
     return bytes(data)
