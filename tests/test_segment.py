@@ -289,7 +289,8 @@ def test_recover_torn_last_batch(tmp_path: Path) -> None:
     parts = simple_batches(n_batches=3, per_batch=2)
     full = b"".join(parts)
     for cut in (1, 10, len(parts[2]) - 12, len(parts[2]) - 1):
-        log = tmp_path / "00000000000000000000.log"
+        (tmp_path / str(cut)).mkdir()     # a new file each time: Windows keeps maps locked
+        log = tmp_path / str(cut) / "00000000000000000000.log"
         log.write_bytes(full[: len(full) - cut])
         with LogSegment(log) as seg:
             assert [b.base_offset for b in seg] == [0, 2]   # stops quietly at the torn batch
@@ -456,8 +457,9 @@ def fuzz_segments(tmp_path: Path, seed: int, rounds: int, cli: bool) -> None:
              + [legacy_message(1, 17, 5, b"k", b"v" * 100, codec=1),
                 legacy_message(0, 18, None, b"k", b"v", codec=2)])
     base = b"".join(parts)
-    log = tmp_path / "00000000000000000000.log"
-    for _ in range(rounds):
+    for i in range(rounds):
+        (tmp_path / str(i)).mkdir()       # a new file each time: Windows keeps maps locked
+        log = tmp_path / str(i) / "00000000000000000000.log"
         data = bytearray(base)
         for _ in range(rng.randint(1, 6)):
             data[rng.randrange(len(data))] = rng.randrange(256)
