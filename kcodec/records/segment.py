@@ -114,6 +114,9 @@ class RecoveryResult:
 class RecoveryTracker:
     """Accumulates a recovery scan batch by batch (shared by ``recover`` and the CLI)."""
 
+    __slots__ = ("segment", "valid_bytes", "batches", "records", "first_offset",
+                 "last_offset", "max_timestamp", "reason", "error", "_base", "_top")
+
     def __init__(self, segment: LogSegment) -> None:
         self.segment = segment
         self.valid_bytes = 0
@@ -124,6 +127,8 @@ class RecoveryTracker:
         self.max_timestamp = -1
         self.reason: str | None = None
         self.error: KcodecError | None = None
+        self._base = segment.base_offset
+        self._top = self._base + _INT32_MAX   # relative offsets must fit an int32
 
     @property
     def stopped(self) -> bool:
@@ -140,19 +145,19 @@ class RecoveryTracker:
             return self.reason
         if crc_error is _UNCHECKED:
             crc_error = None
-            try:
-                batch.check_crc()
-            except ChecksumError as exc:
-                crc_error = exc
+            if not batch.validate_crc():
+                try:
+                    batch.check_crc()
+                except ChecksumError as exc:
+                    crc_error = exc
         if crc_error is not None:
             self.error = crc_error
             return self._stop("checksum mismatch")
-        base = self.segment.base_offset
-        if not (base <= batch.base_offset <= batch.last_offset
-                and batch.last_offset - base <= _INT32_MAX):
+        first, last = batch.base_offset, batch.last_offset
+        if not self._base <= first <= last <= self._top:
             self.error = CorruptDataError(
-                f"batch offsets {batch.base_offset}-{batch.last_offset} do not fit a segment "
-                f"with base offset {base}", batch.position)
+                f"batch offsets {first}-{last} do not fit a segment with base offset "
+                f"{self._base}", batch.position)
             return self._stop("offset out of range")
         return None
 
@@ -164,8 +169,9 @@ class RecoveryTracker:
         if self.first_offset is None:
             self.first_offset = batch.base_offset
         self.last_offset = batch.last_offset
-        if batch.max_timestamp > self.max_timestamp:
-            self.max_timestamp = batch.max_timestamp
+        ts = batch.max_timestamp
+        if ts > self.max_timestamp:
+            self.max_timestamp = ts
 
     def add(self, batch: Any, crc_error: Any = _UNCHECKED) -> str | None:
         """``check`` the batch and ``accept`` it if it passes; returns the stop reason."""
@@ -406,25 +412,43 @@ class LogSegment:
         (decompressing), which the broker does not do.
         """
         track = RecoveryTracker(self)
-        it = self.batches(0)
-        while True:
-            try:
-                batch = next(it)
-            except StopIteration:
-                break
-            except KcodecError as exc:
-                track.fail(exc)
-                break
-            if track.check(batch) is not None:
-                break
-            if deep:
-                try:
-                    for _ in batch:
-                        pass
-                except KcodecError as exc:
-                    track.fail(exc, "bad record")
+        base, top = track._base, track._top
+        valid, count, records, first, last, max_ts = 0, 0, 0, None, None, -1
+        # The loop inlines RecoveryTracker.check/accept (same rules): per batch it costs
+        # half as much, which shows on segments of many small batches.
+        try:
+            for batch in self.batches(0):
+                if not batch.validate_crc():
+                    try:
+                        batch.check_crc()
+                    except ChecksumError as exc:
+                        track.error = exc
+                    track.reason = "checksum mismatch"
                     break
-            track.accept(batch)
+                bo, lo = batch.base_offset, batch.last_offset
+                if not base <= bo <= lo <= top:
+                    track.check(batch, None)      # records the reason and the error
+                    break
+                if deep:
+                    try:
+                        for _ in batch:
+                            pass
+                    except KcodecError as exc:
+                        track.fail(exc, "bad record")
+                        break
+                valid = batch.position + batch.size
+                count += 1
+                records += batch.record_count
+                if first is None:
+                    first = bo
+                last = lo
+                ts = batch.max_timestamp
+                if ts > max_ts:
+                    max_ts = ts
+        except KcodecError as exc:
+            track.fail(exc)
+        track.valid_bytes, track.batches, track.records = valid, count, records
+        track.first_offset, track.last_offset, track.max_timestamp = first, last, max_ts
         return track.result()
 
     def build_indexes(self, interval_bytes: int = DEFAULT_INDEX_INTERVAL
