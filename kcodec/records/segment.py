@@ -415,29 +415,50 @@ class LogSegment:
         zero-filled tail) ends the valid part. ``deep=True`` also decodes every record
         (decompressing), which the broker does not do.
         """
+        buf = self.buffer
         track = RecoveryTracker(self)
+        self._scan(buf, track)
+        if deep and track.valid_bytes:
+            # decode the records of the valid part; a bad one ends it at its batch
+            it = _iter_batches(buf[: track.valid_bytes], 0)
+            try:
+                for batch in it:
+                    try:
+                        for _ in batch:
+                            pass
+                    except KcodecError as exc:
+                        track = RecoveryTracker(self)
+                        self._scan(buf[: batch.position], track)
+                        track.fail(exc, "bad record")
+                        break
+            except KcodecError as exc:   # not expected: these batches were read once already
+                track = RecoveryTracker(self)
+                self._scan(buf[: it.consumed], track)
+                track.fail(exc)
+        return track.result()
+
+    def _scan(self, buf: Any, track: RecoveryTracker) -> None:
+        """The broker's recovery scan of ``buf`` into ``track`` (no record decoding)."""
         base, top = track._base, track._top
         valid, count, records, first, last, max_ts = 0, 0, 0, None, None, -1
-        buf = self.buffer
         pos, done = 0, False
-        # The compiled fast path skips runs of valid v2 batches; the entry it stops at (or
-        # every entry, with deep=True) goes through the full reader below, which applies the
-        # same rules as RecoveryTracker.check/accept (inlined: half the cost per batch).
+        # The fast path skips runs of valid v2 batches (compiled: in C, no objects); the
+        # entry it stops at goes through the full reader, with the rules of
+        # RecoveryTracker.check/accept inlined, and then the fast path goes on.
         try:
             while not done:
-                if not deep:
-                    pos, n, nrec, f, lo, ts = scan_valid_v2(buf, pos, base)
-                    if n:
-                        valid = pos
-                        count += n
-                        records += nrec
-                        if first is None:
-                            first = f
-                        last = lo
-                        if ts > max_ts:
-                            max_ts = ts
+                pos, n, nrec, f, lo, ts = scan_valid_v2(buf, pos, base)
+                if n:
+                    valid = pos
+                    count += n
+                    records += nrec
+                    if first is None:
+                        first = f
+                    last = lo
+                    if ts > max_ts:
+                        max_ts = ts
                 done = True
-                for batch in self.batches(pos):
+                for batch in _iter_batches(buf, pos):
                     if not batch.validate_crc():
                         try:
                             batch.check_crc()
@@ -449,13 +470,6 @@ class LogSegment:
                     if not base <= bo <= lo <= top:
                         track.check(batch, None)      # records the reason and the error
                         break
-                    if deep:
-                        try:
-                            for _ in batch:
-                                pass
-                        except KcodecError as exc:
-                            track.fail(exc, "bad record")
-                            break
                     valid = batch.position + batch.size
                     count += 1
                     records += batch.record_count
@@ -465,14 +479,12 @@ class LogSegment:
                     ts = batch.max_timestamp
                     if ts > max_ts:
                         max_ts = ts
-                    if not deep:          # back to the fast path after this entry
-                        pos, done = valid, False
-                        break
+                    pos, done = valid, False      # back to the fast path after this entry
+                    break
         except KcodecError as exc:
             track.fail(exc)
         track.valid_bytes, track.batches, track.records = valid, count, records
         track.first_offset, track.last_offset, track.max_timestamp = first, last, max_ts
-        return track.result()
 
     def build_indexes(self, interval_bytes: int = DEFAULT_INDEX_INTERVAL
                       ) -> tuple[OffsetIndex, TimeIndex]:
