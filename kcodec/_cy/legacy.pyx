@@ -13,7 +13,7 @@ from kcodec._cy._reader cimport (
     Buf, be_u32, be_u64, put_u32, put_u64, raise_corrupt, raise_truncated, get_buf,
 )
 from kcodec._cy._record cimport (
-    Growable, Record, RecordMetadata, check_i64, new_metadata, new_record, take_bytes,
+    Growable, check_i64, new_metadata, new_record, record_offset, set_record_offset, take_bytes,
 )
 
 import time
@@ -190,7 +190,7 @@ cdef class LegacyBatch:
         """The first record's offset (decompresses a wrapper)."""
         if self.attributes & 0x07 == 0:
             return self.offset
-        return (<Record>self._decode()[0]).offset
+        return self._decode()[0].offset
 
     @property
     def record_count(self):
@@ -257,7 +257,6 @@ cdef list _inner_records(bytes inner, LegacyBatch w):
     cdef int ts_type
     cdef int64_t ts, shift
     cdef uint32_t actual
-    cdef Record r
     while pos < end:
         _need(pos, end, 12, "inner message", 0)
         _parse(data, pos, end, 0, &m)
@@ -284,10 +283,10 @@ cdef list _inner_records(bytes inner, LegacyBatch w):
     if wmagic == 1:
         # The absolute offset of relative offset 0; a wrapper written without its last
         # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
-        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>(<Record>out[len(out) - 1]).offset)
+        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>record_offset(out[len(out) - 1]))
         if shift >= 0:
             for r in out:
-                r.offset = <int64_t>(<uint64_t>r.offset + <uint64_t>shift)
+                set_record_offset(r, <int64_t>(<uint64_t>record_offset(r) + <uint64_t>shift))
     return out
 
 

@@ -142,6 +142,10 @@ class RecordBatch:
 
     def records(self) -> list[Record]:
         """Every record of the batch, as a list."""
+        return list(self.__iter__())
+
+    def __iter__(self) -> Iterator[Record]:
+        """An iterator decoding one record per step (decompressing first if needed)."""
         p = self.position
         end = p + self.batch_length + 12
         codec = self.attributes & 0x07
@@ -149,13 +153,17 @@ class RecordBatch:
             data = self._data
             if type(data) is not bytes:
                 data = bytes(data[p + HEADER_SIZE:end])
-                return _decode_records(self, data, 0, len(data), p + HEADER_SIZE)
-            return _decode_records(self, data, p + HEADER_SIZE, end, 0)
-        data = decompress(codec, self._data[p + HEADER_SIZE:end], self._max_size)
-        return _decode_records(self, data, 0, len(data), 0)
-
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
+                pos, end, base = 0, len(data), p + HEADER_SIZE
+            else:
+                pos, base = p + HEADER_SIZE, 0
+        else:
+            data = decompress(codec, self._data[p + HEADER_SIZE:end], self._max_size)
+            pos, end, base = 0, len(data), 0
+        count = self.record_count
+        if count > (end - pos) // _MIN_RECORD:
+            raise CorruptDataError(f"record count {count} impossible in {end - pos} bytes",
+                                   pos + base)
+        return _iter_records(self, data, pos, end, base)
 
     def __repr__(self) -> str:
         return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
@@ -163,19 +171,16 @@ class RecordBatch:
                 f"magic=2, compression={self.compression}, size={self.size})")
 
 
-def _decode_records(b: RecordBatch, data: bytes, pos: int, end: int, base: int) -> list[Record]:
+def _iter_records(b: RecordBatch, data: bytes, pos: int, end: int,
+                  base: int) -> Iterator[Record]:
     """Decode ``b.record_count`` records from data[pos:end] (errors at position + base)."""
     count = b.record_count
-    if count > (end - pos) // _MIN_RECORD:
-        raise CorruptDataError(f"record count {count} impossible in {end - pos} bytes", pos + base)
     base_offset = b.base_offset
     first_ts = b.first_timestamp
     attrs = b.attributes
     ts_type = (attrs >> 3) & 1
     log_append = b.max_timestamp if ts_type else None
     control = attrs & 0x20
-    out: list[Record] = []
-    append = out.append
     for _ in range(count):
         rstart = pos
         try:
@@ -189,11 +194,10 @@ def _decode_records(b: RecordBatch, data: bytes, pos: int, end: int, base: int) 
         if control:
             rec = make_control(rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,
                                rec.headers, rec.attributes, rstart + base)
-        append(rec)
+        yield rec
     if pos != end:
         raise CorruptDataError(f"{end - pos} bytes left after the last of {count} records",
                                pos + base)
-    return out
 
 
 def _fast_record(data: bytes, pos: int, end: int, base_offset: int, first_ts: int, ts_type: int,
@@ -555,7 +559,10 @@ class RecordBatchBuilder:
             except (TypeError, ValueError):
                 raise EncodeError("a header must be a (key, value) pair") from None
             if isinstance(hk, str):
-                hk = hk.encode()
+                try:
+                    hk = hk.encode()
+                except UnicodeEncodeError:
+                    raise EncodeError("header key cannot be encoded as UTF-8") from None
             elif isinstance(hk, (bytes, bytearray)):
                 hk = bytes(hk)
             else:
