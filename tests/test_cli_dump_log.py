@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import kcodec
 from kcodec.cli import dump_log, main
 from tests._segments import (
     META_LOG,
@@ -28,7 +29,8 @@ from tests._segments import (
     write_segment,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+# the kcodec under test (a source tree or an installed wheel) for `python -m kcodec`
+KCODEC_ROOT = str(Path(kcodec.__file__).resolve().parent.parent)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
@@ -226,7 +228,7 @@ def test_index_without_log(tmp_path: Path, capsys) -> None:
 
 
 def test_python_dash_m(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=KCODEC_ROOT)
     parts = simple_batches(n_batches=3)
     log = write_segment(tmp_path, 0, parts)
     proc = subprocess.run([sys.executable, "-m", "kcodec", "dump-log", "--json", str(log)],
@@ -252,7 +254,7 @@ def test_python_dash_m(tmp_path: Path) -> None:
 
 @pytest.mark.reference
 def test_python_dash_m_real_segment(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=KCODEC_ROOT)
     proc = subprocess.run([sys.executable, "-m", "kcodec", "dump-log", "--verify",
                            str(reference(META_LOG)), str(reference(TOPIC_LOG))],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
