@@ -20,6 +20,7 @@ from tests._segments import (
     META_LOG,
     TOPIC_LOG,
     broker_index_entries,
+    fix_crc,
     index_bytes,
     reference,
     shallow_scan,
@@ -164,7 +165,14 @@ def test_torn_tail_and_garbage_exit_1(tmp_path: Path, capsys) -> None:
     torn = write_segment(tmp_path, 0, [parts[0], parts[1][:-5]])
     code, out, _ = run(capsys, torn)
     assert code == 1 and "incomplete batch" in out
+    assert f"Trailing bytes: {len(parts[1]) - 5} at position {len(parts[0])} " \
+           "(incomplete batch)" in out
     assert f"truncate at position {len(parts[0])}" in out
+    zeros = tmp_path / "zeros.log"
+    zeros.write_bytes(b"".join(parts) + bytes(4096))
+    code, out, _ = run(capsys, zeros, "--json")
+    summary = jsonl(out)[-1]
+    assert (code, summary["trailing_bytes"], summary["reason"]) == (1, 4096, "zero-filled tail")
     junk = tmp_path / "junk.log"
     junk.write_bytes(parts[0] + struct.pack(">qi", 9, 3) + b"abc")
     code, out, _ = run(capsys, junk, "--json")
@@ -297,3 +305,23 @@ def test_render_bytes() -> None:
     assert dump_log.last_sequence(-1, 5) == -1
     assert dump_log.last_sequence(10, 5) == 15
     assert dump_log.last_sequence(2**31 - 2, 3) == 1      # wraps like Kafka's
+
+
+def test_bad_record_found_by_verify(tmp_path: Path, capsys) -> None:
+    parts = simple_batches(n_batches=3, per_batch=2)
+    bad = bytearray(parts[1])
+    struct.pack_into(">i", bad, 57, 3)           # 3 records claimed, 2 present; CRC fixed
+    fix_crc(bad)
+    log = write_segment(tmp_path, 0, [parts[0], bytes(bad), parts[2]])
+    code, out, _ = run(capsys, log)               # batches only: nothing wrong to see
+    assert code == 0
+    code, out, _ = run(capsys, log, "--verify", "--json")
+    objs = jsonl(out)
+    assert code == 1 and [o["type"] for o in objs] == ["error", "summary"]
+    assert objs[0]["reason"] == "bad record" and objs[0]["position"] == len(parts[0])
+    summary = objs[1]
+    assert (summary["truncate_at"], summary["last_valid_offset"], summary["reason"],
+            summary["record_errors"]) == (len(parts[0]), 1, "bad record", 1)
+    code, out, _ = run(capsys, log, "--records")
+    assert code == 1 and "ERROR (bad record)" in out
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import random
 import shutil
@@ -517,6 +518,13 @@ def fuzz_segments(tmp_path: Path, seed: int, rounds: int, cli: bool) -> None:
             with contextlib.redirect_stdout(io.StringIO()):
                 code = main(["dump-log", "--records", str(log)])
             assert code == (0 if res.ok else 1)
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                main(["dump-log", "--verify", "--json", str(log)])
+            summary = json.loads(buf.getvalue().splitlines()[-1])
+            assert summary["type"] == "summary", buf.getvalue()
+            assert (summary["truncate_at"], summary["last_valid_offset"], summary["reason"]) \
+                == (res.valid_bytes, res.last_offset, res.reason)
 
 
 def test_mutated_segments_never_crash(tmp_path: Path) -> None:
