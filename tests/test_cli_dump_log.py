@@ -22,6 +22,7 @@ from tests._segments import (
     broker_index_entries,
     fix_crc,
     index_bytes,
+    legacy_message,
     reference,
     shallow_scan,
     simple_batches,
@@ -324,4 +325,40 @@ def test_bad_record_found_by_verify(tmp_path: Path, capsys) -> None:
             summary["record_errors"]) == (len(parts[0]), 1, "bad record", 1)
     code, out, _ = run(capsys, log, "--records")
     assert code == 1 and "ERROR (bad record)" in out
+
+
+def test_kafka_format(tmp_path: Path, capsys) -> None:
+    parts = [v2_batch(0, [(10, None, b"hello", [("h", b"1")])], producer_id=5, producer_epoch=1,
+                      base_sequence=7, transactional=True),
+             legacy_message(1, 1, 20, b"k", b"v", codec=1)]
+    log = write_segment(tmp_path, 0, parts)
+    code, out, _ = run(capsys, log, "--kafka", "--records")
+    assert code == 0
+    lines = out.splitlines()
+    crc0 = struct.unpack_from(">I", parts[0], 17)[0]
+    assert lines[2] == (
+        "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 7 lastSequence: 7 producerId: 5 "
+        "producerEpoch: 1 partitionLeaderEpoch: 0 isTransactional: true isControl: false "
+        f"deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 10 size: {len(parts[0])} "
+        f"magic: 2 compresscodec: none crc: {crc0} isvalid: true")
+    assert lines[3] == ("| offset: 0 CreateTime: 10 keySize: -1 valueSize: 5 sequence: 7 "
+                        "headerKeys: [h] payload: hello")
+    assert lines[4].startswith(f"offset: 1 position: {len(parts[0])} CreateTime: ")
+    assert " magic: 1 compresscodec: gzip " in lines[4] and lines[4].endswith("isvalid: true")
+    assert lines[5] == "| offset: 1 CreateTime: 20 keySize: 1 valueSize: 1 key: k payload: v"
+
+
+def test_directory_argument(tmp_path: Path, capsys) -> None:
+    write_segment(tmp_path, 0, simple_batches(first_offset=0, n_batches=2),
+                  index=b"", timeindex=b"")
+    write_segment(tmp_path, 4, simple_batches(first_offset=4, n_batches=1))
+    code, out, _ = run(capsys, tmp_path, "--json")
+    summaries = [o for o in jsonl(out) if o["type"] == "summary"]
+    assert code == 0 and [Path(o["file"]).name for o in summaries] == [
+        "00000000000000000000.log", "00000000000000000004.log"]
+    assert [o["last_valid_offset"] for o in summaries] == [3, 5]
+    empty = tmp_path / "empty-dir"
+    empty.mkdir()
+    code, _, err = run(capsys, empty)
+    assert code == 1 and "empty-dir" in err
 
