@@ -15,7 +15,9 @@ of the file is a torn write (a crash mid-append) that recovery truncates, as it 
 everything from the first batch that is malformed or fails its CRC.
 
 ``LogSegment`` is pure Python over the twinned batch reader (``iter_batches``): the
-per-batch work is in the reader, the segment only moves positions around.
+per-batch work is in the reader, the segment only moves positions around. Its recovery scan
+skips runs of valid v2 batches with the ``segscan`` twins (compiled: no Python object per
+batch, the GIL released) and reads anything else with the full reader.
 """
 
 from __future__ import annotations
@@ -278,6 +280,8 @@ class LogSegment:
         self._base_offset = base_offset
         self.offset_index: OffsetIndex | None = None
         self.time_index: TimeIndex | None = None
+        #: index files beside the log that exist but could not be read (then not used)
+        self.index_errors: list[str] = []
         if indexes:
             self.offset_index = self._load(OffsetIndex, ".index")
             self.time_index = self._load(TimeIndex, ".timeindex")
@@ -286,7 +290,11 @@ class LogSegment:
         p = sibling_path(self.path, suffix)
         if p == self.path or not os.path.isfile(p):
             return None
-        return cls.open(p, self.base_offset)
+        try:
+            return cls.open(p, self.base_offset)
+        except OSError as exc:      # an unreadable index must not stop reading the log
+            self.index_errors.append(f"{p}: {exc}")
+            return None
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -526,7 +534,7 @@ class LogSegment:
         """Problems of the indexes beside this log (empty when they agree with it): each
         offset index entry must point at a batch whose last offset is the entry's offset,
         each time index entry at a batch whose max timestamp is the entry's timestamp."""
-        out: list[str] = []
+        out: list[str] = list(self.index_errors)
         if self.offset_index is not None:
             out += [f"{self.offset_index.path}: {p}"
                     for p in self.offset_index.problems(self.size)]
