@@ -1,5 +1,5 @@
 # Record objects shared by the compiled record twins (batch, legacy); see kcodec/_py/_record.py.
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 
 # Record, ControlRecord and RecordMetadata (defined in _record.pyx) are made through these.
@@ -27,3 +27,6 @@ cdef class Growable:
     cdef Py_ssize_t length
     cdef Py_ssize_t capacity
     cdef int reserve(self, Py_ssize_t extra) except -1
+
+
+cdef uint32_t crc32_ieee(uint32_t crc, const uint8_t* p, size_t n) noexcept nogil

@@ -5,7 +5,7 @@ input checks and a growable buffer for the builders.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
@@ -332,3 +332,51 @@ cdef class Growable:
         self.data = p
         self.capacity = cap
         return 0
+
+
+# -- CRC-32 (IEEE 802.3, zlib's) for legacy messages --------------------------------------
+# Slicing-by-8 over tables built at import: a legacy message is ~100 bytes, where calling
+# zlib.crc32 through Python costs more than the checksum itself.
+
+cdef extern from *:
+    uint32_t U32_ALL "0xFFFFFFFFu"
+    uint32_t CRC32_POLY "0xEDB88320u"
+
+cdef uint32_t _T[8][256]
+
+
+cdef void _crc32_tables() noexcept:
+    cdef uint32_t c
+    cdef int i, k
+    for i in range(256):
+        c = i
+        for k in range(8):
+            c = (c >> 1) ^ (CRC32_POLY if (c & 1) else 0)
+        _T[0][i] = c
+    for i in range(256):
+        c = _T[0][i]
+        for k in range(1, 8):
+            c = _T[0][c & 0xFF] ^ (c >> 8)
+            _T[k][i] = c
+
+
+_crc32_tables()
+
+
+cdef uint32_t crc32_ieee(uint32_t crc, const uint8_t* p, size_t n) noexcept nogil:
+    cdef uint32_t c = crc ^ U32_ALL
+    cdef uint32_t lo, hi
+    while n >= 8:
+        lo = c ^ (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16)
+                  | (<uint32_t>p[3] << 24))
+        hi = <uint32_t>p[4] | (<uint32_t>p[5] << 8) | (<uint32_t>p[6] << 16) | (<uint32_t>p[7] << 24)
+        c = (_T[7][lo & 0xFF] ^ _T[6][(lo >> 8) & 0xFF] ^ _T[5][(lo >> 16) & 0xFF]
+             ^ _T[4][lo >> 24] ^ _T[3][hi & 0xFF] ^ _T[2][(hi >> 8) & 0xFF]
+             ^ _T[1][(hi >> 16) & 0xFF] ^ _T[0][hi >> 24])
+        p += 8
+        n -= 8
+    while n:
+        c = _T[0][(c ^ p[0]) & 0xFF] ^ (c >> 8)
+        p += 1
+        n -= 1
+    return c ^ U32_ALL

@@ -6,7 +6,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
@@ -16,7 +16,7 @@ from kcodec._cy._reader cimport (
     raise_corrupt, read_i8, read_varint, read_varlong, uvar_size, zigzag32, zigzag64,
 )
 from kcodec._cy._record cimport (
-    Growable, check_i64, make_control, new_metadata, new_record, take_bytes,
+    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_record, take_bytes,
 )
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy.legacy cimport LegacyBatch, message_at
@@ -489,8 +489,7 @@ cdef class BatchIterator:
                     pos + 8)
             if self._validate:
                 stored = be_u32(data + pos + 12)
-                actual = _zcrc32(PyMemoryView_FromMemory(<char*>data + pos + 16, length - 4,
-                                                         PyBUF_READ))
+                actual = crc32_ieee(0, data + pos + 16, <size_t>(length - 4))
                 if actual != stored:
                     self.consumed = nxt
                     raise ChecksumError(stored, actual, pos, "message CRC-32")
@@ -514,7 +513,7 @@ def iter_batches(buf, *, validate_crc=True, max_decompressed_size=DEFAULT_MAX_DE
 cdef inline int _put_len(Growable g, Py_ssize_t n, str what) except -1:
     if n > _I32_MAX:
         raise EncodeError(f"{what} of {n} bytes too long")
-    g.length += put_uvar(g.data + g.length, <uint64_t>((<uint64_t>n << 1) & 0xFFFFFFFF))
+    g.length += put_uvar(g.data + g.length, <uint32_t>(<uint64_t>n << 1))
     return 0
 
 
@@ -529,6 +528,42 @@ cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what)
     _put_len(g, n, what)
     memcpy(g.data + g.length, p, n)
     g.length += n
+    return 0
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+
+cdef int _put_header(Growable g, object h) except -1:
+    """One (key, value) header: key str (UTF-8) or bytes, value bytes-like or None."""
+    cdef const uint8_t* p
+    cdef Py_ssize_t n
+    if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+        hk = <object>PyTuple_GET_ITEM(h, 0)
+        hv = <object>PyTuple_GET_ITEM(h, 1)
+    else:
+        try:
+            hk, hv = h
+        except (TypeError, ValueError):
+            raise EncodeError("a header must be a (key, value) pair") from None
+    if isinstance(hk, str):
+        try:
+            p = <const uint8_t*>PyUnicode_AsUTF8AndSize(hk, &n)
+        except UnicodeEncodeError:
+            raise EncodeError("header key cannot be encoded as UTF-8") from None
+    elif isinstance(hk, bytes):
+        p = <const uint8_t*>PyBytes_AS_STRING(hk)
+        n = PyBytes_GET_SIZE(hk)
+    elif isinstance(hk, bytearray):
+        hk = bytes(hk)
+        p = <const uint8_t*>PyBytes_AS_STRING(hk)
+        n = PyBytes_GET_SIZE(hk)
+    else:
+        raise EncodeError(f"header key must be str or bytes, not {type(hk).__name__}")
+    _put_bytes(g, p, n, "header key")
+    keep = take_bytes(hv, "header value", &p, &n)
+    _put_bytes(g, p, n, "header value")
     return 0
 
 
@@ -553,6 +588,7 @@ cdef class RecordBatchBuilder:
     cdef int32_t _leader_epoch
     cdef Py_ssize_t _max_size
     cdef Growable _buf
+    cdef Py_ssize_t _committed
     cdef int32_t _count
     cdef int64_t _last_delta
     cdef int64_t _first_ts
@@ -577,6 +613,7 @@ cdef class RecordBatchBuilder:
                                        "partition leader epoch")
         self._max_size = check_i64(max_size, 0, _I32_MAX, "max size")
         self._buf = Growable.__new__(Growable)
+        self._committed = 0
         self._count = 0
         self._last_delta = -1
         self._first_ts = -1
@@ -589,7 +626,7 @@ cdef class RecordBatchBuilder:
     @property
     def size(self):
         """Bytes the batch takes so far, before compression."""
-        return HEADER_SIZE + self._buf.length
+        return HEADER_SIZE + self._committed
 
     def append(self, key, value, headers=None, timestamp=None, offset_delta=None):
         """Add a record; its metadata, or None if the batch is full."""
@@ -621,7 +658,10 @@ cdef class RecordBatchBuilder:
             raise EncodeError(f"timestamp delta {(<object>ts) - first_ts} out of range "
                               f"({_I64_MIN}..{_I64_MAX})")
         delta = ts - first_ts
-        start = g.length
+        # Anything written past the committed length by a failed append is overwritten by
+        # the next one: no rollback needed on errors.
+        start = self._committed
+        g.length = start
         g.reserve(5 + 1 + 10 + 5)
         g.length += 5
         body_start = g.length
@@ -629,52 +669,31 @@ cdef class RecordBatchBuilder:
         g.length += 1
         g.length += put_uvar(g.data + g.length, zigzag64(delta))
         g.length += put_uvar(g.data + g.length, zigzag32(<int32_t>od))
-        try:
-            _put_bytes(g, kp, kl, "record key")
-            _put_bytes(g, vp, vl, "record value")
-            if headers is None:
-                g.reserve(1)
-                g.data[g.length] = 0
-                g.length += 1
-            else:
-                hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
-                hcount = len(hs)
-                g.reserve(5)
-                _put_len(g, hcount, "header count")
-                for h in hs:
-                    try:
-                        hk, hv = h
-                    except (TypeError, ValueError):
-                        raise EncodeError("a header must be a (key, value) pair") from None
-                    if isinstance(hk, str):
-                        try:
-                            hk = (<str>hk).encode("utf-8")
-                        except UnicodeEncodeError:
-                            raise EncodeError("header key cannot be encoded as UTF-8") from None
-                    elif isinstance(hk, (bytes, bytearray)):
-                        hk = bytes(hk)
-                    else:
-                        raise EncodeError(
-                            f"header key must be str or bytes, not {type(hk).__name__}")
-                    _put_bytes(g, <const uint8_t*>PyBytes_AS_STRING(hk), PyBytes_GET_SIZE(hk),
-                               "header key")
-                    hvh = take_bytes(hv, "header value", &vp, &vl)
-                    _put_bytes(g, vp, vl, "header value")
-            body = g.length - body_start
-            if body > _I32_MAX:
-                raise EncodeError(f"record of {body} bytes too large")
-        except BaseException:
-            g.length = start
-            raise
-        lsz = uvar_size((<uint64_t>body << 1) & 0xFFFFFFFF)
+        _put_bytes(g, kp, kl, "record key")
+        _put_bytes(g, vp, vl, "record value")
+        if headers is None:
+            g.reserve(1)
+            g.data[g.length] = 0
+            g.length += 1
+        else:
+            hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
+            g.reserve(5)
+            _put_len(g, len(hs), "header count")
+            for h in hs:
+                _put_header(g, h)
+        body = g.length - body_start
+        if body > _I32_MAX:
+            raise EncodeError(f"record of {body} bytes too large")
+        lsz = uvar_size(<uint32_t>(<uint64_t>body << 1))
         size = lsz + body
         if self._count and HEADER_SIZE + start + size > self._max_size:
             g.length = start
             return None
-        put_uvar(g.data + start, (<uint64_t>body << 1) & 0xFFFFFFFF)
+        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
         if lsz != 5:
             memmove(g.data + start + lsz, g.data + body_start, body)
         g.length = start + size
+        self._committed = g.length
         if self._count == 0:
             self._first_ts = ts
             self._max_ts = ts
@@ -710,14 +729,14 @@ cdef class RecordBatchBuilder:
         cdef object payload = None
         if codec:
             payload = _compress(codec, PyBytes_FromStringAndSize(<char*>self._buf.data,
-                                                                 self._buf.length), self._level)
+                                                                 self._committed), self._level)
             if type(payload) is not bytes:
                 payload = bytes(payload)
             pp = <const uint8_t*>PyBytes_AS_STRING(payload)
             plen = PyBytes_GET_SIZE(payload)
         else:
             pp = self._buf.data
-            plen = self._buf.length
+            plen = self._committed
         attrs = codec | (self._ts_type << 3)
         if self._transactional:
             attrs |= 0x10
