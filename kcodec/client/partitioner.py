@@ -1,0 +1,87 @@
+"""Choosing a partition for a record, exactly as the Java client's default partitioner does.
+
+* explicit partition: used as is;
+* a key: ``(murmur2(key) & 0x7fffffff) % partition_count``, murmur2 being the 32-bit
+  MurmurHash2 variant of the Java client (seed 0x9747b28c, little-endian 4-byte blocks) --
+  the same partition as librdkafka's ``murmur2_random`` and kafka-python's default;
+* no key: sticky -- one partition is kept until its batch is sent (``on_new_batch``), then
+  another is chosen at random, so keyless records form large batches.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Optional
+
+__all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "DefaultPartitioner"]
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """The Java client's ``Utils.murmur2``: a signed 32-bit hash of ``data``."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    end = length & ~3
+    mv = memoryview(bytes(data))
+    for i in range(0, end, 4):
+        k = int.from_bytes(mv[i:i + 4], "little")
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = (h * _M) & _MASK
+        h ^= k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[end + 2] << 16
+    if rest >= 2:
+        h ^= data[end + 1] << 8
+    if rest >= 1:
+        h ^= data[end]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, partition_count: int) -> int:
+    """The partition of a keyed record: positive murmur2 modulo the partition count."""
+    if partition_count <= 0:
+        raise ValueError(f"partition count must be positive, got {partition_count}")
+    return (murmur2(key) & 0x7FFFFFFF) % partition_count
+
+
+class StickyPartitioner:
+    """Keyless records stay on one partition per topic until ``on_new_batch`` is called."""
+
+    def __init__(self, rng: Optional[random.Random] = None) -> None:
+        self._rng = rng or random.Random()
+        self._current: dict[str, int] = {}
+
+    def partition(self, topic: str, partition_count: int) -> int:
+        p = self._current.get(topic)
+        if p is None or p >= partition_count:
+            p = self._rng.randrange(partition_count)
+            self._current[topic] = p
+        return p
+
+    def on_new_batch(self, topic: str, partition_count: int, previous: int) -> None:
+        """The batch on ``previous`` is full or sent: move to another partition."""
+        if self._current.get(topic) != previous or partition_count <= 1:
+            return
+        p = self._rng.randrange(partition_count - 1)
+        self._current[topic] = p + 1 if p >= previous else p
+
+
+class DefaultPartitioner:
+    """Explicit partition, else key hash, else sticky."""
+
+    def __init__(self, rng: Optional[random.Random] = None) -> None:
+        self.sticky = StickyPartitioner(rng)
+
+    def __call__(self, topic: str, key: Optional[bytes], partition_count: int) -> int:
+        if key is not None:
+            return partition_for_key(key, partition_count)
+        return self.sticky.partition(topic, partition_count)
