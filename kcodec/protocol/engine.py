@@ -1,0 +1,10 @@
+"""The plan interpreter chosen by ``kcodec._impl``: ``encode_struct`` and ``decode_struct``.
+
+    encode_struct(plan, obj) -> bytes
+    decode_struct(plan, buf, pos=0, exact=True) -> (obj, next_pos)
+
+Most code wants ``Message.encode``/``Message.decode`` instead.
+"""
+
+from kcodec.protocol._pyengine import *  # noqa: F401,F403
+from kcodec.protocol._pyengine import __all__
