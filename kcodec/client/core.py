@@ -24,9 +24,10 @@ from typing import Any, Optional
 
 from kcodec.client import _wire
 from kcodec.client.errors import KafkaError
+from kcodec.protocol import FrameSplitter
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 
-__all__ = ["Connection", "Response", "FrameSplitter", "CLIENT_VERSIONS", "MAX_FRAME"]
+__all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
 MAX_FRAME = 512 * 1024 * 1024
 
@@ -62,37 +63,6 @@ class Response:
     body: Any
 
 
-class FrameSplitter:
-    """Accumulates stream bytes and yields complete frame payloads (size prefix removed)."""
-
-    def __init__(self, max_frame: int = MAX_FRAME) -> None:
-        self._buf = bytearray()
-        self._max = max_frame
-
-    def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf
-        buf += data
-        out = []
-        pos = 0
-        n = len(buf)
-        while n - pos >= 4:
-            size = struct.unpack_from(">i", buf, pos)[0]
-            if size < 4 or size > self._max:
-                raise ProtocolError(f"impossible frame size {size} from the peer")
-            if n - pos - 4 < size:
-                break
-            out.append(bytes(buf[pos + 4:pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
-        return out
-
-    @property
-    def pending(self) -> int:
-        """Bytes of an incomplete frame held back."""
-        return len(self._buf)
-
-
 class Connection:
     """Protocol state of one connection (see the module docstring)."""
 
@@ -108,7 +78,8 @@ class Connection:
     # ------------------------------------------------------------------ versions
     def handshake(self, version: int = 3) -> tuple[int, bytes]:
         """The ApiVersions request that opens a connection."""
-        body = {"client_software_name": "kcodec", "client_software_version": _version()}
+        body = {"client_software_name": "kcodec", "client_software_version": _version()} \
+            if version >= 3 else {}
         return self.request(18, body, version)
 
     def on_api_versions(self, resp: Response) -> bool:
@@ -180,6 +151,8 @@ class Connection:
             raise ProtocolError(f"undecodable response: {exc}") from exc
 
     def _decode(self, payload: bytes) -> Optional[Response]:
+        if len(payload) < 4:
+            raise ProtocolError(f"response frame of {len(payload)} bytes has no header")
         cid = struct.unpack_from(">i", payload, 0)[0]
         if not self._inflight or self._inflight[0][0] != cid:
             if cid in self._unanswered:
@@ -200,7 +173,7 @@ class Connection:
 
 
 def _name(api_key: int) -> str:
-    return _wire.API[api_key][0].name[: -len("Request")] if api_key in _wire.API else str(api_key)
+    return _wire.api_name(api_key)
 
 
 def _version() -> str:
