@@ -59,8 +59,12 @@ class Cluster:
         if self.closed:
             raise ClientClosedError("the client is closed")
         conn = self._conns.get(node_id)
-        if conn is not None and conn.alive:
-            return conn
+        if conn is not None:
+            if conn.alive:
+                return conn
+            # a lost connection may mean a restarted or replaced broker: re-learn the cluster
+            del self._conns[node_id]
+            self.invalidate()
         task = self._connecting.get(node_id)
         if task is None:
             if node_id < 0:

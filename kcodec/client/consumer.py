@@ -196,17 +196,18 @@ class _Engine:
         for f in self.buffer:
             buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
-        for tp, st in list(self.states.items()):
-            if st.paused or st.fetch_position is None or buffered_tps.get(tp, 0) >= 2:
-                continue
+        wanted = [tp for tp, st in self.states.items()
+                  if not st.paused and st.fetch_position is not None and buffered_tps.get(tp, 0) < 2]
+        unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
+                   or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
+        if unknown or (wanted and self.cluster.stale):
+            await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
+        for tp in wanted:
+            st = self.states[tp]
             info = self.cluster.topics.get(tp.topic)
             leader = info.partitions.get(tp.partition, -1) if info is not None else -1
-            if leader < 0 or self.cluster.stale:
-                await self.cluster.topic(tp.topic, auto_create=False)
-                info = self.cluster.topics.get(tp.topic)
-                leader = info.partitions.get(tp.partition, -1) if info is not None else -1
-                if leader < 0:
-                    continue
+            if leader < 0:
+                continue
             if leader in self.inflight:
                 continue
             by_node.setdefault(leader, []).append((tp, st.fetch_position))
