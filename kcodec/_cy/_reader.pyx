@@ -16,8 +16,9 @@ cdef Buf get_buf(object obj):
     cdef Buf b = Buf.__new__(Buf)
     try:
         PyObject_GetBuffer(obj, &b.view, PyBUF_SIMPLE)
-    except BufferError:
-        # Non-contiguous or typed buffers: fall back to a C-contiguous byte copy.
+    except (BufferError, ValueError):
+        # Non-contiguous buffers (numpy says ValueError, memoryview BufferError): fall back
+        # to a C-order byte copy, as the pure twins' byte_view does.
         obj = memoryview(obj).cast("B") if memoryview(obj).c_contiguous else bytes(memoryview(obj))
         PyObject_GetBuffer(obj, &b.view, PyBUF_SIMPLE)
     except TypeError:
