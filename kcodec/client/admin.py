@@ -235,12 +235,13 @@ class AsyncAdmin:
                                 ) -> dict[TopicPartition, int]:
         """The group's committed offsets (every partition it has, or those of ``topics``)."""
         node = await self._coordinator(group_id)
-        req_topics = None
-        if topics is not None:
-            req_topics = []
-            for t in topics:
-                info = await self.cluster.topic(t, auto_create=False)
-                req_topics.append({"name": t, "partition_indexes": sorted(info.partitions)})
+        if topics is None:   # every topic, named: some brokers answer a null request with null
+            body = await self.cluster.refresh(None)
+            topics = sorted(t.name for t in body.topics if t.error_code == 0 and not t.is_internal)
+        req_topics = []
+        for t in topics:
+            info = await self.cluster.topic(t, auto_create=False)
+            req_topics.append({"name": t, "partition_indexes": sorted(info.partitions)})
 
         async def go() -> Any:
             return (await self.cluster.send(node, 9, {"group_id": group_id, "topics": req_topics,
