@@ -105,6 +105,30 @@ cdef inline int read_uvar(Reader* r, uint64_t* out, int max_bytes, int bits, str
     cdef int shift = 0
     cdef int n = 0
     cdef uint8_t b
+    cdef const uint8_t* p
+    if r.end - r.pos >= max_bytes:
+        # Fast path: max_bytes are there, so no per-byte bounds checks. Anything odd (too
+        # long, too wide) falls through to the careful loop below, which raises.
+        p = r.data + r.pos
+        if p[0] < 0x80:
+            out[0] = p[0]
+            r.pos += 1
+            return 0
+        result = p[0] & 0x7F
+        for n in range(1, max_bytes - 1):
+            b = p[n]
+            result |= (<uint64_t>(b & 0x7F)) << (7 * n)
+            if b < 0x80:
+                out[0] = result
+                r.pos += n + 1
+                return 0
+        b = p[max_bytes - 1]
+        if (b >> (bits - 7 * (max_bytes - 1))) == 0:
+            out[0] = result | ((<uint64_t>b) << (7 * (max_bytes - 1)))
+            r.pos += max_bytes
+            return 0
+        result = 0
+        n = 0
     while True:
         if r.pos >= r.end:
             raise_truncated(n + 1, start + r.base, r.end - start, kind)

@@ -22,6 +22,8 @@ from kcodec._cy.legacy cimport LegacyBatch, message_at
 import time
 import zlib
 
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
+
 from kcodec._cy._record import ControlRecord, Record, RecordMetadata
 from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
 
@@ -36,7 +38,7 @@ __all__ = [
     "RecordBatchBuilder",
 ]
 
-DEFAULT_MAX_DECOMPRESSED = 256 * 1024 * 1024
+DEFAULT_MAX_DECOMPRESSED = DEFAULT_MAX_SIZE
 
 cdef enum:
     HEADER_SIZE = 61
@@ -50,14 +52,25 @@ cdef int64_t _I32_MAX = 0x7FFFFFFF
 cdef object _zcrc32 = zlib.crc32
 
 
+cdef object _codecs = None
+
+
+cdef object _compression():
+    # Imported on first use: _impl imports this module while it decides, before any face
+    # (kcodec.compression among them) can be imported.
+    global _codecs
+    if _codecs is None:
+        from kcodec import compression
+        _codecs = compression
+    return _codecs
+
+
 cdef object _decompress(int codec, object data, Py_ssize_t max_size):
-    from kcodec.compression import decompress
-    return decompress(codec, data, max_size)
+    return _compression().decompress(codec, data, max_size)
 
 
 cdef object _compress(int codec, object data, object level):
-    from kcodec.compression import compress
-    return compress(codec, data, level)
+    return _compression().compress(codec, data, level)
 
 
 cdef inline uint32_t _crc32c(const uint8_t* p, Py_ssize_t n) noexcept:
@@ -280,7 +293,7 @@ cdef class BatchIterator:
         if start < 0 or start > self._end:
             raise ValueError(f"start {start} outside a buffer of {self._end} bytes")
         self._validate = bool(validate_crc)
-        self._max_size = max_decompressed_size
+        self._max_size = check_max_size(max_decompressed_size)
         self.consumed = start
         self.incomplete = False
         self._done = False
@@ -434,7 +447,7 @@ cdef class RecordBatchBuilder:
                  max_size=1048576):
         self._codec = check_i64(compression, 0, 4, "compression codec")
         if compression_level is not None:
-            check_i64(compression_level, _I32_MIN, _I32_MAX, "compression level")
+            _compress(self._codec, b"", compression_level)  # EncodeError for a bad level
         self._level = compression_level
         self._base_offset = check_i64(base_offset, _I64_MIN, _I64_MAX, "base offset")
         self._ts_type = check_i64(timestamp_type, 0, 1, "timestamp type")

@@ -19,6 +19,7 @@ from kcodec._cy._record cimport (
 import time
 import zlib
 
+
 from kcodec.errors import ChecksumError, CorruptDataError, EncodeError
 
 __all__ = ["LegacyBatch", "MessageSetBuilder"]
@@ -42,14 +43,25 @@ cdef inline uint32_t _crc32(const uint8_t* p, Py_ssize_t n) except? 0xFFFFFFFF:
     return _zcrc32(PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ))
 
 
+cdef object _codecs = None
+
+
+cdef object _compression():
+    # Imported on first use: _impl imports this module while it decides, before any face
+    # (kcodec.compression among them) can be imported.
+    global _codecs
+    if _codecs is None:
+        from kcodec import compression
+        _codecs = compression
+    return _codecs
+
+
 cdef object _decompress(int codec, object data, Py_ssize_t max_size, int magic):
-    from kcodec.compression import decompress
-    return decompress(codec, data, max_size, magic=magic)
+    return _compression().decompress(codec, data, max_size, magic=magic)
 
 
 cdef object _compress(int codec, object data, object level, int magic):
-    from kcodec.compression import compress
-    return compress(codec, data, level, magic=magic)
+    return _compression().compress(codec, data, level, magic=magic)
 
 
 cdef struct Msg:
@@ -270,9 +282,12 @@ cdef list _inner_records(bytes inner, LegacyBatch w):
     if not out:
         raise_corrupt("compressed message holds no inner messages", w.position)
     if wmagic == 1:
-        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>(<Record>out[-1]).offset)
-        for r in out:
-            r.offset = <int64_t>(<uint64_t>r.offset + <uint64_t>shift)
+        # The absolute offset of relative offset 0; a wrapper written without its last
+        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
+        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>(<Record>out[len(out) - 1]).offset)
+        if shift >= 0:
+            for r in out:
+                r.offset = <int64_t>(<uint64_t>r.offset + <uint64_t>shift)
     return out
 
 
@@ -364,6 +379,8 @@ cdef class MessageSetBuilder:
         self._codec = check_i64(compression, 0, 4, "compression codec")
         if self._codec == 4:
             raise EncodeError("zstd needs magic 2")
+        if compression_level is not None:
+            _compress(self._codec, b"", compression_level, self._magic)
         self._level = compression_level
         self._base_offset = check_i64(base_offset, _I64_MIN, _I64_MAX, "base offset")
         self._ts_type = check_i64(timestamp_type, 0, 1, "timestamp type")

@@ -49,6 +49,8 @@ from kcodec._py._record import ControlRecord, Record, RecordMetadata, make_contr
 from kcodec._py._wire import (
     as_bytes_view, bytes_like, check_int, need, uvar_bytes, varint, varlong, wrap64,
 )
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
+from kcodec.compression import compress, decompress
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
 
@@ -63,7 +65,7 @@ __all__ = [
     "RecordBatchBuilder",
 ]
 
-DEFAULT_MAX_DECOMPRESSED = 256 * 1024 * 1024
+DEFAULT_MAX_DECOMPRESSED = DEFAULT_MAX_SIZE
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = 61
@@ -74,18 +76,6 @@ _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _I16_MIN, _I16_MAX = -(1 << 15), (1 << 15) - 1
 _CONTROL_KEY = struct.Struct(">hh")
 _MARKER_VALUE = struct.Struct(">hi")
-
-
-def _decompress(codec: int, data: Any, max_size: int) -> bytes:
-    from kcodec.compression import decompress
-
-    return decompress(codec, data, max_size)
-
-
-def _compress(codec: int, data: bytes, level: Optional[int]) -> bytes:
-    from kcodec.compression import compress
-
-    return compress(codec, data, level)
 
 
 class RecordBatch:
@@ -148,7 +138,7 @@ class RecordBatch:
         codec = self.attributes & 0x07
         if codec == 0:
             return bytes(raw)
-        return _decompress(codec, raw, self._max_size)
+        return decompress(codec, raw, self._max_size)
 
     def records(self) -> list[Record]:
         """Every record of the batch, as a list."""
@@ -161,7 +151,7 @@ class RecordBatch:
                 data = bytes(data[p + HEADER_SIZE:end])
                 return _decode_records(self, data, 0, len(data), p + HEADER_SIZE)
             return _decode_records(self, data, p + HEADER_SIZE, end, 0)
-        data = _decompress(codec, self._data[p + HEADER_SIZE:end], self._max_size)
+        data = decompress(codec, self._data[p + HEADER_SIZE:end], self._max_size)
         return _decode_records(self, data, 0, len(data), 0)
 
     def __iter__(self) -> Iterator[Record]:
@@ -389,7 +379,7 @@ class BatchIterator:
         self._data = data
         self._end = end
         self._validate = bool(validate_crc)
-        self._max_size = max_decompressed_size
+        self._max_size = check_max_size(max_decompressed_size)
         self.consumed = start
         self.incomplete = False
         self._done = False
@@ -495,7 +485,7 @@ class RecordBatchBuilder:
                  partition_leader_epoch: int = -1, max_size: int = 1048576) -> None:
         self._codec = check_int(compression, 0, 4, "compression codec")
         if compression_level is not None:
-            check_int(compression_level, _I32_MIN, _I32_MAX, "compression level")
+            compress(self._codec, b"", compression_level)  # EncodeError for a bad level
         self._level = compression_level
         self._base_offset = check_int(base_offset, _I64_MIN, _I64_MAX, "base offset")
         self._ts_type = check_int(timestamp_type, 0, 1, "timestamp type")
@@ -609,7 +599,7 @@ class RecordBatchBuilder:
         codec = self._codec
         payload: Any = self._buf
         if codec:
-            payload = _compress(codec, bytes(self._buf), self._level)
+            payload = compress(codec, bytes(self._buf), self._level)
         attrs = codec | (self._ts_type << 3)
         if self._transactional:
             attrs |= 0x10

@@ -32,6 +32,7 @@ from typing import Any, Iterator, Optional
 
 from kcodec._py._record import Record, RecordMetadata
 from kcodec._py._wire import bytes_like, check_int, need, wrap64
+from kcodec.compression import compress, decompress
 from kcodec.crc import crc32
 from kcodec.errors import ChecksumError, CorruptDataError, EncodeError
 
@@ -45,14 +46,10 @@ _I64 = struct.Struct(">q")
 
 
 def _decompress(codec: int, data: Any, max_size: int, magic: int) -> bytes:
-    from kcodec.compression import decompress
-
     return decompress(codec, data, max_size, magic=magic)
 
 
 def _compress(codec: int, data: bytes, level: Optional[int], magic: int) -> bytes:
-    from kcodec.compression import compress
-
     return compress(codec, data, level, magic=magic)
 
 
@@ -242,9 +239,12 @@ def _inner_records(inner: bytes, w: LegacyBatch) -> list[Record]:
     if not out:
         raise CorruptDataError("compressed message holds no inner messages", w.position)
     if wmagic == 1:
-        shift = w.offset - out[-1].offset
-        for r in out:
-            r.offset = wrap64(r.offset + shift)
+        # The absolute offset of relative offset 0; a wrapper written without its last
+        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
+        shift = wrap64(w.offset - out[-1].offset)
+        if shift >= 0:
+            for r in out:
+                r.offset = wrap64(r.offset + shift)
     return out
 
 
@@ -264,6 +264,8 @@ class MessageSetBuilder:
         self._codec = check_int(compression, 0, 4, "compression codec")
         if self._codec == 4:
             raise EncodeError("zstd needs magic 2")
+        if compression_level is not None:
+            compress(self._codec, b"", compression_level, magic=self._magic)
         self._level = compression_level
         self._base_offset = check_int(base_offset, _I64_MIN, _I64_MAX, "base offset")
         self._ts_type = check_int(timestamp_type, 0, 1, "timestamp type")

@@ -17,8 +17,10 @@ This is the pure-Python twin; ``kcodec._cy.varint`` must give the same results a
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from operator import index as _index
+from typing import Any, Iterable
 
+from kcodec._py._buf import byte_view
 from kcodec.errors import CorruptDataError, DecodeError, EncodeError, TruncatedError
 
 __all__ = [
@@ -41,22 +43,13 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _U64_MASK = (1 << 64) - 1
 
 
-def _as_bytes_like(buf: Any) -> Any:
-    """Something indexable by int giving ints 0..255, without copying."""
-    if isinstance(buf, (bytes, bytearray)):
-        return buf
-    try:
-        mv = memoryview(buf)
-    except TypeError:
-        raise TypeError(f"a bytes-like object is required, not {type(buf).__name__!r}") from None
-    if mv.format != "B" or mv.ndim != 1:
-        mv = mv.cast("B")
-    return mv
-
-
 def _check_int(value: Any, kind: str, lo: int, hi: int) -> int:
+    """The value as an int in [lo, hi] (anything with __index__ will do), or EncodeError."""
     if not isinstance(value, int):
-        raise EncodeError(f"{kind} value must be an int, not {type(value).__name__}")
+        try:
+            value = _index(value)
+        except TypeError:
+            raise EncodeError(f"{kind} value must be an int, not {type(value).__name__}") from None
     if value < lo or value > hi:
         raise EncodeError(f"value {value} out of range for {kind} ({lo}..{hi})")
     return value
@@ -80,7 +73,8 @@ def _size_u(value: int) -> int:
 
 
 def _decode_u(buf: Any, pos: int, max_bytes: int, bits: int, kind: str) -> tuple[int, int]:
-    data = _as_bytes_like(buf)
+    pos = _index(pos)
+    data = byte_view(buf)
     end = len(data)
     if pos < 0 or pos > end:
         raise DecodeError(f"position {pos} outside a buffer of {end} bytes", pos)
@@ -154,7 +148,7 @@ def varlong_size(value: int) -> int:
     return _size_u(((v << 1) ^ (v >> 63)) & _U64_MASK)
 
 
-def encode_varlongs(values: Sequence[int]) -> bytes:
+def encode_varlongs(values: Iterable[int]) -> bytes:
     """Concatenated zigzag varlongs of every value, in order."""
     out = bytearray()
     for value in values:
@@ -165,9 +159,13 @@ def encode_varlongs(values: Sequence[int]) -> bytes:
 
 def decode_varlongs(buf: Any, count: int, pos: int = 0) -> tuple[list[int], int]:
     """Decode ``count`` consecutive zigzag varlongs at ``pos``: ``(values, next_pos)``."""
+    count = _index(count)
+    pos = _index(pos)
     if count < 0:
         raise DecodeError(f"negative count {count}", pos)
-    data = _as_bytes_like(buf)
+    data = byte_view(buf)
+    if pos < 0 or pos > len(data):
+        raise DecodeError(f"position {pos} outside a buffer of {len(data)} bytes", pos)
     out: list[int] = []
     for _ in range(count):
         v, pos = decode_varlong(data, pos)

@@ -6,5 +6,11 @@
 Most code wants ``Message.encode``/``Message.decode`` instead.
 """
 
-from kcodec.protocol._pyengine import *  # noqa: F401,F403
-from kcodec.protocol._pyengine import __all__
+from kcodec._impl import IMPLEMENTATION
+
+if IMPLEMENTATION == "cython":
+    from kcodec._cy.protocol import *  # noqa: F401,F403
+    from kcodec._cy.protocol import __all__
+else:
+    from kcodec._py.protocol import *  # noqa: F401,F403
+    from kcodec._py.protocol import __all__

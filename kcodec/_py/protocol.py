@@ -75,7 +75,11 @@ def _enc_value(out: bytearray, code: int, v: Any, nullable: bool, sub: Any, what
         if code == FLOAT64:
             if not isinstance(v, (float, int)) or isinstance(v, bool):
                 raise EncodeError(f"{what}: expected float, got {_type_name(v)}")
-            out += _STRUCTS[FLOAT64].pack(float(v))
+            try:
+                f = float(v)
+            except OverflowError:
+                raise EncodeError(f"{what}: value out of range for float64") from None
+            out += _STRUCTS[FLOAT64].pack(f)
             return
         if code == BOOL:
             if not isinstance(v, int):
