@@ -67,3 +67,22 @@ def test_same_partition_as_librdkafka_murmur2_random(broker, topic_name) -> None
     assert len(got) == len(set(keys))
     for k, p in got.items():
         assert partition_for_key(k, 7) == p, k
+
+
+def test_murmur_twins_agree(pair) -> None:
+    from hypothesis import given, strategies as st
+
+    cy, py = pair("murmur")
+
+    @given(st.binary(max_size=64), st.integers(1, 1000))
+    def check(data: bytes, n: int) -> None:
+        assert cy.murmur2(data) == py.murmur2(data)
+        assert cy.murmur2(bytearray(data)) == py.murmur2(memoryview(data))
+        assert cy.partition_for_key(data, n) == py.partition_for_key(data, n)
+
+    check()
+    for mod in (cy, py):
+        with pytest.raises(ValueError, match="partition count must be positive"):
+            mod.partition_for_key(b"k", 0)
+        with pytest.raises(TypeError, match="bytes-like object is required"):
+            mod.murmur2(12)

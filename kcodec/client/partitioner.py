@@ -13,44 +13,14 @@ from __future__ import annotations
 import random
 from typing import Optional
 
+from kcodec._impl import IMPLEMENTATION
+
+if IMPLEMENTATION == "cython":
+    from kcodec._cy.murmur import murmur2, partition_for_key
+else:
+    from kcodec._py.murmur import murmur2, partition_for_key  # type: ignore[assignment]
+
 __all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "DefaultPartitioner"]
-
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-
-
-def murmur2(data: bytes) -> int:
-    """The Java client's ``Utils.murmur2``: a signed 32-bit hash of ``data``."""
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    end = length & ~3
-    mv = memoryview(bytes(data))
-    for i in range(0, end, 4):
-        k = int.from_bytes(mv[i:i + 4], "little")
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = (h * _M) & _MASK
-        h ^= k
-    rest = length & 3
-    if rest == 3:
-        h ^= data[end + 2] << 16
-    if rest >= 2:
-        h ^= data[end + 1] << 8
-    if rest >= 1:
-        h ^= data[end]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_key(key: bytes, partition_count: int) -> int:
-    """The partition of a keyed record: positive murmur2 modulo the partition count."""
-    if partition_count <= 0:
-        raise ValueError(f"partition count must be positive, got {partition_count}")
-    return (murmur2(key) & 0x7FFFFFFF) % partition_count
 
 
 class StickyPartitioner:
