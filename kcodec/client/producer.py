@@ -26,7 +26,7 @@ from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
 from kcodec.client.errors import (BrokerNotAvailableError, ClientClosedError, KafkaError,
                                   KafkaTimeoutError, is_retriable)
-from kcodec.client.partitioner import DefaultPartitioner
+from kcodec.client.partitioner import DefaultPartitioner, partition_for_key
 from kcodec.errors import EncodeError, KcodecError, ProtocolError
 
 __all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
@@ -185,47 +185,48 @@ class _Engine:
         self.node_slots: dict[int, asyncio.Semaphore] = {}
         self.pid_lock: Optional[asyncio.Lock] = None
         self.refreshing: set[str] = set()
+        self.counts: dict[str, int] = {}       # partition counts, read without the loop
+        self.seal_at = max(config.batch_size - 61, 1)
 
     # ------------------------------------------------------------------ appending (any thread)
     def append(self, topic: str, partition: int, partitions: int, key: Optional[bytes],
-               value: Optional[bytes], headers: Any, timestamp: Optional[int]) -> RecordFuture:
-        cfg = self.config
+               value: Optional[bytes], headers: Any, timestamp: Optional[int],
+               sticky: bool = False) -> RecordFuture:
+        """Add a record to its partition's open batch (any thread). ``sticky``: the partition
+        was chosen by the sticky partitioner and moves on when the batch is full."""
         tp = (topic, partition)
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
         with self.lock:
-            if self.closed:
-                raise ClientClosedError("the producer is closed")
-            if self.fatal is not None:
-                raise self.fatal
+            if self.closed or self.fatal is not None:
+                raise self.fatal or ClientClosedError("the producer is closed")
             b = self.open.get(tp)
-            meta = None
-            if b is not None:
+            meta = None if b is None else b.builder.append(key, value, headers, timestamp)
+            if meta is None:
+                if b is not None:      # full: send it, start another (elsewhere if sticky)
+                    self._seal(tp, b)
+                    if sticky:
+                        self.partitioner.sticky.on_new_batch(topic, partitions, partition)
+                        partition = self.partitioner.sticky.partition(topic, partitions)
+                        tp = (topic, partition)
+                b = self.open.get(tp) or self._new_batch(tp)
                 meta = b.builder.append(key, value, headers, timestamp)
                 if meta is None:
                     self._seal(tp, b)
-                    if key is None:
-                        self.partitioner.sticky.on_new_batch(topic, partitions, partition)
-            if meta is None:
-                b = self._new_batch(tp)
-                meta = b.builder.append(key, value, headers, timestamp)
-                if meta is None:  # pragma: no cover - the first record always fits
-                    raise EncodeError("record does not fit in a batch")
+                    b = self._new_batch(tp)
+                    meta = b.builder.append(key, value, headers, timestamp)
+                self._kick()
             b.timestamps.append(meta.timestamp)
             idx = b.count
-            b.count += 1
-            b.size += meta.size
+            b.count = idx + 1
+            size = meta.size
+            b.size += size
             self.pending += 1
-            self.buffered += meta.size
-            fut = RecordFuture(b, idx)
-            if b.builder.size >= cfg.batch_size:
+            self.buffered += size
+            if b.size >= self.seal_at:
                 self._seal(tp, b)
-                if key is None:
+                if sticky:
                     self.partitioner.sticky.on_new_batch(topic, partitions, partition)
                 self._kick()
-            elif idx == 0:
-                self._kick()
-        return fut
+        return RecordFuture(b, idx)
 
     def _new_batch(self, tp: tuple[str, int]) -> _Batch:
         cfg = self.config
@@ -343,7 +344,8 @@ class _Engine:
 
     async def _refresh_for(self, topic: str) -> None:
         try:
-            await self.cluster.topic(topic)
+            info = await self.cluster.topic(topic)
+            self.counts[topic] = len(info.partitions)
         except KcodecError:
             await asyncio.sleep(self.config.retry_backoff_ms / 1000)
         finally:
@@ -488,7 +490,8 @@ class _Engine:
 
     async def partitions_of(self, topic: str) -> int:
         info = await self.cluster.topic(topic, auto_create=True)
-        return len(info.partitions)
+        self.counts[topic] = n = len(info.partitions)
+        return n
 
 
 class _Base:
@@ -503,8 +506,7 @@ class _Base:
         return self._engine.partitioner(topic, key, count)
 
     def _count(self, topic: str) -> Optional[int]:
-        info = self._engine.cluster.topics.get(topic)
-        return len(info.partitions) if info is not None and info.partitions else None
+        return self._engine.counts.get(topic)
 
 
 class AsyncProducer(_Base):
@@ -531,7 +533,8 @@ class AsyncProducer(_Base):
         p = self._route(topic, key, partition, count)
         while eng.buffered > self.config.buffer_memory and not eng.closed:
             await asyncio.sleep(0.001)
-        return eng.append(topic, p, count, key, value, headers, timestamp)
+        return eng.append(topic, p, count, key, value, headers, timestamp,
+                          partition is None and key is None)
 
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
         return await (await self.send(*args, **kwargs))
@@ -565,6 +568,7 @@ class Producer(_Base):
         self._loop = loop or shared_loop()
         self._engine = _Engine(self.config, self._loop.loop)
         self._timeout = self.config.api_timeout_ms / 1000
+        self._buffer_memory = self.config.buffer_memory
         try:
             self._loop.run(self._engine.start(), self._timeout + 1)
         except BaseException:
@@ -576,18 +580,30 @@ class Producer(_Base):
              timestamp: Optional[int] = None) -> RecordFuture:
         """Queue a record; ``.result(timeout)`` of the returned future is its ``SendResult``."""
         eng = self._engine
-        key, value = _as_bytes(key, "key"), _as_bytes(value, "value")
-        count = self._count(topic)
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key, "key")
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes(value, "value")
+        count = eng.counts.get(topic)
         if count is None:
             count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
-        p = self._route(topic, key, partition, count)
-        if eng.buffered > self.config.buffer_memory:
-            with eng.space:
-                deadline = time.monotonic() + self._timeout
-                while eng.buffered > self.config.buffer_memory and not eng.closed:
-                    if not eng.space.wait(max(deadline - time.monotonic(), 0)):
-                        raise KafkaTimeoutError("buffer_memory full: no space freed in time")
-        return eng.append(topic, p, count, key, value, headers, timestamp)
+        if partition is None:
+            p = partition_for_key(key, count) if key is not None \
+                else eng.partitioner.sticky.partition(topic, count)
+        else:
+            p = self._route(topic, key, partition, count)
+        if eng.buffered > self._buffer_memory:
+            self._wait_for_space()
+        return eng.append(topic, p, count, key, value, headers, timestamp,
+                          partition is None and key is None)
+
+    def _wait_for_space(self) -> None:
+        eng = self._engine
+        with eng.space:
+            deadline = time.monotonic() + self._timeout
+            while eng.buffered > self._buffer_memory and not eng.closed:
+                if not eng.space.wait(max(deadline - time.monotonic(), 0)):
+                    raise KafkaTimeoutError("buffer_memory full: no space freed in time")
 
     def flush(self, timeout: Optional[float] = None) -> None:
         """Send everything queued and wait for every acknowledgement."""
