@@ -1,18 +1,24 @@
 """Build script: only the extension list and one cythonize() call.
 
 Every ``kcodec/_cy/*.pyx`` becomes an extension module ``kcodec._cy.<name>``.
-``KCODEC_NO_EXTENSIONS=1`` (any value but "", "0", "false", "no") skips them all and
-gives a pure-Python build: the same switch that selects the pure twins at run time.
+``KCODEC_NO_EXTENSIONS=1`` (any value but "", "0", "false", "no", "off") skips them all and
+gives a pure-Python ``py3-none-any`` wheel: the same switch, read the same way, that selects
+the pure twins at run time (kcodec/_impl.py).
+
+Other build-time environment variables:
+  KCODEC_BUILD_JOBS=N   compile N extensions at once (cythonize and build_ext)
+  KCODEC_DEBUG=1        keep debug symbols and turn off optimisation (-O0 -g / /Od /Zi)
 """
 
 import os
-import sys
 from glob import glob
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 
 def _truthy(name: str) -> bool:
+    # Keep in step with kcodec._impl._truthy (tests/test_packaging.py checks they agree).
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
@@ -33,6 +39,32 @@ DIRECTIVES = {
     "freethreading_compatible": True,
 }
 
+# Flags by compiler family: (release, debug). Only the whole-module optimisation level lives
+# here; CPU-specific code (SSE4.2, ARMv8 CRC) uses function-level target attributes and runtime
+# dispatch in src_c/, never a module-wide -msse4.2. gcc and clang (Linux, macOS, MinGW) take
+# -O3 and no debug info (-g0 overrides the interpreter's -g and keeps wheels small); MSVC takes
+# /O2, which is also what setuptools passes it by default.
+GCC_FLAGS = (["-O3", "-g0"], ["-O0", "-g"])
+MSVC_FLAGS = (["/O2"], ["/Od", "/Zi"])
+
+
+class BuildExt(build_ext):
+    """build_ext with per-compiler flags and parallel compilation."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        jobs = int(os.environ.get("KCODEC_BUILD_JOBS", "0") or 0)
+        if jobs > 1 and not self.parallel:
+            self.parallel = jobs
+
+    def build_extensions(self) -> None:
+        msvc = self.compiler.compiler_type == "msvc"
+        release, debug = MSVC_FLAGS if msvc else GCC_FLAGS
+        flags = debug if _truthy("KCODEC_DEBUG") else release
+        for ext in self.extensions:
+            ext.extra_compile_args = flags + list(ext.extra_compile_args or [])
+        super().build_extensions()
+
 
 def extensions():
     if _truthy("KCODEC_NO_EXTENSIONS"):
@@ -40,9 +72,6 @@ def extensions():
     from Cython.Build import cythonize
     from setuptools import Extension
 
-    compile_args = []
-    if sys.platform != "win32":
-        compile_args = ["-O3"]
     exts = []
     for pyx in sorted(glob("kcodec/_cy/*.pyx")):
         name = os.path.splitext(os.path.basename(pyx))[0]
@@ -51,15 +80,18 @@ def extensions():
                 f"kcodec._cy.{name}",
                 [pyx] + C_SOURCES.get(name, []),
                 include_dirs=["src_c"],
-                extra_compile_args=compile_args,
+                depends=sorted(glob("src_c/*.h")),
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
             )
         )
     return cythonize(
         exts,
         compiler_directives=DIRECTIVES,
-        nthreads=int(os.environ.get("KCODEC_BUILD_JOBS", "0")) or None,
+        nthreads=int(os.environ.get("KCODEC_BUILD_JOBS", "0") or 0),
     )
 
 
-setup(ext_modules=extensions())
+ext_modules = extensions()
+# With no extension modules setuptools already writes a pure wheel (Root-Is-Purelib, tag
+# py3-none-any); keeping ext_modules empty (never a placeholder) is what keeps it so.
+setup(ext_modules=ext_modules, cmdclass={"build_ext": BuildExt} if ext_modules else {})

@@ -19,7 +19,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -94,23 +94,23 @@ class Row:
     name: str
     median: float
     min: float
-    amount: Optional[float]
-    unit: Optional[str]
+    amount: float | None
+    unit: str | None
 
 
 class Ratios:
     def __init__(self) -> None:
         self.rows: list[Row] = []
 
-    def add(self, workload: str, name: str, benchmark: Any, amount: Optional[float] = None,
-            unit: Optional[str] = None) -> None:
+    def add(self, workload: str, name: str, benchmark: Any, amount: float | None = None,
+            unit: str | None = None) -> None:
         stats = getattr(benchmark, "stats", None)
         if stats is None:  # --benchmark-disable: nothing was timed
             return
         inner = getattr(stats, "stats", stats)
         self.rows.append(Row(workload, name, float(inner.median), float(getattr(inner, "min", inner.median)), amount, unit))
 
-    def subject(self, rows: list[Row]) -> Optional[Row]:
+    def subject(self, rows: list[Row]) -> Row | None:
         for wanted in ("kcodec cython", "kcodec python"):
             for row in rows:
                 if row.name == wanted:
@@ -151,8 +151,8 @@ def _throughput(row: Row) -> str:
         return "-"
     per_s = row.amount / row.median
     if row.unit == "B":
-        return f"{per_s / 1e9:.2f} GB/s"
-    return f"{per_s / 1e6:.2f} M{row.unit or ''}/s"
+        return f"{per_s / 1e9:.2f} GB/s" if per_s >= 1e9 else f"{per_s / 1e6:.2f} MB/s"
+    return f"{per_s / 1e6:.2f} M {row.unit or 'ops'}/s"
 
 
 _RATIOS = Ratios()

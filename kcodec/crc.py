@@ -17,7 +17,7 @@ from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.crc import *  # noqa: F401,F403
-    from kcodec._cy.crc import __all__
+    from kcodec._cy.crc import __all__  # noqa: F401
 else:
     from kcodec._py.crc import *  # noqa: F401,F403
-    from kcodec._py.crc import __all__
+    from kcodec._py.crc import __all__  # noqa: F401

@@ -13,7 +13,7 @@ from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.varint import *  # noqa: F401,F403
-    from kcodec._cy.varint import __all__
+    from kcodec._cy.varint import __all__  # noqa: F401
 else:
     from kcodec._py.varint import *  # noqa: F401,F403
-    from kcodec._py.varint import __all__
+    from kcodec._py.varint import __all__  # noqa: F401

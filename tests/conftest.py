@@ -54,6 +54,15 @@ def pair():
     return get
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that uses the broker gets the ``broker`` marker, so ``-m "not broker"``
+    deselects exactly them where there is no Tansu binary (CI outside x86-64 Linux)."""
+    for item in items:
+        if "broker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.broker)
+
+
 @pytest.fixture(scope="session")
 def broker():
     from tests.broker import Tansu

@@ -65,3 +65,37 @@ def test_legacy_round_trip(twin, magic: int) -> None:
     assert [r.offset for r in recs] == list(range(10, 15))
     assert [(r.key, r.value) for r in recs] == [(k, v) for k, v, _, _ in _rows()]
     assert [r.timestamp for r in recs] == ([-1] * 5 if magic == 0 else [TS + i for i in range(5)])
+
+
+def test_compiled_twins_are_chosen_on_a_plain_import() -> None:
+    """The record twins must not import faces while _impl decides (a circular import there
+    quietly selects the pure twins)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import NO_EXT
+
+    if NO_EXT:
+        pytest.skip("pure-only run")
+    out = subprocess.run(
+        [sys.executable, "-c", "import kcodec.records, kcodec; print(kcodec.IMPLEMENTATION,"
+         " type(kcodec.records.RecordBatchBuilder()).__module__)"],
+        capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["cython", "kcodec._cy.batch"]
+
+
+def test_face_exports() -> None:
+    import kcodec.records as R
+
+    assert R.TimestampType.LOG_APPEND_TIME == 1 and R.ControlType.COMMIT == 1
+    b = R.RecordBatchBuilder()
+    b.append(b"k", b"v", timestamp=1)
+    (batch,) = list(R.iter_batches(b.build()))
+    assert isinstance(batch, R.RecordBatch)
+    (r,) = list(batch)
+    assert isinstance(r, R.Record) and not r.is_control
+    m = R.MessageSetBuilder()
+    m.append(None, b"v", 1)
+    (lb,) = list(R.iter_batches(m.build()))
+    assert isinstance(lb, R.LegacyBatch)
+    assert isinstance(R.iter_batches(b""), R.BatchIterator)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcodec import _impl
@@ -282,8 +282,41 @@ ENCODERS = ["encode_uvarint", "encode_varint", "encode_varlong", "uvarint_size",
             "varlong_size"]
 
 
-@given(st.binary(max_size=24), st.integers(-3, 27))
+RANDOM_BYTES = (st.binary(max_size=24), st.integers(-3, 27))
+MUTATED = (
+    st.lists(st.integers(I64[0], I64[1]), max_size=6),
+    st.lists(st.tuples(st.integers(0, 80), st.integers(0, 255)), max_size=4),
+    st.integers(0, 80),
+)
+INTS = (st.one_of(st.integers(-(2**70), 2**70), st.integers(-(2**33), 2**33)),)
+
+
+@given(*RANDOM_BYTES)
 def test_differential_random_bytes(data: bytes, pos: int) -> None:
+    check_random_bytes(data, pos)
+
+
+@given(*MUTATED)
+def test_differential_mutated(values: list[int], flips: list[tuple[int, int]], cut: int) -> None:
+    check_mutated(values, flips, cut)
+
+
+@given(*INTS)
+def test_differential_encode(value: int) -> None:
+    check_encode(value)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000)
+@given(*RANDOM_BYTES, *MUTATED, *INTS)
+def test_differential_soak(data: bytes, pos: int, values: list[int],
+                           flips: list[tuple[int, int]], cut: int, value: int) -> None:
+    check_random_bytes(data, pos)
+    check_mutated(values, flips, cut)
+    check_encode(value)
+
+
+def check_random_bytes(data: bytes, pos: int) -> None:
     for name in DECODERS:
         assert _outcome(getattr(CY, name), data, pos) == _outcome(getattr(PY, name), data, pos)
     for count in (0, 1, 3):
@@ -292,12 +325,7 @@ def test_differential_random_bytes(data: bytes, pos: int) -> None:
         )
 
 
-@given(
-    st.lists(st.integers(I64[0], I64[1]), max_size=6),
-    st.lists(st.tuples(st.integers(0, 80), st.integers(0, 255)), max_size=4),
-    st.integers(0, 80),
-)
-def test_differential_mutated(values: list[int], flips: list[tuple[int, int]], cut: int) -> None:
+def check_mutated(values: list[int], flips: list[tuple[int, int]], cut: int) -> None:
     data = bytearray(PY.encode_varlongs(values))
     assert bytes(data) == CY.encode_varlongs(values)
     for where, byte in flips:
@@ -312,8 +340,8 @@ def test_differential_mutated(values: list[int], flips: list[tuple[int, int]], c
     )
 
 
-@given(st.one_of(st.integers(-(2**70), 2**70), st.integers(-(2**33), 2**33)))
-def test_differential_encode(value: int) -> None:
+def check_encode(value: int) -> None:
     for name in ENCODERS:
         assert _outcome(getattr(CY, name), value) == _outcome(getattr(PY, name), value)
     assert _outcome(CY.encode_varlongs, [value]) == _outcome(PY.encode_varlongs, [value])
+

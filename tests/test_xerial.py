@@ -80,9 +80,10 @@ def test_compress_block_size(twin) -> None:
             x.xerial_compress(data, bad)
 
 
-def test_empty_input_is_the_header_alone(twin) -> None:
+def test_empty_input_is_one_empty_block(twin) -> None:
     x = twin("xerial")
-    assert x.xerial_compress(b"") == HEADER_BE
+    assert x.xerial_compress(b"") == HEADER_BE + chunk(EMPTY_BLOCK)
+    assert x.xerial_decompress(HEADER_BE + chunk(EMPTY_BLOCK)) == b""
     assert x.xerial_decompress(HEADER_BE) == b""
 
 

@@ -38,7 +38,9 @@ def drain(
     """
     chunks: list[bytes] = []
     produced = 0
-    size = min(budget + 1, max(hint + 1, MIN_CHUNK))
+    # First ask for the declared size, else a guess at the usual ratios: one call and no
+    # join for most frames. (The guess is address space; only written pages are touched.)
+    size = min(budget + 1, hint + 1 if hint else max(8 * len(data), MIN_CHUNK))
     stalled = 0
     try:
         out = dec.decompress(data, size)

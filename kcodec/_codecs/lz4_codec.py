@@ -24,11 +24,17 @@ chunks through ``max_length`` and stops one byte past the budget.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kcodec._codecs._util import drain
 from kcodec._codecs.xxhash32 import xxh32
-from kcodec.errors import ChecksumError, CorruptDataError, DecompressionLimitError, UnsupportedCodecError
+from kcodec.errors import (
+    ChecksumError,
+    CorruptDataError,
+    DecompressionLimitError,
+    UnsupportedCodecError,
+)
 
 NAME = "lz4"
 PACKAGE = "lz4"
@@ -59,6 +65,7 @@ def library() -> tuple[str, str]:
     return "lz4", f"{lz4.__version__} (liblz4 {lz4.library_version_string()})"
 
 
+@functools.lru_cache(maxsize=512)  # Kafka writes a handful of distinct descriptors
 def header_checksum(header: bytes, legacy: bool = False) -> int:
     """The HC byte for ``header`` = magic + descriptor (legacy: Kafka's pre-KIP-57 value)."""
     return (xxh32(header if legacy else header[4:]) >> 8) & 0xFF

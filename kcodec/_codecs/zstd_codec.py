@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from kcodec._codecs._util import MAX_CHUNK, MIN_CHUNK, drain
 from kcodec.errors import (
@@ -44,10 +44,11 @@ _MAX_BLOCK = 128 * 1024
 class Frame:
     """One frame's place in the stream and what its header declares."""
 
-    __slots__ = ("start", "end", "content_size", "skippable")
+    __slots__ = ("start", "end", "content_size", "skippable", "bound")
 
-    def __init__(self, start: int, end: int, content_size: int, skippable: bool) -> None:
+    def __init__(self, start: int, end: int, content_size: int, skippable: bool, bound: int) -> None:
         self.start, self.end, self.content_size, self.skippable = start, end, content_size, skippable
+        self.bound = bound  # most bytes the blocks can produce (compressed ones: 128 KiB)
 
 
 def _need(n: int, pos: int, count: int, what: str, frame: int) -> None:
@@ -71,7 +72,7 @@ def scan(src: memoryview) -> list[Frame]:
             size = int.from_bytes(src[pos + 4 : pos + 8], "little")
             _need(n, pos + 8, size, "skippable frame", start)
             pos += 8 + size
-            frames.append(Frame(start, pos, 0, True))
+            frames.append(Frame(start, pos, 0, True, 0))
             continue
         if magic != MAGIC:
             raise CorruptDataError(f"bad zstd frame magic 0x{magic:08x}", start)
@@ -90,6 +91,7 @@ def scan(src: memoryview) -> list[Frame]:
             if fcs_len == 2:
                 content_size += 256
         pos += fcs_len
+        bound = 0
         while True:
             _need(n, pos, 3, "block header", start)
             header = int.from_bytes(src[pos : pos + 3], "little")
@@ -99,6 +101,7 @@ def scan(src: memoryview) -> list[Frame]:
             if size > _MAX_BLOCK:
                 raise CorruptDataError(f"zstd block of {size} bytes exceeds {_MAX_BLOCK}", pos)
             body = 1 if kind == 1 else size
+            bound += _MAX_BLOCK if kind == 2 else size
             _need(n, pos + 3, body, "block", start)
             pos += 3 + body
             if header & 1:
@@ -106,7 +109,7 @@ def scan(src: memoryview) -> list[Frame]:
         if fhd & 0x04:
             _need(n, pos, 4, "frame checksum", start)
             pos += 4
-        frames.append(Frame(start, pos, content_size, False))
+        frames.append(Frame(start, pos, content_size, False, bound))
     return frames
 
 
@@ -126,8 +129,10 @@ class _Backend:
         """A frame that declares ``size`` (> 0, already within the budget)."""
         raise NotImplementedError
 
-    def bounded(self, frame: memoryview, budget: int, max_size: int, offset: int) -> list[bytes]:
-        """A frame without a content size, in chunks, at most ``budget`` bytes."""
+    def bounded(self, frame: memoryview, bound: int, budget: int, max_size: int,
+                offset: int) -> list[bytes]:
+        """A frame without a content size (its blocks make at most ``bound`` bytes), in
+        chunks, at most ``budget`` bytes."""
         raise NotImplementedError
 
 
@@ -152,9 +157,11 @@ class StdlibBackend(_Backend):
             raise self.mod.ZstdError("frame content size mismatch")
         return out
 
-    def bounded(self, frame: memoryview, budget: int, max_size: int, offset: int) -> list[bytes]:
+    def bounded(self, frame: memoryview, bound: int, budget: int, max_size: int,
+                offset: int) -> list[bytes]:
         chunks, _, rest = drain(
-            self.mod.ZstdDecompressor(), frame, budget, 0, NAME, max_size, offset, self.errors
+            self.mod.ZstdDecompressor(), frame, budget, min(bound, budget), NAME, max_size,
+            offset, self.errors,
         )
         if rest:
             raise CorruptDataError("zstd frame ended early", offset)
@@ -193,9 +200,16 @@ class ZstandardBackend(_Backend):
     def exact(self, frame: memoryview, size: int) -> bytes:
         return self._decompressor().decompress(frame, allow_extra_data=False)
 
-    def bounded(self, frame: memoryview, budget: int, max_size: int, offset: int) -> list[bytes]:
+    def bounded(self, frame: memoryview, bound: int, budget: int, max_size: int,
+                offset: int) -> list[bytes]:
+        if bound <= budget and bound <= 64 * len(frame) + (1 << 20):
+            # The blocks cannot make more than ``bound``: one call into a buffer that size.
+            out = self._decompressor().decompress(
+                frame, max_output_size=max(bound, 1), allow_extra_data=False
+            )
+            return [out] if out else []
         reader = self._decompressor().stream_reader(frame, read_across_frames=False)
-        chunks = []
+        chunks: list[bytes] = []
         produced = 0
         size = MIN_CHUNK
         while True:
@@ -210,7 +224,7 @@ class ZstandardBackend(_Backend):
 
 
 _CANDIDATES = ("compression.zstd", "zstandard", "backports.zstd")
-_backend: Optional[_Backend] = None
+_backend: _Backend | None = None
 
 
 def make_backend(name: str) -> _Backend:
@@ -266,7 +280,10 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
                 chunks.append(out)
                 total += len(out)
             else:
-                got = b.bounded(frame, max_size - total, max_size, f.start)
+                # A declared size of 0 is decoded the streaming way (zstandard's one-shot
+                # call would return b"" without reading the blocks).
+                bound = f.bound if f.content_size < 0 else max_size + 1
+                got = b.bounded(frame, bound, max_size - total, max_size, f.start)
                 if f.content_size == 0 and got:
                     raise CorruptDataError("zstd frame content size mismatch", f.start)
                 chunks.extend(got)

@@ -78,7 +78,7 @@ def xerial_compress(data, block_size=XERIAL_BLOCK_SIZE) -> bytes:
     cdef memoryview src = _view(data)
     cdef Py_ssize_t bs = block_size
     cdef Py_ssize_t n = len(src)
-    cdef Py_ssize_t blocks = (n + bs - 1) // bs
+    cdef Py_ssize_t blocks = max(1, (n + bs - 1) // bs)
     cdef Py_ssize_t cap = 16 + blocks * (4 + _max_compressed(bs))
     cdef bytearray out = bytearray(cap)
     cdef uint8_t* p = <uint8_t*>(<char*>out)
@@ -88,11 +88,13 @@ def xerial_compress(data, block_size=XERIAL_BLOCK_SIZE) -> bytes:
     cdef Py_ssize_t written
     memcpy(p, PyBytes_AS_STRING(XERIAL_HEADER), 16)
     try:
-        while start < n:
+        while True:  # at least one block, empty for empty input
             written = snappy.compress_raw_into(src[start : start + bs], dst[pos + 4 :])
             put_u32(p + pos, <uint32_t>written)
             pos += 4 + written
             start += bs
+            if start >= n:
+                break
     finally:
         dst.release()
     return PyBytes_FromStringAndSize(<char*>p, pos)

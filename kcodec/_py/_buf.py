@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 __all__ = ["byte_view"]
 
 
-def byte_view(buf: Any) -> Union[bytes, bytearray, memoryview]:
+def byte_view(buf: Any) -> bytes | bytearray | memoryview:
     """A flat unsigned-byte view of any buffer-protocol object, copying only if it must.
 
     bytes and bytearray come back as they are; other C-contiguous buffers (memoryview

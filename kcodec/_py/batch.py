@@ -555,7 +555,10 @@ class RecordBatchBuilder:
             except (TypeError, ValueError):
                 raise EncodeError("a header must be a (key, value) pair") from None
             if isinstance(hk, str):
-                hk = hk.encode()
+                try:
+                    hk = hk.encode()
+                except UnicodeEncodeError:
+                    raise EncodeError("header key cannot be encoded as UTF-8") from None
             elif isinstance(hk, (bytes, bytearray)):
                 hk = bytes(hk)
             else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import operator
 import os
 import zlib
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from kcodec._py._buf import byte_view
 
@@ -53,7 +53,7 @@ def _force_table() -> bool:
     return flag not in ("", "0", "false", "no", "off")
 
 
-_package: Optional[Callable[..., int]]
+_package: Callable[..., int] | None
 try:
     import crc32c as _crc32c_package
 except ImportError:  # pragma: no cover - a runtime dependency; the table still works

@@ -17,8 +17,9 @@ This is the pure-Python twin; ``kcodec._cy.varint`` must give the same results a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import index as _index
-from typing import Any, Iterable
+from typing import Any
 
 from kcodec._py._buf import byte_view
 from kcodec.errors import CorruptDataError, DecodeError, EncodeError, TruncatedError

@@ -14,7 +14,8 @@ Wire layout (integers big-endian unless noted):
 
 A snappy stream that does not start with the magic is one raw snappy block (as librdkafka
 writes and snappy-java's reader accepts). Writing uses the xerial framing with 32 KiB blocks,
-as snappy-java does (Kafka's Java client), with version 1 and compatible version 1.
+as snappy-java does (Kafka's Java client), with version 1 and compatible version 1; empty
+input gives one empty block (some readers want more than the header).
 
 Bounded output: every block's preamble gives its uncompressed length, so all of them are read
 and summed against ``max_size`` BEFORE anything is allocated or decompressed
@@ -89,12 +90,14 @@ def xerial_compress(data: Any, block_size: int = XERIAL_BLOCK_SIZE) -> bytes:
     snappy = _snappy()
     src = _view(data)
     n = len(src)
-    blocks = (n + block_size - 1) // block_size
+    blocks = max(1, (n + block_size - 1) // block_size)
     out = bytearray(16 + blocks * (4 + _max_compressed(block_size)))
     dst = memoryview(out)
     dst[:16] = XERIAL_HEADER
     pos = 16
-    for start in range(0, n, block_size):
+    # Empty input still gets one (empty) block: readers that want more than the header
+    # (kafka-python, aiokafka) then read it too.
+    for start in range(0, max(n, 1), block_size):
         written = snappy.compress_raw_into(src[start : start + block_size], dst[pos + 4 :])
         dst[pos : pos + 4] = written.to_bytes(4, "big")
         pos += 4 + written

@@ -1,0 +1,114 @@
+"""Compression: decompress and compress one batch body per codec, kcodec vs the peers.
+
+    X-decompress  decompress the records of R-* (1,000 records, keys and values laid end to
+                  end as a batch body, ~130 KB) in each codec, in the form a Java producer
+                  writes (workloads.md): gzip 6; lz4 9, independent blocks, no content size;
+                  zstd 3, no content size; snappy xerial with 32 KiB blocks.
+                  kcodec (compiled and pure xerial twin for snappy) vs kafka-python's and
+                  aiokafka's codec functions and the bare library call (unbounded).
+    X-compress    the same body compressed at Kafka's default levels.
+
+Ratios show the cost of kcodec's bounding and checks over the bare library and the peers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from typing import Any, Callable
+
+import cramjam
+import lz4.frame
+import pytest
+import zstandard
+from aiokafka import codec as aio
+from kafka import codec as kp
+
+from bench.conftest import twin, workload_records
+from kcodec import compression
+
+BODY = b"".join(r.key + r.value for r in workload_records())
+
+
+def _java_like(codec: str) -> bytes:
+    if codec == "gzip":
+        return compression.compress("gzip", BODY, 6)
+    if codec == "lz4":
+        return lz4.frame.compress(BODY, block_linked=False, store_size=False,
+                                  block_size=lz4.frame.BLOCKSIZE_MAX64KB)
+    if codec == "zstd":
+        return zstandard.ZstdCompressor(level=3, write_content_size=False).compress(BODY)
+    return compression.compress("snappy", BODY)
+
+
+BLOBS = {c: _java_like(c) for c in ("gzip", "snappy", "lz4", "zstd")}
+
+
+@contextlib.contextmanager
+def _xerial(impl: str):
+    saved = compression._xerial
+    compression._xerial = twin("xerial", impl)
+    try:
+        yield
+    finally:
+        compression._xerial = saved
+
+
+def _bare(codec: str) -> Callable[[bytes], Any]:
+    return {
+        "gzip": lambda b: zlib.decompress(b, 31),
+        "lz4": lz4.frame.decompress,
+        "zstd": lambda b: zstandard.ZstdDecompressor().stream_reader(b).read(),
+        "snappy": None,
+    }[codec]
+
+
+def _decoders(codec: str) -> dict[str, Callable[[bytes], Any]]:
+    out: dict[str, Callable[[bytes], Any]] = {
+        "kcodec cython": lambda b: compression.decompress(codec, b),
+        "kafka-python": getattr(kp, f"{codec}_decode"),
+        "aiokafka": getattr(aio, f"{codec}_decode"),
+    }
+    if codec == "snappy":
+        out["kcodec python"] = "python"  # type: ignore[assignment]
+    else:
+        out["bare library"] = _bare(codec)
+    return out
+
+
+CASES = [(c, n) for c in BLOBS for n in _decoders(c)]
+
+
+@pytest.mark.benchmark(group="X-decompress")
+@pytest.mark.parametrize("codec,name", CASES)
+def test_decompress(benchmark, ratios, codec: str, name: str) -> None:
+    blob = BLOBS[codec]
+    fn = _decoders(codec)[name]
+    impl = "python" if name == "kcodec python" else "cython"
+    with _xerial(impl) if codec == "snappy" else contextlib.nullcontext():
+        if fn == "python":
+            fn = lambda b: compression.decompress(codec, b)  # noqa: E731
+        assert bytes(benchmark(fn, blob)) == BODY
+    ratios.add(f"X-decompress {codec}", name, benchmark, amount=len(BODY), unit="B")
+
+
+def _encoders(codec: str) -> dict[str, Callable[[bytes], Any]]:
+    return {
+        "kcodec cython": lambda b: compression.compress(codec, b),
+        "kafka-python": {"gzip": lambda b: kp.gzip_encode(b, 6), "snappy": kp.snappy_encode,
+                         "lz4": kp.lz4_encode, "zstd": kp.zstd_encode}[codec],
+        "aiokafka": {"gzip": lambda b: aio.gzip_encode(b, 6), "snappy": aio.snappy_encode,
+                     "lz4": aio.lz4_encode, "zstd": aio.zstd_encode}[codec],
+    }
+
+
+@pytest.mark.benchmark(group="X-compress")
+@pytest.mark.parametrize("codec,name", [(c, n) for c in BLOBS for n in _encoders(c)])
+def test_compress(benchmark, ratios, codec: str, name: str) -> None:
+    fn = _encoders(codec)[name]
+    blob = benchmark(fn, BODY)
+    assert compression.decompress(codec, blob) == BODY
+    ratios.add(f"X-compress {codec}", name, benchmark, amount=len(BODY), unit="B")
+
+
+del cramjam
