@@ -294,3 +294,32 @@ def test_broker_restart_producer_and_consumer_carry_on(topic_name) -> None:
         finally:
             p.close(5)
             c.close()
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_poll_columns(broker, topic_name, codec) -> None:
+    _create(broker, topic_name, 2)
+    recs = _records(3000, 7)
+    with Producer(bootstrap_servers=broker.bootstrap, compression_type=codec, linger_ms=5) as p:
+        results = [p.send(topic_name, v, key=k, headers=h, timestamp=ts, partition=i % 2)
+                   for i, (k, v, h, ts) in enumerate(recs)]
+        p.flush()
+        results = [f.result(10) for f in results]
+    want = {(r.partition, r.offset): rec for r, rec in zip(results, recs)}
+    got = {}
+    tp0 = TopicPartition(topic_name, 0)
+    with Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", **FAST) as c:
+        c.assign([tp0, TopicPartition(topic_name, 1)])
+        c.seek(tp0, 10)   # mid-batch: the rows before 10 must not appear
+        deadline = time.monotonic() + 30
+        while len(got) < len(want) - 10 and time.monotonic() < deadline:
+            for tp, cols in c.poll_columns(0.5).items():
+                for row in cols.to_pylist():
+                    assert (tp.partition, row["offset"]) not in got
+                    got[(tp.partition, row["offset"])] = row
+        assert c.position(tp0) == 1500
+    assert len(got) == len(want) - 10 and min(o for p, o in got if p == 0) == 10
+    for key, row in got.items():
+        k, v, h, ts = want[key]
+        assert (row["key"], row["value"], row["timestamp"]) == (k, v, ts)
+        assert [(a, b) for a, b in row["headers"]] == h

@@ -334,21 +334,38 @@ class _Engine:
         return out
 
     def take_columns(self) -> dict[TopicPartition, Any]:
-        """Every buffered blob as columns (``kcodec.records.decode_columns``) per partition."""
-        from kcodec.records import decode_columns  # type: ignore[attr-defined]
+        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``), rows
+        before the position dropped; positions advance past it."""
+        from kcodec.records import decode_columns
 
-        out: dict[TopicPartition, list] = {}
+        picked: dict[TopicPartition, _Fetched] = {}
         with self.lock:
-            blobs, self.buffer, self.buffered_bytes = list(self.buffer), deque(), 0
-        for f in blobs:
-            st = self.states.get(f.tp)
-            if st is None or st.epoch != f.epoch:
+            rest: deque[_Fetched] = deque()
+            for f in self.buffer:
+                st = self.states.get(f.tp)
+                if st is None or st.epoch != f.epoch:
+                    continue
+                if f.tp in picked or f.records is not None:
+                    rest.append(f)
+                else:
+                    picked[f.tp] = f
+            self.buffer = rest
+            self.buffered_bytes = sum(len(f.data) for f in rest)
+        out = {}
+        for tp, f in picked.items():
+            st = self.states.get(tp)
+            if st is None:
                 continue
-            cols = decode_columns(f.data)
-            out.setdefault(f.tp, []).append(_slice_columns(cols, st.position))
-            st.position = max(st.position or 0, _next_offset(f.data, f.offset))
+            cols = decode_columns(f.data, validate_crc=self.config.check_crcs)
+            if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
+                cols = _trim_columns(cols, st.position)
+            with self.lock:
+                if st.epoch == f.epoch:
+                    nxt = cols.next_offset if cols.next_offset is not None else f.offset
+                    st.position = max(st.position or 0, nxt)
+            out[tp] = cols
         self.kick()
-        return {tp: (v[0] if len(v) == 1 else _concat_columns(v)) for tp, v in out.items()}
+        return out
 
     def positions_to_commit(self) -> dict[TopicPartition, int]:
         return {tp: st.position for tp, st in self.states.items() if st.position is not None}
@@ -408,36 +425,29 @@ def _decode(f: _Fetched, position: int, check: bool, read_committed: bool) -> tu
     return out, nxt
 
 
-def _slice_columns(cols: Any, position: Optional[int]) -> Any:
-    if position is None:
-        return cols
-    try:
-        offsets = cols["offset"]
-    except (KeyError, TypeError, IndexError):
-        return cols
+def _trim_columns(cols: Any, position: int) -> Any:
+    """``cols`` without its rows below offset ``position`` (buffers shared, not copied)."""
     import numpy as np
 
-    start = int(np.searchsorted(np.asarray(offsets), position))
-    if start == 0:
-        return cols
-    if hasattr(cols, "slice"):
-        return cols.slice(start)
-    return {k: v[start:] for k, v in cols.items()}
+    from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
 
+    start = int(np.searchsorted(cols.offset, position))
 
-def _concat_columns(parts: list) -> Any:
-    first = parts[0]
-    if hasattr(first, "schema"):
-        import pyarrow as pa
-        return pa.concat_tables(parts) if hasattr(first, "num_rows") else parts
-    if isinstance(first, dict):
-        import numpy as np
-        out = {}
-        for k in first:
-            vals = [p[k] for p in parts]
-            out[k] = np.concatenate(vals) if hasattr(vals[0], "dtype") else sum((list(v) for v in vals), [])
-        return out
-    return parts
+    def binary(c: BinaryColumn) -> BinaryColumn:
+        validity = None
+        nulls = 0
+        if c.validity is not None:
+            valid = c.valid[start:]
+            nulls = int(len(valid) - valid.sum())
+            validity = np.packbits(valid, bitorder="little") if nulls else None
+        return BinaryColumn(c.offsets[start:], c.data, validity, nulls, c.utf8)
+
+    h = cols.headers
+    headers = HeadersColumn(h.offsets[start:], h.keys, h.values)
+    return RecordColumns(cols.offset[start:], cols.timestamp[start:], cols.timestamp_type[start:],
+                         binary(cols.key), binary(cols.value), headers,
+                         None if cols.is_control is None else cols.is_control[start:],
+                         cols.consumed, cols.batch_count, cols.next_offset)
 
 
 async def list_offsets(cluster: Cluster, tps: Iterable[TopicPartition], timestamp: int,
