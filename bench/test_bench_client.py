@@ -9,7 +9,8 @@
 
 kcodec (compiled twins; blocking Producer/Consumer, idempotent producer as by default) vs
 confluent-kafka (librdkafka, enable.idempotence=true) on one Tansu broker, side by side in
-one run. N = KCODEC_BENCH_E_RECORDS (default 1,000,000). Every round uses a fresh topic,
+one run; kafka-python and aiokafka (one round each) alongside. lz4 at its fast level (1)
+on every side. N = KCODEC_BENCH_E_RECORDS (default 1,000,000). Every round uses a fresh topic,
 deleted afterwards (the broker keeps everything in memory).
 
 Targets (issue 5): E-consume >= 1.0x, E-consume-columns >= 3x, E-produce >= 0.8x confluent.
@@ -55,9 +56,13 @@ def _topic(admin) -> str:
     return name
 
 
+# lz4 at its fast level on every side: librdkafka's default; kcodec (like Java) defaults to 9.
+LEVEL = {"none": None, "lz4": 1}
+
+
 def kcodec_produce(bootstrap: str, topic: str, codec: str) -> None:
     with Producer(bootstrap_servers=bootstrap, compression_type=codec, linger_ms=5,
-                  batch_size=256 * 1024) as p:
+                  compression_level=LEVEL[codec], batch_size=256 * 1024) as p:
         send = p.send
         for k in KEYS:
             send(topic, VALUE, k)
@@ -65,9 +70,11 @@ def kcodec_produce(bootstrap: str, topic: str, codec: str) -> None:
 
 
 def confluent_produce(bootstrap: str, topic: str, codec: str) -> None:
-    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "compression.type": codec,
-                                  "linger.ms": 5, "acks": "all", "enable.idempotence": True,
-                                  "queue.buffering.max.messages": 2_000_000})
+    conf = {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5,
+            "acks": "all", "enable.idempotence": True, "queue.buffering.max.messages": 2_000_000}
+    if LEVEL[codec] is not None:
+        conf["compression.level"] = LEVEL[codec]
+    p = confluent_kafka.Producer(conf)
     produce = p.produce
     for k in KEYS:
         try:
@@ -121,7 +128,86 @@ def confluent_consume(bootstrap: str, topic: str) -> int:
     return n
 
 
-PRODUCERS = {"kcodec cython": kcodec_produce, "confluent-kafka": confluent_produce}
+def kafka_python_produce(bootstrap: str, topic: str, codec: str) -> None:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
+                      linger_ms=5, acks="all", batch_size=256 * 1024)
+    send = p.send
+    for k in KEYS:
+        send(topic, VALUE, k)
+    p.flush()
+    p.close()
+
+
+def aiokafka_produce(bootstrap: str, topic: str, codec: str) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    async def main() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all",
+                             compression_type=None if codec == "none" else codec,
+                             max_batch_size=256 * 1024)
+        await p.start()
+        try:
+            send = p.send
+            futs = [await send(topic, VALUE, k) for k in KEYS]
+            await p.flush()
+            await asyncio.gather(*futs)
+        finally:
+            await p.stop()
+
+    asyncio.run(main())
+
+
+def kafka_python_consume(bootstrap: str, topic: str) -> int:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                      auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    c.assign([KTP(topic, i) for i in range(PARTITIONS)])
+    n = 0
+    while n < N:
+        for recs in c.poll(5000, max_records=100_000).values():
+            for r in recs:
+                r.key
+                r.value
+            n += len(recs)
+    c.close()
+    return n
+
+
+def aiokafka_consume(bootstrap: str, topic: str) -> int:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as ATP
+
+    async def main() -> int:
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             auto_offset_reset="earliest", fetch_max_wait_ms=100)
+        await c.start()
+        try:
+            c.assign([ATP(topic, i) for i in range(PARTITIONS)])
+            n = 0
+            while n < N:
+                for recs in (await c.getmany(timeout_ms=5000, max_records=100_000)).values():
+                    for r in recs:
+                        r.key
+                        r.value
+                    n += len(recs)
+            return n
+        finally:
+            await c.stop()
+
+    return asyncio.run(main())
+
+
+PRODUCERS = {"kcodec cython": kcodec_produce, "confluent-kafka": confluent_produce,
+             "kafka-python": kafka_python_produce, "aiokafka": aiokafka_produce}
+ROUNDS = {"kcodec cython": 3, "confluent-kafka": 3}   # the other peers: one round (slow)
 
 
 @pytest.mark.parametrize("codec", ["none", "lz4"])
@@ -134,7 +220,7 @@ def test_e_produce(benchmark, ratios, broker, admin, who, codec) -> None:
         return (broker.bootstrap, topics[-1], codec), {}
 
     try:
-        benchmark.pedantic(PRODUCERS[who], setup=setup, rounds=2, iterations=1)
+        benchmark.pedantic(PRODUCERS[who], setup=setup, rounds=ROUNDS.get(who, 1), iterations=1)
     finally:
         admin.delete_topics(topics)
     ratios.add(f"E-produce {codec} ({N} records)", who, benchmark, amount=N, unit="msg")
@@ -152,6 +238,8 @@ def filled(broker, admin):
 CONSUMERS = {
     ("E-consume", "kcodec cython"): kcodec_consume,
     ("E-consume", "confluent-kafka"): confluent_consume,
+    ("E-consume", "kafka-python"): kafka_python_consume,
+    ("E-consume", "aiokafka"): aiokafka_consume,
     ("E-consume-columns", "kcodec cython"): kcodec_consume_columns,
     ("E-consume-columns", "confluent-kafka"): confluent_consume,
 }
@@ -160,6 +248,6 @@ CONSUMERS = {
 @pytest.mark.parametrize("workload,who", list(CONSUMERS))
 def test_e_consume(benchmark, ratios, broker, filled, workload, who) -> None:
     got = benchmark.pedantic(CONSUMERS[(workload, who)], args=(broker.bootstrap, filled),
-                             rounds=3, iterations=1)
+                             rounds=ROUNDS.get(who, 1), iterations=1)
     assert got == N
     ratios.add(f"{workload} ({N} records)", who, benchmark, amount=N, unit="msg")
