@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from kcodec.client.assignors import (Assignment, CooperativeStickyAssignor, RangeAssignor,
-                                     RoundRobinAssignor, Subscription, get_assignor)
+from kcodec.client.assignors import (
+    Assignment,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    Subscription,
+    get_assignor,
+)
 from kcodec.client.config import ConsumerConfig, ProducerConfig, parse_bootstrap
 from kcodec.errors import ProtocolError
 
 
 def test_subscription_roundtrip_and_kafka_python() -> None:
-    from kafka.protocol.old.consumer_protocol import (ConsumerProtocolMemberAssignment_v0,
-                                                     ConsumerProtocolMemberMetadata_v0)
+    from kafka.protocol.old.consumer_protocol import (
+        ConsumerProtocolMemberAssignment_v0,
+        ConsumerProtocolMemberMetadata_v0,
+    )
 
     s = Subscription(["a", "b"], b"ud", version=0)
     assert s.encode() == ConsumerProtocolMemberMetadata_v0(0, ["a", "b"], b"ud").encode()

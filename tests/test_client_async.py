@@ -7,8 +7,16 @@ import time
 
 import pytest
 
-from kcodec.client import (Admin, AsyncAdmin, AsyncConsumer, AsyncProducer, Consumer, Producer,
-                           RebalanceListener, TopicPartition)
+from kcodec.client import (
+    Admin,
+    AsyncAdmin,
+    AsyncConsumer,
+    AsyncProducer,
+    Consumer,
+    Producer,
+    RebalanceListener,
+    TopicPartition,
+)
 
 pytestmark = pytest.mark.broker
 FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=3000, heartbeat_interval_ms=300)

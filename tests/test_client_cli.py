@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kcodec.cli import main
-from kcodec.client import Admin, Consumer, Producer, TopicPartition
+from kcodec.client import Consumer, Producer, TopicPartition
 
 pytestmark = pytest.mark.broker
 

@@ -157,7 +157,7 @@ def test_fake_peer_fails_pending_requests(behaviour, exc, match) -> None:
                 assert isinstance(r, (exc, ProtocolError, KafkaTimeoutError)), r
             assert isinstance(results[0], exc) and match in str(results[0])
             assert not conn.alive
-            with pytest.raises(Exception):
+            with pytest.raises((ProtocolError, KafkaTimeoutError, BrokerNotAvailableError)):
                 await conn.request(3, {"topics": []})
 
     asyncio.run(main())

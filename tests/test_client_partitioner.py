@@ -7,7 +7,12 @@ import random
 
 import pytest
 
-from kcodec.client.partitioner import DefaultPartitioner, StickyPartitioner, murmur2, partition_for_key
+from kcodec.client.partitioner import (
+    DefaultPartitioner,
+    StickyPartitioner,
+    murmur2,
+    partition_for_key,
+)
 
 
 def test_murmur2_golden() -> None:
@@ -70,7 +75,8 @@ def test_same_partition_as_librdkafka_murmur2_random(broker, topic_name) -> None
 
 
 def test_murmur_twins_agree(pair) -> None:
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 
     cy, py = pair("murmur")
 

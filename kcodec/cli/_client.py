@@ -7,7 +7,8 @@ import base64
 import json
 import os
 import sys
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kcodec.client.config import DEFAULT_BOOTSTRAP
 
@@ -67,7 +68,7 @@ def json_line(obj: Any, out=None) -> None:
     print(json.dumps(obj, separators=(",", ":")), file=out or sys.stdout, flush=True)
 
 
-def text(b: Optional[bytes]) -> Any:
+def text(b: bytes | None) -> Any:
     """bytes for JSON: a str when UTF-8, else {"base64": ...}; None stays None."""
     if b is None:
         return None
@@ -77,7 +78,7 @@ def text(b: Optional[bytes]) -> Any:
         return {"base64": base64.b64encode(b).decode()}
 
 
-def show(b: Optional[bytes]) -> str:
+def show(b: bytes | None) -> str:
     """bytes for people: UTF-8 with escapes for the rest; None as 'null'."""
     if b is None:
         return "null"

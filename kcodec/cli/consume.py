@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 import time
 
-from kcodec.cli._client import (UsageError, add_connection, client_config, guarded, json_line,
-                                show, text)
+from kcodec.cli._client import (
+    UsageError,
+    add_connection,
+    client_config,
+    guarded,
+    json_line,
+    show,
+    text,
+)
 
 NAME = "consume"
 HELP = "print records of a topic (as a group member with -g)"

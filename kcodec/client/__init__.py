@@ -9,8 +9,12 @@ Config names follow the Java client's properties in snake_case (``linger_ms``,
 from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from kcodec.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, RebalanceListener
-from kcodec.client.errors import (BrokerNotAvailableError, ClientClosedError, KafkaError,
-                                  KafkaTimeoutError)
+from kcodec.client.errors import (
+                                  BrokerNotAvailableError,
+                                  ClientClosedError,
+                                  KafkaError,
+                                  KafkaTimeoutError,
+)
 from kcodec.client.group import TopicPartition
 from kcodec.client.producer import AsyncProducer, Producer, RecordFuture, SendResult
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Coroutine, Optional
+from collections.abc import Coroutine
+from typing import Any
 
 from kcodec.client.errors import KafkaTimeoutError
 
@@ -27,7 +28,7 @@ class LoopThread:
     def submit(self, coro: Coroutine) -> concurrent.futures.Future:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def run(self, coro: Coroutine, timeout: Optional[float] = None) -> Any:
+    def run(self, coro: Coroutine, timeout: float | None = None) -> Any:
         if threading.current_thread() is self._thread:
             raise RuntimeError("blocking call from inside the client's own event loop")
         fut = self.submit(coro)
@@ -41,7 +42,7 @@ class LoopThread:
         self.loop.call_soon_threadsafe(fn, *args)
 
 
-_shared: Optional[LoopThread] = None
+_shared: LoopThread | None = None
 _lock = threading.Lock()
 
 

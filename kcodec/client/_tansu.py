@@ -59,7 +59,7 @@ class Tansu:
         self.output: list[str] = []
 
     def start(self, timeout: float = 20.0) -> Tansu:
-        for attempt in range(5):
+        for _attempt in range(5):
             if self._start_once(timeout):
                 return self
             self.port = free_port()

@@ -8,7 +8,7 @@ them; responses decode into the protocol's message objects.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import REQUESTS, RESPONSES
@@ -40,7 +40,7 @@ def api_name(api_key: int) -> str:
     return cls.NAME[: -len("Request")] if cls is not None else f"API {api_key}"
 
 
-def encode_request(api_key: int, version: int, correlation_id: int, client_id: Optional[str],
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
                    body: Any) -> bytes:
     """A whole request frame (int32 size, header, body)."""
     cls = REQUESTS.get(api_key)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Union
 
 from kcodec.client._sync import LoopThread, shared_loop
 from kcodec.client.assignors import Assignment
@@ -33,7 +33,7 @@ class BrokerInfo:
     node_id: int
     host: str
     port: int
-    rack: Optional[str] = None
+    rack: str | None = None
 
 
 @dataclass
@@ -53,7 +53,7 @@ class TopicDescription:
 
 @dataclass
 class ClusterMetadata:
-    cluster_id: Optional[str]
+    cluster_id: str | None
     controller_id: int
     brokers: list[BrokerInfo]
     topics: list[TopicDescription]
@@ -72,7 +72,7 @@ class MemberDescription:
     client_id: str
     host: str
     assignment: dict[str, list[int]]
-    group_instance_id: Optional[str] = None
+    group_instance_id: str | None = None
 
 
 @dataclass
@@ -88,7 +88,7 @@ class GroupDescription:
 class PartitionLag:
     topic: str
     partition: int
-    committed: Optional[int]
+    committed: int | None
     end_offset: int
 
     @property
@@ -102,7 +102,7 @@ OffsetSpec = Union[str, int]   # "earliest", "latest" or a timestamp in ms
 class AsyncAdmin:
     """The asyncio admin client."""
 
-    def __init__(self, config: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = AdminConfig.from_kwargs(config, **kwargs)
         self.cluster = Cluster(self.config)
 
@@ -115,16 +115,16 @@ class AsyncAdmin:
     async def close(self) -> None:
         await self.cluster.close()
 
-    async def _controller(self) -> Optional[int]:
+    async def _controller(self) -> int | None:
         if self.cluster.controller_id < 0 or self.cluster.stale:
             await self.cluster.refresh([])
         c = self.cluster.controller_id
         return c if c >= 0 and c in self.cluster.brokers else None
 
     # ------------------------------------------------------------------ topics
-    async def create_topics(self, topics: Iterable[Union[str, NewTopic]], num_partitions: int = -1,
+    async def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
                             replication_factor: int = -1, timeout_ms: int = 30000,
-                            validate_only: bool = False) -> dict[str, Optional[KafkaError]]:
+                            validate_only: bool = False) -> dict[str, KafkaError | None]:
         """Create topics; the error (or None) per topic. Names alone take the given counts."""
         specs = [t if isinstance(t, NewTopic) else NewTopic(t, num_partitions, replication_factor)
                  for t in topics]
@@ -141,7 +141,7 @@ class AsyncAdmin:
         return {t.name: (KafkaError(t.error_code, f"create topic {t.name!r}", t.error_message)
                          if t.error_code else None) for t in body.topics}
 
-    async def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, Optional[KafkaError]]:
+    async def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, KafkaError | None]:
         """Delete topics; the error (or None) per topic."""
         req = {"topic_names": list(names), "timeout_ms": timeout_ms}
 
@@ -156,7 +156,7 @@ class AsyncAdmin:
         md = await self.describe_cluster()
         return sorted(t.name for t in md.topics if include_internal or not t.is_internal)
 
-    async def describe_cluster(self, topics: Optional[list[str]] = None) -> ClusterMetadata:
+    async def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
         """Brokers, controller and topics (partitions, leaders, replicas, ISR)."""
         body = await self.cluster.refresh(topics, auto_create=False)
         tds = []
@@ -231,7 +231,7 @@ class AsyncAdmin:
             raise ValueError(f"offset spec must be 'earliest', 'latest' or a timestamp, got {spec!r}")
         return await list_offsets(self.cluster, [TopicPartition(*tp) for tp in partitions], ts)
 
-    async def committed_offsets(self, group_id: str, topics: Optional[list[str]] = None
+    async def committed_offsets(self, group_id: str, topics: list[str] | None = None
                                 ) -> dict[TopicPartition, int]:
         """The group's committed offsets (every partition it has, or those of ``topics``)."""
         node = await self._coordinator(group_id)
@@ -256,7 +256,7 @@ class AsyncAdmin:
                     out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
         return out
 
-    async def lag(self, group_id: str, topics: Optional[list[str]] = None) -> list[PartitionLag]:
+    async def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag per partition of the group's topics."""
         committed = await self.committed_offsets(group_id, topics)
         names = sorted(set(topics or []) | {tp.topic for tp in committed})
@@ -271,8 +271,8 @@ class AsyncAdmin:
 class Admin:
     """The blocking admin client; the same methods as ``AsyncAdmin``, returning results."""
 
-    def __init__(self, config: Optional[dict[str, Any]] = None, *,
-                 loop: Optional[LoopThread] = None, **kwargs: Any) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
         self._loop = loop or shared_loop()
         self._async = AsyncAdmin(config, **kwargs)
         self.config = self._async.config
@@ -281,19 +281,19 @@ class Admin:
     def _run(self, coro: Any) -> Any:
         return self._loop.run(coro, self._timeout)
 
-    def create_topics(self, topics: Iterable[Union[str, NewTopic]], num_partitions: int = -1,
+    def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
                       replication_factor: int = -1, timeout_ms: int = 30000,
-                      validate_only: bool = False) -> dict[str, Optional[KafkaError]]:
+                      validate_only: bool = False) -> dict[str, KafkaError | None]:
         return self._run(self._async.create_topics(list(topics), num_partitions, replication_factor,
                                                    timeout_ms, validate_only))
 
-    def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, Optional[KafkaError]]:
+    def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, KafkaError | None]:
         return self._run(self._async.delete_topics(list(names), timeout_ms))
 
     def list_topics(self, include_internal: bool = False) -> list[str]:
         return self._run(self._async.list_topics(include_internal))
 
-    def describe_cluster(self, topics: Optional[list[str]] = None) -> ClusterMetadata:
+    def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
         return self._run(self._async.describe_cluster(topics))
 
     def list_groups(self) -> list[GroupListing]:
@@ -306,10 +306,10 @@ class Admin:
                      ) -> dict[TopicPartition, int]:
         return self._run(self._async.list_offsets(list(partitions), spec))
 
-    def committed_offsets(self, group_id: str, topics: Optional[list[str]] = None) -> dict[TopicPartition, int]:
+    def committed_offsets(self, group_id: str, topics: list[str] | None = None) -> dict[TopicPartition, int]:
         return self._run(self._async.committed_offsets(group_id, topics))
 
-    def lag(self, group_id: str, topics: Optional[list[str]] = None) -> list[PartitionLag]:
+    def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         return self._run(self._async.lag(group_id, topics))
 
     def close(self) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
 
 from kcodec.errors import ProtocolError
 
@@ -33,10 +33,10 @@ TopicPartitions = dict[str, list[int]]
 @dataclass
 class Subscription:
     topics: list[str]
-    user_data: Optional[bytes] = None
+    user_data: bytes | None = None
     owned_partitions: TopicPartitions = field(default_factory=dict)
     generation_id: int = -1
-    rack_id: Optional[str] = None
+    rack_id: str | None = None
     version: int = 1
 
     def encode(self) -> bytes:
@@ -70,7 +70,7 @@ class Subscription:
 @dataclass
 class Assignment:
     assigned_partitions: TopicPartitions = field(default_factory=dict)
-    user_data: Optional[bytes] = None
+    user_data: bytes | None = None
     version: int = 1
 
     def encode(self) -> bytes:
@@ -91,7 +91,7 @@ def _str(s: str) -> bytes:
     return struct.pack(">h", len(b)) + b
 
 
-def _nbytes(b: Optional[bytes]) -> bytes:
+def _nbytes(b: bytes | None) -> bytes:
     return b"\xff\xff\xff\xff" if b is None else struct.pack(">i", len(b)) + b
 
 
@@ -141,13 +141,13 @@ class _R:
         except UnicodeDecodeError as exc:
             raise ProtocolError("invalid UTF-8 in consumer protocol metadata") from exc
 
-    def nstring(self) -> Optional[str]:
+    def nstring(self) -> str | None:
         if self.b[self.p:self.p + 2] == b"\xff\xff":
             self.p += 2
             return None
         return self.string()
 
-    def nbytes(self) -> Optional[bytes]:
+    def nbytes(self) -> bytes | None:
         n = self.i32()
         return None if n < 0 else self.take(n)
 

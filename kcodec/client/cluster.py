@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Callable
 
 from kcodec.client.config import ClientConfig
 from kcodec.client.conn import BrokerConnection
 from kcodec.client.core import Response
-from kcodec.client.errors import (BrokerNotAvailableError, ClientClosedError, KafkaError,
-                                  KafkaTimeoutError, is_retriable)
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    is_retriable,
+)
 from kcodec.errors import ProtocolError
 
 __all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
@@ -38,15 +44,15 @@ class Cluster:
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
         self.brokers: dict[int, tuple[str, int]] = {}
-        self.racks: dict[int, Optional[str]] = {}
+        self.racks: dict[int, str | None] = {}
         self.topics: dict[str, TopicInfo] = {}
-        self.cluster_id: Optional[str] = None
+        self.cluster_id: str | None = None
         self.controller_id: int = -1
         self._conns: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task] = {}
         self._meta_time = 0.0
-        self._meta_lock: Optional[asyncio.Lock] = None
-        self._reaper: Optional[asyncio.Task] = None
+        self._meta_lock: asyncio.Lock | None = None
+        self._reaper: asyncio.Task | None = None
         self.closed = False
 
     # --------------------------------------------------------------- connections
@@ -84,12 +90,12 @@ class Cluster:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
         return conn
 
-    async def any_connection(self, deadline: Optional[float] = None) -> BrokerConnection:
+    async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
         """A connection to any broker: known brokers first, then the bootstrap list, with backoff."""
         if deadline is None:
             deadline = time.monotonic() + self.config.api_timeout_ms / 1000
         backoff = self.config.reconnect_backoff_ms / 1000
-        last: Optional[BaseException] = None
+        last: BaseException | None = None
         while True:
             for conn in self._conns.values():
                 if conn.alive:
@@ -109,15 +115,15 @@ class Cluster:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
 
-    async def send(self, node_id: Optional[int], api_key: int, body: Any,
-                   version: Optional[int] = None, timeout: Optional[float] = None,
+    async def send(self, node_id: int | None, api_key: int, body: Any,
+                   version: int | None = None, timeout: float | None = None,
                    expect_response: bool = True) -> Response:
         """One request to ``node_id`` (None: any broker)."""
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         return await conn.request(api_key, body, version, timeout, expect_response)
 
     async def call(self, make: Callable[[], Awaitable[Any]], what: str,
-                   deadline: Optional[float] = None) -> Any:
+                   deadline: float | None = None) -> Any:
         """Run ``make()`` until it succeeds, retrying retriable failures with backoff.
 
         Retriable: disconnects, timeouts, protocol errors on one connection, and
@@ -152,7 +158,7 @@ class Cluster:
     def stale(self) -> bool:
         return time.monotonic() - self._meta_time > self.config.metadata_max_age_ms / 1000
 
-    async def refresh(self, topics: Optional[list[str]] = None, auto_create: bool = False) -> Any:
+    async def refresh(self, topics: list[str] | None = None, auto_create: bool = False) -> Any:
         """Fetch metadata (``topics`` None: every topic) and update the cache."""
         if self._meta_lock is None:
             self._meta_lock = asyncio.Lock()
@@ -182,7 +188,7 @@ class Cluster:
             return body
 
     async def topic(self, name: str, auto_create: bool = True,
-                    deadline: Optional[float] = None) -> TopicInfo:
+                    deadline: float | None = None) -> TopicInfo:
         """Partitions and leaders of ``name``, waiting while the topic is being created."""
         if deadline is None:
             deadline = time.monotonic() + self.config.api_timeout_ms / 1000

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any
 
 __all__ = ["ClientConfig", "ProducerConfig", "ConsumerConfig", "AdminConfig",
            "parse_bootstrap", "COMPRESSION_TYPES"]
@@ -18,7 +18,7 @@ COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
-def parse_bootstrap(servers: Union[str, list[str], tuple[str, ...]]) -> list[tuple[str, int]]:
+def parse_bootstrap(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
     """``"a:9092,b:9093"`` or a list of ``host:port`` -> [(host, port), ...]."""
     items = servers.split(",") if isinstance(servers, str) else list(servers)
     out = []
@@ -42,7 +42,7 @@ def parse_bootstrap(servers: Union[str, list[str], tuple[str, ...]]) -> list[tup
 
 @dataclass
 class ClientConfig:
-    bootstrap_servers: Union[str, list[str]] = field(
+    bootstrap_servers: str | list[str] = field(
         default_factory=lambda: os.environ.get("KCODEC_BOOTSTRAP", DEFAULT_BOOTSTRAP))
     client_id: str = "kcodec"
     request_timeout_ms: int = 30000
@@ -66,7 +66,7 @@ class ClientConfig:
         pass
 
     @classmethod
-    def from_kwargs(cls, config: Optional[dict[str, Any]] = None, **kwargs: Any):
+    def from_kwargs(cls, config: dict[str, Any] | None = None, **kwargs: Any):
         """Build from a dict and/or keywords; Java dotted names (``linger.ms``) are accepted."""
         merged = {k.replace(".", "_"): v for k, v in {**(config or {}), **kwargs}.items()}
         names = {f.name for f in dataclasses.fields(cls)}
@@ -78,18 +78,18 @@ class ClientConfig:
 
 @dataclass
 class ProducerConfig(ClientConfig):
-    acks: Union[int, str] = "all"
+    acks: int | str = "all"
     linger_ms: int = 5
     batch_size: int = 16384 * 8
     max_in_flight_requests_per_connection: int = 5
     retries: int = 2147483647
     delivery_timeout_ms: int = 120000
     compression_type: str = "none"
-    compression_level: Optional[int] = None
+    compression_level: int | None = None
     enable_idempotence: bool = True
     max_request_size: int = 1048576 * 4
     buffer_memory: int = 32 * 1048576
-    transactional_id: Optional[str] = None
+    transactional_id: str | None = None
 
     def _validate(self) -> None:
         acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(self.acks)
@@ -114,8 +114,8 @@ class ProducerConfig(ClientConfig):
 
 @dataclass
 class ConsumerConfig(ClientConfig):
-    group_id: Optional[str] = None
-    group_instance_id: Optional[str] = None
+    group_id: str | None = None
+    group_instance_id: str | None = None
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
     auto_offset_reset: str = "latest"
@@ -128,7 +128,7 @@ class ConsumerConfig(ClientConfig):
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
     max_poll_records: int = 500
-    partition_assignment_strategy: Union[str, list[str]] = "range,cooperative-sticky"
+    partition_assignment_strategy: str | list[str] = "range,cooperative-sticky"
     check_crcs: bool = True
 
     def _validate(self) -> None:

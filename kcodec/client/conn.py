@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.client.core import Connection, Response
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
@@ -16,16 +16,16 @@ __all__ = ["BrokerConnection"]
 class BrokerConnection:
     """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
 
-    def __init__(self, host: str, port: int, node_id: int, client_id: Optional[str],
+    def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
                  request_timeout: float) -> None:
         self.host, self.port, self.node_id = host, port, node_id
         self.core = Connection(client_id)
         self.request_timeout = request_timeout
-        self._reader: Optional[asyncio.StreamReader] = None
-        self._writer: Optional[asyncio.StreamWriter] = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, asyncio.Future] = {}
-        self._task: Optional[asyncio.Task] = None
-        self.error: Optional[BaseException] = None
+        self._task: asyncio.Task | None = None
+        self.error: BaseException | None = None
         self.last_used = time.monotonic()
 
     def __repr__(self) -> str:
@@ -56,8 +56,8 @@ class BrokerConnection:
             raise
         return self
 
-    async def request(self, api_key: int, body: Any, version: Optional[int] = None,
-                      timeout: Optional[float] = None, expect_response: bool = True,
+    async def request(self, api_key: int, body: Any, version: int | None = None,
+                      timeout: float | None = None, expect_response: bool = True,
                       body_override: bool = False) -> Response:
         if not self.alive:
             raise self.error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} is closed")
@@ -111,7 +111,7 @@ class BrokerConnection:
                 exc = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
             self.close(exc)
 
-    def close(self, error: Optional[BaseException] = None) -> None:
+    def close(self, error: BaseException | None = None) -> None:
         """Close the socket and fail every pending request with ``error``."""
         if self.error is None:
             self.error = error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed")

@@ -15,12 +15,13 @@ import inspect
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Union
+from collections.abc import Iterable, Iterator
+from typing import Any, Callable, NamedTuple
 
 from kcodec.client._sync import LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from kcodec.client.errors import ClientClosedError, KafkaError
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
 
@@ -35,8 +36,8 @@ class ConsumerRecord(NamedTuple):
     offset: int
     timestamp: int
     timestamp_type: int
-    key: Optional[bytes]
-    value: Optional[bytes]
+    key: bytes | None
+    value: bytes | None
     headers: list
 
 
@@ -53,8 +54,8 @@ class _PState:
     __slots__ = ("position", "fetch_position", "high_watermark", "paused", "epoch")
 
     def __init__(self) -> None:
-        self.position: Optional[int] = None
-        self.fetch_position: Optional[int] = None
+        self.position: int | None = None
+        self.fetch_position: int | None = None
         self.high_watermark = -1
         self.paused = False
         self.epoch = 0   # bumped on seek: buffered data of an older epoch is stale
@@ -67,7 +68,7 @@ class _Fetched:
 
     def __init__(self, tp: TopicPartition, offset: int, data: bytes, aborted: Any, epoch: int) -> None:
         self.tp, self.offset, self.data, self.aborted, self.epoch = tp, offset, data, aborted, epoch
-        self.records: Optional[list] = None
+        self.records: list | None = None
         self.pos = 0
         self.next_offset = offset
 
@@ -80,17 +81,17 @@ class _Engine:
         self.group = GroupMember(self.cluster, config) if config.group_id else None
         self.states: dict[TopicPartition, _PState] = {}
         self.subscription: list[str] = []
-        self.listener: Optional[RebalanceListener] = None
+        self.listener: RebalanceListener | None = None
         self.buffer: deque[_Fetched] = deque()
         self.buffered_bytes = 0
         self.lock = threading.Lock()
         self.data_ready = threading.Condition(self.lock)
         self.adata = asyncio.Event()
         self.wake = asyncio.Event()
-        self.fetcher: Optional[asyncio.Task] = None
+        self.fetcher: asyncio.Task | None = None
         self.inflight: set[int] = set()
         self.closed = False
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.last_commit = time.monotonic()
         self.read_committed = config.isolation_level == "read_committed"
 
@@ -111,7 +112,7 @@ class _Engine:
         self.buffer = keep
         self.buffered_bytes = sum(len(f.data) for f in keep)
 
-    def seek(self, tp: TopicPartition, offset: Optional[int]) -> None:
+    def seek(self, tp: TopicPartition, offset: int | None) -> None:
         with self.lock:
             st = self.states.get(tp)
             if st is None:
@@ -535,7 +536,7 @@ class _Common:
 class AsyncConsumer(_Common):
     """The asyncio consumer: ``async with AsyncConsumer(...) as c: await c.poll()``."""
 
-    def __init__(self, *topics: str, config: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
+    def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ConsumerConfig.from_kwargs(config, **kwargs)
         self._topics = list(topics)
         self._engine: _Engine = None  # type: ignore[assignment]
@@ -551,7 +552,7 @@ class AsyncConsumer(_Common):
         self._engine.subscription = []
         self._engine.set_assignment(TopicPartition(*tp) for tp in partitions)
 
-    def subscribe(self, topics: Union[str, list[str]], listener: Optional[RebalanceListener] = None) -> None:
+    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
         if self._engine.group is None:
             raise ValueError("subscribe needs a group_id")
         self._engine.subscription = [topics] if isinstance(topics, str) else list(topics)
@@ -588,7 +589,7 @@ class AsyncConsumer(_Common):
         eng.set_assignment(new)
         await self._call("on_partitions_assigned", list(new - owned))
 
-    async def poll(self, timeout: float = 0.0, max_records: Optional[int] = None) -> dict[TopicPartition, list]:
+    async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
         await self._ensure_group()
@@ -654,21 +655,21 @@ class AsyncConsumer(_Common):
         for tp, off in offs.items():
             self._engine.seek(tp, off)
 
-    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Optional[int]]:
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         g = self._engine.group
         if g is None:
             raise ValueError("committed offsets need a group_id")
         got = await g.fetch_offsets([TopicPartition(*tp) for tp in partitions])
         return {tp: (o if o >= 0 else None) for tp, o in got.items()}
 
-    async def commit(self, offsets: Optional[dict[TopicPartition, int]] = None) -> None:
+    async def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
         """Commit ``offsets`` (default: the current positions) and wait for the broker."""
         g = self._engine.group
         if g is None:
             raise ValueError("commit needs a group_id")
         await g.commit(offsets if offsets is not None else self._engine.positions_to_commit())
 
-    def commit_async(self, offsets: Optional[dict[TopicPartition, int]] = None) -> asyncio.Task:
+    def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(self.commit(offsets))
 
     async def _quiet_commit(self) -> None:
@@ -704,28 +705,28 @@ class Consumer(_Common):
                 print(record.partition, record.offset, record.value)
     """
 
-    def __init__(self, *topics: str, config: Optional[dict[str, Any]] = None,
-                 loop: Optional[LoopThread] = None, **kwargs: Any) -> None:
+    def __init__(self, *topics: str, config: dict[str, Any] | None = None,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
         self.config = ConsumerConfig.from_kwargs(config, **kwargs)
         self._loop = loop or shared_loop()
         self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
         self._timeout = self.config.api_timeout_ms / 1000
-        self._listener: Optional[RebalanceListener] = None
+        self._listener: RebalanceListener | None = None
         if topics:
             self.subscribe(list(topics))
 
-    def _run(self, coro: Any, timeout: Optional[float] = None) -> Any:
+    def _run(self, coro: Any, timeout: float | None = None) -> Any:
         return self._loop.run(coro, self._timeout if timeout is None else timeout)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._async.assign(partitions)
 
-    def subscribe(self, topics: Union[str, list[str]], listener: Optional[RebalanceListener] = None) -> None:
+    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
         self._async.subscribe(topics, _ThreadListener(self, listener) if listener else None)
 
-    def poll(self, timeout: float = 0.0, max_records: Optional[int] = None) -> dict[TopicPartition, list]:
+    def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
         eng = self._engine
@@ -782,15 +783,15 @@ class Consumer(_Common):
     def seek_to_end(self, *partitions: TopicPartition) -> None:
         self._run(self._async.seek_to_end(*partitions))
 
-    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Optional[int]]:
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         return self._run(self._async.committed(list(partitions)))
 
-    def commit(self, offsets: Optional[dict[TopicPartition, int]] = None) -> None:
+    def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
         """Commit ``offsets`` (default: the current positions) synchronously."""
         self._run(self._async.commit(offsets))
 
-    def commit_async(self, offsets: Optional[dict[TopicPartition, int]] = None,
-                     callback: Optional[Callable[[Optional[BaseException]], Any]] = None):
+    def commit_async(self, offsets: dict[TopicPartition, int] | None = None,
+                     callback: Callable[[BaseException | None], Any] | None = None):
         """Commit in the background; ``callback(error)`` when done. Returns a future."""
         fut = self._loop.submit(self._async.commit(offsets))
         if callback is not None:
@@ -810,8 +811,10 @@ class Consumer(_Common):
 class _ThreadListener(RebalanceListener):
     """Collects rebalance events on the loop; the blocking consumer runs them in its thread.
 
-    Revocations must run before the partitions move, so they are delivered synchronously
-    through a hand-off to the thread blocked in ``poll``.
+    The events of one rebalance are delivered, in order, by the ``poll`` that ran it, right
+    after the group settled (auto-commit has already committed the positions of revoked
+    partitions before they moved). A listener needing to act strictly before a partition
+    moves should use ``AsyncConsumer``, which awaits it in place.
     """
 
     def __init__(self, consumer: Consumer, inner: RebalanceListener) -> None:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.client import _wire
 from kcodec.client.errors import KafkaError
-from kcodec.protocol import FrameSplitter
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
+from kcodec.protocol import FrameSplitter
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
@@ -66,13 +66,13 @@ class Response:
 class Connection:
     """Protocol state of one connection (see the module docstring)."""
 
-    def __init__(self, client_id: Optional[str] = "kcodec", max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, client_id: str | None = "kcodec", max_frame: int = MAX_FRAME) -> None:
         self.client_id = client_id
         self._frames = FrameSplitter(max_frame)
         self._next_id = 0
         self._inflight: deque[tuple[int, int, int]] = deque()   # (cid, api_key, version)
         self._unanswered: set[int] = set()   # acks=0 produce: a response may or may not come
-        self.broker_versions: Optional[dict[int, tuple[int, int]]] = None
+        self.broker_versions: dict[int, tuple[int, int]] | None = None
         self.closed = False
 
     # ------------------------------------------------------------------ versions
@@ -107,7 +107,7 @@ class Connection:
         return v
 
     # ------------------------------------------------------------------ requests
-    def request(self, api_key: int, body: Any, version: Optional[int] = None,
+    def request(self, api_key: int, body: Any, version: int | None = None,
                 expect_response: bool = True) -> tuple[int, bytes]:
         """(correlation_id, frame bytes) of a request; remember it as in flight."""
         if self.closed:
@@ -150,7 +150,7 @@ class Connection:
             self.closed = True
             raise ProtocolError(f"undecodable response: {exc}") from exc
 
-    def _decode(self, payload: bytes) -> Optional[Response]:
+    def _decode(self, payload: bytes) -> Response | None:
         if len(payload) < 4:
             raise ProtocolError(f"response frame of {len(payload)} bytes has no header")
         cid = struct.unpack_from(">i", payload, 0)[0]

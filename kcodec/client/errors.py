@@ -7,8 +7,6 @@ retry could help.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
@@ -32,7 +30,7 @@ def is_retriable(code: int) -> bool:
 class KafkaError(KcodecError):
     """The broker answered an operation with an error code."""
 
-    def __init__(self, code: int, context: str = "", message: Optional[str] = None) -> None:
+    def __init__(self, code: int, context: str = "", message: str | None = None) -> None:
         self.code = code
         self.name = error_name(code)
         self.retriable = is_retriable(code)
@@ -57,6 +55,6 @@ class ClientClosedError(KcodecError):
     """The client was closed while the operation was pending."""
 
 
-def check(code: int, context: str = "", message: Optional[str] = None) -> None:
+def check(code: int, context: str = "", message: str | None = None) -> None:
     if code:
         raise KafkaError(code, context, message)

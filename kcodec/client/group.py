@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Optional
+from typing import Any, NamedTuple
 
 from kcodec.client.assignors import Assignment, Subscription, get_assignor
 from kcodec.client.cluster import Cluster
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.errors import (BrokerNotAvailableError, KafkaError, KafkaTimeoutError,
-                                  is_retriable)
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from kcodec.errors import KcodecError, ProtocolError
 
 __all__ = ["GroupMember", "TopicPartition"]
-
-from typing import NamedTuple
 
 
 class TopicPartition(NamedTuple):
@@ -42,14 +43,14 @@ class GroupMember:
         self.group_id: str = config.group_id or ""
         self.member_id = ""
         self.generation = -1
-        self.protocol: Optional[str] = None
+        self.protocol: str | None = None
         self.leader = False
-        self.coordinator: Optional[int] = None
+        self.coordinator: int | None = None
         self.topics: list[str] = []
         self.assignment: set[TopicPartition] = set()
         self.need_rejoin = True
-        self.hb_task: Optional[asyncio.Task] = None
-        self.last_error: Optional[BaseException] = None
+        self.hb_task: asyncio.Task | None = None
+        self.last_error: BaseException | None = None
         self.assignors = [get_assignor(n) for n in config.assignors]
 
     # ------------------------------------------------------------------ coordinator
@@ -208,7 +209,7 @@ class GroupMember:
                         self.need_rejoin = True
                     raise KafkaError(p.error_code, f"OffsetCommit {t.name}[{p.partition_index}]")
 
-    async def fetch_offsets(self, tps: Optional[list[TopicPartition]]) -> dict[TopicPartition, int]:
+    async def fetch_offsets(self, tps: list[TopicPartition] | None) -> dict[TopicPartition, int]:
         """Committed offsets (-1: none) of ``tps`` (None: every partition the group has)."""
         topics = None
         if tps is not None:

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import random
-from typing import Optional
 
 from kcodec._impl import IMPLEMENTATION
 
@@ -26,7 +25,7 @@ __all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "DefaultPartitio
 class StickyPartitioner:
     """Keyless records stay on one partition per topic until ``on_new_batch`` is called."""
 
-    def __init__(self, rng: Optional[random.Random] = None) -> None:
+    def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
         self._current: dict[str, int] = {}
 
@@ -48,10 +47,10 @@ class StickyPartitioner:
 class DefaultPartitioner:
     """Explicit partition, else key hash, else sticky."""
 
-    def __init__(self, rng: Optional[random.Random] = None) -> None:
+    def __init__(self, rng: random.Random | None = None) -> None:
         self.sticky = StickyPartitioner(rng)
 
-    def __call__(self, topic: str, key: Optional[bytes], partition_count: int) -> int:
+    def __call__(self, topic: str, key: bytes | None, partition_count: int) -> int:
         if key is not None:
             return partition_for_key(key, partition_count)
         return self.sticky.partition(topic, partition_count)

@@ -19,15 +19,20 @@ import struct
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
+from collections.abc import Iterable
+from typing import Any, Callable, NamedTuple, Optional
 
 from kcodec.client._sync import LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
-from kcodec.client.errors import (BrokerNotAvailableError, ClientClosedError, KafkaError,
-                                  KafkaTimeoutError, is_retriable)
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from kcodec.client.partitioner import DefaultPartitioner, partition_for_key
-from kcodec.errors import EncodeError, KcodecError, ProtocolError
+from kcodec.errors import KcodecError, ProtocolError
 
 __all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
 
@@ -41,7 +46,7 @@ class SendResult(NamedTuple):
     timestamp: int
 
 
-def _as_bytes(v: Any, what: str) -> Optional[bytes]:
+def _as_bytes(v: Any, what: str) -> bytes | None:
     if v is None or isinstance(v, bytes):
         return v
     if isinstance(v, str):
@@ -57,10 +62,10 @@ class _Batch:
                  "callbacks", "sequence", "attempts", "size", "inflight")
 
     def __init__(self, topic: str, partition: int, builder: Any, deadline: float,
-                 sequence: int, afut: Optional[asyncio.Future]) -> None:
+                 sequence: int, afut: asyncio.Future | None) -> None:
         self.topic, self.partition, self.builder = topic, partition, builder
         self.count = 0
-        self.data: Optional[bytes] = None
+        self.data: bytes | None = None
         self.created = time.monotonic()
         self.deadline = deadline
         self.timestamps: list[int] = []
@@ -68,7 +73,7 @@ class _Batch:
         self.afut = afut
         self.result_base = -1
         self.result_ts = -1
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.callbacks: list[Callable] = []
         self.sequence = sequence
         self.attempts = 0
@@ -91,7 +96,7 @@ class _Batch:
         self.data = bytes(buf)
         self.sequence = sequence
 
-    def finish(self, base: int, log_append_ts: int, error: Optional[BaseException]) -> None:
+    def finish(self, base: int, log_append_ts: int, error: BaseException | None) -> None:
         self.result_base, self.result_ts, self.error = base, log_append_ts, error
         self.event.set()
         if self.afut is not None and not self.afut.done():
@@ -126,16 +131,16 @@ class RecordFuture:
         ts = b.result_ts if b.result_ts >= 0 else b.timestamps[self._index]
         return SendResult(b.partition, off, ts)
 
-    def result(self, timeout: Optional[float] = None) -> SendResult:
+    def result(self, timeout: float | None = None) -> SendResult:
         if not self._batch.event.wait(timeout):
             raise KafkaTimeoutError(f"delivery not confirmed within {timeout} s")
         return self._value()
 
-    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+    def exception(self, timeout: float | None = None) -> BaseException | None:
         self._batch.event.wait(timeout)
         return self._batch.error
 
-    def add_callback(self, fn: Callable[[Optional[BaseException], Optional[SendResult]], Any]) -> None:
+    def add_callback(self, fn: Callable[[BaseException | None, SendResult | None], Any]) -> None:
         """``fn(error, result)`` once delivered or failed (called from the client's loop)."""
         def cb(_b: _Batch) -> None:
             try:
@@ -179,18 +184,18 @@ class _Engine:
         self.epoch = -1
         self.next_seq: dict[tuple[str, int], int] = {}
         self.wake = asyncio.Event()
-        self.sender: Optional[asyncio.Task] = None
+        self.sender: asyncio.Task | None = None
         self.closed = False
-        self.fatal: Optional[BaseException] = None
+        self.fatal: BaseException | None = None
         self.node_slots: dict[int, asyncio.Semaphore] = {}
-        self.pid_lock: Optional[asyncio.Lock] = None
+        self.pid_lock: asyncio.Lock | None = None
         self.refreshing: set[str] = set()
         self.counts: dict[str, int] = {}       # partition counts, read without the loop
         self.seal_at = max(config.batch_size - 61, 1)
 
     # ------------------------------------------------------------------ appending (any thread)
-    def append(self, topic: str, partition: int, partitions: int, key: Optional[bytes],
-               value: Optional[bytes], headers: Any, timestamp: Optional[int],
+    def append(self, topic: str, partition: int, partitions: int, key: bytes | None,
+               value: bytes | None, headers: Any, timestamp: int | None,
                sticky: bool = False) -> RecordFuture:
         """Add a record to its partition's open batch (any thread). ``sticky``: the partition
         was chosen by the sticky partitioner and moves on when the batch is full."""
@@ -471,7 +476,7 @@ class _Engine:
         finally:
             self.flushing -= 1
 
-    async def close(self, timeout: Optional[float]) -> None:
+    async def close(self, timeout: float | None) -> None:
         try:
             if timeout is None or timeout > 0:
                 await asyncio.wait_for(self.flush(), timeout)
@@ -497,7 +502,7 @@ class _Engine:
 class _Base:
     _engine: _Engine
 
-    def _route(self, topic: str, key: Optional[bytes], partition: Optional[int], count: int) -> int:
+    def _route(self, topic: str, key: bytes | None, partition: int | None, count: int) -> int:
         if partition is not None:
             if not isinstance(partition, int) or partition < 0 or partition >= count:
                 raise ValueError(f"partition {partition} out of range for {topic!r} "
@@ -505,16 +510,16 @@ class _Base:
             return partition
         return self._engine.partitioner(topic, key, count)
 
-    def _count(self, topic: str) -> Optional[int]:
+    def _count(self, topic: str) -> int | None:
         return self._engine.counts.get(topic)
 
 
 class AsyncProducer(_Base):
     """The asyncio producer. ``await start()`` (or ``async with``) before sending."""
 
-    def __init__(self, config: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ProducerConfig.from_kwargs(config, **kwargs)
-        self._engine: Optional[_Engine] = None   # type: ignore[assignment]
+        self._engine: _Engine | None = None   # type: ignore[assignment]
 
     async def start(self) -> AsyncProducer:
         self._engine = _Engine(self.config, asyncio.get_running_loop())
@@ -522,8 +527,8 @@ class AsyncProducer(_Base):
         return self
 
     async def send(self, topic: str, value: Any = None, key: Any = None,
-                   partition: Optional[int] = None, headers: Headers = None,
-                   timestamp: Optional[int] = None) -> RecordFuture:
+                   partition: int | None = None, headers: Headers = None,
+                   timestamp: int | None = None) -> RecordFuture:
         """Queue a record; await the returned future for its ``SendResult``."""
         eng = self._engine
         if eng is None:
@@ -543,7 +548,7 @@ class AsyncProducer(_Base):
         if self._engine is not None:
             await self._engine.flush()
 
-    async def close(self, timeout: Optional[float] = None) -> None:
+    async def close(self, timeout: float | None = None) -> None:
         if self._engine is not None:
             await self._engine.close(timeout)
 
@@ -562,8 +567,8 @@ class Producer(_Base):
             print(fut.result(10))          # SendResult(partition=.., offset=.., timestamp=..)
     """
 
-    def __init__(self, config: Optional[dict[str, Any]] = None, *,
-                 loop: Optional[LoopThread] = None, **kwargs: Any) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
         self.config = ProducerConfig.from_kwargs(config, **kwargs)
         self._loop = loop or shared_loop()
         self._engine = _Engine(self.config, self._loop.loop)
@@ -576,8 +581,8 @@ class Producer(_Base):
             raise
 
     def send(self, topic: str, value: Any = None, key: Any = None,
-             partition: Optional[int] = None, headers: Headers = None,
-             timestamp: Optional[int] = None) -> RecordFuture:
+             partition: int | None = None, headers: Headers = None,
+             timestamp: int | None = None) -> RecordFuture:
         """Queue a record; ``.result(timeout)`` of the returned future is its ``SendResult``."""
         eng = self._engine
         if key is not None and type(key) is not bytes:
@@ -605,11 +610,11 @@ class Producer(_Base):
                 if not eng.space.wait(max(deadline - time.monotonic(), 0)):
                     raise KafkaTimeoutError("buffer_memory full: no space freed in time")
 
-    def flush(self, timeout: Optional[float] = None) -> None:
+    def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for every acknowledgement."""
         self._loop.run(self._engine.flush(), timeout if timeout is not None else None)
 
-    def close(self, timeout: Optional[float] = None) -> None:
+    def close(self, timeout: float | None = None) -> None:
         self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
 
     def partitions_for(self, topic: str) -> list[int]:
