@@ -1,4 +1,5 @@
-"""Partition assignors for classic consumer groups, and the consumer-protocol metadata.
+"""Partition assignors for classic consumer groups, and the consumer-protocol metadata
+(encoded with ``kcodec.protocol.consumer``).
 
 Protocol names are the Java/librdkafka ones (``range``, ``roundrobin``,
 ``cooperative-sticky``) so mixed groups with other clients agree on a protocol.
@@ -15,12 +16,18 @@ Wire layout of the embedded consumer protocol (big-endian, never flexible)::
 
 from __future__ import annotations
 
-import struct
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from kcodec.errors import ProtocolError
+from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol.consumer import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    decode_versioned,
+    encode_versioned,
+)
 
 __all__ = [
     "Subscription", "Assignment", "RangeAssignor", "RoundRobinAssignor",
@@ -30,8 +37,25 @@ __all__ = [
 TopicPartitions = dict[str, list[int]]
 
 
+def _to_struct(tps: Mapping[str, Sequence[int]], cls: Any) -> list:
+    return [cls(topic=t, partitions=list(tps[t])) for t in sorted(tps)]
+
+
+def _from_struct(items: Any) -> TopicPartitions:
+    return {tp.topic: list(tp.partitions) for tp in items or []}
+
+
+def _decode(cls: Any, data: bytes, what: str) -> tuple[int, Any]:
+    try:
+        return decode_versioned(cls, data)
+    except KcodecError as exc:   # a peer's bytes: malformed metadata breaks the protocol
+        raise ProtocolError(f"bad consumer protocol {what}: {exc}") from None
+
+
 @dataclass
 class Subscription:
+    """A member's subscription (JoinGroup protocol metadata)."""
+
     topics: list[str]
     user_data: bytes | None = None
     owned_partitions: TopicPartitions = field(default_factory=dict)
@@ -40,124 +64,43 @@ class Subscription:
     version: int = 1
 
     def encode(self) -> bytes:
-        out = [struct.pack(">hi", self.version, len(self.topics))]
-        out += [_str(t) for t in self.topics]
-        out.append(_nbytes(self.user_data))
+        cls = ConsumerProtocolSubscription
+        msg = cls(topics=list(self.topics), user_data=self.user_data)
         if self.version >= 1:
-            out.append(_tps(self.owned_partitions))
+            msg.owned_partitions = _to_struct(self.owned_partitions, cls.TopicPartition)
         if self.version >= 2:
-            out.append(struct.pack(">i", self.generation_id))
+            msg.generation_id = self.generation_id
         if self.version >= 3:
-            out.append(_str(self.rack_id) if self.rack_id is not None else b"\xff\xff")
-        return b"".join(out)
+            msg.rack_id = self.rack_id
+        return encode_versioned(msg, self.version)
 
     @classmethod
     def decode(cls, data: bytes) -> Subscription:
-        r = _R(data)
-        version = r.i16()
-        topics = [r.string() for _ in range(r.count())]
-        user_data = r.nbytes()
-        sub = cls(topics, user_data, version=version)
-        if version >= 1 and r.more():
-            sub.owned_partitions = r.tps()
-        if version >= 2 and r.more():
-            sub.generation_id = r.i32()
-        if version >= 3 and r.more():
-            sub.rack_id = r.nstring()
-        return sub
+        version, m = _decode(ConsumerProtocolSubscription, data, "subscription")
+        return cls(list(m.topics), m.user_data, _from_struct(m.owned_partitions),
+                   m.generation_id, m.rack_id, version)
 
 
 @dataclass
 class Assignment:
+    """A member's assignment (SyncGroup assignment bytes)."""
+
     assigned_partitions: TopicPartitions = field(default_factory=dict)
     user_data: bytes | None = None
     version: int = 1
 
     def encode(self) -> bytes:
-        return struct.pack(">h", self.version) + _tps(self.assigned_partitions) + _nbytes(self.user_data)
+        cls = ConsumerProtocolAssignment
+        msg = cls(assigned_partitions=_to_struct(self.assigned_partitions, cls.TopicPartition),
+                  user_data=self.user_data)
+        return encode_versioned(msg, self.version)
 
     @classmethod
     def decode(cls, data: bytes) -> Assignment:
         if not data:
             return cls()
-        r = _R(data)
-        version = r.i16()
-        tps = r.tps()
-        return cls(tps, r.nbytes() if r.more() else None, version)
-
-
-def _str(s: str) -> bytes:
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
-def _nbytes(b: bytes | None) -> bytes:
-    return b"\xff\xff\xff\xff" if b is None else struct.pack(">i", len(b)) + b
-
-
-def _tps(tps: Mapping[str, Sequence[int]]) -> bytes:
-    out = [struct.pack(">i", len(tps))]
-    for t in sorted(tps):
-        ps = list(tps[t])
-        out.append(_str(t) + struct.pack(f">i{len(ps)}i", len(ps), *ps))
-    return b"".join(out)
-
-
-class _R:
-    """A bounds-checked reader of the consumer-protocol blobs (a peer's bytes)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.b = bytes(data)
-        self.p = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.p + n > len(self.b):
-            raise ProtocolError(f"truncated consumer protocol metadata at offset {self.p}")
-        v = self.b[self.p:self.p + n]
-        self.p += n
-        return v
-
-    def more(self) -> bool:
-        return self.p < len(self.b)
-
-    def i16(self) -> int:
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self) -> int:
-        return struct.unpack(">i", self.take(4))[0]
-
-    def count(self) -> int:
-        n = self.i32()
-        if n < 0:
-            return 0
-        if n > len(self.b) - self.p:
-            raise ProtocolError(f"impossible array length {n} in consumer protocol metadata")
-        return n
-
-    def string(self) -> str:
-        n = self.i16()
-        try:
-            return self.take(n).decode()
-        except UnicodeDecodeError as exc:
-            raise ProtocolError("invalid UTF-8 in consumer protocol metadata") from exc
-
-    def nstring(self) -> str | None:
-        if self.b[self.p:self.p + 2] == b"\xff\xff":
-            self.p += 2
-            return None
-        return self.string()
-
-    def nbytes(self) -> bytes | None:
-        n = self.i32()
-        return None if n < 0 else self.take(n)
-
-    def tps(self) -> TopicPartitions:
-        out: TopicPartitions = {}
-        for _ in range(self.count()):
-            t = self.string()
-            n = self.count()
-            out[t] = list(struct.unpack(f">{n}i", self.take(4 * n)))
-        return out
+        version, m = _decode(ConsumerProtocolAssignment, data, "assignment")
+        return cls(_from_struct(m.assigned_partitions), m.user_data, version)
 
 
 # ---------------------------------------------------------------------------------------- assignors
