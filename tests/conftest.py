@@ -22,9 +22,6 @@ IMPLS = ["python"] if NO_EXT else _impl.twins()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "peers: interop with real peers (kafka-python, aiokafka, google-crc32c, ...)"
-    )
     if not NO_EXT and "cython" not in IMPLS:
         raise pytest.UsageError(
             "the compiled extension is not built or does not load "

@@ -225,11 +225,17 @@ def test_backend_names() -> None:
 
 
 def _run(code: str, **env: str) -> str:
+    """Run code in a fresh interpreter that imports the same kcodec as this process (an
+    in-place build or an installed wheel), not whatever the current directory holds."""
+    import kcodec
+
     full = dict(os.environ, **env)
     if "KCODEC_NO_EXTENSIONS" not in env:
         full.pop("KCODEC_NO_EXTENSIONS", None)
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=full, check=True,
-                         capture_output=True, text=True)
+    site = str(Path(kcodec.__file__).resolve().parent.parent)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (site, full.get("PYTHONPATH")) if p)
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(kcodec.__file__).anchor,
+                         env=full, check=True, capture_output=True, text=True)
     return out.stdout.strip()
 
 

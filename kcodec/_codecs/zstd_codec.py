@@ -56,9 +56,11 @@ def _need(n: int, pos: int, count: int, what: str, frame: int) -> None:
         raise CorruptDataError(f"truncated zstd {what}", frame)
 
 
-def scan(src: memoryview) -> list[Frame]:
-    """Every frame of ``src`` (content_size -1 when not declared); framing errors raise."""
+def scan(src: memoryview, max_size: int) -> list[Frame]:
+    """Every frame of ``src`` (content_size -1 when not declared); framing errors raise, and
+    so do declared sizes adding up past ``max_size`` (at once, before the blocks)."""
     n = len(src)
+    declared = 0
     if n == 0:
         raise CorruptDataError("empty zstd stream", 0)
     frames = []
@@ -90,6 +92,9 @@ def scan(src: memoryview) -> list[Frame]:
             content_size = int.from_bytes(src[pos : pos + fcs_len], "little")
             if fcs_len == 2:
                 content_size += 256
+            declared += content_size
+            if declared > max_size:
+                raise DecompressionLimitError(NAME, max_size, start)
         pos += fcs_len
         bound = 0
         while True:
@@ -260,10 +265,7 @@ def compress(data: memoryview, level: int, magic: int) -> bytes:
 
 def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
     b = backend()
-    frames = scan(data)
-    declared = sum(f.content_size for f in frames if f.content_size > 0)
-    if declared > max_size:
-        raise DecompressionLimitError(NAME, max_size, 0)
+    frames = scan(data, max_size)
     chunks: list[bytes] = []
     total = 0
     for f in frames:

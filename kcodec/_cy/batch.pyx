@@ -3,18 +3,20 @@
 cimport cython
 from cpython.buffer cimport PyBUF_READ
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove
 
 from kcodec._cy._reader cimport (
     Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, put_u16, put_u32, put_u64, put_uvar,
     raise_corrupt, read_i8, read_varint, read_varlong, uvar_size, zigzag32, zigzag64,
 )
 from kcodec._cy._record cimport (
-    Growable, check_i64, make_control, new_metadata, new_record, take_bytes,
+    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_record, take_bytes,
 )
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy.legacy cimport LegacyBatch, message_at
@@ -158,13 +160,24 @@ cdef class RecordBatch:
 
     def records(self):
         """Every record of the batch, as a list."""
-        cdef const uint8_t* p
-        cdef Py_ssize_t n, base
-        keep = self.payload(&p, &n, &base)
-        return _decode_records(self, p, n, base)
+        return list(self.__iter__())
 
     def __iter__(self):
-        return iter(self.records())
+        """An iterator decoding one record per step (decompressing first if needed)."""
+        cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+        it.keep = self.payload(&it.r.data, &it.r.end, &it.r.base)
+        it.r.pos = 0
+        it.count = self.record_count
+        it.i = 0
+        it.base_offset = self.base_offset
+        it.first_ts = self.first_timestamp
+        it.max_ts = self.max_timestamp
+        it.ts_type = (self.attributes >> 3) & 1
+        it.control = (self.attributes & 0x20) != 0
+        it.hcache = [None, None, None, None]
+        if it.count > it.r.end // MIN_RECORD:
+            raise_corrupt(f"record count {it.count} impossible in {it.r.end} bytes", it.r.base)
+        return it
 
     def __repr__(self):
         return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
@@ -172,97 +185,201 @@ cdef class RecordBatch:
                 f"magic=2, compression={self.compression}, size={self.size})")
 
 
-cdef inline object _header_key(const uint8_t* p, Py_ssize_t n, Py_ssize_t where):
-    try:
-        return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
-    except UnicodeDecodeError:
-        raise CorruptDataError("header key is not valid UTF-8", where) from None
+cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void* PyUnicode_DATA(object o)
+    PyObject* PyUnicode_DecodeUTF8_raw "PyUnicode_DecodeUTF8" (const char* s, Py_ssize_t size,
+                                                               const char* errors)
+    void PyErr_Clear()
+    PyObject* PyErr_Occurred()
 
 
-cdef list _decode_records(RecordBatch b, const uint8_t* data, Py_ssize_t n, Py_ssize_t base):
-    """Decode ``b.record_count`` records from data[0:n] (errors at position + base)."""
+cdef object _header_key(const uint8_t* p, Py_ssize_t n, Py_ssize_t where):
+    """The str of a header key: ASCII by copy, else strict UTF-8 (CorruptDataError)."""
+    cdef Py_ssize_t i
+    cdef object s
+    cdef PyObject* o
+    for i in range(n):
+        if p[i] >= 0x80:
+            break
+    else:
+        s = PyUnicode_New(n, 127)
+        memcpy(PyUnicode_DATA(s), p, n)
+        return s
+    o = PyUnicode_DecodeUTF8_raw(<const char*>p, n, NULL)
+    if o == NULL:
+        PyErr_Clear()
+        raise_corrupt("header key is not valid UTF-8", where)
+    s = <object>o
+    Py_DECREF(s)
+    return s
+
+
+cdef int _rv_slow(Reader* r, int32_t* out, str what) except -1:
+    return read_varint(r, out, what)
+
+
+cdef int _rvl_slow(Reader* r, int64_t* out, str what) except -1:
+    return read_varlong(r, out, what)
+
+
+cdef inline int _rv(Reader* r, int32_t* out, str what) except -1:
+    """A zigzag varint: one-byte values inline, the rest through the exact reader."""
+    cdef uint8_t b
+    if r.pos < r.end:
+        b = r.data[r.pos]
+        if b < 0x80:
+            r.pos += 1
+            out[0] = <int32_t>((b >> 1) ^ -(b & 1))
+            return 0
+    return _rv_slow(r, out, what)
+
+
+cdef inline int _rvl(Reader* r, int64_t* out, str what) except -1:
+    cdef uint8_t b
+    if r.pos < r.end:
+        b = r.data[r.pos]
+        if b < 0x80:
+            r.pos += 1
+            out[0] = <int64_t>((b >> 1) ^ -(b & 1))
+            return 0
+    return _rvl_slow(r, out, what)
+
+
+cdef int _need_fail(Reader* r, Py_ssize_t n, str what) except -1:
+    return need(r, n, what)
+
+
+cdef inline int _need(Reader* r, Py_ssize_t n, str what) except -1:
+    if n < 0 or n > r.end - r.pos:
+        return _need_fail(r, n, what)
+    return 0
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    int PyUnicode_IS_COMPACT_ASCII(object o)
+
+
+cdef inline object _cached_key(list cache, Py_ssize_t j, const uint8_t* p, Py_ssize_t n,
+                               Py_ssize_t where):
+    """Header keys repeat from record to record: reuse the previous record's str when the
+    key at the same index has the same bytes."""
+    cdef object c
+    if j < 4:
+        c = <object>PyList_GET_ITEM(cache, j)
+        if (c is not None and PyUnicode_GET_LENGTH(c) == n and PyUnicode_IS_COMPACT_ASCII(c)
+                and memcmp(PyUnicode_DATA(c), p, n) == 0):
+            return c
+        c = _header_key(p, n, where)
+        cache[j] = c
+        return c
+    return _header_key(p, n, where)
+
+
+@cython.final
+cdef class RecordIterator:
+    """Decodes one record of a v2 batch per step (what iterating a RecordBatch returns)."""
+
+    cdef object keep
     cdef Reader r
-    cdef int32_t count = b.record_count
-    cdef int32_t i, j, length, od, kl, hc
-    cdef int8_t attr
-    cdef int64_t tsd, ts
-    cdef int64_t base_offset = b.base_offset
-    cdef int64_t first_ts = b.first_timestamp
-    cdef int64_t max_ts = b.max_timestamp
-    cdef int ts_type = (b.attributes >> 3) & 1
-    cdef bint control = (b.attributes & 0x20) != 0
-    cdef Py_ssize_t rstart, body, saved
-    cdef list out, headers
-    cdef object key, value, hk, hv
-    r.data = data
-    r.pos = 0
-    r.end = n
-    r.base = base
-    if count > n // MIN_RECORD:
-        raise_corrupt(f"record count {count} impossible in {n} bytes", base)
-    out = []
-    for i in range(count):
+    cdef int32_t count
+    cdef int32_t i
+    cdef int64_t base_offset
+    cdef int64_t first_ts
+    cdef int64_t max_ts
+    cdef int ts_type
+    cdef bint control
+    cdef list hcache
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Reader* r = &self.r
+        cdef const uint8_t* data = r.data
+        cdef int32_t j, length, od, kl, hc
+        cdef int8_t attr
+        cdef int64_t tsd, ts, offset
+        cdef Py_ssize_t rstart, body, saved
+        cdef list headers
+        cdef object key, value, hk, hv
+        cdef tuple pair
+        cdef int32_t i
+        if self.i >= self.count:
+            if self.i == self.count:
+                self.i += 1  # report leftover bytes once, then stay exhausted
+                if r.pos != r.end:
+                    raise_corrupt(f"{r.end - r.pos} bytes left after the last of {self.count} "
+                                  f"records", r.pos + r.base)
+            raise StopIteration
+        i = self.i
+        self.i = self.count + 1  # until this record decodes: a malformed one ends it
         rstart = r.pos
-        read_varint(&r, &length, "record length")
-        need(&r, length, "record")
+        _rv(r, &length, "record length")
+        _need(r, length, "record")
         body = r.pos
         saved = r.end
         r.end = r.pos + length
-        read_i8(&r, &attr, "record attributes")
-        read_varlong(&r, &tsd, "timestamp delta")
-        read_varint(&r, &od, "offset delta")
-        read_varint(&r, &kl, "key length")
+        read_i8(r, &attr, "record attributes")
+        _rvl(r, &tsd, "timestamp delta")
+        _rv(r, &od, "offset delta")
+        _rv(r, &kl, "key length")
         if kl == -1:
             key = None
         else:
-            need(&r, kl, "record key")
+            _need(r, kl, "record key")
             key = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
             r.pos += kl
-        read_varint(&r, &kl, "value length")
+        _rv(r, &kl, "value length")
         if kl == -1:
             value = None
         else:
-            need(&r, kl, "record value")
+            _need(r, kl, "record value")
             value = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
             r.pos += kl
-        read_varint(&r, &hc, "header count")
+        _rv(r, &hc, "header count")
         if hc < 0:
             raise_corrupt(f"negative header count {hc}", r.pos + r.base)
         if hc > (r.end - r.pos) // 2:
             raise_corrupt(f"header count {hc} impossible in {r.end - r.pos} bytes",
                           r.pos + r.base)
-        headers = []
+        headers = PyList_New(hc)
         for j in range(hc):
-            read_varint(&r, &kl, "header key length")
-            need(&r, kl, "header key")
-            hk = _header_key(data + r.pos, kl, r.pos + r.base)
+            _rv(r, &kl, "header key length")
+            _need(r, kl, "header key")
+            hk = _cached_key(self.hcache, j, data + r.pos, kl, r.pos + r.base)
             r.pos += kl
-            read_varint(&r, &kl, "header value length")
+            _rv(r, &kl, "header value length")
             if kl == -1:
                 hv = None
             else:
-                need(&r, kl, "header value")
+                _need(r, kl, "header value")
                 hv = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
                 r.pos += kl
-            headers.append((hk, hv))
+            pair = PyTuple_New(2)
+            Py_INCREF(hk)
+            PyTuple_SET_ITEM(pair, 0, hk)
+            Py_INCREF(hv)
+            PyTuple_SET_ITEM(pair, 1, hv)
+            Py_INCREF(pair)
+            PyList_SET_ITEM(headers, j, pair)
         if r.pos != r.end:
             raise_corrupt(f"record length {length} but its fields took {r.pos - body} bytes",
                           body + r.base)
         r.end = saved
-        if ts_type:
-            ts = max_ts
+        if self.ts_type:
+            ts = self.max_ts
         else:
-            ts = <int64_t>(<uint64_t>first_ts + <uint64_t>tsd)
-        if control:
-            out.append(make_control(<int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>od),
-                                    ts, ts_type, key, value, headers, attr, rstart + base))
-        else:
-            out.append(new_record(<int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>od),
-                                  ts, ts_type, key, value, headers, attr))
-    if r.pos != n:
-        raise_corrupt(f"{n - r.pos} bytes left after the last of {count} records",
-                      r.pos + base)
-    return out
+            ts = <int64_t>(<uint64_t>self.first_ts + <uint64_t>tsd)
+        offset = <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>od)
+        if self.control:
+            rec = make_control(offset, ts, self.ts_type, key, value, headers, attr,
+                               rstart + r.base)
+            self.i = i + 1
+            return rec
+        self.i = i + 1
+        return new_record(offset, ts, self.ts_type, key, value, headers, attr)
 
 
 cdef class BatchIterator:
@@ -372,8 +489,7 @@ cdef class BatchIterator:
                     pos + 8)
             if self._validate:
                 stored = be_u32(data + pos + 12)
-                actual = _zcrc32(PyMemoryView_FromMemory(<char*>data + pos + 16, length - 4,
-                                                         PyBUF_READ))
+                actual = crc32_ieee(0, data + pos + 16, <size_t>(length - 4))
                 if actual != stored:
                     self.consumed = nxt
                     raise ChecksumError(stored, actual, pos, "message CRC-32")
@@ -397,7 +513,7 @@ def iter_batches(buf, *, validate_crc=True, max_decompressed_size=DEFAULT_MAX_DE
 cdef inline int _put_len(Growable g, Py_ssize_t n, str what) except -1:
     if n > _I32_MAX:
         raise EncodeError(f"{what} of {n} bytes too long")
-    g.length += put_uvar(g.data + g.length, <uint64_t>((<uint64_t>n << 1) & 0xFFFFFFFF))
+    g.length += put_uvar(g.data + g.length, <uint32_t>(<uint64_t>n << 1))
     return 0
 
 
@@ -412,6 +528,42 @@ cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what)
     _put_len(g, n, what)
     memcpy(g.data + g.length, p, n)
     g.length += n
+    return 0
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+
+cdef int _put_header(Growable g, object h) except -1:
+    """One (key, value) header: key str (UTF-8) or bytes, value bytes-like or None."""
+    cdef const uint8_t* p
+    cdef Py_ssize_t n
+    if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+        hk = <object>PyTuple_GET_ITEM(h, 0)
+        hv = <object>PyTuple_GET_ITEM(h, 1)
+    else:
+        try:
+            hk, hv = h
+        except (TypeError, ValueError):
+            raise EncodeError("a header must be a (key, value) pair") from None
+    if isinstance(hk, str):
+        try:
+            p = <const uint8_t*>PyUnicode_AsUTF8AndSize(hk, &n)
+        except UnicodeEncodeError:
+            raise EncodeError("header key cannot be encoded as UTF-8") from None
+    elif isinstance(hk, bytes):
+        p = <const uint8_t*>PyBytes_AS_STRING(hk)
+        n = PyBytes_GET_SIZE(hk)
+    elif isinstance(hk, bytearray):
+        hk = bytes(hk)
+        p = <const uint8_t*>PyBytes_AS_STRING(hk)
+        n = PyBytes_GET_SIZE(hk)
+    else:
+        raise EncodeError(f"header key must be str or bytes, not {type(hk).__name__}")
+    _put_bytes(g, p, n, "header key")
+    keep = take_bytes(hv, "header value", &p, &n)
+    _put_bytes(g, p, n, "header value")
     return 0
 
 
@@ -436,6 +588,7 @@ cdef class RecordBatchBuilder:
     cdef int32_t _leader_epoch
     cdef Py_ssize_t _max_size
     cdef Growable _buf
+    cdef Py_ssize_t _committed
     cdef int32_t _count
     cdef int64_t _last_delta
     cdef int64_t _first_ts
@@ -460,6 +613,7 @@ cdef class RecordBatchBuilder:
                                        "partition leader epoch")
         self._max_size = check_i64(max_size, 0, _I32_MAX, "max size")
         self._buf = Growable.__new__(Growable)
+        self._committed = 0
         self._count = 0
         self._last_delta = -1
         self._first_ts = -1
@@ -472,7 +626,7 @@ cdef class RecordBatchBuilder:
     @property
     def size(self):
         """Bytes the batch takes so far, before compression."""
-        return HEADER_SIZE + self._buf.length
+        return HEADER_SIZE + self._committed
 
     def append(self, key, value, headers=None, timestamp=None, offset_delta=None):
         """Add a record; its metadata, or None if the batch is full."""
@@ -504,7 +658,10 @@ cdef class RecordBatchBuilder:
             raise EncodeError(f"timestamp delta {(<object>ts) - first_ts} out of range "
                               f"({_I64_MIN}..{_I64_MAX})")
         delta = ts - first_ts
-        start = g.length
+        # Anything written past the committed length by a failed append is overwritten by
+        # the next one: no rollback needed on errors.
+        start = self._committed
+        g.length = start
         g.reserve(5 + 1 + 10 + 5)
         g.length += 5
         body_start = g.length
@@ -512,52 +669,31 @@ cdef class RecordBatchBuilder:
         g.length += 1
         g.length += put_uvar(g.data + g.length, zigzag64(delta))
         g.length += put_uvar(g.data + g.length, zigzag32(<int32_t>od))
-        try:
-            _put_bytes(g, kp, kl, "record key")
-            _put_bytes(g, vp, vl, "record value")
-            if headers is None:
-                g.reserve(1)
-                g.data[g.length] = 0
-                g.length += 1
-            else:
-                hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
-                hcount = len(hs)
-                g.reserve(5)
-                _put_len(g, hcount, "header count")
-                for h in hs:
-                    try:
-                        hk, hv = h
-                    except (TypeError, ValueError):
-                        raise EncodeError("a header must be a (key, value) pair") from None
-                    if isinstance(hk, str):
-                        try:
-                            hk = (<str>hk).encode("utf-8")
-                        except UnicodeEncodeError:
-                            raise EncodeError("header key cannot be encoded as UTF-8") from None
-                    elif isinstance(hk, (bytes, bytearray)):
-                        hk = bytes(hk)
-                    else:
-                        raise EncodeError(
-                            f"header key must be str or bytes, not {type(hk).__name__}")
-                    _put_bytes(g, <const uint8_t*>PyBytes_AS_STRING(hk), PyBytes_GET_SIZE(hk),
-                               "header key")
-                    hvh = take_bytes(hv, "header value", &vp, &vl)
-                    _put_bytes(g, vp, vl, "header value")
-            body = g.length - body_start
-            if body > _I32_MAX:
-                raise EncodeError(f"record of {body} bytes too large")
-        except BaseException:
-            g.length = start
-            raise
-        lsz = uvar_size((<uint64_t>body << 1) & 0xFFFFFFFF)
+        _put_bytes(g, kp, kl, "record key")
+        _put_bytes(g, vp, vl, "record value")
+        if headers is None:
+            g.reserve(1)
+            g.data[g.length] = 0
+            g.length += 1
+        else:
+            hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
+            g.reserve(5)
+            _put_len(g, len(hs), "header count")
+            for h in hs:
+                _put_header(g, h)
+        body = g.length - body_start
+        if body > _I32_MAX:
+            raise EncodeError(f"record of {body} bytes too large")
+        lsz = uvar_size(<uint32_t>(<uint64_t>body << 1))
         size = lsz + body
         if self._count and HEADER_SIZE + start + size > self._max_size:
             g.length = start
             return None
-        put_uvar(g.data + start, (<uint64_t>body << 1) & 0xFFFFFFFF)
+        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
         if lsz != 5:
             memmove(g.data + start + lsz, g.data + body_start, body)
         g.length = start + size
+        self._committed = g.length
         if self._count == 0:
             self._first_ts = ts
             self._max_ts = ts
@@ -593,14 +729,14 @@ cdef class RecordBatchBuilder:
         cdef object payload = None
         if codec:
             payload = _compress(codec, PyBytes_FromStringAndSize(<char*>self._buf.data,
-                                                                 self._buf.length), self._level)
+                                                                 self._committed), self._level)
             if type(payload) is not bytes:
                 payload = bytes(payload)
             pp = <const uint8_t*>PyBytes_AS_STRING(payload)
             plen = PyBytes_GET_SIZE(payload)
         else:
             pp = self._buf.data
-            plen = self._buf.length
+            plen = self._committed
         attrs = codec | (self._ts_type << 3)
         if self._transactional:
             attrs |= 0x10

@@ -4,7 +4,9 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.ref cimport Py_INCREF
 from cpython.buffer cimport PyBUF_READ
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -13,7 +15,8 @@ from kcodec._cy._reader cimport (
     Buf, be_u32, be_u64, put_u32, put_u64, raise_corrupt, raise_truncated, get_buf,
 )
 from kcodec._cy._record cimport (
-    Growable, Record, RecordMetadata, check_i64, new_metadata, new_record, take_bytes,
+    Growable, check_i64, crc32_ieee, new_metadata, new_record, record_offset, set_record_offset,
+    take_bytes,
 )
 
 import time
@@ -39,8 +42,11 @@ cdef inline int _need(Py_ssize_t pos, Py_ssize_t end, Py_ssize_t n, str what,
     return 0
 
 
-cdef inline uint32_t _crc32(const uint8_t* p, Py_ssize_t n) except? 0xFFFFFFFF:
-    return _zcrc32(PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ))
+cdef inline uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept:
+    if n >= 65536:
+        with nogil:
+            return crc32_ieee(0, p, <size_t>n)
+    return crc32_ieee(0, p, <size_t>n)
 
 
 cdef object _codecs = None
@@ -129,6 +135,7 @@ cdef inline object _bytes_or_none(const uint8_t* data, Py_ssize_t pos, Py_ssize_
     return PyBytes_FromStringAndSize(<const char*>data + pos, n)
 
 
+@cython.freelist(64)
 cdef class LegacyBatch:
     """One top-level legacy message: a plain message (one record) or a compressed wrapper
     (its inner messages are the records). Fields follow RecordBatch where they apply."""
@@ -190,7 +197,7 @@ cdef class LegacyBatch:
         """The first record's offset (decompresses a wrapper)."""
         if self.attributes & 0x07 == 0:
             return self.offset
-        return (<Record>self._decode()[0]).offset
+        return self._decode()[0].offset
 
     @property
     def record_count(self):
@@ -219,7 +226,7 @@ cdef class LegacyBatch:
             raise ChecksumError(self.crc, actual, self.position, "message CRC-32")
 
     def records(self):
-        return self._decode()
+        return list(self._decode())
 
     def __iter__(self):
         return iter(self._decode())
@@ -235,7 +242,9 @@ cdef class LegacyBatch:
         if self._records is not None:
             return self._records
         if codec == 0:
-            return [new_record(self.offset, self.timestamp, ts_type, self.key, self.value, [],
+            return [new_record(self.offset, self.timestamp, ts_type,
+                               _bytes_or_none(self._buf.ptr, self._kpos, self._klen),
+                               _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
                                self.attributes)]
         if self._vlen < 0:
             raise_corrupt("compressed message with a null value", self.position)
@@ -247,17 +256,22 @@ cdef class LegacyBatch:
 
 
 cdef list _inner_records(bytes inner, LegacyBatch w):
+    """The inner messages of wrapper ``w`` (decompressed into ``inner``) as records.
+
+    Two passes: the first checks every message (the errors the pure twin raises, in its
+    order) and finds the last inner offset; the second makes the records with their
+    absolute offsets."""
     cdef const uint8_t* data = <const uint8_t*>PyBytes_AS_STRING(inner)
     cdef Py_ssize_t end = PyBytes_GET_SIZE(inner)
     cdef Py_ssize_t pos = 0
-    cdef list out = []
+    cdef Py_ssize_t n = 0
+    cdef list out
     cdef Msg m
     cdef int wmagic = w.magic
     cdef bint log_append = wmagic == 1 and (w.attributes >> 3) & 1
     cdef int ts_type
-    cdef int64_t ts, shift
+    cdef int64_t ts, shift = 0, last = 0
     cdef uint32_t actual
-    cdef Record r
     while pos < end:
         _need(pos, end, 12, "inner message", 0)
         _parse(data, pos, end, 0, &m)
@@ -270,24 +284,33 @@ cdef list _inner_records(bytes inner, LegacyBatch w):
             actual = _crc32(data + pos + 16, m.end - pos - 16)
             if actual != m.crc:
                 raise ChecksumError(m.crc, actual, pos, "inner message CRC-32")
+        last = m.offset
+        n += 1
+        pos = m.end
+    if n == 0:
+        raise_corrupt("compressed message holds no inner messages", w.position)
+    if wmagic == 1:
+        # The absolute offset of relative offset 0; a wrapper written without its last
+        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
+        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>last)
+        if shift < 0:
+            shift = 0
+    out = PyList_New(n)
+    pos = 0
+    for i in range(n):
+        _parse(data, pos, end, 0, &m)
         ts = m.timestamp
         if log_append:
             ts_type = 1
             ts = w.timestamp
         else:
             ts_type = -1 if m.magic == 0 else (m.attributes >> 3) & 1
-        out.append(new_record(m.offset, ts, ts_type, _bytes_or_none(data, m.kpos, m.klen),
-                              _bytes_or_none(data, m.vpos, m.vlen), [], m.attributes))
+        r = new_record(<int64_t>(<uint64_t>m.offset + <uint64_t>shift), ts, ts_type,
+                       _bytes_or_none(data, m.kpos, m.klen),
+                       _bytes_or_none(data, m.vpos, m.vlen), [], m.attributes)
+        Py_INCREF(r)
+        PyList_SET_ITEM(out, i, r)
         pos = m.end
-    if not out:
-        raise_corrupt("compressed message holds no inner messages", w.position)
-    if wmagic == 1:
-        # The absolute offset of relative offset 0; a wrapper written without its last
-        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
-        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>(<Record>out[len(out) - 1]).offset)
-        if shift >= 0:
-            for r in out:
-                r.offset = <int64_t>(<uint64_t>r.offset + <uint64_t>shift)
     return out
 
 

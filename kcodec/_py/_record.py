@@ -1,8 +1,9 @@
-"""Record objects shared by the v2 (``batch``) and legacy (``legacy``) pure-Python twins.
+"""Record objects of the pure-Python record twins (``batch``, ``legacy``).
 
 A record is what iterating a batch yields; a control record (in a control batch) also
 carries its decoded marker. ``RecordMetadata`` is what the builders' ``append`` returns.
-The compiled twin ``kcodec._cy._record`` defines the same classes with the same fields.
+They are ``__slots__`` classes: CPython's specialising interpreter reads slot attributes
+fastest. ``kcodec._cy._record`` defines the same classes, fields and behaviour.
 """
 
 from __future__ import annotations
@@ -17,23 +18,17 @@ Header = tuple[str, Optional[bytes]]
 
 
 class Record:
-    """One record: ``offset``, ``timestamp``, ``timestamp_type`` (-1 none, 0 create, 1 log
-    append), ``key`` and ``value`` (bytes or None), ``headers`` (list of (str, bytes or
-    None)), ``attributes`` (the record's own attribute byte; for legacy messages, the
-    message's attributes)."""
+    """One record: ``offset``, ``timestamp``, ``timestamp_type`` (-1 none, 0 create time,
+    1 log append time), ``key`` and ``value`` (bytes or None), ``headers`` (a list of
+    (str, bytes or None) pairs, order and duplicates kept) and ``attributes`` (the record's
+    attribute byte; for a legacy message, the message's attributes)."""
 
     __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "attributes")
 
-    def __init__(
-        self,
-        offset: int,
-        timestamp: int,
-        timestamp_type: int,
-        key: Optional[bytes],
-        value: Optional[bytes],
-        headers: list[Header],
-        attributes: int = 0,
-    ) -> None:
+    is_control = False
+
+    def __init__(self, offset: int, timestamp: int, timestamp_type: int, key: Optional[bytes],
+                 value: Optional[bytes], headers: list[Header], attributes: int = 0) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
@@ -42,16 +37,14 @@ class Record:
         self.headers = headers
         self.attributes = attributes
 
-    is_control = False
-
     def _tuple(self) -> tuple[Any, ...]:
         return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
-                self.headers, self.attributes)
+                self.headers, self.attributes, self.is_control)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Record):
             return NotImplemented
-        return self._tuple() == other._tuple() and self.is_control == other.is_control
+        return self._tuple() == other._tuple()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -61,40 +54,24 @@ class Record:
 
 
 class ControlRecord(Record):
-    """A record of a control batch: ``control_type`` (0 abort, 1 commit, others from KRaft),
-    ``version`` of the key, and ``coordinator_epoch`` (commit/abort markers; else None)."""
+    """A record of a control batch: ``control_type`` (0 abort, 1 commit; KRaft uses more),
+    ``version`` of the control key, and ``coordinator_epoch`` (commit and abort markers;
+    None for other types)."""
 
     __slots__ = ("control_type", "version", "coordinator_epoch")
 
     is_control = True
+
+    def _tuple(self) -> tuple[Any, ...]:
+        return Record._tuple(self) + (self.control_type, self.version, self.coordinator_epoch)
 
     def __repr__(self) -> str:
         return (f"ControlRecord(offset={self.offset}, timestamp={self.timestamp}, "
                 f"control_type={self.control_type}, coordinator_epoch={self.coordinator_epoch})")
 
 
-def make_control(
-    offset: int, timestamp: int, timestamp_type: int,
-    key: Optional[bytes], value: Optional[bytes], headers: list[Header], attributes: int,
-    where: int,
-) -> ControlRecord:
-    """Decode a control record's key (version int16, type int16) and, for commit/abort
-    markers, its value (version int16, coordinator epoch int32)."""
-    r = ControlRecord(offset, timestamp, timestamp_type, key, value, headers, attributes)
-    if key is None or len(key) < 4:
-        raise CorruptDataError("control record key shorter than 4 bytes", where)
-    r.version = int.from_bytes(key[0:2], "big", signed=True)
-    r.control_type = int.from_bytes(key[2:4], "big", signed=True)
-    r.coordinator_epoch = None
-    if r.control_type in (0, 1):
-        if value is None or len(value) < 6:
-            raise CorruptDataError("transaction marker value shorter than 6 bytes", where)
-        r.coordinator_epoch = int.from_bytes(value[2:6], "big", signed=True)
-    return r
-
-
 class RecordMetadata:
-    """What ``append`` returns: ``offset_delta`` (from the builder's base offset),
+    """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
     ``timestamp`` (as written) and ``size`` (bytes the record takes in the batch)."""
 
     __slots__ = ("offset_delta", "timestamp", "size")
@@ -115,3 +92,24 @@ class RecordMetadata:
     def __repr__(self) -> str:
         return (f"RecordMetadata(offset_delta={self.offset_delta}, "
                 f"timestamp={self.timestamp}, size={self.size})")
+
+
+
+def make_control(
+    offset: int, timestamp: int, timestamp_type: int,
+    key: Optional[bytes], value: Optional[bytes], headers: list, attributes: int,
+    where: int,
+) -> ControlRecord:
+    """Decode a control record's key (version int16, type int16) and, for commit/abort
+    markers, its value (version int16, coordinator epoch int32)."""
+    r = ControlRecord(offset, timestamp, timestamp_type, key, value, headers, attributes)
+    if key is None or len(key) < 4:
+        raise CorruptDataError("control record key shorter than 4 bytes", where)
+    r.version = int.from_bytes(key[0:2], "big", signed=True)
+    r.control_type = int.from_bytes(key[2:4], "big", signed=True)
+    r.coordinator_epoch = None
+    if r.control_type in (0, 1):
+        if value is None or len(value) < 6:
+            raise CorruptDataError("transaction marker value shorter than 6 bytes", where)
+        r.coordinator_epoch = int.from_bytes(value[2:6], "big", signed=True)
+    return r

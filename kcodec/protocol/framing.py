@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kcodec.errors import ProtocolError, TruncatedError
+from kcodec.errors import DecodeError, ProtocolError, TruncatedError
 from kcodec.protocol.messages_index import REQUESTS, RESPONSES, RequestHeader, ResponseHeader
 
 __all__ = [
@@ -101,6 +101,8 @@ def decode_response(buf: Any, api_key: int, api_version: int,
     """``(correlation_id, response)`` from a frame body (no size prefix).
 
     If ``correlation_id`` is given, a different one in the header raises ProtocolError.
+    An ApiVersions response that does not parse at ``api_version`` is read as v0, the
+    version brokers answer with when they do not support the requested one.
     """
     cls = RESPONSES[api_key]
     cls.check_version(api_version)
@@ -110,7 +112,14 @@ def decode_response(buf: Any, api_key: int, api_version: int,
             f"correlation id mismatch: expected {correlation_id}, got {hdr.correlation_id}")
     from kcodec.protocol.engine import decode_struct
 
-    return hdr.correlation_id, decode_struct(cls.plan(api_version), buf, pos, True)[0]
+    try:
+        return hdr.correlation_id, decode_struct(cls.plan(api_version), buf, pos, True)[0]
+    except DecodeError:
+        # A broker that does not support the requested ApiVersions version answers with a
+        # v0 body (error UNSUPPORTED_VERSION and its own ranges); Kafka's clients retry as v0.
+        if api_key != API_VERSIONS_KEY or api_version == 0:
+            raise
+        return hdr.correlation_id, decode_struct(cls.plan(0), buf, pos, True)[0]
 
 
 class FrameSplitter:

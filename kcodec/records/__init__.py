@@ -22,6 +22,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from kcodec._impl import IMPLEMENTATION
+from kcodec.compression import Codec
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.batch import (
@@ -67,6 +68,7 @@ __all__ = [
     "MessageSetBuilder",
     "TimestampType",
     "ControlType",
+    "Codec",
     "DEFAULT_MAX_DECOMPRESSED",
 ]
 
