@@ -176,3 +176,46 @@ def test_unreachable_broker_clear_error_after_timeout() -> None:
         await cluster.close()
 
     asyncio.run(main())
+
+
+def test_retriable_error_is_retried_with_backoff() -> None:
+    """A fake broker answers Metadata with LEADER_NOT_AVAILABLE twice, then with a leader."""
+    answers = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        port = writer.get_extra_info("sockname")[1]
+        try:
+            while True:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                req = await reader.readexactly(size)
+                api_key, version, cid = struct.unpack(">hhi", req[:8])
+                if api_key == 18:
+                    writer.write(_api_versions(cid))
+                    continue
+                code = 5 if len(answers) < 2 else 0
+                answers.append(code)
+                md = MetadataResponse(
+                    brokers=[MetadataResponse.MetadataResponseBroker(node_id=1, host="127.0.0.1", port=port)],
+                    topics=[MetadataResponse.MetadataResponseTopic(
+                        error_code=code, name="t",
+                        partitions=[] if code else [MetadataResponse.MetadataResponsePartition(
+                            partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1])])])
+                writer.write(encode_response(md, version, cid))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            from tests.broker import free_port
+            # the first bootstrap address is dead: the second one is used
+            cluster = Cluster(ClientConfig(bootstrap_servers=f"127.0.0.1:{free_port()},127.0.0.1:{port}",
+                                           retry_backoff_ms=50, api_timeout_ms=5000))
+            t0 = time.monotonic()
+            info = await cluster.topic("t")
+            assert info.partitions == {0: 1} and answers == [5, 5, 0]
+            assert time.monotonic() - t0 >= 0.1     # two backoffs
+            await cluster.close()
+
+    asyncio.run(main())

@@ -87,7 +87,6 @@ class ProducerConfig(ClientConfig):
     compression_type: str = "none"
     compression_level: int | None = None
     enable_idempotence: bool = True
-    max_request_size: int = 1048576 * 4
     buffer_memory: int = 32 * 1048576
     transactional_id: str | None = None
 
@@ -105,6 +104,8 @@ class ProducerConfig(ClientConfig):
             raise ValueError("max_in_flight_requests_per_connection must be at least 1")
         if self.retries < 0:
             raise ValueError(f"retries must be non-negative, got {self.retries}")
+        if self.transactional_id is not None:
+            raise ValueError("transactional_id: transactions are not supported by kcodec's producer")
         if self.enable_idempotence:
             if self.acks != -1:
                 raise ValueError("enable_idempotence requires acks='all'")
