@@ -114,3 +114,25 @@ def test_idle_connections_are_closed(broker) -> None:
         time.sleep(0.6)
         assert not a._async.cluster.connections()
         assert isinstance(a.list_topics(), list)   # and reconnects on demand
+
+
+@pytest.mark.slow
+def test_max_poll_interval_leaves_group_then_rejoins(broker, topic_name) -> None:
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        a.create_topics([topic_name], num_partitions=2)
+    with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+                  max_poll_interval_ms=800, **FAST) as c:
+        deadline = time.monotonic() + 20
+        while len(c.assignment()) < 2 and time.monotonic() < deadline:
+            c.poll(0.1)
+        g = c._engine.group
+        member = g.member_id
+        assert member and len(c.assignment()) == 2
+        time.sleep(1.5)                 # no poll: the member leaves the group
+        assert g.need_rejoin and g.member_id == ""
+        with Admin(bootstrap_servers=broker.bootstrap) as a:
+            assert a.describe_groups([f"g-{topic_name}"])[0].members == []
+        deadline = time.monotonic() + 20
+        while (g.need_rejoin or len(c.assignment()) < 2) and time.monotonic() < deadline:
+            c.poll(0.1)
+        assert len(c.assignment()) == 2 and g.member_id not in ("", member)

@@ -519,6 +519,11 @@ class _Common:
             err, eng.error = eng.error, None
             raise err
 
+    def _polled(self) -> None:
+        g = self._engine.group
+        if g is not None:
+            g.last_poll = time.monotonic()
+
     def _auto_commit_due(self) -> bool:
         eng = self._engine
         return (eng.group is not None and self.config.enable_auto_commit and eng.states
@@ -592,6 +597,7 @@ class AsyncConsumer(_Common):
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
+        self._polled()
         await self._ensure_group()
         if self._auto_commit_due():
             self._engine.last_commit = time.monotonic()
@@ -616,6 +622,7 @@ class AsyncConsumer(_Common):
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
         self._check()
+        self._polled()
         await self._ensure_group()
         eng = self._engine
         if not eng.buffer and timeout > 0:
@@ -729,6 +736,7 @@ class Consumer(_Common):
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
+        self._polled()
         eng = self._engine
         if eng.group is not None and eng.subscription and eng.group.need_rejoin:
             self._run(self._async._ensure_group(), self._timeout + self.config.session_timeout_ms / 1000)
@@ -755,6 +763,7 @@ class Consumer(_Common):
     def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
         self._check()
+        self._polled()
         eng = self._engine
         if eng.group is not None and eng.subscription and eng.group.need_rejoin:
             self._run(self._async._ensure_group())

@@ -49,6 +49,7 @@ class GroupMember:
         self.topics: list[str] = []
         self.assignment: set[TopicPartition] = set()
         self.need_rejoin = True
+        self.last_poll = time.monotonic()
         self.hb_task: asyncio.Task | None = None
         self.last_error: BaseException | None = None
         self.assignors = [get_assignor(n) for n in config.assignors]
@@ -164,9 +165,15 @@ class GroupMember:
 
     async def _heartbeat_loop(self) -> None:
         interval = self.config.heartbeat_interval_ms / 1000
+        max_poll = self.config.max_poll_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
             if self.need_rejoin or self.generation < 0:
+                continue
+            if time.monotonic() - self.last_poll > max_poll:
+                # the application stopped polling: give the partitions to someone who does
+                self.need_rejoin = True
+                await self.leave("max_poll_interval_ms exceeded", stop=False)
                 continue
             try:
                 node = await self.coordinator_node()
@@ -229,8 +236,9 @@ class GroupMember:
                 out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
         return out
 
-    async def leave(self) -> None:
-        if self.hb_task is not None:
+    async def leave(self, reason: str = "the consumer is closing", stop: bool = True) -> None:
+        """LeaveGroup, so the group rebalances at once (``stop``: end the heartbeats too)."""
+        if stop and self.hb_task is not None:
             self.hb_task.cancel()
         if not self.member_id or self.coordinator is None:
             return
@@ -240,7 +248,7 @@ class GroupMember:
                 "group_id": self.group_id, "member_id": self.member_id,
                 "members": [{"member_id": self.member_id,
                              "group_instance_id": self.config.group_instance_id,
-                             "reason": "the consumer is closing"}]}, timeout=5)
+                             "reason": reason}]}, timeout=5)
         except KcodecError:
             pass
         self.member_id = ""
