@@ -14,6 +14,7 @@ import hashlib
 import sys
 import time
 import uuid
+from typing import Any
 
 from kcodec.cli._client import UsageError, guarded, json_line, table
 
@@ -89,7 +90,7 @@ def _round_trips(args: argparse.Namespace, bootstrap: str) -> int:
                "(16-byte key, 100-byte value, 1 header), 4 partitions, acks=all, idempotent\n")
     rows = []
     failed = 0
-    cfg = {"bootstrap_servers": bootstrap, "client_id": "kcodec-demo"}
+    cfg: dict[str, Any] = {"bootstrap_servers": bootstrap, "client_id": "kcodec-demo"}
     admin = Admin(**cfg)
     try:
         for codec in args.codec or CODECS:
@@ -104,7 +105,7 @@ def _round_trips(args: argparse.Namespace, bootstrap: str) -> int:
                     p.send(topic, v, key=k, headers=hs, timestamp=ts)
                 p.flush()
             t_prod = time.perf_counter() - t0
-            got = []
+            got: list[tuple] = []
             t0 = time.perf_counter()
             with Consumer(auto_offset_reset="earliest", fetch_max_wait_ms=100, **cfg) as c:
                 c.assign([TopicPartition(topic, i) for i in range(4)])

@@ -24,7 +24,7 @@ def build(cls: type, value: Any, version: int) -> Any:
     if not isinstance(value, dict):
         return value
     kw = {}
-    for fi in cls._info:
+    for fi in cls._info:  # type: ignore[attr-defined]
         if fi.name not in value or not in_range(version, fi.versions):
             continue
         v = value[fi.name]

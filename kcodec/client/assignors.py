@@ -64,7 +64,7 @@ class Subscription:
     version: int = 1
 
     def encode(self) -> bytes:
-        cls = ConsumerProtocolSubscription
+        cls: Any = ConsumerProtocolSubscription
         msg = cls(topics=list(self.topics), user_data=self.user_data)
         if self.version >= 1:
             msg.owned_partitions = _to_struct(self.owned_partitions, cls.TopicPartition)
@@ -90,7 +90,7 @@ class Assignment:
     version: int = 1
 
     def encode(self) -> bytes:
-        cls = ConsumerProtocolAssignment
+        cls: Any = ConsumerProtocolAssignment
         msg = cls(assigned_partitions=_to_struct(self.assigned_partitions, cls.TopicPartition),
                   user_data=self.user_data)
         return encode_versioned(msg, self.version)

@@ -83,12 +83,15 @@ class Cluster:
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
             self._connecting[node_id] = task
-            task.add_done_callback(lambda t, n=node_id: self._connecting.pop(n, None))
-        conn = await asyncio.shield(task)
-        self._conns[node_id] = conn
+            task.add_done_callback(self._connected(node_id))
+        new: BrokerConnection = await asyncio.shield(task)
+        self._conns[node_id] = new
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
-        return conn
+        return new
+
+    def _connected(self, node_id: int) -> Any:
+        return lambda _task: self._connecting.pop(node_id, None)
 
     async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
         """A connection to any broker: known brokers first, then the bootstrap list, with backoff."""

@@ -86,9 +86,9 @@ class BrokerConnection:
             self.close(err)
             raise err from None
         except (ConnectionError, OSError) as exc:
-            err = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
-            self.close(err)
-            raise err from None
+            lost = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
+            self.close(lost)
+            raise lost from None
 
     async def _read_loop(self) -> None:
         assert self._reader is not None

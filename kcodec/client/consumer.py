@@ -209,7 +209,7 @@ class _Engine:
             leader = info.partitions.get(tp.partition, -1) if info is not None else -1
             if leader < 0:
                 continue
-            if leader in self.inflight:
+            if leader in self.inflight or st.fetch_position is None:
                 continue
             by_node.setdefault(leader, []).append((tp, st.fetch_position))
         for node, parts in by_node.items():
@@ -526,8 +526,9 @@ class _Common:
 
     def _auto_commit_due(self) -> bool:
         eng = self._engine
-        return (eng.group is not None and self.config.enable_auto_commit and eng.states
-                and time.monotonic() - eng.last_commit >= self.config.auto_commit_interval_ms / 1000)
+        cfg = eng.config
+        return bool(eng.group is not None and cfg.enable_auto_commit and eng.states
+                    and time.monotonic() - eng.last_commit >= cfg.auto_commit_interval_ms / 1000)
 
     @staticmethod
     def _records_iter(polled: dict[TopicPartition, list]) -> Iterator[ConsumerRecord]:

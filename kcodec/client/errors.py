@@ -15,14 +15,14 @@ __all__ = ["KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "Client
 
 def error_name(code: int) -> str:
     try:
-        return ErrorCode(code).name
+        return str(ErrorCode(code).name)  # type: ignore[operator]
     except ValueError:
         return f"ERROR_{code}"
 
 
 def is_retriable(code: int) -> bool:
     try:
-        return ErrorCode(code).retriable
+        return bool(ErrorCode(code).retriable)  # type: ignore[operator]
     except ValueError:
         return False
 

@@ -205,7 +205,7 @@ class _Engine:
                 raise self.fatal or ClientClosedError("the producer is closed")
             b = self.open.get(tp)
             meta = None if b is None else b.builder.append(key, value, headers, timestamp)
-            if meta is None:
+            if b is None or meta is None:
                 if b is not None:      # full: send it, start another (elsewhere if sticky)
                     self._seal(tp, b)
                     if sticky:
@@ -472,7 +472,8 @@ class _Engine:
                 if not batches:
                     return
                 self.wake.set()
-                await asyncio.gather(*(asyncio.shield(b.afut) for b in batches), return_exceptions=True)
+                await asyncio.gather(*(asyncio.shield(b.afut) for b in batches if b.afut is not None),
+                                     return_exceptions=True)
         finally:
             self.flushing -= 1
 
