@@ -323,3 +323,51 @@ def test_poll_columns(broker, topic_name, codec) -> None:
         k, v, h, ts = want[key]
         assert (row["key"], row["value"], row["timestamp"]) == (k, v, ts)
         assert [(a, b) for a, b in row["headers"]] == h
+
+
+def test_aiokafka_producer_to_kcodec_and_kcodec_to_kafka_python(broker, topic_name) -> None:
+    """The other Python peers: aiokafka writes (gzip), kcodec reads; kcodec writes (snappy),
+    kafka-python reads; keys, null values, headers and timestamps unchanged."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    _create(broker, topic_name + "-a")
+    _create(broker, topic_name + "-b")
+    recs = [r for r in _records(520, 3) if r[0] is not None or r[1] is not None][:500]
+
+    async def produce() -> None:  # (aiokafka refuses a record with neither key nor value)
+        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, compression_type="gzip")
+        await p.start()
+        try:
+            futs = [await p.send(topic_name + "-a", v, key=k, headers=h, timestamp_ms=ts,
+                                 partition=i % 4) for i, (k, v, h, ts) in enumerate(recs)]
+            await asyncio.gather(*futs)
+        finally:
+            await p.stop()
+
+    asyncio.run(produce())
+    got = []
+    with Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", **FAST) as c:
+        c.assign([TopicPartition(topic_name + "-a", i) for i in range(4)])
+        deadline = time.monotonic() + 30
+        while len(got) < 500 and time.monotonic() < deadline:
+            for rs in c.poll(0.5).values():
+                got += [(r.key, r.value, list(r.headers), r.timestamp) for r in rs]
+    assert sorted(got, key=lambda r: r[3]) == [(k, v, h, ts) for k, v, h, ts in recs]
+
+    with Producer(bootstrap_servers=broker.bootstrap, compression_type="snappy") as p:
+        for k, v, h, ts in recs:
+            p.send(topic_name + "-b", v, key=k, headers=h, timestamp=ts)
+    kc = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                       enable_auto_commit=False, fetch_max_wait_ms=50)
+    kc.assign([KTP(topic_name + "-b", i) for i in range(4)])
+    seen = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 500 and time.monotonic() < deadline:
+        for rs in kc.poll(500).values():
+            seen += [(r.key, r.value, [tuple(x) for x in r.headers], r.timestamp) for r in rs]
+    kc.close()
+    assert sorted(seen, key=lambda r: r[3]) == [(k, v, h, ts) for k, v, h, ts in recs]
