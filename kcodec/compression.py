@@ -31,7 +31,7 @@ UnsupportedCodecError naming the pip package; library exceptions never leak.
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from kcodec import xerial as _xerial
 from kcodec._codecs import gzip_codec, lz4_codec, zstd_codec
@@ -69,7 +69,7 @@ class Codec(enum.IntEnum):
     ZSTD = 4
 
 
-DEFAULT_LEVELS: dict[Codec, Optional[int]] = {
+DEFAULT_LEVELS: dict[Codec, int | None] = {
     Codec.NONE: None,
     Codec.GZIP: gzip_codec.DEFAULT_LEVEL,
     Codec.SNAPPY: None,
@@ -78,7 +78,7 @@ DEFAULT_LEVELS: dict[Codec, Optional[int]] = {
 }
 """Kafka's default level per codec (None: the codec has no levels)."""
 
-LEVEL_RANGES: dict[Codec, Optional[range]] = {
+LEVEL_RANGES: dict[Codec, range | None] = {
     Codec.NONE: None,
     Codec.GZIP: gzip_codec.LEVELS,
     Codec.SNAPPY: None,
@@ -129,7 +129,7 @@ def _magic(magic: Any) -> int:
     return int(magic)
 
 
-def compress(codec: CodecLike, data: Any, level: Optional[int] = None, *, magic: int = 2) -> bytes:
+def compress(codec: CodecLike, data: Any, level: int | None = None, *, magic: int = 2) -> bytes:
     """Compress ``data`` with ``codec`` as Kafka writes it for record format ``magic``.
 
     snappy writes snappy-java's xerial framing (32 KiB blocks); lz4 writes a frame of
@@ -171,7 +171,7 @@ def decompress(
     return zstd_codec.decompress(src, limit, m)
 
 
-def _library(codec: Codec) -> tuple[Optional[str], Optional[str]]:
+def _library(codec: Codec) -> tuple[str | None, str | None]:
     if codec is Codec.NONE:
         return None, None
     if codec is Codec.GZIP:

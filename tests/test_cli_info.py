@@ -44,19 +44,20 @@ def test_json(capsys) -> None:
     assert all(c["available"] and (c["version"] or c["name"] == "none") for c in info["codecs"])
 
 
-def test_python_dash_m() -> None:
+def test_python_dash_m(tmp_path) -> None:
+    # The kcodec this test imported (a source tree or an installed wheel), run from elsewhere.
+    where = os.path.dirname(os.path.dirname(os.path.abspath(kcodec.__file__)))
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = where + os.pathsep + env.get("PYTHONPATH", "")
     done = subprocess.run(
         [sys.executable, "-m", "kcodec", "info", "--json"], capture_output=True, text=True,
-        env=env, cwd=root, timeout=60,
+        env=env, cwd=tmp_path, timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["implementation"] == kcodec.IMPLEMENTATION
     pure = subprocess.run(
         [sys.executable, "-m", "kcodec", "info"], capture_output=True, text=True,
-        env={**env, "KCODEC_NO_EXTENSIONS": "1"}, cwd=root, timeout=60,
+        env={**env, "KCODEC_NO_EXTENSIONS": "1"}, cwd=tmp_path, timeout=60,
     )
     assert pure.returncode == 0, pure.stderr
     assert "implementation  python" in pure.stdout

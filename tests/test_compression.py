@@ -15,7 +15,6 @@ import zlib
 import lz4.frame
 import pytest
 
-from kcodec import compression
 from kcodec._codecs import lz4_codec, zstd_codec
 from kcodec._codecs.xxhash32 import xxh32
 from kcodec.compression import (
@@ -563,9 +562,9 @@ def test_missing_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setattr(zstd_codec, "_backend", None)
     for codec, package in (("snappy", "cramjam"), ("lz4", "lz4"), ("zstd", "zstandard")):
-        for call in (lambda: compress(codec, b"x"), lambda: decompress(codec, b"xxxxxxxxxxxxxxxx")):
+        for fn, blob in ((compress, b"x"), (decompress, b"xxxxxxxxxxxxxxxx")):
             with pytest.raises(UnsupportedCodecError) as info:
-                call()
+                fn(codec, blob)
             assert info.value.package == package
             assert f"pip install {package}" in str(info.value)
     available = {row["name"]: row["available"] for row in codec_info()}

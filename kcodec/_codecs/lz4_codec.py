@@ -29,7 +29,12 @@ from typing import Any
 
 from kcodec._codecs._util import drain
 from kcodec._codecs.xxhash32 import xxh32
-from kcodec.errors import ChecksumError, CorruptDataError, DecompressionLimitError, UnsupportedCodecError
+from kcodec.errors import (
+    ChecksumError,
+    CorruptDataError,
+    DecompressionLimitError,
+    UnsupportedCodecError,
+)
 
 NAME = "lz4"
 PACKAGE = "lz4"

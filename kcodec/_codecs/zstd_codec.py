@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from kcodec._codecs._util import MAX_CHUNK, MIN_CHUNK, drain
 from kcodec.errors import (
@@ -56,9 +56,11 @@ def _need(n: int, pos: int, count: int, what: str, frame: int) -> None:
         raise CorruptDataError(f"truncated zstd {what}", frame)
 
 
-def scan(src: memoryview) -> list[Frame]:
-    """Every frame of ``src`` (content_size -1 when not declared); framing errors raise."""
+def scan(src: memoryview, max_size: int) -> list[Frame]:
+    """Every frame of ``src`` (content_size -1 when not declared); framing errors raise, and
+    so do declared sizes adding up past ``max_size`` (at once, before the blocks)."""
     n = len(src)
+    declared = 0
     if n == 0:
         raise CorruptDataError("empty zstd stream", 0)
     frames = []
@@ -90,6 +92,9 @@ def scan(src: memoryview) -> list[Frame]:
             content_size = int.from_bytes(src[pos : pos + fcs_len], "little")
             if fcs_len == 2:
                 content_size += 256
+            declared += content_size
+            if declared > max_size:
+                raise DecompressionLimitError(NAME, max_size, start)
         pos += fcs_len
         bound = 0
         while True:
@@ -209,7 +214,7 @@ class ZstandardBackend(_Backend):
             )
             return [out] if out else []
         reader = self._decompressor().stream_reader(frame, read_across_frames=False)
-        chunks = []
+        chunks: list[bytes] = []
         produced = 0
         size = MIN_CHUNK
         while True:
@@ -224,7 +229,7 @@ class ZstandardBackend(_Backend):
 
 
 _CANDIDATES = ("compression.zstd", "zstandard", "backports.zstd")
-_backend: Optional[_Backend] = None
+_backend: _Backend | None = None
 
 
 def make_backend(name: str) -> _Backend:
@@ -260,10 +265,7 @@ def compress(data: memoryview, level: int, magic: int) -> bytes:
 
 def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
     b = backend()
-    frames = scan(data)
-    declared = sum(f.content_size for f in frames if f.content_size > 0)
-    if declared > max_size:
-        raise DecompressionLimitError(NAME, max_size, 0)
+    frames = scan(data, max_size)
     chunks: list[bytes] = []
     total = 0
     for f in frames:
