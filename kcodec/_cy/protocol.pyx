@@ -24,6 +24,7 @@ from kcodec._cy._reader cimport (
     read_uvar, uvar_size,
 )
 
+import types as _types
 import uuid as _uuid
 
 from kcodec.errors import CorruptDataError, EncodeError, TruncatedError, UnsupportedVersionError
@@ -104,7 +105,7 @@ cdef extern from "Python.h":
     ctypedef struct PyMemberDescrObject:
         PyMemberDef* d_member
 
-cdef object MEMBER_DESCRIPTOR = type(_uuid.UUID.int)  # a slot's member descriptor type
+cdef object MEMBER_DESCRIPTOR = _types.MemberDescriptorType
 
 
 cdef Py_ssize_t slot_offset(object cls, str key) except -1:
