@@ -229,7 +229,7 @@ def test_mutated_frames_same_result_in_both_twins(case) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=20000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=5000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=mutated())
 def test_mutated_frames_same_result_in_both_twins_many(case) -> None:
     plan, buf = case

@@ -79,7 +79,7 @@ def test_kafka_python_interop(name: str, version: int, data: st.DataObject) -> N
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "version"), CASES)
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_kafka_python_interop_many(name: str, version: int, data: st.DataObject) -> None:
     check(name, version, data)
