@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.broker
-confluent_kafka = pytest.importorskip("confluent_kafka")
+# confluent-kafka is a test-only peer, imported inside the tests (the `peers` convention).
+pytestmark = [pytest.mark.broker, pytest.mark.peers]
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TS = 1_700_000_000_000
@@ -131,6 +131,8 @@ def _fetch_all(broker, topic: str, want: int, records_mod, codecs: set | None = 
 
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_confluent_produced_batches_decode_in_kcodec(broker, topic_name, twin, codec) -> None:
+    import confluent_kafka
+
     _create(broker, topic_name)
     p = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap,
                                   "compression.type": codec, "linger.ms": 50,
@@ -149,6 +151,8 @@ def test_confluent_produced_batches_decode_in_kcodec(broker, topic_name, twin, c
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_kcodec_batches_produced_raw_are_consumed_by_confluent(broker, topic_name, twin,
                                                                codec) -> None:
+    import confluent_kafka
+
     _create(broker, topic_name)
     b = twin("batch").RecordBatchBuilder(compression=CODECS[codec])
     for k, v, h, ts in rows():

@@ -42,14 +42,23 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any, Iterable, Iterator, Optional
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec._py import legacy as _legacy
 from kcodec._py._record import ControlRecord, Record, RecordMetadata, make_control
 from kcodec._py._wire import (
-    as_bytes_view, bytes_like, check_int, need, uvar, uvar_bytes, varint, varlong, wrap64,
+    as_bytes_view,
+    bytes_like,
+    check_int,
+    need,
+    uvar,
+    uvar_bytes,
+    varint,
+    varlong,
+    wrap64,
 )
-from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.compression import compress, decompress
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
@@ -348,7 +357,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
 
 
 def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, first_ts: int,
-                  ts_type: int, log_append: Optional[int]) -> tuple[Record, int]:
+                  ts_type: int, log_append: int | None) -> tuple[Record, int]:
     """Decode one record checking every field exactly as the compiled twin does."""
     length, pos = varint(data, pos, end, "record length", base)
     need(pos, end, length, "record", base)
@@ -379,7 +388,7 @@ def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, fi
     if hc > (rec_end - pos) // 2:
         raise CorruptDataError(f"header count {hc} impossible in {rec_end - pos} bytes",
                                pos + base)
-    headers: list[tuple[str, Optional[bytes]]] = []
+    headers: list[tuple[str, bytes | None]] = []
     for _ in range(hc):
         n, pos = varint(data, pos, rec_end, "header key length", base)
         need(pos, rec_end, n, "header key", base)
@@ -525,7 +534,7 @@ class RecordBatchBuilder:
                  "_leader_epoch", "_max_size", "_buf", "_count", "_last_delta", "_first_ts",
                  "_max_ts")
 
-    def __init__(self, *, compression: int = 0, compression_level: Optional[int] = None,
+    def __init__(self, *, compression: int = 0, compression_level: int | None = None,
                  base_offset: int = 0, timestamp_type: int = 0, producer_id: int = -1,
                  producer_epoch: int = -1, base_sequence: int = -1,
                  is_transactional: bool = False, is_control: bool = False,
@@ -559,9 +568,9 @@ class RecordBatchBuilder:
         """Bytes the batch takes so far, before compression."""
         return HEADER_SIZE + len(self._buf)
 
-    def append(self, key: Any, value: Any, headers: Optional[Iterable[Any]] = None,
-               timestamp: Optional[int] = None,
-               offset_delta: Optional[int] = None) -> Optional[RecordMetadata]:
+    def append(self, key: Any, value: Any, headers: Iterable[Any] | None = None,
+               timestamp: int | None = None,
+               offset_delta: int | None = None) -> RecordMetadata | None:
         """Add a record; its metadata, or None if the batch is full."""
         if offset_delta is None:
             od = self._last_delta + 1
@@ -664,7 +673,7 @@ class RecordBatchBuilder:
         return RecordMetadata(od, ts, size)
 
     def append_control(self, control_type: int, coordinator_epoch: int = 0,
-                       timestamp: Optional[int] = None) -> Optional[RecordMetadata]:
+                       timestamp: int | None = None) -> RecordMetadata | None:
         """Add a transaction marker (control_type 0 abort, 1 commit) to a control batch."""
         if not self._control:
             raise EncodeError("append_control needs a builder made with is_control=True")

@@ -26,14 +26,26 @@ from kcodec.compression import Codec
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.batch import (
-        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
-        RecordBatchBuilder, RecordMetadata, iter_batches,
+        DEFAULT_MAX_DECOMPRESSED,
+        BatchIterator,
+        ControlRecord,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        RecordMetadata,
+        iter_batches,
     )
     from kcodec._cy.legacy import LegacyBatch, MessageSetBuilder
 else:
     from kcodec._py.batch import (  # type: ignore[assignment]
-        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
-        RecordBatchBuilder, RecordMetadata, iter_batches,
+        DEFAULT_MAX_DECOMPRESSED,
+        BatchIterator,
+        ControlRecord,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        RecordMetadata,
+        iter_batches,
     )
     from kcodec._py.legacy import LegacyBatch, MessageSetBuilder  # type: ignore[assignment]
 
