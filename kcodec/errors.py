@@ -40,7 +40,9 @@ class KcodecError(Exception):
         return (_rebuild, (type(self), self.__dict__.copy(), self.args))
 
 
-def _rebuild(cls: type, state: dict[str, Any], args: tuple[Any, ...]) -> KcodecError:
+def _rebuild(
+    cls: type[KcodecError], state: dict[str, Any], args: tuple[Any, ...]
+) -> KcodecError:
     obj = cls.__new__(cls)
     Exception.__init__(obj, *args)
     obj.__dict__.update(state)
