@@ -3,8 +3,9 @@
 v2 batches are decoded by one C loop per batch straight into growable C buffers, which
 become numpy arrays without a copy at the end (no Python object per record). Growth is
 amortized doubling, and each batch reserves up front what its header and its size justify:
-offsets for its record count (checked against its bytes first) and key/value data for its
-records section (for an uncompressed blob, the rest of the blob, once); headers grow as met.
+offsets for its record count (checked against its bytes first), and key, value and header
+data for its records section (for an uncompressed blob, keys and values reserve the rest of
+the blob up to 64 MiB, once); header offsets grow as met.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
 for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
 record reader's checks in its order so both twins raise what iter_batches raises.
@@ -414,6 +415,7 @@ cdef int _push_obj(BinCol* c, object v) except -1:
 # Decoding
 
 
+cdef Py_ssize_t _BLOB_RESERVE = 64 * 1024 * 1024
 cdef object _MAXSIZE = sys.maxsize   # check_max_size() leaves ints in [0, sys.maxsize) as they are
 cdef object _np = None              # numpy, imported on the first call
 cdef object _ndarray = None
@@ -878,9 +880,11 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
             if view is None:
                 view = PyMemoryView_FromMemory(<char*>p, size, PyBUF_READ)
                 # Keys and values of the uncompressed batches from here on fit in the rest
-                # of the blob: one allocation each (virtual memory; trimmed at the end).
-                reserve(&builder.c.key.data, size - pos)
-                reserve(&builder.c.value.data, size - pos)
+                # of the blob: one allocation each (virtual memory; trimmed at the end), up
+                # to 64 MiB (a multi-GiB mmap'd segment must not ask for its size twice
+                # over at once; past this, each batch reserves its own size).
+                reserve(&builder.c.key.data, min(size - pos, _BLOB_RESERVE))
+                reserve(&builder.c.value.data, min(size - pos, _BLOB_RESERVE))
             next_offset = _v2_batch(&builder.c, p, pos, length + 12, view, validate_crc,
                                     include_control, max_decompressed_size)
             pos += length + 12
