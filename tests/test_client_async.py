@@ -67,7 +67,8 @@ def test_async_group_with_coroutine_listener(broker, topic_name) -> None:
             assert len(c.assignment()) == 3
 
     asyncio.run(main())
-    assert events == [("assigned", [0, 1, 2])]
+    # close() revokes what the subscription owns before leaving the group, as in Java
+    assert events == [("assigned", [0, 1, 2]), ("revoked", [0, 1, 2])]
 
 
 def test_blocking_listener_called_in_poll_thread(broker, topic_name) -> None:
@@ -136,3 +137,83 @@ def test_max_poll_interval_leaves_group_then_rejoins(broker, topic_name) -> None
         while (g.need_rejoin or len(c.assignment()) < 2) and time.monotonic() < deadline:
             c.poll(0.1)
         assert len(c.assignment()) == 2 and g.member_id not in ("", member)
+
+
+def test_blocking_revocation_runs_before_the_partitions_move(broker, topic_name) -> None:
+    """Eager protocol: c1's on_partitions_revoked runs in c1's polling thread while c1 still
+    owns the partitions and is still a member of the old generation (it can commit there),
+    before c2 is given any of them; on close, c2's partitions are revoked too."""
+    import threading
+
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        a.create_topics([topic_name], num_partitions=4)
+    events: list[tuple] = []
+
+    class Listener(RebalanceListener):
+        def __init__(self, name: str, consumer: Consumer) -> None:
+            self.name, self.c = name, consumer
+
+        def _note(self, what: str, tps: list) -> None:
+            events.append((self.name, what, sorted(p.partition for p in tps),
+                           self.c._engine.group.generation,
+                           sorted(p.partition for p in self.c.assignment()),
+                           threading.current_thread().name))
+
+        def on_partitions_revoked(self, revoked):
+            self._note("revoked", revoked)
+            self.c.commit()   # the positions of what is being given up, old generation
+
+        def on_partitions_assigned(self, assigned):
+            self._note("assigned", assigned)
+
+    cfg = dict(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+               partition_assignment_strategy="range", enable_auto_commit=False,
+               auto_offset_reset="earliest", **FAST)
+    c1 = Consumer(**cfg)
+    c2 = Consumer(**cfg)
+    stop = threading.Event()
+    errors: list = []
+
+    def loop(c: Consumer) -> None:
+        try:
+            while not stop.is_set():
+                c.poll(0.05)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    try:
+        c1.subscribe([topic_name], Listener("c1", c1))
+        deadline = time.monotonic() + 20
+        while len(c1.assignment()) < 4 and time.monotonic() < deadline:
+            c1.poll(0.05)
+        gen1 = c1._engine.group.generation
+        t1 = threading.Thread(target=loop, args=(c1,), name="poll-c1")
+        t1.start()
+        c2.subscribe([topic_name], Listener("c2", c2))
+        t2 = threading.Thread(target=loop, args=(c2,), name="poll-c2")
+        t2.start()
+        deadline = time.monotonic() + 20
+        while not (len(c1.assignment()) == 2 and len(c2.assignment()) == 2) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        t1.join()
+        t2.join()
+        assert not errors, errors
+        c2.close()   # revokes in this (the closing) thread
+    finally:
+        stop.set()
+        c1.close()
+        c2.close()
+    names = [(e[0], e[1]) for e in events]
+    assert names[:4] == [("c1", "assigned"), ("c1", "revoked"), ("c1", "assigned"),
+                         ("c2", "assigned")] or names[:4] == [
+        ("c1", "assigned"), ("c1", "revoked"), ("c2", "assigned"), ("c1", "assigned")]
+    rev = events[1]
+    # still owned, still the old generation, in the polling thread
+    assert rev[2:] == ([0, 1, 2, 3], gen1, [0, 1, 2, 3], "poll-c1")
+    c2_assigned = next(e for e in events if e[:2] == ("c2", "assigned"))
+    assert c2_assigned[3] > gen1 and len(c2_assigned[2]) == 2
+    assert events[-2][:3] == ("c2", "revoked", c2_assigned[2])
+    assert events[-2][5] == threading.current_thread().name
+    assert events[-1][:2] == ("c1", "revoked")   # c1.close()

@@ -15,7 +15,7 @@ import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any, Callable, NamedTuple
 
 from kcodec.client._sync import LoopThread, shared_loop
@@ -335,8 +335,9 @@ class _Engine:
         return out
 
     def take_columns(self) -> dict[TopicPartition, Any]:
-        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``), rows
-        before the position dropped; positions advance past it."""
+        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``): rows
+        before the position, control batches and (read_committed) aborted transactions
+        dropped; positions advance past the blob. Partitions without rows are left out."""
         from kcodec.records import decode_columns
 
         picked: dict[TopicPartition, _Fetched] = {}
@@ -357,14 +358,16 @@ class _Engine:
             st = self.states.get(tp)
             if st is None:
                 continue
-            cols = decode_columns(f.data, validate_crc=self.config.check_crcs)
+            data, blob_next = _visible_blob(f, self.read_committed)
+            cols = decode_columns(data, validate_crc=self.config.check_crcs)
             if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
                 cols = _trim_columns(cols, st.position)
             with self.lock:
                 if st.epoch == f.epoch:
-                    nxt = cols.next_offset if cols.next_offset is not None else f.offset
-                    st.position = max(st.position or 0, nxt)
-            out[tp] = cols
+                    nxt = blob_next if blob_next is not None else cols.next_offset
+                    st.position = max(st.position or 0, nxt if nxt is not None else f.offset)
+            if len(cols):
+                out[tp] = cols
         self.kick()
         return out
 
@@ -394,36 +397,81 @@ def _next_offset(data: bytes, start: int) -> int:
     return nxt
 
 
+class _Visibility:
+    """Which batches of one blob the application sees: control batches never; under
+    ``read_committed`` not the batches of aborted transactions either.
+
+    ``aborted`` is the partition's (producer_id, first_offset) list from the Fetch
+    response; batches must be shown in offset order. A producer's transaction is aborted
+    from its listed first offset up to its ABORT marker (a control batch)."""
+
+    __slots__ = ("pending", "pids", "read_committed")
+
+    def __init__(self, aborted: Any, read_committed: bool) -> None:
+        self.read_committed = read_committed
+        self.pending = sorted(((a.first_offset, a.producer_id) for a in (aborted or [])),
+                              reverse=True) if read_committed else []
+        self.pids: set[int] = set()
+
+    def hidden(self, b: Any) -> bool:
+        if not self.read_committed:
+            return bool(b.is_control)
+        pending = self.pending
+        while pending and pending[-1][0] <= b.last_offset:
+            self.pids.add(pending.pop()[1])
+        if b.is_control:
+            if b.is_transactional:
+                self.pids.discard(b.producer_id)   # the marker ends the transaction
+            return True
+        return bool(b.is_transactional and b.producer_id in self.pids)
+
+
 def _decode(f: _Fetched, position: int, check: bool, read_committed: bool) -> tuple[list, int]:
     """Records of ``f`` at or after ``position``, control batches hidden, aborted ones dropped."""
     from kcodec.records import iter_batches
 
     out: list = []
     nxt = position
-    aborted_pids: set[int] = set()
-    aborted = sorted(((a.first_offset, a.producer_id) for a in (f.aborted or [])), reverse=True) \
-        if read_committed else []
+    vis = _Visibility(f.aborted, read_committed)
     for b in iter_batches(f.data, validate_crc=check):
         if b.next_offset <= position:
             continue
         nxt = max(nxt, b.next_offset)
-        magic = getattr(b, "magic", 2)
-        if magic == 2 and read_committed:
-            while aborted and aborted[-1][0] <= b.last_offset:
-                aborted_pids.add(aborted.pop()[1])
-            if b.is_control:
-                if b.is_transactional:
-                    aborted_pids.discard(b.producer_id)
-                continue
-            if b.is_transactional and b.producer_id in aborted_pids:
-                continue
-        elif magic == 2 and b.is_control:
+        if vis.hidden(b):
             continue
         recs = b.records() if hasattr(b, "records") and callable(b.records) else list(b)
         if recs and recs[0].offset < position:
             recs = [r for r in recs if r.offset >= position]
         out.extend(recs)
     return out, nxt
+
+
+def _visible_blob(f: _Fetched, read_committed: bool) -> tuple[Any, int | None]:
+    """(the bytes ``decode_columns`` should see, the offset after the blob's last complete
+    batch or None). Without aborted transactions to drop that is the blob itself (control
+    batches are skipped by ``decode_columns``); otherwise the visible batches joined."""
+    from kcodec.records import iter_batches
+
+    if not (read_committed and f.aborted):
+        return f.data, None
+    vis = _Visibility(f.aborted, True)
+    view = memoryview(f.data)
+    keep: list[Any] = []
+    nxt: int | None = None
+    dropped = False
+    it = iter_batches(view, validate_crc=False)
+    try:
+        for b in it:
+            nxt = b.next_offset if nxt is None else max(nxt, b.next_offset)
+            if vis.hidden(b) and not b.is_control:
+                dropped = True
+                continue
+            keep.append(view[b.position:b.position + b.size])
+    except KcodecError:
+        return f.data, None    # malformed: let decode_columns report it
+    if not dropped:
+        return f.data, None
+    return b"".join(keep), nxt
 
 
 def _trim_columns(cols: Any, position: int) -> Any:
@@ -565,35 +613,79 @@ class AsyncConsumer(_Common):
         self._engine.listener = listener
         self._engine.group.need_rejoin = True
 
-    async def _call(self, name: str, tps: list) -> None:
-        ls = self._engine.listener
-        if ls is not None and tps:
-            r = getattr(ls, name)(sorted(tps))
-            if inspect.isawaitable(r):
-                await r
+    def _rebalance_due(self) -> bool:
+        eng = self._engine
+        return bool(eng.group is not None and eng.subscription and eng.group.need_rejoin)
 
-    async def _ensure_group(self) -> None:
+    def _rebalance(self) -> Generator[tuple, Any, None]:
+        """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
+        (its result is sent back) or ``("call", listener_method, partitions)``.
+
+        The async consumer awaits the listener in place; the blocking one calls it in the
+        thread that polls. Either way ``on_partitions_revoked`` runs while the consumer still
+        owns the partitions (eager protocols: before JoinGroup; cooperative: before they are
+        handed over in the next round), after auto-commit committed their positions.
+        """
         eng = self._engine
         g = eng.group
-        if g is None or not eng.subscription or not g.need_rejoin:
-            return
+        assert g is not None
         owned = set(eng.states)
+        if g.lost:   # membership lost: the partitions may already be someone else's
+            g.lost = False
+            if owned:
+                yield ("call", "on_partitions_lost", owned)
+                eng.set_assignment(())
+                owned = set()
         if not g.cooperative and owned:
             if self.config.enable_auto_commit:
-                await self.commit()
-            await self._call("on_partitions_revoked", list(owned))
+                yield ("await", self._quiet_commit())
+            yield ("call", "on_partitions_revoked", owned)
             eng.set_assignment(())
             owned = set()
-        await eng.cluster.refresh(eng.subscription, auto_create=False)
-        new = await g.join(eng.subscription, owned)
+        yield ("await", eng.cluster.refresh(eng.subscription, auto_create=False))
+        new: set[TopicPartition] = yield ("await", g.join(eng.subscription, owned))
         revoked = owned - new
         if revoked:
             if self.config.enable_auto_commit:
-                await self.commit({tp: o for tp, o in eng.positions_to_commit().items() if tp in revoked})
-            await self._call("on_partitions_revoked", list(revoked))
+                yield ("await", self._quiet_commit(
+                    {tp: o for tp, o in eng.positions_to_commit().items() if tp in revoked}))
+            yield ("call", "on_partitions_revoked", revoked)
             g.need_rejoin = True   # cooperative: hand them over in a second round
         eng.set_assignment(new)
-        await self._call("on_partitions_assigned", list(new - owned))
+        yield ("call", "on_partitions_assigned", new - owned)
+
+    def _closing(self) -> Generator[tuple, Any, None]:
+        """The steps of ``close``: auto-commit, ``on_partitions_revoked`` (or ``_lost``) for
+        what a subscription owns, then LeaveGroup and disconnect."""
+        eng = self._engine
+        g = eng.group
+        owned = set(eng.states)
+        if g is not None and owned:
+            lost = g.lost and bool(eng.subscription)
+            if self.config.enable_auto_commit and not lost:
+                yield ("await", self._quiet_commit())
+            if eng.subscription:
+                yield ("call", "on_partitions_lost" if lost else "on_partitions_revoked", owned)
+        yield ("await", eng.close())
+
+    async def _drive(self, steps: Generator[tuple, Any, None]) -> None:
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            if step[0] == "await":
+                value = await step[1]
+            elif self._engine.listener is not None:
+                r = getattr(self._engine.listener, step[1])(sorted(step[2]))
+                if inspect.isawaitable(r):
+                    await r
+
+    async def _ensure_group(self) -> None:
+        if self._rebalance_due():
+            await self._drive(self._rebalance())
 
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
@@ -680,22 +772,19 @@ class AsyncConsumer(_Common):
     def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(self.commit(offsets))
 
-    async def _quiet_commit(self) -> None:
+    async def _quiet_commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Auto-commit: a failure is not the application's (the next one retries)."""
         try:
-            await self.commit()
+            await self.commit(offsets)
         except KcodecError:
             pass
 
     async def close(self) -> None:
+        """Commit (auto-commit), revoke (listener), leave the group and disconnect."""
         eng = self._engine
         if eng is None or eng.closed:
             return
-        if eng.group is not None and self.config.enable_auto_commit and eng.states:
-            try:
-                await self.commit()
-            except KcodecError:
-                pass
-        await eng.close()
+        await self._drive(self._closing())
 
     async def __aenter__(self) -> AsyncConsumer:
         return await self.start()
@@ -721,7 +810,6 @@ class Consumer(_Common):
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
         self._timeout = self.config.api_timeout_ms / 1000
-        self._listener: RebalanceListener | None = None
         if topics:
             self.subscribe(list(topics))
 
@@ -732,16 +820,35 @@ class Consumer(_Common):
         self._async.assign(partitions)
 
     def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
-        self._async.subscribe(topics, _ThreadListener(self, listener) if listener else None)
+        """Join the group for ``topics`` (at the next ``poll``); ``listener``'s methods run
+        in the thread that polls (or closes), revocation before the partitions move."""
+        self._async.subscribe(topics, listener)
+
+    def _drive(self, steps: Generator[tuple, Any, None], timeout: float) -> None:
+        """Run rebalance/close steps: coroutines on the loop, the listener right here."""
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            if step[0] == "await":
+                value = self._run(step[1], timeout)
+            elif self._engine.listener is not None:
+                getattr(self._engine.listener, step[1])(sorted(step[2]))
+
+    def _ensure_group(self) -> None:
+        if self._async._rebalance_due():
+            self._drive(self._async._rebalance(),
+                        self._timeout + 2 * self.config.session_timeout_ms / 1000)
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
         self._polled()
         eng = self._engine
-        if eng.group is not None and eng.subscription and eng.group.need_rejoin:
-            self._run(self._async._ensure_group(), self._timeout + self.config.session_timeout_ms / 1000)
-            self._flush_callbacks()
+        self._ensure_group()
         if self._auto_commit_due():
             eng.last_commit = time.monotonic()
             self._loop.submit(self._async._quiet_commit())
@@ -766,19 +873,12 @@ class Consumer(_Common):
         self._check()
         self._polled()
         eng = self._engine
-        if eng.group is not None and eng.subscription and eng.group.need_rejoin:
-            self._run(self._async._ensure_group())
-            self._flush_callbacks()
+        self._ensure_group()
         if not eng.buffer and timeout > 0:
             with eng.data_ready:
                 if not eng.buffer:
                     eng.data_ready.wait(timeout)
         return eng.take_columns()
-
-    def _flush_callbacks(self) -> None:
-        ls = self._async._engine.listener
-        if isinstance(ls, _ThreadListener):
-            ls.flush()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         while True:
@@ -809,39 +909,17 @@ class Consumer(_Common):
         return fut
 
     def close(self) -> None:
-        self._run(self._async.close(), 30)
+        """Commit (auto-commit), revoke (listener, in this thread), leave the group, disconnect."""
+        eng = self._engine
+        if eng.closed:
+            return
+        self._drive(self._async._closing(), 30)
 
     def __enter__(self) -> Consumer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class _ThreadListener(RebalanceListener):
-    """Collects rebalance events on the loop; the blocking consumer runs them in its thread.
-
-    The events of one rebalance are delivered, in order, by the ``poll`` that ran it, right
-    after the group settled (auto-commit has already committed the positions of revoked
-    partitions before they moved). A listener needing to act strictly before a partition
-    moves should use ``AsyncConsumer``, which awaits it in place.
-    """
-
-    def __init__(self, consumer: Consumer, inner: RebalanceListener) -> None:
-        self.consumer = consumer
-        self.inner = inner
-        self.events: list[tuple[str, list]] = []
-
-    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any:
-        self.events.append(("on_partitions_revoked", revoked))
-
-    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any:
-        self.events.append(("on_partitions_assigned", assigned))
-
-    def flush(self) -> None:
-        events, self.events = self.events, []
-        for name, tps in events:
-            getattr(self.inner, name)(tps)
 
 
 def _cfg_dict(cfg: ConsumerConfig) -> dict[str, Any]:
