@@ -371,3 +371,35 @@ def test_aiokafka_producer_to_kcodec_and_kcodec_to_kafka_python(broker, topic_na
             seen += [(r.key, r.value, [tuple(x) for x in r.headers], r.timestamp) for r in rs]
     kc.close()
     assert sorted(seen, key=lambda r: r[3]) == [(k, v, h, ts) for k, v, h, ts in recs]
+
+
+def test_auto_offset_reset_none_is_a_clear_error_until_seek(broker, topic_name) -> None:
+    from kcodec.client import NoOffsetForPartitionError
+
+    _create(broker, topic_name, 2)
+    tp0, tp1 = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
+    with Producer(bootstrap_servers=broker.bootstrap) as p:
+        p.send(topic_name, b"a", partition=0).result(10)
+        p.send(topic_name, b"b", partition=1).result(10)
+    with Consumer(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+                  auto_offset_reset="none", enable_auto_commit=False, **FAST) as c:
+        c.commit({tp1: 0})
+        c.assign([tp0, tp1])
+        with pytest.raises(NoOffsetForPartitionError,
+                           match=rf"^no committed offset for {topic_name}\[0\] and "
+                                 r"auto_offset_reset is 'none': seek\(\) to a position first$"):
+            c.position(tp0)
+        assert c.position(tp1) == 0
+        got, err = [], None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (err is None or not got):
+            try:   # the committed partition is fetched meanwhile
+                got += [r.value for rs in c.poll(0.1).values() for r in rs]
+            except NoOffsetForPartitionError as exc:
+                err = exc
+        assert err is not None and err.partitions == [tp0] and got == [b"b"]
+        c.seek(tp0, 0)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(got) < 2:
+            got += [r.value for rs in c.poll(0.1).values() for r in rs]
+        assert got == [b"b", b"a"]

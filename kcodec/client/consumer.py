@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple
 from kcodec.client._sync import LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.errors import ClientClosedError, KafkaError
+from kcodec.client.errors import ClientClosedError, KafkaError, NoOffsetForPartitionError
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
 
@@ -94,6 +94,7 @@ class _Engine:
         self.error: BaseException | None = None
         self.last_commit = time.monotonic()
         self.read_committed = config.isolation_level == "read_committed"
+        self.no_offset: set[TopicPartition] = set()   # auto_offset_reset=none found no offset
 
     # ------------------------------------------------------------------ assignment
     def set_assignment(self, tps: Iterable[TopicPartition]) -> None:
@@ -104,6 +105,7 @@ class _Engine:
                     del self.states[tp]
             for tp in tps:
                 self.states.setdefault(tp, _PState())
+            self.no_offset &= tps
             self._drop_buffered(lambda f: f.tp not in tps)
         self.kick()
 
@@ -121,6 +123,11 @@ class _Engine:
             st.fetch_position = offset
             st.epoch += 1
             self._drop_buffered(lambda f: f.tp == tp)
+            self.no_offset.discard(tp)
+            err = self.error
+            if isinstance(err, NoOffsetForPartitionError) and tp in err.partitions:
+                left = [x for x in err.partitions if x != tp]   # that one is answered now
+                self.error = NoOffsetForPartitionError(left) if left else None
         self.kick()
 
     def kick(self) -> None:
@@ -134,9 +141,9 @@ class _Engine:
             self.loop.call_soon_threadsafe(self.wake.set)
 
     # ------------------------------------------------------------------ positions
-    async def reset_positions(self) -> None:
+    async def reset_positions(self, skip: set[TopicPartition] | frozenset = frozenset()) -> None:
         """Give every assigned partition without a position one: committed, else the policy."""
-        missing = [tp for tp, st in self.states.items() if st.position is None]
+        missing = [tp for tp, st in self.states.items() if st.position is None and tp not in skip]
         if not missing:
             return
         committed: dict[TopicPartition, int] = {}
@@ -149,10 +156,12 @@ class _Engine:
                 self._set_position(tp, off)
             else:
                 reset.append(tp)
+        # a seek() while OffsetFetch was in flight has answered those already
+        reset = [tp for tp in reset if tp in self.states and self.states[tp].position is None]
         if reset:
             policy = self.config.auto_offset_reset
             if policy == "none":
-                raise KafkaError(1, f"no committed offset for {reset[0]} and auto_offset_reset=none")
+                raise NoOffsetForPartitionError(sorted(reset))
             offs = await list_offsets(self.cluster, reset, EARLIEST if policy == "earliest" else LATEST,
                                       self.read_committed)
             for tp, off in offs.items():
@@ -174,13 +183,20 @@ class _Engine:
         while not self.closed:
             self.wake.clear()
             try:
-                if any(st.position is None for st in self.states.values()):
-                    await self.reset_positions()
+                if any(st.position is None and tp not in self.no_offset
+                       for tp, st in self.states.items()):
+                    try:
+                        await self.reset_positions(self.no_offset)
+                    except NoOffsetForPartitionError as exc:
+                        # raised by the next poll; not asked again until seek(); the others fetch
+                        self.no_offset.update(exc.partitions)
+                        self.error = exc
                 await self._launch()
             except asyncio.CancelledError:
                 raise
             except KcodecError as exc:
-                self.error = exc if not getattr(exc, "retriable", True) else None
+                if not getattr(exc, "retriable", True):
+                    self.error = exc
                 self.cluster.invalidate()
                 await asyncio.sleep(backoff)
                 continue
@@ -565,6 +581,10 @@ class _Common:
             raise ClientClosedError("the consumer is closed")
         if eng.error is not None:
             err, eng.error = eng.error, None
+            if isinstance(err, NoOffsetForPartitionError):   # ask again after this poll
+                with eng.lock:
+                    eng.no_offset.difference_update(err.partitions)
+                eng.kick()
             raise err
 
     def _polled(self) -> None:
@@ -740,7 +760,7 @@ class AsyncConsumer(_Common):
         if tp not in eng.states:
             raise ValueError(f"{tp} is not assigned to this consumer")
         if eng.states[tp].position is None:
-            await eng.reset_positions()
+            await eng.reset_positions(set(eng.states) - {tp})
         return eng.states[tp].position  # type: ignore[return-value]
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
