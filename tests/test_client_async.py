@@ -19,7 +19,7 @@ from kcodec.client import (
 )
 
 pytestmark = pytest.mark.broker
-FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=3000, heartbeat_interval_ms=300)
+FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=2000, heartbeat_interval_ms=200)
 
 
 def test_async_producer_consumer_admin(broker, topic_name) -> None:

@@ -89,7 +89,7 @@ def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
         for i in range(5):   # one record per batch and request
             p.send(topic_name, b"v%d" % i, partition=0).result(10)
     with Consumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
-                  session_timeout_ms=3000, heartbeat_interval_ms=300, fetch_max_wait_ms=50) as c:
+                  session_timeout_ms=2000, heartbeat_interval_ms=200, fetch_max_wait_ms=50) as c:
         c.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)])
         c.commit({TopicPartition(topic_name, 0): 3})
     rc, out, _ = run(capsys, "offsets", *b, "-g", group, "-t", topic_name)
@@ -106,7 +106,7 @@ def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
 
     # a live member: describe-groups shows the group, its state and protocol type
     with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
-                  session_timeout_ms=3000, heartbeat_interval_ms=300, fetch_max_wait_ms=50) as c:
+                  session_timeout_ms=2000, heartbeat_interval_ms=200, fetch_max_wait_ms=50) as c:
         import time
         deadline = time.monotonic() + 20
         while not c.assignment() and time.monotonic() < deadline:
@@ -144,7 +144,7 @@ def test_bad_arguments_one_line_exit_2(capsys, argv, msg) -> None:
 
 def test_unreachable_broker_exit_1(capsys) -> None:
     from tests.broker import free_port
-    rc, out, err = run(capsys, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "1")
+    rc, out, err = run(capsys, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "0.5")
     assert rc == 1 and "no broker reachable" in err and len(err.strip().splitlines()) == 1
 
 
@@ -178,6 +178,7 @@ def test_bootstrap_from_environment(broker, topic_name, capsys, monkeypatch) -> 
     assert rc == 0 and jl(out) == [{"topic": topic_name, "partitions": 1}]
 
 
+@pytest.mark.slow   # ~6 s: the CLI's 10 s session timeout makes Tansu's JoinGroup wait 5 s
 def test_consume_as_group_member(broker, topic_name, capsys) -> None:
     """consume -g with --client-id (no -b: $KCODEC_BOOTSTRAP) in a child process; while it
     waits, describe-groups -g shows it (member id from its client id); it stops

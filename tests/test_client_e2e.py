@@ -14,7 +14,7 @@ pytestmark = pytest.mark.broker
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=3000, heartbeat_interval_ms=300)
+FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=2000, heartbeat_interval_ms=200)
 
 
 def _records(n: int, seed: int) -> list[tuple]:

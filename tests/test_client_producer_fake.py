@@ -127,7 +127,7 @@ def test_non_retriable_error_is_not_retried() -> None:
 @pytest.mark.parametrize("limit", [1, 3])
 def test_max_in_flight_requests_per_connection(limit: int) -> None:
     async def go(fake: FakeKafka) -> None:
-        fake.produce_delay = 0.1
+        fake.produce_delay = 0.05
         async with producer(fake, max_in_flight_requests_per_connection=limit, batch_size=100) as p:
             futs = [await p.send("t", b"%060d" % i) for i in range(12)]   # one batch each
             await p.flush()
