@@ -262,6 +262,37 @@ def test_seek_position_and_iteration(broker, topic_name) -> None:
         assert c.position(tp) == 10
         c.seek_to_beginning(tp)
         assert c.position(tp) == 0
+        with Producer(bootstrap_servers=broker.bootstrap) as p:
+            # alone in its batch: Tansu's ListOffsets LATEST is right only then (tansu.md)
+            assert p.send(topic_name, b"10").result(10).offset == 10
+        c.seek_to_end()                 # no arguments: every assigned partition
+        assert c.position(tp) == 11
+        c.seek(tp, 9)
+        c.pause(tp)
+        assert c.poll(0.3) == {}        # paused: nothing fetched or returned
+        c.resume(tp)
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += [r.value for rs in c.poll(0.1).values() for r in rs]
+        assert got == [b"9", b"10"] and c.highwater(tp) == 11
+
+
+def test_commit_async_and_committed(broker, topic_name) -> None:
+    _create(broker, topic_name, 2)
+    tps = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
+    with Consumer(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+                  enable_auto_commit=False, **FAST) as c:
+        c.assign(tps)
+        assert c.committed(tps) == {tps[0]: None, tps[1]: None}
+        done = []
+        fut = c.commit_async({tps[0]: 5, tps[1]: 7}, callback=done.append)
+        fut.result(10)
+        deadline = time.monotonic() + 5
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert done == [None]
+        assert c.committed(tps) == {tps[0]: 5, tps[1]: 7}
 
 
 # ------------------------------------------------------------------------------ faults
