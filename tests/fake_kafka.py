@@ -3,8 +3,10 @@
 Each node is an asyncio server on the test's own loop. It answers ApiVersions, Metadata,
 InitProducerId and Produce from a tiny in-memory log; ``on_produce`` lets a test replace the
 answer for one partition (an error code, ``CLOSE`` to drop the connection, ``SILENT`` to
-never answer) and ``produce_delay`` holds every Produce answer back. Every request is
-recorded in ``requests`` as (node, api_key, header, body).
+never answer) and ``produce_delay`` holds every Produce answer back. Fetch and ListOffsets
+serve ``values[(topic, partition)]`` (a list of record values, offset = index) from the
+partition's leader; other nodes answer NOT_LEADER_OR_FOLLOWER. Every request is recorded
+in ``requests`` as (node, api_key, header, body).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any, Callable
 from kcodec.client.core import CLIENT_VERSIONS
 from kcodec.protocol import (
     ApiVersionsResponse,
+    FetchResponse,
     InitProducerIdResponse,
+    ListOffsetsResponse,
     MetadataResponse,
     ProduceResponse,
     decode_request,
     encode_response,
 )
-from kcodec.records import iter_batches
+from kcodec.records import RecordBatchBuilder, iter_batches
 
 CLOSE, SILENT = "close", "silent"
 
@@ -40,6 +44,8 @@ class FakeKafka:
         self.inflight = 0
         self.max_inflight = 0
         self.acks: list[int] = []
+        self.values: dict[tuple[str, int], list[bytes]] = {}
+        self.not_leader_code = 6   # what a node that is not the leader answers a Fetch with
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -71,6 +77,9 @@ class FakeKafka:
                 if header.request_api_key == 0:
                     asyncio.ensure_future(self._produce(node, header, body, writer))
                     continue
+                if header.request_api_key == 1:
+                    await self._fetch(node, header, body, writer)
+                    continue
                 msg = self._answer(node, header, body)
                 writer.write(encode_response(msg, header.request_api_version, header.correlation_id))
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -98,7 +107,39 @@ class FakeKafka:
                          for t in names])
         if key == 22:
             return InitProducerIdResponse(error_code=0, producer_id=1000, producer_epoch=0)
+        if key == 2:
+            L = ListOffsetsResponse
+            return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
+                L.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=0 if self.topics.get(t.name, {}).get(p.partition_index) == node else 6,
+                    offset=0 if p.timestamp == -2 else len(self.values.get((t.name, p.partition_index), [])))
+                for p in t.partitions]) for t in body.topics])
         raise AssertionError(f"the fake does not answer API {key}")
+
+    async def _fetch(self, node: int, header: Any, body: Any, writer: asyncio.StreamWriter) -> None:
+        F = FetchResponse
+        topics, any_data = [], False
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                vals = self.values.get((t.topic, p.partition), [])
+                leader = self.topics.get(t.topic, {}).get(p.partition)
+                code = 0 if leader == node else self.not_leader_code
+                records = b""
+                if code == 0 and p.fetch_offset < len(vals):
+                    b = RecordBatchBuilder(base_offset=p.fetch_offset)
+                    for v in vals[p.fetch_offset:]:
+                        b.append(None, v, None, 1000)
+                    records = b.build()
+                    any_data = True
+                parts.append(F.PartitionData(partition_index=p.partition, error_code=code,
+                                             high_watermark=len(vals), records=records))
+            topics.append(F.FetchableTopicResponse(topic=t.topic, partitions=parts))
+        if not any_data:
+            await asyncio.sleep(min(body.max_wait_ms, 50) / 1000)
+        writer.write(encode_response(F(responses=topics), header.request_api_version,
+                                     header.correlation_id))
 
     async def _produce(self, node: int, header: Any, body: Any, writer: asyncio.StreamWriter) -> None:
         self.acks.append(body.acks)
