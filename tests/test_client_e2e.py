@@ -434,3 +434,48 @@ def test_auto_offset_reset_none_is_a_clear_error_until_seek(broker, topic_name) 
         while time.monotonic() < deadline and len(got) < 2:
             got += [r.value for rs in c.poll(0.1).values() for r in rs]
         assert got == [b"b", b"a"]
+
+
+def test_auto_commit_and_admin_views(broker, topic_name) -> None:
+    """Auto-commit (interval and on close) seen through the admin client: committed
+    offsets, list_groups, list_offsets, lag and describe_cluster."""
+    _create(broker, topic_name, 2)
+    tps = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
+    group = f"g-{topic_name}"
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+        for i in range(4):   # one record per batch (see tansu.md on ListOffsets)
+            p.send(topic_name, b"%d" % i, partition=0 if i < 3 else 1).result(10)
+    with Admin(bootstrap_servers=broker.bootstrap) as admin:
+        with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                      auto_offset_reset="earliest", auto_commit_interval_ms=100, **FAST) as c:
+            n = 0
+            deadline = time.monotonic() + 20
+            committed: dict = {}
+            while time.monotonic() < deadline and committed != {tps[0]: 3, tps[1]: 1}:
+                n += sum(len(rs) for rs in c.poll(0.1).values())
+                if n == 4:
+                    committed = admin.committed_offsets(group, [topic_name])
+            assert n == 4 and committed == {tps[0]: 3, tps[1]: 1}   # by the interval
+            assert group in [g.group_id for g in admin.list_groups()]
+            assert [g.protocol_type for g in admin.list_groups() if g.group_id == group] == ["consumer"]
+        assert admin.list_offsets(tps, "earliest") == {tps[0]: 0, tps[1]: 0}
+        assert admin.list_offsets(tps, "latest") == {tps[0]: 3, tps[1]: 1}
+        assert [(x.partition, x.committed, x.end_offset, x.lag) for x in admin.lag(group)] == \
+            [(0, 3, 3, 0), (1, 1, 1, 0)]
+        md = admin.describe_cluster()
+        t = next(t for t in md.topics if t.name == topic_name)
+        assert [p.partition for p in t.partitions] == [0, 1]
+        assert md.controller_id in [b.node_id for b in md.brokers]
+        assert all(p.leader in p.replicas and p.leader in p.isr for p in t.partitions)
+        assert topic_name in admin.list_topics()
+        with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+            p.send(topic_name, b"late", partition=1).result(10)
+        with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                      auto_commit_interval_ms=60000, **FAST) as c:
+            deadline = time.monotonic() + 20
+            got = []
+            while time.monotonic() < deadline and not got:
+                got += [r.value for rs in c.poll(0.1).values() for r in rs]
+            assert got == [b"late"]     # resumed from the committed offsets
+        # committed on close (the interval had not come round)
+        assert admin.committed_offsets(group, [topic_name]) == {tps[0]: 3, tps[1]: 2}
