@@ -121,8 +121,21 @@ def test_idle_connections_are_closed(broker) -> None:
 def test_max_poll_interval_leaves_group_then_rejoins(broker, topic_name) -> None:
     with Admin(bootstrap_servers=broker.bootstrap) as a:
         a.create_topics([topic_name], num_partitions=2)
-    with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+    events = []
+
+    class Listener(RebalanceListener):
+        def on_partitions_assigned(self, assigned):
+            events.append(("assigned", len(assigned)))
+
+        def on_partitions_revoked(self, revoked):
+            events.append(("revoked", len(revoked)))
+
+        def on_partitions_lost(self, lost):
+            events.append(("lost", len(lost)))
+
+    with Consumer(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
                   max_poll_interval_ms=800, **FAST) as c:
+        c.subscribe([topic_name], Listener())
         deadline = time.monotonic() + 20
         while len(c.assignment()) < 2 and time.monotonic() < deadline:
             c.poll(0.1)
@@ -137,6 +150,8 @@ def test_max_poll_interval_leaves_group_then_rejoins(broker, topic_name) -> None
         while (g.need_rejoin or len(c.assignment()) < 2) and time.monotonic() < deadline:
             c.poll(0.1)
         assert len(c.assignment()) == 2 and g.member_id not in ("", member)
+    # gone without revoking: the partitions were lost, then assigned again; close revokes
+    assert events == [("assigned", 2), ("lost", 2), ("assigned", 2), ("revoked", 2)]
 
 
 def test_blocking_revocation_runs_before_the_partitions_move(broker, topic_name) -> None:
