@@ -43,7 +43,7 @@ def _cf_consume(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list
     got = []
     deadline = time.monotonic() + timeout
     while len(got) < n and time.monotonic() < deadline:
-        for m in c.consume(10000, 0.5):
+        for m in c.consume(min(10000, n - len(got)), 0.5):
             assert m.error() is None, m.error()
             got.append(m)
     c.close()
