@@ -1,7 +1,8 @@
 """A scriptable fake Kafka cluster on loopback for client tests the real broker cannot do.
 
 Each node is an asyncio server on the test's own loop. It answers ApiVersions, Metadata,
-InitProducerId and Produce from a tiny in-memory log; ``on_produce`` lets a test replace the
+InitProducerId, FindCoordinator, DescribeGroups (``groups``) and Produce from a tiny
+in-memory log; ``on_produce`` lets a test replace the
 answer for one partition (an error code, ``CLOSE`` to drop the connection, ``SILENT`` to
 never answer) and ``produce_delay`` holds every Produce answer back. Fetch and ListOffsets
 serve ``values[(topic, partition)]`` (a list of record values, offset = index) from the
@@ -18,7 +19,9 @@ from typing import Any, Callable
 from kcodec.client.core import CLIENT_VERSIONS
 from kcodec.protocol import (
     ApiVersionsResponse,
+    DescribeGroupsResponse,
     FetchResponse,
+    FindCoordinatorResponse,
     InitProducerIdResponse,
     ListOffsetsResponse,
     MetadataResponse,
@@ -46,6 +49,7 @@ class FakeKafka:
         self.acks: list[int] = []
         self.values: dict[tuple[str, int], list[bytes]] = {}
         self.not_leader_code = 6   # what a node that is not the leader answers a Fetch with
+        self.groups: dict[str, Any] = {}   # group id -> DescribeGroupsResponse.DescribedGroup
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -105,6 +109,12 @@ class FakeKafka:
                              partition_index=p, leader_id=lead, replica_nodes=[lead], isr_nodes=[lead])
                              for p, lead in sorted(self.topics.get(t, {}).items())])
                          for t in names])
+        if key == 10:   # every group is coordinated by node 0
+            return FindCoordinatorResponse(error_code=0, node_id=0, host="127.0.0.1", port=self.ports[0])
+        if key == 15:
+            D = DescribeGroupsResponse
+            return D(groups=[self.groups.get(g) or D.DescribedGroup(group_id=g, group_state="Dead")
+                             for g in body.groups])
         if key == 22:
             return InitProducerIdResponse(error_code=0, producer_id=1000, producer_epoch=0)
         if key == 2:
