@@ -293,6 +293,9 @@ def test_commit_async_and_committed(broker, topic_name) -> None:
             time.sleep(0.01)
         assert done == [None]
         assert c.committed(tps) == {tps[0]: 5, tps[1]: 7}
+        c.poll(0.05)
+        # looked up once polled (as in Java): a commit before the first poll counts
+        assert c.position(tps[1]) == 7
 
 
 # ------------------------------------------------------------------------------ faults

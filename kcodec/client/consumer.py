@@ -95,6 +95,9 @@ class _Engine:
         self.last_commit = time.monotonic()
         self.read_committed = config.isolation_level == "read_committed"
         self.no_offset: set[TopicPartition] = set()   # auto_offset_reset=none found no offset
+        # positions are looked up once the application polls (as in Java), so a commit or
+        # seek between assign() and the first poll() is honoured
+        self.resolve = False
 
     # ------------------------------------------------------------------ assignment
     def set_assignment(self, tps: Iterable[TopicPartition]) -> None:
@@ -107,6 +110,7 @@ class _Engine:
                 self.states.setdefault(tp, _PState())
             self.no_offset &= tps
             self._drop_buffered(lambda f: f.tp not in tps)
+            self.resolve = False
         self.kick()
 
     def _drop_buffered(self, pred: Callable[[_Fetched], bool]) -> None:
@@ -183,8 +187,8 @@ class _Engine:
         while not self.closed:
             self.wake.clear()
             try:
-                if any(st.position is None and tp not in self.no_offset
-                       for tp, st in self.states.items()):
+                if self.resolve and any(st.position is None and tp not in self.no_offset
+                                        for tp, st in self.states.items()):
                     try:
                         await self.reset_positions(self.no_offset)
                     except NoOffsetForPartitionError as exc:
@@ -592,6 +596,13 @@ class _Common:
         if g is not None:
             g.last_poll = time.monotonic()
 
+    def _resolve_positions(self) -> None:
+        """From now on the fetcher may look up missing positions (committed, else reset)."""
+        eng = self._engine
+        if not eng.resolve:
+            eng.resolve = True
+            eng.kick()
+
     def _auto_commit_due(self) -> bool:
         eng = self._engine
         cfg = eng.config
@@ -712,6 +723,7 @@ class AsyncConsumer(_Common):
         self._check()
         self._polled()
         await self._ensure_group()
+        self._resolve_positions()
         if self._auto_commit_due():
             self._engine.last_commit = time.monotonic()
             asyncio.get_running_loop().create_task(self._quiet_commit())
@@ -737,6 +749,7 @@ class AsyncConsumer(_Common):
         self._check()
         self._polled()
         await self._ensure_group()
+        self._resolve_positions()
         eng = self._engine
         if not eng.buffer and timeout > 0:
             eng.adata.clear()
@@ -869,6 +882,7 @@ class Consumer(_Common):
         self._polled()
         eng = self._engine
         self._ensure_group()
+        self._resolve_positions()
         if self._auto_commit_due():
             eng.last_commit = time.monotonic()
             self._loop.submit(self._async._quiet_commit())
@@ -894,6 +908,7 @@ class Consumer(_Common):
         self._polled()
         eng = self._engine
         self._ensure_group()
+        self._resolve_positions()
         if not eng.buffer and timeout > 0:
             with eng.data_ready:
                 if not eng.buffer:
