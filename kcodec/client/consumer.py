@@ -624,11 +624,18 @@ class AsyncConsumer(_Common):
     def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ConsumerConfig.from_kwargs(config, **kwargs)
         self._topics = list(topics)
-        self._engine: _Engine = None  # type: ignore[assignment]
+        self._eng: _Engine | None = None
+
+    @property
+    def _engine(self) -> _Engine:  # type: ignore[override]
+        if self._eng is None:
+            raise ClientClosedError("the consumer is not started: await start() or use async with")
+        return self._eng
 
     async def start(self) -> AsyncConsumer:
-        self._engine = _Engine(self.config, asyncio.get_running_loop())
-        self._engine.start()
+        if self._eng is None:
+            self._eng = _Engine(self.config, asyncio.get_running_loop())
+            self._eng.start()
         if self._topics:
             self.subscribe(self._topics)
         return self
@@ -814,7 +821,7 @@ class AsyncConsumer(_Common):
 
     async def close(self) -> None:
         """Commit (auto-commit), revoke (listener), leave the group and disconnect."""
-        eng = self._engine
+        eng = self._eng
         if eng is None or eng.closed:
             return
         await self._drive(self._closing())
