@@ -746,10 +746,12 @@ class AsyncConsumer(_Common):
                 return {}
             eng.adata.clear()
             try:
-                await asyncio.wait_for(eng.adata.wait(), left)
+                await asyncio.wait_for(eng.adata.wait(), min(left, 0.1))
             except asyncio.TimeoutError:
-                return {}
+                pass
             self._check()
+            if self._rebalance_due():   # return early: the next poll rejoins the group
+                return {}
 
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
