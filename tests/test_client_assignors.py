@@ -15,6 +15,9 @@ from kcodec.client.assignors import (
 from kcodec.client.config import ConsumerConfig, ProducerConfig, parse_bootstrap
 from kcodec.errors import ProtocolError
 
+# kafka-python 3 reads its bundled specs with a deprecated importlib.resources call
+pytestmark = pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
+
 
 def test_subscription_roundtrip_and_kafka_python() -> None:
     from kafka.protocol.old.consumer_protocol import (

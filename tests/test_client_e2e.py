@@ -10,7 +10,8 @@ import pytest
 
 from kcodec.client import Admin, Consumer, Producer, TopicPartition
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker,  # kafka-python 3: deprecated importlib.resources call
+              pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")]
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
