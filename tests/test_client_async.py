@@ -154,10 +154,12 @@ def test_max_poll_interval_leaves_group_then_rejoins(broker, topic_name) -> None
     assert events == [("assigned", 2), ("lost", 2), ("assigned", 2), ("revoked", 2)]
 
 
-def test_blocking_revocation_runs_before_the_partitions_move(broker, topic_name) -> None:
-    """Eager protocol: c1's on_partitions_revoked runs in c1's polling thread while c1 still
-    owns the partitions and is still a member of the old generation (it can commit there),
-    before c2 is given any of them; on close, c2's partitions are revoked too."""
+@pytest.mark.parametrize("strategy", ["range", pytest.param("cooperative-sticky", marks=pytest.mark.slow)])
+def test_blocking_revocation_runs_before_the_partitions_move(broker, topic_name, strategy) -> None:
+    """c1's on_partitions_revoked runs in c1's polling thread while c1 still owns the
+    partitions and is still a member of the old generation (it can commit there), before c2
+    is given any of them (eager: all four before JoinGroup; cooperative: the two that move,
+    before the follow-up round); on close, c2's partitions are revoked too."""
     import threading
 
     with Admin(bootstrap_servers=broker.bootstrap) as a:
@@ -182,7 +184,7 @@ def test_blocking_revocation_runs_before_the_partitions_move(broker, topic_name)
             self._note("assigned", assigned)
 
     cfg = dict(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
-               partition_assignment_strategy="range", enable_auto_commit=False,
+               partition_assignment_strategy=strategy, enable_auto_commit=False,
                auto_offset_reset="earliest", **FAST)
     c1 = Consumer(**cfg)
     c2 = Consumer(**cfg)
@@ -220,15 +222,20 @@ def test_blocking_revocation_runs_before_the_partitions_move(broker, topic_name)
         stop.set()
         c1.close()
         c2.close()
-    names = [(e[0], e[1]) for e in events]
-    assert names[:4] == [("c1", "assigned"), ("c1", "revoked"), ("c1", "assigned"),
-                         ("c2", "assigned")] or names[:4] == [
-        ("c1", "assigned"), ("c1", "revoked"), ("c2", "assigned"), ("c1", "assigned")]
-    rev = events[1]
-    # still owned, still the old generation, in the polling thread
-    assert rev[2:] == ([0, 1, 2, 3], gen1, [0, 1, 2, 3], "poll-c1")
     c2_assigned = next(e for e in events if e[:2] == ("c2", "assigned"))
-    assert c2_assigned[3] > gen1 and len(c2_assigned[2]) == 2
     assert events[-2][:3] == ("c2", "revoked", c2_assigned[2])
     assert events[-2][5] == threading.current_thread().name
     assert events[-1][:2] == ("c1", "revoked")   # c1.close()
+    rev = events[1]
+    assert rev[:2] == ("c1", "revoked") and events.index(rev) < events.index(c2_assigned)
+    if strategy == "range":
+        names = [(e[0], e[1]) for e in events]
+        assert names[:4] == [("c1", "assigned"), ("c1", "revoked"), ("c1", "assigned"),
+                             ("c2", "assigned")] or names[:4] == [
+            ("c1", "assigned"), ("c1", "revoked"), ("c2", "assigned"), ("c1", "assigned")]
+        # still owned, still the old generation, in the polling thread
+        assert rev[2:] == ([0, 1, 2, 3], gen1, [0, 1, 2, 3], "poll-c1")
+        assert c2_assigned[3] > gen1 and len(c2_assigned[2]) == 2
+    else:   # only the two that move are revoked, while all four are still owned
+        assert len(rev[2]) == 2 and rev[4] == [0, 1, 2, 3] and rev[5] == "poll-c1"
+        assert rev[3] > gen1 and c2_assigned[2] == rev[2]
