@@ -39,3 +39,27 @@ def test_describe_groups_decodes_members_and_assignments() -> None:
         MemberDescription("m-2", "app-b", "/10.0.0.2", {"u": [0, 1]}),
         MemberDescription("m-3", "app-c", "/10.0.0.3", {})])   # undecodable: shown empty
     assert (nope.group_id, nope.state, nope.members) == ("nope", "Dead", [])
+
+
+def test_cli_client_id_and_bootstrap_reach_the_broker(capsys, monkeypatch) -> None:
+    """--client-id is what the broker sees in every request header; the default is
+    kcodec-cli; the address comes from $KCODEC_BOOTSTRAP when -b is not given."""
+    import json
+
+    from kcodec.cli import main
+    from kcodec.client._sync import LoopThread
+
+    lt = LoopThread("fake-broker")
+    fake = lt.run(FakeKafka(topics={"t": {0: 0, 1: 1}}).start(), 5)
+    try:
+        monkeypatch.setenv("KCODEC_BOOTSTRAP", fake.bootstrap)
+        assert main(["topics", "list", "--json", "--client-id", "my-tool"]) == 0
+        assert [json.loads(x) for x in capsys.readouterr().out.splitlines()] == \
+            [{"topic": "t", "partitions": 2}]
+        assert {h.client_id for _n, _k, h, _b in fake.requests} == {"my-tool"}
+        fake.requests.clear()
+        assert main(["metadata", "brokers", "-b", fake.bootstrap.split(",")[1]]) == 0
+        assert {h.client_id for _n, _k, h, _b in fake.requests} == {"kcodec-cli"}
+    finally:
+        lt.run(fake.stop(), 5)
+        lt.loop.call_soon_threadsafe(lt.loop.stop)
