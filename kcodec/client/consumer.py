@@ -42,7 +42,14 @@ class ConsumerRecord(NamedTuple):
 
 
 class RebalanceListener:
-    """Override what you need; methods may be plain functions or coroutines (async consumer)."""
+    """Override what you need; methods may be plain functions or coroutines (async consumer).
+
+    Called from ``poll`` (the blocking consumer: in the polling thread) and ``close``, in the
+    Java client's order: ``on_partitions_revoked`` while the partitions are still owned and
+    before they move (after auto-commit committed them); ``on_partitions_assigned`` after
+    each completed rebalance (possibly empty); ``on_partitions_lost`` instead of revoked when
+    the membership was lost (by default it calls ``on_partitions_revoked``).
+    """
 
     def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any: ...
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any: ...
