@@ -364,6 +364,12 @@ cdef extern from *:
     #define KC_LIST_REUSABLE(o, n) (KC_SOLE(o) && PyList_CheckExact(o) && PyList_GET_SIZE(o) == (n))
     #define KC_PAIR_REUSABLE(o) (KC_SOLE(o) && PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2)
     #define KC_SOLE_RECORD(o, t) (KC_SOLE(o) && Py_TYPE(o) == (t))
+    /* Tuples cache their hash from CPython 3.14: a refilled pair must forget it. */
+    #if PY_VERSION_HEX >= 0x030E0000
+    #define KC_PAIR_REHASH(o) (((PyTupleObject*)(o))->ob_hash = -1)
+    #else
+    #define KC_PAIR_REHASH(o) ((void)0)
+    #endif
     """
     bint KC_SOLE(PyObject* o) noexcept
     object kc_bytes(PyObject* old, const char* p, Py_ssize_t n)
@@ -372,6 +378,7 @@ cdef extern from *:
     bint KC_LIST_REUSABLE(PyObject* o, Py_ssize_t n) noexcept
     bint KC_PAIR_REUSABLE(PyObject* o) noexcept
     bint KC_SOLE_RECORD(PyObject* o, PyObject* t) noexcept
+    void KC_PAIR_REHASH(PyObject* o) noexcept
     PyObject* kc_item "PyTuple_GET_ITEM" (PyObject* t, Py_ssize_t i) noexcept
     void kc_set_item "PyTuple_SET_ITEM" (PyObject* t, Py_ssize_t i, PyObject* o) noexcept
 
@@ -526,6 +533,7 @@ cdef class RecordIterator:
                     Py_INCREF(hv)
                     kc_set_item(t, 1, <PyObject*>hv)
                     Py_XDECREF(old)
+                KC_PAIR_REHASH(t)
                 continue
             pair = PyTuple_New(2)
             Py_INCREF(hk)
