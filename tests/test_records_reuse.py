@@ -111,7 +111,7 @@ def test_kept_objects_keep_their_values(rows, policy) -> None:
 
 def test_reused_objects_get_fresh_hashes(pair) -> None:
     cy, py = pair("batch")
-    rows = [(b"key-%04d" % i, b"value-%04d" % i, [("h%03d" % i, b"v-%04d" % i)])
+    rows = [(b"key-%04d" % i, b"value-%04d" % i, [(f"h{i:03d}", b"v-%04d" % i)])
             for i in range(50)]
     data = _build(py, rows)
     for batch in cy.iter_batches(data):
@@ -119,9 +119,9 @@ def test_reused_objects_get_fresh_hashes(pair) -> None:
             k, v, (hk, hv) = r.key, r.value, r.headers[0]
             assert hash(k) == hash(b"key-%04d" % i)
             assert hash(v) == hash(b"value-%04d" % i)
-            assert hash(hk) == hash("h%03d" % i)
+            assert hash(hk) == hash(f"h{i:03d}")
             assert hash(hv) == hash(b"v-%04d" % i)
-            assert {hk: 1}.get("h%03d" % i) == 1
+            assert {hk: 1}.get(f"h{i:03d}") == 1
             del k, v, hk, hv
 
 
