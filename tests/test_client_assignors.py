@@ -19,6 +19,7 @@ from kcodec.errors import ProtocolError
 pytestmark = pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
 
 
+@pytest.mark.peers
 def test_subscription_roundtrip_and_kafka_python() -> None:
     from kafka.protocol.old.consumer_protocol import (
         ConsumerProtocolMemberAssignment_v0,

@@ -28,6 +28,7 @@ def test_murmur2_golden() -> None:
     assert murmur2(b"abc") == 479470107
 
 
+@pytest.mark.peers
 def test_murmur2_matches_kafka_python() -> None:
     from kafka.partitioner.default import murmur2 as kp_murmur2
 

@@ -62,6 +62,7 @@ def test_trailing_partial_batch_is_ignored() -> None:
     assert len(recs) == 7 and nxt == 9
 
 
+@pytest.mark.arrow
 def test_trim_columns_shares_and_drops_rows() -> None:
     from kcodec.records import decode_columns
 
