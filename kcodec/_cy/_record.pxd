@@ -1,0 +1,32 @@
+# Record objects shared by the compiled record twins (batch, legacy); see kcodec/_py/_record.py.
+from libc.stdint cimport int64_t, uint8_t, uint32_t
+
+
+# Record, ControlRecord and RecordMetadata (defined in _record.pyx) are made through these.
+cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,
+                       object value, list headers, int attributes)
+cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
+                         object key, object value, list headers, int attributes,
+                         Py_ssize_t where)
+cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size)
+cdef int64_t record_offset(object record) except? -1
+cdef int set_record_offset(object record, int64_t offset) except -1
+
+
+cdef class ByteHolder:
+    cdef Py_buffer view
+    cdef bint held
+
+
+cdef object take_bytes(object value, str what, const uint8_t** ptr, Py_ssize_t* size)
+cdef int64_t check_i64(object value, int64_t lo, int64_t hi, str what) except? -1
+
+
+cdef class Growable:
+    cdef uint8_t* data
+    cdef Py_ssize_t length
+    cdef Py_ssize_t capacity
+    cdef int reserve(self, Py_ssize_t extra) except -1
+
+
+cdef uint32_t crc32_ieee(uint32_t crc, const uint8_t* p, size_t n) noexcept nogil

@@ -1,0 +1,382 @@
+"""Compiled record objects and helpers shared by kcodec._cy.batch and kcodec._cy.legacy:
+Record, ControlRecord, RecordMetadata (the same fields and behaviour as kcodec/_py/_record.py),
+input checks and a growable buffer for the builders.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+
+from kcodec._cy._reader cimport be_u16, be_u32, raise_corrupt
+
+from kcodec.errors import EncodeError
+
+__all__ = ["Record", "ControlRecord", "RecordMetadata"]
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char* doc
+    ctypedef struct PyTypeObject:
+        Py_ssize_t tp_basicsize
+        PyObject* tp_dict
+        object (*tp_getattro)(object, object)
+    object PyDescr_NewMember(PyTypeObject* t, PyMemberDef* m)
+    void PyType_Modified(PyTypeObject* t)
+    object PyObject_GenericGetAttr(object, object)
+    object PyLong_FromLongLong(long long)
+    long long PyLong_AsLongLong(object) except? -1
+
+
+cdef extern from "structmember.h":
+    int T_OBJECT_EX
+
+
+@cython.freelist(256)
+@cython.no_gc
+cdef class Record:
+    """One record: ``offset``, ``timestamp``, ``timestamp_type`` (-1 none, 0 create time,
+    1 log append time), ``key`` and ``value`` (bytes or None), ``headers`` (a list of
+    (str, bytes or None) pairs, order and duplicates kept) and ``attributes``."""
+
+    cdef object offset
+    cdef object timestamp
+    cdef object timestamp_type
+    cdef object key
+    cdef object value
+    cdef object headers
+    cdef object attributes
+
+    def __init__(self, offset, timestamp, timestamp_type, key, value, headers, attributes=0):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.attributes = attributes
+
+    @property
+    def is_control(self):
+        return False
+
+    def _tuple(self):
+        return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
+                self.headers, self.attributes, self.is_control)
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return self._tuple() == other._tuple()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, "
+                f"key={self.key!r}, value={self.value!r}, headers={self.headers!r})")
+
+
+@cython.no_gc
+cdef class ControlRecord(Record):
+    """A record of a control batch: ``control_type`` (0 abort, 1 commit; KRaft uses more),
+    ``version`` of the control key, and ``coordinator_epoch`` (commit and abort markers;
+    None for other types)."""
+
+    cdef object control_type
+    cdef object version
+    cdef object coordinator_epoch
+
+    @property
+    def is_control(self):
+        return True
+
+    def _tuple(self):
+        return Record._tuple(self) + (self.control_type, self.version, self.coordinator_epoch)
+
+    def __repr__(self):
+        return (f"ControlRecord(offset={self.offset}, timestamp={self.timestamp}, "
+                f"control_type={self.control_type}, coordinator_epoch={self.coordinator_epoch})")
+
+
+@cython.freelist(64)
+@cython.no_gc
+cdef class RecordMetadata:
+    """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
+    ``timestamp`` (as written) and ``size`` (bytes the record takes in the batch)."""
+
+    cdef object offset_delta
+    cdef object timestamp
+    cdef object size
+
+    def __init__(self, offset_delta, timestamp, size):
+        self.offset_delta = offset_delta
+        self.timestamp = timestamp
+        self.size = size
+
+    def __eq__(self, other):
+        if not isinstance(other, RecordMetadata):
+            return NotImplemented
+        return (self.offset_delta, self.timestamp, self.size) == (
+            other.offset_delta, other.timestamp, other.size)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"RecordMetadata(offset_delta={self.offset_delta}, "
+                f"timestamp={self.timestamp}, size={self.size})")
+
+
+# -- plain member descriptors --------------------------------------------------------------
+# Cython exposes object fields through getset properties; CPython's specialising interpreter
+# only turns ``record.value`` into a direct slot load (LOAD_ATTR_SLOT) for member descriptors
+# of type T_OBJECT_EX, as __slots__ make. Reading fields is most of what a consumer does, so
+# each field gets such a descriptor (measured: 4-5x faster attribute reads). The field
+# offsets are found by planting a sentinel in each field of a fresh instance.
+
+cdef list _descriptor_names = []   # keeps the C strings of the names alive
+
+
+cdef Py_ssize_t _find(object inst, Py_ssize_t size, object sentinel) except -1:
+    cdef PyObject** p = <PyObject**><PyObject*>inst
+    cdef Py_ssize_t i
+    for i in range(size // sizeof(PyObject*)):
+        if p[i] == <PyObject*>sentinel:
+            return i * sizeof(PyObject*)
+    raise RuntimeError("record field not found")
+
+
+cdef int _install(type cls, tuple names, object inst, list sentinels) except -1:
+    cdef PyTypeObject* t = <PyTypeObject*>cls
+    cdef PyMemberDef* defs = <PyMemberDef*>PyMem_Malloc(sizeof(PyMemberDef) * len(names))
+    cdef Py_ssize_t i
+    cdef bytes bname
+    if defs == NULL:
+        raise MemoryError()
+    for i, name in enumerate(names):
+        bname = name.encode("ascii")
+        _descriptor_names.append(bname)
+        defs[i].name = <const char*>bname
+        defs[i].type = T_OBJECT_EX
+        defs[i].offset = _find(inst, t.tp_basicsize, sentinels[i])
+        defs[i].flags = 0
+        defs[i].doc = NULL
+        (<dict><object>t.tp_dict)[name] = PyDescr_NewMember(t, &defs[i])
+    t.tp_getattro = PyObject_GenericGetAttr
+    PyType_Modified(t)
+    return 0
+
+
+cdef int _install_all() except -1:
+    cdef Record r = Record.__new__(Record)
+    cdef ControlRecord c = ControlRecord.__new__(ControlRecord)
+    cdef RecordMetadata m = RecordMetadata.__new__(RecordMetadata)
+    s = [object() for _ in range(7)]
+    r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers, r.attributes = s
+    _install(Record, ("offset", "timestamp", "timestamp_type", "key", "value", "headers",
+                      "attributes"), r, s)
+    s = [object() for _ in range(3)]
+    c.control_type, c.version, c.coordinator_epoch = s
+    _install(ControlRecord, ("control_type", "version", "coordinator_epoch"), c, s)
+    s = [object() for _ in range(3)]
+    m.offset_delta, m.timestamp, m.size = s
+    _install(RecordMetadata, ("offset_delta", "timestamp", "size"), m, s)
+    return 0
+
+
+_install_all()
+
+
+cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,
+                       object value, list headers, int attributes):
+    cdef Record r = Record.__new__(Record)
+    r.offset = PyLong_FromLongLong(offset)
+    r.timestamp = PyLong_FromLongLong(timestamp)
+    r.timestamp_type = timestamp_type
+    r.key = key
+    r.value = value
+    r.headers = headers
+    r.attributes = attributes
+    return r
+
+
+cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
+                         object key, object value, list headers, int attributes,
+                         Py_ssize_t where):
+    cdef const uint8_t* p
+    cdef int ctype
+    cdef ControlRecord r = ControlRecord.__new__(ControlRecord)
+    r.offset = PyLong_FromLongLong(offset)
+    r.timestamp = PyLong_FromLongLong(timestamp)
+    r.timestamp_type = timestamp_type
+    r.key = key
+    r.value = value
+    r.headers = headers
+    r.attributes = attributes
+    if key is None or PyBytes_GET_SIZE(key) < 4:
+        raise_corrupt("control record key shorter than 4 bytes", where)
+    p = <const uint8_t*>PyBytes_AS_STRING(key)
+    ctype = <int16_t>be_u16(p + 2)
+    r.version = <int>(<int16_t>be_u16(p))
+    r.control_type = ctype
+    r.coordinator_epoch = None
+    if ctype == 0 or ctype == 1:
+        if value is None or PyBytes_GET_SIZE(value) < 6:
+            raise_corrupt("transaction marker value shorter than 6 bytes", where)
+        p = <const uint8_t*>PyBytes_AS_STRING(value)
+        r.coordinator_epoch = <int32_t>be_u32(p + 2)
+    return r
+
+
+cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size):
+    cdef RecordMetadata m = RecordMetadata.__new__(RecordMetadata)
+    m.offset_delta = PyLong_FromLongLong(offset_delta)
+    m.timestamp = PyLong_FromLongLong(timestamp)
+    m.size = size
+    return m
+
+
+cdef int64_t record_offset(object record) except? -1:
+    return PyLong_AsLongLong(record.offset)
+
+
+cdef int set_record_offset(object record, int64_t offset) except -1:
+    record.offset = offset
+    return 0
+
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+
+
+cdef class ByteHolder:
+    """Keeps a buffer view of a key, value or header value alive for one append."""
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+            self.held = False
+
+
+cdef object take_bytes(object value, str what, const uint8_t** ptr, Py_ssize_t* size):
+    """Point ptr/size at the bytes of ``value`` (bytes-like; None gives size -1) and return
+    the object that keeps them alive. Anything else: EncodeError, as the pure twin."""
+    cdef ByteHolder h
+    if value is None:
+        ptr[0] = NULL
+        size[0] = -1
+        return None
+    if type(value) is bytes:
+        ptr[0] = <const uint8_t*>PyBytes_AS_STRING(value)
+        size[0] = PyBytes_GET_SIZE(value)
+        return value
+    if isinstance(value, str):
+        raise EncodeError(f"{what} must be bytes-like or None, not str")
+    h = ByteHolder.__new__(ByteHolder)
+    try:
+        PyObject_GetBuffer(value, &h.view, PyBUF_SIMPLE)
+    except TypeError:
+        raise EncodeError(
+            f"{what} must be bytes-like or None, not {type(value).__name__}") from None
+    except BufferError:
+        value = memoryview(value).tobytes()
+        ptr[0] = <const uint8_t*>PyBytes_AS_STRING(value)
+        size[0] = PyBytes_GET_SIZE(value)
+        return value
+    h.held = True
+    ptr[0] = <const uint8_t*>h.view.buf
+    size[0] = h.view.len
+    return h
+
+
+cdef int64_t check_i64(object value, int64_t lo, int64_t hi, str what) except? -1:
+    """An int in [lo, hi] or EncodeError (the same text as the pure twin's check_int)."""
+    cdef int overflow = 0
+    cdef long long x
+    if not isinstance(value, int):
+        raise EncodeError(f"{what} must be an int, not {type(value).__name__}")
+    x = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow or x < lo or x > hi:
+        raise EncodeError(f"{what} {value} out of range ({lo}..{hi})")
+    return x
+
+
+cdef class Growable:
+    """A growable C byte buffer for the builders."""
+
+    def __dealloc__(self):
+        if self.data != NULL:
+            PyMem_Free(self.data)
+            self.data = NULL
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self.length + extra
+        cdef Py_ssize_t cap
+        cdef uint8_t* p
+        if want <= self.capacity:
+            return 0
+        cap = self.capacity * 2 if self.capacity else 4096
+        if cap < want:
+            cap = want
+        p = <uint8_t*>PyMem_Realloc(self.data, cap)
+        if p == NULL:
+            raise MemoryError()
+        self.data = p
+        self.capacity = cap
+        return 0
+
+
+# -- CRC-32 (IEEE 802.3, zlib's) for legacy messages --------------------------------------
+# Slicing-by-8 over tables built at import: a legacy message is ~100 bytes, where calling
+# zlib.crc32 through Python costs more than the checksum itself.
+
+cdef extern from *:
+    uint32_t U32_ALL "0xFFFFFFFFu"
+    uint32_t CRC32_POLY "0xEDB88320u"
+
+cdef uint32_t _T[8][256]
+
+
+cdef void _crc32_tables() noexcept:
+    cdef uint32_t c
+    cdef int i, k
+    for i in range(256):
+        c = i
+        for k in range(8):
+            c = (c >> 1) ^ (CRC32_POLY if (c & 1) else 0)
+        _T[0][i] = c
+    for i in range(256):
+        c = _T[0][i]
+        for k in range(1, 8):
+            c = _T[0][c & 0xFF] ^ (c >> 8)
+            _T[k][i] = c
+
+
+_crc32_tables()
+
+
+cdef uint32_t crc32_ieee(uint32_t crc, const uint8_t* p, size_t n) noexcept nogil:
+    cdef uint32_t c = crc ^ U32_ALL
+    cdef uint32_t lo, hi
+    while n >= 8:
+        lo = c ^ (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16)
+                  | (<uint32_t>p[3] << 24))
+        hi = <uint32_t>p[4] | (<uint32_t>p[5] << 8) | (<uint32_t>p[6] << 16) | (<uint32_t>p[7] << 24)
+        c = (_T[7][lo & 0xFF] ^ _T[6][(lo >> 8) & 0xFF] ^ _T[5][(lo >> 16) & 0xFF]
+             ^ _T[4][lo >> 24] ^ _T[3][hi & 0xFF] ^ _T[2][(hi >> 8) & 0xFF]
+             ^ _T[1][(hi >> 16) & 0xFF] ^ _T[0][hi >> 24])
+        p += 8
+        n -= 8
+    while n:
+        c = _T[0][(c ^ p[0]) & 0xFF] ^ (c >> 8)
+        p += 1
+        n -= 1
+    return c ^ U32_ALL

@@ -1,0 +1,765 @@
+"""Compiled twin of kcodec._py.batch (see its docstring for the RecordBatch v2 layout)."""
+
+cimport cython
+from cpython.buffer cimport PyBUF_READ
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memmove
+
+from kcodec._cy._reader cimport (
+    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, put_u16, put_u32, put_u64, put_uvar,
+    raise_corrupt, read_i8, read_varint, read_varlong, uvar_size, zigzag32, zigzag64,
+)
+from kcodec._cy._record cimport (
+    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_record, take_bytes,
+)
+from kcodec._cy.crc cimport crc32c_update
+from kcodec._cy.legacy cimport LegacyBatch, message_at
+
+import time
+import zlib
+
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
+
+from kcodec._cy._record import ControlRecord, Record, RecordMetadata
+from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED",
+    "Record",
+    "ControlRecord",
+    "RecordMetadata",
+    "RecordBatch",
+    "BatchIterator",
+    "iter_batches",
+    "RecordBatchBuilder",
+]
+
+DEFAULT_MAX_DECOMPRESSED = DEFAULT_MAX_SIZE
+
+cdef enum:
+    HEADER_SIZE = 61
+    MIN_LENGTH = 49
+    MIN_RECORD = 7
+
+cdef int64_t _I64_MIN = INT64_MIN
+cdef int64_t _I64_MAX = INT64_MAX
+cdef int64_t _I32_MIN = -0x80000000
+cdef int64_t _I32_MAX = 0x7FFFFFFF
+cdef object _zcrc32 = zlib.crc32
+
+
+cdef object _codecs = None
+
+
+cdef object _compression():
+    # Imported on first use: _impl imports this module while it decides, before any face
+    # (kcodec.compression among them) can be imported.
+    global _codecs
+    if _codecs is None:
+        from kcodec import compression
+        _codecs = compression
+    return _codecs
+
+
+cdef object _decompress(int codec, object data, Py_ssize_t max_size):
+    return _compression().decompress(codec, data, max_size)
+
+
+cdef object _compress(int codec, object data, object level):
+    return _compression().compress(codec, data, level)
+
+
+cdef inline uint32_t _crc32c(const uint8_t* p, Py_ssize_t n) noexcept:
+    if n >= 65536:
+        with nogil:
+            return crc32c_update(0, p, <size_t>n)
+    return crc32c_update(0, p, <size_t>n)
+
+
+cdef class RecordBatch:
+    """One v2 batch of a records blob. Iterating it yields Record (or ControlRecord) objects,
+    decompressing on demand. ``position`` is its byte offset in the blob, ``size`` its
+    length in bytes. The batch keeps a view of the blob."""
+
+    @property
+    def size(self):
+        return self.batch_length + 12
+
+    @property
+    def last_offset(self):
+        return <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>self.last_offset_delta)
+
+    @property
+    def next_offset(self):
+        return <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>self.last_offset_delta
+                         + 1)
+
+    @property
+    def compression(self):
+        return self.attributes & 0x07
+
+    @property
+    def timestamp_type(self):
+        return (self.attributes >> 3) & 1
+
+    @property
+    def is_transactional(self):
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self):
+        return bool(self.attributes & 0x20)
+
+    def computed_crc(self):
+        """CRC-32C of the batch's bytes from its attributes to its end."""
+        return _crc32c(self._buf.ptr + self.position + 21, self.batch_length - 9)
+
+    def validate_crc(self):
+        """Whether the stored CRC-32C matches the bytes."""
+        return self.computed_crc() == self.crc
+
+    def check_crc(self):
+        """Raise ChecksumError (stored and computed values) unless the CRC matches."""
+        actual = self.computed_crc()
+        if actual != self.crc:
+            raise ChecksumError(self.crc, actual, self.position, "record batch CRC-32C")
+
+    cdef object payload(self, const uint8_t** ptr, Py_ssize_t* size, Py_ssize_t* base):
+        cdef int codec = self.attributes & 0x07
+        cdef Py_ssize_t start = self.position + HEADER_SIZE
+        cdef Py_ssize_t n = self.batch_length + 12 - HEADER_SIZE
+        cdef object out
+        if codec == 0:
+            ptr[0] = self._buf.ptr + start
+            size[0] = n
+            base[0] = start
+            return self._buf
+        out = _decompress(codec, PyMemoryView_FromMemory(<char*>self._buf.ptr + start, n,
+                                                         PyBUF_READ), self._max_size)
+        if type(out) is not bytes:
+            out = bytes(out)
+        ptr[0] = <const uint8_t*>PyBytes_AS_STRING(out)
+        size[0] = PyBytes_GET_SIZE(out)
+        base[0] = 0
+        return out
+
+    def records_data(self):
+        """The records section as bytes, decompressed (bounded by the iterator's limit)."""
+        cdef const uint8_t* p
+        cdef Py_ssize_t n, base
+        keep = self.payload(&p, &n, &base)
+        if type(keep) is bytes:
+            return keep
+        return PyBytes_FromStringAndSize(<const char*>p, n)
+
+    def records(self):
+        """Every record of the batch, as a list."""
+        return list(self.__iter__())
+
+    def __iter__(self):
+        """An iterator decoding one record per step (decompressing first if needed)."""
+        cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+        it.keep = self.payload(&it.r.data, &it.r.end, &it.r.base)
+        it.r.pos = 0
+        it.count = self.record_count
+        it.i = 0
+        it.base_offset = self.base_offset
+        it.first_ts = self.first_timestamp
+        it.max_ts = self.max_timestamp
+        it.ts_type = (self.attributes >> 3) & 1
+        it.control = (self.attributes & 0x20) != 0
+        it.hcache = [None, None, None, None]
+        if it.count > it.r.end // MIN_RECORD:
+            raise_corrupt(f"record count {it.count} impossible in {it.r.end} bytes", it.r.base)
+        return it
+
+    def __repr__(self):
+        return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
+                f"last_offset={self.last_offset}, count={self.record_count}, "
+                f"magic=2, compression={self.compression}, size={self.size})")
+
+
+cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void* PyUnicode_DATA(object o)
+    PyObject* PyUnicode_DecodeUTF8_raw "PyUnicode_DecodeUTF8" (const char* s, Py_ssize_t size,
+                                                               const char* errors)
+    void PyErr_Clear()
+    PyObject* PyErr_Occurred()
+
+
+cdef object _header_key(const uint8_t* p, Py_ssize_t n, Py_ssize_t where):
+    """The str of a header key: ASCII by copy, else strict UTF-8 (CorruptDataError)."""
+    cdef Py_ssize_t i
+    cdef object s
+    cdef PyObject* o
+    for i in range(n):
+        if p[i] >= 0x80:
+            break
+    else:
+        s = PyUnicode_New(n, 127)
+        memcpy(PyUnicode_DATA(s), p, n)
+        return s
+    o = PyUnicode_DecodeUTF8_raw(<const char*>p, n, NULL)
+    if o == NULL:
+        PyErr_Clear()
+        raise_corrupt("header key is not valid UTF-8", where)
+    s = <object>o
+    Py_DECREF(s)
+    return s
+
+
+cdef int _rv_slow(Reader* r, int32_t* out, str what) except -1:
+    return read_varint(r, out, what)
+
+
+cdef int _rvl_slow(Reader* r, int64_t* out, str what) except -1:
+    return read_varlong(r, out, what)
+
+
+cdef inline int _rv(Reader* r, int32_t* out, str what) except -1:
+    """A zigzag varint: one-byte values inline, the rest through the exact reader."""
+    cdef uint8_t b
+    if r.pos < r.end:
+        b = r.data[r.pos]
+        if b < 0x80:
+            r.pos += 1
+            out[0] = <int32_t>((b >> 1) ^ -(b & 1))
+            return 0
+    return _rv_slow(r, out, what)
+
+
+cdef inline int _rvl(Reader* r, int64_t* out, str what) except -1:
+    cdef uint8_t b
+    if r.pos < r.end:
+        b = r.data[r.pos]
+        if b < 0x80:
+            r.pos += 1
+            out[0] = <int64_t>((b >> 1) ^ -(b & 1))
+            return 0
+    return _rvl_slow(r, out, what)
+
+
+cdef int _need_fail(Reader* r, Py_ssize_t n, str what) except -1:
+    return need(r, n, what)
+
+
+cdef inline int _need(Reader* r, Py_ssize_t n, str what) except -1:
+    if n < 0 or n > r.end - r.pos:
+        return _need_fail(r, n, what)
+    return 0
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    int PyUnicode_IS_COMPACT_ASCII(object o)
+
+
+cdef inline object _cached_key(list cache, Py_ssize_t j, const uint8_t* p, Py_ssize_t n,
+                               Py_ssize_t where):
+    """Header keys repeat from record to record: reuse the previous record's str when the
+    key at the same index has the same bytes."""
+    cdef object c
+    if j < 4:
+        c = <object>PyList_GET_ITEM(cache, j)
+        if (c is not None and PyUnicode_GET_LENGTH(c) == n and PyUnicode_IS_COMPACT_ASCII(c)
+                and memcmp(PyUnicode_DATA(c), p, n) == 0):
+            return c
+        c = _header_key(p, n, where)
+        cache[j] = c
+        return c
+    return _header_key(p, n, where)
+
+
+@cython.final
+cdef class RecordIterator:
+    """Decodes one record of a v2 batch per step (what iterating a RecordBatch returns)."""
+
+    cdef object keep
+    cdef Reader r
+    cdef int32_t count
+    cdef int32_t i
+    cdef int64_t base_offset
+    cdef int64_t first_ts
+    cdef int64_t max_ts
+    cdef int ts_type
+    cdef bint control
+    cdef list hcache
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Reader* r = &self.r
+        cdef const uint8_t* data = r.data
+        cdef int32_t j, length, od, kl, hc
+        cdef int8_t attr
+        cdef int64_t tsd, ts, offset
+        cdef Py_ssize_t rstart, body, saved
+        cdef list headers
+        cdef object key, value, hk, hv
+        cdef tuple pair
+        cdef int32_t i
+        if self.i >= self.count:
+            if self.i == self.count:
+                self.i += 1  # report leftover bytes once, then stay exhausted
+                if r.pos != r.end:
+                    raise_corrupt(f"{r.end - r.pos} bytes left after the last of {self.count} "
+                                  f"records", r.pos + r.base)
+            raise StopIteration
+        i = self.i
+        self.i = self.count + 1  # until this record decodes: a malformed one ends it
+        rstart = r.pos
+        _rv(r, &length, "record length")
+        _need(r, length, "record")
+        body = r.pos
+        saved = r.end
+        r.end = r.pos + length
+        read_i8(r, &attr, "record attributes")
+        _rvl(r, &tsd, "timestamp delta")
+        _rv(r, &od, "offset delta")
+        _rv(r, &kl, "key length")
+        if kl == -1:
+            key = None
+        else:
+            _need(r, kl, "record key")
+            key = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
+            r.pos += kl
+        _rv(r, &kl, "value length")
+        if kl == -1:
+            value = None
+        else:
+            _need(r, kl, "record value")
+            value = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
+            r.pos += kl
+        _rv(r, &hc, "header count")
+        if hc < 0:
+            raise_corrupt(f"negative header count {hc}", r.pos + r.base)
+        if hc > (r.end - r.pos) // 2:
+            raise_corrupt(f"header count {hc} impossible in {r.end - r.pos} bytes",
+                          r.pos + r.base)
+        headers = PyList_New(hc)
+        for j in range(hc):
+            _rv(r, &kl, "header key length")
+            _need(r, kl, "header key")
+            hk = _cached_key(self.hcache, j, data + r.pos, kl, r.pos + r.base)
+            r.pos += kl
+            _rv(r, &kl, "header value length")
+            if kl == -1:
+                hv = None
+            else:
+                _need(r, kl, "header value")
+                hv = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
+                r.pos += kl
+            pair = PyTuple_New(2)
+            Py_INCREF(hk)
+            PyTuple_SET_ITEM(pair, 0, hk)
+            Py_INCREF(hv)
+            PyTuple_SET_ITEM(pair, 1, hv)
+            Py_INCREF(pair)
+            PyList_SET_ITEM(headers, j, pair)
+        if r.pos != r.end:
+            raise_corrupt(f"record length {length} but its fields took {r.pos - body} bytes",
+                          body + r.base)
+        r.end = saved
+        if self.ts_type:
+            ts = self.max_ts
+        else:
+            ts = <int64_t>(<uint64_t>self.first_ts + <uint64_t>tsd)
+        offset = <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>od)
+        if self.control:
+            rec = make_control(offset, ts, self.ts_type, key, value, headers, attr,
+                               rstart + r.base)
+            self.i = i + 1
+            return rec
+        self.i = i + 1
+        return new_record(offset, ts, self.ts_type, key, value, headers, attr)
+
+
+cdef class BatchIterator:
+    """Iterates the batches of a records blob (any mix of magic 0, 1 and 2).
+
+    ``consumed`` is the number of bytes (from the start of ``buf``) covered by the batches
+    yielded or skipped so far; ``incomplete`` becomes True when iteration stopped at a
+    trailing batch that is cut short (normal at the end of a Fetch response).
+
+    A complete but malformed entry raises CorruptDataError and ends the iteration (the next
+    call raises StopIteration; ``consumed`` stays at the bad entry). A CRC mismatch raises
+    ChecksumError after moving past the batch: calling ``next()`` again continues with the
+    following batch.
+    """
+
+    cdef readonly Py_ssize_t consumed
+    cdef readonly bint incomplete
+    cdef Buf _buf
+    cdef Py_ssize_t _end
+    cdef bint _validate
+    cdef bint _done
+    cdef Py_ssize_t _max_size
+
+    def __init__(self, buf, validate_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED,
+                 start=0):
+        self._buf = get_buf(buf)
+        self._end = self._buf.size
+        if start < 0 or start > self._end:
+            raise ValueError(f"start {start} outside a buffer of {self._end} bytes")
+        self._validate = bool(validate_crc)
+        self._max_size = check_max_size(max_decompressed_size)
+        self.consumed = start
+        self.incomplete = False
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef const uint8_t* data = self._buf.ptr
+        cdef Py_ssize_t pos = self.consumed
+        cdef Py_ssize_t rem = self._end - pos
+        cdef Py_ssize_t nxt
+        cdef int32_t length
+        cdef int magic, minimum
+        cdef uint32_t stored, actual
+        cdef RecordBatch b
+        cdef const uint8_t* p
+        if self._done:
+            raise StopIteration
+        if rem < 12:
+            self._done = True
+            self.incomplete = rem > 0
+            raise StopIteration
+        length = <int32_t>be_u32(data + pos + 8)
+        if length < 14:
+            self._done = True
+            raise CorruptDataError(f"batch length {length} below the minimum of 14", pos + 8)
+        if length > rem - 12:
+            self._done = True
+            self.incomplete = True
+            raise StopIteration
+        magic = data[pos + 16]
+        nxt = pos + length + 12
+        if magic == 2:
+            if length < MIN_LENGTH:
+                self._done = True
+                raise CorruptDataError(
+                    f"batch length {length} below the minimum of {MIN_LENGTH} for magic 2",
+                    pos + 8)
+            p = data + pos
+            stored = be_u32(p + 17)
+            if self._validate:
+                actual = _crc32c(p + 21, length - 9)
+                if actual != stored:
+                    self.consumed = nxt
+                    raise ChecksumError(stored, actual, pos, "record batch CRC-32C")
+            b = RecordBatch.__new__(RecordBatch)
+            b.record_count = <int32_t>be_u32(p + 57)
+            if b.record_count < 0:
+                self._done = True
+                raise CorruptDataError(f"negative record count {b.record_count}", pos + 57)
+            b.base_offset = <int64_t>be_u64(p)
+            b.batch_length = length
+            b.partition_leader_epoch = <int32_t>be_u32(p + 12)
+            b.magic = 2
+            b.crc = stored
+            b.attributes = <int16_t>be_u16(p + 21)
+            b.last_offset_delta = <int32_t>be_u32(p + 23)
+            b.first_timestamp = <int64_t>be_u64(p + 27)
+            b.max_timestamp = <int64_t>be_u64(p + 35)
+            b.producer_id = <int64_t>be_u64(p + 43)
+            b.producer_epoch = <int16_t>be_u16(p + 51)
+            b.base_sequence = <int32_t>be_u32(p + 53)
+            b.position = pos
+            b._buf = self._buf
+            b._max_size = self._max_size
+            b._validate = self._validate
+            self.consumed = nxt
+            return b
+        if magic == 0 or magic == 1:
+            minimum = 14 if magic == 0 else 22
+            if length < minimum:
+                self._done = True
+                raise CorruptDataError(
+                    f"message length {length} below the minimum of {minimum} for magic {magic}",
+                    pos + 8)
+            if self._validate:
+                stored = be_u32(data + pos + 12)
+                actual = crc32_ieee(0, data + pos + 16, <size_t>(length - 4))
+                if actual != stored:
+                    self.consumed = nxt
+                    raise ChecksumError(stored, actual, pos, "message CRC-32")
+            try:
+                m = message_at(self._buf, pos, self._validate, self._max_size)
+            except DecodeError:
+                self._done = True
+                raise
+            self.consumed = nxt
+            return m
+        self._done = True
+        raise CorruptDataError(f"unknown magic byte {magic}", pos + 16)
+
+
+def iter_batches(buf, *, validate_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED,
+                 start=0):
+    """Iterate the batches of a records blob from byte ``start``; see BatchIterator."""
+    return BatchIterator(buf, validate_crc, max_decompressed_size, start)
+
+
+cdef inline int _put_len(Growable g, Py_ssize_t n, str what) except -1:
+    if n > _I32_MAX:
+        raise EncodeError(f"{what} of {n} bytes too long")
+    g.length += put_uvar(g.data + g.length, <uint32_t>(<uint64_t>n << 1))
+    return 0
+
+
+cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what) except -1:
+    """Length (zigzag varint, -1 for null) and bytes."""
+    if n < 0:
+        g.reserve(1)
+        g.data[g.length] = 1
+        g.length += 1
+        return 0
+    g.reserve(5 + n)
+    _put_len(g, n, what)
+    memcpy(g.data + g.length, p, n)
+    g.length += n
+    return 0
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+
+cdef int _put_header(Growable g, object h) except -1:
+    """One (key, value) header: key str (UTF-8) or bytes, value bytes-like or None."""
+    cdef const uint8_t* p
+    cdef Py_ssize_t n
+    if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+        hk = <object>PyTuple_GET_ITEM(h, 0)
+        hv = <object>PyTuple_GET_ITEM(h, 1)
+    else:
+        try:
+            hk, hv = h
+        except (TypeError, ValueError):
+            raise EncodeError("a header must be a (key, value) pair") from None
+    if isinstance(hk, str):
+        try:
+            p = <const uint8_t*>PyUnicode_AsUTF8AndSize(hk, &n)
+        except UnicodeEncodeError:
+            raise EncodeError("header key cannot be encoded as UTF-8") from None
+    elif isinstance(hk, bytes):
+        p = <const uint8_t*>PyBytes_AS_STRING(hk)
+        n = PyBytes_GET_SIZE(hk)
+    elif isinstance(hk, bytearray):
+        hk = bytes(hk)
+        p = <const uint8_t*>PyBytes_AS_STRING(hk)
+        n = PyBytes_GET_SIZE(hk)
+    else:
+        raise EncodeError(f"header key must be str or bytes, not {type(hk).__name__}")
+    _put_bytes(g, p, n, "header key")
+    keep = take_bytes(hv, "header value", &p, &n)
+    _put_bytes(g, p, n, "header value")
+    return 0
+
+
+cdef class RecordBatchBuilder:
+    """Builds one v2 record batch.
+
+    ``append`` returns a RecordMetadata, or None when the record would take the batch past
+    ``max_size`` bytes (the first record is always accepted). ``build`` returns the batch
+    bytes with the CRC-32C filled in; the records are compressed with ``compression``
+    (a codec id 0-4) at ``compression_level`` (None: the codec's default).
+    """
+
+    cdef int _codec
+    cdef object _level
+    cdef int64_t _base_offset
+    cdef int _ts_type
+    cdef int64_t _producer_id
+    cdef int _producer_epoch
+    cdef int32_t _base_sequence
+    cdef bint _transactional
+    cdef bint _control
+    cdef int32_t _leader_epoch
+    cdef Py_ssize_t _max_size
+    cdef Growable _buf
+    cdef Py_ssize_t _committed
+    cdef int32_t _count
+    cdef int64_t _last_delta
+    cdef int64_t _first_ts
+    cdef int64_t _max_ts
+
+    def __init__(self, *, compression=0, compression_level=None, base_offset=0,
+                 timestamp_type=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                 is_transactional=False, is_control=False, partition_leader_epoch=-1,
+                 max_size=1048576):
+        self._codec = check_i64(compression, 0, 4, "compression codec")
+        if compression_level is not None:
+            _compress(self._codec, b"", compression_level)  # EncodeError for a bad level
+        self._level = compression_level
+        self._base_offset = check_i64(base_offset, _I64_MIN, _I64_MAX, "base offset")
+        self._ts_type = check_i64(timestamp_type, 0, 1, "timestamp type")
+        self._producer_id = check_i64(producer_id, _I64_MIN, _I64_MAX, "producer id")
+        self._producer_epoch = check_i64(producer_epoch, -32768, 32767, "producer epoch")
+        self._base_sequence = check_i64(base_sequence, _I32_MIN, _I32_MAX, "base sequence")
+        self._transactional = bool(is_transactional)
+        self._control = bool(is_control)
+        self._leader_epoch = check_i64(partition_leader_epoch, _I32_MIN, _I32_MAX,
+                                       "partition leader epoch")
+        self._max_size = check_i64(max_size, 0, _I32_MAX, "max size")
+        self._buf = Growable.__new__(Growable)
+        self._committed = 0
+        self._count = 0
+        self._last_delta = -1
+        self._first_ts = -1
+        self._max_ts = -1
+
+    @property
+    def record_count(self):
+        return self._count
+
+    @property
+    def size(self):
+        """Bytes the batch takes so far, before compression."""
+        return HEADER_SIZE + self._committed
+
+    def append(self, key, value, headers=None, timestamp=None, offset_delta=None):
+        """Add a record; its metadata, or None if the batch is full."""
+        cdef int64_t od, ts, first_ts, delta
+        cdef const uint8_t* kp
+        cdef const uint8_t* vp
+        cdef Py_ssize_t kl, vl, start, body_start, body, lsz, size, hcount
+        cdef Py_ssize_t hkl
+        cdef const char* hkp
+        cdef Growable g = self._buf
+        if offset_delta is None:
+            if self._last_delta >= _I32_MAX:
+                raise EncodeError(f"offset delta {self._last_delta + 1} out of range "
+                                  f"({_I32_MIN}..{_I32_MAX})")
+            od = self._last_delta + 1
+        else:
+            od = check_i64(offset_delta, _I32_MIN, _I32_MAX, "offset delta")
+            if od <= self._last_delta:
+                raise EncodeError(f"offset delta {od} not above the previous {self._last_delta}")
+        if timestamp is None:
+            ts = <int64_t>(time.time() * 1000)
+        else:
+            ts = check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")
+        kh = take_bytes(key, "record key", &kp, &kl)
+        vh = take_bytes(value, "record value", &vp, &vl)
+        first_ts = ts if self._count == 0 else self._first_ts
+        if (first_ts < 0 and ts > _I64_MAX + first_ts) or (
+                first_ts > 0 and ts < _I64_MIN + first_ts):
+            raise EncodeError(f"timestamp delta {(<object>ts) - first_ts} out of range "
+                              f"({_I64_MIN}..{_I64_MAX})")
+        delta = ts - first_ts
+        # Anything written past the committed length by a failed append is overwritten by
+        # the next one: no rollback needed on errors.
+        start = self._committed
+        g.length = start
+        g.reserve(5 + 1 + 10 + 5)
+        g.length += 5
+        body_start = g.length
+        g.data[g.length] = 0
+        g.length += 1
+        g.length += put_uvar(g.data + g.length, zigzag64(delta))
+        g.length += put_uvar(g.data + g.length, zigzag32(<int32_t>od))
+        _put_bytes(g, kp, kl, "record key")
+        _put_bytes(g, vp, vl, "record value")
+        if headers is None:
+            g.reserve(1)
+            g.data[g.length] = 0
+            g.length += 1
+        else:
+            hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
+            g.reserve(5)
+            _put_len(g, len(hs), "header count")
+            for h in hs:
+                _put_header(g, h)
+        body = g.length - body_start
+        if body > _I32_MAX:
+            raise EncodeError(f"record of {body} bytes too large")
+        lsz = uvar_size(<uint32_t>(<uint64_t>body << 1))
+        size = lsz + body
+        if self._count and HEADER_SIZE + start + size > self._max_size:
+            g.length = start
+            return None
+        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
+        if lsz != 5:
+            memmove(g.data + start + lsz, g.data + body_start, body)
+        g.length = start + size
+        self._committed = g.length
+        if self._count == 0:
+            self._first_ts = ts
+            self._max_ts = ts
+        elif ts > self._max_ts:
+            self._max_ts = ts
+        self._count += 1
+        self._last_delta = od
+        return new_metadata(od, ts, size)
+
+    def append_control(self, control_type, coordinator_epoch=0, timestamp=None):
+        """Add a transaction marker (control_type 0 abort, 1 commit) to a control batch."""
+        cdef uint8_t k[4]
+        cdef uint8_t v[6]
+        if not self._control:
+            raise EncodeError("append_control needs a builder made with is_control=True")
+        ct = check_i64(control_type, -32768, 32767, "control type")
+        ce = check_i64(coordinator_epoch, _I32_MIN, _I32_MAX, "coordinator epoch")
+        put_u16(k, 0)
+        put_u16(k + 2, <uint16_t><int16_t>ct)
+        put_u16(v, 0)
+        put_u32(v + 2, <uint32_t><int32_t>ce)
+        return self.append(PyBytes_FromStringAndSize(<char*>k, 4),
+                           PyBytes_FromStringAndSize(<char*>v, 6), None, timestamp)
+
+    def build(self):
+        """The batch bytes, records compressed and the CRC-32C filled in."""
+        cdef int codec = self._codec
+        cdef const uint8_t* pp
+        cdef Py_ssize_t plen, length
+        cdef int attrs
+        cdef bytes out
+        cdef uint8_t* o
+        cdef object payload = None
+        if codec:
+            payload = _compress(codec, PyBytes_FromStringAndSize(<char*>self._buf.data,
+                                                                 self._committed), self._level)
+            if type(payload) is not bytes:
+                payload = bytes(payload)
+            pp = <const uint8_t*>PyBytes_AS_STRING(payload)
+            plen = PyBytes_GET_SIZE(payload)
+        else:
+            pp = self._buf.data
+            plen = self._committed
+        attrs = codec | (self._ts_type << 3)
+        if self._transactional:
+            attrs |= 0x10
+        if self._control:
+            attrs |= 0x20
+        length = HEADER_SIZE - 12 + plen
+        if length > _I32_MAX:
+            raise EncodeError(f"batch of {length + 12} bytes too large")
+        out = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + plen)
+        o = <uint8_t*>PyBytes_AS_STRING(out)
+        put_u64(o, <uint64_t>self._base_offset)
+        put_u32(o + 8, <uint32_t>length)
+        put_u32(o + 12, <uint32_t>self._leader_epoch)
+        o[16] = 2
+        put_u16(o + 21, <uint16_t>attrs)
+        put_u32(o + 23, <uint32_t><int32_t>self._last_delta)
+        put_u64(o + 27, <uint64_t>self._first_ts)
+        put_u64(o + 35, <uint64_t>self._max_ts)
+        put_u64(o + 43, <uint64_t>self._producer_id)
+        put_u16(o + 51, <uint16_t><int16_t>self._producer_epoch)
+        put_u32(o + 53, <uint32_t>self._base_sequence)
+        put_u32(o + 57, <uint32_t>self._count)
+        if plen:
+            memcpy(o + HEADER_SIZE, pp, plen)
+        put_u32(o + 17, _crc32c(o + 21, HEADER_SIZE - 21 + plen))
+        return out

@@ -1,0 +1,115 @@
+"""Record objects of the pure-Python record twins (``batch``, ``legacy``).
+
+A record is what iterating a batch yields; a control record (in a control batch) also
+carries its decoded marker. ``RecordMetadata`` is what the builders' ``append`` returns.
+They are ``__slots__`` classes: CPython's specialising interpreter reads slot attributes
+fastest. ``kcodec._cy._record`` defines the same classes, fields and behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from kcodec.errors import CorruptDataError
+
+__all__ = ["Record", "ControlRecord", "RecordMetadata", "make_control"]
+
+Header = tuple[str, Optional[bytes]]
+
+
+class Record:
+    """One record: ``offset``, ``timestamp``, ``timestamp_type`` (-1 none, 0 create time,
+    1 log append time), ``key`` and ``value`` (bytes or None), ``headers`` (a list of
+    (str, bytes or None) pairs, order and duplicates kept) and ``attributes`` (the record's
+    attribute byte; for a legacy message, the message's attributes)."""
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "attributes")
+
+    is_control = False
+
+    def __init__(self, offset: int, timestamp: int, timestamp_type: int, key: Optional[bytes],
+                 value: Optional[bytes], headers: list[Header], attributes: int = 0) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.attributes = attributes
+
+    def _tuple(self) -> tuple[Any, ...]:
+        return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
+                self.headers, self.attributes, self.is_control)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Record):
+            return NotImplemented
+        return self._tuple() == other._tuple()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, "
+                f"key={self.key!r}, value={self.value!r}, headers={self.headers!r})")
+
+
+class ControlRecord(Record):
+    """A record of a control batch: ``control_type`` (0 abort, 1 commit; KRaft uses more),
+    ``version`` of the control key, and ``coordinator_epoch`` (commit and abort markers;
+    None for other types)."""
+
+    __slots__ = ("control_type", "version", "coordinator_epoch")
+
+    is_control = True
+
+    def _tuple(self) -> tuple[Any, ...]:
+        return Record._tuple(self) + (self.control_type, self.version, self.coordinator_epoch)
+
+    def __repr__(self) -> str:
+        return (f"ControlRecord(offset={self.offset}, timestamp={self.timestamp}, "
+                f"control_type={self.control_type}, coordinator_epoch={self.coordinator_epoch})")
+
+
+class RecordMetadata:
+    """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
+    ``timestamp`` (as written) and ``size`` (bytes the record takes in the batch)."""
+
+    __slots__ = ("offset_delta", "timestamp", "size")
+
+    def __init__(self, offset_delta: int, timestamp: int, size: int) -> None:
+        self.offset_delta = offset_delta
+        self.timestamp = timestamp
+        self.size = size
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordMetadata):
+            return NotImplemented
+        return (self.offset_delta, self.timestamp, self.size) == (
+            other.offset_delta, other.timestamp, other.size)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"RecordMetadata(offset_delta={self.offset_delta}, "
+                f"timestamp={self.timestamp}, size={self.size})")
+
+
+
+def make_control(
+    offset: int, timestamp: int, timestamp_type: int,
+    key: Optional[bytes], value: Optional[bytes], headers: list, attributes: int,
+    where: int,
+) -> ControlRecord:
+    """Decode a control record's key (version int16, type int16) and, for commit/abort
+    markers, its value (version int16, coordinator epoch int32)."""
+    r = ControlRecord(offset, timestamp, timestamp_type, key, value, headers, attributes)
+    if key is None or len(key) < 4:
+        raise CorruptDataError("control record key shorter than 4 bytes", where)
+    r.version = int.from_bytes(key[0:2], "big", signed=True)
+    r.control_type = int.from_bytes(key[2:4], "big", signed=True)
+    r.coordinator_epoch = None
+    if r.control_type in (0, 1):
+        if value is None or len(value) < 6:
+            raise CorruptDataError("transaction marker value shorter than 6 bytes", where)
+        r.coordinator_epoch = int.from_bytes(value[2:6], "big", signed=True)
+    return r

@@ -1,0 +1,73 @@
+"""Kafka record formats: RecordBatch v2 and the legacy MessageSet v0/v1.
+
+Reading: ``iter_batches(buf)`` walks any records blob (a Fetch response's records field, a
+log segment's bytes), mixing magic 0, 1 and 2, and yields ``RecordBatch`` (magic 2) and
+``LegacyBatch`` (magic 0/1) objects; iterating a batch yields ``Record`` objects
+(``ControlRecord`` in control batches).
+
+    >>> from kcodec.records import RecordBatchBuilder, iter_batches
+    >>> b = RecordBatchBuilder()
+    >>> b.append(b"k", b"v", [("h", b"1")], timestamp=1700000000000)
+    RecordMetadata(offset_delta=0, timestamp=1700000000000, size=13)
+    >>> [(r.offset, r.key, r.value, r.headers) for batch in iter_batches(b.build()) for r in batch]
+    [(0, b'k', b'v', [('h', b'1')])]
+
+Building: ``RecordBatchBuilder`` (magic 2) and ``MessageSetBuilder`` (magic 0/1).
+
+The implementation is chosen once by ``kcodec._impl`` (see ``kcodec.IMPLEMENTATION``).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from kcodec._impl import IMPLEMENTATION
+
+if IMPLEMENTATION == "cython":
+    from kcodec._cy.batch import (
+        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
+        RecordBatchBuilder, RecordMetadata, iter_batches,
+    )
+    from kcodec._cy.legacy import LegacyBatch, MessageSetBuilder
+else:
+    from kcodec._py.batch import (  # type: ignore[assignment]
+        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
+        RecordBatchBuilder, RecordMetadata, iter_batches,
+    )
+    from kcodec._py.legacy import LegacyBatch, MessageSetBuilder  # type: ignore[assignment]
+
+
+class TimestampType(IntEnum):
+    """``Record.timestamp_type`` / ``batch.timestamp_type`` values."""
+
+    NO_TIMESTAMP = -1   # magic 0
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class ControlType(IntEnum):
+    """``ControlRecord.control_type`` values (the key's type field)."""
+
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+
+
+__all__ = [
+    "iter_batches",
+    "BatchIterator",
+    "RecordBatch",
+    "LegacyBatch",
+    "Record",
+    "ControlRecord",
+    "RecordMetadata",
+    "RecordBatchBuilder",
+    "MessageSetBuilder",
+    "TimestampType",
+    "ControlType",
+    "DEFAULT_MAX_DECOMPRESSED",
+]
+
+# Other record modules add their imports below this line (columnar decode, log segments).
