@@ -71,3 +71,4 @@ __all__ = [
 ]
 
 # Other record modules add their imports below this line (columnar decode, log segments).
+from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402,F401

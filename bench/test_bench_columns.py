@@ -1,0 +1,111 @@
+"""R-columns: decode one v2 batch of the R-* records into columns, kcodec vs the peers.
+
+    R-columns   one v2 batch of the 1,000 R-* records (workloads.md), codecs none, lz4 and
+                zstd in the form a Java producer writes (lz4 9, independent 64 KiB blocks, no
+                content size; zstd 3, no content size), decoded into columns: offsets,
+                timestamps, timestamp types, keys, values and headers.
+                Entries: kcodec's decode_columns (compiled: CRC-32C checked, as by default;
+                without the CRC; with .to_arrow(); the pure twin), kcodec's record reader
+                (iter_batches, record objects), and the peers' R-decode as workloads.md
+                defines it: decode the batch into record objects touching offset, timestamp,
+                key, value and every header (aiokafka's Cython path, kafka-python).
+
+The peers have no columnar decoder: their R-decode is the baseline (target: compiled
+R-columns (none) at least 10x aiokafka's R-decode in records/s).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+import lz4.frame
+import pytest
+import zstandard
+from aiokafka.record._crecords import DefaultRecordBatch as AioBatch
+from kafka.record.default_records import DefaultRecordBatch as KpBatch
+
+from bench.conftest import twin, workload_records
+from kcodec.crc import crc32c
+from kcodec.records import RecordBatchBuilder, iter_batches
+
+RECORDS = workload_records()
+N = len(RECORDS)
+
+
+def _batch(codec: str) -> bytes:
+    b = RecordBatchBuilder(max_size=1 << 24)
+    for r in RECORDS:
+        b.append(r.key, r.value, r.headers, timestamp=r.timestamp)
+    raw = b.build()
+    if codec == "none":
+        return raw
+    body = raw[61:]
+    if codec == "lz4":
+        packed, cid = lz4.frame.compress(body, compression_level=9, block_linked=False,
+                                         store_size=False,
+                                         block_size=lz4.frame.BLOCKSIZE_MAX64KB), 3
+    else:
+        packed, cid = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(body), 4
+    attrs = struct.unpack_from(">h", raw, 21)[0] | cid
+    tail = struct.pack(">h", attrs) + raw[23:61] + packed
+    return raw[:8] + struct.pack(">iibI", 9 + len(tail), -1, 2, crc32c(tail)) + tail
+
+
+BATCHES = {c: _batch(c) for c in ("none", "lz4", "zstd")}
+
+
+def _touch_records(records: Any) -> int:
+    n = 0
+    for r in records:
+        r.offset, r.timestamp, r.key, r.value
+        for h in r.headers:
+            h[0], h[1]
+        n += 1
+    return n
+
+
+def _kcodec_objects(buf: bytes) -> int:
+    return sum(_touch_records(b) for b in iter_batches(buf, validate_crc=False))
+
+
+def _touch_columns(c: Any) -> int:
+    # what a columnar consumer gets: every column (arrays and buffers) is there
+    c.offset, c.timestamp, c.timestamp_type, c.key.data, c.value.data, c.headers.keys.data
+    return len(c)
+
+
+def _entries() -> dict[str, Callable[[bytes], int]]:
+    cy = lambda: twin("columns", "cython")  # noqa: E731
+    py = lambda: twin("columns", "python")  # noqa: E731
+    return {
+        "kcodec cython": lambda b: _touch_columns(cy().decode_columns(b)),
+        "kcodec cython, no CRC check": lambda b: _touch_columns(
+            cy().decode_columns(b, validate_crc=False)),
+        "kcodec cython + to_arrow()": lambda b: cy().decode_columns(b).to_arrow().num_rows,
+        "kcodec python": lambda b: _touch_columns(py().decode_columns(b)),
+        "kcodec record objects (iter_batches)": _kcodec_objects,
+        "aiokafka cython R-decode": lambda b: _touch_records(AioBatch(b)),
+        "kafka-python R-decode": lambda b: _touch_records(KpBatch(b)),
+    }
+
+
+@pytest.mark.benchmark(group="R-columns")
+@pytest.mark.parametrize("codec,name", [(c, n) for c in BATCHES for n in _entries()])
+def test_r_columns(benchmark, ratios, codec: str, name: str) -> None:
+    fn = _entries()[name]
+    buf = BATCHES[codec]
+    assert fn(buf) == N
+    assert benchmark(fn, buf) == N
+    ratios.add(f"R-columns {codec}", name, benchmark, amount=N, unit="records")
+
+
+def test_columns_match_the_records() -> None:
+    """The benchmarked batches decode to the workload's records (not timed)."""
+    cols = twin("columns", "cython")
+    for buf in BATCHES.values():
+        c = cols.decode_columns(buf)
+        assert c.key.to_pylist() == [r.key for r in RECORDS]
+        assert c.value.to_pylist() == [r.value for r in RECORDS]
+        assert c.headers.to_pylist() == [r.headers for r in RECORDS]
+        assert c.timestamp.tolist() == [r.timestamp for r in RECORDS]

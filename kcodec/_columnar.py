@@ -1,0 +1,338 @@
+"""Result containers of the columnar decode, shared by both twins of ``kcodec.records.columns``.
+
+Every column uses the Apache Arrow memory layout, held in numpy arrays, so ``to_arrow()`` can
+hand the very same memory to pyarrow without copying it:
+
+    fixed width   offset: int64[n]   timestamp: int64[n]   timestamp_type: int8[n]
+    binary        offsets: int32[n+1] (int64 when the data exceeds 2 GiB, or ``large=True``)
+                  data: uint8[offsets[n]]   value i = data[offsets[i]:offsets[i+1]]
+                  validity: uint8[ceil(n/8)], bit i (LSB first) set when value i is not null;
+                  None when nothing is null
+    headers       list<struct<key: string, value: binary>>:
+                  offsets: int32[n+1], headers of record i = children[offsets[i]:offsets[i+1]]
+                  keys: a binary column (never null, UTF-8), values: a binary column
+
+numpy is imported on first use (it is needed only here), pyarrow only by ``to_arrow()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+__all__ = ["BinaryColumn", "HeadersColumn", "RecordColumns", "numpy", "pyarrow"]
+
+_np: Any = None
+
+
+def numpy() -> Any:
+    """The numpy module, or an ImportError that says how to get it."""
+    global _np
+    if _np is None:
+        try:
+            import numpy as np
+        except ImportError as exc:
+            raise ImportError(
+                "kcodec.records.decode_columns needs numpy: pip install numpy "
+                "(or pip install 'kcodec[arrow]' for numpy and pyarrow)"
+            ) from exc
+        _np = np
+    return _np
+
+
+def pyarrow() -> Any:
+    """The pyarrow module, or an ImportError that says how to get it."""
+    try:
+        import pyarrow as pa
+    except ImportError as exc:
+        raise ImportError(
+            "to_arrow() needs pyarrow: pip install pyarrow (or pip install 'kcodec[arrow]')"
+        ) from exc
+    return pa
+
+
+def _bits(validity: Any, n: int) -> Any:
+    np = numpy()
+    if validity is None:
+        return np.ones(n, dtype=bool)
+    return np.unpackbits(validity, count=n, bitorder="little").astype(bool)
+
+
+def _same_array(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all())
+
+
+class BinaryColumn:
+    """A variable-width column in Arrow binary (or string) layout; see the module docstring."""
+
+    __slots__ = ("offsets", "data", "validity", "null_count", "utf8")
+
+    def __init__(
+        self, offsets: Any, data: Any, validity: Any, null_count: int, utf8: bool = False
+    ) -> None:
+        self.offsets = offsets
+        self.data = data
+        self.validity = validity
+        self.null_count = null_count
+        self.utf8 = utf8
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def is_large(self) -> bool:
+        """True when the offsets are int64 (Arrow large_binary / large_string)."""
+        return self.offsets.dtype.itemsize == 8
+
+    @property
+    def valid(self) -> Any:
+        """numpy bool array: True where the value is not null."""
+        return _bits(self.validity, len(self))
+
+    def __getitem__(self, i: int) -> Optional[Any]:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("column index out of range")
+        if self.validity is not None and not (self.validity[i >> 3] >> (i & 7)) & 1:
+            return None
+        raw = self.data[int(self.offsets[i]) : int(self.offsets[i + 1])].tobytes()
+        return raw.decode("utf-8") if self.utf8 else raw
+
+    def to_pylist(self) -> list[Any]:
+        """The values as bytes (str for a UTF-8 column) or None."""
+        data = self.data.tobytes()
+        offs = self.offsets.tolist()
+        out: list[Any] = [data[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+        if self.utf8:
+            out = [v.decode("utf-8") for v in out]
+        if self.null_count:
+            for i, ok in enumerate(self.valid.tolist()):
+                if not ok:
+                    out[i] = None
+        return out
+
+    def equals(self, other: Any) -> bool:
+        return (
+            isinstance(other, BinaryColumn)
+            and self.utf8 == other.utf8
+            and self.null_count == other.null_count
+            and _same_array(self.offsets, other.offsets)
+            and _same_array(self.data, other.data)
+            and _same_array(self.validity, other.validity)
+        )
+
+    def arrow_type(self) -> Any:
+        pa = pyarrow()
+        if self.utf8:
+            return pa.large_string() if self.is_large else pa.string()
+        return pa.large_binary() if self.is_large else pa.binary()
+
+    def to_arrow(self) -> Any:
+        """A pyarrow array over the same memory (no copy)."""
+        pa = pyarrow()
+        validity = None if self.validity is None else pa.py_buffer(self.validity)
+        return pa.Array.from_buffers(
+            self.arrow_type(),
+            len(self),
+            [validity, pa.py_buffer(self.offsets), pa.py_buffer(self.data)],
+            null_count=self.null_count,
+        )
+
+    def __repr__(self) -> str:
+        kind = "string" if self.utf8 else "binary"
+        return f"<BinaryColumn {kind} len={len(self)} nulls={self.null_count} bytes={self.data.nbytes}>"
+
+
+class HeadersColumn:
+    """Record headers as an Arrow list<struct<key: string, value: binary>> column."""
+
+    __slots__ = ("offsets", "keys", "values")
+
+    def __init__(self, offsets: Any, keys: BinaryColumn, values: BinaryColumn) -> None:
+        self.offsets = offsets
+        self.keys = keys
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def counts(self) -> Any:
+        """numpy array: the number of headers of each record."""
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def __getitem__(self, i: int) -> list[tuple[str, Optional[bytes]]]:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("column index out of range")
+        return [(self.keys[j], self.values[j]) for j in range(int(self.offsets[i]), int(self.offsets[i + 1]))]
+
+    def to_pylist(self) -> list[list[tuple[str, Optional[bytes]]]]:
+        """For each record, its headers as (key, value-or-None) pairs, order kept."""
+        pairs = list(zip(self.keys.to_pylist(), self.values.to_pylist()))
+        offs = self.offsets.tolist()
+        return [pairs[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+
+    def equals(self, other: Any) -> bool:
+        return (
+            isinstance(other, HeadersColumn)
+            and _same_array(self.offsets, other.offsets)
+            and self.keys.equals(other.keys)
+            and self.values.equals(other.values)
+        )
+
+    def arrow_type(self) -> Any:
+        pa = pyarrow()
+        entry = pa.struct(
+            [pa.field("key", self.keys.arrow_type(), nullable=False),
+             pa.field("value", self.values.arrow_type())]
+        )
+        item = pa.field("item", entry, nullable=False)
+        return pa.large_list(item) if self.offsets.dtype.itemsize == 8 else pa.list_(item)
+
+    def to_arrow(self) -> Any:
+        """A pyarrow list array over the same memory (no copy)."""
+        pa = pyarrow()
+        typ = self.arrow_type()
+        entries = pa.Array.from_buffers(
+            typ.value_type, len(self.keys), [None], null_count=0,
+            children=[self.keys.to_arrow(), self.values.to_arrow()],
+        )
+        return pa.Array.from_buffers(
+            typ, len(self), [None, pa.py_buffer(self.offsets)], null_count=0, children=[entries]
+        )
+
+    def __repr__(self) -> str:
+        return f"<HeadersColumn len={len(self)} headers={len(self.keys)}>"
+
+
+class RecordColumns:
+    """Every record of a records blob, one column per field (see ``decode_columns``).
+
+    ``offset``, ``timestamp`` (-1 for magic 0) and ``timestamp_type`` (0 create time,
+    1 log-append time, -1 none: magic 0) are numpy arrays; ``key`` and ``value`` are
+    ``BinaryColumn``s; ``headers`` is a ``HeadersColumn``; ``is_control`` is a numpy bool
+    array when control records were asked for, else None. ``consumed`` is the number of
+    input bytes of the complete batches decoded (an incomplete trailing batch is left
+    unread); ``batch_count`` counts those batches (skipped control batches included);
+    ``next_offset`` is the offset after the last complete batch (None when there is none).
+    """
+
+    __slots__ = (
+        "offset", "timestamp", "timestamp_type", "key", "value", "headers", "is_control",
+        "consumed", "batch_count", "next_offset",
+    )
+
+    FIELDS = ("offset", "timestamp", "timestamp_type", "key", "value", "headers")
+
+    def __init__(
+        self,
+        offset: Any,
+        timestamp: Any,
+        timestamp_type: Any,
+        key: BinaryColumn,
+        value: BinaryColumn,
+        headers: HeadersColumn,
+        is_control: Any,
+        consumed: int,
+        batch_count: int,
+        next_offset: Optional[int],
+    ) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.is_control = is_control
+        self.consumed = consumed
+        self.batch_count = batch_count
+        self.next_offset = next_offset
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.FIELDS or (name == "is_control" and self.is_control is not None):
+            return getattr(self, name)
+        raise KeyError(name)
+
+    @property
+    def column_names(self) -> list[str]:
+        names = list(self.FIELDS)
+        if self.is_control is not None:
+            names.append("is_control")
+        return names
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """One dict per record (like ``pyarrow.RecordBatch.to_pylist()``); for tests and debugging."""
+        cols = {
+            "offset": self.offset.tolist(),
+            "timestamp": self.timestamp.tolist(),
+            "timestamp_type": self.timestamp_type.tolist(),
+            "key": self.key.to_pylist(),
+            "value": self.value.to_pylist(),
+            "headers": self.headers.to_pylist(),
+        }
+        if self.is_control is not None:
+            cols["is_control"] = self.is_control.tolist()
+        names = list(cols)
+        return [dict(zip(names, row)) for row in zip(*cols.values())]
+
+    def equals(self, other: Any) -> bool:
+        """Same values, dtypes and layouts in every column, and the same counters."""
+        return (
+            isinstance(other, RecordColumns)
+            and (self.consumed, self.batch_count, self.next_offset)
+            == (other.consumed, other.batch_count, other.next_offset)
+            and _same_array(self.offset, other.offset)
+            and _same_array(self.timestamp, other.timestamp)
+            and _same_array(self.timestamp_type, other.timestamp_type)
+            and _same_array(self.is_control, other.is_control)
+            and self.key.equals(other.key)
+            and self.value.equals(other.value)
+            and self.headers.equals(other.headers)
+        )
+
+    def arrow_schema(self) -> Any:
+        pa = pyarrow()
+        fields = [
+            pa.field("offset", pa.int64(), nullable=False),
+            pa.field("timestamp", pa.int64(), nullable=False),
+            pa.field("timestamp_type", pa.int8(), nullable=False),
+            pa.field("key", self.key.arrow_type()),
+            pa.field("value", self.value.arrow_type()),
+            pa.field("headers", self.headers.arrow_type(), nullable=False),
+        ]
+        if self.is_control is not None:
+            fields.append(pa.field("is_control", pa.bool_(), nullable=False))
+        return pa.schema(fields)
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.RecordBatch`` sharing this object's memory: no data buffer is copied.
+
+        (``is_control``, when present, is the one column Arrow stores as bits: it is packed.)
+        """
+        pa = pyarrow()
+        arrays = [
+            pa.Array.from_buffers(pa.int64(), len(self), [None, pa.py_buffer(self.offset)], null_count=0),
+            pa.Array.from_buffers(pa.int64(), len(self), [None, pa.py_buffer(self.timestamp)], null_count=0),
+            pa.Array.from_buffers(pa.int8(), len(self), [None, pa.py_buffer(self.timestamp_type)], null_count=0),
+            self.key.to_arrow(),
+            self.value.to_arrow(),
+            self.headers.to_arrow(),
+        ]
+        if self.is_control is not None:
+            arrays.append(pa.array(self.is_control, type=pa.bool_()))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
+
+    def __repr__(self) -> str:
+        return (
+            f"<RecordColumns records={len(self)} batches={self.batch_count} "
+            f"consumed={self.consumed} next_offset={self.next_offset}>"
+        )

@@ -1,0 +1,748 @@
+"""Compiled twin of kcodec._py.columns (see its docstring for the wire layout and the rules).
+
+v2 batches are decoded by one C loop per batch straight into growable C buffers (amortized
+doubling; no Python object per record), which become numpy arrays without a copy at the end.
+Legacy message sets (magic 0 and 1) are rare and small: their records come from the record
+reader and are appended through the same buffers.
+"""
+
+from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memset
+
+from kcodec._cy.crc cimport crc32c_update
+from kcodec._cy._reader cimport (
+    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, raise_truncated,
+    read_i8, read_varint, read_varlong,
+)
+
+from kcodec import _columnar
+from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
+from kcodec.errors import ChecksumError
+
+__all__ = ["decode_columns"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Growable C buffers and the columns they make up
+
+
+# Offsets switch from int32 to int64 past this value (a test may lower it: _set_wide_limit).
+cdef Py_ssize_t _wide_at = INT32_MAX
+
+
+def _set_wide_limit(limit):
+    """For tests: the largest offset kept in int32 columns (default 2**31 - 1)."""
+    global _wide_at
+    _wide_at = INT32_MAX if limit is None else min(limit, INT32_MAX)
+
+
+cdef struct Grow:
+    char* p
+    Py_ssize_t n        # bytes used
+    Py_ssize_t cap      # bytes allocated
+
+
+cdef int _grow(Grow* g, Py_ssize_t want) except -1:
+    cdef Py_ssize_t cap = g.cap * 2
+    cdef char* p
+    if cap < want:
+        cap = want
+    if cap < 64:
+        cap = 64
+    p = <char*>realloc(g.p, <size_t>cap)
+    if p == NULL:
+        raise MemoryError()
+    g.p = p
+    g.cap = cap
+    return 0
+
+
+cdef inline int reserve(Grow* g, Py_ssize_t extra) except -1:
+    if extra > g.cap - g.n:
+        _grow(g, g.n + extra)
+    return 0
+
+
+cdef struct BinCol:
+    Grow offs           # int32 or int64 offsets, count + 1 of them
+    Grow data
+    Grow bits           # validity bitmap, made at the first null; bits.n == bits.cap, all
+                        # allocated bytes zeroed (a bit is set for each non-null value)
+    Py_ssize_t count
+    Py_ssize_t nulls
+    bint wide
+
+
+cdef int bin_start(BinCol* c, bint wide) except -1:
+    c.wide = wide
+    reserve(&c.offs, 8)
+    if wide:
+        (<int64_t*>c.offs.p)[0] = 0
+        c.offs.n = 8
+    else:
+        (<int32_t*>c.offs.p)[0] = 0
+        c.offs.n = 4
+    return 0
+
+
+cdef inline int bin_reserve(BinCol* c, Py_ssize_t k) except -1:
+    """Room for k more offsets (data and bits grow on demand)."""
+    return reserve(&c.offs, k * (8 if c.wide else 4))
+
+
+cdef int bits_room(BinCol* c) except -1:
+    """Make sure the bitmap has a (zeroed) byte for bit c.count."""
+    cdef Py_ssize_t old = c.bits.cap
+    if (c.count >> 3) < old:
+        return 0
+    _grow(&c.bits, (c.count >> 3) + 1)
+    memset(c.bits.p + old, 0, <size_t>(c.bits.cap - old))
+    c.bits.n = c.bits.cap
+    return 0
+
+
+cdef int bin_widen(BinCol* c) except -1:
+    """Switch to int64 offsets (the data passed 2 GiB): Arrow large_binary / large_string."""
+    cdef Py_ssize_t i, n = c.count + 1, cap = (c.offs.cap // 4) * 8
+    cdef Grow g
+    g.p = NULL
+    g.n = 0
+    g.cap = 0
+    _grow(&g, cap)
+    for i in range(n):
+        (<int64_t*>g.p)[i] = (<int32_t*>c.offs.p)[i]
+    g.n = n * 8
+    free(c.offs.p)
+    c.offs = g
+    c.wide = True
+    return 0
+
+
+cdef int bin_push(BinCol* c, const uint8_t* src, Py_ssize_t length) except -1:
+    """Append one value (the offsets were reserved by bin_reserve): the general path."""
+    if length > c.data.cap - c.data.n:
+        _grow(&c.data, c.data.n + length)
+    memcpy(c.data.p + c.data.n, src, <size_t>length)
+    c.data.n += length
+    if c.nulls:
+        bits_room(c)
+        c.bits.p[c.count >> 3] |= <char>(1 << (c.count & 7))
+    c.count += 1
+    if not c.wide and c.data.n > _wide_at:
+        c.count -= 1
+        bin_widen(c)
+        c.count += 1
+    if c.wide:
+        (<int64_t*>c.offs.p)[c.count] = c.data.n
+        c.offs.n += 8
+    else:
+        (<int32_t*>c.offs.p)[c.count] = <int32_t>c.data.n
+        c.offs.n += 4
+    return 0
+
+
+cdef inline bint bin_put(BinCol* c, const uint8_t* src, Py_ssize_t length,
+                         Py_ssize_t readable) noexcept:
+    """bin_push when no allocation is needed and the offsets stay int32; else False.
+
+    ``readable`` bytes may be read at src: short values (most keys and headers) are copied
+    as one fixed 16-byte move when both sides have the room, instead of a memcpy call.
+    """
+    cdef Py_ssize_t n = c.data.n + length
+    cdef Py_ssize_t room = c.data.cap - c.data.n
+    if length > room or n > _wide_at or c.wide:
+        return False
+    if c.nulls:
+        if (c.count >> 3) >= c.bits.cap:
+            return False
+        c.bits.p[c.count >> 3] |= <char>(1 << (c.count & 7))
+    if length <= 16 and readable >= 16 and room >= 16:
+        memcpy(c.data.p + c.data.n, src, 16)
+    else:
+        memcpy(c.data.p + c.data.n, src, <size_t>length)
+    c.data.n = n
+    c.count += 1
+    (<int32_t*>c.offs.p)[c.count] = <int32_t>n
+    c.offs.n += 4
+    return True
+
+
+cdef int bin_null(BinCol* c) except -1:
+    """Append a null (the offsets were reserved by bin_reserve)."""
+    cdef Py_ssize_t full
+    bits_room(c)
+    if c.nulls == 0:
+        # The first null: every value so far was valid.
+        full = c.count >> 3
+        memset(c.bits.p, 0xFF, <size_t>full)
+        c.bits.p[full] = <char>((1 << (c.count & 7)) - 1)
+    c.nulls += 1
+    c.count += 1
+    if c.wide:
+        (<int64_t*>c.offs.p)[c.count] = c.data.n
+        c.offs.n += 8
+    else:
+        (<int32_t*>c.offs.p)[c.count] = <int32_t>c.data.n
+        c.offs.n += 4
+    return 0
+
+
+cdef struct Cols:
+    Grow offset         # int64
+    Grow timestamp      # int64
+    Grow tstype         # int8
+    Grow control        # bool (uint8), only with include_control
+    BinCol key
+    BinCol value
+    Grow hoffs          # headers list offsets (int32, or int64 when hwide)
+    bint hwide
+    BinCol hkey
+    BinCol hval
+    Py_ssize_t n        # records
+    bint with_control
+
+
+cdef int cols_reserve(Cols* c, Py_ssize_t k) except -1:
+    """Room for k more records in every per-record column."""
+    reserve(&c.offset, k * 8)
+    reserve(&c.timestamp, k * 8)
+    reserve(&c.tstype, k)
+    if c.with_control:
+        reserve(&c.control, k)
+    reserve(&c.hoffs, k * (8 if c.hwide else 4))
+    bin_reserve(&c.key, k)
+    bin_reserve(&c.value, k)
+    return 0
+
+
+cdef inline void cols_push(Cols* c, int64_t offset, int64_t timestamp, int8_t tstype,
+                           bint control) noexcept:
+    """The fixed-width fields of one record, after its key, value and headers."""
+    (<int64_t*>(c.offset.p + c.offset.n))[0] = offset
+    c.offset.n += 8
+    (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = timestamp
+    c.timestamp.n += 8
+    c.tstype.p[c.tstype.n] = <char>tstype
+    c.tstype.n += 1
+    if c.with_control:
+        c.control.p[c.control.n] = <char>control
+        c.control.n += 1
+    if c.hwide:
+        (<int64_t*>(c.hoffs.p + c.hoffs.n))[0] = c.hkey.count
+        c.hoffs.n += 8
+    else:
+        (<int32_t*>(c.hoffs.p + c.hoffs.n))[0] = <int32_t>c.hkey.count
+        c.hoffs.n += 4
+    c.n += 1
+
+
+cdef int cols_headers_widen(Cols* c) except -1:
+    cdef Py_ssize_t i, n = c.n + 1, cap = (c.hoffs.cap // 4) * 8
+    cdef Grow g
+    g.p = NULL
+    g.n = 0
+    g.cap = 0
+    _grow(&g, cap)
+    for i in range(n):
+        (<int64_t*>g.p)[i] = (<int32_t*>c.hoffs.p)[i]
+    g.n = n * 8
+    free(c.hoffs.p)
+    c.hoffs = g
+    c.hwide = True
+    return 0
+
+
+cdef inline int cols_headers_reserve(Cols* c, Py_ssize_t k) except -1:
+    """Room for k more headers (the caller checked k against the bytes left)."""
+    if not c.hwide and c.hkey.count + k > _wide_at:
+        cols_headers_widen(c)
+    bin_reserve(&c.hkey, k)
+    bin_reserve(&c.hval, k)
+    return 0
+
+
+cdef class _Block:
+    """Owns one malloc'd buffer and lends it (read-only) through the buffer protocol."""
+    cdef char* p
+    cdef Py_ssize_t n
+
+    def __dealloc__(self):
+        free(self.p)
+        self.p = NULL
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.p, self.n, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef object _take(Grow* g, object dtype):
+    """Hand g's memory to a numpy array of dtype (no copy); g is left empty."""
+    cdef _Block b = _Block.__new__(_Block)
+    cdef char* p = g.p
+    cdef Py_ssize_t n = g.n
+    if p == NULL or n < g.cap:
+        # Give back the slack; also makes an empty column own a real (1-byte) allocation.
+        p = <char*>realloc(p, <size_t>(n if n > 0 else 1))
+        if p == NULL:
+            raise MemoryError()
+    g.p = NULL
+    g.n = 0
+    g.cap = 0
+    b.p = p
+    b.n = n
+    return _ndarray((n // dtype.itemsize,), dtype, b)
+
+
+cdef object _take_bin(BinCol* c, bint utf8):
+    cdef object offsets = _take(&c.offs, _I64 if c.wide else _I32)
+    cdef object data = _take(&c.data, _U8)
+    cdef object bits = None
+    if c.nulls:
+        c.bits.n = (c.count + 7) >> 3
+        bits = _take(&c.bits, _U8)
+    return BinaryColumn(offsets, data, bits, c.nulls, utf8)
+
+
+cdef void _free_bin(BinCol* c) noexcept:
+    free(c.offs.p)
+    free(c.data.p)
+    free(c.bits.p)
+
+
+cdef class _Builder:
+    """Holds the growing columns of one decode_columns call (freed if the call fails)."""
+    cdef Cols c
+
+    def __cinit__(self, bint include_control, bint large):
+        memset(&self.c, 0, sizeof(Cols))
+        self.c.with_control = include_control
+        self.c.hwide = False
+        bin_start(&self.c.key, large)
+        bin_start(&self.c.value, large)
+        bin_start(&self.c.hkey, large)
+        bin_start(&self.c.hval, large)
+        reserve(&self.c.hoffs, 4)
+        (<int32_t*>self.c.hoffs.p)[0] = 0
+        self.c.hoffs.n = 4
+
+    def __dealloc__(self):
+        free(self.c.offset.p)
+        free(self.c.timestamp.p)
+        free(self.c.tstype.p)
+        free(self.c.control.p)
+        free(self.c.hoffs.p)
+        _free_bin(&self.c.key)
+        _free_bin(&self.c.value)
+        _free_bin(&self.c.hkey)
+        _free_bin(&self.c.hval)
+
+    cdef int append(self, object offset, object timestamp, object tstype, object key,
+                    object value, object headers, bint control) except -1:
+        """One record given as Python objects (the legacy path)."""
+        cdef Cols* c = &self.c
+        cdef Py_ssize_t k
+        cdef const uint8_t[::1] mv
+        cols_reserve(c, 1)
+        _push_obj(&c.key, key)
+        _push_obj(&c.value, value)
+        k = len(headers)
+        cols_headers_reserve(c, k)
+        for hk, hv in headers:
+            _push_obj(&c.hkey, (<str>hk).encode("utf-8"))
+            _push_obj(&c.hval, hv)
+        cols_push(c, offset, timestamp, tstype, control)
+        return 0
+
+    cdef object finish(self, Py_ssize_t consumed, Py_ssize_t batch_count, object next_offset):
+        cdef Cols* c = &self.c
+        control = _take(&c.control, _BOOL) if c.with_control else None
+        headers = HeadersColumn(
+            _take(&c.hoffs, _I64 if c.hwide else _I32),
+            _take_bin(&c.hkey, True),
+            _take_bin(&c.hval, False),
+        )
+        return RecordColumns(
+            _take(&c.offset, _I64),
+            _take(&c.timestamp, _I64),
+            _take(&c.tstype, _I8),
+            _take_bin(&c.key, False),
+            _take_bin(&c.value, False),
+            headers,
+            control,
+            consumed,
+            batch_count,
+            next_offset,
+        )
+
+
+cdef int _push_obj(BinCol* c, object v) except -1:
+    cdef const uint8_t[::1] mv
+    if v is None:
+        return bin_null(c)
+    mv = v
+    if mv.shape[0] == 0:
+        return bin_push(c, <const uint8_t*>"", 0)
+    return bin_push(c, &mv[0], mv.shape[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+cdef object _np = None              # numpy, imported on the first call
+cdef object _ndarray = None
+cdef object _I64, _I32, _I8, _U8, _BOOL     # numpy dtypes
+cdef object _iter_batches = None    # kcodec.records.iter_batches (legacy entries), idem
+cdef object _decompress = None      # kcodec.compression.decompress, idem
+
+
+cdef int _imports() except -1:
+    # Late imports: numpy is optional for kcodec, and kcodec.records imports this module.
+    global _np, _ndarray, _I64, _I32, _I8, _U8, _BOOL
+    np = _columnar.numpy()
+    _ndarray = np.ndarray
+    _I64, _I32, _I8, _U8, _BOOL = (np.dtype(t) for t in ("i8", "i4", "i1", "u1", "?"))  # native order
+    _np = np
+    return 0
+
+
+cdef object _get_decompress():
+    global _decompress
+    if _decompress is None:
+        from kcodec.compression import decompress
+        _decompress = decompress
+    return _decompress
+
+
+cdef object _get_iter_batches():
+    global _iter_batches
+    if _iter_batches is None:
+        from kcodec.records import iter_batches
+        _iter_batches = iter_batches
+    return _iter_batches
+
+
+# Fast paths for the hot loop: small noexcept inline functions that handle the common case
+# and return False for anything else; the caller then takes the exact, raising path.
+
+cdef inline bint zz32(Reader* r, int32_t* out) noexcept:
+    """A one- or two-byte zigzag varint (almost every varint of a record)."""
+    cdef const uint8_t* q = r.data + r.pos
+    cdef uint32_t u
+    if r.end - r.pos < 2:
+        return False
+    if q[0] < 0x80:
+        u = q[0]
+        r.pos += 1
+    elif q[1] < 0x80:
+        u = (q[0] & 0x7F) | (<uint32_t>q[1] << 7)
+        r.pos += 2
+    else:
+        return False
+    out[0] = <int32_t>((u >> 1) ^ (-(<int32_t>(u & 1))))
+    return True
+
+
+cdef inline bint zz64(Reader* r, int64_t* out) noexcept:
+    cdef const uint8_t* q = r.data + r.pos
+    cdef uint64_t u
+    if r.end - r.pos < 2:
+        return False
+    if q[0] < 0x80:
+        u = q[0]
+        r.pos += 1
+    elif q[1] < 0x80:
+        u = (q[0] & 0x7F) | (<uint64_t>q[1] << 7)
+        r.pos += 2
+    else:
+        return False
+    out[0] = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+    return True
+
+
+cdef int slow_varint(Reader* r, int32_t* out, str kind) except -1:
+    return read_varint(r, out, kind)
+
+
+cdef int slow_varlong(Reader* r, int64_t* out, str kind) except -1:
+    return read_varlong(r, out, kind)
+
+
+cdef int slow_need(Reader* r, Py_ssize_t n, str what) except -1:
+    return need(r, n, what)
+
+
+cdef inline int64_t _wrap_add(int64_t a, int64_t b) noexcept:
+    return <int64_t>(<uint64_t>a + <uint64_t>b)
+
+
+cdef bint _utf8_ok(const uint8_t* s, Py_ssize_t n) noexcept:
+    """Whether s[0:n] is valid UTF-8 by Python's strict rules (no surrogates, <= U+10FFFF)."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t ch, c1
+    while i < n:
+        ch = s[i]
+        if ch < 0x80:
+            i += 1
+            continue
+        if ch < 0xC2:
+            return False
+        if ch < 0xE0:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif ch < 0xF0:
+            if i + 2 >= n:
+                return False
+            c1 = s[i + 1]
+            if ch == 0xE0:
+                if c1 < 0xA0 or c1 > 0xBF:
+                    return False
+            elif ch == 0xED:
+                if c1 < 0x80 or c1 > 0x9F:
+                    return False
+            elif (c1 & 0xC0) != 0x80:
+                return False
+            if (s[i + 2] & 0xC0) != 0x80:
+                return False
+            i += 3
+        elif ch < 0xF5:
+            if i + 3 >= n:
+                return False
+            c1 = s[i + 1]
+            if ch == 0xF0:
+                if c1 < 0x90 or c1 > 0xBF:
+                    return False
+            elif ch == 0xF4:
+                if c1 < 0x80 or c1 > 0x8F:
+                    return False
+            elif (c1 & 0xC0) != 0x80:
+                return False
+            if (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_t first_ts,
+                  int64_t max_ts, int16_t attributes) except -1:
+    """Decode ``count`` v2 records filling r[pos:end] into the columns.
+
+    Reads and checks exactly what kcodec._py.batch's exact path does, in the same order.
+    """
+    cdef Py_ssize_t end = r.end, body, rec_end, i, j
+    cdef int32_t length, n, od, hc
+    cdef int64_t tsd, ts
+    cdef int8_t rattrs
+    cdef int8_t tstype = (attributes >> 3) & 1
+    cdef bint control = (attributes & 0x20) != 0
+    cdef Py_ssize_t rstart, kstart, vstart
+    cdef int32_t klen, vlen
+    if count > (end - r.pos) // 7:
+        raise_corrupt(f"record count {count} impossible in {end - r.pos} bytes", r.pos + r.base)
+    cols_reserve(c, count)
+    # Keys and values of the batch fit in its records section: no reallocation inside
+    # (for an uncompressed blob the first batch already reserved the rest of the blob).
+    reserve(&c.key.data, end - r.pos)
+    reserve(&c.value.data, end - r.pos)
+    for i in range(count):
+        rstart = r.pos
+        if not zz32(r, &length):
+            slow_varint(r, &length, "record length")
+        if length < 0 or length > r.end - r.pos:
+            slow_need(r, length, "record")
+        body = r.pos
+        rec_end = body + length
+        r.end = rec_end
+        if r.pos < rec_end:
+            r.pos += 1      # the record's attributes: unused
+        else:
+            read_i8(r, &rattrs, "record attributes")
+        if not zz64(r, &tsd):
+            slow_varlong(r, &tsd, "timestamp delta")
+        if not zz32(r, &od):
+            slow_varint(r, &od, "offset delta")
+        if not zz32(r, &klen):
+            slow_varint(r, &klen, "key length")
+        kstart = r.pos
+        if klen == -1:
+            bin_null(&c.key)
+        else:
+            if klen < 0 or klen > r.end - r.pos:
+                slow_need(r, klen, "record key")
+            if not bin_put(&c.key, r.data + r.pos, klen, end - r.pos):
+                bin_push(&c.key, r.data + r.pos, klen)
+            r.pos += klen
+        if not zz32(r, &vlen):
+            slow_varint(r, &vlen, "value length")
+        vstart = r.pos
+        if vlen == -1:
+            bin_null(&c.value)
+        else:
+            if vlen < 0 or vlen > r.end - r.pos:
+                slow_need(r, vlen, "record value")
+            if not bin_put(&c.value, r.data + r.pos, vlen, end - r.pos):
+                bin_push(&c.value, r.data + r.pos, vlen)
+            r.pos += vlen
+        if not zz32(r, &hc):
+            slow_varint(r, &hc, "header count")
+        if hc != 0:
+            if hc < 0:
+                raise_corrupt(f"negative header count {hc}", r.pos + r.base)
+            if hc > (r.end - r.pos) // 2:
+                raise_corrupt(f"header count {hc} impossible in {r.end - r.pos} bytes",
+                              r.pos + r.base)
+            cols_headers_reserve(c, hc)
+            for j in range(hc):
+                if not zz32(r, &n):
+                    slow_varint(r, &n, "header key length")
+                if n < 0 or n > r.end - r.pos:
+                    slow_need(r, n, "header key")
+                if not _utf8_ok(r.data + r.pos, n):
+                    raise_corrupt("header key is not valid UTF-8", r.pos + r.base)
+                if not bin_put(&c.hkey, r.data + r.pos, n, end - r.pos):
+                    bin_push(&c.hkey, r.data + r.pos, n)
+                r.pos += n
+                if not zz32(r, &n):
+                    slow_varint(r, &n, "header value length")
+                if n == -1:
+                    bin_null(&c.hval)
+                else:
+                    if n < 0 or n > r.end - r.pos:
+                        slow_need(r, n, "header value")
+                    if not bin_put(&c.hval, r.data + r.pos, n, end - r.pos):
+                        bin_push(&c.hval, r.data + r.pos, n)
+                    r.pos += n
+        if r.pos != rec_end:
+            raise_corrupt(f"record length {length} but its fields took {r.pos - body} bytes",
+                          body + r.base)
+        r.end = end
+        if control:
+            _check_control(r, rstart, klen, kstart, vlen)
+        ts = max_ts if tstype else _wrap_add(first_ts, tsd)
+        cols_push(c, _wrap_add(base_offset, od), ts, tstype, control)
+    if r.pos != end:
+        raise_corrupt(f"{end - r.pos} bytes left after the last of {count} records",
+                      r.pos + r.base)
+    return 0
+
+
+cdef int _check_control(Reader* r, Py_ssize_t rstart, int32_t klen, Py_ssize_t kstart,
+                        int32_t vlen) except -1:
+    """The checks the record reader makes on a control record's key and marker value."""
+    cdef int16_t ctype
+    if klen < 4:
+        raise_corrupt("control record key shorter than 4 bytes", rstart + r.base)
+    ctype = <int16_t>be_u16(r.data + kstart + 2)
+    if (ctype == 0 or ctype == 1) and vlen < 6:
+        raise_corrupt("transaction marker value shorter than 6 bytes", rstart + r.base)
+    return 0
+
+
+cdef object _v2_batch(Cols* c, const uint8_t* p, Py_ssize_t pos, Py_ssize_t size,
+                      object view, bint validate_crc, bint include_control, object max_size):
+    """Decode the v2 batch at p[pos:pos+size]; returns its next offset."""
+    cdef int64_t base_offset = <int64_t>be_u64(p + pos)
+    cdef uint32_t crc = be_u32(p + pos + 17)
+    cdef int16_t attributes = <int16_t>be_u16(p + pos + 21)
+    cdef int32_t last_delta = <int32_t>be_u32(p + pos + 23)
+    cdef int64_t first_ts = <int64_t>be_u64(p + pos + 27)
+    cdef int64_t max_ts = <int64_t>be_u64(p + pos + 35)
+    cdef int32_t count = <int32_t>be_u32(p + pos + 57)
+    cdef int codec = attributes & 0x07
+    cdef uint32_t actual
+    cdef Reader r
+    cdef Buf db
+    if validate_crc:
+        if size >= 65536:
+            with nogil:
+                actual = crc32c_update(0, p + pos + 21, <size_t>(size - 21))
+        else:
+            actual = crc32c_update(0, p + pos + 21, <size_t>(size - 21))
+        if actual != crc:
+            raise ChecksumError(crc, actual, pos, "record batch CRC-32C")
+    if count < 0:
+        raise_corrupt(f"negative record count {count}", pos + 57)
+    next_offset = _wrap_add(_wrap_add(base_offset, last_delta), 1)
+    if (attributes & 0x20) and not include_control:
+        return next_offset
+    if codec == 0:
+        r.data = p
+        r.pos = pos + 61
+        r.end = pos + size
+        r.base = 0
+        _records(c, &r, count, base_offset, first_ts, max_ts, attributes)
+    else:
+        db = get_buf(_get_decompress()(codec, view[pos + 61:pos + size], max_size))
+        r.data = db.ptr
+        r.pos = 0
+        r.end = db.size
+        r.base = 0
+        _records(c, &r, count, base_offset, first_ts, max_ts, attributes)
+    return next_offset
+
+
+cdef object _legacy(_Builder builder, object buf, Py_ssize_t pos, bint validate_crc,
+                    bint include_control, object max_size):
+    """The legacy entry at pos, through the record reader; returns (end, next offset)."""
+    it = _get_iter_batches()(buf, validate_crc=validate_crc, max_decompressed_size=max_size, start=pos)
+    entry = next(it)
+    for rec in entry:
+        builder.append(rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,
+                       rec.headers, False)
+    return it.consumed, entry.next_offset
+
+
+def decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
+                   max_decompressed_size=DEFAULT_MAX_SIZE):
+    """Decode every record of a records blob into columns; see kcodec.records.columns."""
+    if _np is None:
+        _imports()
+    max_decompressed_size = check_max_size(max_decompressed_size)
+    cdef Buf b = get_buf(buf)
+    cdef const uint8_t* p = b.ptr
+    cdef Py_ssize_t size = b.size, pos = 0, rem, batches = 0
+    cdef int32_t length
+    cdef uint8_t magic
+    cdef _Builder builder = _Builder(include_control, large)
+    view = None
+    next_offset = None
+    while True:
+        rem = size - pos
+        if rem < 12:
+            break
+        length = <int32_t>be_u32(p + pos + 8)
+        if length < 14:
+            raise_corrupt(f"batch length {length} below the minimum of 14", pos + 8)
+        if length > rem - 12:
+            break
+        magic = p[pos + 16]
+        if magic == 2:
+            if length < 49:
+                raise_corrupt(f"batch length {length} below the minimum of 49 for magic 2",
+                              pos + 8)
+            if view is None:
+                view = PyMemoryView_FromMemory(<char*>p, size, PyBUF_READ)
+                # Keys and values of the uncompressed batches from here on fit in the rest
+                # of the blob: one allocation each (virtual memory; trimmed at the end).
+                reserve(&builder.c.key.data, size - pos)
+                reserve(&builder.c.value.data, size - pos)
+            next_offset = _v2_batch(&builder.c, p, pos, length + 12, view, validate_crc,
+                                    include_control, max_decompressed_size)
+            pos += length + 12
+        elif magic <= 1:
+            end, next_offset = _legacy(builder, buf, pos, validate_crc, include_control,
+                                       max_decompressed_size)
+            pos = end
+        else:
+            raise_corrupt(f"unknown magic byte {magic}", pos + 16)
+        batches += 1
+    return builder.finish(pos, batches, next_offset)
