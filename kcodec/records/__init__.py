@@ -72,3 +72,4 @@ __all__ = [
 
 # Other record modules add their imports below this line (columnar decode, log segments).
 from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402,F401
+from kcodec.records.segment import LogSegment, RecoveryResult, TimestampOffset  # noqa: E402,F401

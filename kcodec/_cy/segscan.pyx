@@ -1,0 +1,66 @@
+# The fast path of a log segment's recovery scan: runs of whole, valid v2 batches.
+#
+# Wire layout read (the v2 batch header):
+#
+#     base_offset int64 | batch_length int32 | partition_leader_epoch int32 | magic int8 (= 2)
+#     | crc uint32 (CRC-32C of attributes .. end) | attributes int16 | last_offset_delta int32
+#     | first_timestamp int64 | max_timestamp int64 | producer_id int64 | producer_epoch int16
+#     | base_sequence int32 | record_count int32 | records ...       61 header bytes
+#
+# The compiled twin of kcodec._py.segscan (same results): the loop touches no Python object
+# and runs without the GIL, so a segment of many small batches is scanned at CRC speed.
+
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t
+
+from kcodec._cy._reader cimport Buf, be_u32, be_u64, get_buf
+from kcodec._cy.crc cimport crc32c_update
+
+__all__ = ["scan_valid_v2"]
+
+cdef int64_t _INT32_MAX = 2147483647
+
+
+def scan_valid_v2(buf, start=0, base_offset=0):
+    """Skip the valid v2 batches from ``start``: returns ``(position, batches, records,
+    first_offset, last_offset, max_timestamp)`` where ``position`` is where the scan stopped
+    (the end of the last valid batch), the offsets are None when no batch was valid, and
+    ``max_timestamp`` is -1 then."""
+    cdef Buf b = get_buf(buf)
+    cdef const uint8_t* p = b.ptr
+    cdef Py_ssize_t end = b.size
+    if not 0 <= start <= end:
+        raise ValueError(f"start {start} outside a buffer of {end} bytes")
+    if not -9223372036854775808 <= base_offset <= 9223372036854775807:
+        raise ValueError(f"base offset {base_offset} is not an int64")
+    cdef Py_ssize_t pos = start
+    cdef int64_t base = base_offset
+    cdef int64_t top = INT64_MAX if base > INT64_MAX - _INT32_MAX else base + _INT32_MAX
+    cdef int64_t first = 0, last = 0, max_ts = -1, bo, ts
+    cdef int64_t count = 0, records = 0
+    cdef int32_t length, lod, n
+    cdef const uint8_t* q
+    with nogil:
+        while end - pos >= 61:
+            q = p + pos
+            length = <int32_t>be_u32(q + 8)
+            if length < 49 or length > end - pos - 12 or q[16] != 2:
+                break
+            n = <int32_t>be_u32(q + 57)
+            lod = <int32_t>be_u32(q + 23)
+            bo = <int64_t>be_u64(q)
+            if n < 0 or lod < 0 or bo < base or bo > top - lod:
+                break
+            if crc32c_update(0, q + 21, <size_t>(length - 9)) != be_u32(q + 17):
+                break
+            ts = <int64_t>be_u64(q + 35)
+            if count == 0:
+                first = bo
+            count += 1
+            records += n
+            last = bo + lod
+            if ts > max_ts:
+                max_ts = ts
+            pos += 12 + <Py_ssize_t>length
+    if count == 0:
+        return pos, 0, 0, None, None, -1
+    return pos, count, records, first, last, max_ts
