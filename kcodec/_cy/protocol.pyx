@@ -1,0 +1,646 @@
+"""Compiled twin of kcodec._py.protocol: the same plans, bytes, objects and errors.
+
+Wire layout: see kcodec._py.protocol. Each plan (kcodec.protocol._plan.StructPlan) is
+lowered once into CPlan/COp objects with C fields (cached in ``plan.cy``); the functions
+below interpret that copy with the bounds-checked Reader of kcodec._cy._reader.
+Every check happens in the same order as in the pure twin, so both raise the same
+exception with the same message.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetItem
+from cpython.float cimport PyFloat_AsDouble, PyFloat_Check, PyFloat_FromDouble
+from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_Check, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_Check, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
+from libc.stdint cimport INT64_MAX, INT64_MIN, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+from kcodec._cy._reader cimport (
+    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, put_u16, put_u32, put_u64, put_uvar,
+    read_uvar, uvar_size,
+)
+
+import uuid as _uuid
+
+from kcodec.errors import CorruptDataError, EncodeError, TruncatedError, UnsupportedVersionError
+
+__all__ = ["encode_struct", "decode_struct"]
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    int PyObject_GenericSetDict(object o, object d, void* context) except -1
+    long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    bint PyBool_Check(object o)
+
+
+# Wire codes: the same numbers as kcodec.protocol._plan (a test checks they agree).
+cdef enum:
+    INT8 = 1
+    INT16 = 2
+    INT32 = 3
+    INT64 = 4
+    UINT16 = 5
+    UINT32 = 6
+    FLOAT64 = 7
+    BOOL = 8
+    UUID = 9
+    UVARINT = 10
+    STRING = 11
+    CSTRING = 12
+    BYTES = 13
+    CBYTES = 14
+    ARRAY = 15
+    CARRAY = 16
+    STRUCT = 17
+
+CODES = {
+    "INT8": INT8, "INT16": INT16, "INT32": INT32, "INT64": INT64, "UINT16": UINT16,
+    "UINT32": UINT32, "FLOAT64": FLOAT64, "BOOL": BOOL, "UUID": UUID, "UVARINT": UVARINT,
+    "STRING": STRING, "CSTRING": CSTRING, "BYTES": BYTES, "CBYTES": CBYTES,
+    "ARRAY": ARRAY, "CARRAY": CARRAY, "STRUCT": STRUCT,
+}
+
+cdef Py_ssize_t[18] SIZE
+SIZE[:] = [0, 1, 2, 4, 8, 2, 4, 8, 1, 16, 1, 2, 1, 4, 1, 4, 1, 0]
+cdef long long[18] LO
+cdef long long[18] HI
+LO[:] = [0, -(1 << 7), -(1 << 15), -(1 << 31), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+HI[:] = [0, (1 << 7) - 1, (1 << 15) - 1, (1 << 31) - 1, 0, 0xFFFF, 0xFFFFFFFF, 0, 0, 0,
+         0xFFFFFFFF, 0, 0, 0, 0, 0, 0, 0]
+LO[INT64] = INT64_MIN
+HI[INT64] = INT64_MAX
+
+_RANGE = {INT8: (-(1 << 7), (1 << 7) - 1, "int8"), INT16: (-(1 << 15), (1 << 15) - 1, "int16"),
+          INT32: (-(1 << 31), (1 << 31) - 1, "int32"), INT64: (-(1 << 63), (1 << 63) - 1, "int64"),
+          UINT16: (0, 0xFFFF, "uint16"), UINT32: (0, 0xFFFFFFFF, "uint32"),
+          UVARINT: (0, 0xFFFFFFFF, "uvarint")}
+
+cdef object UUID_CLS = _uuid.UUID
+cdef object UUID_NEW = _uuid.UUID.__new__
+cdef object SAFE_UNKNOWN = _uuid.SafeUUID.unknown
+cdef object OBJECT_NEW = object.__new__
+cdef str S_INT = "int"
+cdef str S_IS_SAFE = "is_safe"
+cdef str S_UNKNOWN = "_unknown_tags"
+
+
+# ----------------------------------------------------------------------------- lowered plans
+
+
+cdef class COp:
+    cdef int code
+    cdef int elem
+    cdef bint nullable
+    cdef long tag
+    cdef Py_ssize_t unit
+    cdef object key
+    cdef str what
+    cdef CPlan sub
+    cdef object default
+
+
+cdef class CPlan:
+    cdef object cls
+    cdef str name
+    cdef object version
+    cdef bint flexible
+    cdef tuple ops
+    cdef tuple tagged
+    cdef dict tag_map
+    cdef tuple absent
+    cdef dict defaults
+    cdef tuple fresh
+    cdef Py_ssize_t min_size
+    cdef Py_ssize_t size_hint
+
+
+cdef COp lower_op(tuple t):
+    cdef COp op = COp.__new__(COp)
+    op.code = t[0]
+    op.key = t[1]
+    op.what = t[2]
+    op.nullable = t[3]
+    op.elem = t[4]
+    op.sub = lower(t[5]) if t[5] is not None else None
+    op.tag = t[6]
+    op.default = t[7]
+    if op.elem == STRUCT:
+        op.unit = op.sub.min_size
+    elif op.elem:
+        op.unit = SIZE[op.elem]
+    if op.unit <= 0:
+        op.unit = 1
+    return op
+
+
+cdef CPlan lower(object plan):
+    cdef object c = plan.cy
+    if c is not None:
+        return <CPlan>c
+    cdef CPlan p = CPlan.__new__(CPlan)
+    p.cls = plan.cls
+    p.name = plan.name
+    p.version = plan.version
+    p.flexible = plan.flexible
+    p.ops = tuple([lower_op(t) for t in plan.ops])
+    p.tagged = tuple([lower_op(t) for t in plan.tagged])
+    p.tag_map = {(<COp>op).tag: op for op in p.tagged}
+    p.absent = plan.absent
+    p.defaults = plan.defaults
+    p.fresh = plan.fresh
+    p.min_size = plan.min_size
+    p.size_hint = 256
+    plan.cy = p
+    return p
+
+
+# ----------------------------------------------------------------------------- encoding
+
+
+cdef struct WBuf:
+    uint8_t* data
+    Py_ssize_t len
+    Py_ssize_t cap
+
+
+cdef int grow(WBuf* w, Py_ssize_t n) except -1:
+    cdef Py_ssize_t want = w.len + n
+    cdef Py_ssize_t cap = w.cap * 2 if w.cap else 256
+    cdef uint8_t* p
+    while cap < want:
+        cap *= 2
+    p = <uint8_t*>PyMem_Realloc(w.data, cap)
+    if p == NULL:
+        raise MemoryError()
+    w.data = p
+    w.cap = cap
+    return 0
+
+
+cdef inline int reserve(WBuf* w, Py_ssize_t n) except -1:
+    if w.len + n > w.cap:
+        grow(w, n)
+    return 0
+
+
+cdef inline int w_uvar(WBuf* w, uint64_t u) except -1:
+    reserve(w, 10)
+    w.len += put_uvar(w.data + w.len, u)
+    return 0
+
+
+cdef inline int w_raw(WBuf* w, const void* p, Py_ssize_t n) except -1:
+    reserve(w, n)
+    memcpy(w.data + w.len, p, n)
+    w.len += n
+    return 0
+
+
+cdef int bad_range(object v, int code, str what) except -1:
+    lo, hi, kind = _RANGE[code]
+    raise EncodeError(f"{what}: value {v} out of range for {kind} ({lo}..{hi})")
+
+
+cdef int enc_value(WBuf* w, int code, object v, bint nullable, CPlan sub, str what, int elem) except -1:
+    cdef long long x
+    cdef int overflow = 0
+    cdef double f
+    cdef uint64_t bits
+    cdef const char* s
+    cdef Py_ssize_t n, i
+    cdef Buf b
+    cdef object seq
+    if code <= BOOL:
+        if code == FLOAT64:
+            if not (PyFloat_Check(v) or PyLong_Check(v)) or PyBool_Check(v):
+                raise EncodeError(f"{what}: expected float, got {type(v).__name__}")
+            try:
+                f = PyFloat_AsDouble(v)
+            except OverflowError:
+                raise EncodeError(f"{what}: value out of range for float64") from None
+            memcpy(&bits, &f, 8)
+            reserve(w, 8)
+            put_u64(w.data + w.len, bits)
+            w.len += 8
+            return 0
+        if code == BOOL:
+            if not PyLong_Check(v):
+                raise EncodeError(f"{what}: expected bool, got {type(v).__name__}")
+            reserve(w, 1)
+            w.data[w.len] = 1 if v else 0
+            w.len += 1
+            return 0
+        if not PyLong_Check(v):
+            raise EncodeError(f"{what}: expected int, got {type(v).__name__}")
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow or x < LO[code] or x > HI[code]:
+            bad_range(v, code, what)
+        reserve(w, 8)
+        if code == INT32:
+            put_u32(w.data + w.len, <uint32_t>x)
+            w.len += 4
+        elif code == INT64:
+            put_u64(w.data + w.len, <uint64_t>x)
+            w.len += 8
+        elif code == INT16 or code == UINT16:
+            put_u16(w.data + w.len, <uint16_t>x)
+            w.len += 2
+        elif code == INT8:
+            w.data[w.len] = <uint8_t>x
+            w.len += 1
+        else:  # UINT32
+            put_u32(w.data + w.len, <uint32_t>x)
+            w.len += 4
+        return 0
+    if code == UUID:
+        if not isinstance(v, UUID_CLS):
+            raise EncodeError(f"{what}: expected uuid.UUID, got {type(v).__name__}")
+        seq = v.bytes
+        w_raw(w, PyBytes_AS_STRING(seq), 16)
+        return 0
+    if code == UVARINT:
+        if not PyLong_Check(v):
+            raise EncodeError(f"{what}: expected int, got {type(v).__name__}")
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow or x < 0 or x > 0xFFFFFFFF:
+            raise EncodeError(f"{what}: value {v} out of range for uvarint (0..4294967295)")
+        w_uvar(w, <uint64_t>x)
+        return 0
+    if v is None:
+        if not nullable:
+            raise EncodeError(f"{what}: None is not allowed (not nullable in this version)")
+        if code == STRING:
+            w_raw(w, b"\xff\xff", 2)
+        elif code == BYTES or code == ARRAY:
+            w_raw(w, b"\xff\xff\xff\xff", 4)
+        elif code == STRUCT:
+            w_raw(w, b"\xff", 1)
+        else:
+            w_raw(w, b"\x00", 1)
+        return 0
+    if code == STRING or code == CSTRING:
+        if not PyUnicode_Check(v):
+            raise EncodeError(f"{what}: expected str, got {type(v).__name__}")
+        try:
+            s = PyUnicode_AsUTF8AndSize(v, &n)
+        except UnicodeEncodeError:
+            raise EncodeError(f"{what}: string is not encodable as UTF-8") from None
+        if code == STRING:
+            if n > 0x7FFF:
+                raise EncodeError(f"{what}: string of {n} bytes is longer than 32767")
+            reserve(w, 2 + n)
+            put_u16(w.data + w.len, <uint16_t>n)
+            w.len += 2
+        else:
+            if n > 0x7FFFFFFE:
+                raise EncodeError(f"{what}: string of {n} bytes is too long")
+            reserve(w, 5 + n)
+            w.len += put_uvar(w.data + w.len, <uint64_t>(n + 1))
+        memcpy(w.data + w.len, s, n)
+        w.len += n
+        return 0
+    if code == BYTES or code == CBYTES:
+        if PyBytes_CheckExact(v):
+            s = PyBytes_AS_STRING(v)
+            n = PyBytes_GET_SIZE(v)
+        else:
+            try:
+                b = get_buf(v)
+            except TypeError:
+                raise EncodeError(f"{what}: expected a bytes-like object, got {type(v).__name__}") from None
+            s = <const char*>b.ptr
+            n = b.size
+        if n > 0x7FFFFFFE:
+            raise EncodeError(f"{what}: {n} bytes is too long")
+        reserve(w, 5 + n)
+        if code == BYTES:
+            put_u32(w.data + w.len, <uint32_t>n)
+            w.len += 4
+        else:
+            w.len += put_uvar(w.data + w.len, <uint64_t>(n + 1))
+        memcpy(w.data + w.len, s, n)
+        w.len += n
+        return 0
+    if code == STRUCT:
+        if nullable:
+            w_raw(w, b"\x01", 1)
+        enc_struct(w, sub, v)
+        return 0
+    # ARRAY / CARRAY
+    if not (PyList_Check(v) or PyTuple_Check(v)):
+        raise EncodeError(f"{what}: expected a list, got {type(v).__name__}")
+    n = len(v)
+    if n > 0x7FFFFFFE:
+        raise EncodeError(f"{what}: {n} elements is too many")
+    reserve(w, 5)
+    if code == ARRAY:
+        put_u32(w.data + w.len, <uint32_t>n)
+        w.len += 4
+    else:
+        w.len += put_uvar(w.data + w.len, <uint64_t>(n + 1))
+    if PyList_Check(v):
+        if elem == STRUCT:
+            i = 0
+            while i < PyList_GET_SIZE(v):
+                enc_struct(w, sub, <object>PyList_GET_ITEM(v, i))
+                i += 1
+        else:
+            i = 0
+            while i < PyList_GET_SIZE(v):
+                enc_value(w, elem, <object>PyList_GET_ITEM(v, i), False, None, what, 0)
+                i += 1
+    else:
+        for x_obj in v:
+            if elem == STRUCT:
+                enc_struct(w, sub, x_obj)
+            else:
+                enc_value(w, elem, x_obj, False, None, what, 0)
+    return 0
+
+
+cdef int enc_struct(WBuf* w, CPlan plan, object obj) except -1:
+    cdef COp op
+    cdef PyObject* p
+    cdef Py_ssize_t i, n
+    cdef tuple ops
+    cdef tuple a
+    if not isinstance(obj, plan.cls):
+        raise EncodeError(f"{plan.name}: expected {plan.cls.__name__}, got {type(obj).__name__}")
+    cdef dict d = obj.__dict__
+    if plan.absent:
+        for a in plan.absent:
+            if not a[2]:
+                v = d.get(a[0], a[1])
+                if v is not a[1] and v != a[1]:
+                    raise UnsupportedVersionError(
+                        f"{a[3]} is not supported in version {plan.version} (it has a non-default value)")
+    ops = plan.ops
+    n = PyTuple_GET_SIZE(ops)
+    for i in range(n):
+        op = <COp>PyTuple_GET_ITEM(ops, i)
+        p = PyDict_GetItem(d, op.key)
+        if p == NULL:
+            raise EncodeError(f"{op.what}: the attribute is missing")
+        enc_value(w, op.code, <object>p, op.nullable, op.sub, op.what, op.elem)
+    if plan.flexible:
+        enc_tags(w, plan, d)
+    return 0
+
+
+cdef int enc_tags(WBuf* w, CPlan plan, dict d) except -1:
+    cdef COp op
+    cdef WBuf tmp
+    cdef list fields = None
+    cdef object unknown
+    if plan.tagged:
+        for op in plan.tagged:
+            v = d.get(op.key, op.default)
+            if v is op.default or v == op.default:
+                continue
+            tmp.data = NULL
+            tmp.len = 0
+            tmp.cap = 0
+            try:
+                enc_value(&tmp, op.code, v, op.nullable, op.sub, op.what, op.elem)
+                raw = PyBytes_FromStringAndSize(<char*>tmp.data, tmp.len)
+            finally:
+                PyMem_Free(tmp.data)
+            if fields is None:
+                fields = []
+            fields.append((op.tag, raw))
+    unknown = d.get(S_UNKNOWN)
+    if unknown:
+        if fields is None:
+            fields = []
+        for tag, raw in unknown.items():
+            if tag not in plan.tag_map:
+                fields.append((tag, bytes(raw)))
+        fields.sort(key=_first)
+    if fields is None:
+        reserve(w, 1)
+        w.data[w.len] = 0
+        w.len += 1
+        return 0
+    w_uvar(w, len(fields))
+    for tag, raw in fields:
+        w_uvar(w, tag)
+        w_uvar(w, len(raw))
+        w_raw(w, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+    return 0
+
+
+def _first(t):
+    return t[0]
+
+
+def encode_struct(plan, obj):
+    """Encode ``obj`` (an instance of ``plan.cls``) following ``plan``."""
+    cdef CPlan p = lower(plan)
+    cdef WBuf w
+    w.data = NULL
+    w.len = 0
+    w.cap = 0
+    try:
+        grow(&w, p.size_hint)
+        enc_struct(&w, p, obj)
+        if w.len > p.size_hint:
+            p.size_hint = w.len
+        return PyBytes_FromStringAndSize(<char*>w.data, w.len)
+    finally:
+        PyMem_Free(w.data)
+
+
+# ----------------------------------------------------------------------------- decoding
+
+
+cdef inline int r_uvar(Reader* r, Py_ssize_t* out, str what) except -1:
+    cdef uint64_t u
+    read_uvar(r, &u, 5, 32, what)
+    out[0] = <Py_ssize_t>u
+    return 0
+
+
+cdef object make_uuid(const uint8_t* p):
+    cdef uint64_t hi = be_u64(p)
+    cdef uint64_t lo = be_u64(p + 8)
+    cdef object u = UUID_NEW(UUID_CLS)
+    PyObject_GenericSetAttr(u, S_INT, (PyLong_FromUnsignedLongLong(hi) << 64) | PyLong_FromUnsignedLongLong(lo))
+    PyObject_GenericSetAttr(u, S_IS_SAFE, SAFE_UNKNOWN)
+    return u
+
+
+cdef object dec_prim(Reader* r, int code, str what):
+    cdef const uint8_t* p
+    cdef uint64_t bits
+    cdef double f
+    cdef Py_ssize_t u
+    need(r, SIZE[code], what)
+    p = r.data + r.pos
+    if code == INT32:
+        r.pos += 4
+        return PyLong_FromLong(<int32_t>be_u32(p))
+    if code == INT16:
+        r.pos += 2
+        return PyLong_FromLong(<int16_t>be_u16(p))
+    if code == INT64:
+        r.pos += 8
+        return PyLong_FromLongLong(<int64_t>be_u64(p))
+    if code == INT8:
+        r.pos += 1
+        return PyLong_FromLong(<int8_t>p[0])
+    if code == BOOL:
+        r.pos += 1
+        return p[0] != 0
+    if code == UINT16:
+        r.pos += 2
+        return PyLong_FromLong(be_u16(p))
+    if code == UINT32:
+        r.pos += 4
+        return PyLong_FromLongLong(be_u32(p))
+    if code == FLOAT64:
+        bits = be_u64(p)
+        memcpy(&f, &bits, 8)
+        r.pos += 8
+        return PyFloat_FromDouble(f)
+    if code == UUID:
+        r.pos += 16
+        return make_uuid(p)
+    # UVARINT
+    r_uvar(r, &u, what)
+    return PyLong_FromLongLong(u)
+
+
+cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, int elem, Py_ssize_t unit):
+    cdef Py_ssize_t start, n, i
+    cdef const uint8_t* p
+    cdef uint8_t marker
+    cdef list out
+    if code <= UVARINT:
+        return dec_prim(r, code, what)
+    if code == STRUCT:
+        if nullable:
+            need(r, 1, what)
+            marker = r.data[r.pos]
+            r.pos += 1
+            if marker & 0x80:  # a negative int8 means null, like Kafka's own readers
+                return None
+        return dec_struct(r, sub)
+    start = r.pos
+    if code == STRING:
+        need(r, 2, what)
+        n = <int16_t>be_u16(r.data + r.pos)
+        r.pos += 2
+    elif code == BYTES or code == ARRAY:
+        need(r, 4, what)
+        n = <int32_t>be_u32(r.data + r.pos)
+        r.pos += 4
+    else:
+        r_uvar(r, &n, what)
+        n -= 1
+    if n < 0:
+        if n == -1 and nullable:
+            return None
+        if n == -1:
+            raise CorruptDataError(f"{what}: null in a non-nullable field", start)
+        raise CorruptDataError(f"{what}: negative length {n}", start)
+    if code == ARRAY or code == CARRAY:
+        need(r, n * unit, what)
+        out = []
+        if elem == STRUCT:
+            for i in range(n):
+                out.append(dec_struct(r, sub))
+        else:
+            for i in range(n):
+                out.append(dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1))
+        return out
+    need(r, n, what)
+    p = r.data + r.pos
+    if code == STRING or code == CSTRING:
+        try:
+            s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+        except UnicodeDecodeError:
+            raise CorruptDataError(f"{what}: invalid UTF-8", r.pos) from None
+        r.pos += n
+        return s
+    r.pos += n
+    return PyBytes_FromStringAndSize(<const char*>p, n)
+
+
+cdef object dec_struct(Reader* r, CPlan plan):
+    cdef dict d = PyDict_Copy(plan.defaults)
+    cdef COp op
+    cdef tuple ops = plan.ops
+    cdef Py_ssize_t i, n = PyTuple_GET_SIZE(ops)
+    if plan.fresh:
+        for key, factory in plan.fresh:
+            d[key] = factory()
+    for i in range(n):
+        op = <COp>PyTuple_GET_ITEM(ops, i)
+        PyDict_SetItem(d, op.key, dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit))
+    if plan.flexible:
+        dec_tags(r, plan, d)
+    obj = OBJECT_NEW(plan.cls)
+    PyObject_GenericSetDict(obj, d, NULL)
+    return obj
+
+
+cdef int dec_tags(Reader* r, CPlan plan, dict d) except -1:
+    cdef str what = f"{plan.name} tagged fields"
+    cdef Py_ssize_t count, tag, size, stop, saved_end, i
+    cdef dict unknown = None
+    cdef COp op
+    r_uvar(r, &count, what)
+    if count == 0:
+        return 0
+    need(r, count * 2, what)
+    for i in range(count):
+        r_uvar(r, &tag, what)
+        r_uvar(r, &size, what)
+        need(r, size, what)
+        o = plan.tag_map.get(tag)
+        if o is None:
+            if unknown is None:
+                unknown = {}
+            unknown[tag] = PyBytes_FromStringAndSize(<const char*>(r.data + r.pos), size)
+            r.pos += size
+            continue
+        op = <COp>o
+        stop = r.pos + size
+        saved_end = r.end
+        r.end = stop
+        try:
+            d[op.key] = dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit)
+        finally:
+            r.end = saved_end
+        if r.pos != stop:
+            raise CorruptDataError(
+                f"{op.what}: tagged field of {size} bytes has {stop - r.pos} unread", stop - size)
+        r.pos = stop
+    if unknown is not None:
+        d[S_UNKNOWN] = unknown
+    return 0
+
+
+def decode_struct(plan, buf, Py_ssize_t pos=0, bint exact=True):
+    """Decode one ``plan.cls`` at ``pos`` of any bytes-like ``buf``: ``(object, next_pos)``.
+
+    With ``exact``, bytes left after the struct are an error (CorruptDataError).
+    """
+    cdef CPlan p = lower(plan)
+    cdef Buf b = get_buf(buf)
+    cdef Reader r
+    r.data = b.ptr
+    r.end = b.size
+    r.base = 0
+    if pos < 0 or pos > r.end:
+        raise CorruptDataError(f"position {pos} outside a buffer of {r.end} bytes", pos)
+    r.pos = pos
+    obj = dec_struct(&r, p)
+    if exact and r.pos != r.end:
+        raise CorruptDataError(f"{r.end - r.pos} trailing bytes after {p.name}", r.pos)
+    return obj, r.pos

@@ -1,0 +1,52 @@
+"""The Kafka request/response protocol: every client-facing API at every version.
+
+    >>> from kcodec.protocol import MetadataRequest, MetadataResponse
+    >>> req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")])
+    >>> body = req.encode(12)
+    >>> MetadataRequest.decode(body, 12) == req
+    True
+
+* One class per message, named as in Kafka's specs, all versions folded in; nested structs
+  are classes on the message class (``MetadataResponse.MetadataResponseBroker``), named
+  as the spec names the struct type. Attributes are the snake_case spec field names, each
+  defaulting to its spec default.
+* ``msg.encode(version) -> bytes`` and ``Cls.decode(buf, version)`` handle a body without
+  its header; ``REQUESTS[api_key]``/``RESPONSES[api_key]`` map API keys to classes.
+* Headers and frames: :mod:`kcodec.protocol.framing`; version negotiation:
+  :mod:`kcodec.protocol.versions`; error codes: :class:`ErrorCode`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.protocol._struct import Message, Struct
+from kcodec.protocol.error_codes import ErrorCode
+from kcodec.protocol.framing import (
+    DEFAULT_MAX_FRAME_SIZE,
+    FrameSplitter,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    read_response_header,
+    request_header_version,
+    response_header_version,
+)
+from kcodec.protocol.messages_index import CLASSES, REQUESTS, RESPONSES
+from kcodec.protocol.versions import broker_versions, negotiate, pick_version, supported_versions
+
+__all__ = [
+    "Message", "Struct", "ErrorCode", "CLASSES", "REQUESTS", "RESPONSES",
+    "encode_request", "decode_request", "encode_response", "decode_response",
+    "read_response_header", "request_header_version", "response_header_version",
+    "FrameSplitter", "DEFAULT_MAX_FRAME_SIZE",
+    "supported_versions", "broker_versions", "pick_version", "negotiate",
+    *sorted(CLASSES),
+]
+
+globals().update(CLASSES)
+
+
+def __getattr__(name: str) -> Any:  # pragma: no cover - a helpful error for typos
+    raise AttributeError(f"module 'kcodec.protocol' has no attribute {name!r}")

@@ -1,0 +1,315 @@
+"""Message and struct classes built from the generated declarations, and their plans.
+
+Every message class (``MetadataResponse``) and nested struct class
+(``MetadataResponse.MetadataResponseBroker``) derives from :class:`Struct`. Attributes are
+the snake_case field names; each defaults to its spec default, so objects build by keyword.
+Objects compare equal when they have the same class and the same attribute values
+(including tagged fields a newer peer sent that this version does not know, kept in
+``_unknown_tags`` as ``{tag: raw bytes}`` and written back on encode).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar, Optional
+
+from kcodec.errors import UnsupportedVersionError
+from kcodec.protocol import _plan as P
+from kcodec.protocol._decl import Field, MessageDecl, in_range, parse_range
+
+__all__ = ["Struct", "Message", "build_message", "ZERO_UUID"]
+
+ZERO_UUID = uuid.UUID(int=0)
+
+_INT_TYPES = ("int8", "int16", "int32", "int64", "uint16", "uint32")
+
+
+class _FieldInfo:
+    """A declaration with its ranges parsed and its default resolved."""
+
+    __slots__ = ("decl", "name", "type", "elem", "is_array", "versions", "nullable", "tag",
+                 "tagged", "flexible", "ignorable", "struct_cls", "default", "factory")
+
+    def __init__(self, decl: Field) -> None:
+        self.decl = decl
+        self.name = decl.name
+        self.type = decl.type
+        self.is_array = decl.type.startswith("[]")
+        self.elem = decl.type[2:] if self.is_array else decl.type
+        self.versions = parse_range(decl.versions)
+        self.nullable = parse_range(decl.nullable)
+        self.tag = decl.tag
+        self.tagged = parse_range(decl.tagged)
+        self.flexible = parse_range(decl.flexible) if decl.flexible is not None else "inherit"
+        self.ignorable = decl.ignorable
+        self.struct_cls: Optional[type[Struct]] = None
+        self.default: Any = None
+        self.factory: Any = None
+
+
+def _resolve_default(fi: _FieldInfo) -> None:
+    """Spec default if given, else the type's zero value; lists and structs get a factory."""
+    decl = fi.decl
+    if decl.has_default and decl.default is None:
+        fi.default = None
+        return
+    if fi.is_array:
+        fi.factory = list
+        fi.default = []
+        return
+    t = fi.type
+    if fi.struct_cls is not None:
+        fi.factory = fi.struct_cls
+        return
+    if decl.has_default:
+        fi.default = decl.default
+        if t == "float64":
+            fi.default = float(decl.default)
+        return
+    if t in _INT_TYPES:
+        fi.default = 0
+    elif t == "float64":
+        fi.default = 0.0
+    elif t == "bool":
+        fi.default = False
+    elif t == "uuid":
+        fi.default = ZERO_UUID
+    elif t == "string":
+        fi.default = ""
+    elif t == "bytes":
+        fi.default = b""
+    elif t == "records":
+        fi.default = None
+    else:  # pragma: no cover - the generator only emits known types
+        raise TypeError(f"unknown type {t}")
+
+
+class Struct:
+    """Base class of every message and nested struct (keyword construction, equality)."""
+
+    _info: ClassVar[tuple[_FieldInfo, ...]] = ()
+    _names: ClassVar[frozenset[str]] = frozenset()
+    _defaults: ClassVar[dict[str, Any]] = {}
+    _fresh: ClassVar[tuple[tuple[str, Any], ...]] = ()
+    _plans: ClassVar[dict[tuple[int, bool], P.StructPlan]]
+    NAME: ClassVar[str] = ""
+
+    def __init__(self, **fields: Any) -> None:
+        d = self.__dict__
+        d.update(self._defaults)
+        for key, factory in self._fresh:
+            d[key] = factory()
+        for key, value in fields.items():
+            if key not in self._names:
+                raise TypeError(f"{type(self).__name__} has no field {key!r}")
+            d[key] = value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        d = self.__dict__
+        parts = [f"{fi.name}={d.get(fi.name)!r}" for fi in self._info]
+        if d.get("_unknown_tags"):
+            parts.append(f"_unknown_tags={d['_unknown_tags']!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dicts and lists all the way down (structs become dicts)."""
+
+        def conv(v: Any) -> Any:
+            if isinstance(v, Struct):
+                return v.to_dict()
+            if isinstance(v, list):
+                return [conv(x) for x in v]
+            return v
+
+        return {fi.name: conv(getattr(self, fi.name)) for fi in self._info}
+
+    @classmethod
+    def fields(cls) -> tuple[Field, ...]:
+        """The declarations of this struct's fields (all versions)."""
+        return tuple(fi.decl for fi in cls._info)
+
+    @classmethod
+    def _plan_for(cls, version: int, flexible: bool) -> P.StructPlan:
+        key = (version, flexible)
+        plan = cls._plans.get(key)
+        if plan is None:
+            plan = _compile(cls, version, flexible)
+            cls._plans[key] = plan
+        return plan
+
+
+class Message(Struct):
+    """A top-level request, response, header or data struct, all versions folded in."""
+
+    API_KEY: ClassVar[Optional[int]] = None
+    KIND: ClassVar[str] = ""
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    FLEXIBLE_VERSIONS: ClassVar[Optional[tuple[int, int]]] = None
+    LATEST_UNSTABLE: ClassVar[bool] = False
+    STRUCTS: ClassVar[dict[str, type[Struct]]] = {}
+    _vplans: ClassVar[dict[int, P.StructPlan]]
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        return in_range(version, cls.FLEXIBLE_VERSIONS)
+
+    @classmethod
+    def check_version(cls, version: int) -> None:
+        if not isinstance(version, int) or not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+            raise UnsupportedVersionError(
+                f"{cls.NAME} version {version!r} is not supported "
+                f"(valid versions {cls.MIN_VERSION}-{cls.MAX_VERSION})"
+            )
+
+    @classmethod
+    def plan(cls, version: int) -> P.StructPlan:
+        """The compiled plan of this message at ``version`` (cached)."""
+        try:
+            return cls._vplans[version]
+        except (KeyError, TypeError):
+            cls.check_version(version)
+            plan = cls._vplans[version] = cls._plan_for(version, cls.is_flexible(version))
+            return plan
+
+    def encode(self, version: int) -> bytes:
+        """The body of this message at ``version`` (no size prefix, no header)."""
+        from kcodec.protocol.engine import encode_struct
+
+        return encode_struct(self.plan(version), self)
+
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> Any:
+        """Decode a body at ``version``; trailing bytes are an error."""
+        from kcodec.protocol.engine import decode_struct
+
+        return decode_struct(cls.plan(version), buf, 0, True)[0]
+
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = 0) -> tuple[Any, int]:
+        """Decode one instance at ``pos``: ``(object, next_pos)``; trailing bytes allowed."""
+        from kcodec.protocol.engine import decode_struct
+
+        return decode_struct(cls.plan(version), buf, pos, False)
+
+
+def _op_code(fi: _FieldInfo, elem: str, flexible: bool) -> int:
+    if elem in P.FIXED:
+        return P.FIXED[elem]
+    if elem == "string":
+        return P.CSTRING if flexible else P.STRING
+    if elem in ("bytes", "records"):
+        return P.CBYTES if flexible else P.BYTES
+    return P.STRUCT
+
+
+def _compile(cls: type[Struct], version: int, msg_flexible: bool) -> P.StructPlan:
+    plan = P.StructPlan(cls, cls.NAME, version, msg_flexible)
+    ops: list[tuple[Any, ...]] = []
+    tagged: list[tuple[Any, ...]] = []
+    absent: list[tuple[str, Any, bool, str]] = []
+    defaults: dict[str, Any] = {}
+    fresh: list[tuple[str, Any]] = []
+    min_size = 1 if msg_flexible else 0
+    for fi in cls._info:
+        what = f"{cls.NAME}.{fi.name}"
+        if not in_range(version, fi.versions):
+            default = fi.factory() if fi.factory is not None else fi.default
+            absent.append((fi.name, default, fi.ignorable, what))
+            if fi.factory is not None:
+                fresh.append((fi.name, fi.factory))
+            else:
+                defaults[fi.name] = fi.default
+            continue
+        flexible = msg_flexible if fi.flexible == "inherit" else in_range(version, fi.flexible)
+        is_tagged = fi.tag is not None and in_range(version, fi.tagged)
+        if is_tagged:
+            flexible = True
+        nullable = in_range(version, fi.nullable)
+        sub = None
+        elem_code = 0
+        if fi.struct_cls is not None:
+            sub = fi.struct_cls._plan_for(version, msg_flexible)
+        if fi.is_array:
+            code = P.CARRAY if flexible else P.ARRAY
+            elem_code = _op_code(fi, fi.elem, flexible)
+        else:
+            code = _op_code(fi, fi.elem, flexible)
+        default = fi.factory() if fi.factory is not None else fi.default
+        op = (code, fi.name, what, nullable, elem_code, sub, fi.tag if is_tagged else -1, default)
+        if is_tagged:
+            if not msg_flexible:
+                raise TypeError(f"{what}: tagged in non-flexible version {version}")
+            tagged.append(op)
+            if fi.factory is not None:
+                fresh.append((fi.name, fi.factory))
+            else:
+                defaults[fi.name] = fi.default
+        else:
+            ops.append(op)
+            if code == P.STRUCT:
+                min_size += 1 if nullable else sub.min_size  # type: ignore[union-attr]
+            else:
+                min_size += P.MIN_SIZE[code]
+    tagged.sort(key=lambda op: op[6])
+    plan.ops = tuple(ops)
+    plan.tagged = tuple(tagged)
+    plan.tag_map = {op[6]: op for op in tagged}
+    plan.absent = tuple(absent)
+    plan.defaults = defaults
+    plan.fresh = tuple(fresh)
+    plan.min_size = min_size
+    return plan
+
+
+def _make_struct(name: str, decls: tuple[Field, ...], base: type) -> type[Struct]:
+    cls = type(name, (base,), {"NAME": name, "__module__": "kcodec.protocol"})
+    cls._info = tuple(_FieldInfo(d) for d in decls)  # type: ignore[attr-defined]
+    cls._names = frozenset(fi.name for fi in cls._info)  # type: ignore[attr-defined]
+    cls._plans = {}  # type: ignore[attr-defined]
+    return cls  # type: ignore[return-value]
+
+
+def _finish(cls: type[Struct], structs: dict[str, type[Struct]]) -> None:
+    defaults: dict[str, Any] = {}
+    fresh: list[tuple[str, Any]] = []
+    for fi in cls._info:
+        if fi.elem in structs:
+            fi.struct_cls = structs[fi.elem]
+        _resolve_default(fi)
+        if fi.factory is not None:
+            fresh.append((fi.name, fi.factory))
+        else:
+            defaults[fi.name] = fi.default
+    cls._defaults = defaults
+    cls._fresh = tuple(fresh)
+
+
+def build_message(decl: MessageDecl) -> type[Message]:
+    """The class of one declaration, with its nested struct classes as attributes."""
+    cls: Any = _make_struct(decl.name, decl.fields, Message)
+    valid = parse_range(decl.valid)
+    assert valid is not None
+    cls.API_KEY = decl.api_key
+    cls.KIND = decl.kind
+    cls.MIN_VERSION, cls.MAX_VERSION = valid
+    cls.FLEXIBLE_VERSIONS = parse_range(decl.flexible)
+    cls.LATEST_UNSTABLE = decl.latest_unstable
+    structs: dict[str, type[Struct]] = {}
+    for sname, sfields in decl.structs.items():
+        structs[sname] = _make_struct(sname, sfields, Struct)
+    for scls in structs.values():
+        _finish(scls, structs)
+        scls.__qualname__ = f"{decl.name}.{scls.NAME}"
+        setattr(cls, scls.NAME, scls)
+    _finish(cls, structs)
+    cls.STRUCTS = structs
+    cls._vplans = {}
+    return cls  # type: ignore[no-any-return]

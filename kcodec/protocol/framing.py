@@ -1,0 +1,164 @@
+"""Request/response headers, whole frames, and a streaming frame splitter.
+
+Wire layout (every Kafka request and response on a connection)::
+
+    frame           := int32 size, byte[size]
+    request body    := request_header  request_message
+    request_header  := int16 api_key, int16 api_version, int32 correlation_id,
+                       nullable_string client_id (int16 length, even in v2),
+                       [tagged_fields]                       v2 (flexible requests) only
+    response body   := response_header  response_message
+    response_header := int32 correlation_id, [tagged_fields] v1 (flexible responses) only
+
+The request header is v2 when the request version is flexible, else v1. The response header
+is v1 when the response version is flexible, else v0 — except ApiVersions responses, whose
+header is always v0 (a client that sent a too-new version must still read the error).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from kcodec.errors import DecodeError, ProtocolError, TruncatedError
+from kcodec.protocol.messages_index import REQUESTS, RESPONSES, RequestHeader, ResponseHeader
+
+__all__ = [
+    "request_header_version",
+    "response_header_version",
+    "encode_request",
+    "decode_request",
+    "encode_response",
+    "decode_response",
+    "read_response_header",
+    "FrameSplitter",
+    "DEFAULT_MAX_FRAME_SIZE",
+]
+
+API_VERSIONS_KEY = 18
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """2 for flexible request versions, else 1."""
+    return 2 if REQUESTS[api_key].is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """1 for flexible response versions, else 0; always 0 for ApiVersions."""
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if RESPONSES[api_key].is_flexible(api_version) else 0
+
+
+def _frame(parts: list[bytes]) -> bytes:
+    size = sum(len(p) for p in parts)
+    return b"".join([size.to_bytes(4, "big"), *parts])
+
+
+def encode_request(msg: Any, version: int, correlation_id: int,
+                   client_id: Optional[str] = "kcodec", framed: bool = True) -> bytes:
+    """Header + body of a request (with the int32 size prefix unless ``framed=False``)."""
+    api_key = msg.API_KEY
+    body = msg.encode(version)  # checks the version first
+    hdr = RequestHeader(request_api_key=api_key, request_api_version=version,
+                        correlation_id=correlation_id, client_id=client_id)
+    head = hdr.encode(request_header_version(api_key, version))
+    return _frame([head, body]) if framed else head + body
+
+
+def decode_request(buf: Any) -> tuple[Any, Any]:
+    """Server side: ``(RequestHeader, request)`` from a frame body (no size prefix)."""
+    mv = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+    if len(mv) < 4:
+        raise TruncatedError(4, 0, len(mv), "request header")
+    api_key = int.from_bytes(mv[0:2], "big", signed=True)
+    version = int.from_bytes(mv[2:4], "big", signed=True)
+    if api_key not in REQUESTS:
+        raise ProtocolError(f"unknown API key {api_key}")
+    cls = REQUESTS[api_key]
+    cls.check_version(version)
+    hdr, pos = RequestHeader.decode_from(mv, request_header_version(api_key, version))
+    from kcodec.protocol.engine import decode_struct
+
+    return hdr, decode_struct(cls.plan(version), mv, pos, True)[0]
+
+
+def encode_response(msg: Any, version: int, correlation_id: int, framed: bool = True) -> bytes:
+    """Header + body of a response (with the size prefix unless ``framed=False``)."""
+    body = msg.encode(version)
+    head = ResponseHeader(correlation_id=correlation_id).encode(
+        response_header_version(msg.API_KEY, version))
+    return _frame([head, body]) if framed else head + body
+
+
+def read_response_header(buf: Any, api_key: int, api_version: int) -> tuple[Any, int]:
+    """``(ResponseHeader, body_offset)`` of a response frame body (no size prefix)."""
+    return ResponseHeader.decode_from(buf, response_header_version(api_key, api_version))
+
+
+def decode_response(buf: Any, api_key: int, api_version: int,
+                    correlation_id: Optional[int] = None) -> tuple[int, Any]:
+    """``(correlation_id, response)`` from a frame body (no size prefix).
+
+    If ``correlation_id`` is given, a different one in the header raises ProtocolError.
+    An ApiVersions response that does not parse at ``api_version`` is read as v0, the
+    version brokers answer with when they do not support the requested one.
+    """
+    cls = RESPONSES[api_key]
+    cls.check_version(api_version)
+    hdr, pos = read_response_header(buf, api_key, api_version)
+    if correlation_id is not None and hdr.correlation_id != correlation_id:
+        raise ProtocolError(
+            f"correlation id mismatch: expected {correlation_id}, got {hdr.correlation_id}")
+    from kcodec.protocol.engine import decode_struct
+
+    try:
+        return hdr.correlation_id, decode_struct(cls.plan(api_version), buf, pos, True)[0]
+    except DecodeError:
+        # A broker that does not support the requested ApiVersions version answers with a
+        # v0 body (error UNSUPPORTED_VERSION and its own ranges); Kafka's clients retry as v0.
+        if api_key != API_VERSIONS_KEY or api_version == 0:
+            raise
+        return hdr.correlation_id, decode_struct(cls.plan(0), buf, pos, True)[0]
+
+
+class FrameSplitter:
+    """Cuts complete frames out of a byte stream (sans-I/O).
+
+        splitter = FrameSplitter()
+        for body in splitter.feed(chunk):   # bytes of each complete frame, no size prefix
+            ...
+
+    A size below 0 or above ``max_frame_size`` raises ProtocolError at once (before any
+    buffering of the body), so a hostile or desynchronised peer cannot make it allocate.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+
+    @property
+    def pending(self) -> int:
+        """Bytes buffered that do not yet make a complete frame."""
+        return len(self._buf)
+
+    def feed(self, data: Any) -> list[bytes]:
+        self._buf += data
+        out: list[bytes] = []
+        buf = self._buf
+        pos = 0
+        n = len(buf)
+        while True:
+            if n - pos < 4:
+                break
+            size = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+            if size < 0 or size > self.max_frame_size:
+                raise ProtocolError(
+                    f"frame size {size} outside 0..{self.max_frame_size}; the stream is corrupt")
+            if n - pos - 4 < size:
+                break
+            out.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        return out
