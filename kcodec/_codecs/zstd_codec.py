@@ -111,6 +111,11 @@ def scan(src: memoryview, max_size: int) -> list[Frame]:
             pos += 3 + body
             if header & 1:
                 break
+        if content_size > bound:
+            # refused before the library allocates a buffer of the declared size
+            raise CorruptDataError(
+                f"zstd frame declares {content_size} bytes but its blocks make at most {bound}",
+                start)
         if fhd & 0x04:
             _need(n, pos, 4, "frame checksum", start)
             pos += 4
