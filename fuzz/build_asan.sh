@@ -21,8 +21,15 @@ CC="${CC:-clang}" LDSHARED="${CC:-clang} -shared" \
 CFLAGS="$san -O1 -g" LDFLAGS="$san -shared-libasan" KCODEC_BUILD_JOBS="${JOBS:-2}" \
     "$py" setup.py -q build_ext --inplace >"$dest/build.log" 2>&1 || {
         tail -30 "$dest/build.log"; exit 1; }
-rt="$(clang -print-file-name=libclang_rt.asan-x86_64.so)"
-echo "built into $dest"
-echo "run with:"
-echo "  PYTHONPATH=$dest LD_PRELOAD=$rt ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \\"
-echo "  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $py fuzz/<harness>.py ..."
+# One preloadable runtime with ASan (+UBSan) AND libFuzzer, so that atheris uses this
+# libFuzzer (it looks for LLVMFuzzerRunDriver) and the extensions' coverage counters and
+# the Python coverage land in the same fuzzer (as atheris's merge script does).
+rtdir="$(dirname "$(clang -print-file-name=libclang_rt.asan-x86_64.a)")"
+tmp="$(mktemp -d)"
+mkdir "$tmp/a" "$tmp/f"
+(cd "$tmp/a" && ar x "$rtdir/libclang_rt.asan-x86_64.a" && rm -f asan_preinit*.o)
+(cd "$tmp/f" && ar x "$rtdir/libclang_rt.fuzzer_no_main-x86_64.a")
+"${CXX:-clang++}" -shared -Wl,-soname,libclang_rt.asan-x86_64.so -o "$dest/asan_with_fuzzer.so" "$tmp"/a/*.o "$tmp"/f/*.o \
+    -lpthread -ldl -lrt -lm
+rm -rf "$tmp"
+echo "built into $dest; run a harness with fuzz/asan.sh TARGET [libFuzzer options] [CORPUS]"

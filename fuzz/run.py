@@ -34,8 +34,9 @@ def _limit_memory() -> None:
 def main() -> None:
     import atheris
 
-    if sys.path[0] != ROOT:
-        sys.path.insert(0, ROOT)
+    # After PYTHONPATH, so an ASan build given there (fuzz/build_asan.sh) is the kcodec used.
+    if ROOT not in sys.path:
+        sys.path.append(ROOT)
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(__doc__)
         sys.exit(2)
@@ -55,7 +56,11 @@ def main() -> None:
         print("\n".join(sorted(TARGETS)))
         return
     target = TARGETS[name]
-    print(f"kcodec fuzz: target {name}, implementation {kcodec.IMPLEMENTATION}", file=sys.stderr)
+    if kcodec.IMPLEMENTATION != "cython" and not _impl._truthy("KCODEC_NO_EXTENSIONS"):
+        sys.exit(f"kcodec fuzz: the compiled twins do not load ({_impl.EXTENSION_ERROR}); "
+                 "build them, or set KCODEC_NO_EXTENSIONS=1 to fuzz the pure twin alone")
+    print(f"kcodec fuzz: target {name}, implementation {kcodec.IMPLEMENTATION}, "
+          f"from {os.path.dirname(kcodec.__file__)}", file=sys.stderr)
     _limit_memory()
     atheris.Setup(sys.argv, target)
     atheris.Fuzz()

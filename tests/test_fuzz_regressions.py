@@ -1,0 +1,128 @@
+"""Minimal reproducers of what fuzzing found (fuzz/README.md), fast and deterministic.
+
+Each test pins one finding: the hostile input, and the outcome both twins must give.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import time
+import tracemalloc
+
+import pytest
+
+from kcodec import _impl
+from kcodec.compression import compress, decompress
+from kcodec.errors import CorruptDataError
+from tests.conftest import NO_EXT
+from tests.records_util import v2
+
+
+def pair(name: str):
+    py = _impl.twin(name, "python")
+    return (py if NO_EXT else _impl.twin(name, "cython")), py
+
+
+def outcome(fn, *args, **kw):
+    try:
+        return ("ok", fn(*args, **kw))
+    except Exception as exc:  # the class and message are what the twins must agree on
+        return (type(exc).__name__, str(exc))
+
+
+def records_outcome(batch_mod, blob: bytes):
+    out = []
+    for b in batch_mod.iter_batches(blob):
+        out.append(outcome(lambda: [r.value for r in b]))
+    return out
+
+
+def peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+    except CorruptDataError:
+        pass
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+# -- F1: a zstd frame declaring 90 MiB with a 5-byte block made the library allocate 90 MiB
+
+ZSTD_LIAR = (struct.pack("<I", 0xFD2FB528) + bytes([0x80 | 0x20]) + struct.pack("<I", 90 << 20)
+             + ((5 << 3) | 1).to_bytes(3, "little") + b"hello")
+
+
+def test_zstd_declared_size_beyond_its_blocks_is_refused_before_allocating() -> None:
+    with pytest.raises(CorruptDataError) as info:
+        decompress("zstd", ZSTD_LIAR)
+    assert str(info.value) == ("zstd frame declares 94371840 bytes but its blocks make at "
+                               "most 5 at offset 0")
+    assert peak_bytes(lambda: decompress("zstd", ZSTD_LIAR)) < 1 << 20
+
+
+def test_zstd_liar_inside_a_batch_same_error_in_both_twins() -> None:
+    blob = v2(ZSTD_LIAR, 1, attributes=4)
+    cy, py = pair("batch")
+    got = records_outcome(cy, blob)
+    assert got == records_outcome(py, blob)
+    assert got[0][0] == "CorruptDataError" and "declares 94371840 bytes" in got[0][1]
+
+
+# -- F2: the same for lz4 (a declared content size of 90 MiB, one 5-byte stored block)
+
+def _lz4_liar() -> bytes:
+    from kcodec._codecs.lz4_codec import header_checksum
+
+    head = struct.pack("<I", 0x184D2204) + bytes([0x68, 0x40]) + struct.pack("<Q", 90 << 20)
+    return (head + bytes([header_checksum(head)]) + struct.pack("<I", 0x80000005) + b"hello"
+            + b"\0\0\0\0")
+
+
+def test_lz4_declared_size_beyond_its_blocks_is_refused_before_allocating() -> None:
+    liar = _lz4_liar()
+    with pytest.raises(CorruptDataError) as info:
+        decompress("lz4", liar)
+    assert str(info.value) == ("lz4 frame declares 94371840 bytes but its blocks make at "
+                               "most 5 at offset 0")
+    assert peak_bytes(lambda: decompress("lz4", liar)) < 1 << 20
+    cy, py = pair("batch")
+    blob = v2(liar, 1, attributes=3)
+    assert records_outcome(cy, blob) == records_outcome(py, blob)
+
+
+def test_lz4_block_larger_than_the_block_size_is_corrupt() -> None:
+    good = compress("lz4", b"x" * 100)
+    hc = 14  # content size present (magic 2)
+    bad = good[:hc + 1] + struct.pack("<I", 0x10001) + good[hc + 5:]
+    with pytest.raises(CorruptDataError, match="a block of 65537 bytes in 65536-byte blocks"):
+        decompress("lz4", bad)
+
+
+# -- F3/F4: many small gzip members / lz4 frames took quadratic time (zlib and lz4 copied
+#    the rest of the stream after each one): 800 KB of empty gzip members took 7 s.
+
+@pytest.mark.parametrize("codec", ["gzip", "lz4"])
+def test_many_small_members_take_linear_time(codec: str) -> None:
+    unit = gzip.compress(b"", mtime=0) if codec == "gzip" else compress("lz4", b"")
+    small, big = unit * 3125, unit * 50000
+    t0 = time.perf_counter()
+    assert decompress(codec, small) == b""
+    t1 = time.perf_counter()
+    assert decompress(codec, big) == b""
+    t2 = time.perf_counter()
+    # 16x the input: linear is ~16x the time, quadratic ~256x (11 s at 50000 before the fix).
+    assert t2 - t1 < max(80 * (t1 - t0), 3.0), (t1 - t0, t2 - t1)
+
+
+def test_gzip_members_and_padding_still_read_as_before() -> None:
+    a, b = gzip.compress(b"first", mtime=0), gzip.compress(b"second" * 1000, mtime=0)
+    assert decompress("gzip", a + b + a) == b"first" + b"second" * 1000 + b"first"
+    assert decompress("gzip", a + b"\0" * 3000) == b"first"
+    with pytest.raises(CorruptDataError, match=f"trailing bytes after gzip member at offset {len(a)}"):
+        decompress("gzip", a + b"\0\0x", 1 << 40)
+    with pytest.raises(CorruptDataError, match=f"truncated gzip member at offset {2 * len(a)}"):
+        decompress("gzip", a + a + b[:-3], 1 << 40)
