@@ -20,3 +20,4 @@ for t in $targets; do
     echo "$t: exit $? $(grep -E 'DONE' "fuzz/logs/$t.log" | tail -1)"
 done
 ls -la fuzz/artifacts | grep -E 'crash|timeout|oom|leak' || echo "no crash artifacts"
+grep -h "runtime error" fuzz/logs/*.log | sort | uniq -c || echo "no UBSan reports"
