@@ -126,3 +126,26 @@ def test_gzip_members_and_padding_still_read_as_before() -> None:
         decompress("gzip", a + b"\0\0x", 1 << 40)
     with pytest.raises(CorruptDataError, match=f"truncated gzip member at offset {2 * len(a)}"):
         decompress("gzip", a + a + b[:-3], 1 << 40)
+
+
+# -- F5: decode_columns over a legacy message with an empty (not null) key or value, before
+#    any v2 batch: the compiled twin's bin_push did memcpy(NULL + 0, src, 0) into a column
+#    with no data buffer yet (UBSan: applying zero offset to null pointer). Only an
+#    ASan/UBSan build (fuzz/build_asan.sh) sees it; both twins must give the same columns.
+
+def test_columns_empty_legacy_key_and_value() -> None:
+    from fuzz.targets import columns_outcome, pure_records
+
+    legacy = pair("legacy")[1]
+    for magic in (0, 1):
+        b = legacy.MessageSetBuilder(magic=magic)
+        b.append(b"", b"", 5)
+        b.append(None, b"", 6)
+        blob = b.build()
+        cy, py = pair("columns")
+        got = columns_outcome(cy.decode_columns, blob, {}, "cy")
+        with pure_records():
+            assert got == columns_outcome(py.decode_columns, blob, {}, "py")
+        cols = dict(got[2])
+        assert cols["key"] == ("ok", ("int32", [b"", None]))
+        assert cols["value"] == ("ok", ("int32", [b"", b""]))
