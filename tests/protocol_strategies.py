@@ -39,7 +39,7 @@ def prim(code: int, unknown_tags: bool) -> Any:
         return UUIDS
     if code in (P.STRING, P.CSTRING):
         return TEXT
-    if code in (P.BYTES, P.CBYTES):
+    if code in (P.BYTES, P.CBYTES, P.RECORDS, P.CRECORDS):
         return st.binary(max_size=12)
     raise AssertionError(code)
 

@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
+import kcodec
 from kcodec.cli import dump_log, main
 from tests._segments import (
     META_LOG,
     TOPIC_LOG,
     broker_index_entries,
+    fix_crc,
     index_bytes,
+    legacy_message,
     reference,
     shallow_scan,
     simple_batches,
@@ -28,7 +31,8 @@ from tests._segments import (
     write_segment,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+# the kcodec under test (a source tree or an installed wheel) for `python -m kcodec`
+KCODEC_ROOT = str(Path(kcodec.__file__).resolve().parent.parent)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
@@ -162,7 +166,14 @@ def test_torn_tail_and_garbage_exit_1(tmp_path: Path, capsys) -> None:
     torn = write_segment(tmp_path, 0, [parts[0], parts[1][:-5]])
     code, out, _ = run(capsys, torn)
     assert code == 1 and "incomplete batch" in out
+    assert f"Trailing bytes: {len(parts[1]) - 5} at position {len(parts[0])} " \
+           "(incomplete batch)" in out
     assert f"truncate at position {len(parts[0])}" in out
+    zeros = tmp_path / "zeros.log"
+    zeros.write_bytes(b"".join(parts) + bytes(4096))
+    code, out, _ = run(capsys, zeros, "--json")
+    summary = jsonl(out)[-1]
+    assert (code, summary["trailing_bytes"], summary["reason"]) == (1, 4096, "zero-filled tail")
     junk = tmp_path / "junk.log"
     junk.write_bytes(parts[0] + struct.pack(">qi", 9, 3) + b"abc")
     code, out, _ = run(capsys, junk, "--json")
@@ -226,7 +237,7 @@ def test_index_without_log(tmp_path: Path, capsys) -> None:
 
 
 def test_python_dash_m(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=KCODEC_ROOT)
     parts = simple_batches(n_batches=3)
     log = write_segment(tmp_path, 0, parts)
     proc = subprocess.run([sys.executable, "-m", "kcodec", "dump-log", "--json", str(log)],
@@ -252,7 +263,7 @@ def test_python_dash_m(tmp_path: Path) -> None:
 
 @pytest.mark.reference
 def test_python_dash_m_real_segment(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=KCODEC_ROOT)
     proc = subprocess.run([sys.executable, "-m", "kcodec", "dump-log", "--verify",
                            str(reference(META_LOG)), str(reference(TOPIC_LOG))],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
@@ -295,3 +306,59 @@ def test_render_bytes() -> None:
     assert dump_log.last_sequence(-1, 5) == -1
     assert dump_log.last_sequence(10, 5) == 15
     assert dump_log.last_sequence(2**31 - 2, 3) == 1      # wraps like Kafka's
+
+
+def test_bad_record_found_by_verify(tmp_path: Path, capsys) -> None:
+    parts = simple_batches(n_batches=3, per_batch=2)
+    bad = bytearray(parts[1])
+    struct.pack_into(">i", bad, 57, 3)           # 3 records claimed, 2 present; CRC fixed
+    fix_crc(bad)
+    log = write_segment(tmp_path, 0, [parts[0], bytes(bad), parts[2]])
+    code, out, _ = run(capsys, log)               # batches only: nothing wrong to see
+    assert code == 0
+    code, out, _ = run(capsys, log, "--verify", "--json")
+    objs = jsonl(out)
+    assert code == 1 and [o["type"] for o in objs] == ["error", "summary"]
+    assert objs[0]["reason"] == "bad record" and objs[0]["position"] == len(parts[0])
+    summary = objs[1]
+    assert (summary["truncate_at"], summary["last_valid_offset"], summary["reason"],
+            summary["record_errors"]) == (len(parts[0]), 1, "bad record", 1)
+    code, out, _ = run(capsys, log, "--records")
+    assert code == 1 and "ERROR (bad record)" in out
+
+
+def test_kafka_format(tmp_path: Path, capsys) -> None:
+    parts = [v2_batch(0, [(10, None, b"hello", [("h", b"1")])], producer_id=5, producer_epoch=1,
+                      base_sequence=7, transactional=True),
+             legacy_message(1, 1, 20, b"k", b"v", codec=1)]
+    log = write_segment(tmp_path, 0, parts)
+    code, out, _ = run(capsys, log, "--kafka", "--records")
+    assert code == 0
+    lines = out.splitlines()
+    crc0 = struct.unpack_from(">I", parts[0], 17)[0]
+    assert lines[2] == (
+        "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 7 lastSequence: 7 producerId: 5 "
+        "producerEpoch: 1 partitionLeaderEpoch: 0 isTransactional: true isControl: false "
+        f"deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 10 size: {len(parts[0])} "
+        f"magic: 2 compresscodec: none crc: {crc0} isvalid: true")
+    assert lines[3] == ("| offset: 0 CreateTime: 10 keySize: -1 valueSize: 5 sequence: 7 "
+                        "headerKeys: [h] payload: hello")
+    assert lines[4].startswith(f"offset: 1 position: {len(parts[0])} CreateTime: ")
+    assert " magic: 1 compresscodec: gzip " in lines[4] and lines[4].endswith("isvalid: true")
+    assert lines[5] == "| offset: 1 CreateTime: 20 keySize: 1 valueSize: 1 key: k payload: v"
+
+
+def test_directory_argument(tmp_path: Path, capsys) -> None:
+    write_segment(tmp_path, 0, simple_batches(first_offset=0, n_batches=2),
+                  index=b"", timeindex=b"")
+    write_segment(tmp_path, 4, simple_batches(first_offset=4, n_batches=1))
+    code, out, _ = run(capsys, tmp_path, "--json")
+    summaries = [o for o in jsonl(out) if o["type"] == "summary"]
+    assert code == 0 and [Path(o["file"]).name for o in summaries] == [
+        "00000000000000000000.log", "00000000000000000004.log"]
+    assert [o["last_valid_offset"] for o in summaries] == [3, 5]
+    empty = tmp_path / "empty-dir"
+    empty.mkdir()
+    code, _, err = run(capsys, empty)
+    assert code == 1 and "empty-dir" in err
+

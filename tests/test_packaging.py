@@ -136,6 +136,8 @@ def wheel_venv(dists: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
 # -- fast checks ------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(not (ROOT / "setup.py").exists(),
+                    reason="needs setup.py: tests/ runs here outside the source tree (as in cibuildwheel)")
 def test_build_and_run_time_read_kcodec_no_extensions_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """setup.py's switch and kcodec._impl's switch agree on every spelling."""
     tree = ast.parse((ROOT / "setup.py").read_text())
@@ -232,9 +234,9 @@ def test_cibuildwheel_test_step_works_against_the_installed_wheel(
 ) -> None:
     """What cibuildwheel does after building each wheel, from pyproject's [tool.cibuildwheel]:
     install test-requires, copy test-sources into an empty directory, run test-command there
-    with test-environment. The pytest part only collects here (the suite itself runs in the
-    main CI steps): that proves every test module imports with only test-requires installed
-    and that the tests import the installed wheel."""
+    with test-environment (and nothing else of ours: no source tree, no peers, hypothesis's
+    default profile). This is the check that every test module imports with only
+    test-requires installed, and passes against an installed wheel."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:
@@ -249,13 +251,12 @@ def test_cibuildwheel_test_step_works_against_the_installed_wheel(
             shutil.copy(src, tmp_path / source)
     bindir = str(wheel_venv.parent)
     env = _env(PATH=bindir + os.pathsep + os.environ.get("PATH", ""), **cfg["test-environment"])
+    env.pop("HYPOTHESIS_PROFILE", None)
     commands = cfg["test-command"]
     commands = [commands] if isinstance(commands, str) else commands
     for command in commands:
-        if "pytest" in command:
-            command += " --collect-only"
         proc = subprocess.run(command, shell=True, cwd=str(tmp_path), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert proc.returncode == 0, f"{command}\n{proc.stdout[-4000:]}"
         if "pytest" in command:
-            assert re.search(r"^\d+(/\d+)? tests? collected", proc.stdout, re.M), proc.stdout[-4000:]
+            assert re.search(r"^\d+ passed", proc.stdout, re.M), proc.stdout[-4000:]

@@ -133,3 +133,24 @@ def test_tagged_struct_written_only_when_not_default(proto) -> None:
     both(proto, req, 15, base + H("00"))
     req.replica_state = F.ReplicaState(replica_id=3, replica_epoch=-1)
     both(proto, req, 15, base + H("01" "01" "0d" "00000003" "ffffffffffffffff" "00"))
+
+
+def test_records_are_zero_copy_views_of_read_only_input(proto) -> None:
+    from kcodec.protocol import ProduceRequest as P
+
+    req = P(acks=-1, timeout_ms=1000, topic_data=[P.TopicProduceData(
+        name="t", partition_data=[P.PartitionProduceData(index=0, records=b"batch")])])
+    data = enc(proto, req, 9)
+    got = dec(proto, P, data, 9).topic_data[0].partition_data[0].records
+    assert isinstance(got, memoryview) and got.readonly and got.obj is data
+    assert got == b"batch"
+    # writable input: a private copy, so reusing the caller's buffer cannot change it
+    buf = bytearray(data)
+    got = dec(proto, P, buf, 9).topic_data[0].partition_data[0].records
+    assert type(got) is bytes and got == b"batch"
+    buf[:] = bytes(len(buf))
+    assert got == b"batch"
+    # plain bytes fields are always copies
+    from kcodec.protocol import SaslAuthenticateRequest as S
+
+    assert type(dec(proto, S, enc(proto, S(auth_bytes=b"x"), 1), 1).auth_bytes) is bytes

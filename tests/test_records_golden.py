@@ -189,3 +189,15 @@ def test_v2_codecs_round_trip_and_builder_fields(twin, codec: int) -> None:
         codec, True, 9, 4, 100, TS + 10, TS + 10, 7)
     assert [(r.offset, r.timestamp, r.value) for r in b] == [
         (3 + i, TS + 10 - i, b"v%d" % i) for i in range(5)]
+
+
+def test_header_keys_repeating_and_changing(twin) -> None:
+    keys = [["ab", "x"], ["ab", "y"], ["ac", "y"], ["", "\u00e9"], ["\u00e9", ""], ["ab", "x"],
+            ["a", "b", "c", "d", "e", "f"], ["a", "b", "c", "d", "e", "g"]]
+    bb = twin("batch").RecordBatchBuilder()
+    for ks in keys:
+        bb.append(None, b"", [(k, k.encode() or None) for k in ks], TS)
+    (b,) = list(twin("batch").iter_batches(bb.build()))
+    assert [[k for k, _ in r.headers] for r in b] == keys
+    assert [[v for _, v in r.headers] for r in b] == [[k.encode() or None for k in ks]
+                                                      for ks in keys]

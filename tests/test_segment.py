@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import random
 import shutil
@@ -408,6 +409,27 @@ def test_close_and_context_manager(tmp_path: Path) -> None:
     del kept
 
 
+def test_unreadable_index_is_reported_not_fatal(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    log = write_segment(tmp_path, 0, simple_batches(), index=b"\x00" * 8)
+
+    def refuse(cls, path, base_offset=None):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(OffsetIndex, "open", classmethod(refuse))
+    with LogSegment(log) as seg:
+        assert seg.offset_index is None and seg.find_offset(3).base_offset == 2
+        assert "Permission denied" in seg.verify_indexes()[0]
+
+
+def test_index_that_is_a_directory_is_ignored(tmp_path: Path) -> None:
+    log = write_segment(tmp_path, 0, simple_batches())
+    log.with_suffix(".index").mkdir()
+    with LogSegment(log) as seg:
+        assert seg.offset_index is None and seg.index_errors == []
+        assert seg.recover().ok
+
+
 def test_read_instead_of_map(tmp_path: Path) -> None:
     parts = simple_batches(n_batches=5)
     log = write_segment(tmp_path, 0, parts)
@@ -517,6 +539,13 @@ def fuzz_segments(tmp_path: Path, seed: int, rounds: int, cli: bool) -> None:
             with contextlib.redirect_stdout(io.StringIO()):
                 code = main(["dump-log", "--records", str(log)])
             assert code == (0 if res.ok else 1)
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                main(["dump-log", "--verify", "--json", str(log)])
+            summary = json.loads(buf.getvalue().splitlines()[-1])
+            assert summary["type"] == "summary", buf.getvalue()
+            assert (summary["truncate_at"], summary["last_valid_offset"], summary["reason"]) \
+                == (res.valid_bytes, res.last_offset, res.reason)
 
 
 def test_mutated_segments_never_crash(tmp_path: Path) -> None:

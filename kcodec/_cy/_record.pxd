@@ -9,8 +9,6 @@ cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
                          object key, object value, list headers, int attributes,
                          Py_ssize_t where)
 cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size)
-cdef int64_t record_offset(object record) except? -1
-cdef int set_record_offset(object record, int64_t offset) except -1
 
 
 cdef class ByteHolder:

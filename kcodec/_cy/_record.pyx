@@ -46,7 +46,10 @@ cdef extern from "structmember.h":
 cdef class Record:
     """One record: ``offset``, ``timestamp``, ``timestamp_type`` (-1 none, 0 create time,
     1 log append time), ``key`` and ``value`` (bytes or None), ``headers`` (a list of
-    (str, bytes or None) pairs, order and duplicates kept) and ``attributes``."""
+    (str, bytes or None) pairs, order and duplicates kept) and ``attributes``.
+
+    Records are not tracked by the cyclic GC (they hold bytes, ints and the headers list):
+    a record put into its own headers list is never freed."""
 
     cdef object offset
     cdef object timestamp
@@ -242,15 +245,6 @@ cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t siz
     m.timestamp = PyLong_FromLongLong(timestamp)
     m.size = size
     return m
-
-
-cdef int64_t record_offset(object record) except? -1:
-    return PyLong_AsLongLong(record.offset)
-
-
-cdef int set_record_offset(object record, int64_t offset) except -1:
-    record.offset = offset
-    return 0
 
 
 cdef extern from "Python.h":

@@ -22,7 +22,6 @@ from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy.legacy cimport LegacyBatch, message_at
 
 import time
-import zlib
 
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 
@@ -51,7 +50,6 @@ cdef int64_t _I64_MIN = INT64_MIN
 cdef int64_t _I64_MAX = INT64_MAX
 cdef int64_t _I32_MIN = -0x80000000
 cdef int64_t _I32_MAX = 0x7FFFFFFF
-cdef object _zcrc32 = zlib.crc32
 
 
 cdef object _codecs = None
@@ -223,26 +221,50 @@ cdef int _rvl_slow(Reader* r, int64_t* out, str what) except -1:
     return read_varlong(r, out, what)
 
 
+cdef extern from *:
+    """
+    /* Varints of one or two bytes (most lengths, deltas and counts) are read in place;
+       anything longer, or cut short, goes to the exact reader in _reader.pxd. Forced
+       inline: the compiler will not inline a function called eight times per record. */
+    #if defined(_MSC_VER)
+    #define KC_FORCE_INLINE static __forceinline
+    #elif defined(__GNUC__) || defined(__clang__)
+    #define KC_FORCE_INLINE static inline __attribute__((always_inline))
+    #else
+    #define KC_FORCE_INLINE static inline
+    #endif
+    KC_FORCE_INLINE int kc_var12(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end,
+                                 uint64_t* u) {
+        Py_ssize_t p = *pos;
+        if (p < end) {
+            uint8_t b = d[p];
+            if (b < 0x80) { *u = b; *pos = p + 1; return 1; }
+            if (p + 1 < end && d[p + 1] < 0x80) {
+                *u = (uint64_t)(b & 0x7F) | ((uint64_t)d[p + 1] << 7);
+                *pos = p + 2;
+                return 1;
+            }
+        }
+        return 0;
+    }
+    """
+    bint kc_var12(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, uint64_t* u) noexcept nogil
+
+
 cdef inline int _rv(Reader* r, int32_t* out, str what) except -1:
-    """A zigzag varint: one-byte values inline, the rest through the exact reader."""
-    cdef uint8_t b
-    if r.pos < r.end:
-        b = r.data[r.pos]
-        if b < 0x80:
-            r.pos += 1
-            out[0] = <int32_t>((b >> 1) ^ -(b & 1))
-            return 0
+    """A zigzag varint: one or two bytes in place, the rest through the exact reader."""
+    cdef uint64_t u
+    if kc_var12(r.data, &r.pos, r.end, &u):
+        out[0] = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        return 0
     return _rv_slow(r, out, what)
 
 
 cdef inline int _rvl(Reader* r, int64_t* out, str what) except -1:
-    cdef uint8_t b
-    if r.pos < r.end:
-        b = r.data[r.pos]
-        if b < 0x80:
-            r.pos += 1
-            out[0] = <int64_t>((b >> 1) ^ -(b & 1))
-            return 0
+    cdef uint64_t u
+    if kc_var12(r.data, &r.pos, r.end, &u):
+        out[0] = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        return 0
     return _rvl_slow(r, out, what)
 
 
@@ -269,7 +291,8 @@ cdef inline object _cached_key(list cache, Py_ssize_t j, const uint8_t* p, Py_ss
     if j < 4:
         c = <object>PyList_GET_ITEM(cache, j)
         if (c is not None and PyUnicode_GET_LENGTH(c) == n and PyUnicode_IS_COMPACT_ASCII(c)
-                and memcmp(PyUnicode_DATA(c), p, n) == 0):
+                and (n == 0 or ((<const uint8_t*>PyUnicode_DATA(c))[0] == p[0]
+                                and memcmp(PyUnicode_DATA(c), p, n) == 0))):
             return c
         c = _header_key(p, n, where)
         cache[j] = c
@@ -300,6 +323,7 @@ cdef class RecordIterator:
         cdef const uint8_t* data = r.data
         cdef int32_t j, length, od, kl, hc
         cdef int8_t attr
+        cdef uint64_t u
         cdef int64_t tsd, ts, offset
         cdef Py_ssize_t rstart, body, saved
         cdef list headers
@@ -316,29 +340,47 @@ cdef class RecordIterator:
         i = self.i
         self.i = self.count + 1  # until this record decodes: a malformed one ends it
         rstart = r.pos
-        _rv(r, &length, "record length")
+        if kc_var12(data, &r.pos, r.end, &u):
+            length = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        else:
+            _rv_slow(r, &length, "record length")
         _need(r, length, "record")
         body = r.pos
         saved = r.end
         r.end = r.pos + length
         read_i8(r, &attr, "record attributes")
-        _rvl(r, &tsd, "timestamp delta")
-        _rv(r, &od, "offset delta")
-        _rv(r, &kl, "key length")
+        if kc_var12(data, &r.pos, r.end, &u):
+            tsd = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        else:
+            _rvl_slow(r, &tsd, "timestamp delta")
+        if kc_var12(data, &r.pos, r.end, &u):
+            od = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        else:
+            _rv_slow(r, &od, "offset delta")
+        if kc_var12(data, &r.pos, r.end, &u):
+            kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        else:
+            _rv_slow(r, &kl, "key length")
         if kl == -1:
             key = None
         else:
             _need(r, kl, "record key")
             key = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
             r.pos += kl
-        _rv(r, &kl, "value length")
+        if kc_var12(data, &r.pos, r.end, &u):
+            kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        else:
+            _rv_slow(r, &kl, "value length")
         if kl == -1:
             value = None
         else:
             _need(r, kl, "record value")
             value = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
             r.pos += kl
-        _rv(r, &hc, "header count")
+        if kc_var12(data, &r.pos, r.end, &u):
+            hc = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        else:
+            _rv_slow(r, &hc, "header count")
         if hc < 0:
             raise_corrupt(f"negative header count {hc}", r.pos + r.base)
         if hc > (r.end - r.pos) // 2:
@@ -346,11 +388,17 @@ cdef class RecordIterator:
                           r.pos + r.base)
         headers = PyList_New(hc)
         for j in range(hc):
-            _rv(r, &kl, "header key length")
+            if kc_var12(data, &r.pos, r.end, &u):
+                kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+            else:
+                _rv_slow(r, &kl, "header key length")
             _need(r, kl, "header key")
             hk = _cached_key(self.hcache, j, data + r.pos, kl, r.pos + r.base)
             r.pos += kl
-            _rv(r, &kl, "header value length")
+            if kc_var12(data, &r.pos, r.end, &u):
+                kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+            else:
+                _rv_slow(r, &kl, "header value length")
             if kl == -1:
                 hv = None
             else:

@@ -16,8 +16,11 @@ cdef class LegacyBatch:
     cdef Py_ssize_t _kpos, _klen, _vpos, _vlen
     cdef bint _validate
     cdef Py_ssize_t _max_size
-    cdef list _records
-    cdef list _decode(self)
+    cdef object _inner
+    cdef Py_ssize_t _n
+    cdef int64_t _first
+    cdef int64_t _shift
+    cdef int _prepare(self) except -1
 
 
 cdef LegacyBatch message_at(Buf buf, Py_ssize_t pos, bint validate, Py_ssize_t max_size)

@@ -15,19 +15,16 @@ from kcodec._cy._reader cimport (
     Buf, be_u32, be_u64, put_u32, put_u64, raise_corrupt, raise_truncated, get_buf,
 )
 from kcodec._cy._record cimport (
-    Growable, check_i64, crc32_ieee, new_metadata, new_record, record_offset, set_record_offset,
-    take_bytes,
+    Growable, check_i64, crc32_ieee, new_metadata, new_record, take_bytes,
 )
 
 import time
-import zlib
 
 
 from kcodec.errors import ChecksumError, CorruptDataError, EncodeError
 
 __all__ = ["LegacyBatch", "MessageSetBuilder"]
 
-cdef object _zcrc32 = zlib.crc32
 cdef int64_t _I64_MIN = INT64_MIN
 cdef int64_t _I64_MAX = INT64_MAX
 cdef Py_ssize_t _I32_MAX = 0x7FFFFFFF
@@ -197,14 +194,16 @@ cdef class LegacyBatch:
         """The first record's offset (decompresses a wrapper)."""
         if self.attributes & 0x07 == 0:
             return self.offset
-        return self._decode()[0].offset
+        self._prepare()
+        return <int64_t>(<uint64_t>self._first + <uint64_t>self._shift)
 
     @property
     def record_count(self):
         """1 for a plain message; the inner message count of a wrapper (decompresses it)."""
         if self.attributes & 0x07 == 0:
             return 1
-        return len(self._decode())
+        self._prepare()
+        return self._n
 
     @property
     def key(self):
@@ -226,92 +225,120 @@ cdef class LegacyBatch:
             raise ChecksumError(self.crc, actual, self.position, "message CRC-32")
 
     def records(self):
-        return list(self._decode())
+        return list(self.__iter__())
 
     def __iter__(self):
-        return iter(self._decode())
+        cdef LegacyIterator it
+        if self.attributes & 0x07 == 0:
+            return iter((new_record(self.offset, self.timestamp,
+                                    -1 if self.magic == 0 else (self.attributes >> 3) & 1,
+                                    _bytes_or_none(self._buf.ptr, self._kpos, self._klen),
+                                    _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
+                                    self.attributes),))
+        self._prepare()
+        it = LegacyIterator.__new__(LegacyIterator)
+        it.inner = self._inner
+        it.data = <const uint8_t*>PyBytes_AS_STRING(self._inner)
+        it.end = PyBytes_GET_SIZE(self._inner)
+        it.pos = 0
+        it.left = self._n
+        it.shift = self._shift
+        it.log_append = self.magic == 1 and (self.attributes >> 3) & 1
+        it.wts = self.timestamp
+        return it
 
     def __repr__(self):
         return (f"LegacyBatch(position={self.position}, offset={self.offset}, "
                 f"magic={self.magic}, compression={self.compression}, size={self.size})")
 
-    cdef list _decode(self):
+    cdef int _prepare(self) except -1:
+        """Decompress a wrapper once and check every inner message (the errors the pure
+        twin raises, in its order), noting the count, the first offset and the shift that
+        makes magic-1 relative offsets absolute."""
         cdef int codec = self.attributes & 0x07
-        cdef int ts_type = -1 if self.magic == 0 else (self.attributes >> 3) & 1
-        cdef object inner
-        if self._records is not None:
-            return self._records
-        if codec == 0:
-            return [new_record(self.offset, self.timestamp, ts_type,
-                               _bytes_or_none(self._buf.ptr, self._kpos, self._klen),
-                               _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
-                               self.attributes)]
+        cdef const uint8_t* data
+        cdef Py_ssize_t end, pos = 0, n = 0
+        cdef Msg m
+        cdef int wmagic = self.magic
+        cdef int64_t first = 0, last = 0, shift = 0
+        cdef uint32_t actual
+        if self._inner is not None:
+            return 0
         if self._vlen < 0:
             raise_corrupt("compressed message with a null value", self.position)
         inner = _decompress(codec, PyMemoryView_FromMemory(
             <char*>self._buf.ptr + self._vpos, self._vlen, PyBUF_READ), self._max_size,
             self.magic)
-        self._records = _inner_records(inner, self)
-        return self._records
+        if type(inner) is not bytes:
+            inner = bytes(inner)
+        data = <const uint8_t*>PyBytes_AS_STRING(inner)
+        end = PyBytes_GET_SIZE(inner)
+        while pos < end:
+            _need(pos, end, 12, "inner message", 0)
+            _parse(data, pos, end, 0, &m)
+            if m.magic != wmagic:
+                raise_corrupt(f"inner message magic {m.magic} differs from the wrapper's "
+                              f"{wmagic}", pos + 16)
+            if m.attributes & 0x07:
+                raise_corrupt("compressed message inside a compressed message", pos + 17)
+            if self._validate:
+                actual = _crc32(data + pos + 16, m.end - pos - 16)
+                if actual != m.crc:
+                    raise ChecksumError(m.crc, actual, pos, "inner message CRC-32")
+            if n == 0:
+                first = m.offset
+            last = m.offset
+            n += 1
+            pos = m.end
+        if n == 0:
+            raise_corrupt("compressed message holds no inner messages", self.position)
+        if wmagic == 1:
+            # The absolute offset of relative offset 0; a wrapper written without its last
+            # offset (0, as some clients do) keeps the inner offsets as they are, as Java does.
+            shift = <int64_t>(<uint64_t>self.offset - <uint64_t>last)
+            if shift < 0:
+                shift = 0
+        self._n = n
+        self._first = first
+        self._shift = shift
+        self._inner = inner
+        return 0
 
 
-cdef list _inner_records(bytes inner, LegacyBatch w):
-    """The inner messages of wrapper ``w`` (decompressed into ``inner``) as records.
+@cython.final
+cdef class LegacyIterator:
+    """The records of a checked, decompressed wrapper, one per step."""
 
-    Two passes: the first checks every message (the errors the pure twin raises, in its
-    order) and finds the last inner offset; the second makes the records with their
-    absolute offsets."""
-    cdef const uint8_t* data = <const uint8_t*>PyBytes_AS_STRING(inner)
-    cdef Py_ssize_t end = PyBytes_GET_SIZE(inner)
-    cdef Py_ssize_t pos = 0
-    cdef Py_ssize_t n = 0
-    cdef list out
-    cdef Msg m
-    cdef int wmagic = w.magic
-    cdef bint log_append = wmagic == 1 and (w.attributes >> 3) & 1
-    cdef int ts_type
-    cdef int64_t ts, shift = 0, last = 0
-    cdef uint32_t actual
-    while pos < end:
-        _need(pos, end, 12, "inner message", 0)
-        _parse(data, pos, end, 0, &m)
-        if m.magic != wmagic:
-            raise_corrupt(f"inner message magic {m.magic} differs from the wrapper's {wmagic}",
-                          pos + 16)
-        if m.attributes & 0x07:
-            raise_corrupt("compressed message inside a compressed message", pos + 17)
-        if w._validate:
-            actual = _crc32(data + pos + 16, m.end - pos - 16)
-            if actual != m.crc:
-                raise ChecksumError(m.crc, actual, pos, "inner message CRC-32")
-        last = m.offset
-        n += 1
-        pos = m.end
-    if n == 0:
-        raise_corrupt("compressed message holds no inner messages", w.position)
-    if wmagic == 1:
-        # The absolute offset of relative offset 0; a wrapper written without its last
-        # offset (0, as some clients do) leaves the inner offsets as they are, as Java does.
-        shift = <int64_t>(<uint64_t>w.offset - <uint64_t>last)
-        if shift < 0:
-            shift = 0
-    out = PyList_New(n)
-    pos = 0
-    for i in range(n):
-        _parse(data, pos, end, 0, &m)
+    cdef bytes inner
+    cdef const uint8_t* data
+    cdef Py_ssize_t end
+    cdef Py_ssize_t pos
+    cdef Py_ssize_t left
+    cdef int64_t shift
+    cdef bint log_append
+    cdef int64_t wts
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Msg m
+        cdef int ts_type
+        cdef int64_t ts
+        if self.left <= 0:
+            raise StopIteration
+        _parse(self.data, self.pos, self.end, 0, &m)  # checked by _prepare: cannot fail
+        self.pos = m.end
+        self.left -= 1
         ts = m.timestamp
-        if log_append:
+        if self.log_append:
             ts_type = 1
-            ts = w.timestamp
+            ts = self.wts
         else:
             ts_type = -1 if m.magic == 0 else (m.attributes >> 3) & 1
-        r = new_record(<int64_t>(<uint64_t>m.offset + <uint64_t>shift), ts, ts_type,
-                       _bytes_or_none(data, m.kpos, m.klen),
-                       _bytes_or_none(data, m.vpos, m.vlen), [], m.attributes)
-        Py_INCREF(r)
-        PyList_SET_ITEM(out, i, r)
-        pos = m.end
-    return out
+        return new_record(<int64_t>(<uint64_t>m.offset + <uint64_t>self.shift), ts, ts_type,
+                          _bytes_or_none(self.data, m.kpos, m.klen),
+                          _bytes_or_none(self.data, m.vpos, m.vlen), [], m.attributes)
 
 
 cdef LegacyBatch message_at(Buf buf, Py_ssize_t pos, bint validate, Py_ssize_t max_size):
@@ -333,7 +360,7 @@ cdef LegacyBatch message_at(Buf buf, Py_ssize_t pos, bint validate, Py_ssize_t m
     b._buf = buf
     b._validate = validate
     b._max_size = max_size
-    b._records = None
+    b._inner = None
     return b
 
 

@@ -12,8 +12,8 @@ from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetItem
 from cpython.float cimport PyFloat_AsDouble, PyFloat_Check, PyFloat_FromDouble
 from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_Check, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_Check, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
 from libc.stdint cimport INT64_MAX, INT64_MIN, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -36,6 +36,7 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     bint PyBool_Check(object o)
+    int _PyBytes_Resize(PyObject** b, Py_ssize_t newsize) except -1
 
 
 # Wire codes: the same numbers as kcodec.protocol._plan (a test checks they agree).
@@ -57,21 +58,23 @@ cdef enum:
     ARRAY = 15
     CARRAY = 16
     STRUCT = 17
+    RECORDS = 18
+    CRECORDS = 19
 
 CODES = {
     "INT8": INT8, "INT16": INT16, "INT32": INT32, "INT64": INT64, "UINT16": UINT16,
     "UINT32": UINT32, "FLOAT64": FLOAT64, "BOOL": BOOL, "UUID": UUID, "UVARINT": UVARINT,
     "STRING": STRING, "CSTRING": CSTRING, "BYTES": BYTES, "CBYTES": CBYTES,
-    "ARRAY": ARRAY, "CARRAY": CARRAY, "STRUCT": STRUCT,
+    "ARRAY": ARRAY, "CARRAY": CARRAY, "STRUCT": STRUCT, "RECORDS": RECORDS, "CRECORDS": CRECORDS,
 }
 
-cdef Py_ssize_t[18] SIZE
-SIZE[:] = [0, 1, 2, 4, 8, 2, 4, 8, 1, 16, 1, 2, 1, 4, 1, 4, 1, 0]
-cdef long long[18] LO
-cdef long long[18] HI
-LO[:] = [0, -(1 << 7), -(1 << 15), -(1 << 31), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+cdef Py_ssize_t[20] SIZE
+SIZE[:] = [0, 1, 2, 4, 8, 2, 4, 8, 1, 16, 1, 2, 1, 4, 1, 4, 1, 0, 4, 1]
+cdef long long[20] LO
+cdef long long[20] HI
+LO[:] = [0, -(1 << 7), -(1 << 15), -(1 << 31), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 HI[:] = [0, (1 << 7) - 1, (1 << 15) - 1, (1 << 31) - 1, 0, 0xFFFF, 0xFFFFFFFF, 0, 0, 0,
-         0xFFFFFFFF, 0, 0, 0, 0, 0, 0, 0]
+         0xFFFFFFFF, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 LO[INT64] = INT64_MIN
 HI[INT64] = INT64_MAX
 
@@ -163,21 +166,46 @@ cdef CPlan lower(object plan):
 
 
 cdef struct WBuf:
+    # The output is written straight into a bytes object that grows as needed and is
+    # shrunk to its length at the end: no second copy of large records fields.
+    PyObject* obj
     uint8_t* data
     Py_ssize_t len
     Py_ssize_t cap
 
 
+cdef int wb_init(WBuf* w, Py_ssize_t cap) except -1:
+    o = PyBytes_FromStringAndSize(NULL, cap)
+    Py_INCREF(o)
+    w.obj = <PyObject*>o
+    w.data = <uint8_t*>PyBytes_AS_STRING(o)
+    w.len = 0
+    w.cap = cap
+    return 0
+
+
+cdef object wb_finish(WBuf* w):
+    """The bytes written so far; the WBuf gives up its reference."""
+    if w.len != w.cap:
+        _PyBytes_Resize(&w.obj, w.len)
+    result = <object>w.obj
+    Py_XDECREF(w.obj)
+    w.obj = NULL
+    return result
+
+
+cdef inline void wb_free(WBuf* w) noexcept:
+    Py_XDECREF(w.obj)
+    w.obj = NULL
+
+
 cdef int grow(WBuf* w, Py_ssize_t n) except -1:
     cdef Py_ssize_t want = w.len + n
     cdef Py_ssize_t cap = w.cap * 2 if w.cap else 256
-    cdef uint8_t* p
     while cap < want:
         cap *= 2
-    p = <uint8_t*>PyMem_Realloc(w.data, cap)
-    if p == NULL:
-        raise MemoryError()
-    w.data = p
+    _PyBytes_Resize(&w.obj, cap)
+    w.data = <uint8_t*>PyBytes_AS_STRING(<object>w.obj)
     w.cap = cap
     return 0
 
@@ -276,7 +304,7 @@ cdef int enc_value(WBuf* w, int code, object v, bint nullable, CPlan sub, str wh
             raise EncodeError(f"{what}: None is not allowed (not nullable in this version)")
         if code == STRING:
             w_raw(w, b"\xff\xff", 2)
-        elif code == BYTES or code == ARRAY:
+        elif code == BYTES or code == ARRAY or code == RECORDS:
             w_raw(w, b"\xff\xff\xff\xff", 4)
         elif code == STRUCT:
             w_raw(w, b"\xff", 1)
@@ -304,7 +332,7 @@ cdef int enc_value(WBuf* w, int code, object v, bint nullable, CPlan sub, str wh
         memcpy(w.data + w.len, s, n)
         w.len += n
         return 0
-    if code == BYTES or code == CBYTES:
+    if code == BYTES or code == CBYTES or code == RECORDS or code == CRECORDS:
         if PyBytes_CheckExact(v):
             s = PyBytes_AS_STRING(v)
             n = PyBytes_GET_SIZE(v)
@@ -318,7 +346,7 @@ cdef int enc_value(WBuf* w, int code, object v, bint nullable, CPlan sub, str wh
         if n > 0x7FFFFFFE:
             raise EncodeError(f"{what}: {n} bytes is too long")
         reserve(w, 5 + n)
-        if code == BYTES:
+        if code == BYTES or code == RECORDS:
             put_u32(w.data + w.len, <uint32_t>n)
             w.len += 4
         else:
@@ -402,14 +430,13 @@ cdef int enc_tags(WBuf* w, CPlan plan, dict d) except -1:
             v = d.get(op.key, op.default)
             if v is op.default or v == op.default:
                 continue
-            tmp.data = NULL
-            tmp.len = 0
-            tmp.cap = 0
+            tmp.obj = NULL
+            wb_init(&tmp, 64)
             try:
                 enc_value(&tmp, op.code, v, op.nullable, op.sub, op.what, op.elem)
-                raw = PyBytes_FromStringAndSize(<char*>tmp.data, tmp.len)
+                raw = wb_finish(&tmp)
             finally:
-                PyMem_Free(tmp.data)
+                wb_free(&tmp)
             if fields is None:
                 fields = []
             fields.append((op.tag, raw))
@@ -442,17 +469,15 @@ def encode_struct(plan, obj):
     """Encode ``obj`` (an instance of ``plan.cls``) following ``plan``."""
     cdef CPlan p = lower(plan)
     cdef WBuf w
-    w.data = NULL
-    w.len = 0
-    w.cap = 0
+    w.obj = NULL
+    wb_init(&w, p.size_hint)
     try:
-        grow(&w, p.size_hint)
         enc_struct(&w, p, obj)
-        if w.len > p.size_hint:
-            p.size_hint = w.len
-        return PyBytes_FromStringAndSize(<char*>w.data, w.len)
+        # the next call starts with room for a message of this size
+        p.size_hint = w.len + 64 if w.len + 64 > 256 else 256
+        return wb_finish(&w)
     finally:
-        PyMem_Free(w.data)
+        wb_free(&w)
 
 
 # ----------------------------------------------------------------------------- decoding
@@ -515,7 +540,22 @@ cdef object dec_prim(Reader* r, int code, str what):
     return PyLong_FromLongLong(u)
 
 
-cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, int elem, Py_ssize_t unit):
+cdef class Ctx:
+    """Per-call decoding state: the input, for zero-copy views of records fields."""
+    cdef object src
+    cdef object view
+    cdef bint readonly
+
+    cdef object records(self, Py_ssize_t pos, Py_ssize_t n):
+        if not self.readonly:
+            return None
+        if self.view is None:
+            mv = memoryview(self.src)
+            self.view = mv if (mv.ndim == 1 and mv.format == "B") else mv.cast("B")
+        return self.view[pos:pos + n]
+
+
+cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, int elem, Py_ssize_t unit, Ctx ctx):
     cdef Py_ssize_t start, n, i
     cdef const uint8_t* p
     cdef uint8_t marker
@@ -529,13 +569,13 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
             r.pos += 1
             if marker & 0x80:  # a negative int8 means null, like Kafka's own readers
                 return None
-        return dec_struct(r, sub)
+        return dec_struct(r, sub, ctx)
     start = r.pos
     if code == STRING:
         need(r, 2, what)
         n = <int16_t>be_u16(r.data + r.pos)
         r.pos += 2
-    elif code == BYTES or code == ARRAY:
+    elif code == BYTES or code == ARRAY or code == RECORDS:
         need(r, 4, what)
         n = <int32_t>be_u32(r.data + r.pos)
         r.pos += 4
@@ -553,10 +593,10 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
         out = []
         if elem == STRUCT:
             for i in range(n):
-                out.append(dec_struct(r, sub))
+                out.append(dec_struct(r, sub, ctx))
         else:
             for i in range(n):
-                out.append(dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1))
+                out.append(dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1, ctx))
         return out
     need(r, n, what)
     p = r.data + r.pos
@@ -567,29 +607,47 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
             raise CorruptDataError(f"{what}: invalid UTF-8", r.pos) from None
         r.pos += n
         return s
+    if code >= RECORDS and ctx.readonly:
+        s = ctx.records(r.pos, n)
+        r.pos += n
+        return s
     r.pos += n
     return PyBytes_FromStringAndSize(<const char*>p, n)
 
 
-cdef object dec_struct(Reader* r, CPlan plan):
+cdef object make_default(object factory):
+    """A fresh default value: [] or a default struct, built without calling __init__."""
+    if factory is list:
+        return []
+    cdef dict d = PyDict_Copy(factory._defaults)
+    cdef tuple fresh = factory._fresh
+    if fresh:
+        for key, f in fresh:
+            d[key] = make_default(f)
+    obj = OBJECT_NEW(factory)
+    PyObject_GenericSetDict(obj, d, NULL)
+    return obj
+
+
+cdef object dec_struct(Reader* r, CPlan plan, Ctx ctx):
     cdef dict d = PyDict_Copy(plan.defaults)
     cdef COp op
     cdef tuple ops = plan.ops
     cdef Py_ssize_t i, n = PyTuple_GET_SIZE(ops)
     if plan.fresh:
         for key, factory in plan.fresh:
-            d[key] = factory()
+            d[key] = make_default(factory)
     for i in range(n):
         op = <COp>PyTuple_GET_ITEM(ops, i)
-        PyDict_SetItem(d, op.key, dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit))
+        PyDict_SetItem(d, op.key, dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx))
     if plan.flexible:
-        dec_tags(r, plan, d)
+        dec_tags(r, plan, d, ctx)
     obj = OBJECT_NEW(plan.cls)
     PyObject_GenericSetDict(obj, d, NULL)
     return obj
 
 
-cdef int dec_tags(Reader* r, CPlan plan, dict d) except -1:
+cdef int dec_tags(Reader* r, CPlan plan, dict d, Ctx ctx) except -1:
     cdef str what = f"{plan.name} tagged fields"
     cdef Py_ssize_t count, tag, size, stop, saved_end, i
     cdef dict unknown = None
@@ -614,7 +672,7 @@ cdef int dec_tags(Reader* r, CPlan plan, dict d) except -1:
         saved_end = r.end
         r.end = stop
         try:
-            d[op.key] = dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit)
+            d[op.key] = dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx)
         finally:
             r.end = saved_end
         if r.pos != stop:
@@ -640,7 +698,10 @@ def decode_struct(plan, buf, Py_ssize_t pos=0, bint exact=True):
     if pos < 0 or pos > r.end:
         raise CorruptDataError(f"position {pos} outside a buffer of {r.end} bytes", pos)
     r.pos = pos
-    obj = dec_struct(&r, p)
+    cdef Ctx ctx = Ctx.__new__(Ctx)
+    ctx.src = buf
+    ctx.readonly = b.view.readonly
+    obj = dec_struct(&r, p, ctx)
     if exact and r.pos != r.end:
         raise CorruptDataError(f"{r.end - r.pos} trailing bytes after {p.name}", r.pos)
     return obj, r.pos

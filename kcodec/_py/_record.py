@@ -27,8 +27,8 @@ class Record:
 
     is_control = False
 
-    def __init__(self, offset: int, timestamp: int, timestamp_type: int, key: Optional[bytes],
-                 value: Optional[bytes], headers: list[Header], attributes: int = 0) -> None:
+    def __init__(self, offset: int, timestamp: int, timestamp_type: int, key: bytes | None,
+                 value: bytes | None, headers: list[Header], attributes: int = 0) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
@@ -97,7 +97,7 @@ class RecordMetadata:
 
 def make_control(
     offset: int, timestamp: int, timestamp_type: int,
-    key: Optional[bytes], value: Optional[bytes], headers: list, attributes: int,
+    key: bytes | None, value: bytes | None, headers: list, attributes: int,
     where: int,
 ) -> ControlRecord:
     """Decode a control record's key (version int16, type int16) and, for commit/abort

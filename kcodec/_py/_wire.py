@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.errors import CorruptDataError, TruncatedError
+from kcodec.errors import CorruptDataError, EncodeError, TruncatedError
 
-__all__ = ["need", "uvar", "varint", "varlong", "i64", "wrap64", "as_bytes_view",
-           "zz32", "zz64", "uvar_bytes", "check_int", "bytes_like"]
+__all__ = ["need", "uvar", "varint", "varlong", "wrap64", "as_bytes_view", "uvar_bytes",
+           "check_int", "bytes_like"]
 
 _I64 = 1 << 64
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -72,10 +72,6 @@ def wrap64(v: int) -> int:
     return v - _I64 if v > _I64_MAX else v
 
 
-def i64(v: int) -> int:
-    return wrap64(v)
-
-
 def as_bytes_view(buf: Any) -> Any:
     """``buf`` itself if it is bytes, else a flat unsigned-byte memoryview of it."""
     if type(buf) is bytes:
@@ -87,14 +83,6 @@ def as_bytes_view(buf: Any) -> Any:
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
     return mv
-
-
-def zz32(v: int) -> int:
-    return ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
-
-
-def zz64(v: int) -> int:
-    return ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
 
 
 _SMALL = [bytes((i,)) for i in range(128)]
@@ -114,8 +102,6 @@ def uvar_bytes(u: int) -> bytes:
 
 def check_int(value: Any, lo: int, hi: int, what: str) -> int:
     """An int in [lo, hi] or EncodeError (the same text as the compiled twin)."""
-    from kcodec.errors import EncodeError
-
     if type(value) is not int and not isinstance(value, int):
         raise EncodeError(f"{what} must be an int, not {type(value).__name__}")
     if value < lo or value > hi:
@@ -127,8 +113,6 @@ def bytes_like(value: Any, what: str) -> Any:
     """``value`` as something with len() and concatenable into a bytearray, or None."""
     if value is None or type(value) is bytes:
         return value
-    from kcodec.errors import EncodeError
-
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, str):

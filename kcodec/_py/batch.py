@@ -42,14 +42,23 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any, Iterable, Iterator, Optional
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec._py import legacy as _legacy
 from kcodec._py._record import ControlRecord, Record, RecordMetadata, make_control
 from kcodec._py._wire import (
-    as_bytes_view, bytes_like, check_int, need, uvar_bytes, varint, varlong, wrap64,
+    as_bytes_view,
+    bytes_like,
+    check_int,
+    need,
+    uvar,
+    uvar_bytes,
+    varint,
+    varlong,
+    wrap64,
 )
-from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.compression import compress, decompress
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
@@ -171,25 +180,172 @@ class RecordBatch:
                 f"magic=2, compression={self.compression}, size={self.size})")
 
 
-def _iter_records(b: RecordBatch, data: bytes, pos: int, end: int,
+class _Unusual(Exception):
+    """The optimistic record reader met something it does not handle: re-read exactly."""
+
+
+_UNUSUAL = _Unusual()
+
+
+def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
                   base: int) -> Iterator[Record]:
-    """Decode ``b.record_count`` records from data[pos:end] (errors at position + base)."""
-    count = b.record_count
-    base_offset = b.base_offset
-    first_ts = b.first_timestamp
-    attrs = b.attributes
+    """Decode ``b.record_count`` records from data[pos:end] (errors at position + base).
+
+    Each record is read optimistically inline (varints of 1-2 bytes in place); on anything
+    unusual it is read again by ``_exact_record``, which checks every field exactly as the
+    compiled twin does and raises its error.
+    """
+    count = batch.record_count
+    base_offset = batch.base_offset
+    first_ts = batch.first_timestamp
+    attrs = batch.attributes
     ts_type = (attrs >> 3) & 1
-    log_append = b.max_timestamp if ts_type else None
+    log_append = batch.max_timestamp if ts_type else None
     control = attrs & 0x20
     for _ in range(count):
         rstart = pos
         try:
-            rec, pos = _fast_record(data, pos, end, base_offset, first_ts, ts_type, log_append)
-        except Exception:  # anything unusual: re-read exactly, which raises the exact error
-            rec, pos = _exact_record(data, pos, end, base, base_offset, first_ts, ts_type,
-                                     log_append)
-        if rec is None:
-            rec, pos = _exact_record(data, pos, end, base, base_offset, first_ts, ts_type,
+            i = pos
+            b = data[i]
+            if b < 0x80:
+                i += 1
+            else:
+                c = data[i + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    i += 2
+                else:
+                    b, i = uvar(data, i, end, 5, 32, "", 0)
+            length = (b >> 1) ^ -(b & 1)
+            rec_end = i + length
+            if length < 0 or rec_end > end:
+                raise _UNUSUAL
+            attributes = data[i]
+            i += 1
+            b = data[i]
+            if b < 0x80:
+                i += 1
+            else:
+                c = data[i + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    i += 2
+                else:
+                    b, i = uvar(data, i, end, 10, 64, "", 0)
+            tsd = (b >> 1) ^ -(b & 1)
+            b = data[i]
+            if b < 0x80:
+                i += 1
+            else:
+                c = data[i + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    i += 2
+                else:
+                    b, i = uvar(data, i, end, 5, 32, "", 0)
+            od = (b >> 1) ^ -(b & 1)
+            b = data[i]
+            if b < 0x80:
+                i += 1
+            else:
+                c = data[i + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    i += 2
+                else:
+                    b, i = uvar(data, i, end, 5, 32, "", 0)
+            n = (b >> 1) ^ -(b & 1)
+            if n >= 0:
+                key = data[i:i + n]
+                i += n
+            elif n == -1:
+                key = None
+            else:
+                raise _UNUSUAL
+            b = data[i]
+            if b < 0x80:
+                i += 1
+            else:
+                c = data[i + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    i += 2
+                else:
+                    b, i = uvar(data, i, end, 5, 32, "", 0)
+            n = (b >> 1) ^ -(b & 1)
+            if n >= 0:
+                value = data[i:i + n]
+                i += n
+            elif n == -1:
+                value = None
+            else:
+                raise _UNUSUAL
+            b = data[i]
+            if b < 0x80:
+                i += 1
+            else:
+                c = data[i + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    i += 2
+                else:
+                    b, i = uvar(data, i, end, 5, 32, "", 0)
+            hc = (b >> 1) ^ -(b & 1)
+            headers = []
+            if hc:
+                if hc < 0 or hc > (rec_end - i) // 2:
+                    raise _UNUSUAL
+                for _ in range(hc):
+                    b = data[i]
+                    if b < 0x80:
+                        i += 1
+                    else:
+                        c = data[i + 1]
+                        if c < 0x80:
+                            b = (b & 0x7F) | (c << 7)
+                            i += 2
+                        else:
+                            b, i = uvar(data, i, end, 5, 32, "", 0)
+                    n = (b >> 1) ^ -(b & 1)
+                    if n < 0:
+                        raise _UNUSUAL
+                    hk = data[i:i + n].decode()
+                    i += n
+                    b = data[i]
+                    if b < 0x80:
+                        i += 1
+                    else:
+                        c = data[i + 1]
+                        if c < 0x80:
+                            b = (b & 0x7F) | (c << 7)
+                            i += 2
+                        else:
+                            b, i = uvar(data, i, end, 5, 32, "", 0)
+                    n = (b >> 1) ^ -(b & 1)
+                    if n >= 0:
+                        headers.append((hk, data[i:i + n]))
+                        i += n
+                    elif n == -1:
+                        headers.append((hk, None))
+                    else:
+                        raise _UNUSUAL
+            if i != rec_end:
+                raise _UNUSUAL
+            if attributes > 127:
+                attributes -= 256
+            offset = base_offset + od
+            if offset > _I64_MAX or offset < _I64_MIN:
+                offset = wrap64(offset)
+            if log_append is None:
+                ts = first_ts + tsd
+                if ts > _I64_MAX or ts < _I64_MIN:
+                    ts = wrap64(ts)
+            else:
+                ts = log_append
+            rec = Record(offset, ts, ts_type, key, value, headers, attributes)
+            pos = i
+        except Exception:  # unusual (or malformed): the exact reader raises the exact error
+            rec, pos = _exact_record(data, rstart, end, base, base_offset, first_ts, ts_type,
                                      log_append)
         if control:
             rec = make_control(rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,
@@ -200,112 +356,8 @@ def _iter_records(b: RecordBatch, data: bytes, pos: int, end: int,
                                pos + base)
 
 
-def _fast_record(data: bytes, pos: int, end: int, base_offset: int, first_ts: int, ts_type: int,
-                 log_append: Optional[int]) -> tuple[Optional[Record], int]:
-    """Optimistic decode of one well-formed record; (None, pos) when anything is unusual."""
-    start = pos
-    i = pos
-    b = data[i]
-    if b < 0x80:
-        length = (b >> 1) ^ -(b & 1)
-        i += 1
-    else:
-        length, i = varint(data, i, end, "record length", 0)
-    rec_end = i + length
-    if length < 0 or rec_end > end:
-        return None, start
-    attributes = data[i]
-    if attributes > 127:
-        attributes -= 256
-    i += 1
-    b = data[i]
-    if b < 0x80:
-        tsd = (b >> 1) ^ -(b & 1)
-        i += 1
-    else:
-        tsd, i = varlong(data, i, rec_end, "timestamp delta", 0)
-    b = data[i]
-    if b < 0x80:
-        od = (b >> 1) ^ -(b & 1)
-        i += 1
-    else:
-        od, i = varint(data, i, rec_end, "offset delta", 0)
-    b = data[i]
-    if b < 0x80:
-        n = (b >> 1) ^ -(b & 1)
-        i += 1
-    else:
-        n, i = varint(data, i, rec_end, "key length", 0)
-    if n >= 0:
-        key: Optional[bytes] = data[i:i + n]
-        i += n
-    elif n == -1:
-        key = None
-    else:
-        return None, start
-    b = data[i]
-    if b < 0x80:
-        n = (b >> 1) ^ -(b & 1)
-        i += 1
-    else:
-        n, i = varint(data, i, rec_end, "value length", 0)
-    if n >= 0:
-        value: Optional[bytes] = data[i:i + n]
-        i += n
-    elif n == -1:
-        value = None
-    else:
-        return None, start
-    b = data[i]
-    if b < 0x80:
-        hc = (b >> 1) ^ -(b & 1)
-        i += 1
-    else:
-        hc, i = varint(data, i, rec_end, "header count", 0)
-    headers: list[tuple[str, Optional[bytes]]] = []
-    if hc:
-        if hc < 0 or hc > (rec_end - i) // 2:
-            return None, start
-        for _ in range(hc):
-            b = data[i]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                i += 1
-            else:
-                n, i = varint(data, i, rec_end, "header key length", 0)
-            if n < 0:
-                return None, start
-            hk = data[i:i + n].decode()
-            i += n
-            b = data[i]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                i += 1
-            else:
-                n, i = varint(data, i, rec_end, "header value length", 0)
-            if n >= 0:
-                headers.append((hk, data[i:i + n]))
-                i += n
-            elif n == -1:
-                headers.append((hk, None))
-            else:
-                return None, start
-    if i != rec_end:
-        return None, start
-    offset = base_offset + od
-    if offset > _I64_MAX or offset < _I64_MIN:
-        offset = wrap64(offset)
-    if log_append is None:
-        ts = first_ts + tsd
-        if ts > _I64_MAX or ts < _I64_MIN:
-            ts = wrap64(ts)
-    else:
-        ts = log_append
-    return Record(offset, ts, ts_type, key, value, headers, attributes), i
-
-
 def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, first_ts: int,
-                  ts_type: int, log_append: Optional[int]) -> tuple[Record, int]:
+                  ts_type: int, log_append: int | None) -> tuple[Record, int]:
     """Decode one record checking every field exactly as the compiled twin does."""
     length, pos = varint(data, pos, end, "record length", base)
     need(pos, end, length, "record", base)
@@ -336,7 +388,7 @@ def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, fi
     if hc > (rec_end - pos) // 2:
         raise CorruptDataError(f"header count {hc} impossible in {rec_end - pos} bytes",
                                pos + base)
-    headers: list[tuple[str, Optional[bytes]]] = []
+    headers: list[tuple[str, bytes | None]] = []
     for _ in range(hc):
         n, pos = varint(data, pos, rec_end, "header key length", base)
         need(pos, rec_end, n, "header key", base)
@@ -482,7 +534,7 @@ class RecordBatchBuilder:
                  "_leader_epoch", "_max_size", "_buf", "_count", "_last_delta", "_first_ts",
                  "_max_ts")
 
-    def __init__(self, *, compression: int = 0, compression_level: Optional[int] = None,
+    def __init__(self, *, compression: int = 0, compression_level: int | None = None,
                  base_offset: int = 0, timestamp_type: int = 0, producer_id: int = -1,
                  producer_epoch: int = -1, base_sequence: int = -1,
                  is_transactional: bool = False, is_control: bool = False,
@@ -516,9 +568,9 @@ class RecordBatchBuilder:
         """Bytes the batch takes so far, before compression."""
         return HEADER_SIZE + len(self._buf)
 
-    def append(self, key: Any, value: Any, headers: Optional[Iterable[Any]] = None,
-               timestamp: Optional[int] = None,
-               offset_delta: Optional[int] = None) -> Optional[RecordMetadata]:
+    def append(self, key: Any, value: Any, headers: Iterable[Any] | None = None,
+               timestamp: int | None = None,
+               offset_delta: int | None = None) -> RecordMetadata | None:
         """Add a record; its metadata, or None if the batch is full."""
         if offset_delta is None:
             od = self._last_delta + 1
@@ -530,59 +582,87 @@ class RecordBatchBuilder:
                 raise EncodeError(f"offset delta {od} not above the previous {self._last_delta}")
         if timestamp is None:
             ts = int(time.time() * 1000)
+        elif type(timestamp) is int and _I64_MIN <= timestamp <= _I64_MAX:
+            ts = timestamp
         else:
             ts = check_int(timestamp, _I64_MIN, _I64_MAX, "timestamp")
-        key = bytes_like(key, "record key")
-        value = bytes_like(value, "record value")
+        if key is not None and type(key) is not bytes:
+            key = bytes_like(key, "record key")
+        if value is not None and type(value) is not bytes:
+            value = bytes_like(value, "record value")
         first_ts = ts if self._count == 0 else self._first_ts
         delta = ts - first_ts
         if delta > _I64_MAX or delta < _I64_MIN:
             raise EncodeError(f"timestamp delta {delta} out of range ({_I64_MIN}..{_I64_MAX})")
-        body = bytearray(b"\x00")
-        body += uvar_bytes(((delta << 1) ^ (delta >> 63)) & 0xFFFFFFFFFFFFFFFF)
-        body += uvar_bytes(((od << 1) ^ (od >> 31)) & 0xFFFFFFFF)
+        V = _VARINTS
+        u = ((delta << 1) ^ (delta >> 63)) & 0xFFFFFFFFFFFFFFFF
+        parts = [b"\x00", V[u] if u < _NV else uvar_bytes(u)]
+        append = parts.append
+        u = ((od << 1) ^ (od >> 31)) & 0xFFFFFFFF
+        append(V[u] if u < _NV else uvar_bytes(u))
         if key is None:
-            body += b"\x01"
+            append(b"\x01")
         else:
-            body += uvar_bytes(_zz_len(len(key), "record key"))
-            body += key
+            u = _zz_len(len(key), "record key")
+            append(V[u] if u < _NV else uvar_bytes(u))
+            append(key)
         if value is None:
-            body += b"\x01"
+            append(b"\x01")
         else:
-            body += uvar_bytes(_zz_len(len(value), "record value"))
-            body += value
-        hs = list(headers) if headers is not None else []
-        body += uvar_bytes(_zz_len(len(hs), "header count"))
-        for h in hs:
-            try:
-                hk, hv = h
-            except (TypeError, ValueError):
-                raise EncodeError("a header must be a (key, value) pair") from None
-            if isinstance(hk, str):
-                try:
-                    hk = hk.encode()
-                except UnicodeEncodeError:
-                    raise EncodeError("header key cannot be encoded as UTF-8") from None
-            elif isinstance(hk, (bytes, bytearray)):
-                hk = bytes(hk)
-            else:
-                raise EncodeError(f"header key must be str or bytes, not {type(hk).__name__}")
-            body += uvar_bytes(_zz_len(len(hk), "header key"))
-            body += hk
-            hv = bytes_like(hv, "header value")
-            if hv is None:
-                body += b"\x01"
-            else:
-                body += uvar_bytes(_zz_len(len(hv), "header value"))
-                body += hv
+            u = _zz_len(len(value), "record value")
+            append(V[u] if u < _NV else uvar_bytes(u))
+            append(value)
+        if headers is None:
+            append(b"\x00")
+        else:
+            hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
+            u = _zz_len(len(hs), "header count")
+            append(V[u] if u < _NV else uvar_bytes(u))
+            for h in hs:
+                if type(h) is tuple and len(h) == 2:
+                    hk, hv = h
+                else:
+                    try:
+                        hk, hv = h
+                    except (TypeError, ValueError):
+                        raise EncodeError("a header must be a (key, value) pair") from None
+                if type(hk) is str:
+                    try:
+                        hk = hk.encode()
+                    except UnicodeEncodeError:
+                        raise EncodeError("header key cannot be encoded as UTF-8") from None
+                elif isinstance(hk, str):
+                    try:
+                        hk = str.encode(hk)
+                    except UnicodeEncodeError:
+                        raise EncodeError("header key cannot be encoded as UTF-8") from None
+                elif isinstance(hk, (bytes, bytearray)):
+                    hk = bytes(hk)
+                else:
+                    raise EncodeError(f"header key must be str or bytes, not {type(hk).__name__}")
+                u = _zz_len(len(hk), "header key")
+                append(V[u] if u < _NV else uvar_bytes(u))
+                append(hk)
+                if hv is None:
+                    append(b"\x01")
+                else:
+                    if type(hv) is not bytes:
+                        hv = bytes_like(hv, "header value")
+                    u = _zz_len(len(hv), "header value")
+                    append(V[u] if u < _NV else uvar_bytes(u))
+                    append(hv)
+        body = b"".join(parts)
         n = len(body)
         if n > _I32_MAX:
             raise EncodeError(f"record of {n} bytes too large")
-        size = len(uvar_bytes(_zz_len(n, "record"))) + n
-        if self._count and HEADER_SIZE + len(self._buf) + size > self._max_size:
+        u = n << 1
+        head = V[u] if u < _NV else uvar_bytes(u)
+        size = len(head) + n
+        buf = self._buf
+        if self._count and HEADER_SIZE + len(buf) + size > self._max_size:
             return None
-        self._buf += uvar_bytes(_zz_len(n, "record"))
-        self._buf += body
+        buf += head
+        buf += body
         if self._count == 0:
             self._first_ts = ts
             self._max_ts = ts
@@ -593,7 +673,7 @@ class RecordBatchBuilder:
         return RecordMetadata(od, ts, size)
 
     def append_control(self, control_type: int, coordinator_epoch: int = 0,
-                       timestamp: Optional[int] = None) -> Optional[RecordMetadata]:
+                       timestamp: int | None = None) -> RecordMetadata | None:
         """Add a transaction marker (control_type 0 abort, 1 commit) to a control batch."""
         if not self._control:
             raise EncodeError("append_control needs a builder made with is_control=True")
@@ -622,6 +702,10 @@ class RecordBatchBuilder:
         out += payload
         struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
         return bytes(out)
+
+
+_NV = 1 << 14
+_VARINTS = [uvar_bytes(u) for u in range(_NV)]  # every 1- and 2-byte varint, precomputed
 
 
 def _zz_len(n: int, what: str) -> int:

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 from kcodec._py._record import Record, RecordMetadata
 from kcodec._py._wire import bytes_like, check_int, need, wrap64
@@ -49,7 +50,7 @@ def _decompress(codec: int, data: Any, max_size: int, magic: int) -> bytes:
     return decompress(codec, data, max_size, magic=magic)
 
 
-def _compress(codec: int, data: bytes, level: Optional[int], magic: int) -> bytes:
+def _compress(codec: int, data: bytes, level: int | None, magic: int) -> bytes:
     return compress(codec, data, level, magic=magic)
 
 
@@ -58,7 +59,7 @@ class LegacyBatch:
     (its inner messages are the records). Fields follow RecordBatch where they apply."""
 
     __slots__ = ("position", "offset", "message_size", "crc", "magic", "attributes",
-                 "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_records")
+                 "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_inner")
 
     partition_leader_epoch = -1
     producer_id = -1
@@ -110,14 +111,14 @@ class LegacyBatch:
         return len(self.records())
 
     @property
-    def key(self) -> Optional[bytes]:
+    def key(self) -> bytes | None:
         return self._span(self._key)
 
     @property
-    def value(self) -> Optional[bytes]:
+    def value(self) -> bytes | None:
         return self._span(self._value)
 
-    def _span(self, span: Optional[tuple[int, int]]) -> Optional[bytes]:
+    def _span(self, span: tuple[int, int] | None) -> bytes | None:
         return None if span is None else bytes(self._data[span[0]:span[1]])
 
     def computed_crc(self) -> int:
@@ -133,19 +134,20 @@ class LegacyBatch:
             raise ChecksumError(self.crc, actual, self.position, "message CRC-32")
 
     def records(self) -> list[Record]:
-        if self._records is not None:
-            return self._records
+        """Every record, as a new list of new records (a wrapper is decompressed once)."""
         codec = self.attributes & 0x07
         ts_type = self.timestamp_type
         if codec == 0:
             return [Record(self.offset, self.timestamp, ts_type, self.key, self.value, [],
                            self.attributes)]
-        if self._value is None:
-            raise CorruptDataError("compressed message with a null value", self.position)
-        inner = _decompress(codec, self._data[self._value[0]:self._value[1]], self._max_size,
-                            self.magic)
+        inner = self._inner
+        if inner is None:
+            if self._value is None:
+                raise CorruptDataError("compressed message with a null value", self.position)
+            inner = _decompress(codec, self._data[self._value[0]:self._value[1]],
+                                self._max_size, self.magic)
         out = _inner_records(inner, self)
-        self._records = out
+        self._inner = inner  # checked and decompressed: kept for the next iteration
         return out
 
     def __iter__(self) -> Iterator[Record]:
@@ -157,8 +159,8 @@ class LegacyBatch:
 
 
 def _parse(data: Any, pos: int, end: int, base: int) -> tuple[int, int, int, int, int, int,
-                                                               Optional[tuple[int, int]],
-                                                               Optional[tuple[int, int]], int]:
+                                                               tuple[int, int] | None,
+                                                               tuple[int, int] | None, int]:
     """Parse the message at pos (its 12-byte log header already known to fit):
     (offset, size, crc, magic, attributes, timestamp, key span, value span, end)."""
     need(pos, end, 18, "message header", base)
@@ -204,7 +206,7 @@ def message_at(data: Any, pos: int, validate_crc: bool, max_size: int) -> Legacy
     m._data = data
     m._validate = validate_crc
     m._max_size = max_size
-    m._records = None
+    m._inner = None
     return m
 
 
@@ -258,7 +260,7 @@ class MessageSetBuilder:
                  "_buf", "_count", "_last_delta", "_max_ts")
 
     def __init__(self, *, magic: int = 1, compression: int = 0,
-                 compression_level: Optional[int] = None, base_offset: int = 0,
+                 compression_level: int | None = None, base_offset: int = 0,
                  timestamp_type: int = 0, max_size: int = 1048576) -> None:
         self._magic = check_int(magic, 0, 1, "magic")
         self._codec = check_int(compression, 0, 4, "compression codec")
@@ -286,8 +288,8 @@ class MessageSetBuilder:
             return len(self._buf) + (26 if self._magic == 0 else 34)
         return len(self._buf)
 
-    def append(self, key: Any, value: Any, timestamp: Optional[int] = None,
-               offset_delta: Optional[int] = None) -> Optional[RecordMetadata]:
+    def append(self, key: Any, value: Any, timestamp: int | None = None,
+               offset_delta: int | None = None) -> RecordMetadata | None:
         """Add a message; its metadata, or None if the set is full."""
         if offset_delta is None:
             od = self._last_delta + 1
@@ -335,8 +337,8 @@ class MessageSetBuilder:
         return _message(last, self._magic, attrs, self._max_ts, None, payload)
 
 
-def _message(offset: int, magic: int, attributes: int, ts: int, key: Optional[bytes],
-             value: Optional[bytes]) -> bytes:
+def _message(offset: int, magic: int, attributes: int, ts: int, key: bytes | None,
+             value: bytes | None) -> bytes:
     """One entry: log header, CRC-32 and the message fields."""
     body = bytearray((magic, attributes))
     if magic:

@@ -7,6 +7,7 @@ Wire layout of a struct at one version (every choice resolved in the plan)::
                    | uvarint | string | bytes | array | struct | nullable_struct
     string        := int16 len (-1 null) utf8[len]       | compact: uvarint(len+1) utf8[len]
     bytes         := int32 len (-1 null) byte[len]       | compact: uvarint(len+1) byte[len]
+    records       := bytes (a read-only input decodes to a memoryview slice, no copy)
     array         := int32 n (-1 null) elem[n]           | compact: uvarint(n+1) elem[n]
     nullable_struct := int8 (-1 null | 1) [struct]
     tagged_fields := uvarint count { uvarint tag, uvarint size, byte[size] }
@@ -30,12 +31,13 @@ __all__ = ["encode_struct", "decode_struct"]
 
 # Wire codes: the same numbers as kcodec.protocol._plan (a test checks they agree).
 INT8, INT16, INT32, INT64, UINT16, UINT32, FLOAT64, BOOL, UUID, UVARINT = range(1, 11)
-STRING, CSTRING, BYTES, CBYTES, ARRAY, CARRAY, STRUCT = range(11, 18)
+STRING, CSTRING, BYTES, CBYTES, ARRAY, CARRAY, STRUCT, RECORDS, CRECORDS = range(11, 20)
 
 _FMT = {INT8: ">b", INT16: ">h", INT32: ">i", INT64: ">q", UINT16: ">H", UINT32: ">I",
         FLOAT64: ">d", BOOL: ">B"}
 _SIZE = {INT8: 1, INT16: 2, INT32: 4, INT64: 8, UINT16: 2, UINT32: 4, FLOAT64: 8, BOOL: 1,
-         UUID: 16, UVARINT: 1, STRING: 2, CSTRING: 1, BYTES: 4, CBYTES: 1, ARRAY: 4, CARRAY: 1}
+         UUID: 16, UVARINT: 1, STRING: 2, CSTRING: 1, BYTES: 4, CBYTES: 1, ARRAY: 4, CARRAY: 1,
+         RECORDS: 4, CRECORDS: 1}
 _RANGE = {INT8: (-(1 << 7), (1 << 7) - 1, "int8"), INT16: (-(1 << 15), (1 << 15) - 1, "int16"),
           INT32: (-(1 << 31), (1 << 31) - 1, "int32"), INT64: (-(1 << 63), (1 << 63) - 1, "int64"),
           UINT16: (0, 0xFFFF, "uint16"), UINT32: (0, 0xFFFFFFFF, "uint32"),
@@ -110,7 +112,7 @@ def _enc_value(out: bytearray, code: int, v: Any, nullable: bool, sub: Any, what
             raise EncodeError(f"{what}: None is not allowed (not nullable in this version)")
         if code == STRING:
             out += b"\xff\xff"
-        elif code == BYTES or code == ARRAY:
+        elif code == BYTES or code == ARRAY or code == RECORDS:
             out += b"\xff\xff\xff\xff"
         elif code == STRUCT:
             out.append(0xFF)
@@ -135,7 +137,7 @@ def _enc_value(out: bytearray, code: int, v: Any, nullable: bool, sub: Any, what
             _put_uvar(out, n + 1)
         out += b
         return
-    if code == BYTES or code == CBYTES:
+    if code == BYTES or code == CBYTES or code == RECORDS or code == CRECORDS:
         try:
             mv = memoryview(v)
         except TypeError:
@@ -143,7 +145,7 @@ def _enc_value(out: bytearray, code: int, v: Any, nullable: bool, sub: Any, what
         n = mv.nbytes
         if n > 0x7FFFFFFE:
             raise EncodeError(f"{what}: {n} bytes is too long")
-        if code == BYTES:
+        if code == BYTES or code == RECORDS:
             out += _U32.pack(n)
         else:
             _put_uvar(out, n + 1)
@@ -254,7 +256,7 @@ def _length(buf: Any, pos: int, end: int, code: int, what: str) -> tuple[int, in
     if code == STRING:
         _need(2, pos, end, what)
         return _STRUCTS[INT16].unpack_from(buf, pos)[0], pos + 2
-    if code == BYTES or code == ARRAY:
+    if code == BYTES or code == ARRAY or code == RECORDS:
         _need(4, pos, end, what)
         return _STRUCTS[INT32].unpack_from(buf, pos)[0], pos + 4
     u, pos = _uvar(buf, pos, end, what)
@@ -311,6 +313,11 @@ def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any
             return str(buf[pos:pos + n], "utf-8"), pos + n
         except UnicodeDecodeError:
             raise CorruptDataError(f"{what}: invalid UTF-8", pos) from None
+    if code >= RECORDS:
+        if isinstance(buf, bytes):
+            return memoryview(buf)[pos:pos + n], pos + n
+        if buf.readonly:
+            return buf[pos:pos + n], pos + n
     return bytes(buf[pos:pos + n]), pos + n
 
 

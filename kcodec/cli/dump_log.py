@@ -29,13 +29,22 @@ import time
 from typing import IO, Any, Callable
 
 from kcodec.errors import ChecksumError, KcodecError
+from kcodec.records.segment import record_count
 
 NAME = "dump-log"
 HELP = "print the batches and records of Kafka log segments (.log, .index, .timeindex)"
-DESCRIPTION = __doc__.split("\n\n", 1)[1].split("\n\nExit codes")[0] if __doc__ else HELP
+DESCRIPTION = (
+    "Print Kafka log segments like Kafka's DumpLogSegments: one row per batch of each .log "
+    "file (offsets, position, count, timestamp, size, magic, codec, CRC and whether it is "
+    "valid, producer fields, transactional/control flags), then what the broker's crash "
+    "recovery would do with the file. .index and .timeindex files are listed and checked "
+    "against the .log beside them. --json writes one JSON object per line, keys and values "
+    "as base64 (--bytes). Exit status: 0 all good, 1 corrupt data or an unreadable file, "
+    "2 usage."
+)
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-TIMESTAMP_TYPES = {-1: "NoTimestamp", 0: "CreateTime", 1: "LogAppendTime"}
+TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                  4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 PROGRESS_MIN_BYTES = 32 << 20
@@ -54,10 +63,13 @@ COLUMNS = [
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help=".log segment files, or .index/.timeindex files")
+                        help=".log segment files, .index/.timeindex files, or partition "
+                             "directories (their .log files)")
     parser.add_argument("-r", "--records", action="store_true",
                         help="also print every record (offset, timestamp, key, value, headers)")
     parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    parser.add_argument("--kafka", action="store_true",
+                        help="lines in the format of Kafka's DumpLogSegments instead of a table")
     parser.add_argument("--verify", action="store_true",
                         help="only check: decode every record, check the indexes beside each "
                              "log, print one summary per file")
@@ -145,7 +157,7 @@ def batch_fields(batch: Any, crc_ok: bool) -> dict[str, Any]:
     return {
         "base_offset": batch.base_offset,
         "last_offset": batch.last_offset,
-        "count": batch.record_count,
+        "count": record_count(batch),
         "position": batch.position,
         "size": batch.size,
         "magic": batch.magic,
@@ -162,6 +174,10 @@ def batch_fields(batch: Any, crc_ok: bool) -> dict[str, Any]:
         "partition_leader_epoch": getattr(batch, "partition_leader_epoch", -1),
         "is_transactional": bool(getattr(batch, "is_transactional", False)),
         "is_control": bool(getattr(batch, "is_control", False)),
+        # attribute bit 6: first_timestamp holds the delete horizon (compacted tombstones)
+        "delete_horizon_ms": (getattr(batch, "first_timestamp", -1)
+                              if batch.magic >= 2 and getattr(batch, "attributes", 0) & 0x40
+                              else None),
     }
 
 
@@ -188,6 +204,50 @@ def table_row(f: dict[str, Any]) -> str:
     return " ".join(cells).rstrip()
 
 
+def kafka_line(f: dict[str, Any]) -> str:
+    """A batch in the line format of Kafka's DumpLogSegments."""
+    if f["magic"] >= 2:
+        dh = f["delete_horizon_ms"]
+        head = (f"baseOffset: {f['base_offset']} lastOffset: {f['last_offset']} "
+                f"count: {f['count']} baseSequence: {f['base_sequence']} "
+                f"lastSequence: {f['last_sequence']} producerId: {f['producer_id']} "
+                f"producerEpoch: {f['producer_epoch']} "
+                f"partitionLeaderEpoch: {f['partition_leader_epoch']} "
+                f"isTransactional: {_cell(f['is_transactional'])} "
+                f"isControl: {_cell(f['is_control'])} deleteHorizonMs: "
+                + ("OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]"))
+    else:
+        head = f"offset: {f['last_offset']}"
+    return (f"{head} position: {f['position']} {f['timestamp_type']}: {f['max_timestamp']} "
+            f"size: {f['size']} magic: {f['magic']} compresscodec: {f['compression']} "
+            f"crc: {f['crc']} isvalid: {_cell(f['crc_valid'])}")
+
+
+def kafka_record_line(record: Any, batch: Any, limit: int) -> str:
+    """A record in the line format of Kafka's DumpLogSegments (``--print-data-log`` when
+    ``limit`` is not 0)."""
+    base_seq = getattr(batch, "base_sequence", -1)
+    seq = last_sequence(base_seq, record.offset - batch.base_offset) if base_seq >= 0 else -1
+    parts = [f"| offset: {record.offset}",
+             f"{TIMESTAMP_TYPES.get(record.timestamp_type, 'NoTimestampType')}: "
+             f"{record.timestamp}",
+             f"keySize: {-1 if record.key is None else len(record.key)}",
+             f"valueSize: {-1 if record.value is None else len(record.value)}"]
+    if batch.magic >= 2:
+        parts.append(f"sequence: {seq}")
+        parts.append("headerKeys: [" + ",".join(_escape(k) for k, _ in record.headers) + "]")
+    if getattr(record, "is_control", False):
+        ctype = record.control_type
+        parts.append(f"controlType: {CONTROL_TYPES.get(ctype, str(ctype))}({ctype})")
+        if record.coordinator_epoch is not None:
+            parts.append(f"coordinatorEpoch: {record.coordinator_epoch}")
+    elif limit != 0:
+        if record.key is not None:
+            parts.append(f"key: {render_bytes(record.key, limit)}")
+        parts.append(f"payload: {render_bytes(record.value, limit)}")
+    return " ".join(parts)
+
+
 def record_fields(record: Any, conv: Callable[[bytes | None], Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "offset": record.offset,
@@ -208,7 +268,7 @@ def record_fields(record: Any, conv: Callable[[bytes | None], Any]) -> dict[str,
 
 def record_line(record: Any, limit: int) -> str:
     parts = [f"| offset: {record.offset}",
-             f"{TIMESTAMP_TYPES.get(record.timestamp_type, 'NoTimestamp')}: {record.timestamp}",
+             f"{TIMESTAMP_TYPES.get(record.timestamp_type, 'NoTimestampType')}: {record.timestamp}",
              f"keySize: {-1 if record.key is None else len(record.key)}",
              f"valueSize: {-1 if record.value is None else len(record.value)}"]
     if getattr(record, "is_control", False):
@@ -308,11 +368,12 @@ def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
         if not out.json:
             out.line(f"Dumping {path}")
             out.line(f"Log starting offset: {seg.base_offset}  size: {seg.size} bytes")
-            if not args.verify:
+            if not args.verify and not args.kafka:
                 out.line(table_header())
         track = seg.tracker()
         progress = _progress_for(args, seg.size, path)
         total_batches = total_records = crc_errors = record_errors = 0
+        end_pos, broken = 0, False
         it = seg.batches(0)
         try:
             while True:
@@ -322,9 +383,10 @@ def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
                     break
                 except KcodecError as exc:
                     track.fail(exc)
-                    status = 1
+                    status, broken = 1, True
                     _error(out, path, getattr(exc, "offset", None), "corrupt batch", exc)
                     break
+                end_pos = batch.position + batch.size
                 try:
                     batch.check_crc()
                     crc_error: ChecksumError | None = None
@@ -332,38 +394,53 @@ def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
                     crc_error = exc
                     crc_errors += 1
                     status = 1
-                track.add(batch, crc_error)
-                total_batches += 1
-                total_records += batch.record_count
-                if not args.verify:
-                    fields = batch_fields(batch, crc_error is None)
-                    if out.json:
-                        out.obj("batch", path, fields)
-                    else:
-                        out.line(table_row(fields))
+                records: list[Any] = []
+                record_error: KcodecError | None = None
                 if args.records or args.verify:
                     try:
                         records = list(batch)
                     except KcodecError as exc:
+                        record_error = exc
                         record_errors += 1
                         status = 1
-                        if track.reason is None:
-                            track.fail(exc, "bad record")
-                        _error(out, path, batch.position, "bad record", exc)
-                        records = []
-                    if args.records and not args.verify:
-                        for r in records:
-                            if out.json:
-                                d = record_fields(r, out.conv)
-                                d["batch_position"] = batch.position
-                                out.obj("record", path, d)
-                            else:
-                                out.line(record_line(r, limit))
+                # the broker's order: size and CRC, then offsets; then (deep) the records
+                if record_error is None:
+                    track.add(batch, crc_error)
+                elif track.check(batch, crc_error) is None:
+                    track.fail(record_error, "bad record")
+                total_batches += 1
+                total_records += record_count(batch)
+                if not args.verify:
+                    fields = batch_fields(batch, crc_error is None)
+                    if out.json:
+                        out.obj("batch", path, fields)
+                    elif args.kafka:
+                        out.line(kafka_line(fields))
+                    else:
+                        out.line(table_row(fields))
+                    for r in records:
+                        if out.json:
+                            d = record_fields(r, out.conv)
+                            d["batch_position"] = batch.position
+                            out.obj("record", path, d)
+                        elif args.kafka:
+                            out.line(kafka_record_line(r, batch, limit))
+                        else:
+                            out.line(record_line(r, limit))
+                if record_error is not None:
+                    _error(out, path, batch.position, "bad record", record_error)
                 if progress is not None:
-                    progress.update(batch.position + batch.size)
+                    progress.update(end_pos)
         finally:
             if progress is not None:
                 progress.close()
+        trailing = seg.size - end_pos
+        if trailing:
+            status = 1
+            kind = ("zero-filled" if trailing >= 12 and seg._all_zero(end_pos)
+                    else "unreadable" if broken else "incomplete batch")
+            if not out.json:
+                out.line(f"Trailing bytes: {trailing} at position {end_pos} ({kind})")
         result = track.result()
         if not result.ok:
             status = 1
@@ -381,7 +458,7 @@ def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
                 "last_valid_offset": result.last_offset, "ok": status == 0,
                 "reason": result.reason,
                 "error": None if result.error is None else str(result.error),
-                "index_problems": index_problems,
+                "trailing_bytes": trailing, "index_problems": index_problems,
             })
         else:
             for p in index_problems:
@@ -454,10 +531,22 @@ def dump_index(path: str, args: argparse.Namespace, out: _Out, time_index: bool)
     return 1 if problems else 0
 
 
+def _expand(paths: list[str]) -> list[str]:
+    """A directory stands for the .log segments in it, in offset (name) order."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            logs = sorted(n for n in os.listdir(p) if n.endswith(".log"))
+            out += [os.path.join(p, n) for n in logs] or [p]
+        else:
+            out.append(p)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     out = _Out(args, sys.stdout)
     status = 0
-    for i, path in enumerate(args.files):
+    for i, path in enumerate(_expand(args.files)):
         if i and not out.json:
             out.line("")
         name = os.path.basename(path)

@@ -22,6 +22,7 @@ Wire codes::
     UVARINT     unsigned varint (at most 5 bytes)
     STRING      int16 length (-1 = null) + UTF-8          CSTRING  uvarint(length+1), 0 = null
     BYTES       int32 length (-1 = null) + bytes          CBYTES   uvarint(length+1), 0 = null
+    RECORDS     as BYTES, decoded without a copy          CRECORDS as CBYTES, the same
     ARRAY       int32 count (-1 = null) + elements        CARRAY   uvarint(count+1), 0 = null
     STRUCT      fields, then (flexible) the tagged fields; a nullable struct is preceded by
                 int8 -1 (null) or 1 (present)
@@ -29,6 +30,11 @@ Wire codes::
 
 The codes are plain ints so the compiled twin can switch on them; it keeps a C-friendly copy
 of each plan in ``plan.cy`` (built on first use from these same tuples).
+
+Records fields (RECORDS/CRECORDS) stay opaque: decoding a read-only input (``bytes``, a
+read-only memoryview) gives a read-only ``memoryview`` slice of it, without copying the
+(often large) record batches; a writable input gives a ``bytes`` copy, so later writes to
+the caller's buffer cannot change the decoded message.
 """
 
 from __future__ import annotations
@@ -38,23 +44,24 @@ from typing import Any, Optional
 __all__ = [
     "INT8", "INT16", "INT32", "INT64", "UINT16", "UINT32", "FLOAT64", "BOOL", "UUID",
     "UVARINT", "STRING", "CSTRING", "BYTES", "CBYTES", "ARRAY", "CARRAY", "STRUCT",
-    "CODES", "MIN_SIZE", "StructPlan",
+    "RECORDS", "CRECORDS", "CODES", "MIN_SIZE", "StructPlan",
 ]
 
 INT8, INT16, INT32, INT64, UINT16, UINT32, FLOAT64, BOOL, UUID, UVARINT = range(1, 11)
-STRING, CSTRING, BYTES, CBYTES, ARRAY, CARRAY, STRUCT = range(11, 18)
+STRING, CSTRING, BYTES, CBYTES, ARRAY, CARRAY, STRUCT, RECORDS, CRECORDS = range(11, 20)
 
 CODES = {
     "INT8": INT8, "INT16": INT16, "INT32": INT32, "INT64": INT64, "UINT16": UINT16,
     "UINT32": UINT32, "FLOAT64": FLOAT64, "BOOL": BOOL, "UUID": UUID, "UVARINT": UVARINT,
     "STRING": STRING, "CSTRING": CSTRING, "BYTES": BYTES, "CBYTES": CBYTES,
-    "ARRAY": ARRAY, "CARRAY": CARRAY, "STRUCT": STRUCT,
+    "ARRAY": ARRAY, "CARRAY": CARRAY, "STRUCT": STRUCT, "RECORDS": RECORDS, "CRECORDS": CRECORDS,
 }
 
 # The fewest bytes a value of each code occupies (a null string still has its length).
 MIN_SIZE = {
     INT8: 1, INT16: 2, INT32: 4, INT64: 8, UINT16: 2, UINT32: 4, FLOAT64: 8, BOOL: 1,
     UUID: 16, UVARINT: 1, STRING: 2, CSTRING: 1, BYTES: 4, CBYTES: 1, ARRAY: 4, CARRAY: 1,
+    RECORDS: 4, CRECORDS: 1,
 }
 
 FIXED = {

@@ -205,8 +205,10 @@ def _op_code(fi: _FieldInfo, elem: str, flexible: bool) -> int:
         return P.FIXED[elem]
     if elem == "string":
         return P.CSTRING if flexible else P.STRING
-    if elem in ("bytes", "records"):
+    if elem == "bytes":
         return P.CBYTES if flexible else P.BYTES
+    if elem == "records":
+        return P.CRECORDS if flexible else P.RECORDS
     return P.STRUCT
 
 

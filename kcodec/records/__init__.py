@@ -22,17 +22,30 @@ from __future__ import annotations
 from enum import IntEnum
 
 from kcodec._impl import IMPLEMENTATION
+from kcodec.compression import Codec
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.batch import (
-        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
-        RecordBatchBuilder, RecordMetadata, iter_batches,
+        DEFAULT_MAX_DECOMPRESSED,
+        BatchIterator,
+        ControlRecord,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        RecordMetadata,
+        iter_batches,
     )
     from kcodec._cy.legacy import LegacyBatch, MessageSetBuilder
 else:
     from kcodec._py.batch import (  # type: ignore[assignment]
-        DEFAULT_MAX_DECOMPRESSED, BatchIterator, ControlRecord, Record, RecordBatch,
-        RecordBatchBuilder, RecordMetadata, iter_batches,
+        DEFAULT_MAX_DECOMPRESSED,
+        BatchIterator,
+        ControlRecord,
+        Record,
+        RecordBatch,
+        RecordBatchBuilder,
+        RecordMetadata,
+        iter_batches,
     )
     from kcodec._py.legacy import LegacyBatch, MessageSetBuilder  # type: ignore[assignment]
 
@@ -67,9 +80,10 @@ __all__ = [
     "MessageSetBuilder",
     "TimestampType",
     "ControlType",
+    "Codec",
     "DEFAULT_MAX_DECOMPRESSED",
 ]
 
 # Other record modules add their imports below this line (columnar decode, log segments).
-from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402,F401
 from kcodec.records.segment import LogSegment, RecoveryResult, TimestampOffset  # noqa: E402,F401
+from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402,F401

@@ -15,7 +15,9 @@ of the file is a torn write (a crash mid-append) that recovery truncates, as it 
 everything from the first batch that is malformed or fails its CRC.
 
 ``LogSegment`` is pure Python over the twinned batch reader (``iter_batches``): the
-per-batch work is in the reader, the segment only moves positions around.
+per-batch work is in the reader, the segment only moves positions around. Its recovery scan
+skips runs of valid v2 batches with the ``segscan`` twins (compiled: no Python object per
+batch, the GIL released) and reads anything else with the full reader.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ _UNCHECKED: Any = object()
 
 #: the recovery fast path, compiled or pure like every twin (kcodec._py/_cy.segscan)
 scan_valid_v2 = twin("segscan").scan_valid_v2
+
+
+def record_count(batch: Any) -> int:
+    """A batch's record count without failing: a legacy compressed wrapper must be
+    decompressed to count its messages, and if that fails it counts 0 here (the broker's
+    recovery never looks inside; ``recover(deep=True)`` reports it as a bad record)."""
+    try:
+        return batch.record_count  # type: ignore[no-any-return]
+    except KcodecError:
+        return 0
 
 
 def _iter_batches(buf: Any, position: int) -> Any:
@@ -169,7 +181,7 @@ class RecoveryTracker:
         """Count a batch that passed ``check`` as valid."""
         self.valid_bytes = batch.position + batch.size
         self.batches += 1
-        self.records += batch.record_count
+        self.records += record_count(batch)
         if self.first_offset is None:
             self.first_offset = batch.base_offset
         self.last_offset = batch.last_offset
@@ -268,6 +280,8 @@ class LogSegment:
         self._base_offset = base_offset
         self.offset_index: OffsetIndex | None = None
         self.time_index: TimeIndex | None = None
+        #: index files beside the log that exist but could not be read (then not used)
+        self.index_errors: list[str] = []
         if indexes:
             self.offset_index = self._load(OffsetIndex, ".index")
             self.time_index = self._load(TimeIndex, ".timeindex")
@@ -276,7 +290,11 @@ class LogSegment:
         p = sibling_path(self.path, suffix)
         if p == self.path or not os.path.isfile(p):
             return None
-        return cls.open(p, self.base_offset)
+        try:
+            return cls.open(p, self.base_offset)
+        except OSError as exc:      # an unreadable index must not stop reading the log
+            self.index_errors.append(f"{p}: {exc}")
+            return None
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -472,7 +490,7 @@ class LogSegment:
                         break
                     valid = batch.position + batch.size
                     count += 1
-                    records += batch.record_count
+                    records += record_count(batch)
                     if first is None:
                         first = bo
                     last = lo
@@ -516,7 +534,7 @@ class LogSegment:
         """Problems of the indexes beside this log (empty when they agree with it): each
         offset index entry must point at a batch whose last offset is the entry's offset,
         each time index entry at a batch whose max timestamp is the entry's timestamp."""
-        out: list[str] = []
+        out: list[str] = list(self.index_errors)
         if self.offset_index is not None:
             out += [f"{self.offset_index.path}: {p}"
                     for p in self.offset_index.problems(self.size)]

@@ -1,0 +1,47 @@
+"""``kcodec metadata brokers|topics``: the cluster as the brokers describe it."""
+
+from __future__ import annotations
+
+import argparse
+
+from kcodec.cli._client import add_connection, client_config, guarded, json_line, table
+
+NAME = "metadata"
+HELP = "show brokers, or topics with partitions, leaders, replicas and ISR"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", choices=["brokers", "topics"])
+    parser.add_argument("-t", "--topic", action="append", help="only this topic (repeatable)")
+    add_connection(parser)
+
+
+def _ids(xs: list[int]) -> str:
+    return ",".join(map(str, xs))
+
+
+@guarded
+def run(args: argparse.Namespace) -> int:
+    from kcodec.client import Admin
+
+    with Admin(**client_config(args)) as admin:
+        md = admin.describe_cluster(args.topic)
+    if args.what == "brokers":
+        if args.json:
+            for b in md.brokers:
+                json_line({"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack,
+                           "controller": b.node_id == md.controller_id, "cluster_id": md.cluster_id})
+        else:
+            table(["node", "host", "port", "rack", "controller"],
+                  [(b.node_id, b.host, b.port, b.rack or "", "yes" if b.node_id == md.controller_id else "")
+                   for b in md.brokers])
+        return 0
+    rows = [(t.name, p.partition, p.leader, p.replicas, p.isr) for t in md.topics for p in t.partitions]
+    if args.json:
+        for name, part, leader, replicas, isr in rows:
+            json_line({"topic": name, "partition": part, "leader": leader,
+                       "replicas": replicas, "isr": isr})
+    else:
+        table(["topic", "partition", "leader", "replicas", "isr"],
+              [(n, p, lead, _ids(r), _ids(i)) for n, p, lead, r, i in rows])
+    return 0

@@ -1,0 +1,60 @@
+"""The client's adapter onto ``kcodec.protocol``: requests from plain dicts, by API key.
+
+The client writes requests as nested dicts keyed by the spec's snake_case field names;
+this module turns them into ``kcodec.protocol`` message objects for the negotiated version
+(fields that version lacks are left out, missing ones take the spec defaults) and frames
+them; responses decode into the protocol's message objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
+from kcodec.protocol import REQUESTS, RESPONSES
+from kcodec.protocol import decode_response as _decode_response
+from kcodec.protocol import encode_request as _encode_request
+from kcodec.protocol._decl import in_range
+
+__all__ = ["encode_request", "decode_response", "build", "api_name"]
+
+
+def build(cls: type, value: Any, version: int) -> Any:
+    """A ``cls`` object from a dict (recursively); objects pass through unchanged."""
+    if not isinstance(value, dict):
+        return value
+    kw = {}
+    for fi in cls._info:  # type: ignore[attr-defined]
+        if fi.name not in value or not in_range(version, fi.versions):
+            continue
+        v = value[fi.name]
+        sc = fi.struct_cls
+        if sc is not None and v is not None:
+            v = [build(sc, x, version) for x in v] if fi.is_array else build(sc, v, version)
+        kw[fi.name] = v
+    return cls(**kw)
+
+
+def api_name(api_key: int) -> str:
+    cls = REQUESTS.get(api_key)
+    return cls.NAME[: -len("Request")] if cls is not None else f"API {api_key}"
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
+                   body: Any) -> bytes:
+    """A whole request frame (int32 size, header, body)."""
+    cls = REQUESTS.get(api_key)
+    if cls is None:
+        raise UnsupportedVersionError(f"API key {api_key} is not known to kcodec")
+    return _encode_request(build(cls, body if body is not None else {}, version), version,
+                           correlation_id, client_id)
+
+
+def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:
+    """(correlation_id, response) of one frame's payload; any decoding failure is a ProtocolError."""
+    try:
+        return _decode_response(payload, api_key, version)
+    except ProtocolError:
+        raise
+    except KcodecError as exc:
+        raise ProtocolError(f"undecodable {RESPONSES[api_key].NAME} v{version}: {exc}") from exc

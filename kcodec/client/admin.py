@@ -1,0 +1,322 @@
+"""Admin: topics, cluster metadata, groups, offsets and lag (``AsyncAdmin`` and ``Admin``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client.assignors import Assignment
+from kcodec.client.cluster import Cluster
+from kcodec.client.config import AdminConfig
+from kcodec.client.consumer import EARLIEST, LATEST, list_offsets
+from kcodec.client.errors import KafkaError
+from kcodec.client.group import TopicPartition
+from kcodec.errors import KcodecError
+
+__all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
+           "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
+           "PartitionLag", "NewTopic"]
+
+
+@dataclass
+class NewTopic:
+    name: str
+    num_partitions: int = -1           # -1: the broker's default
+    replication_factor: int = -1
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class PartitionInfo:
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+
+
+@dataclass
+class TopicDescription:
+    name: str
+    partitions: list[PartitionInfo]
+    is_internal: bool = False
+
+
+@dataclass
+class ClusterMetadata:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerInfo]
+    topics: list[TopicDescription]
+
+
+@dataclass
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass
+class MemberDescription:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: dict[str, list[int]]
+    group_instance_id: str | None = None
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription]
+
+
+@dataclass
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int | None
+    end_offset: int
+
+    @property
+    def lag(self) -> int:
+        return max(self.end_offset - (self.committed or 0), 0) if self.end_offset >= 0 else 0
+
+
+OffsetSpec = Union[str, int]   # "earliest", "latest" or a timestamp in ms
+
+
+class AsyncAdmin:
+    """The asyncio admin client."""
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = AdminConfig.from_kwargs(config, **kwargs)
+        self.cluster = Cluster(self.config)
+
+    async def __aenter__(self) -> AsyncAdmin:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.cluster.close()
+
+    async def _controller(self) -> int | None:
+        if self.cluster.controller_id < 0 or self.cluster.stale:
+            await self.cluster.refresh([])
+        c = self.cluster.controller_id
+        return c if c >= 0 and c in self.cluster.brokers else None
+
+    # ------------------------------------------------------------------ topics
+    async def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
+                            replication_factor: int = -1, timeout_ms: int = 30000,
+                            validate_only: bool = False) -> dict[str, KafkaError | None]:
+        """Create topics; the error (or None) per topic. Names alone take the given counts."""
+        specs = [t if isinstance(t, NewTopic) else NewTopic(t, num_partitions, replication_factor)
+                 for t in topics]
+        req = {"topics": [{"name": t.name, "num_partitions": t.num_partitions,
+                           "replication_factor": t.replication_factor, "assignments": [],
+                           "configs": [{"name": k, "value": v} for k, v in t.configs.items()]}
+                          for t in specs],
+               "timeout_ms": timeout_ms, "validate_only": validate_only}
+
+        async def go() -> Any:
+            return (await self.cluster.send(await self._controller(), 19, req)).body
+        body = await self.cluster.call(go, "CreateTopics")
+        self.cluster.invalidate()
+        return {t.name: (KafkaError(t.error_code, f"create topic {t.name!r}", t.error_message)
+                         if t.error_code else None) for t in body.topics}
+
+    async def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, KafkaError | None]:
+        """Delete topics; the error (or None) per topic."""
+        req = {"topic_names": list(names), "timeout_ms": timeout_ms}
+
+        async def go() -> Any:
+            return (await self.cluster.send(await self._controller(), 20, req)).body
+        body = await self.cluster.call(go, "DeleteTopics")
+        self.cluster.invalidate()
+        return {r.name: (KafkaError(r.error_code, f"delete topic {r.name!r}", r.error_message)
+                         if r.error_code else None) for r in body.responses}
+
+    async def list_topics(self, include_internal: bool = False) -> list[str]:
+        md = await self.describe_cluster()
+        return sorted(t.name for t in md.topics if include_internal or not t.is_internal)
+
+    async def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
+        """Brokers, controller and topics (partitions, leaders, replicas, ISR)."""
+        body = await self.cluster.refresh(topics, auto_create=False)
+        tds = []
+        for t in body.topics:
+            if t.error_code:
+                if topics is not None:
+                    raise KafkaError(t.error_code, f"topic {t.name!r}")
+                continue
+            parts = [PartitionInfo(p.partition_index, p.leader_id, list(p.replica_nodes), list(p.isr_nodes))
+                     for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+            tds.append(TopicDescription(t.name, parts, t.is_internal))
+        brokers = [BrokerInfo(b.node_id, b.host, b.port, b.rack)
+                   for b in sorted(body.brokers, key=lambda b: b.node_id)]
+        return ClusterMetadata(body.cluster_id, body.controller_id, brokers,
+                               sorted(tds, key=lambda t: t.name))
+
+    # ------------------------------------------------------------------ groups
+    async def list_groups(self) -> list[GroupListing]:
+        await self.cluster.refresh([])
+        out = []
+        for node in list(self.cluster.brokers):
+            async def go(node: int = node) -> Any:
+                return (await self.cluster.send(node, 16, {"states_filter": [], "types_filter": []})).body
+            body = await self.cluster.call(go, "ListGroups")
+            if body.error_code:
+                raise KafkaError(body.error_code, "ListGroups")
+            out += [GroupListing(g.group_id, g.protocol_type, g.group_state or "") for g in body.groups]
+        return sorted(out, key=lambda g: g.group_id)
+
+    async def _coordinator(self, group_id: str) -> int:
+        async def find() -> int:
+            b = (await self.cluster.send(None, 10, {"key": group_id, "key_type": 0})).body
+            if b.error_code:
+                raise KafkaError(b.error_code, f"FindCoordinator {group_id!r}")
+            self.cluster.brokers.setdefault(b.node_id, (b.host, b.port))
+            return b.node_id
+        return await self.cluster.call(find, "FindCoordinator")
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """State, protocol and members (client id, host, assigned partitions) of each group."""
+        out = []
+        for gid in group_ids:
+            node = await self._coordinator(gid)
+
+            async def go(node: int = node, gid: str = gid) -> Any:
+                return (await self.cluster.send(node, 15, {"groups": [gid],
+                                                           "include_authorized_operations": False})).body
+            body = await self.cluster.call(go, "DescribeGroups")
+            for g in body.groups:
+                if g.error_code:
+                    raise KafkaError(g.error_code, f"describe group {g.group_id!r}", g.error_message)
+                members = []
+                for m in g.members:
+                    try:
+                        a = Assignment.decode(m.member_assignment).assigned_partitions \
+                            if g.protocol_type == "consumer" and m.member_assignment else {}
+                    except KcodecError:
+                        a = {}
+                    members.append(MemberDescription(m.member_id, m.client_id, m.client_host,
+                                                     {t: sorted(p) for t, p in a.items()},
+                                                     m.group_instance_id))
+                out.append(GroupDescription(g.group_id, g.group_state, g.protocol_type,
+                                            g.protocol_data, sorted(members, key=lambda m: m.member_id)))
+        return out
+
+    # ------------------------------------------------------------------ offsets
+    async def list_offsets(self, partitions: Iterable[TopicPartition],
+                           spec: OffsetSpec = "latest") -> dict[TopicPartition, int]:
+        """Offsets by ``spec``: "earliest", "latest" (the end offset) or a timestamp (ms)."""
+        ts = {"earliest": EARLIEST, "latest": LATEST}.get(spec, spec) if isinstance(spec, str) else spec
+        if not isinstance(ts, int):
+            raise ValueError(f"offset spec must be 'earliest', 'latest' or a timestamp, got {spec!r}")
+        return await list_offsets(self.cluster, [TopicPartition(*tp) for tp in partitions], ts)
+
+    async def committed_offsets(self, group_id: str, topics: list[str] | None = None
+                                ) -> dict[TopicPartition, int]:
+        """The group's committed offsets (every partition it has, or those of ``topics``)."""
+        node = await self._coordinator(group_id)
+        if topics is None:   # every topic, named: some brokers answer a null request with null
+            body = await self.cluster.refresh(None)
+            topics = sorted(t.name for t in body.topics if t.error_code == 0 and not t.is_internal)
+        req_topics = []
+        for t in topics:
+            info = await self.cluster.topic(t, auto_create=False)
+            req_topics.append({"name": t, "partition_indexes": sorted(info.partitions)})
+
+        async def go() -> Any:
+            return (await self.cluster.send(node, 9, {"group_id": group_id, "topics": req_topics,
+                                                      "require_stable": False})).body
+        body = await self.cluster.call(go, "OffsetFetch")
+        if body.error_code:
+            raise KafkaError(body.error_code, f"committed offsets of {group_id!r}")
+        out = {}
+        for t in body.topics:
+            for p in t.partitions:
+                if p.error_code == 0 and p.committed_offset >= 0:
+                    out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
+        return out
+
+    async def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
+        """Committed offset, end offset and lag per partition of the group's topics."""
+        committed = await self.committed_offsets(group_id, topics)
+        names = sorted(set(topics or []) | {tp.topic for tp in committed})
+        tps = []
+        for t in names:
+            info = await self.cluster.topic(t, auto_create=False)
+            tps += [TopicPartition(t, p) for p in sorted(info.partitions)]
+        ends = await list_offsets(self.cluster, tps, LATEST) if tps else {}
+        return [PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp, -1)) for tp in tps]
+
+
+class Admin:
+    """The blocking admin client; the same methods as ``AsyncAdmin``, returning results."""
+
+    def __init__(self, config: dict[str, Any] | None = None, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        self._loop = loop or shared_loop()
+        self._async = AsyncAdmin(config, **kwargs)
+        self.config = self._async.config
+        self._timeout = self.config.api_timeout_ms / 1000 + 1
+
+    def _run(self, coro: Any) -> Any:
+        return self._loop.run(coro, self._timeout)
+
+    def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
+                      replication_factor: int = -1, timeout_ms: int = 30000,
+                      validate_only: bool = False) -> dict[str, KafkaError | None]:
+        return self._run(self._async.create_topics(list(topics), num_partitions, replication_factor,
+                                                   timeout_ms, validate_only))
+
+    def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, KafkaError | None]:
+        return self._run(self._async.delete_topics(list(names), timeout_ms))
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        return self._run(self._async.list_topics(include_internal))
+
+    def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
+        return self._run(self._async.describe_cluster(topics))
+
+    def list_groups(self) -> list[GroupListing]:
+        return self._run(self._async.list_groups())
+
+    def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        return self._run(self._async.describe_groups(list(group_ids)))
+
+    def list_offsets(self, partitions: Iterable[TopicPartition], spec: OffsetSpec = "latest"
+                     ) -> dict[TopicPartition, int]:
+        return self._run(self._async.list_offsets(list(partitions), spec))
+
+    def committed_offsets(self, group_id: str, topics: list[str] | None = None) -> dict[TopicPartition, int]:
+        return self._run(self._async.committed_offsets(group_id, topics))
+
+    def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
+        return self._run(self._async.lag(group_id, topics))
+
+    def close(self) -> None:
+        self._run(self._async.close())
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

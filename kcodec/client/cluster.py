@@ -1,0 +1,243 @@
+"""Cluster view shared by producer, consumer and admin: bootstrap, metadata, routing, retries."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kcodec.client.config import ClientConfig
+from kcodec.client.conn import BrokerConnection
+from kcodec.client.core import Response
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    is_retriable,
+)
+from kcodec.errors import ProtocolError
+
+__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
+
+# Codes after which the metadata is stale: the partition moved or the topic is new/gone.
+REFRESH_CODES = {3, 5, 6, 74, 75, 100}
+BOOTSTRAP = -1   # pseudo node ids of bootstrap addresses: -1, -2, ...
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    error_code: int
+    partitions: dict[int, int] = field(default_factory=dict)          # partition -> leader
+    replicas: dict[int, list[int]] = field(default_factory=dict)
+    isr: dict[int, list[int]] = field(default_factory=dict)
+    is_internal: bool = False
+
+
+class Cluster:
+    """Connections by node id, the metadata cache and leader routing."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.racks: dict[int, str | None] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.cluster_id: str | None = None
+        self.controller_id: int = -1
+        self._conns: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Task] = {}
+        self._meta_time = 0.0
+        self._meta_lock: asyncio.Lock | None = None
+        self._reaper: asyncio.Task | None = None
+        self.closed = False
+
+    # --------------------------------------------------------------- connections
+    @property
+    def request_timeout(self) -> float:
+        return self.config.request_timeout_ms / 1000
+
+    async def connection(self, node_id: int) -> BrokerConnection:
+        """A live connection to ``node_id`` (negative: a bootstrap address)."""
+        if self.closed:
+            raise ClientClosedError("the client is closed")
+        conn = self._conns.get(node_id)
+        if conn is not None:
+            if conn.alive:
+                return conn
+            # a lost connection may mean a restarted or replaced broker: re-learn the cluster
+            del self._conns[node_id]
+            self.invalidate()
+        task = self._connecting.get(node_id)
+        if task is None:
+            if node_id < 0:
+                host, port = self.config.bootstrap[-node_id - 1]
+            elif node_id in self.brokers:
+                host, port = self.brokers[node_id]
+            else:
+                raise BrokerNotAvailableError(f"unknown broker id {node_id}")
+            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout)
+            task = asyncio.get_running_loop().create_task(
+                conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
+            self._connecting[node_id] = task
+            task.add_done_callback(self._connected(node_id))
+        new: BrokerConnection = await asyncio.shield(task)
+        self._conns[node_id] = new
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+        return new
+
+    def _connected(self, node_id: int) -> Any:
+        return lambda _task: self._connecting.pop(node_id, None)
+
+    async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
+        """A connection to any broker: known brokers first, then the bootstrap list, with backoff."""
+        if deadline is None:
+            deadline = time.monotonic() + self.config.api_timeout_ms / 1000
+        backoff = self.config.reconnect_backoff_ms / 1000
+        last: BaseException | None = None
+        while True:
+            for conn in self._conns.values():
+                if conn.alive:
+                    return conn
+            nodes = list(self.brokers) + [-(i + 1) for i in range(len(self.config.bootstrap))]
+            random.shuffle(nodes)
+            for node in nodes:
+                try:
+                    return await self.connection(node)
+                except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, OSError) as exc:
+                    last = exc
+            if time.monotonic() + backoff > deadline:
+                addrs = ", ".join(f"{h}:{p}" for h, p in self.config.bootstrap)
+                raise BrokerNotAvailableError(
+                    f"no broker reachable at {addrs} within "
+                    f"{self.config.api_timeout_ms / 1000:.1f} s (last error: {last})")
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
+
+    async def send(self, node_id: int | None, api_key: int, body: Any,
+                   version: int | None = None, timeout: float | None = None,
+                   expect_response: bool = True) -> Response:
+        """One request to ``node_id`` (None: any broker)."""
+        conn = await (self.any_connection() if node_id is None else self.connection(node_id))
+        return await conn.request(api_key, body, version, timeout, expect_response)
+
+    async def call(self, make: Callable[[], Awaitable[Any]], what: str,
+                   deadline: float | None = None) -> Any:
+        """Run ``make()`` until it succeeds, retrying retriable failures with backoff.
+
+        Retriable: disconnects, timeouts, protocol errors on one connection, and
+        ``KafkaError`` with a retriable code (metadata is refreshed first when the code says
+        it is stale).
+        """
+        if deadline is None:
+            deadline = time.monotonic() + self.config.api_timeout_ms / 1000
+        backoff = self.config.retry_backoff_ms / 1000
+        while True:
+            try:
+                return await make()
+            except KafkaError as exc:
+                if not exc.retriable or time.monotonic() + backoff > deadline:
+                    raise
+                if exc.code in REFRESH_CODES:
+                    self.invalidate()
+            except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
+                if self.closed:
+                    raise ClientClosedError("the client is closed") from exc
+                if time.monotonic() + backoff > deadline:
+                    raise
+                self.invalidate()
+            await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+            backoff = min(backoff * 2, 1.0)
+
+    # --------------------------------------------------------------- metadata
+    def invalidate(self) -> None:
+        self._meta_time = 0.0
+
+    @property
+    def stale(self) -> bool:
+        return time.monotonic() - self._meta_time > self.config.metadata_max_age_ms / 1000
+
+    async def refresh(self, topics: list[str] | None = None, auto_create: bool = False) -> Any:
+        """Fetch metadata (``topics`` None: every topic) and update the cache."""
+        if self._meta_lock is None:
+            self._meta_lock = asyncio.Lock()
+        async with self._meta_lock:
+            req = {"topics": None if topics is None else [{"name": t} for t in topics],
+                   "allow_auto_topic_creation": auto_create}
+            resp = await self.call(lambda: self.send(None, 3, req), "metadata")
+            body = resp.body
+            self.brokers = {b.node_id: (b.host, b.port) for b in body.brokers}
+            self.racks = {b.node_id: b.rack for b in body.brokers}
+            self.cluster_id = body.cluster_id
+            self.controller_id = body.controller_id
+            for t in body.topics:
+                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
+                for p in t.partitions:
+                    info.partitions[p.partition_index] = p.leader_id
+                    info.replicas[p.partition_index] = list(p.replica_nodes)
+                    info.isr[p.partition_index] = list(p.isr_nodes)
+                if t.error_code == 0 or t.name not in self.topics:
+                    self.topics[t.name] = info
+                if t.error_code == 3:
+                    self.topics.pop(t.name, None)
+            for node, conn in list(self._conns.items()):
+                if node >= 0 and node in self.brokers and self.brokers[node] != (conn.host, conn.port):
+                    conn.close()
+            self._meta_time = time.monotonic()
+            return body
+
+    async def topic(self, name: str, auto_create: bool = True,
+                    deadline: float | None = None) -> TopicInfo:
+        """Partitions and leaders of ``name``, waiting while the topic is being created."""
+        if deadline is None:
+            deadline = time.monotonic() + self.config.api_timeout_ms / 1000
+        backoff = self.config.retry_backoff_ms / 1000
+        while True:
+            info = self.topics.get(name)
+            if info is not None and info.error_code == 0 and info.partitions and not self.stale \
+                    and all(lead >= 0 for lead in info.partitions.values()):
+                return info
+            await self.refresh([name], auto_create)
+            info = self.topics.get(name)
+            if info is not None and info.error_code == 0 and info.partitions \
+                    and all(lead >= 0 for lead in info.partitions.values()):
+                return info
+            code = info.error_code if info is not None else 3
+            if not is_retriable(code) or time.monotonic() + backoff > deadline:
+                raise KafkaError(code or 5, f"topic {name!r}")
+            await asyncio.sleep(backoff)
+
+    async def leader(self, topic: str, partition: int) -> int:
+        info = await self.topic(topic)
+        if partition not in info.partitions:
+            raise KafkaError(3, f"topic {topic!r} has no partition {partition}")
+        return info.partitions[partition]
+
+    # --------------------------------------------------------------- lifecycle
+    async def _reap_idle(self) -> None:
+        idle = self.config.connections_max_idle_ms / 1000
+        while not self.closed:
+            await asyncio.sleep(min(max(idle / 4, 0.05), 30))
+            now = time.monotonic()
+            for node, conn in list(self._conns.items()):
+                if conn.alive and not conn._pending and now - conn.last_used > idle:
+                    conn.close()
+                    self._conns.pop(node, None)
+
+    def connections(self) -> list[BrokerConnection]:
+        return [c for c in self._conns.values() if c.alive]
+
+    async def close(self) -> None:
+        self.closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for task in list(self._connecting.values()):
+            task.cancel()
+        for conn in self._conns.values():
+            conn.close(ClientClosedError("the client is closed"))
+        self._conns.clear()
+        await asyncio.sleep(0)

@@ -1,0 +1,160 @@
+"""Client configuration: the Java client's property names in snake_case, validated once.
+
+``ProducerConfig(bootstrap_servers="host:9092", linger_ms=5)`` ; unknown names and bad
+values raise ``ValueError`` with a one-line message naming the property.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ClientConfig", "ProducerConfig", "ConsumerConfig", "AdminConfig",
+           "parse_bootstrap", "COMPRESSION_TYPES"]
+
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def parse_bootstrap(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
+    """``"a:9092,b:9093"`` or a list of ``host:port`` -> [(host, port), ...]."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "9092"
+        host = host.strip("[]")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port)")
+        out.append((host, int(port)))
+    if not out:
+        raise ValueError("bootstrap_servers: no address given")
+    return out
+
+
+@dataclass
+class ClientConfig:
+    bootstrap_servers: str | list[str] = field(
+        default_factory=lambda: os.environ.get("KCODEC_BOOTSTRAP", DEFAULT_BOOTSTRAP))
+    client_id: str = "kcodec"
+    request_timeout_ms: int = 30000
+    socket_connection_setup_timeout_ms: int = 10000
+    retry_backoff_ms: int = 100
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
+    connections_max_idle_ms: int = 540000
+    metadata_max_age_ms: int = 300000
+    api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
+
+    def __post_init__(self) -> None:
+        self.bootstrap = parse_bootstrap(self.bootstrap_servers)
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name.endswith("_ms") and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"{f.name} must be a non-negative integer, got {v!r}")
+        self._validate()
+
+    def _validate(self) -> None:
+        pass
+
+    @classmethod
+    def from_kwargs(cls, config: dict[str, Any] | None = None, **kwargs: Any):
+        """Build from a dict and/or keywords; Java dotted names (``linger.ms``) are accepted."""
+        merged = {k.replace(".", "_"): v for k, v in {**(config or {}), **kwargs}.items()}
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(merged) - names)
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} property: {', '.join(unknown)}")
+        return cls(**merged)
+
+
+@dataclass
+class ProducerConfig(ClientConfig):
+    acks: int | str = "all"
+    linger_ms: int = 5
+    batch_size: int = 16384 * 8
+    max_in_flight_requests_per_connection: int = 5
+    retries: int = 2147483647
+    delivery_timeout_ms: int = 120000
+    compression_type: str = "none"
+    compression_level: int | None = None
+    enable_idempotence: bool = True
+    buffer_memory: int = 32 * 1048576
+    transactional_id: str | None = None
+
+    def _validate(self) -> None:
+        acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(self.acks)
+        if acks is None:
+            raise ValueError(f"acks must be 0, 1 or 'all', got {self.acks!r}")
+        self.acks = acks
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise ValueError(f"compression_type must be one of {', '.join(COMPRESSION_TYPES)}, "
+                             f"got {self.compression_type!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}")
+        if self.max_in_flight_requests_per_connection < 1:
+            raise ValueError("max_in_flight_requests_per_connection must be at least 1")
+        if self.retries < 0:
+            raise ValueError(f"retries must be non-negative, got {self.retries}")
+        if self.transactional_id is not None:
+            raise ValueError("transactional_id: transactions are not supported by kcodec's producer")
+        if self.enable_idempotence:
+            if self.acks != -1:
+                raise ValueError("enable_idempotence requires acks='all'")
+            if self.max_in_flight_requests_per_connection > 5:
+                raise ValueError("enable_idempotence requires max_in_flight_requests_per_connection <= 5")
+
+
+@dataclass
+class ConsumerConfig(ClientConfig):
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    auto_offset_reset: str = "latest"
+    fetch_min_bytes: int = 1
+    fetch_max_bytes: int = 52428800
+    max_partition_fetch_bytes: int = 1048576
+    fetch_max_wait_ms: int = 500
+    isolation_level: str = "read_uncommitted"
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    max_poll_records: int = 500
+    partition_assignment_strategy: str | list[str] = "range,cooperative-sticky"
+    check_crcs: bool = True
+
+    def _validate(self) -> None:
+        from kcodec.client.assignors import ASSIGNORS
+
+        if self.auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError("auto_offset_reset must be earliest, latest or none, "
+                             f"got {self.auto_offset_reset!r}")
+        if self.isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError("isolation_level must be read_uncommitted or read_committed, "
+                             f"got {self.isolation_level!r}")
+        s = self.partition_assignment_strategy
+        names = [x.strip() for x in s.split(",")] if isinstance(s, str) else list(s)
+        for n in names:
+            if n not in ASSIGNORS:
+                raise ValueError(f"partition_assignment_strategy: unknown assignor {n!r}")
+        if not names:
+            raise ValueError("partition_assignment_strategy: no assignor given")
+        self.assignors = names
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
+        if self.max_poll_records < 1:
+            raise ValueError("max_poll_records must be at least 1")
+
+
+@dataclass
+class AdminConfig(ClientConfig):
+    pass

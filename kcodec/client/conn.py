@@ -1,0 +1,131 @@
+"""asyncio I/O driver: one ``BrokerConnection`` per broker runs the sans-I/O core on a socket."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from kcodec.client.core import Connection, Response
+from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
+from kcodec.errors import KcodecError, ProtocolError
+
+__all__ = ["BrokerConnection"]
+
+
+class BrokerConnection:
+    """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
+
+    def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
+                 request_timeout: float) -> None:
+        self.host, self.port, self.node_id = host, port, node_id
+        self.core = Connection(client_id)
+        self.request_timeout = request_timeout
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, asyncio.Future] = {}
+        self._task: asyncio.Task | None = None
+        self.error: BaseException | None = None
+        self.last_used = time.monotonic()
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection node {self.node_id} {self.host}:{self.port}>"
+
+    @property
+    def alive(self) -> bool:
+        return self._writer is not None and self.error is None and not self.core.closed
+
+    async def connect(self, timeout: float) -> BrokerConnection:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout)
+        except asyncio.TimeoutError:
+            raise BrokerNotAvailableError(
+                f"connecting to {self.host}:{self.port} timed out after {timeout:.1f} s") from None
+        except OSError as exc:
+            raise BrokerNotAvailableError(
+                f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}") from None
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+        try:
+            resp = await self.request(18, None, version=3, body_override=True, timeout=timeout)
+            if not self.core.on_api_versions(resp):
+                resp = await self.request(18, None, version=0, body_override=True, timeout=timeout)
+                self.core.on_api_versions(resp)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    async def request(self, api_key: int, body: Any, version: int | None = None,
+                      timeout: float | None = None, expect_response: bool = True,
+                      body_override: bool = False) -> Response:
+        if not self.alive:
+            raise self.error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} is closed")
+        if body_override:   # the handshake
+            cid, data = self.core.handshake(version or 0)
+        else:
+            cid, data = self.core.request(api_key, body, version, expect_response)
+        self.last_used = time.monotonic()
+        assert self._writer is not None
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        if expect_response:
+            self._pending[cid] = fut
+        self._writer.write(data)
+        if not expect_response:
+            await self._writer.drain()
+            return Response(cid, api_key, -1, None)
+        try:
+            if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                await self._writer.drain()
+            return await asyncio.wait_for(asyncio.shield(fut), timeout or self.request_timeout)
+        except asyncio.TimeoutError:
+            # responses come in order: a lost one poisons the connection
+            err = KafkaTimeoutError(
+                f"request {api_key} to {self.host}:{self.port} timed out after "
+                f"{timeout or self.request_timeout:.1f} s")
+            self.close(err)
+            raise err from None
+        except (ConnectionError, OSError) as exc:
+            lost = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
+            self.close(lost)
+            raise lost from None
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        try:
+            while True:
+                data = await self._reader.read(1 << 20)
+                if not data:
+                    self.core.eof()
+                    raise BrokerNotAvailableError(f"{self.host}:{self.port} closed the connection")
+                for r in self.core.receive(data):
+                    fut = self._pending.pop(r.correlation_id, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(r)
+        except asyncio.CancelledError:
+            self.close(BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed"))
+        except ProtocolError as exc:
+            self.close(ProtocolError(f"{self.host}:{self.port}: {exc}"))
+        except (OSError, KcodecError) as exc:
+            if not isinstance(exc, KcodecError):
+                exc = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
+            self.close(exc)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Close the socket and fail every pending request with ``error``."""
+        if self.error is None:
+            self.error = error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed")
+        self.core.closed = True
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(self.error)
+                fut.exception()   # mark retrieved: nobody may be waiting any more
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:  # pragma: no cover - already closed
+                pass
+        task = self._task
+        if task is not None and task is not asyncio.current_task() and not task.done():
+            task.cancel()

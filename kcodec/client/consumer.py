@@ -1,0 +1,849 @@
+"""Consumer: ``AsyncConsumer`` (asyncio) and ``Consumer`` (blocking), one engine.
+
+A fetcher task on the client's loop keeps one Fetch in flight per leader and buffers the
+raw records blobs (prefetching ahead of the application); ``poll`` decodes them with
+``kcodec.records`` in the caller's thread, hides control batches, filters aborted
+transactions under ``read_committed`` and advances positions. Group membership (classic
+protocol) is in ``kcodec.client.group``; joins run from ``poll`` so rebalance callbacks run
+in the caller's context, heartbeats in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any, Callable, NamedTuple
+
+from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client.cluster import REFRESH_CODES, Cluster
+from kcodec.client.config import ConsumerConfig
+from kcodec.client.errors import ClientClosedError, KafkaError
+from kcodec.client.group import GroupMember, TopicPartition
+from kcodec.errors import KcodecError
+
+__all__ = ["Consumer", "AsyncConsumer", "ConsumerRecord", "TopicPartition", "RebalanceListener"]
+
+EARLIEST, LATEST = -2, -1
+
+
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: list
+
+
+class RebalanceListener:
+    """Override what you need; methods may be plain functions or coroutines (async consumer)."""
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any: ...
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any: ...
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> Any:
+        return self.on_partitions_revoked(lost)
+
+
+class _PState:
+    __slots__ = ("position", "fetch_position", "high_watermark", "paused", "epoch")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.fetch_position: int | None = None
+        self.high_watermark = -1
+        self.paused = False
+        self.epoch = 0   # bumped on seek: buffered data of an older epoch is stale
+
+
+class _Fetched:
+    """One partition's records blob from a Fetch, decoded lazily by ``poll``."""
+
+    __slots__ = ("tp", "offset", "data", "aborted", "epoch", "records", "pos", "next_offset")
+
+    def __init__(self, tp: TopicPartition, offset: int, data: bytes, aborted: Any, epoch: int) -> None:
+        self.tp, self.offset, self.data, self.aborted, self.epoch = tp, offset, data, aborted, epoch
+        self.records: list | None = None
+        self.pos = 0
+        self.next_offset = offset
+
+
+class _Engine:
+    def __init__(self, config: ConsumerConfig, loop: asyncio.AbstractEventLoop) -> None:
+        self.config = config
+        self.loop = loop
+        self.cluster = Cluster(config)
+        self.group = GroupMember(self.cluster, config) if config.group_id else None
+        self.states: dict[TopicPartition, _PState] = {}
+        self.subscription: list[str] = []
+        self.listener: RebalanceListener | None = None
+        self.buffer: deque[_Fetched] = deque()
+        self.buffered_bytes = 0
+        self.lock = threading.Lock()
+        self.data_ready = threading.Condition(self.lock)
+        self.adata = asyncio.Event()
+        self.wake = asyncio.Event()
+        self.fetcher: asyncio.Task | None = None
+        self.inflight: set[int] = set()
+        self.closed = False
+        self.error: BaseException | None = None
+        self.last_commit = time.monotonic()
+        self.read_committed = config.isolation_level == "read_committed"
+
+    # ------------------------------------------------------------------ assignment
+    def set_assignment(self, tps: Iterable[TopicPartition]) -> None:
+        tps = set(tps)
+        with self.lock:
+            for tp in list(self.states):
+                if tp not in tps:
+                    del self.states[tp]
+            for tp in tps:
+                self.states.setdefault(tp, _PState())
+            self._drop_buffered(lambda f: f.tp not in tps)
+        self.kick()
+
+    def _drop_buffered(self, pred: Callable[[_Fetched], bool]) -> None:
+        keep = deque(f for f in self.buffer if not pred(f))
+        self.buffer = keep
+        self.buffered_bytes = sum(len(f.data) for f in keep)
+
+    def seek(self, tp: TopicPartition, offset: int | None) -> None:
+        with self.lock:
+            st = self.states.get(tp)
+            if st is None:
+                raise ValueError(f"{tp} is not assigned to this consumer")
+            st.position = offset
+            st.fetch_position = offset
+            st.epoch += 1
+            self._drop_buffered(lambda f: f.tp == tp)
+        self.kick()
+
+    def kick(self) -> None:
+        try:
+            running = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            running = False
+        if running:
+            self.wake.set()
+        else:
+            self.loop.call_soon_threadsafe(self.wake.set)
+
+    # ------------------------------------------------------------------ positions
+    async def reset_positions(self) -> None:
+        """Give every assigned partition without a position one: committed, else the policy."""
+        missing = [tp for tp, st in self.states.items() if st.position is None]
+        if not missing:
+            return
+        committed: dict[TopicPartition, int] = {}
+        if self.group is not None:
+            committed = await self.group.fetch_offsets(missing)
+        reset = []
+        for tp in missing:
+            off = committed.get(tp, -1)
+            if off >= 0:
+                self._set_position(tp, off)
+            else:
+                reset.append(tp)
+        if reset:
+            policy = self.config.auto_offset_reset
+            if policy == "none":
+                raise KafkaError(1, f"no committed offset for {reset[0]} and auto_offset_reset=none")
+            offs = await list_offsets(self.cluster, reset, EARLIEST if policy == "earliest" else LATEST,
+                                      self.read_committed)
+            for tp, off in offs.items():
+                self._set_position(tp, off)
+
+    def _set_position(self, tp: TopicPartition, off: int) -> None:
+        st = self.states.get(tp)
+        if st is not None and st.position is None:
+            st.position = st.fetch_position = off
+
+    # ------------------------------------------------------------------ fetching (loop)
+    def start(self) -> None:
+        if self.fetcher is None:
+            self.fetcher = self.loop.create_task(self._fetch_loop())
+
+    async def _fetch_loop(self) -> None:
+        cfg = self.config
+        backoff = cfg.retry_backoff_ms / 1000
+        while not self.closed:
+            self.wake.clear()
+            try:
+                if any(st.position is None for st in self.states.values()):
+                    await self.reset_positions()
+                await self._launch()
+            except asyncio.CancelledError:
+                raise
+            except KcodecError as exc:
+                self.error = exc if not getattr(exc, "retriable", True) else None
+                self.cluster.invalidate()
+                await asyncio.sleep(backoff)
+                continue
+            try:
+                await asyncio.wait_for(self.wake.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _launch(self) -> None:
+        cfg = self.config
+        if self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2:
+            return
+        buffered_tps: dict[TopicPartition, int] = {}
+        for f in self.buffer:
+            buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
+        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
+        wanted = [tp for tp, st in self.states.items()
+                  if not st.paused and st.fetch_position is not None and buffered_tps.get(tp, 0) < 2]
+        unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
+                   or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
+        if unknown or (wanted and self.cluster.stale):
+            await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
+        for tp in wanted:
+            st = self.states[tp]
+            info = self.cluster.topics.get(tp.topic)
+            leader = info.partitions.get(tp.partition, -1) if info is not None else -1
+            if leader < 0:
+                continue
+            if leader in self.inflight or st.fetch_position is None:
+                continue
+            by_node.setdefault(leader, []).append((tp, st.fetch_position))
+        for node, parts in by_node.items():
+            self.inflight.add(node)
+            self.loop.create_task(self._fetch(node, parts))
+
+    async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
+        cfg = self.config
+        try:
+            topics: dict[str, list] = {}
+            epochs = {}
+            for tp, off in parts:
+                epochs[tp] = self.states[tp].epoch if tp in self.states else -1
+                topics.setdefault(tp.topic, []).append({
+                    "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": off,
+                    "last_fetched_epoch": -1, "log_start_offset": -1,
+                    "partition_max_bytes": cfg.max_partition_fetch_bytes})
+            req = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms,
+                   "min_bytes": cfg.fetch_min_bytes, "max_bytes": cfg.fetch_max_bytes,
+                   "isolation_level": 1 if self.read_committed else 0, "session_id": 0,
+                   "session_epoch": -1,
+                   "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                   "forgotten_topics_data": [], "rack_id": ""}
+            timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
+            resp = await self.cluster.send(node, 1, req, timeout=timeout)
+            body = resp.body
+            if body.error_code:
+                raise KafkaError(body.error_code, "Fetch")
+            offsets = dict(parts)
+            got = []
+            for t in body.responses:
+                for p in t.partitions:
+                    tp = TopicPartition(t.topic, p.partition_index)
+                    st = self.states.get(tp)
+                    if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
+                        continue
+                    if p.error_code:
+                        self._partition_error(tp, st, p.error_code)
+                        continue
+                    st.high_watermark = p.high_watermark
+                    data = p.records
+                    if not data:
+                        continue
+                    nxt = _next_offset(data, offsets[tp])
+                    if nxt <= offsets[tp]:
+                        continue
+                    f = _Fetched(tp, offsets[tp], data, p.aborted_transactions, st.epoch)
+                    st.fetch_position = nxt
+                    got.append(f)
+            if got:
+                with self.lock:
+                    for f in got:
+                        if self.states.get(f.tp) is not None and self.states[f.tp].epoch == f.epoch:
+                            self.buffer.append(f)
+                            self.buffered_bytes += len(f.data)
+                    self.data_ready.notify_all()
+                self.adata.set()
+        except asyncio.CancelledError:
+            raise
+        except KcodecError as exc:
+            if isinstance(exc, KafkaError) and not exc.retriable:
+                self.error = exc
+            self.cluster.invalidate()
+            await asyncio.sleep(cfg.retry_backoff_ms / 1000)
+        finally:
+            self.inflight.discard(node)
+            self.wake.set()
+
+    def _partition_error(self, tp: TopicPartition, st: _PState, code: int) -> None:
+        if code == 1:   # OFFSET_OUT_OF_RANGE
+            if self.config.auto_offset_reset == "none":
+                self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
+            st.position = st.fetch_position = None
+            st.epoch += 1
+        elif code in REFRESH_CODES:
+            self.cluster.invalidate()
+        else:
+            self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
+
+    # ------------------------------------------------------------------ decoding (caller)
+    def take(self, max_records: int) -> dict[TopicPartition, list]:
+        """Decode up to ``max_records`` buffered records, advancing positions."""
+        out: dict[TopicPartition, list] = {}
+        n = 0
+        check = self.config.check_crcs
+        while n < max_records:
+            with self.lock:
+                if not self.buffer:
+                    break
+                f = self.buffer[0]
+                st = self.states.get(f.tp)
+                if st is None or st.epoch != f.epoch:
+                    self.buffer.popleft()
+                    self.buffered_bytes -= len(f.data)
+                    continue
+            if f.records is None:
+                f.records, f.next_offset = _decode(f, st.position if st.position is not None else f.offset,
+                                                   check, self.read_committed)
+                f.pos = 0
+            recs = f.records
+            k = min(max_records - n, len(recs) - f.pos)
+            if k:
+                chunk = recs[f.pos:f.pos + k] if (f.pos or k < len(recs)) else recs
+                f.pos += k
+                n += k
+                lst = out.get(f.tp)
+                if lst is None:
+                    out[f.tp] = chunk
+                else:
+                    lst.extend(chunk)
+            with self.lock:
+                if st.epoch == f.epoch:
+                    if f.pos >= len(recs):
+                        st.position = max(st.position or 0, f.next_offset)
+                    elif f.pos:
+                        st.position = recs[f.pos - 1].offset + 1
+                if f.pos >= len(recs):
+                    if self.buffer and self.buffer[0] is f:
+                        self.buffer.popleft()
+                        self.buffered_bytes -= len(f.data)
+        if n or not self.buffer:
+            self.kick()
+        return out
+
+    def take_columns(self) -> dict[TopicPartition, Any]:
+        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``), rows
+        before the position dropped; positions advance past it."""
+        from kcodec.records import decode_columns
+
+        picked: dict[TopicPartition, _Fetched] = {}
+        with self.lock:
+            rest: deque[_Fetched] = deque()
+            for f in self.buffer:
+                st = self.states.get(f.tp)
+                if st is None or st.epoch != f.epoch:
+                    continue
+                if f.tp in picked or f.records is not None:
+                    rest.append(f)
+                else:
+                    picked[f.tp] = f
+            self.buffer = rest
+            self.buffered_bytes = sum(len(f.data) for f in rest)
+        out = {}
+        for tp, f in picked.items():
+            st = self.states.get(tp)
+            if st is None:
+                continue
+            cols = decode_columns(f.data, validate_crc=self.config.check_crcs)
+            if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
+                cols = _trim_columns(cols, st.position)
+            with self.lock:
+                if st.epoch == f.epoch:
+                    nxt = cols.next_offset if cols.next_offset is not None else f.offset
+                    st.position = max(st.position or 0, nxt)
+            out[tp] = cols
+        self.kick()
+        return out
+
+    def positions_to_commit(self) -> dict[TopicPartition, int]:
+        return {tp: st.position for tp, st in self.states.items() if st.position is not None}
+
+    async def close(self) -> None:
+        self.closed = True
+        if self.fetcher is not None:
+            self.fetcher.cancel()
+        if self.group is not None:
+            await self.group.leave()
+        await self.cluster.close()
+
+
+def _next_offset(data: bytes, start: int) -> int:
+    """The offset after the last complete batch of a records blob (headers only)."""
+    from kcodec.records import iter_batches
+
+    nxt = start
+    it = iter_batches(data, validate_crc=False)
+    try:
+        for b in it:
+            nxt = max(nxt, b.next_offset)
+    except KcodecError:
+        pass
+    return nxt
+
+
+def _decode(f: _Fetched, position: int, check: bool, read_committed: bool) -> tuple[list, int]:
+    """Records of ``f`` at or after ``position``, control batches hidden, aborted ones dropped."""
+    from kcodec.records import iter_batches
+
+    out: list = []
+    nxt = position
+    aborted_pids: set[int] = set()
+    aborted = sorted(((a.first_offset, a.producer_id) for a in (f.aborted or [])), reverse=True) \
+        if read_committed else []
+    for b in iter_batches(f.data, validate_crc=check):
+        if b.next_offset <= position:
+            continue
+        nxt = max(nxt, b.next_offset)
+        magic = getattr(b, "magic", 2)
+        if magic == 2 and read_committed:
+            while aborted and aborted[-1][0] <= b.last_offset:
+                aborted_pids.add(aborted.pop()[1])
+            if b.is_control:
+                if b.is_transactional:
+                    aborted_pids.discard(b.producer_id)
+                continue
+            if b.is_transactional and b.producer_id in aborted_pids:
+                continue
+        elif magic == 2 and b.is_control:
+            continue
+        recs = b.records() if hasattr(b, "records") and callable(b.records) else list(b)
+        if recs and recs[0].offset < position:
+            recs = [r for r in recs if r.offset >= position]
+        out.extend(recs)
+    return out, nxt
+
+
+def _trim_columns(cols: Any, position: int) -> Any:
+    """``cols`` without its rows below offset ``position`` (buffers shared, not copied)."""
+    import numpy as np
+
+    from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
+
+    start = int(np.searchsorted(cols.offset, position))
+
+    def binary(c: BinaryColumn) -> BinaryColumn:
+        validity = None
+        nulls = 0
+        if c.validity is not None:
+            valid = c.valid[start:]
+            nulls = int(len(valid) - valid.sum())
+            validity = np.packbits(valid, bitorder="little") if nulls else None
+        return BinaryColumn(c.offsets[start:], c.data, validity, nulls, c.utf8)
+
+    h = cols.headers
+    headers = HeadersColumn(h.offsets[start:], h.keys, h.values)
+    return RecordColumns(cols.offset[start:], cols.timestamp[start:], cols.timestamp_type[start:],
+                         binary(cols.key), binary(cols.value), headers,
+                         None if cols.is_control is None else cols.is_control[start:],
+                         cols.consumed, cols.batch_count, cols.next_offset)
+
+
+async def list_offsets(cluster: Cluster, tps: Iterable[TopicPartition], timestamp: int,
+                       read_committed: bool = False) -> dict[TopicPartition, int]:
+    """ListOffsets for ``tps`` (EARLIEST, LATEST or a timestamp), grouped by leader."""
+    by_node: dict[int, list[TopicPartition]] = {}
+    for tp in tps:
+        by_node.setdefault(await cluster.leader(tp.topic, tp.partition), []).append(tp)
+    out: dict[TopicPartition, int] = {}
+    for node, group in by_node.items():
+        topics: dict[str, list] = {}
+        for tp in group:
+            topics.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": timestamp})
+        req = {"replica_id": -1, "isolation_level": 1 if read_committed else 0,
+               "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+
+        async def go(node: int = node, req: dict = req) -> Any:
+            r = await cluster.send(node, 2, req)
+            for t in r.body.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise KafkaError(p.error_code, f"ListOffsets {t.name}[{p.partition_index}]")
+            return r.body
+        body = await cluster.call(go, "ListOffsets")
+        for t in body.topics:
+            for p in t.partitions:
+                out[TopicPartition(t.name, p.partition_index)] = p.offset
+    return out
+
+
+# ====================================================================================== facades
+
+class _Common:
+    _engine: _Engine
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._engine.states)
+
+    def subscription(self) -> list[str]:
+        return list(self._engine.subscription)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Fetch ``partition`` from ``offset`` next."""
+        if offset < 0:
+            raise ValueError(f"offset must be non-negative, got {offset}")
+        self._engine.seek(TopicPartition(*partition), offset)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._engine.states[TopicPartition(*tp)].paused = True
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._engine.states[TopicPartition(*tp)].paused = False
+        self._engine.kick()
+
+    def highwater(self, partition: TopicPartition) -> int:
+        """The high watermark seen in the last fetch of ``partition`` (-1: none yet)."""
+        st = self._engine.states.get(TopicPartition(*partition))
+        return st.high_watermark if st else -1
+
+    def _check(self) -> None:
+        eng = self._engine
+        if eng.closed:
+            raise ClientClosedError("the consumer is closed")
+        if eng.error is not None:
+            err, eng.error = eng.error, None
+            raise err
+
+    def _polled(self) -> None:
+        g = self._engine.group
+        if g is not None:
+            g.last_poll = time.monotonic()
+
+    def _auto_commit_due(self) -> bool:
+        eng = self._engine
+        cfg = eng.config
+        return bool(eng.group is not None and cfg.enable_auto_commit and eng.states
+                    and time.monotonic() - eng.last_commit >= cfg.auto_commit_interval_ms / 1000)
+
+    @staticmethod
+    def _records_iter(polled: dict[TopicPartition, list]) -> Iterator[ConsumerRecord]:
+        for tp, recs in polled.items():
+            t, p = tp
+            for r in recs:
+                yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
+                                     r.value, r.headers)
+
+
+class AsyncConsumer(_Common):
+    """The asyncio consumer: ``async with AsyncConsumer(...) as c: await c.poll()``."""
+
+    def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = ConsumerConfig.from_kwargs(config, **kwargs)
+        self._topics = list(topics)
+        self._engine: _Engine = None  # type: ignore[assignment]
+
+    async def start(self) -> AsyncConsumer:
+        self._engine = _Engine(self.config, asyncio.get_running_loop())
+        self._engine.start()
+        if self._topics:
+            self.subscribe(self._topics)
+        return self
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._engine.subscription = []
+        self._engine.set_assignment(TopicPartition(*tp) for tp in partitions)
+
+    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
+        if self._engine.group is None:
+            raise ValueError("subscribe needs a group_id")
+        self._engine.subscription = [topics] if isinstance(topics, str) else list(topics)
+        self._engine.listener = listener
+        self._engine.group.need_rejoin = True
+
+    async def _call(self, name: str, tps: list) -> None:
+        ls = self._engine.listener
+        if ls is not None and tps:
+            r = getattr(ls, name)(sorted(tps))
+            if inspect.isawaitable(r):
+                await r
+
+    async def _ensure_group(self) -> None:
+        eng = self._engine
+        g = eng.group
+        if g is None or not eng.subscription or not g.need_rejoin:
+            return
+        owned = set(eng.states)
+        if not g.cooperative and owned:
+            if self.config.enable_auto_commit:
+                await self.commit()
+            await self._call("on_partitions_revoked", list(owned))
+            eng.set_assignment(())
+            owned = set()
+        await eng.cluster.refresh(eng.subscription, auto_create=False)
+        new = await g.join(eng.subscription, owned)
+        revoked = owned - new
+        if revoked:
+            if self.config.enable_auto_commit:
+                await self.commit({tp: o for tp, o in eng.positions_to_commit().items() if tp in revoked})
+            await self._call("on_partitions_revoked", list(revoked))
+            g.need_rejoin = True   # cooperative: hand them over in a second round
+        eng.set_assignment(new)
+        await self._call("on_partitions_assigned", list(new - owned))
+
+    async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
+        """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        self._check()
+        self._polled()
+        await self._ensure_group()
+        if self._auto_commit_due():
+            self._engine.last_commit = time.monotonic()
+            asyncio.get_running_loop().create_task(self._quiet_commit())
+        eng = self._engine
+        n = max_records or self.config.max_poll_records
+        deadline = time.monotonic() + timeout
+        while True:
+            out = eng.take(n)
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return {}
+            eng.adata.clear()
+            try:
+                await asyncio.wait_for(eng.adata.wait(), left)
+            except asyncio.TimeoutError:
+                return {}
+            self._check()
+
+    async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
+        """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._check()
+        self._polled()
+        await self._ensure_group()
+        eng = self._engine
+        if not eng.buffer and timeout > 0:
+            eng.adata.clear()
+            try:
+                await asyncio.wait_for(eng.adata.wait(), timeout)
+            except asyncio.TimeoutError:
+                return {}
+        return eng.take_columns()
+
+    def __aiter__(self):
+        return self._aiter()
+
+    async def _aiter(self):
+        while True:
+            for rec in self._records_iter(await self.poll(1.0)):
+                yield rec
+
+    async def position(self, partition: TopicPartition) -> int:
+        eng = self._engine
+        tp = TopicPartition(*partition)
+        if tp not in eng.states:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        if eng.states[tp].position is None:
+            await eng.reset_positions()
+        return eng.states[tp].position  # type: ignore[return-value]
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        await self._seek_to(partitions, EARLIEST)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        await self._seek_to(partitions, LATEST)
+
+    async def _seek_to(self, partitions: Any, ts: int) -> None:
+        tps = [TopicPartition(*tp) for tp in partitions] or list(self._engine.states)
+        offs = await list_offsets(self._engine.cluster, tps, ts, self._engine.read_committed)
+        for tp, off in offs.items():
+            self._engine.seek(tp, off)
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        g = self._engine.group
+        if g is None:
+            raise ValueError("committed offsets need a group_id")
+        got = await g.fetch_offsets([TopicPartition(*tp) for tp in partitions])
+        return {tp: (o if o >= 0 else None) for tp, o in got.items()}
+
+    async def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Commit ``offsets`` (default: the current positions) and wait for the broker."""
+        g = self._engine.group
+        if g is None:
+            raise ValueError("commit needs a group_id")
+        await g.commit(offsets if offsets is not None else self._engine.positions_to_commit())
+
+    def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
+        return asyncio.get_running_loop().create_task(self.commit(offsets))
+
+    async def _quiet_commit(self) -> None:
+        try:
+            await self.commit()
+        except KcodecError:
+            pass
+
+    async def close(self) -> None:
+        eng = self._engine
+        if eng is None or eng.closed:
+            return
+        if eng.group is not None and self.config.enable_auto_commit and eng.states:
+            try:
+                await self.commit()
+            except KcodecError:
+                pass
+        await eng.close()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class Consumer(_Common):
+    """The blocking consumer.
+
+        with Consumer("events", bootstrap_servers="127.0.0.1:9092", group_id="g",
+                      auto_offset_reset="earliest") as c:
+            for record in c:
+                print(record.partition, record.offset, record.value)
+    """
+
+    def __init__(self, *topics: str, config: dict[str, Any] | None = None,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        self.config = ConsumerConfig.from_kwargs(config, **kwargs)
+        self._loop = loop or shared_loop()
+        self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
+        self._loop.run(self._async.start(), 30)
+        self._engine = self._async._engine
+        self._timeout = self.config.api_timeout_ms / 1000
+        self._listener: RebalanceListener | None = None
+        if topics:
+            self.subscribe(list(topics))
+
+    def _run(self, coro: Any, timeout: float | None = None) -> Any:
+        return self._loop.run(coro, self._timeout if timeout is None else timeout)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._async.assign(partitions)
+
+    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
+        self._async.subscribe(topics, _ThreadListener(self, listener) if listener else None)
+
+    def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
+        """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        self._check()
+        self._polled()
+        eng = self._engine
+        if eng.group is not None and eng.subscription and eng.group.need_rejoin:
+            self._run(self._async._ensure_group(), self._timeout + self.config.session_timeout_ms / 1000)
+            self._flush_callbacks()
+        if self._auto_commit_due():
+            eng.last_commit = time.monotonic()
+            self._loop.submit(self._async._quiet_commit())
+        n = max_records or self.config.max_poll_records
+        deadline = time.monotonic() + timeout
+        while True:
+            out = eng.take(n)
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return {}
+            with eng.data_ready:
+                if not eng.buffer:
+                    eng.data_ready.wait(min(left, 0.1))
+            self._check()
+            if eng.group is not None and eng.subscription and eng.group.need_rejoin:
+                return {}
+
+    def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
+        """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._check()
+        self._polled()
+        eng = self._engine
+        if eng.group is not None and eng.subscription and eng.group.need_rejoin:
+            self._run(self._async._ensure_group())
+            self._flush_callbacks()
+        if not eng.buffer and timeout > 0:
+            with eng.data_ready:
+                if not eng.buffer:
+                    eng.data_ready.wait(timeout)
+        return eng.take_columns()
+
+    def _flush_callbacks(self) -> None:
+        ls = self._async._engine.listener
+        if isinstance(ls, _ThreadListener):
+            ls.flush()
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        while True:
+            yield from self._records_iter(self.poll(1.0))
+
+    def position(self, partition: TopicPartition) -> int:
+        return self._run(self._async.position(partition))
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._run(self._async.seek_to_beginning(*partitions))
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._run(self._async.seek_to_end(*partitions))
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return self._run(self._async.committed(list(partitions)))
+
+    def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Commit ``offsets`` (default: the current positions) synchronously."""
+        self._run(self._async.commit(offsets))
+
+    def commit_async(self, offsets: dict[TopicPartition, int] | None = None,
+                     callback: Callable[[BaseException | None], Any] | None = None):
+        """Commit in the background; ``callback(error)`` when done. Returns a future."""
+        fut = self._loop.submit(self._async.commit(offsets))
+        if callback is not None:
+            fut.add_done_callback(lambda f: callback(f.exception()))
+        return fut
+
+    def close(self) -> None:
+        self._run(self._async.close(), 30)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _ThreadListener(RebalanceListener):
+    """Collects rebalance events on the loop; the blocking consumer runs them in its thread.
+
+    The events of one rebalance are delivered, in order, by the ``poll`` that ran it, right
+    after the group settled (auto-commit has already committed the positions of revoked
+    partitions before they moved). A listener needing to act strictly before a partition
+    moves should use ``AsyncConsumer``, which awaits it in place.
+    """
+
+    def __init__(self, consumer: Consumer, inner: RebalanceListener) -> None:
+        self.consumer = consumer
+        self.inner = inner
+        self.events: list[tuple[str, list]] = []
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any:
+        self.events.append(("on_partitions_revoked", revoked))
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any:
+        self.events.append(("on_partitions_assigned", assigned))
+
+    def flush(self) -> None:
+        events, self.events = self.events, []
+        for name, tps in events:
+            getattr(self.inner, name)(tps)
+
+
+def _cfg_dict(cfg: ConsumerConfig) -> dict[str, Any]:
+    import dataclasses
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}

@@ -1,0 +1,181 @@
+"""Sans-I/O connection core: bytes in, events out.
+
+One ``Connection`` is the protocol state of one TCP connection to one broker: it frames
+requests, numbers them (correlation ids), remembers what is in flight (API key, version)
+so responses decode with the right header version, and negotiates versions from the
+broker's ApiVersions answer. It never touches a socket: the I/O driver hands it received
+bytes (``receive``) and sends the bytes it returns.
+
+Framing::
+
+    Frame => size:int32 payload:byte[size]       (responses arrive in request order)
+
+A peer that breaks this -- an impossible size, bytes that do not decode, a correlation id
+other than the oldest in flight, a frame cut off by end of stream -- raises
+``ProtocolError``; the driver then closes the connection and fails what was pending.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from kcodec.client import _wire
+from kcodec.client.errors import KafkaError
+from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
+from kcodec.protocol import FrameSplitter
+
+__all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
+
+MAX_FRAME = 512 * 1024 * 1024
+
+# The versions this client speaks: (min, max) per API key. Maxima stop before topic ids.
+CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
+    0: (3, 12),    # Produce
+    1: (4, 12),    # Fetch
+    2: (1, 9),     # ListOffsets
+    3: (1, 12),    # Metadata
+    8: (2, 9),     # OffsetCommit
+    9: (1, 7),     # OffsetFetch
+    10: (0, 3),    # FindCoordinator
+    11: (0, 9),    # JoinGroup
+    12: (0, 4),    # Heartbeat
+    13: (0, 5),    # LeaveGroup
+    14: (0, 5),    # SyncGroup
+    15: (0, 5),    # DescribeGroups
+    16: (0, 4),    # ListGroups
+    18: (0, 3),    # ApiVersions
+    19: (2, 7),    # CreateTopics
+    20: (1, 5),    # DeleteTopics
+    22: (0, 4),    # InitProducerId
+}
+
+
+@dataclass
+class Response:
+    """One decoded response, for the request with ``correlation_id``."""
+
+    correlation_id: int
+    api_key: int
+    version: int
+    body: Any
+
+
+class Connection:
+    """Protocol state of one connection (see the module docstring)."""
+
+    def __init__(self, client_id: str | None = "kcodec", max_frame: int = MAX_FRAME) -> None:
+        self.client_id = client_id
+        self._frames = FrameSplitter(max_frame)
+        self._next_id = 0
+        self._inflight: deque[tuple[int, int, int]] = deque()   # (cid, api_key, version)
+        self._unanswered: set[int] = set()   # acks=0 produce: a response may or may not come
+        self.broker_versions: dict[int, tuple[int, int]] | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------------ versions
+    def handshake(self, version: int = 3) -> tuple[int, bytes]:
+        """The ApiVersions request that opens a connection."""
+        body = {"client_software_name": "kcodec", "client_software_version": _version()} \
+            if version >= 3 else {}
+        return self.request(18, body, version)
+
+    def on_api_versions(self, resp: Response) -> bool:
+        """Record the broker's versions. False means: retry the handshake at version 0."""
+        body = resp.body
+        if body.error_code == 35 and resp.version > 0:
+            return False
+        if body.error_code:
+            raise KafkaError(body.error_code, "ApiVersions")
+        self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        return True
+
+    def version(self, api_key: int) -> int:
+        """The highest version both sides speak."""
+        lo, hi = CLIENT_VERSIONS[api_key]
+        if self.broker_versions is None:
+            return lo
+        if api_key not in self.broker_versions:
+            raise UnsupportedVersionError(f"the broker does not support {_name(api_key)}")
+        blo, bhi = self.broker_versions[api_key]
+        v = min(hi, bhi)
+        if v < max(lo, blo):
+            raise UnsupportedVersionError(
+                f"no common version of {_name(api_key)}: client {lo}-{hi}, broker {blo}-{bhi}")
+        return v
+
+    # ------------------------------------------------------------------ requests
+    def request(self, api_key: int, body: Any, version: int | None = None,
+                expect_response: bool = True) -> tuple[int, bytes]:
+        """(correlation_id, frame bytes) of a request; remember it as in flight."""
+        if self.closed:
+            raise ProtocolError("connection is closed")
+        if version is None:
+            version = self.version(api_key)
+        cid = self._next_id
+        self._next_id = (cid + 1) & 0x7FFFFFFF
+        data = _wire.encode_request(api_key, version, cid, self.client_id, body)
+        if expect_response:
+            self._inflight.append((cid, api_key, version))
+        else:
+            self._unanswered.add(cid)
+            if len(self._unanswered) > 10000:
+                self._unanswered.clear()
+        return cid, data
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._inflight)
+
+    def in_flight_ids(self) -> list[int]:
+        return [c for c, _, _ in self._inflight]
+
+    # ------------------------------------------------------------------ responses
+    def receive(self, data: bytes) -> list[Response]:
+        """Feed received bytes; return the responses they complete (in request order)."""
+        try:
+            payloads = self._frames.feed(data)
+            out = []
+            for payload in payloads:
+                r = self._decode(payload)
+                if r is not None:
+                    out.append(r)
+            return out
+        except ProtocolError:
+            self.closed = True
+            raise
+        except KcodecError as exc:
+            self.closed = True
+            raise ProtocolError(f"undecodable response: {exc}") from exc
+
+    def _decode(self, payload: bytes) -> Response | None:
+        if len(payload) < 4:
+            raise ProtocolError(f"response frame of {len(payload)} bytes has no header")
+        cid = struct.unpack_from(">i", payload, 0)[0]
+        if not self._inflight or self._inflight[0][0] != cid:
+            if cid in self._unanswered:
+                self._unanswered.discard(cid)
+                return None
+            expected = self._inflight[0][0] if self._inflight else None
+            raise ProtocolError(f"response with correlation id {cid}, expected {expected}")
+        _, api_key, version = self._inflight.popleft()
+        _, body = _wire.decode_response(api_key, version, payload)
+        return Response(cid, api_key, version, body)
+
+    def eof(self) -> None:
+        """The peer closed the stream; a partial frame there is a protocol error."""
+        self.closed = True
+        if self._frames.pending:
+            raise ProtocolError(
+                f"connection closed in the middle of a frame ({self._frames.pending} bytes held)")
+
+
+def _name(api_key: int) -> str:
+    return _wire.api_name(api_key)
+
+
+def _version() -> str:
+    from kcodec._version import __version__
+    return __version__

@@ -1,0 +1,60 @@
+"""Errors the client raises: broker error codes become ``KafkaError`` only here, at the edge.
+
+Broker error codes are data (``error_name``/``is_retriable``) until the client decides an
+operation failed; then it raises ``KafkaError`` carrying the code, its name and whether a
+retry could help.
+"""
+
+from __future__ import annotations
+
+from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ErrorCode
+
+__all__ = ["KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
+           "ProtocolError", "error_name", "is_retriable", "check"]
+
+def error_name(code: int) -> str:
+    try:
+        return str(ErrorCode(code).name)  # type: ignore[operator]
+    except ValueError:
+        return f"ERROR_{code}"
+
+
+def is_retriable(code: int) -> bool:
+    try:
+        return bool(ErrorCode(code).retriable)  # type: ignore[operator]
+    except ValueError:
+        return False
+
+
+class KafkaError(KcodecError):
+    """The broker answered an operation with an error code."""
+
+    def __init__(self, code: int, context: str = "", message: str | None = None) -> None:
+        self.code = code
+        self.name = error_name(code)
+        self.retriable = is_retriable(code)
+        self.context = context
+        text = f"{self.name} ({code})"
+        if context:
+            text = f"{context}: {text}"
+        if message:
+            text += f": {message}"
+        super().__init__(text)
+
+
+class KafkaTimeoutError(KcodecError, TimeoutError):
+    """An operation did not complete within its timeout."""
+
+
+class BrokerNotAvailableError(KcodecError, ConnectionError):
+    """No broker could be reached (connection refused, DNS failure, handshake failure)."""
+
+
+class ClientClosedError(KcodecError):
+    """The client was closed while the operation was pending."""
+
+
+def check(code: int, context: str = "", message: str | None = None) -> None:
+    if code:
+        raise KafkaError(code, context, message)

@@ -1,0 +1,629 @@
+"""Producer: ``AsyncProducer`` (asyncio) and ``Producer`` (blocking), one engine.
+
+Records go into a per-partition accumulator of ``RecordBatchBuilder`` batches. A sender
+task on the client's event loop drains batches that are full, older than ``linger_ms``, or
+flushed, groups them by leader into Produce requests (one batch per partition per request,
+at most ``max_in_flight_requests_per_connection`` requests in flight per broker) and
+resolves each record's future with ``SendResult(partition, offset, timestamp)``.
+
+Idempotence (default): the producer id comes from InitProducerId; every batch carries the
+partition's next sequence number, so a retried batch is written once. If the broker forgets
+the producer (UNKNOWN_PRODUCER_ID, e.g. after a restart), a new id is fetched and unsent
+batches are re-stamped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import Any, Callable, NamedTuple, Optional
+
+from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client.cluster import REFRESH_CODES, Cluster
+from kcodec.client.config import ProducerConfig
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+from kcodec.client.partitioner import DefaultPartitioner, partition_for_key
+from kcodec.errors import KcodecError, ProtocolError
+
+__all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
+
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+Headers = Optional[Iterable[tuple[str, Optional[bytes]]]]
+
+
+class SendResult(NamedTuple):
+    partition: int
+    offset: int
+    timestamp: int
+
+
+def _as_bytes(v: Any, what: str) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"{what} must be bytes, str or None, not {type(v).__name__}")
+
+
+class _Batch:
+    __slots__ = ("topic", "partition", "builder", "count", "data", "created", "deadline",
+                 "timestamps", "event", "afut", "result_base", "result_ts", "error",
+                 "callbacks", "sequence", "attempts", "size", "inflight")
+
+    def __init__(self, topic: str, partition: int, builder: Any, deadline: float,
+                 sequence: int, afut: asyncio.Future | None) -> None:
+        self.topic, self.partition, self.builder = topic, partition, builder
+        self.count = 0
+        self.data: bytes | None = None
+        self.created = time.monotonic()
+        self.deadline = deadline
+        self.timestamps: list[int] = []
+        self.event = threading.Event()
+        self.afut = afut
+        self.result_base = -1
+        self.result_ts = -1
+        self.error: BaseException | None = None
+        self.callbacks: list[Callable] = []
+        self.sequence = sequence
+        self.attempts = 0
+        self.size = 0
+        self.inflight = False
+
+    def close(self) -> bytes:
+        if self.data is None:
+            self.data = self.builder.build()
+            self.builder = None
+        return self.data
+
+    def restamp(self, producer_id: int, epoch: int, sequence: int) -> None:
+        """New producer id/epoch/sequence in the built bytes, CRC recomputed."""
+        from kcodec.crc import crc32c
+
+        buf = bytearray(self.close())
+        struct.pack_into(">qhi", buf, 43, producer_id, epoch, sequence)
+        struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+        self.data = bytes(buf)
+        self.sequence = sequence
+
+    def finish(self, base: int, log_append_ts: int, error: BaseException | None) -> None:
+        self.result_base, self.result_ts, self.error = base, log_append_ts, error
+        self.event.set()
+        if self.afut is not None and not self.afut.done():
+            if error is None:
+                self.afut.set_result(None)
+            else:
+                self.afut.set_exception(error)
+                self.afut.exception()
+        for cb in self.callbacks:
+            try:
+                cb(self)
+            except Exception:  # pragma: no cover - a user callback must not kill the sender
+                pass
+
+
+class RecordFuture:
+    """The delivery of one record: ``result(timeout)``, ``await``, ``add_callback``."""
+
+    __slots__ = ("_batch", "_index")
+
+    def __init__(self, batch: _Batch, index: int) -> None:
+        self._batch, self._index = batch, index
+
+    def done(self) -> bool:
+        return self._batch.event.is_set()
+
+    def _value(self) -> SendResult:
+        b = self._batch
+        if b.error is not None:
+            raise b.error
+        off = b.result_base + self._index if b.result_base >= 0 else -1
+        ts = b.result_ts if b.result_ts >= 0 else b.timestamps[self._index]
+        return SendResult(b.partition, off, ts)
+
+    def result(self, timeout: float | None = None) -> SendResult:
+        if not self._batch.event.wait(timeout):
+            raise KafkaTimeoutError(f"delivery not confirmed within {timeout} s")
+        return self._value()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._batch.event.wait(timeout)
+        return self._batch.error
+
+    def add_callback(self, fn: Callable[[BaseException | None, SendResult | None], Any]) -> None:
+        """``fn(error, result)`` once delivered or failed (called from the client's loop)."""
+        def cb(_b: _Batch) -> None:
+            try:
+                fn(None, self._value())
+            except KcodecError as exc:
+                fn(exc, None)
+        if self.done():
+            cb(self._batch)
+        else:
+            self._batch.callbacks.append(cb)
+
+    def __await__(self):
+        if self._batch.afut is not None:
+            yield from asyncio.shield(self._batch.afut).__await__()
+        else:
+            while not self._batch.event.is_set():
+                yield from asyncio.sleep(0.001).__await__()
+        return self._value()
+
+
+class _Engine:
+    """The shared state machine; all its coroutines run on ``loop``."""
+
+    def __init__(self, config: ProducerConfig, loop: asyncio.AbstractEventLoop) -> None:
+        from kcodec.records import RecordBatchBuilder
+
+        self.Builder = RecordBatchBuilder
+        self.config = config
+        self.loop = loop
+        self.cluster = Cluster(config)
+        self.codec = CODECS[config.compression_type]
+        self.partitioner = DefaultPartitioner()
+        self.lock = threading.Lock()
+        self.space = threading.Condition(self.lock)
+        self.open: dict[tuple[str, int], _Batch] = {}
+        self.queues: dict[tuple[str, int], deque[_Batch]] = {}
+        self.pending = 0
+        self.buffered = 0
+        self.flushing = 0
+        self.producer_id = -1
+        self.epoch = -1
+        self.next_seq: dict[tuple[str, int], int] = {}
+        self.wake = asyncio.Event()
+        self.sender: asyncio.Task | None = None
+        self.closed = False
+        self.fatal: BaseException | None = None
+        self.node_slots: dict[int, asyncio.Semaphore] = {}
+        self.pid_lock: asyncio.Lock | None = None
+        self.refreshing: set[str] = set()
+        self.counts: dict[str, int] = {}       # partition counts, read without the loop
+        self.seal_at = max(config.batch_size - 61, 1)
+
+    # ------------------------------------------------------------------ appending (any thread)
+    def append(self, topic: str, partition: int, partitions: int, key: bytes | None,
+               value: bytes | None, headers: Any, timestamp: int | None,
+               sticky: bool = False) -> RecordFuture:
+        """Add a record to its partition's open batch (any thread). ``sticky``: the partition
+        was chosen by the sticky partitioner and moves on when the batch is full."""
+        tp = (topic, partition)
+        with self.lock:
+            if self.closed or self.fatal is not None:
+                raise self.fatal or ClientClosedError("the producer is closed")
+            b = self.open.get(tp)
+            meta = None if b is None else b.builder.append(key, value, headers, timestamp)
+            if b is None or meta is None:
+                if b is not None:      # full: send it, start another (elsewhere if sticky)
+                    self._seal(tp, b)
+                    if sticky:
+                        self.partitioner.sticky.on_new_batch(topic, partitions, partition)
+                        partition = self.partitioner.sticky.partition(topic, partitions)
+                        tp = (topic, partition)
+                b = self.open.get(tp) or self._new_batch(tp)
+                meta = b.builder.append(key, value, headers, timestamp)
+                if meta is None:
+                    self._seal(tp, b)
+                    b = self._new_batch(tp)
+                    meta = b.builder.append(key, value, headers, timestamp)
+                self._kick()
+            b.timestamps.append(meta.timestamp)
+            idx = b.count
+            b.count = idx + 1
+            size = meta.size
+            b.size += size
+            self.pending += 1
+            self.buffered += size
+            if b.size >= self.seal_at:
+                self._seal(tp, b)
+                if sticky:
+                    self.partitioner.sticky.on_new_batch(topic, partitions, partition)
+                self._kick()
+        return RecordFuture(b, idx)
+
+    def _new_batch(self, tp: tuple[str, int]) -> _Batch:
+        cfg = self.config
+        seq = self.next_seq.get(tp, 0) if self.producer_id >= 0 else -1
+        builder = self.Builder(compression=self.codec, compression_level=cfg.compression_level,
+                               producer_id=self.producer_id, producer_epoch=self.epoch,
+                               base_sequence=seq, max_size=max(cfg.batch_size, 1024),
+                               is_transactional=False)
+        afut = self.loop.create_future()
+        b = _Batch(tp[0], tp[1], builder, time.monotonic() + cfg.delivery_timeout_ms / 1000, seq, afut)
+        self.open[tp] = b
+        return b
+
+    def _seal(self, tp: tuple[str, int], b: _Batch) -> None:
+        """Move the open batch of ``tp`` to its send queue (lock held)."""
+        if self.open.get(tp) is b:
+            del self.open[tp]
+        if b.sequence >= 0:
+            self.next_seq[tp] = (b.sequence + b.count) & 0x7FFFFFFF
+        self.queues.setdefault(tp, deque()).append(b)
+
+    def _kick(self) -> None:
+        if threading.get_ident() == getattr(self, "_loop_thread", None):
+            self.wake.set()
+        else:
+            self.loop.call_soon_threadsafe(self.wake.set)
+
+    # ------------------------------------------------------------------ sending (loop)
+    async def start(self) -> None:
+        self._loop_thread = threading.get_ident()
+        if self.config.enable_idempotence:
+            await self.init_producer_id()
+        self.sender = self.loop.create_task(self._run())
+
+    async def init_producer_id(self) -> None:
+        if self.pid_lock is None:
+            self.pid_lock = asyncio.Lock()
+        async with self.pid_lock:
+            async def go():
+                r = await self.cluster.send(None, 22, {"transactional_id": None,
+                                                       "transaction_timeout_ms": 60000})
+                if r.body.error_code:
+                    raise KafkaError(r.body.error_code, "InitProducerId")
+                return r.body
+            body = await self.cluster.call(go, "InitProducerId")
+            with self.lock:
+                self.producer_id, self.epoch = body.producer_id, body.producer_epoch
+                self.next_seq.clear()
+
+    async def _run(self) -> None:
+        linger = self.config.linger_ms / 1000
+        while True:
+            self.wake.clear()
+            now = time.monotonic()
+            ready: list[_Batch] = []
+            next_due = None
+            with self.lock:
+                for tp, b in list(self.open.items()):
+                    due = b.created + linger
+                    if due <= now or self.flushing or self.closed:
+                        self._seal(tp, b)
+                    else:
+                        next_due = due if next_due is None else min(next_due, due)
+                for q in self.queues.values():
+                    for b in q:
+                        if not b.inflight:
+                            ready.append(b)
+                            break
+            launched = await self._dispatch(ready) if ready else 0
+            if self.closed and not self.pending:
+                return
+            timeout = None if next_due is None else max(next_due - time.monotonic(), 0.0005)
+            if ready and not launched:   # blocked on metadata or in-flight slots
+                backoff = self.config.retry_backoff_ms / 1000
+                timeout = backoff if timeout is None else min(timeout, backoff)
+            if launched and not self.wake.is_set():
+                await asyncio.sleep(0)
+                continue
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _dispatch(self, ready: list[_Batch]) -> int:
+        launched = 0
+        by_node: dict[int, list[_Batch]] = {}
+        now = time.monotonic()
+        for b in ready:
+            if now > b.deadline:
+                self._drop(b, KafkaTimeoutError(
+                    f"delivery to {b.topic}[{b.partition}] timed out after "
+                    f"{self.config.delivery_timeout_ms} ms ({b.attempts} attempts)"))
+                continue
+            info = self.cluster.topics.get(b.topic)
+            leader = info.partitions.get(b.partition, -1) if info else -1
+            if leader < 0 or self.cluster.stale:
+                if b.topic not in self.refreshing:
+                    self.refreshing.add(b.topic)
+                    self.loop.create_task(self._refresh_for(b.topic))
+                continue
+            by_node.setdefault(leader, []).append(b)
+        for node, batches in by_node.items():
+            sem = self.node_slots.get(node)
+            if sem is None:
+                sem = self.node_slots[node] = asyncio.Semaphore(
+                    self.config.max_in_flight_requests_per_connection)
+            if sem.locked():
+                continue
+            await sem.acquire()
+            for b in batches:
+                b.inflight = True
+            self.loop.create_task(self._produce(node, batches, sem))
+            launched += 1
+        return launched
+
+    async def _refresh_for(self, topic: str) -> None:
+        try:
+            info = await self.cluster.topic(topic)
+            self.counts[topic] = len(info.partitions)
+        except KcodecError:
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+        finally:
+            self.refreshing.discard(topic)
+        self.wake.set()
+
+    async def _produce(self, node: int, batches: list[_Batch], sem: asyncio.Semaphore) -> None:
+        cfg = self.config
+        try:
+            topics: dict[str, list] = {}
+            for b in batches:
+                b.attempts += 1
+                topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.close()})
+            req = {"transactional_id": None, "acks": cfg.acks,
+                   "timeout_ms": cfg.request_timeout_ms,
+                   "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()]}
+            try:
+                resp = await self.cluster.send(node, 0, req, expect_response=cfg.acks != 0)
+            except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
+                if isinstance(exc, ClientClosedError):
+                    for b in batches:
+                        self._drop(b, exc)
+                    return
+                self.cluster.invalidate()
+                await asyncio.sleep(cfg.retry_backoff_ms / 1000)
+                for b in batches:
+                    self._retry_or_fail(b, exc)
+                return
+            if cfg.acks == 0:
+                for b in batches:
+                    self._complete(b, -1, -1)
+                return
+            results = {(t.name, p.index): p for t in resp.body.responses for p in t.partition_responses}
+            need_pid = False
+            for b in batches:
+                p = results.get((b.topic, b.partition))
+                if p is None:
+                    self._retry_or_fail(b, ProtocolError(f"no answer for {b.topic}[{b.partition}]"))
+                elif p.error_code == 0:
+                    self._complete(b, p.base_offset, p.log_append_time_ms)
+                elif p.error_code == 46:   # DUPLICATE_SEQUENCE_NUMBER: already written
+                    self._complete(b, -1, p.log_append_time_ms)
+                elif p.error_code in (59, 45, 47) and cfg.enable_idempotence:
+                    need_pid = True
+                    self._retry_or_fail(b, KafkaError(p.error_code, f"produce {b.topic}[{b.partition}]"),
+                                        force=True)
+                else:
+                    err = KafkaError(p.error_code, f"produce to {b.topic}[{b.partition}]", p.error_message)
+                    if err.code in REFRESH_CODES:
+                        self.cluster.invalidate()
+                    self._retry_or_fail(b, err)
+            if need_pid:
+                await self._reset_producer_id()
+            elif any(not b.event.is_set() for b in batches):   # some will be retried
+                await asyncio.sleep(cfg.retry_backoff_ms / 1000)
+        except Exception as exc:  # never lose a batch to a bug silently
+            for b in batches:
+                if not b.event.is_set():
+                    self._drop(b, exc)
+        finally:
+            for b in batches:
+                b.inflight = False
+            sem.release()
+            self.wake.set()
+
+    async def _reset_producer_id(self) -> None:
+        old = self.producer_id
+        await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+        if self.producer_id != old:
+            return
+        await self.init_producer_id()
+        with self.lock:
+            for tp, q in self.queues.items():
+                seq = 0
+                for b in q:
+                    b.restamp(self.producer_id, self.epoch, seq)
+                    seq += b.count
+                ob = self.open.get(tp)
+                if ob is not None:
+                    ob.close()
+                    ob.restamp(self.producer_id, self.epoch, seq)
+                    seq += ob.count
+                    del self.open[tp]
+                    q.append(ob)
+                self.next_seq[tp] = seq
+
+    def _retry_or_fail(self, b: _Batch, exc: BaseException, force: bool = False) -> None:
+        retriable = force or not isinstance(exc, KafkaError) or exc.retriable
+        if retriable and b.attempts <= self.config.retries and time.monotonic() < b.deadline:
+            return   # stays at the head of its queue; the sender picks it up again
+        self._drop(b, exc)
+
+    def _complete(self, b: _Batch, base: int, log_append: int) -> None:
+        with self.lock:
+            q = self.queues.get((b.topic, b.partition))
+            if q and q[0] is b:
+                q.popleft()
+            self.pending -= b.count
+            self.buffered -= b.size
+            self.space.notify_all()
+        b.finish(base, log_append, None)
+
+    def _drop(self, b: _Batch, exc: BaseException) -> None:
+        with self.lock:
+            q = self.queues.get((b.topic, b.partition))
+            if q and b in q:
+                q.remove(b)
+            self.pending -= b.count
+            self.buffered -= b.size
+            self.space.notify_all()
+        b.finish(-1, -1, exc)
+
+    async def flush(self) -> None:
+        self.flushing += 1
+        try:
+            while True:
+                with self.lock:
+                    batches = [b for q in self.queues.values() for b in q] + list(self.open.values())
+                if not batches:
+                    return
+                self.wake.set()
+                await asyncio.gather(*(asyncio.shield(b.afut) for b in batches if b.afut is not None),
+                                     return_exceptions=True)
+        finally:
+            self.flushing -= 1
+
+    async def close(self, timeout: float | None) -> None:
+        try:
+            if timeout is None or timeout > 0:
+                await asyncio.wait_for(self.flush(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            with self.lock:
+                self.closed = True
+                left = [b for q in self.queues.values() for b in q] + list(self.open.values())
+            for b in left:
+                if not b.event.is_set():
+                    self._drop(b, ClientClosedError("the producer was closed before delivery"))
+            if self.sender is not None:
+                self.sender.cancel()
+            await self.cluster.close()
+
+    async def partitions_of(self, topic: str) -> int:
+        info = await self.cluster.topic(topic, auto_create=True)
+        self.counts[topic] = n = len(info.partitions)
+        return n
+
+
+class _Base:
+    _engine: _Engine
+
+    def _route(self, topic: str, key: bytes | None, partition: int | None, count: int) -> int:
+        if partition is not None:
+            if not isinstance(partition, int) or partition < 0 or partition >= count:
+                raise ValueError(f"partition {partition} out of range for {topic!r} "
+                                 f"({count} partitions)")
+            return partition
+        return self._engine.partitioner(topic, key, count)
+
+    def _count(self, topic: str) -> int | None:
+        return self._engine.counts.get(topic)
+
+
+class AsyncProducer(_Base):
+    """The asyncio producer. ``await start()`` (or ``async with``) before sending."""
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = ProducerConfig.from_kwargs(config, **kwargs)
+        self._engine: _Engine | None = None   # type: ignore[assignment]
+
+    async def start(self) -> AsyncProducer:
+        self._engine = _Engine(self.config, asyncio.get_running_loop())
+        await self._engine.start()
+        return self
+
+    async def send(self, topic: str, value: Any = None, key: Any = None,
+                   partition: int | None = None, headers: Headers = None,
+                   timestamp: int | None = None) -> RecordFuture:
+        """Queue a record; await the returned future for its ``SendResult``."""
+        eng = self._engine
+        if eng is None:
+            raise ClientClosedError("the producer is not started")
+        key, value = _as_bytes(key, "key"), _as_bytes(value, "value")
+        count = self._count(topic) or await eng.partitions_of(topic)
+        p = self._route(topic, key, partition, count)
+        while eng.buffered > self.config.buffer_memory and not eng.closed:
+            await asyncio.sleep(0.001)
+        return eng.append(topic, p, count, key, value, headers, timestamp,
+                          partition is None and key is None)
+
+    async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
+        return await (await self.send(*args, **kwargs))
+
+    async def flush(self) -> None:
+        if self._engine is not None:
+            await self._engine.flush()
+
+    async def close(self, timeout: float | None = None) -> None:
+        if self._engine is not None:
+            await self._engine.close(timeout)
+
+    async def __aenter__(self) -> AsyncProducer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class Producer(_Base):
+    """The blocking producer; sends from any thread, delivery on a background loop.
+
+        with Producer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
+            fut = p.send("events", b"value", key=b"k")
+            print(fut.result(10))          # SendResult(partition=.., offset=.., timestamp=..)
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        self.config = ProducerConfig.from_kwargs(config, **kwargs)
+        self._loop = loop or shared_loop()
+        self._engine = _Engine(self.config, self._loop.loop)
+        self._timeout = self.config.api_timeout_ms / 1000
+        self._buffer_memory = self.config.buffer_memory
+        try:
+            self._loop.run(self._engine.start(), self._timeout + 1)
+        except BaseException:
+            self._loop.run(self._engine.close(0), 5)
+            raise
+
+    def send(self, topic: str, value: Any = None, key: Any = None,
+             partition: int | None = None, headers: Headers = None,
+             timestamp: int | None = None) -> RecordFuture:
+        """Queue a record; ``.result(timeout)`` of the returned future is its ``SendResult``."""
+        eng = self._engine
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key, "key")
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes(value, "value")
+        count = eng.counts.get(topic)
+        if count is None:
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+        if partition is None:
+            p = partition_for_key(key, count) if key is not None \
+                else eng.partitioner.sticky.partition(topic, count)
+        else:
+            p = self._route(topic, key, partition, count)
+        if eng.buffered > self._buffer_memory:
+            self._wait_for_space()
+        return eng.append(topic, p, count, key, value, headers, timestamp,
+                          partition is None and key is None)
+
+    def _wait_for_space(self) -> None:
+        eng = self._engine
+        with eng.space:
+            deadline = time.monotonic() + self._timeout
+            while eng.buffered > self._buffer_memory and not eng.closed:
+                if not eng.space.wait(max(deadline - time.monotonic(), 0)):
+                    raise KafkaTimeoutError("buffer_memory full: no space freed in time")
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued and wait for every acknowledgement."""
+        self._loop.run(self._engine.flush(), timeout if timeout is not None else None)
+
+    def close(self, timeout: float | None = None) -> None:
+        self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + 1)
+        return sorted(info.partitions)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,99 @@
+"""Assignors and the consumer-protocol metadata blobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from kcodec.client.assignors import (
+    Assignment,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    Subscription,
+    get_assignor,
+)
+from kcodec.client.config import ConsumerConfig, ProducerConfig, parse_bootstrap
+from kcodec.errors import ProtocolError
+
+
+def test_subscription_roundtrip_and_kafka_python() -> None:
+    from kafka.protocol.old.consumer_protocol import (
+        ConsumerProtocolMemberAssignment_v0,
+        ConsumerProtocolMemberMetadata_v0,
+    )
+
+    s = Subscription(["a", "b"], b"ud", version=0)
+    assert s.encode() == ConsumerProtocolMemberMetadata_v0(0, ["a", "b"], b"ud").encode()
+    a = Assignment({"t": [0, 1], "u": [3]}, b"x", version=0)
+    assert a.encode() == ConsumerProtocolMemberAssignment_v0(0, [("t", [0, 1]), ("u", [3])], b"x").encode()
+    for v in (0, 1, 2, 3):
+        s = Subscription(["x"], None, {"x": [0, 2]}, 7, "r1", version=v)
+        d = Subscription.decode(s.encode())
+        assert d.topics == ["x"] and d.version == v
+        if v >= 1:
+            assert d.owned_partitions == {"x": [0, 2]}
+
+
+def test_assignment_roundtrip() -> None:
+    a = Assignment({"t": [0, 1], "u": [3]}, b"x")
+    assert Assignment.decode(a.encode()) == a
+    assert Assignment.decode(b"") == Assignment()
+
+
+@pytest.mark.parametrize("blob", [b"\x00", b"\x00\x00\x7f\xff\xff\xff", b"\x00\x00\x00\x00\x00\x01\x00\x09ab"])
+def test_bad_blobs(blob: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        Subscription.decode(blob)
+
+
+def _subs(topics, members, owned=None):
+    return {m: Subscription(list(topics), owned_partitions=(owned or {}).get(m, {}), generation_id=1)
+            for m in members}
+
+
+def test_range() -> None:
+    a = RangeAssignor().assign({"t": 5, "u": 2}, _subs(["t", "u"], ["c1", "c2"]))
+    assert a["c1"].assigned_partitions == {"t": [0, 1, 2], "u": [0]}
+    assert a["c2"].assigned_partitions == {"t": [3, 4], "u": [1]}
+
+
+def test_roundrobin() -> None:
+    a = RoundRobinAssignor().assign({"t": 3, "u": 2}, _subs(["t", "u"], ["c1", "c2"]))
+    assert a["c1"].assigned_partitions == {"t": [0, 2], "u": [1]}
+    assert a["c2"].assigned_partitions == {"t": [1], "u": [0]}
+
+
+def test_cooperative_sticky_keeps_and_revokes() -> None:
+    ca = CooperativeStickyAssignor()
+    first = ca.assign({"t": 4}, _subs(["t"], ["c1"]))
+    assert first["c1"].assigned_partitions == {"t": [0, 1, 2, 3]}
+    # c2 joins: c1 keeps two, the other two are withheld until c1 revokes them
+    owned = {"c1": {"t": [0, 1, 2, 3]}}
+    second = ca.assign({"t": 4}, _subs(["t"], ["c1", "c2"], owned))
+    kept = second["c1"].assigned_partitions["t"]
+    assert len(kept) == 2 and second["c2"].assigned_partitions == {}
+    third = ca.assign({"t": 4}, _subs(["t"], ["c1", "c2"], {"c1": {"t": kept}}))
+    assert third["c1"].assigned_partitions["t"] == kept
+    assert sorted(third["c2"].assigned_partitions["t"]) == sorted(set(range(4)) - set(kept))
+
+
+def test_config_validation() -> None:
+    assert parse_bootstrap("a:1, b:2") == [("a", 1), ("b", 2)]
+    for bad in ("a:x", "", "a:0"):
+        with pytest.raises(ValueError):
+            parse_bootstrap(bad)
+    assert ProducerConfig(acks="all").acks == -1
+    with pytest.raises(ValueError, match="compression_type"):
+        ProducerConfig(compression_type="brotli")
+    with pytest.raises(ValueError, match="idempotence"):
+        ProducerConfig(acks=1)
+    assert ProducerConfig(acks=1, enable_idempotence=False).acks == 1
+    with pytest.raises(ValueError, match="unknown"):
+        ProducerConfig.from_kwargs(lingr_ms=3)
+    assert ProducerConfig.from_kwargs({"linger.ms": 3}).linger_ms == 3
+    with pytest.raises(ValueError, match="linger_ms"):
+        ProducerConfig(linger_ms=-1)
+    with pytest.raises(ValueError, match="assignor"):
+        ConsumerConfig(partition_assignment_strategy="sticky-ish")
+    with pytest.raises(ValueError):
+        get_assignor("nope")

@@ -1,0 +1,151 @@
+"""Every client sub-command against the real broker, output checked (in-process main())."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kcodec.cli import main
+from kcodec.client import Consumer, Producer, TopicPartition
+
+pytestmark = pytest.mark.broker
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def jl(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_topics_create_list_delete(broker, topic_name, capsys) -> None:
+    b = ("-b", broker.bootstrap)
+    rc, out, _ = run(capsys, "topics", "create", *b, "-p", "3", topic_name)
+    assert rc == 0 and out.strip() == f"{topic_name}: created"
+    rc, out, _ = run(capsys, "topics", "create", *b, topic_name)
+    assert rc == 1 and "TOPIC_ALREADY_EXISTS" in out
+    rc, out, _ = run(capsys, "topics", "list", *b)
+    assert rc == 0 and out.splitlines()[0].split() == ["TOPIC", "PARTITIONS"]
+    assert [topic_name, "3"] in [line.split() for line in out.splitlines()]
+    rc, out, _ = run(capsys, "topics", "list", *b, "--json", topic_name)
+    assert jl(out) == [{"topic": topic_name, "partitions": 3}]
+    rc, out, _ = run(capsys, "topics", "delete", *b, topic_name)
+    assert rc == 0 and out.strip() == f"{topic_name}: deleted"
+    rc, out, _ = run(capsys, "topics", "list", *b, "--json")
+    assert topic_name not in [r["topic"] for r in jl(out)]
+
+
+def test_produce_consume(broker, topic_name, capsys, monkeypatch) -> None:
+    b = ("-b", broker.bootstrap)
+    run(capsys, "topics", "create", *b, "-p", "4", topic_name)
+    rc, out, _ = run(capsys, "produce", *b, "-t", topic_name, "-p", "1", "-H", "a=b", "-c", "zstd",
+                     "one", "two")
+    assert rc == 0 and out.splitlines() == ["partition 1 offset 0", "partition 1 offset 1"]
+    import io
+    monkeypatch.setattr("sys.stdin", io.StringIO("x\ny\n"))
+    rc, out, _ = run(capsys, "produce", *b, "-t", topic_name, "-k", "kk", "--json")
+    rows = jl(out)
+    from kcodec.client.partitioner import partition_for_key
+    assert [r["partition"] for r in rows] == [partition_for_key(b"kk", 4)] * 2
+    assert [r["offset"] for r in rows] == [0, 1] or rows[0]["partition"] == 1
+    rc, out, _ = run(capsys, "consume", *b, "-t", topic_name, "--from-beginning", "-n", "4", "--json")
+    got = jl(out)
+    assert rc == 0 and len(got) == 4
+    one = [r for r in got if r["value"] == "one"][0]
+    assert (one["partition"], one["offset"], one["headers"], one["key"]) == (1, 0, [["a", "b"]], None)
+    assert sorted(r["value"] for r in got) == ["one", "two", "x", "y"]
+    assert {r["key"] for r in got if r["value"] in ("x", "y")} == {"kk"}
+    rc, out, _ = run(capsys, "consume", *b, "-t", topic_name, "--from-beginning", "-n", "4")
+    assert rc == 0 and "1:0 one" in out.splitlines() and len(out.splitlines()) == 4
+
+
+def test_metadata(broker, topic_name, capsys) -> None:
+    b = ("-b", broker.bootstrap)
+    run(capsys, "topics", "create", *b, "-p", "2", topic_name)
+    rc, out, _ = run(capsys, "metadata", *b, "brokers")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].split() == ["NODE", "HOST", "PORT", "RACK", "CONTROLLER"]
+    assert str(broker.port) in lines[1]
+    rc, out, _ = run(capsys, "metadata", *b, "brokers", "--json")
+    assert jl(out)[0]["port"] == broker.port
+    rc, out, _ = run(capsys, "metadata", *b, "topics", "-t", topic_name)
+    lines = out.splitlines()
+    assert lines[0].split() == ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR"]
+    assert [line.split()[:2] for line in lines[1:]] == [[topic_name, "0"], [topic_name, "1"]]
+    rc, out, _ = run(capsys, "metadata", *b, "topics", "-t", topic_name, "--json")
+    rows = jl(out)
+    assert [r["partition"] for r in rows] == [0, 1] and all(r["leader"] in r["isr"] for r in rows)
+
+
+def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
+    b = ("-b", broker.bootstrap)
+    group = f"g-{topic_name}"
+    run(capsys, "topics", "create", *b, "-p", "2", topic_name)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+        for i in range(5):   # one record per batch and request
+            p.send(topic_name, b"v%d" % i, partition=0).result(10)
+    with Consumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
+                  session_timeout_ms=3000, heartbeat_interval_ms=300, fetch_max_wait_ms=50) as c:
+        c.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)])
+        c.commit({TopicPartition(topic_name, 0): 3})
+    rc, out, _ = run(capsys, "offsets", *b, "-g", group, "-t", topic_name)
+    lines = [line.split() for line in out.splitlines()]
+    assert rc == 0 and lines[0] == ["TOPIC", "PARTITION", "COMMITTED", "END", "OFFSET", "REMAINING"]
+    assert lines[1] == [topic_name, "0", "3", "5", "2"]
+    assert lines[2] == [topic_name, "1", "-", "0", "0"]
+    rc, out, _ = run(capsys, "offsets", *b, "-g", group, "--json")
+    assert {"topic": topic_name, "partition": 0, "committed": 3, "end_offset": 5, "remaining": 2} in jl(out)
+    rc, out, _ = run(capsys, "lag", *b, "-g", group)
+    assert rc == 0 and out.strip().startswith(f"{group}: lag 2 ")
+    rc, out, _ = run(capsys, "lag", *b, "-g", group, "--json")
+    assert jl(out)[0]["lag"] == 2
+
+    # a live member: describe-groups shows the group, its state and protocol type
+    with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                  session_timeout_ms=3000, heartbeat_interval_ms=300, fetch_max_wait_ms=50) as c:
+        import time
+        deadline = time.monotonic() + 20
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.1)
+        rc, out, _ = run(capsys, "describe-groups", *b, "-g", group)
+        lines = out.splitlines()
+        assert rc == 0 and lines[0].split()[:4] == ["GROUP", "STATE", "PROTOCOL", "TYPE"]
+        assert lines[1].split()[:3] == [group, "Stable", "consumer"]
+        rc, out, _ = run(capsys, "describe-groups", *b, "-g", group, "--json")
+        d = jl(out)[0]
+        assert (d["group"], d["state"], d["protocol_type"], len(d["members"])) == (group, "Stable", "consumer", 1)
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["produce", "-t", "x", "-c", "brotli", "m"], "unknown compression codec 'brotli'"),
+    (["produce", "-t", "x", "-p", "-1", "m"], "partition must be non-negative"),
+    (["produce", "m"], "a topic is required"),
+    (["produce", "-t", "x", "-H", "novalue", "m"], "is not KEY=VALUE"),
+    (["consume", "-n", "1"], "a topic is required"),
+    (["offsets"], "a group is required"),
+    (["lag"], "a group is required"),
+    (["describe-groups"], "a group is required"),
+    (["topics", "create", "-p", "0", "t"], "--partitions must be positive"),
+    (["topics", "list", "-b", "nohostport:x"], "bad address"),
+])
+def test_bad_arguments_one_line_exit_2(capsys, argv, msg) -> None:
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and msg in err
+
+
+def test_unreachable_broker_exit_1(capsys) -> None:
+    from tests.broker import free_port
+    rc, out, err = run(capsys, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "1")
+    assert rc == 1 and "no broker reachable" in err and len(err.strip().splitlines()) == 1
+
+
+def test_demo_round_trips_every_codec(capsys) -> None:
+    rc, out, _ = run(capsys, "demo", "-n", "500", "--json")
+    rows = jl(out)
+    assert rc == 0 and [r["codec"] for r in rows] == ["none", "gzip", "snappy", "lz4", "zstd"]
+    assert all(r["ok"] and r["received"] == 500 for r in rows)

@@ -1,0 +1,86 @@
+"""Client pieces without a broker: transaction filtering, control batches, column trimming."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kcodec.client.consumer import _decode, _Fetched, _next_offset, _trim_columns
+from kcodec.client.group import TopicPartition
+from kcodec.records import RecordBatchBuilder
+
+TP = TopicPartition("t", 0)
+
+
+def _batch(base: int, values: list, pid: int = -1, txn: bool = False) -> bytes:
+    b = RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                           base_sequence=0 if pid >= 0 else -1, is_transactional=txn)
+    for v in values:
+        b.append(None, v, None, 1000)
+    return b.build()
+
+
+def _marker(base: int, pid: int, commit: bool) -> bytes:
+    b = RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=-1,
+                           is_transactional=True, is_control=True)
+    b.append_control(1 if commit else 0, 0, 1000)
+    return b.build()
+
+
+def _log() -> tuple[bytes, list]:
+    """0-1 plain, 2-3 txn pid 7 (aborted, marker 4), 5-6 txn pid 8 (committed, marker 7), 8 plain."""
+    blob = (_batch(0, [b"a", b"b"]) + _batch(2, [b"x1", b"x2"], 7, True) + _marker(4, 7, False)
+            + _batch(5, [b"c1", b"c2"], 8, True) + _marker(7, 8, True) + _batch(8, [b"z"]))
+    return blob, [SimpleNamespace(producer_id=7, first_offset=2)]
+
+
+def test_read_committed_drops_aborted_and_hides_markers() -> None:
+    blob, aborted = _log()
+    recs, nxt = _decode(_Fetched(TP, 0, blob, aborted, 0), 0, True, True)
+    assert [r.value for r in recs] == [b"a", b"b", b"c1", b"c2", b"z"]
+    assert nxt == 9 and _next_offset(blob, 0) == 9
+
+
+def test_read_uncommitted_keeps_aborted_hides_markers() -> None:
+    blob, aborted = _log()
+    recs, _ = _decode(_Fetched(TP, 0, blob, aborted, 0), 0, True, False)
+    assert [r.value for r in recs] == [b"a", b"b", b"x1", b"x2", b"c1", b"c2", b"z"]
+    assert [r.offset for r in recs] == [0, 1, 2, 3, 5, 6, 8]
+
+
+def test_position_inside_a_batch() -> None:
+    blob, aborted = _log()
+    recs, nxt = _decode(_Fetched(TP, 0, blob, aborted, 0), 6, True, False)
+    assert [r.offset for r in recs] == [6, 8] and nxt == 9
+
+
+def test_trailing_partial_batch_is_ignored() -> None:
+    blob, _ = _log()
+    cut = blob + _batch(9, [b"late"])[:30]
+    recs, nxt = _decode(_Fetched(TP, 0, cut, None, 0), 0, True, False)
+    assert len(recs) == 7 and nxt == 9
+
+
+def test_trim_columns_shares_and_drops_rows() -> None:
+    from kcodec.records import decode_columns
+
+    b = RecordBatchBuilder(base_offset=10)
+    for i in range(6):
+        b.append(None if i == 4 else b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)], 2000 + i)
+    cols = decode_columns(b.build())
+    t = _trim_columns(cols, 13)
+    rows = t.to_pylist()
+    assert [r["offset"] for r in rows] == [13, 14, 15]
+    assert [r["key"] for r in rows] == [b"k3", None, b"k5"]
+    assert [r["headers"] for r in rows] == [[("h", b"3")], [("h", b"4")], [("h", b"5")]]
+    arrow = t.to_arrow().to_pylist()
+    assert [(r["offset"], r["key"], r["value"]) for r in arrow] == \
+        [(r["offset"], r["key"], r["value"]) for r in rows]
+    assert [r["headers"] for r in arrow] == [[{"key": "h", "value": b"%d" % i}] for i in (3, 4, 5)]
+    assert len(_trim_columns(cols, 100)) == 0
+
+
+@pytest.mark.parametrize("bad", [b"\x00" * 11, b"\x00" * 8 + b"\x00\x00\x00\x01" + b"\x00" * 5])
+def test_next_offset_on_garbage_does_not_raise(bad: bytes) -> None:
+    assert _next_offset(bad, 5) == 5
