@@ -50,6 +50,30 @@ def pyarrow() -> Any:
     return pa
 
 
+_TYPES: dict[Any, Any] = {}
+
+
+def _arrow_types(key: str, make: Any) -> Any:
+    """pyarrow types and schemas, built once per layout (building them costs microseconds)."""
+    t = _TYPES.get(key)
+    if t is None:
+        t = _TYPES[key] = make(pyarrow())
+    return t
+
+
+def _binary_type(pa: Any, utf8: bool, large: bool) -> Any:
+    if utf8:
+        return pa.large_string() if large else pa.string()
+    return pa.large_binary() if large else pa.binary()
+
+
+def _headers_type(pa: Any, key_large: bool, value_large: bool, list_large: bool) -> Any:
+    entry = pa.struct([pa.field("key", _binary_type(pa, True, key_large), nullable=False),
+                       pa.field("value", _binary_type(pa, False, value_large))])
+    item = pa.field("item", entry, nullable=False)
+    return pa.large_list(item) if list_large else pa.list_(item)
+
+
 def _bits(validity: Any, n: int) -> Any:
     np = numpy()
     if validity is None:
@@ -125,10 +149,8 @@ class BinaryColumn:
         )
 
     def arrow_type(self) -> Any:
-        pa = pyarrow()
-        if self.utf8:
-            return pa.large_string() if self.is_large else pa.string()
-        return pa.large_binary() if self.is_large else pa.binary()
+        utf8, large = self.utf8, self.is_large
+        return _arrow_types(("bin", utf8, large), lambda pa: _binary_type(pa, utf8, large))
 
     def to_arrow(self) -> Any:
         """A pyarrow array over the same memory (no copy)."""
@@ -186,14 +208,12 @@ class HeadersColumn:
             and self.values.equals(other.values)
         )
 
+    def _layout(self) -> tuple[bool, bool, bool]:
+        return self.keys.is_large, self.values.is_large, self.offsets.dtype.itemsize == 8
+
     def arrow_type(self) -> Any:
-        pa = pyarrow()
-        entry = pa.struct(
-            [pa.field("key", self.keys.arrow_type(), nullable=False),
-             pa.field("value", self.values.arrow_type())]
-        )
-        item = pa.field("item", entry, nullable=False)
-        return pa.large_list(item) if self.offsets.dtype.itemsize == 8 else pa.list_(item)
+        layout = self._layout()
+        return _arrow_types(("headers", layout), lambda pa: _headers_type(pa, *layout))
 
     def to_arrow(self) -> Any:
         """A pyarrow list array over the same memory (no copy)."""
@@ -300,18 +320,24 @@ class RecordColumns:
         )
 
     def arrow_schema(self) -> Any:
-        pa = pyarrow()
-        fields = [
-            pa.field("offset", pa.int64(), nullable=False),
-            pa.field("timestamp", pa.int64(), nullable=False),
-            pa.field("timestamp_type", pa.int8(), nullable=False),
-            pa.field("key", self.key.arrow_type()),
-            pa.field("value", self.value.arrow_type()),
-            pa.field("headers", self.headers.arrow_type(), nullable=False),
-        ]
-        if self.is_control is not None:
-            fields.append(pa.field("is_control", pa.bool_(), nullable=False))
-        return pa.schema(fields)
+        """The ``pyarrow.Schema`` of ``to_arrow()`` (it depends on the offset widths)."""
+        layout = (self.key.is_large, self.value.is_large, self.headers._layout(),
+                  self.is_control is not None)
+
+        def make(pa: Any) -> Any:
+            fields = [
+                pa.field("offset", pa.int64(), nullable=False),
+                pa.field("timestamp", pa.int64(), nullable=False),
+                pa.field("timestamp_type", pa.int8(), nullable=False),
+                pa.field("key", self.key.arrow_type()),
+                pa.field("value", self.value.arrow_type()),
+                pa.field("headers", self.headers.arrow_type(), nullable=False),
+            ]
+            if layout[-1]:
+                fields.append(pa.field("is_control", pa.bool_(), nullable=False))
+            return pa.schema(fields)
+
+        return _arrow_types(("schema", layout), make)
 
     def to_arrow(self) -> Any:
         """A ``pyarrow.RecordBatch`` sharing this object's memory: no data buffer is copied.
@@ -319,17 +345,19 @@ class RecordColumns:
         (``is_control``, when present, is the one column Arrow stores as bits: it is packed.)
         """
         pa = pyarrow()
+        schema = self.arrow_schema()
+        n = len(self)
         arrays = [
-            pa.Array.from_buffers(pa.int64(), len(self), [None, pa.py_buffer(self.offset)], null_count=0),
-            pa.Array.from_buffers(pa.int64(), len(self), [None, pa.py_buffer(self.timestamp)], null_count=0),
-            pa.Array.from_buffers(pa.int8(), len(self), [None, pa.py_buffer(self.timestamp_type)], null_count=0),
+            pa.Array.from_buffers(schema.field(0).type, n, [None, pa.py_buffer(self.offset)], null_count=0),
+            pa.Array.from_buffers(schema.field(1).type, n, [None, pa.py_buffer(self.timestamp)], null_count=0),
+            pa.Array.from_buffers(schema.field(2).type, n, [None, pa.py_buffer(self.timestamp_type)], null_count=0),
             self.key.to_arrow(),
             self.value.to_arrow(),
             self.headers.to_arrow(),
         ]
         if self.is_control is not None:
             arrays.append(pa.array(self.is_control, type=pa.bool_()))
-        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def __repr__(self) -> str:
         return (

@@ -1,9 +1,15 @@
 """Compiled twin of kcodec._py.columns (see its docstring for the wire layout and the rules).
 
-v2 batches are decoded by one C loop per batch straight into growable C buffers (amortized
-doubling; no Python object per record), which become numpy arrays without a copy at the end.
+v2 batches are decoded by one C loop per batch straight into growable C buffers, which
+become numpy arrays without a copy at the end (no Python object per record). Growth is
+amortized doubling, and each batch reserves up front what its header and its size justify:
+offsets for its record count (checked against its bytes first) and key/value data for its
+records section (for an uncompressed blob, the rest of the blob, once); headers grow as met.
+The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
+for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
+record reader's checks in its order so both twins raise what iter_batches raises.
 Legacy message sets (magic 0 and 1) are rare and small: their records come from the record
-reader and are appended through the same buffers.
+reader (iter_batches from that entry) and are appended through the same buffers.
 """
 
 from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
@@ -14,9 +20,11 @@ from libc.string cimport memcpy, memset
 
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy._reader cimport (
-    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, raise_truncated,
-    read_i8, read_varint, read_varlong,
+    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, read_varint,
+    read_varlong,
 )
+
+import sys
 
 from kcodec import _columnar
 from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
@@ -74,11 +82,13 @@ cdef struct BinCol:
                         # allocated bytes zeroed (a bit is set for each non-null value)
     Py_ssize_t count
     Py_ssize_t nulls
+    Py_ssize_t lim      # largest data size kept with int32 offsets; -1 once wide
     bint wide
 
 
 cdef int bin_start(BinCol* c, bint wide) except -1:
     c.wide = wide
+    c.lim = -1 if wide else _wide_at
     reserve(&c.offs, 8)
     if wide:
         (<int64_t*>c.offs.p)[0] = 0
@@ -91,6 +101,7 @@ cdef int bin_start(BinCol* c, bint wide) except -1:
 
 cdef inline int bin_reserve(BinCol* c, Py_ssize_t k) except -1:
     """Room for k more offsets (data and bits grow on demand)."""
+    c.offs.n = (c.count + 1) * (8 if c.wide else 4)     # (not kept up to date by bin_put)
     return reserve(&c.offs, k * (8 if c.wide else 4))
 
 
@@ -119,6 +130,7 @@ cdef int bin_widen(BinCol* c) except -1:
     free(c.offs.p)
     c.offs = g
     c.wide = True
+    c.lim = -1
     return 0
 
 
@@ -154,7 +166,7 @@ cdef inline bint bin_put(BinCol* c, const uint8_t* src, Py_ssize_t length,
     """
     cdef Py_ssize_t n = c.data.n + length
     cdef Py_ssize_t room = c.data.cap - c.data.n
-    if length > room or n > _wide_at or c.wide:
+    if length > room or n > c.lim:
         return False
     if c.nulls:
         if (c.count >> 3) >= c.bits.cap:
@@ -167,7 +179,6 @@ cdef inline bint bin_put(BinCol* c, const uint8_t* src, Py_ssize_t length,
     c.data.n = n
     c.count += 1
     (<int32_t*>c.offs.p)[c.count] = <int32_t>n
-    c.offs.n += 4
     return True
 
 
@@ -266,7 +277,12 @@ cdef inline int cols_headers_reserve(Cols* c, Py_ssize_t k) except -1:
 
 
 cdef class _Block:
-    """Owns one malloc'd buffer and lends it (read-only) through the buffer protocol."""
+    """Owns one malloc'd buffer and lends it through the buffer protocol.
+
+    Lent writable: numpy asks for a writable buffer first, and refusing costs an exception
+    (with its traceback) per array, a twentieth of a 1,000-record decode. The arrays are the
+    caller's, like any numpy result (the pure twin's are writable too).
+    """
     cdef char* p
     cdef Py_ssize_t n
 
@@ -275,7 +291,7 @@ cdef class _Block:
         self.p = NULL
 
     def __getbuffer__(self, Py_buffer* view, int flags):
-        PyBuffer_FillInfo(view, self, self.p, self.n, 1, flags)
+        PyBuffer_FillInfo(view, self, self.p, self.n, 0, flags)
 
     def __releasebuffer__(self, Py_buffer* view):
         pass
@@ -286,8 +302,9 @@ cdef object _take(Grow* g, object dtype):
     cdef _Block b = _Block.__new__(_Block)
     cdef char* p = g.p
     cdef Py_ssize_t n = g.n
-    if p == NULL or n < g.cap:
-        # Give back the slack; also makes an empty column own a real (1-byte) allocation.
+    if p == NULL or g.cap - n > 4096:
+        # Give back the slack (a few KiB are not worth a realloc); also makes a column that
+        # never allocated own a real (1-byte) allocation.
         p = <char*>realloc(p, <size_t>(n if n > 0 else 1))
         if p == NULL:
             raise MemoryError()
@@ -300,7 +317,9 @@ cdef object _take(Grow* g, object dtype):
 
 
 cdef object _take_bin(BinCol* c, bint utf8):
-    cdef object offsets = _take(&c.offs, _I64 if c.wide else _I32)
+    cdef object offsets
+    c.offs.n = (c.count + 1) * (8 if c.wide else 4)
+    offsets = _take(&c.offs, _I64 if c.wide else _I32)
     cdef object data = _take(&c.data, _U8)
     cdef object bits = None
     if c.nulls:
@@ -395,6 +414,7 @@ cdef int _push_obj(BinCol* c, object v) except -1:
 # Decoding
 
 
+cdef object _MAXSIZE = sys.maxsize   # check_max_size() leaves ints in [0, sys.maxsize) as they are
 cdef object _np = None              # numpy, imported on the first call
 cdef object _ndarray = None
 cdef object _I64, _I32, _I8, _U8, _BOOL     # numpy dtypes
@@ -428,56 +448,6 @@ cdef object _get_iter_batches():
     return _iter_batches
 
 
-# Fast paths for the hot loop: small noexcept inline functions that handle the common case
-# and return False for anything else; the caller then takes the exact, raising path.
-
-cdef inline bint zz32(Reader* r, int32_t* out) noexcept:
-    """A one- or two-byte zigzag varint (almost every varint of a record)."""
-    cdef const uint8_t* q = r.data + r.pos
-    cdef uint32_t u
-    if r.end - r.pos < 2:
-        return False
-    if q[0] < 0x80:
-        u = q[0]
-        r.pos += 1
-    elif q[1] < 0x80:
-        u = (q[0] & 0x7F) | (<uint32_t>q[1] << 7)
-        r.pos += 2
-    else:
-        return False
-    out[0] = <int32_t>((u >> 1) ^ (-(<int32_t>(u & 1))))
-    return True
-
-
-cdef inline bint zz64(Reader* r, int64_t* out) noexcept:
-    cdef const uint8_t* q = r.data + r.pos
-    cdef uint64_t u
-    if r.end - r.pos < 2:
-        return False
-    if q[0] < 0x80:
-        u = q[0]
-        r.pos += 1
-    elif q[1] < 0x80:
-        u = (q[0] & 0x7F) | (<uint64_t>q[1] << 7)
-        r.pos += 2
-    else:
-        return False
-    out[0] = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-    return True
-
-
-cdef int slow_varint(Reader* r, int32_t* out, str kind) except -1:
-    return read_varint(r, out, kind)
-
-
-cdef int slow_varlong(Reader* r, int64_t* out, str kind) except -1:
-    return read_varlong(r, out, kind)
-
-
-cdef int slow_need(Reader* r, Py_ssize_t n, str what) except -1:
-    return need(r, n, what)
-
-
 cdef inline int64_t _wrap_add(int64_t a, int64_t b) noexcept:
     return <int64_t>(<uint64_t>a + <uint64_t>b)
 
@@ -486,6 +456,13 @@ cdef bint _utf8_ok(const uint8_t* s, Py_ssize_t n) noexcept:
     """Whether s[0:n] is valid UTF-8 by Python's strict rules (no surrogates, <= U+10FFFF)."""
     cdef Py_ssize_t i = 0
     cdef uint8_t ch, c1
+    cdef uint32_t w
+    # ASCII fast path, four bytes at a time (header keys are short and mostly ASCII)
+    while i + 4 <= n:
+        memcpy(&w, s + i, 4)
+        if w & 0x80808080u:
+            break
+        i += 4
     while i < n:
         ch = s[i]
         if ch < 0x80:
@@ -532,118 +509,246 @@ cdef bint _utf8_ok(const uint8_t* s, Py_ssize_t n) noexcept:
     return True
 
 
+cdef inline bint zz32p(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) noexcept:
+    """A one- or two-byte zigzag varint at d[pos[0]] (almost every varint of a record)."""
+    cdef Py_ssize_t p = pos[0]
+    cdef uint32_t u
+    if end - p < 2:
+        return False
+    if d[p] < 0x80:
+        u = d[p]
+        pos[0] = p + 1
+    elif d[p + 1] < 0x80:
+        u = (d[p] & 0x7F) | (<uint32_t>d[p + 1] << 7)
+        pos[0] = p + 2
+    else:
+        return False
+    out[0] = <int32_t>((u >> 1) ^ (-(<int32_t>(u & 1))))
+    return True
+
+
+cdef inline bint zz64p(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept:
+    cdef Py_ssize_t p = pos[0]
+    cdef uint64_t u
+    if end - p < 2:
+        return False
+    if d[p] < 0x80:
+        u = d[p]
+        pos[0] = p + 1
+    elif d[p + 1] < 0x80:
+        u = (d[p] & 0x7F) | (<uint64_t>d[p + 1] << 7)
+        pos[0] = p + 2
+    else:
+        return False
+    out[0] = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+    return True
+
+
+cdef Py_ssize_t varint_at(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t base,
+                          int32_t* out, str kind) except -1:
+    """The exact (raising) varint read at pos; returns the position after it."""
+    cdef Reader r
+    r.data = d
+    r.pos = pos
+    r.end = end
+    r.base = base
+    read_varint(&r, out, kind)
+    return r.pos
+
+
+cdef Py_ssize_t varlong_at(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t base,
+                           int64_t* out, str kind) except -1:
+    cdef Reader r
+    r.data = d
+    r.pos = pos
+    r.end = end
+    r.base = base
+    read_varlong(&r, out, kind)
+    return r.pos
+
+
+cdef int need_at(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t base,
+                 Py_ssize_t n, str what) except -1:
+    """Raise the reader's error for n bytes wanted at pos (the caller saw they are not there)."""
+    cdef Reader r
+    r.data = d
+    r.pos = pos
+    r.end = end
+    r.base = base
+    return need(&r, n, what)
+
+
 cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_t first_ts,
                   int64_t max_ts, int16_t attributes) except -1:
     """Decode ``count`` v2 records filling r[pos:end] into the columns.
 
     Reads and checks exactly what kcodec._py.batch's exact path does, in the same order.
+    The position lives in a local (a register) and the fixed-width columns are written
+    through local pointers; the exact, raising reads are out-of-line calls.
     """
-    cdef Py_ssize_t end = r.end, body, rec_end, i, j
-    cdef int32_t length, n, od, hc
+    cdef const uint8_t* d = r.data
+    cdef Py_ssize_t pos = r.pos, end = r.end, base = r.base
+    cdef Py_ssize_t body, rec_end, i, j, rstart, kstart
+    cdef int32_t length, n, od, hc, klen, vlen
     cdef int64_t tsd, ts
-    cdef int8_t rattrs
     cdef int8_t tstype = (attributes >> 3) & 1
     cdef bint control = (attributes & 0x20) != 0
-    cdef Py_ssize_t rstart, kstart, vstart
-    cdef int32_t klen, vlen
-    if count > (end - r.pos) // 7:
-        raise_corrupt(f"record count {count} impossible in {end - r.pos} bytes", r.pos + r.base)
+    cdef int64_t* out_offset
+    cdef int64_t* out_ts
+    cdef int8_t* out_tstype
+    # Write cursors of the key and value columns, in locals (registers) for the loop: the
+    # fast path applies while a column has int32 offsets that cannot overflow in this batch
+    # and no null so far; anything else syncs the column, takes the general path, reloads.
+    cdef char* kd
+    cdef char* vd
+    cdef int32_t* koffs
+    cdef int32_t* voffs
+    cdef Py_ssize_t kn, vn, kcount, vcount
+    cdef bint kfast, vfast
+    if count > (end - pos) // 7:
+        raise_corrupt(f"record count {count} impossible in {end - pos} bytes", pos + base)
     cols_reserve(c, count)
     # Keys and values of the batch fit in its records section: no reallocation inside
     # (for an uncompressed blob the first batch already reserved the rest of the blob).
-    reserve(&c.key.data, end - r.pos)
-    reserve(&c.value.data, end - r.pos)
+    reserve(&c.key.data, end - pos + 16)
+    reserve(&c.value.data, end - pos + 16)
+    kfast = not c.key.wide and c.key.data.n + (end - pos) <= c.key.lim
+    vfast = not c.value.wide and c.value.data.n + (end - pos) <= c.value.lim
+    kd, kn, kcount, koffs = c.key.data.p, c.key.data.n, c.key.count, <int32_t*>c.key.offs.p
+    vd, vn, vcount, voffs = c.value.data.p, c.value.data.n, c.value.count, <int32_t*>c.value.offs.p
+    out_offset = <int64_t*>(c.offset.p + c.offset.n)
+    out_ts = <int64_t*>(c.timestamp.p + c.timestamp.n)
+    out_tstype = <int8_t*>(c.tstype.p + c.tstype.n)
     for i in range(count):
-        rstart = r.pos
-        if not zz32(r, &length):
-            slow_varint(r, &length, "record length")
-        if length < 0 or length > r.end - r.pos:
-            slow_need(r, length, "record")
-        body = r.pos
-        rec_end = body + length
-        r.end = rec_end
-        if r.pos < rec_end:
-            r.pos += 1      # the record's attributes: unused
+        rstart = pos
+        if not zz32p(d, &pos, end, &length):
+            pos = varint_at(d, pos, end, base, &length, "record length")
+        if length < 0 or length > end - pos:
+            need_at(d, pos, end, base, length, "record")
+        body = pos
+        rec_end = pos + length
+        if pos < rec_end:
+            pos += 1        # the record's attributes: unused
         else:
-            read_i8(r, &rattrs, "record attributes")
-        if not zz64(r, &tsd):
-            slow_varlong(r, &tsd, "timestamp delta")
-        if not zz32(r, &od):
-            slow_varint(r, &od, "offset delta")
-        if not zz32(r, &klen):
-            slow_varint(r, &klen, "key length")
-        kstart = r.pos
+            need_at(d, pos, rec_end, base, 1, "record attributes")
+        if not zz64p(d, &pos, rec_end, &tsd):
+            pos = varlong_at(d, pos, rec_end, base, &tsd, "timestamp delta")
+        if not zz32p(d, &pos, rec_end, &od):
+            pos = varint_at(d, pos, rec_end, base, &od, "offset delta")
+        if not zz32p(d, &pos, rec_end, &klen):
+            pos = varint_at(d, pos, rec_end, base, &klen, "key length")
+        kstart = pos
         if klen == -1:
+            c.key.data.n, c.key.count = kn, kcount
             bin_null(&c.key)
+            kcount, koffs = c.key.count, <int32_t*>c.key.offs.p
         else:
-            if klen < 0 or klen > r.end - r.pos:
-                slow_need(r, klen, "record key")
-            if not bin_put(&c.key, r.data + r.pos, klen, end - r.pos):
-                bin_push(&c.key, r.data + r.pos, klen)
-            r.pos += klen
-        if not zz32(r, &vlen):
-            slow_varint(r, &vlen, "value length")
-        vstart = r.pos
+            if klen < 0 or klen > rec_end - pos:
+                need_at(d, pos, rec_end, base, klen, "record key")
+            if kfast and c.key.nulls == 0:
+                if klen <= 16 and end - pos >= 16:
+                    memcpy(kd + kn, d + pos, 16)     # room: reserved region + 16
+                else:
+                    memcpy(kd + kn, d + pos, <size_t>klen)
+                kn += klen
+                kcount += 1
+                koffs[kcount] = <int32_t>kn
+            else:
+                c.key.data.n, c.key.count = kn, kcount
+                bin_push(&c.key, d + pos, klen)
+                kd, kn, kcount = c.key.data.p, c.key.data.n, c.key.count
+                koffs = <int32_t*>c.key.offs.p
+            pos += klen
+        if not zz32p(d, &pos, rec_end, &vlen):
+            pos = varint_at(d, pos, rec_end, base, &vlen, "value length")
         if vlen == -1:
+            c.value.data.n, c.value.count = vn, vcount
             bin_null(&c.value)
+            vcount, voffs = c.value.count, <int32_t*>c.value.offs.p
         else:
-            if vlen < 0 or vlen > r.end - r.pos:
-                slow_need(r, vlen, "record value")
-            if not bin_put(&c.value, r.data + r.pos, vlen, end - r.pos):
-                bin_push(&c.value, r.data + r.pos, vlen)
-            r.pos += vlen
-        if not zz32(r, &hc):
-            slow_varint(r, &hc, "header count")
+            if vlen < 0 or vlen > rec_end - pos:
+                need_at(d, pos, rec_end, base, vlen, "record value")
+            if vfast and c.value.nulls == 0:
+                if vlen <= 16 and end - pos >= 16:
+                    memcpy(vd + vn, d + pos, 16)
+                else:
+                    memcpy(vd + vn, d + pos, <size_t>vlen)
+                vn += vlen
+                vcount += 1
+                voffs[vcount] = <int32_t>vn
+            else:
+                c.value.data.n, c.value.count = vn, vcount
+                bin_push(&c.value, d + pos, vlen)
+                vd, vn, vcount = c.value.data.p, c.value.data.n, c.value.count
+                voffs = <int32_t*>c.value.offs.p
+            pos += vlen
+        if not zz32p(d, &pos, rec_end, &hc):
+            pos = varint_at(d, pos, rec_end, base, &hc, "header count")
         if hc != 0:
             if hc < 0:
-                raise_corrupt(f"negative header count {hc}", r.pos + r.base)
-            if hc > (r.end - r.pos) // 2:
-                raise_corrupt(f"header count {hc} impossible in {r.end - r.pos} bytes",
-                              r.pos + r.base)
+                raise_corrupt(f"negative header count {hc}", pos + base)
+            if hc > (rec_end - pos) // 2:
+                raise_corrupt(f"header count {hc} impossible in {rec_end - pos} bytes",
+                              pos + base)
             cols_headers_reserve(c, hc)
             for j in range(hc):
-                if not zz32(r, &n):
-                    slow_varint(r, &n, "header key length")
-                if n < 0 or n > r.end - r.pos:
-                    slow_need(r, n, "header key")
-                if not _utf8_ok(r.data + r.pos, n):
-                    raise_corrupt("header key is not valid UTF-8", r.pos + r.base)
-                if not bin_put(&c.hkey, r.data + r.pos, n, end - r.pos):
-                    bin_push(&c.hkey, r.data + r.pos, n)
-                r.pos += n
-                if not zz32(r, &n):
-                    slow_varint(r, &n, "header value length")
+                if not zz32p(d, &pos, rec_end, &n):
+                    pos = varint_at(d, pos, rec_end, base, &n, "header key length")
+                if n < 0 or n > rec_end - pos:
+                    need_at(d, pos, rec_end, base, n, "header key")
+                if not _utf8_ok(d + pos, n):
+                    raise_corrupt("header key is not valid UTF-8", pos + base)
+                if not bin_put(&c.hkey, d + pos, n, end - pos):
+                    bin_push(&c.hkey, d + pos, n)
+                pos += n
+                if not zz32p(d, &pos, rec_end, &n):
+                    pos = varint_at(d, pos, rec_end, base, &n, "header value length")
                 if n == -1:
                     bin_null(&c.hval)
                 else:
-                    if n < 0 or n > r.end - r.pos:
-                        slow_need(r, n, "header value")
-                    if not bin_put(&c.hval, r.data + r.pos, n, end - r.pos):
-                        bin_push(&c.hval, r.data + r.pos, n)
-                    r.pos += n
-        if r.pos != rec_end:
-            raise_corrupt(f"record length {length} but its fields took {r.pos - body} bytes",
-                          body + r.base)
-        r.end = end
+                    if n < 0 or n > rec_end - pos:
+                        need_at(d, pos, rec_end, base, n, "header value")
+                    if not bin_put(&c.hval, d + pos, n, end - pos):
+                        bin_push(&c.hval, d + pos, n)
+                    pos += n
+        if pos != rec_end:
+            raise_corrupt(f"record length {length} but its fields took {pos - body} bytes",
+                          body + base)
         if control:
-            _check_control(r, rstart, klen, kstart, vlen)
-        ts = max_ts if tstype else _wrap_add(first_ts, tsd)
-        cols_push(c, _wrap_add(base_offset, od), ts, tstype, control)
-    if r.pos != end:
-        raise_corrupt(f"{end - r.pos} bytes left after the last of {count} records",
-                      r.pos + r.base)
+            _check_control(d, base, rstart, klen, kstart, vlen)
+        out_offset[i] = _wrap_add(base_offset, od)
+        out_ts[i] = max_ts if tstype else _wrap_add(first_ts, tsd)
+        out_tstype[i] = tstype
+        if c.with_control:
+            c.control.p[c.control.n] = <char>control
+            c.control.n += 1
+        if c.hwide:
+            (<int64_t*>(c.hoffs.p + c.hoffs.n))[0] = c.hkey.count
+            c.hoffs.n += 8
+        else:
+            (<int32_t*>(c.hoffs.p + c.hoffs.n))[0] = <int32_t>c.hkey.count
+            c.hoffs.n += 4
+        c.n += 1
+        c.offset.n += 8
+        c.timestamp.n += 8
+        c.tstype.n += 1
+    c.key.data.n, c.key.count = kn, kcount
+    c.value.data.n, c.value.count = vn, vcount
+    r.pos = pos
+    if pos != end:
+        raise_corrupt(f"{end - pos} bytes left after the last of {count} records", pos + base)
     return 0
 
 
-cdef int _check_control(Reader* r, Py_ssize_t rstart, int32_t klen, Py_ssize_t kstart,
-                        int32_t vlen) except -1:
+cdef int _check_control(const uint8_t* d, Py_ssize_t base, Py_ssize_t rstart, int32_t klen,
+                        Py_ssize_t kstart, int32_t vlen) except -1:
     """The checks the record reader makes on a control record's key and marker value."""
     cdef int16_t ctype
     if klen < 4:
-        raise_corrupt("control record key shorter than 4 bytes", rstart + r.base)
-    ctype = <int16_t>be_u16(r.data + kstart + 2)
+        raise_corrupt("control record key shorter than 4 bytes", rstart + base)
+    ctype = <int16_t>be_u16(d + kstart + 2)
     if (ctype == 0 or ctype == 1) and vlen < 6:
-        raise_corrupt("transaction marker value shorter than 6 bytes", rstart + r.base)
+        raise_corrupt("transaction marker value shorter than 6 bytes", rstart + base)
     return 0
 
 
@@ -706,7 +811,8 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
     """Decode every record of a records blob into columns; see kcodec.records.columns."""
     if _np is None:
         _imports()
-    max_decompressed_size = check_max_size(max_decompressed_size)
+    if not (type(max_decompressed_size) is int and 0 <= max_decompressed_size < _MAXSIZE):
+        max_decompressed_size = check_max_size(max_decompressed_size)
     cdef Buf b = get_buf(buf)
     cdef const uint8_t* p = b.ptr
     cdef Py_ssize_t size = b.size, pos = 0, rem, batches = 0

@@ -49,12 +49,6 @@ def _set_wide_limit(limit: Any) -> None:
     _wide_at = _I32_MAX if limit is None else min(limit, _I32_MAX)
 
 
-def _ro(a: Any) -> Any:
-    """Results are read-only, like the compiled twin's (and like Arrow memory)."""
-    a.flags.writeable = False
-    return a
-
-
 class _Bin:
     """A growing binary column: value bytes, end offsets, and which values are null."""
 
@@ -77,11 +71,11 @@ class _Bin:
 
     def finish(self, np: Any, large: bool, utf8: bool, nullable: bool = True) -> BinaryColumn:
         wide = large or len(self.data) > _wide_at
-        offsets = _ro(np.array(self.ends, dtype=np.int64 if wide else np.int32))
-        data = np.frombuffer(bytes(self.data), dtype=np.uint8)
+        offsets = np.array(self.ends, dtype=np.int64 if wide else np.int32)
+        data = np.frombuffer(self.data, dtype=np.uint8)   # the bytearray itself, writable
         validity = None
         if nullable and self.nulls:
-            validity = _ro(np.packbits(np.array(self.valid, dtype=bool), bitorder="little"))
+            validity = np.packbits(np.array(self.valid, dtype=bool), bitorder="little")
         return BinaryColumn(offsets, data, validity, self.nulls, utf8)
 
 
@@ -124,18 +118,18 @@ def decode_columns(
             hends.append(len(hkey.ends) - 1)
             control.append(is_control)
     headers = HeadersColumn(
-        _ro(np.array(hends, dtype=np.int64 if hends[-1] > _wide_at else np.int32)),
+        np.array(hends, dtype=np.int64 if hends[-1] > _wide_at else np.int32),
         hkey.finish(np, large, True, nullable=False),
         hval.finish(np, large, False),
     )
     return RecordColumns(
-        _ro(np.array(offsets, dtype=np.int64)),
-        _ro(np.array(timestamps, dtype=np.int64)),
-        _ro(np.array(types, dtype=np.int8)),
+        np.array(offsets, dtype=np.int64),
+        np.array(timestamps, dtype=np.int64),
+        np.array(types, dtype=np.int8),
         key.finish(np, large, False),
         value.finish(np, large, False),
         headers,
-        _ro(np.array(control, dtype=bool)) if include_control else None,
+        np.array(control, dtype=bool) if include_control else None,
         it.consumed,
         batches,
         next_offset,

@@ -6,7 +6,7 @@
     >>> table = cols.to_arrow()                        # pyarrow.RecordBatch, no data copied
 
 ``decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
-max_decompressed_size=256 MiB)`` returns a ``RecordColumns``: ``offset``, ``timestamp``
+max_decompressed_size=100 MiB)`` returns a ``RecordColumns``: ``offset``, ``timestamp``
 (int64) and ``timestamp_type`` (int8) numpy arrays, ``key`` and ``value`` as
 ``BinaryColumn`` (Arrow binary layout: ``offsets``, ``data``, ``validity`` bitmap),
 ``headers`` as ``HeadersColumn`` (Arrow list<struct<key: string, value: binary>>), and
