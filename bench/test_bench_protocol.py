@@ -87,7 +87,11 @@ def _encoders(name: str) -> dict[str, Callable[[], Callable[[], Any]]]:
     plan = type(msg).plan(version)
 
     def kc(impl: str) -> Callable[[], Callable[[], Any]]:
-        return lambda: (lambda enc=twin("protocol", impl).encode_struct: enc(plan, msg))
+        def make() -> Callable[[], Any]:
+            enc = twin("protocol", impl).encode_struct
+            return lambda: enc(plan, msg)
+
+        return make
 
     return {
         "kcodec cython": kc("cython"),
@@ -102,7 +106,11 @@ def _decoders(name: str) -> dict[str, Callable[[], Callable[[], Any]]]:
     peer_cls = PEER[type(msg).NAME]
 
     def kc(impl: str) -> Callable[[], Callable[[], Any]]:
-        return lambda: (lambda dec=twin("protocol", impl).decode_struct: dec(plan, data, 0, True))
+        def make() -> Callable[[], Any]:
+            dec = twin("protocol", impl).decode_struct
+            return lambda: dec(plan, data, 0, True)
+
+        return make
 
     return {
         "kcodec cython": kc("cython"),

@@ -77,7 +77,7 @@ def plan_strategy(plan: P.StructPlan, unknown_tags: bool = False) -> Any:
 def _make(cls: Any, kw: dict, tags: dict) -> Any:
     obj = cls(**kw)
     if tags:
-        obj.__dict__["_unknown_tags"] = tags
+        obj._unknown_tags = tags
     return obj
 
 

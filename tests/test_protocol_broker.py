@@ -194,12 +194,12 @@ def test_consumer_group_apis(conn, versions, topic_name) -> None:
         versions[8])
     assert [p.error_code for p in resp.topics[0].partitions] == [OK]
 
-    O = OffsetFetchRequest
+    OF = OffsetFetchRequest
     if versions[9] >= 8:
-        req = O(groups=[O.OffsetFetchRequestGroup(group_id=group, member_id=member, topics=[
-            O.OffsetFetchRequestTopics(name=topic_name, partition_indexes=[0])])])
+        req = OF(groups=[OF.OffsetFetchRequestGroup(group_id=group, member_id=member, topics=[
+            OF.OffsetFetchRequestTopics(name=topic_name, partition_indexes=[0])])])
     else:
-        req = O(group_id=group, topics=[O.OffsetFetchRequestTopic(name=topic_name, partition_indexes=[0])])
+        req = OF(group_id=group, topics=[OF.OffsetFetchRequestTopic(name=topic_name, partition_indexes=[0])])
     resp = conn.call(req, versions[9])
     topics = resp.groups[0].topics if versions[9] >= 8 else resp.topics
     assert [(p.partition_index, p.committed_offset) for p in topics[0].partitions] == [(0, 42)]

@@ -42,7 +42,7 @@ def test_round_trip(name: str, version: int, data: st.DataObject) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "version"), CASES)
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_round_trip_many(name: str, version: int, data: st.DataObject) -> None:
     check_round_trip(name, version, data)

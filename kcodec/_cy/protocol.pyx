@@ -10,9 +10,9 @@ exception with the same message.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetItem
 from cpython.float cimport PyFloat_AsDouble, PyFloat_Check, PyFloat_FromDouble
-from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_Check, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_Check, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
@@ -24,6 +24,7 @@ from kcodec._cy._reader cimport (
     read_uvar, uvar_size,
 )
 
+import types as _types
 import uuid as _uuid
 
 from kcodec.errors import CorruptDataError, EncodeError, TruncatedError, UnsupportedVersionError
@@ -32,11 +33,13 @@ __all__ = ["encode_struct", "decode_struct"]
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
-    int PyObject_GenericSetDict(object o, object d, void* context) except -1
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     bint PyBool_Check(object o)
     int _PyBytes_Resize(PyObject** b, Py_ssize_t newsize) except -1
+    # object.__new__(cls) without the call: the classes are plain Python classes whose
+    # tp_alloc is this function (object.__new__ itself ends in it)
+    object PyType_GenericAlloc(PyTypeObject* cls, Py_ssize_t nitems)
 
 
 # Wire codes: the same numbers as kcodec.protocol._plan (a test checks they agree).
@@ -86,7 +89,6 @@ _RANGE = {INT8: (-(1 << 7), (1 << 7) - 1, "int8"), INT16: (-(1 << 15), (1 << 15)
 cdef object UUID_CLS = _uuid.UUID
 cdef object UUID_NEW = _uuid.UUID.__new__
 cdef object SAFE_UNKNOWN = _uuid.SafeUUID.unknown
-cdef object OBJECT_NEW = object.__new__
 cdef str S_INT = "int"
 cdef str S_IS_SAFE = "is_safe"
 cdef str S_UNKNOWN = "_unknown_tags"
@@ -95,16 +97,125 @@ cdef str S_UNKNOWN = "_unknown_tags"
 # ----------------------------------------------------------------------------- lowered plans
 
 
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+cdef object MEMBER_DESCRIPTOR = _types.MemberDescriptorType
+
+
+cdef Py_ssize_t slot_offset(object cls, str key) except -1:
+    """Where the slot ``key`` of instances of ``cls`` lives (they are __slots__ classes)."""
+    desc = None
+    for klass in cls.__mro__:
+        desc = klass.__dict__.get(key)
+        if desc is not None:
+            break
+    if type(desc) is not MEMBER_DESCRIPTOR:
+        raise TypeError(f"{cls.__name__}.{key} is not a slot")
+    return (<PyMemberDescrObject*><PyObject*>desc).d_member.offset
+
+
+cdef inline PyObject** slot_ptr(object obj, Py_ssize_t offset) noexcept:
+    return <PyObject**>((<char*><PyObject*>obj) + offset)
+
+
+cdef inline void slot_set(object obj, Py_ssize_t offset, object value) noexcept:
+    cdef PyObject** p = slot_ptr(obj, offset)
+    cdef PyObject* old = p[0]
+    Py_INCREF(value)
+    p[0] = <PyObject*>value
+    Py_XDECREF(old)
+
+
 cdef class COp:
     cdef int code
     cdef int elem
     cdef bint nullable
     cdef long tag
     cdef Py_ssize_t unit
+    cdef Py_ssize_t offset
     cdef object key
     cdef str what
     cdef CPlan sub
     cdef object default
+
+
+cdef class Absent:
+    cdef Py_ssize_t offset
+    cdef object default
+    cdef str what
+
+
+cdef class InitSlot:
+    """A slot set before decoding: an immutable default, or a fresh list/struct."""
+    cdef Py_ssize_t offset
+    cdef object value
+    cdef Fresh fresh
+
+
+cdef class ClassInit:
+    """How to build a default instance of a struct class without calling __init__."""
+    cdef object cls
+    cdef tuple slots
+    cdef Py_ssize_t unknown
+
+
+cdef class Fresh:
+    """A mutable default to build per decoded object: [] or a default struct."""
+    cdef bint is_list
+    cdef ClassInit init
+
+
+cdef dict CLASS_INITS = {}
+
+
+cdef ClassInit class_init(object cls):
+    cdef ClassInit ci = CLASS_INITS.get(cls)
+    if ci is not None:
+        return ci
+    ci = ClassInit.__new__(ClassInit)
+    ci.cls = cls
+    ci.unknown = slot_offset(cls, S_UNKNOWN)
+    CLASS_INITS[cls] = ci
+    ci.slots = tuple([init_slot(cls, k, v, None) for k, v in cls._defaults.items()]
+                     + [init_slot(cls, k, None, f) for k, f in cls._fresh])
+    return ci
+
+
+cdef InitSlot init_slot(object cls, object key, object value, object factory):
+    cdef InitSlot s = InitSlot.__new__(InitSlot)
+    s.offset = slot_offset(cls, key)
+    s.value = value
+    if factory is not None:
+        s.fresh = Fresh.__new__(Fresh)
+        s.fresh.is_list = factory is list
+        if not s.fresh.is_list:
+            s.fresh.init = class_init(factory)
+    return s
+
+
+cdef object new_default(ClassInit ci):
+    obj = PyType_GenericAlloc(<PyTypeObject*>ci.cls, 0)
+    fill_slots(obj, ci.slots)
+    slot_set(obj, ci.unknown, None)
+    return obj
+
+
+cdef inline int fill_slots(object obj, tuple slots) except -1:
+    cdef InitSlot s
+    for s in slots:
+        if s.fresh is None:
+            slot_set(obj, s.offset, s.value)
+        elif s.fresh.is_list:
+            slot_set(obj, s.offset, [])
+        else:
+            slot_set(obj, s.offset, new_default(s.fresh.init))
+    return 0
 
 
 cdef class CPlan:
@@ -116,16 +227,17 @@ cdef class CPlan:
     cdef tuple tagged
     cdef dict tag_map
     cdef tuple absent
-    cdef dict defaults
-    cdef tuple fresh
+    cdef tuple init
+    cdef Py_ssize_t unknown
     cdef Py_ssize_t min_size
     cdef Py_ssize_t size_hint
 
 
-cdef COp lower_op(tuple t):
+cdef COp lower_op(object cls, tuple t):
     cdef COp op = COp.__new__(COp)
     op.code = t[0]
     op.key = t[1]
+    op.offset = slot_offset(cls, t[1])
     op.what = t[2]
     op.nullable = t[3]
     op.elem = t[4]
@@ -141,21 +253,32 @@ cdef COp lower_op(tuple t):
     return op
 
 
+cdef Absent lower_absent(object cls, tuple t):
+    cdef Absent a = Absent.__new__(Absent)
+    a.offset = slot_offset(cls, t[0])
+    a.default = t[1]
+    a.what = t[3]
+    return a
+
+
 cdef CPlan lower(object plan):
     cdef object c = plan.cy
     if c is not None:
         return <CPlan>c
     cdef CPlan p = CPlan.__new__(CPlan)
-    p.cls = plan.cls
+    cls = plan.cls
+    p.cls = cls
     p.name = plan.name
     p.version = plan.version
     p.flexible = plan.flexible
-    p.ops = tuple([lower_op(t) for t in plan.ops])
-    p.tagged = tuple([lower_op(t) for t in plan.tagged])
+    p.ops = tuple([lower_op(cls, t) for t in plan.ops])
+    p.tagged = tuple([lower_op(cls, t) for t in plan.tagged])
     p.tag_map = {(<COp>op).tag: op for op in p.tagged}
-    p.absent = plan.absent
-    p.defaults = plan.defaults
-    p.fresh = plan.fresh
+    # only non-ignorable absent fields are checked on encode
+    p.absent = tuple([lower_absent(cls, t) for t in plan.absent if not t[2]])
+    p.init = tuple([init_slot(cls, k, v, None) for k, v in plan.defaults.items()]
+                   + [init_slot(cls, k, None, f) for k, f in plan.fresh])
+    p.unknown = slot_offset(cls, S_UNKNOWN)
     p.min_size = plan.min_size
     p.size_hint = 256
     plan.cy = p
@@ -393,41 +516,43 @@ cdef int enc_value(WBuf* w, int code, object v, bint nullable, CPlan sub, str wh
 
 cdef int enc_struct(WBuf* w, CPlan plan, object obj) except -1:
     cdef COp op
+    cdef Absent a
     cdef PyObject* p
     cdef Py_ssize_t i, n
     cdef tuple ops
-    cdef tuple a
     if not isinstance(obj, plan.cls):
         raise EncodeError(f"{plan.name}: expected {plan.cls.__name__}, got {type(obj).__name__}")
-    cdef dict d = obj.__dict__
     if plan.absent:
         for a in plan.absent:
-            if not a[2]:
-                v = d.get(a[0], a[1])
-                if v is not a[1] and v != a[1]:
-                    raise UnsupportedVersionError(
-                        f"{a[3]} is not supported in version {plan.version} (it has a non-default value)")
+            p = slot_ptr(obj, a.offset)[0]
+            if p != NULL and p != <PyObject*>a.default and <object>p != a.default:
+                raise UnsupportedVersionError(
+                    f"{a.what} is not supported in version {plan.version} (it has a non-default value)")
     ops = plan.ops
     n = PyTuple_GET_SIZE(ops)
     for i in range(n):
         op = <COp>PyTuple_GET_ITEM(ops, i)
-        p = PyDict_GetItem(d, op.key)
+        p = slot_ptr(obj, op.offset)[0]
         if p == NULL:
             raise EncodeError(f"{op.what}: the attribute is missing")
         enc_value(w, op.code, <object>p, op.nullable, op.sub, op.what, op.elem)
     if plan.flexible:
-        enc_tags(w, plan, d)
+        enc_tags(w, plan, obj)
     return 0
 
 
-cdef int enc_tags(WBuf* w, CPlan plan, dict d) except -1:
+cdef int enc_tags(WBuf* w, CPlan plan, object obj) except -1:
     cdef COp op
     cdef WBuf tmp
     cdef list fields = None
     cdef object unknown
+    cdef PyObject* p
     if plan.tagged:
         for op in plan.tagged:
-            v = d.get(op.key, op.default)
+            p = slot_ptr(obj, op.offset)[0]
+            if p == NULL:
+                continue
+            v = <object>p
             if v is op.default or v == op.default:
                 continue
             tmp.obj = NULL
@@ -440,7 +565,8 @@ cdef int enc_tags(WBuf* w, CPlan plan, dict d) except -1:
             if fields is None:
                 fields = []
             fields.append((op.tag, raw))
-    unknown = d.get(S_UNKNOWN)
+    p = slot_ptr(obj, plan.unknown)[0]
+    unknown = <object>p if p != NULL else None
     if unknown:
         if fields is None:
             fields = []
@@ -590,13 +716,17 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
         raise CorruptDataError(f"{what}: negative length {n}", start)
     if code == ARRAY or code == CARRAY:
         need(r, n * unit, what)
-        out = []
+        out = PyList_New(n)  # NULL slots until filled: safe for GC and for dealloc on error
         if elem == STRUCT:
             for i in range(n):
-                out.append(dec_struct(r, sub, ctx))
+                item = dec_struct(r, sub, ctx)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, i, item)
         else:
             for i in range(n):
-                out.append(dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1, ctx))
+                item = dec_prim(r, elem, what) if elem <= UVARINT else dec_value(r, elem, False, None, what, 0, 1, ctx)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, i, item)
         return out
     need(r, n, what)
     p = r.data + r.pos
@@ -615,39 +745,23 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
     return PyBytes_FromStringAndSize(<const char*>p, n)
 
 
-cdef object make_default(object factory):
-    """A fresh default value: [] or a default struct, built without calling __init__."""
-    if factory is list:
-        return []
-    cdef dict d = PyDict_Copy(factory._defaults)
-    cdef tuple fresh = factory._fresh
-    if fresh:
-        for key, f in fresh:
-            d[key] = make_default(f)
-    obj = OBJECT_NEW(factory)
-    PyObject_GenericSetDict(obj, d, NULL)
-    return obj
-
-
 cdef object dec_struct(Reader* r, CPlan plan, Ctx ctx):
-    cdef dict d = PyDict_Copy(plan.defaults)
     cdef COp op
     cdef tuple ops = plan.ops
     cdef Py_ssize_t i, n = PyTuple_GET_SIZE(ops)
-    if plan.fresh:
-        for key, factory in plan.fresh:
-            d[key] = make_default(factory)
+    obj = PyType_GenericAlloc(<PyTypeObject*>plan.cls, 0)
+    if plan.init:
+        fill_slots(obj, plan.init)
+    slot_set(obj, plan.unknown, None)
     for i in range(n):
         op = <COp>PyTuple_GET_ITEM(ops, i)
-        PyDict_SetItem(d, op.key, dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx))
+        slot_set(obj, op.offset, dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx))
     if plan.flexible:
-        dec_tags(r, plan, d, ctx)
-    obj = OBJECT_NEW(plan.cls)
-    PyObject_GenericSetDict(obj, d, NULL)
+        dec_tags(r, plan, obj, ctx)
     return obj
 
 
-cdef int dec_tags(Reader* r, CPlan plan, dict d, Ctx ctx) except -1:
+cdef int dec_tags(Reader* r, CPlan plan, object obj, Ctx ctx) except -1:
     cdef str what = f"{plan.name} tagged fields"
     cdef Py_ssize_t count, tag, size, stop, saved_end, i
     cdef dict unknown = None
@@ -672,15 +786,16 @@ cdef int dec_tags(Reader* r, CPlan plan, dict d, Ctx ctx) except -1:
         saved_end = r.end
         r.end = stop
         try:
-            d[op.key] = dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx)
+            value = dec_value(r, op.code, op.nullable, op.sub, op.what, op.elem, op.unit, ctx)
         finally:
             r.end = saved_end
+        slot_set(obj, op.offset, value)
         if r.pos != stop:
             raise CorruptDataError(
                 f"{op.what}: tagged field of {size} bytes has {stop - r.pos} unread", stop - size)
         r.pos = stop
     if unknown is not None:
-        d[S_UNKNOWN] = unknown
+        slot_set(obj, plan.unknown, unknown)
     return 0
 
 

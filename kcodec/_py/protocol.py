@@ -46,6 +46,7 @@ _STRUCTS = {c: struct.Struct(f) for c, f in _FMT.items()}
 _U32 = struct.Struct(">I")
 
 _UUID_NEW = uuid.UUID.__new__
+_NEW = object.__new__
 _SET = object.__setattr__
 _SAFE = uuid.SafeUUID.unknown
 
@@ -177,33 +178,32 @@ def _enc_value(out: bytearray, code: int, v: Any, nullable: bool, sub: Any, what
 def _enc_struct(out: bytearray, plan: Any, obj: Any) -> None:
     if not isinstance(obj, plan.cls):
         raise EncodeError(f"{plan.name}: expected {plan.cls.__name__}, got {_type_name(obj)}")
-    d = obj.__dict__
     for key, default, ignorable, what in plan.absent:
         if not ignorable:
-            v = d.get(key, default)
+            v = getattr(obj, key, default)
             if v is not default and v != default:
                 raise UnsupportedVersionError(
                     f"{what} is not supported in version {plan.version} (it has a non-default value)")
     for code, key, what, nullable, elem, sub, _tag, _default in plan.ops:
         try:
-            v = d[key]
-        except KeyError:
+            v = getattr(obj, key)
+        except AttributeError:
             raise EncodeError(f"{what}: the attribute is missing") from None
         _enc_value(out, code, v, nullable, sub, what, elem)
     if plan.flexible:
-        _enc_tags(out, plan, d)
+        _enc_tags(out, plan, obj)
 
 
-def _enc_tags(out: bytearray, plan: Any, d: dict[str, Any]) -> None:
+def _enc_tags(out: bytearray, plan: Any, obj: Any) -> None:
     fields: list[tuple[int, bytes]] = []
     for code, key, what, nullable, elem, sub, tag, default in plan.tagged:
-        v = d.get(key, default)
+        v = getattr(obj, key, default)
         if v is default or v == default:
             continue
         buf = bytearray()
         _enc_value(buf, code, v, nullable, sub, what, elem)
         fields.append((tag, bytes(buf)))
-    unknown = d.get("_unknown_tags")
+    unknown = getattr(obj, "_unknown_tags", None)
     if unknown:
         for tag, raw in unknown.items():
             if tag not in plan.tag_map:
@@ -329,8 +329,11 @@ def _dec_struct(buf: Any, pos: int, end: int, plan: Any) -> tuple[Any, int]:
         d[key], pos = _dec_value(buf, pos, end, code, nullable, sub, what, elem)
     if plan.flexible:
         pos = _dec_tags(buf, pos, end, plan, d)
-    obj = plan.cls.__new__(plan.cls)
-    obj.__dict__ = d
+    else:
+        d["_unknown_tags"] = None
+    obj = _NEW(plan.cls)
+    for key, value in d.items():
+        _SET(obj, key, value)
     return obj, pos
 
 
@@ -357,8 +360,7 @@ def _dec_tags(buf: Any, pos: int, end: int, plan: Any, d: dict[str, Any]) -> int
         if got != stop:
             raise CorruptDataError(f"{fwhat}: tagged field of {size} bytes has {stop - got} unread", pos)
         pos = stop
-    if unknown is not None:
-        d["_unknown_tags"] = unknown
+    d["_unknown_tags"] = unknown
     return pos
 
 

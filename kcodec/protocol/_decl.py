@@ -17,7 +17,7 @@ MAX_VERSION = 0x7FFF
 Range = Optional[tuple[int, int]]
 
 
-def parse_range(text: Optional[str]) -> Range:
+def parse_range(text: str | None) -> Range:
     """``"3+"`` -> (3, 32767); ``"0-7"`` -> (0, 7); ``"5"`` -> (5, 5); ``"none"``/None -> None."""
     if text is None:
         return None
@@ -42,12 +42,12 @@ class Field(NamedTuple):
     name: str
     type: str
     versions: str
-    nullable: Optional[str] = None
-    tag: Optional[int] = None
-    tagged: Optional[str] = None
+    nullable: str | None = None
+    tag: int | None = None
+    tagged: str | None = None
     default: Any = None
     has_default: bool = False
-    flexible: Optional[str] = None
+    flexible: str | None = None
     ignorable: bool = False
 
 
@@ -56,7 +56,7 @@ class MessageDecl(NamedTuple):
 
     name: str
     kind: str
-    api_key: Optional[int]
+    api_key: int | None
     valid: str
     flexible: str
     fields: tuple[Field, ...]
@@ -72,11 +72,11 @@ def F(
     type: str,
     versions: str,
     *,
-    nullable: Optional[str] = None,
-    tag: Optional[int] = None,
-    tagged: Optional[str] = None,
+    nullable: str | None = None,
+    tag: int | None = None,
+    tagged: str | None = None,
     default: Any = _NO_DEFAULT,
-    flexible: Optional[str] = None,
+    flexible: str | None = None,
     ignorable: bool = False,
 ) -> Field:
     has = default is not _NO_DEFAULT
@@ -91,8 +91,8 @@ def M(
     valid: str,
     flexible: str,
     fields: list[Field],
-    api_key: Optional[int] = None,
-    structs: Optional[dict[str, list[Field]]] = None,
+    api_key: int | None = None,
+    structs: dict[str, list[Field]] | None = None,
     latest_unstable: bool = False,
 ) -> MessageDecl:
     return MessageDecl(

@@ -39,7 +39,7 @@ the caller's buffer cannot change the decoded message.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 __all__ = [
     "INT8", "INT16", "INT32", "INT64", "UINT16", "UINT32", "FLOAT64", "BOOL", "UUID",
@@ -96,7 +96,7 @@ class StructPlan:
         self.defaults: dict[str, Any] = {}
         self.fresh: tuple[tuple[str, Any], ...] = ()
         self.min_size = 0
-        self.cy: Optional[object] = None  # the compiled twin's lowered copy
+        self.cy: object | None = None  # the compiled twin's lowered copy
 
     def __repr__(self) -> str:
         return f"<StructPlan {self.name} v{self.version}{' flexible' if self.flexible else ''}>"

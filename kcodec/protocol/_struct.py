@@ -5,23 +5,31 @@ Every message class (``MetadataResponse``) and nested struct class
 the snake_case field names; each defaults to its spec default, so objects build by keyword.
 Objects compare equal when they have the same class and the same attribute values
 (including tagged fields a newer peer sent that this version does not know, kept in
-``_unknown_tags`` as ``{tag: raw bytes}`` and written back on encode).
+``_unknown_tags`` as ``{tag: raw bytes}``, else None, and written back on encode).
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from kcodec.errors import UnsupportedVersionError
 from kcodec.protocol import _plan as P
 from kcodec.protocol._decl import Field, MessageDecl, in_range, parse_range
 
-__all__ = ["Struct", "Message", "build_message", "ZERO_UUID"]
+__all__ = ["Struct", "Message", "build_message", "ZERO_UUID", "UNKNOWN_TAGS"]
 
 ZERO_UUID = uuid.UUID(int=0)
 
 _INT_TYPES = ("int8", "int16", "int32", "int64", "uint16", "uint32")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
 
 
 class _FieldInfo:
@@ -42,7 +50,7 @@ class _FieldInfo:
         self.tagged = parse_range(decl.tagged)
         self.flexible = parse_range(decl.flexible) if decl.flexible is not None else "inherit"
         self.ignorable = decl.ignorable
-        self.struct_cls: Optional[type[Struct]] = None
+        self.struct_cls: type[Struct] | None = None
         self.default: Any = None
         self.factory: Any = None
 
@@ -84,39 +92,60 @@ def _resolve_default(fi: _FieldInfo) -> None:
         raise TypeError(f"unknown type {t}")
 
 
-class Struct:
-    """Base class of every message and nested struct (keyword construction, equality)."""
+UNKNOWN_TAGS = "_unknown_tags"
 
+
+class Struct:
+    """Base class of every message and nested struct (keyword construction, equality).
+
+    Instances have ``__slots__`` (one per field, plus ``_unknown_tags``): no per-object
+    dict, so a decoded message costs fewer objects and less memory.
+    """
+
+    __slots__ = ()
     _info: ClassVar[tuple[_FieldInfo, ...]] = ()
     _names: ClassVar[frozenset[str]] = frozenset()
+    _slots: ClassVar[tuple[str, ...]] = ()
     _defaults: ClassVar[dict[str, Any]] = {}
     _fresh: ClassVar[tuple[tuple[str, Any], ...]] = ()
     _plans: ClassVar[dict[tuple[int, bool], P.StructPlan]]
     NAME: ClassVar[str] = ""
 
     def __init__(self, **fields: Any) -> None:
-        d = self.__dict__
-        d.update(self._defaults)
+        setter = object.__setattr__
+        for key, value in self._defaults.items():
+            setter(self, key, value)
         for key, factory in self._fresh:
-            d[key] = factory()
+            setter(self, key, factory())
+        setter(self, UNKNOWN_TAGS, None)
         for key, value in fields.items():
             if key not in self._names:
                 raise TypeError(f"{type(self).__name__} has no field {key!r}")
-            d[key] = value
+            setter(self, key, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, k, _MISSING) for k in self._slots)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.__dict__ == other.__dict__
+        return self._values() == other._values()  # type: ignore[attr-defined]
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        d = self.__dict__
-        parts = [f"{fi.name}={d.get(fi.name)!r}" for fi in self._info]
-        if d.get("_unknown_tags"):
-            parts.append(f"_unknown_tags={d['_unknown_tags']!r}")
+        parts = [f"{fi.name}={getattr(self, fi.name, _MISSING)!r}" for fi in self._info]
+        unknown = getattr(self, UNKNOWN_TAGS, None)
+        if unknown:
+            parts.append(f"_unknown_tags={unknown!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self._slots if hasattr(self, k)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dicts and lists all the way down (structs become dicts)."""
@@ -148,11 +177,13 @@ class Struct:
 class Message(Struct):
     """A top-level request, response, header or data struct, all versions folded in."""
 
-    API_KEY: ClassVar[Optional[int]] = None
+    __slots__ = ()
+
+    API_KEY: ClassVar[int | None] = None
     KIND: ClassVar[str] = ""
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_VERSIONS: ClassVar[Optional[tuple[int, int]]] = None
+    FLEXIBLE_VERSIONS: ClassVar[tuple[int, int] | None] = None
     LATEST_UNSTABLE: ClassVar[bool] = False
     STRUCTS: ClassVar[dict[str, type[Struct]]] = {}
     _vplans: ClassVar[dict[int, P.StructPlan]]
@@ -271,10 +302,19 @@ def _compile(cls: type[Struct], version: int, msg_flexible: bool) -> P.StructPla
     return plan
 
 
+_RESERVED = {n for c in (Message,) for k in c.__mro__ for n in vars(k)}
+
+
 def _make_struct(name: str, decls: tuple[Field, ...], base: type) -> type[Struct]:
-    cls = type(name, (base,), {"NAME": name, "__module__": "kcodec.protocol"})
+    names = tuple(d.name for d in decls)
+    clash = set(names) & _RESERVED
+    if clash:  # pragma: no cover - the generator rejects these names
+        raise TypeError(f"{name}: field names {sorted(clash)} clash with Struct attributes")
+    slots = names + (UNKNOWN_TAGS,)
+    cls = type(name, (base,), {"NAME": name, "__module__": "kcodec.protocol", "__slots__": slots})
+    cls._slots = slots  # type: ignore[attr-defined]
     cls._info = tuple(_FieldInfo(d) for d in decls)  # type: ignore[attr-defined]
-    cls._names = frozenset(fi.name for fi in cls._info)  # type: ignore[attr-defined]
+    cls._names = frozenset(names)  # type: ignore[attr-defined]
     cls._plans = {}  # type: ignore[attr-defined]
     return cls  # type: ignore[return-value]
 

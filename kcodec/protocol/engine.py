@@ -10,7 +10,7 @@ from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.protocol import *  # noqa: F401,F403
-    from kcodec._cy.protocol import __all__
+    from kcodec._cy.protocol import __all__  # noqa: F401
 else:
     from kcodec._py.protocol import *  # noqa: F401,F403
-    from kcodec._py.protocol import __all__
+    from kcodec._py.protocol import __all__  # noqa: F401

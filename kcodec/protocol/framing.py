@@ -17,7 +17,7 @@ header is always v0 (a client that sent a too-new version must still read the er
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.errors import DecodeError, ProtocolError, TruncatedError
 from kcodec.protocol.messages_index import REQUESTS, RESPONSES, RequestHeader, ResponseHeader
@@ -56,7 +56,7 @@ def _frame(parts: list[bytes]) -> bytes:
 
 
 def encode_request(msg: Any, version: int, correlation_id: int,
-                   client_id: Optional[str] = "kcodec", framed: bool = True) -> bytes:
+                   client_id: str | None = "kcodec", framed: bool = True) -> bytes:
     """Header + body of a request (with the int32 size prefix unless ``framed=False``)."""
     api_key = msg.API_KEY
     body = msg.encode(version)  # checks the version first
@@ -97,7 +97,7 @@ def read_response_header(buf: Any, api_key: int, api_version: int) -> tuple[Any,
 
 
 def decode_response(buf: Any, api_key: int, api_version: int,
-                    correlation_id: Optional[int] = None) -> tuple[int, Any]:
+                    correlation_id: int | None = None) -> tuple[int, Any]:
     """``(correlation_id, response)`` from a frame body (no size prefix).
 
     If ``correlation_id`` is given, a different one in the header raises ProtocolError.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.errors import UnsupportedVersionError
 from kcodec.protocol.messages_index import REQUESTS
@@ -28,7 +28,7 @@ def broker_versions(api_versions_response: Any) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in api_versions_response.api_keys}
 
 
-def pick_version(api_key: int, broker: Any, *, max_version: Optional[int] = None,
+def pick_version(api_key: int, broker: Any, *, max_version: int | None = None,
                  include_unstable: bool = False) -> int:
     """The highest version of ``api_key`` both sides support.
 
