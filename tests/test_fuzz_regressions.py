@@ -149,3 +149,69 @@ def test_columns_empty_legacy_key_and_value() -> None:
         cols = dict(got[2])
         assert cols["key"] == ("ok", ("int32", [b"", None]))
         assert cols["value"] == ("ok", ("int32", [b"", b""]))
+
+
+# -- Guards (no finding): counts of 2**31 and lengths of 2**32 in a few bytes must fail as
+#    kcodec errors, the same in both twins, without allocating for the count (Python
+#    allocations traced, C allocations capped by RLIMIT_AS at what is mapped + 256 MiB).
+
+def _zz(v: int) -> bytes:
+    from tests.records_util import zz
+
+    return zz(v)
+
+
+def _huge_header_count_record() -> bytes:
+    body = b"\x00" + _zz(0) + _zz(0) + _zz(-1) + _zz(-1) + _zz(0x3FFFFFFF)
+    return _zz(len(body)) + body
+
+
+def _hostile_cases():
+    from kcodec.protocol import MetadataRequest
+
+    def batches(mod, blob):
+        return [[r.offset for r in b] for b in mod.iter_batches(blob, validate_crc=False)]
+
+    count_blob = v2(b"\x00" * 10, 0x7FFFFFFF)
+    header_blob = v2(_huge_header_count_record(), 1)
+    return [
+        ("varint", lambda m: m.decode_varlongs(b"\x00" * 10, 2**31)),
+        ("varint", lambda m: m.decode_varlongs(b"\x81" * 10, 2**62)),
+        ("xerial", lambda m: m.snappy_decompress(b"\xff\xff\xff\xff\x0f\x00", 1 << 40)),
+        ("xerial", lambda m: m.xerial_decompress(
+            m.XERIAL_HEADER + b"\x00\x00\x00\x06\xff\xff\xff\xff\x0f\x00", 1 << 40)),
+        ("batch", lambda m: batches(m, count_blob)),
+        ("batch", lambda m: batches(m, header_blob)),
+        ("columns", lambda m: m.decode_columns(count_blob, validate_crc=False)),
+        ("columns", lambda m: m.decode_columns(header_blob, validate_crc=False)),
+        ("protocol", lambda m: m.decode_struct(MetadataRequest.plan(0), b"\x7f\xff\xff\xff")),
+        ("protocol", lambda m: m.decode_struct(MetadataRequest.plan(9), b"\xff\xff\xff\xff\x0f")),
+        ("protocol", lambda m: m.decode_struct(MetadataRequest.plan(12),
+                                               b"\x00\x00\x00\xff\xff\xff\xff\x0f")),
+    ]
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_huge_counts_in_tiny_inputs(case: int) -> None:
+    import resource
+
+    from fuzz.targets import pure_records
+    from tests.test_fuzz_smoke import _address_space
+
+    name, fn = _hostile_cases()[case]
+    cy, py = pair(name)
+    outcome(fn, cy)   # warm up: lazy imports (numpy, codecs) are not the input's doing
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (_address_space() + (256 << 20), hard))
+    tracemalloc.start()
+    try:
+        got = outcome(fn, cy)
+        with pure_records():
+            want = outcome(fn, py)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert got == want
+    assert got[0] in ("TruncatedError", "CorruptDataError", "DecompressionLimitError"), got
+    assert peak < 4 << 20, peak
