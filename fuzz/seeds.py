@@ -183,6 +183,8 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "columns": _columns,
     "segscan": lambda: [bytes([o, 0]) + b for b in record_blobs() for o in (0x00, 0x81)],
     "segment": _segment,
+    "dumplog": lambda: [bytes([o | (m << 2), c]) + s[2:] for s in _segment()
+                        for o, m, c in ((0x00, 0, 0), (0x30, 1, 0), (0x50, 2, 12), (0x90, 3, 0))],
     "protocol": _protocol,
     "framing": _framing,
 }

@@ -411,6 +411,52 @@ def target_segment(data: bytes) -> None:
     same("LogSegment", a, b, data)
 
 
+def _dump_log(argv: list[str]) -> tuple[int, str, str]:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from kcodec.cli import main
+
+    out, errs = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(errs):
+        try:
+            code = main(argv)
+        except SystemExit as exc:   # argparse
+            code = exc.code
+        except Exception as exc:
+            raise Finding(f"kcodec dump-log {argv[1:]}: leaked {type(exc).__name__}: {exc}") from exc
+    return code, out.getvalue(), errs.getvalue()
+
+
+def target_dumplog(data: bytes) -> None:
+    """``kcodec dump-log`` over the segment (and indexes cut from the input), in the output
+    mode the options pick: exit 0 or 1, never a traceback; the same output from the
+    compiled and the pure readers."""
+    o = _opt(data, 0)
+    payload, _ = _record_options(data, 2)
+    cut = _opt(data, 1) % 64
+    index = timeindex = b""
+    if o & 0x40 and cut and len(payload) > 2 * cut:
+        index, timeindex, payload = payload[-2 * cut:-cut], payload[-cut:], payload[:-2 * cut]
+    mode = (["--json"], ["--kafka"], [], ["--json", "--bytes", "text"])[(o >> 2) % 4]
+    extra = (["-r"] if o & 0x10 else []) + (["--verify"] if o & 0x20 else [])
+    with tempfile.TemporaryDirectory(prefix="kcodec-fuzz-") as d:
+        path = os.path.join(d, "00000000000000000000.log")
+        for suffix, blob in ((".log", payload), (".index", index), (".timeindex", timeindex)):
+            if blob or suffix == ".log":
+                with open(path[:-4] + suffix, "wb") as f:
+                    f.write(blob)
+        argv = ["dump-log", path, "--no-progress", *mode, *extra]
+        if o & 0x80:
+            argv += [path[:-4] + ".index"] if index else ["--no-mmap"]
+        a = _dump_log(argv)
+        with pure_records():
+            b = _dump_log(argv)
+    if a[0] not in (0, 1):
+        raise Finding(f"kcodec dump-log exit {a[0]}: {a[2][-500:]}")
+    same("kcodec dump-log", a, b, data)
+
+
 # ---------------------------------------------------------------------------- protocol
 
 
@@ -511,6 +557,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "columns": target_columns,
     "segscan": target_segscan,
     "segment": target_segment,
+    "dumplog": target_dumplog,
     "protocol": target_protocol,
     "framing": target_framing,
 }
