@@ -84,6 +84,21 @@ def _compression() -> list[bytes]:
     return out
 
 
+def _inner() -> list[bytes]:
+    """Uncompressed record sections (v2) and inner message sets (magic 0/1), to be wrapped
+    (options: codec - 1 in bits 0-1, magic in bits 2-3, flags above; see target_inner)."""
+    out = []
+    raw = _v2(0, rows=3)[61:]
+    for codec in (1, 2, 3, 4):
+        out.append(bytes([(codec - 1) | 0x08 | 0x40, 3]) + raw)
+    out.append(bytes([0x08 | 0x20 | 0x80, 1]) + _v2(0, control=True)[61:])
+    for magic in (0, 1):
+        for codec in (1, 2, 3):
+            out.append(bytes([(codec - 1) | (magic << 2) | 0x40, 0]) + _legacy(magic, 0, rows=3))
+    out.append(bytes([0x04 | 0x10, 0]) + _legacy(1, 0, rows=2))
+    return out
+
+
 def _records() -> list[bytes]:
     blobs = record_blobs()
     return [bytes([o]) + b for b in blobs for o in (0x00, 0x13)]
@@ -181,6 +196,7 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "compression": _compression,
     "records": _records,
     "columns": _columns,
+    "inner": _inner,
     "segscan": lambda: [bytes([o, 0]) + b for b in record_blobs() for o in (0x00, 0x81)],
     "segment": _segment,
     "dumplog": lambda: [bytes([o | (m << 2), c]) + s[2:] for s in _segment()

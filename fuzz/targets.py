@@ -270,6 +270,48 @@ def target_records(data: bytes) -> None:
         same("iter_batches(memoryview, start)", a, b, data)
 
 
+def _wrap_inner(data: bytes) -> bytes:
+    """A batch around the payload as its (compressed) records: v2 with codec and count from
+    the options, or a magic 0/1 wrapper message whose value is the compressed payload."""
+    from kcodec._py.crc import crc32, crc32c
+    from kcodec.compression import compress
+
+    o, count = _opt(data, 0), _opt(data, 1)
+    payload = data[2:]
+    codec = 1 + o % 4
+    magic = ((o >> 2) & 3) % 3
+    if magic == 0 and codec == 4:
+        codec = 3
+    body = compress(codec, payload, magic=magic)
+    if magic == 2:
+        attrs = codec | (o & 0x30)        # sometimes transactional, control
+        tail = struct.pack(">hiqqqhii", attrs, max(count - 1, 0), 1000, 2000, -1, -1, -1,
+                           count) + body
+        return struct.pack(">qiibI", 5, len(tail) + 9, 0, 2, crc32c(tail)) + tail
+    ts = struct.pack(">q", 1000) if magic == 1 else b""
+    attrs = codec | ((o & 0x10) >> 1)     # sometimes log-append time
+    msg = bytes([magic, attrs]) + ts + b"\xff\xff\xff\xff" + struct.pack(">i", len(body)) + body
+    return struct.pack(">qiI", 7, len(msg) + 4, crc32(msg)) + msg
+
+
+def target_inner(data: bytes) -> None:
+    """Record parsing inside compressed batches: the payload is compressed with a codec and
+    wrapped (v2 batch or legacy wrapper, CRCs right), then read as ``records`` does, and
+    through ``decode_columns``."""
+    blob = _wrap_inner(data)
+    cy, py = twins("batch")
+    kw = {"validate_crc": bool(_opt(data, 0) & 0x40), "max_decompressed_size": 1 << 16}
+    a = batches_outcome(cy.iter_batches, blob, "iter_batches[cy]", **kw)
+    b = batches_outcome(py.iter_batches, blob, "iter_batches[py]", **kw)
+    same("iter_batches(inner)", a, b, data)
+    ccy, cpy = twins("columns")
+    kw["include_control"] = bool(_opt(data, 0) & 0x80)
+    a = columns_outcome(ccy.decode_columns, blob, kw, "decode_columns[cy]")
+    with pure_records():
+        b = columns_outcome(cpy.decode_columns, blob, kw, "decode_columns[py]")
+    same("decode_columns(inner)", a, b, data)
+
+
 @contextlib.contextmanager
 def _patched(module: Any, **names: Any) -> Iterator[None]:
     old = {k: getattr(module, k) for k in names}
@@ -555,6 +597,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "compression": target_compression,
     "records": target_records,
     "columns": target_columns,
+    "inner": target_inner,
     "segscan": target_segscan,
     "segment": target_segment,
     "dumplog": target_dumplog,
