@@ -19,7 +19,7 @@ from fuzz.seeds import SEEDS
 from fuzz.targets import TARGETS, Finding
 
 # inputs per target (LogSegment writes temporary files: fewer)
-COUNTS = {"segment": 60, "dumplog": 60, "columns": 250, "protocol": 400}
+COUNTS = {"segment": 60, "dumplog": 20, "columns": 250, "protocol": 400}
 DEFAULT_COUNT = 300
 RANDOM_SEED = 20261121
 
@@ -95,7 +95,7 @@ def test_targets_hypothesis(name: str, seeds: dict[str, list[bytes]]) -> None:
 
     pool = seeds[name]
 
-    @settings(max_examples=2000 if name not in ("segment", "dumplog") else 300, deadline=None,
+    @settings(max_examples={"segment": 300, "dumplog": 100}.get(name, 2000), deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.one_of(
         st.binary(max_size=600),
