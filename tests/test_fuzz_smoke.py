@@ -95,7 +95,7 @@ def test_targets_hypothesis(name: str, seeds: dict[str, list[bytes]]) -> None:
 
     pool = seeds[name]
 
-    @settings(max_examples={"segment": 300, "dumplog": 100}.get(name, 2000), deadline=None,
+    @settings(max_examples={"segment": 300, "dumplog": 100}.get(name, 1000), deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.one_of(
         st.binary(max_size=600),
