@@ -151,6 +151,19 @@ def test_columns_empty_legacy_key_and_value() -> None:
         assert cols["value"] == ("ok", ("int32", [b"", b""]))
 
 
+def test_columns_batch_of_no_records_first() -> None:
+    # F5 too: a v2 batch of 0 records first left the offset/timestamp columns unallocated
+    # and _records computed NULL + 0 for its output pointers (UBSan).
+    from fuzz.targets import columns_outcome, pure_records
+
+    blob = v2(b"", 0) + v2(b"", 0, base_offset=1)
+    cy, py = pair("columns")
+    got = columns_outcome(cy.decode_columns, blob, {}, "cy")
+    with pure_records():
+        assert got == columns_outcome(py.decode_columns, blob, {}, "py")
+    assert got[:2] == ("ok", 0) and got[3:] == (len(blob), 2, 2)
+
+
 # -- Guards (no finding): counts of 2**31 and lengths of 2**32 in a few bytes must fail as
 #    kcodec errors, the same in both twins, without allocating for the count (Python
 #    allocations traced, C allocations capped by RLIMIT_AS at what is mapped + 256 MiB).
