@@ -228,3 +228,30 @@ def test_huge_counts_in_tiny_inputs(case: int) -> None:
     assert got == want
     assert got[0] in ("TruncatedError", "CorruptDataError", "DecompressionLimitError"), got
     assert peak < 4 << 20, peak
+
+
+# -- F6: the zstandard backend caches one decompression context per thread; after a corrupt
+#    frame it was left mid-frame, so the error for the NEXT corrupt input depended on the
+#    previous one ("Data corruption detected" instead of "Destination buffer is too small"):
+#    the twins disagreed when one of them had decoded something else before.
+
+ZSTD_A = bytes.fromhex("28b52ffd0126000b00049028b52ffd0101040b000400")
+ZSTD_P = bytes.fromhex("28b52ffd0101000b00049028b52ffd0101040b000400")
+
+
+def test_zstd_errors_do_not_depend_on_the_previous_input() -> None:
+    from kcodec._codecs import zstd_codec
+
+    zstd_codec.backend().discard()
+    fresh = outcome(decompress, "zstd", ZSTD_P, 1000)
+    assert fresh[0] == "CorruptDataError"
+    for before in (ZSTD_A, ZSTD_P, compress("zstd", b"ok" * 100)[:-2]):
+        outcome(decompress, "zstd", before, 1000)
+        assert outcome(decompress, "zstd", ZSTD_P, 1000) == fresh
+    # through both twins' batch readers, one after the other
+    cy, py = pair("batch")
+    blob_a, blob_p = v2(ZSTD_A, 1, attributes=4), v2(ZSTD_P, 1, attributes=4)
+    records_outcome(cy, blob_a)
+    got = records_outcome(cy, blob_p)
+    records_outcome(py, blob_a)
+    assert records_outcome(py, blob_p) == got

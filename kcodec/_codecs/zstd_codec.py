@@ -145,6 +145,9 @@ class _Backend:
         chunks, at most ``budget`` bytes."""
         raise NotImplementedError
 
+    def discard(self) -> None:
+        """Forget any cached library state (after a failed call)."""
+
 
 class StdlibBackend(_Backend):
     """``compression.zstd`` (Python 3.14+) or the same API from ``backports.zstd``."""
@@ -203,6 +206,9 @@ class ZstandardBackend(_Backend):
         if d is None:
             d = self.local.d = self.mod.ZstdDecompressor()
         return d
+
+    def discard(self) -> None:
+        self.local.__dict__.pop("d", None)
 
     def compress(self, data: memoryview, level: int) -> bytes:
         return self._compressor(level).compress(data)
@@ -295,9 +301,12 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
                     raise CorruptDataError("zstd frame content size mismatch", f.start)
                 chunks.extend(got)
                 total += sum(map(len, got))
-        except KcodecError:
-            raise
-        except b.errors as exc:
+        except BaseException as exc:
+            # A failed call can leave a cached library context mid-frame, and what it says
+            # about the NEXT bad input then depends on this one: start the next call afresh.
+            b.discard()
+            if isinstance(exc, KcodecError) or not isinstance(exc, b.errors):
+                raise
             raise CorruptDataError(f"corrupt zstd frame: {exc}", f.start) from exc
     if len(chunks) == 1:
         return chunks[0]
