@@ -17,7 +17,7 @@ numpy is imported on first use (it is needed only here), pyarrow only by ``to_ar
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["BinaryColumn", "HeadersColumn", "RecordColumns", "numpy", "pyarrow"]
 
@@ -53,7 +53,7 @@ def pyarrow() -> Any:
 _TYPES: dict[Any, Any] = {}
 
 
-def _arrow_types(key: str, make: Any) -> Any:
+def _arrow_types(key: Any, make: Any) -> Any:
     """pyarrow types and schemas, built once per layout (building them costs microseconds)."""
     t = _TYPES.get(key)
     if t is None:
@@ -114,7 +114,7 @@ class BinaryColumn:
         """numpy bool array: True where the value is not null."""
         return _bits(self.validity, len(self))
 
-    def __getitem__(self, i: int) -> Optional[Any]:
+    def __getitem__(self, i: int) -> Any | None:
         n = len(self)
         if i < 0:
             i += n
@@ -186,15 +186,16 @@ class HeadersColumn:
         """numpy array: the number of headers of each record."""
         return self.offsets[1:] - self.offsets[:-1]
 
-    def __getitem__(self, i: int) -> list[tuple[str, Optional[bytes]]]:
+    def __getitem__(self, i: int) -> list[tuple[str, bytes | None]]:
         n = len(self)
         if i < 0:
             i += n
         if not 0 <= i < n:
             raise IndexError("column index out of range")
-        return [(self.keys[j], self.values[j]) for j in range(int(self.offsets[i]), int(self.offsets[i + 1]))]
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return [(self.keys[j], self.values[j]) for j in range(lo, hi)]  # type: ignore[misc]
 
-    def to_pylist(self) -> list[list[tuple[str, Optional[bytes]]]]:
+    def to_pylist(self) -> list[list[tuple[str, bytes | None]]]:
         """For each record, its headers as (key, value-or-None) pairs, order kept."""
         pairs = list(zip(self.keys.to_pylist(), self.values.to_pylist()))
         offs = self.offsets.tolist()
@@ -261,7 +262,7 @@ class RecordColumns:
         is_control: Any,
         consumed: int,
         batch_count: int,
-        next_offset: Optional[int],
+        next_offset: int | None,
     ) -> None:
         self.offset = offset
         self.timestamp = timestamp

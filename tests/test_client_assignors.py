@@ -15,6 +15,9 @@ from kcodec.client.assignors import (
 from kcodec.client.config import ConsumerConfig, ProducerConfig, parse_bootstrap
 from kcodec.errors import ProtocolError
 
+# kafka-python 3 reads its bundled specs with a deprecated importlib.resources call
+pytestmark = pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
+
 
 def test_subscription_roundtrip_and_kafka_python() -> None:
     from kafka.protocol.old.consumer_protocol import (
@@ -97,3 +100,44 @@ def test_config_validation() -> None:
         ConsumerConfig(partition_assignment_strategy="sticky-ish")
     with pytest.raises(ValueError):
         get_assignor("nope")
+
+
+@pytest.mark.parametrize("cls,kw,msg", [
+    (ProducerConfig, {"batch_size": "x"}, "batch_size must be a non-negative integer, got 'x'"),
+    (ProducerConfig, {"batch_size": 0}, "batch_size must be positive"),
+    (ProducerConfig, {"buffer_memory": -1}, "buffer_memory must be a non-negative integer"),
+    (ProducerConfig, {"retries": True}, "retries must be a non-negative integer"),
+    (ProducerConfig, {"max_in_flight_requests_per_connection": 0}, "at least 1"),
+    (ProducerConfig, {"max_in_flight_requests_per_connection": 6}, "<= 5"),
+    (ProducerConfig, {"acks": 2}, "acks must be 0, 1 or 'all'"),
+    (ProducerConfig, {"enable_idempotence": 1}, "enable_idempotence must be True or False"),
+    (ProducerConfig, {"compression_type": "gzip", "compression_level": 99},
+     "compression_level 99 is not valid for gzip"),
+    (ProducerConfig, {"compression_level": 3}, "compression_level 3 is not valid for none"),
+    (ProducerConfig, {"transactional_id": "tx"}, "transactions are not supported"),
+    (ProducerConfig, {"client_id": 5}, "client_id must be a string"),
+    (ProducerConfig, {"request_timeout_ms": 1.5}, "request_timeout_ms must be a non-negative integer"),
+    (ProducerConfig, {"bootstrap_servers": "host:99999"}, "bootstrap_servers: bad address"),
+    (ConsumerConfig, {"auto_offset_reset": "smallest"}, "auto_offset_reset must be earliest, latest or none"),
+    (ConsumerConfig, {"isolation_level": "committed"}, "isolation_level must be read_uncommitted or"),
+    (ConsumerConfig, {"fetch_min_bytes": -1}, "fetch_min_bytes must be a non-negative integer"),
+    (ConsumerConfig, {"check_crcs": "yes"}, "check_crcs must be True or False"),
+    (ConsumerConfig, {"max_poll_records": 0}, "max_poll_records must be at least 1"),
+    (ConsumerConfig, {"group_id": ""}, "group_id must be a non-empty string or None"),
+    (ConsumerConfig, {"heartbeat_interval_ms": 5000, "session_timeout_ms": 5000},
+     "heartbeat_interval_ms must be lower than session_timeout_ms"),
+])
+def test_config_errors_name_the_property(cls, kw, msg) -> None:
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        cls(**kw)
+
+
+def test_clients_validate_config_before_connecting() -> None:
+    """Bad config fails at construction with ValueError, before any connection is tried."""
+    from kcodec.client import Admin, Consumer, Producer
+
+    for make in (lambda: Producer(bootstrap_servers="127.0.0.1:1", linger_ms=-5),
+                 lambda: Consumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="nope"),
+                 lambda: Admin(bootstrap_servers="127.0.0.1:1", not_a_property=1)):
+        with pytest.raises(ValueError):
+            make()

@@ -89,7 +89,7 @@ def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
         for i in range(5):   # one record per batch and request
             p.send(topic_name, b"v%d" % i, partition=0).result(10)
     with Consumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
-                  session_timeout_ms=3000, heartbeat_interval_ms=300, fetch_max_wait_ms=50) as c:
+                  session_timeout_ms=2000, heartbeat_interval_ms=200, fetch_max_wait_ms=50) as c:
         c.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)])
         c.commit({TopicPartition(topic_name, 0): 3})
     rc, out, _ = run(capsys, "offsets", *b, "-g", group, "-t", topic_name)
@@ -106,7 +106,7 @@ def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
 
     # a live member: describe-groups shows the group, its state and protocol type
     with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
-                  session_timeout_ms=3000, heartbeat_interval_ms=300, fetch_max_wait_ms=50) as c:
+                  session_timeout_ms=2000, heartbeat_interval_ms=200, fetch_max_wait_ms=50) as c:
         import time
         deadline = time.monotonic() + 20
         while not c.assignment() and time.monotonic() < deadline:
@@ -131,6 +131,10 @@ def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
     (["describe-groups"], "a group is required"),
     (["topics", "create", "-p", "0", "t"], "--partitions must be positive"),
     (["topics", "list", "-b", "nohostport:x"], "bad address"),
+    (["consume", "-t", "x", "-n", "0"], "--count must be positive"),
+    (["produce", "-t", "x", "-p", "1", "-k", "k", "m"], "either -p PARTITION or -k KEY"),
+    (["produce", "-t", "x", "--acks", "2", "m"], "acks must be 0, 1 or 'all'"),
+    (["consume", "-t", "x", "--timeout", "0"], "--timeout must be positive"),
 ])
 def test_bad_arguments_one_line_exit_2(capsys, argv, msg) -> None:
     rc, out, err = run(capsys, *argv)
@@ -140,7 +144,7 @@ def test_bad_arguments_one_line_exit_2(capsys, argv, msg) -> None:
 
 def test_unreachable_broker_exit_1(capsys) -> None:
     from tests.broker import free_port
-    rc, out, err = run(capsys, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "1")
+    rc, out, err = run(capsys, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "0.5")
     assert rc == 1 and "no broker reachable" in err and len(err.strip().splitlines()) == 1
 
 
@@ -149,3 +153,110 @@ def test_demo_round_trips_every_codec(capsys) -> None:
     rows = jl(out)
     assert rc == 0 and [r["codec"] for r in rows] == ["none", "gzip", "snappy", "lz4", "zstd"]
     assert all(r["ok"] and r["received"] == 500 for r in rows)
+
+
+def test_broker_side_bad_arguments_exit_nonzero_one_line(broker, topic_name, capsys) -> None:
+    b = ("-b", broker.bootstrap)
+    run(capsys, "topics", "create", *b, "-p", "2", topic_name)
+    rc, out, err = run(capsys, "produce", *b, "-t", topic_name, "-p", "2", "m")
+    assert (rc, out) == (2, "") and err.strip() == \
+        f"kcodec produce: error: partition 2 out of range for {topic_name!r} (2 partitions)"
+    rc, out, err = run(capsys, "consume", *b, "-t", topic_name + "-missing", "-n", "1")
+    assert (rc, out) == (1, "") and err.strip() == \
+        f"kcodec consume: error: topic {topic_name + '-missing'!r}: UNKNOWN_TOPIC_OR_PARTITION (3)"
+    rc, out, err = run(capsys, "topics", "delete", *b, topic_name + "-missing")
+    assert rc == 1 and out.strip() == f"{topic_name}-missing: UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_bootstrap_from_environment(broker, topic_name, capsys, monkeypatch) -> None:
+    run(capsys, "topics", "create", "-b", broker.bootstrap, "-p", "1", topic_name)
+    monkeypatch.setenv("KCODEC_BOOTSTRAP", broker.bootstrap)
+    rc, out, _ = run(capsys, "topics", "list", "--json", topic_name)
+    assert rc == 0 and jl(out) == [{"topic": topic_name, "partitions": 1}]
+    monkeypatch.setenv("KCODEC_BOOTSTRAP", "127.0.0.1:1")   # -b wins over the environment
+    rc, out, _ = run(capsys, "topics", "list", "--json", "-b", broker.bootstrap, topic_name)
+    assert rc == 0 and jl(out) == [{"topic": topic_name, "partitions": 1}]
+
+
+@pytest.mark.slow   # ~6 s: the CLI's 10 s session timeout makes Tansu's JoinGroup wait 5 s
+def test_consume_as_group_member(broker, topic_name, capsys) -> None:
+    """consume -g with --client-id (no -b: $KCODEC_BOOTSTRAP) in a child process; while it
+    waits, describe-groups -g shows it (member id from its client id); it stops
+    after -n records, commits, and offsets/lag see the commit."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    b = ("-b", broker.bootstrap)
+    group = f"g-{topic_name}"
+    other = topic_name + "-other"
+    run(capsys, "topics", "create", *b, "-p", "2", topic_name)
+    run(capsys, "topics", "create", *b, "-p", "1", other)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+        for i in range(3):   # one record per request (see tansu.md on ListOffsets)
+            p.send(topic_name, b"v%d" % i, partition=i % 2).result(10)
+    env = {**os.environ, "KCODEC_BOOTSTRAP": broker.bootstrap}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kcodec", "consume", "-t", topic_name, "-g", group, "--client-id",
+         "my-cli", "--from-beginning", "-n", "4", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        members: list = []
+        while time.monotonic() < deadline and not members:
+            rc, out, _ = run(capsys, "describe-groups", *b, "-g", group, "--json")
+            members = jl(out)[0]["members"] if rc == 0 and out.strip() else []
+            time.sleep(0.2)
+        # the broker derives member ids from the client id (Tansu leaves DescribeGroups'
+        # client_id, host and assignment empty, so they are checked with a stub below)
+        assert len(members) == 1 and members[0]["member_id"].startswith("my-cli-")
+        with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+            p.send(topic_name, b"v3", partition=1).result(10)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err
+    assert sorted(r["value"] for r in jl(out)) == ["v0", "v1", "v2", "v3"]
+    rc, out, _ = run(capsys, "offsets", *b, "-g", group, "-t", topic_name, "--json")
+    assert jl(out) == [
+        {"topic": topic_name, "partition": 0, "committed": 2, "end_offset": 2, "remaining": 0},
+        {"topic": topic_name, "partition": 1, "committed": 2, "end_offset": 2, "remaining": 0}]
+    rc, out, _ = run(capsys, "lag", *b, "-g", group)
+    assert rc == 0 and out.strip() == f"{group}: lag 0 (2 partitions)"
+
+
+def test_describe_groups_members_table_and_topic_filter(capsys, monkeypatch) -> None:
+    """The members part of describe-groups (Tansu answers it with empty client ids, hosts
+    and assignments, so the admin result is stubbed here)."""
+    from kcodec.client import Admin
+    from kcodec.client.admin import GroupDescription, MemberDescription
+
+    def describe(self, group_ids):
+        return [GroupDescription("g1", "Stable", "consumer", "range", [
+            MemberDescription("m-1", "app-a", "/10.0.0.1", {"t": [0, 1], "u": [2]}),
+            MemberDescription("m-2", "app-b", "/10.0.0.2", {"u": [0, 1]})])]
+
+    monkeypatch.setattr(Admin, "describe_groups", describe)
+    monkeypatch.setattr(Admin, "close", lambda self: None)
+    rc, out, _ = run(capsys, "describe-groups", "-b", "127.0.0.1:1", "-g", "g1")
+    assert rc == 0 and [line.split() for line in out.splitlines()] == [
+        ["GROUP", "STATE", "PROTOCOL", "TYPE", "PROTOCOL", "MEMBERS"],
+        ["g1", "Stable", "consumer", "range", "2"],
+        [],
+        ["MEMBER", "ID", "CLIENT", "ID", "HOST", "TOPIC", "PARTITIONS"],
+        ["m-1", "app-a", "/10.0.0.1", "t", "0,1"],
+        ["m-1", "app-a", "/10.0.0.1", "u", "2"],
+        ["m-2", "app-b", "/10.0.0.2", "u", "0,1"]]
+    rc, out, _ = run(capsys, "describe-groups", "-b", "127.0.0.1:1", "-g", "g1", "-t", "t")
+    assert [line.split() for line in out.splitlines()[4:]] == [
+        ["m-1", "app-a", "/10.0.0.1", "t", "0,1"], ["m-2", "app-b", "/10.0.0.2"]]
+    rc, out, _ = run(capsys, "describe-groups", "-b", "127.0.0.1:1", "-g", "g1", "-t", "t", "--json")
+    assert jl(out) == [{"group": "g1", "state": "Stable", "protocol_type": "consumer",
+                        "protocol": "range", "members": [
+                            {"member_id": "m-1", "client_id": "app-a", "host": "/10.0.0.1",
+                             "assignment": {"t": [0, 1]}},
+                            {"member_id": "m-2", "client_id": "app-b", "host": "/10.0.0.2",
+                             "assignment": {}}]}]

@@ -10,11 +10,12 @@ import pytest
 
 from kcodec.client import Admin, Consumer, Producer, TopicPartition
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker,  # kafka-python 3: deprecated importlib.resources call
+              pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")]
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=3000, heartbeat_interval_ms=300)
+FAST = dict(fetch_max_wait_ms=50, session_timeout_ms=2000, heartbeat_interval_ms=200)
 
 
 def _records(n: int, seed: int) -> list[tuple]:
@@ -43,7 +44,7 @@ def _cf_consume(bootstrap: str, topic: str, n: int, timeout: float = 60) -> list
     got = []
     deadline = time.monotonic() + timeout
     while len(got) < n and time.monotonic() < deadline:
-        for m in c.consume(10000, 0.5):
+        for m in c.consume(min(10000, n - len(got)), 0.5):
             assert m.error() is None, m.error()
             got.append(m)
     c.close()
@@ -262,6 +263,40 @@ def test_seek_position_and_iteration(broker, topic_name) -> None:
         assert c.position(tp) == 10
         c.seek_to_beginning(tp)
         assert c.position(tp) == 0
+        with Producer(bootstrap_servers=broker.bootstrap) as p:
+            # alone in its batch: Tansu's ListOffsets LATEST is right only then (tansu.md)
+            assert p.send(topic_name, b"10").result(10).offset == 10
+        c.seek_to_end()                 # no arguments: every assigned partition
+        assert c.position(tp) == 11
+        c.seek(tp, 9)
+        c.pause(tp)
+        assert c.poll(0.3) == {}        # paused: nothing fetched or returned
+        c.resume(tp)
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += [r.value for rs in c.poll(0.1).values() for r in rs]
+        assert got == [b"9", b"10"] and c.highwater(tp) == 11
+
+
+def test_commit_async_and_committed(broker, topic_name) -> None:
+    _create(broker, topic_name, 2)
+    tps = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
+    with Consumer(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+                  enable_auto_commit=False, **FAST) as c:
+        c.assign(tps)
+        assert c.committed(tps) == {tps[0]: None, tps[1]: None}
+        done = []
+        fut = c.commit_async({tps[0]: 5, tps[1]: 7}, callback=done.append)
+        fut.result(10)
+        deadline = time.monotonic() + 5
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert done == [None]
+        assert c.committed(tps) == {tps[0]: 5, tps[1]: 7}
+        c.poll(0.05)
+        # looked up once polled (as in Java): a commit before the first poll counts
+        assert c.position(tps[1]) == 7
 
 
 # ------------------------------------------------------------------------------ faults
@@ -371,3 +406,80 @@ def test_aiokafka_producer_to_kcodec_and_kcodec_to_kafka_python(broker, topic_na
             seen += [(r.key, r.value, [tuple(x) for x in r.headers], r.timestamp) for r in rs]
     kc.close()
     assert sorted(seen, key=lambda r: r[3]) == [(k, v, h, ts) for k, v, h, ts in recs]
+
+
+def test_auto_offset_reset_none_is_a_clear_error_until_seek(broker, topic_name) -> None:
+    from kcodec.client import NoOffsetForPartitionError
+
+    _create(broker, topic_name, 2)
+    tp0, tp1 = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
+    with Producer(bootstrap_servers=broker.bootstrap) as p:
+        p.send(topic_name, b"a", partition=0).result(10)
+        p.send(topic_name, b"b", partition=1).result(10)
+    with Consumer(bootstrap_servers=broker.bootstrap, group_id=f"g-{topic_name}",
+                  auto_offset_reset="none", enable_auto_commit=False, **FAST) as c:
+        c.commit({tp1: 0})
+        c.assign([tp0, tp1])
+        with pytest.raises(NoOffsetForPartitionError,
+                           match=rf"^no committed offset for {topic_name}\[0\] and "
+                                 r"auto_offset_reset is 'none': seek\(\) to a position first$"):
+            c.position(tp0)
+        assert c.position(tp1) == 0
+        got, err = [], None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (err is None or not got):
+            try:   # the committed partition is fetched meanwhile
+                got += [r.value for rs in c.poll(0.1).values() for r in rs]
+            except NoOffsetForPartitionError as exc:
+                err = exc
+        assert err is not None and err.partitions == [tp0] and got == [b"b"]
+        c.seek(tp0, 0)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(got) < 2:
+            got += [r.value for rs in c.poll(0.1).values() for r in rs]
+        assert got == [b"b", b"a"]
+
+
+def test_auto_commit_and_admin_views(broker, topic_name) -> None:
+    """Auto-commit (interval and on close) seen through the admin client: committed
+    offsets, list_groups, list_offsets, lag and describe_cluster."""
+    _create(broker, topic_name, 2)
+    tps = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
+    group = f"g-{topic_name}"
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+        for i in range(4):   # one record per batch (see tansu.md on ListOffsets)
+            p.send(topic_name, b"%d" % i, partition=0 if i < 3 else 1).result(10)
+    with Admin(bootstrap_servers=broker.bootstrap) as admin:
+        with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                      auto_offset_reset="earliest", auto_commit_interval_ms=100, **FAST) as c:
+            n = 0
+            deadline = time.monotonic() + 20
+            committed: dict = {}
+            while time.monotonic() < deadline and committed != {tps[0]: 3, tps[1]: 1}:
+                n += sum(len(rs) for rs in c.poll(0.1).values())
+                if n == 4:
+                    committed = admin.committed_offsets(group, [topic_name])
+            assert n == 4 and committed == {tps[0]: 3, tps[1]: 1}   # by the interval
+            assert group in [g.group_id for g in admin.list_groups()]
+            assert [g.protocol_type for g in admin.list_groups() if g.group_id == group] == ["consumer"]
+        assert admin.list_offsets(tps, "earliest") == {tps[0]: 0, tps[1]: 0}
+        assert admin.list_offsets(tps, "latest") == {tps[0]: 3, tps[1]: 1}
+        assert [(x.partition, x.committed, x.end_offset, x.lag) for x in admin.lag(group)] == \
+            [(0, 3, 3, 0), (1, 1, 1, 0)]
+        md = admin.describe_cluster()
+        t = next(t for t in md.topics if t.name == topic_name)
+        assert [p.partition for p in t.partitions] == [0, 1]
+        assert md.controller_id in [b.node_id for b in md.brokers]
+        assert all(p.leader in p.replicas and p.leader in p.isr for p in t.partitions)
+        assert topic_name in admin.list_topics()
+        with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+            p.send(topic_name, b"late", partition=1).result(10)
+        with Consumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                      auto_commit_interval_ms=60000, **FAST) as c:
+            deadline = time.monotonic() + 20
+            got = []
+            while time.monotonic() < deadline and not got:
+                got += [r.value for rs in c.poll(0.1).values() for r in rs]
+            assert got == [b"late"]     # resumed from the committed offsets
+        # committed on close (the interval had not come round)
+        assert admin.committed_offsets(group, [topic_name]) == {tps[0]: 3, tps[1]: 2}

@@ -14,6 +14,9 @@ from kcodec.client.partitioner import (
     partition_for_key,
 )
 
+# kafka-python 3 reads its bundled specs with a deprecated importlib.resources call
+pytestmark = pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
+
 
 def test_murmur2_golden() -> None:
     # Values of the Java client's Utils.murmur2 (its own unit test vectors).

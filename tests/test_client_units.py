@@ -84,3 +84,62 @@ def test_trim_columns_shares_and_drops_rows() -> None:
 @pytest.mark.parametrize("bad", [b"\x00" * 11, b"\x00" * 8 + b"\x00\x00\x00\x01" + b"\x00" * 5])
 def test_next_offset_on_garbage_does_not_raise(bad: bytes) -> None:
     assert _next_offset(bad, 5) == 5
+
+
+def _engine(read_committed: bool):
+    import asyncio
+
+    from kcodec.client.config import ConsumerConfig
+    from kcodec.client.consumer import _Engine
+
+    cfg = ConsumerConfig(bootstrap_servers="127.0.0.1:1",
+                         isolation_level="read_committed" if read_committed else "read_uncommitted")
+    loop = asyncio.new_event_loop()
+    eng = _Engine(cfg, loop)
+    eng.set_assignment([TP])
+    return eng, loop
+
+
+def _feed(eng, blob: bytes, aborted, position: int = 0) -> None:
+    eng.states[TP].position = eng.states[TP].fetch_position = position
+    eng.buffer.append(_Fetched(TP, position, blob, aborted, eng.states[TP].epoch))
+
+
+@pytest.mark.parametrize("read_committed", [True, False])
+@pytest.mark.parametrize("position", [0, 3, 6])
+def test_poll_and_poll_columns_agree_on_transactions(read_committed: bool, position: int) -> None:
+    """The same records, offsets and next position from poll() and poll_columns():
+    markers hidden always, aborted transactions dropped only under read_committed."""
+    blob, aborted = _log()
+    eng, loop = _engine(read_committed)
+    try:
+        _feed(eng, blob, aborted, position)
+        rows = eng.take(1000)[TP]
+        pos_rows = eng.states[TP].position
+        _feed(eng, blob, aborted, position)
+        cols = eng.take_columns()[TP]
+        pos_cols = eng.states[TP].position
+    finally:
+        loop.close()
+    want = [(0, b"a"), (1, b"b"), (2, b"x1"), (3, b"x2"), (5, b"c1"), (6, b"c2"), (8, b"z")]
+    if read_committed:
+        want = [w for w in want if not w[1].startswith(b"x")]
+    want = [w for w in want if w[0] >= position]
+    assert [(r.offset, r.value) for r in rows] == want
+    assert list(zip(cols.offset.tolist(), cols.value.to_pylist())) == want
+    assert pos_rows == pos_cols == 9
+
+
+def test_poll_columns_blob_of_only_aborted_and_markers() -> None:
+    """Nothing visible: no entry for the partition, but the position moves past the blob."""
+    blob = _batch(2, [b"x1", b"x2"], 7, True) + _marker(4, 7, False)
+    aborted = [SimpleNamespace(producer_id=7, first_offset=2)]
+    eng, loop = _engine(True)
+    try:
+        _feed(eng, blob, aborted, 2)
+        assert eng.take_columns() == {}
+        assert eng.states[TP].position == 5
+        _feed(eng, blob, aborted, 2)
+        assert eng.take(100) == {} and eng.states[TP].position == 5
+    finally:
+        loop.close()

@@ -7,32 +7,27 @@ from __future__ import annotations
 import os
 import random
 import struct
-from pathlib import Path
 from typing import Any
 
+import numpy as np  # a test requirement (and the columns' own)
 import pytest
 
-np = pytest.importorskip("numpy")
-
-from kcodec import _columnar  # noqa: E402
-from kcodec.errors import (  # noqa: E402
+from kcodec import _columnar
+from kcodec.errors import (
     ChecksumError,
     CorruptDataError,
     DecompressionLimitError,
     KcodecError,
     TruncatedError,
 )
-from kcodec.records import (  # noqa: E402
+from kcodec.records import (
     MessageSetBuilder,
     RecordBatchBuilder,
-    decode_columns,
     iter_batches,
 )
+from tests._segments import META_LOG, TOPIC_LOG, reference
 
 TS = 1_700_000_000_000
-SEGMENTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "segments"
-if not SEGMENTS.is_dir():
-    SEGMENTS = Path("/work/shared/reference/segments")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,8 +302,9 @@ def test_offsets_widen_past_the_limit(pair) -> None:
 # Arrow
 
 
+@pytest.mark.arrow
 def test_to_arrow_zero_copy_and_schema(cols) -> None:
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     c = cols.decode_columns(kc_v2(3, 50))
     rb = c.to_arrow()
     assert isinstance(rb, pa.RecordBatch) and rb.num_rows == 50
@@ -344,8 +340,9 @@ def test_to_arrow_zero_copy_and_schema(cols) -> None:
     assert py == want
 
 
+@pytest.mark.arrow
 def test_to_arrow_keeps_memory_alive(cols) -> None:
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow  # noqa: F401
     rb = cols.decode_columns(kc_v2()).to_arrow()   # the RecordColumns is dropped at once
     import gc
 
@@ -353,8 +350,9 @@ def test_to_arrow_keeps_memory_alive(cols) -> None:
     assert rb.column("key").to_pylist() == [r[0] for r in rows()]
 
 
+@pytest.mark.arrow
 def test_to_arrow_large_and_control(cols) -> None:
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     data = kc_v2(0, 5) + kc_control(5)
     rb = cols.decode_columns(data, large=True, include_control=True).to_arrow()
     rb.validate(full=True)
@@ -363,8 +361,9 @@ def test_to_arrow_large_and_control(cols) -> None:
     assert rb.column("is_control").to_pylist() == [False] * 5 + [True]
 
 
+@pytest.mark.arrow
 def test_to_arrow_empty(cols) -> None:
-    pytest.importorskip("pyarrow")
+    import pyarrow  # noqa: F401
     rb = cols.decode_columns(b"").to_arrow()
     rb.validate(full=True)
     assert rb.num_rows == 0
@@ -386,12 +385,10 @@ def test_missing_numpy_and_pyarrow_messages(monkeypatch) -> None:
 # real segments and peers
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("name", ["TestTopicPatient-0", "__cluster_metadata-0"])
 def test_real_segments(cols, name: str) -> None:
-    path = SEGMENTS / name / "00000000000000000000.log"
-    if not path.exists():
-        pytest.fail(f"reference segment missing: {path}")
-    data = path.read_bytes()
+    data = reference(TOPIC_LOG if name == "TestTopicPatient-0" else META_LOG).read_bytes()
     c = cols.decode_columns(data)
     assert c.consumed == len(data)
     assert c.to_pylist() == reader_rows(data)
@@ -420,6 +417,8 @@ def _col_rows(c: Any) -> list[tuple]:
             for r in c.to_pylist()]
 
 
+@pytest.mark.peers
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kafka-python's imports
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("peer", ["kafka-python", "aiokafka"])
 def test_peer_v2_batches(cols, peer: str, codec: int) -> None:
@@ -439,6 +438,8 @@ def test_peer_v2_batches(cols, peer: str, codec: int) -> None:
     assert c.to_pylist() == reader_rows(data)
 
 
+@pytest.mark.peers
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kafka-python's imports
 # (aiokafka refuses to build lz4 with magic 0; kafka-python covers that one)
 @pytest.mark.parametrize("peer,magic,codec", [
     (p, m, c) for p in ("kafka-python", "aiokafka") for m in (0, 1) for c in (0, 1, 2, 3)

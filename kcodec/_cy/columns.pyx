@@ -3,8 +3,9 @@
 v2 batches are decoded by one C loop per batch straight into growable C buffers, which
 become numpy arrays without a copy at the end (no Python object per record). Growth is
 amortized doubling, and each batch reserves up front what its header and its size justify:
-offsets for its record count (checked against its bytes first) and key/value data for its
-records section (for an uncompressed blob, the rest of the blob, once); headers grow as met.
+offsets for its record count (checked against its bytes first), and key, value and header
+data for its records section (for an uncompressed blob, keys and values reserve the rest of
+the blob up to 64 MiB, once); header offsets grow as met.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
 for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
 record reader's checks in its order so both twins raise what iter_batches raises.
@@ -414,6 +415,7 @@ cdef int _push_obj(BinCol* c, object v) except -1:
 # Decoding
 
 
+cdef Py_ssize_t _BLOB_RESERVE = 64 * 1024 * 1024
 cdef object _MAXSIZE = sys.maxsize   # check_max_size() leaves ints in [0, sys.maxsize) as they are
 cdef object _np = None              # numpy, imported on the first call
 cdef object _ndarray = None
@@ -605,6 +607,12 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     cdef int32_t* voffs
     cdef Py_ssize_t kn, vn, kcount, vcount
     cdef bint kfast, vfast
+    cdef char* hkd
+    cdef char* hvd
+    cdef int32_t* hkoffs
+    cdef int32_t* hvoffs
+    cdef Py_ssize_t hkn, hvn, hkcount, hvcount
+    cdef bint hfast
     if count > (end - pos) // 7:
         raise_corrupt(f"record count {count} impossible in {end - pos} bytes", pos + base)
     cols_reserve(c, count)
@@ -614,6 +622,13 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     reserve(&c.value.data, end - pos + 16)
     kfast = not c.key.wide and c.key.data.n + (end - pos) <= c.key.lim
     vfast = not c.value.wide and c.value.data.n + (end - pos) <= c.value.lim
+    # Header keys and values: the same, their data reserved per batch as well.
+    reserve(&c.hkey.data, end - pos + 16)
+    reserve(&c.hval.data, end - pos + 16)
+    hfast = (not c.hkey.wide and not c.hval.wide and c.hkey.data.n + (end - pos) <= c.hkey.lim
+             and c.hval.data.n + (end - pos) <= c.hval.lim)
+    hkd, hkn, hkcount = c.hkey.data.p, c.hkey.data.n, c.hkey.count
+    hvd, hvn, hvcount = c.hval.data.p, c.hval.data.n, c.hval.count
     kd, kn, kcount, koffs = c.key.data.p, c.key.data.n, c.key.count, <int32_t*>c.key.offs.p
     vd, vn, vcount, voffs = c.value.data.p, c.value.data.n, c.value.count, <int32_t*>c.value.offs.p
     out_offset = <int64_t*>(c.offset.p + c.offset.n)
@@ -691,6 +706,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
                 raise_corrupt(f"header count {hc} impossible in {rec_end - pos} bytes",
                               pos + base)
             cols_headers_reserve(c, hc)
+            hkoffs, hvoffs = <int32_t*>c.hkey.offs.p, <int32_t*>c.hval.offs.p
             for j in range(hc):
                 if not zz32p(d, &pos, rec_end, &n):
                     pos = varint_at(d, pos, rec_end, base, &n, "header key length")
@@ -698,19 +714,45 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
                     need_at(d, pos, rec_end, base, n, "header key")
                 if not _utf8_ok(d + pos, n):
                     raise_corrupt("header key is not valid UTF-8", pos + base)
-                if not bin_put(&c.hkey, d + pos, n, end - pos):
+                if hfast:
+                    if n <= 16 and end - pos >= 16:
+                        memcpy(hkd + hkn, d + pos, 16)
+                    else:
+                        memcpy(hkd + hkn, d + pos, <size_t>n)
+                    hkn += n
+                    hkcount += 1
+                    hkoffs[hkcount] = <int32_t>hkn
+                else:
+                    c.hkey.data.n, c.hkey.count = hkn, hkcount
                     bin_push(&c.hkey, d + pos, n)
+                    hkd, hkn, hkcount = c.hkey.data.p, c.hkey.data.n, c.hkey.count
+                    hkoffs = <int32_t*>c.hkey.offs.p
                 pos += n
                 if not zz32p(d, &pos, rec_end, &n):
                     pos = varint_at(d, pos, rec_end, base, &n, "header value length")
                 if n == -1:
+                    c.hval.data.n, c.hval.count = hvn, hvcount
                     bin_null(&c.hval)
+                    hvcount, hvoffs = c.hval.count, <int32_t*>c.hval.offs.p
                 else:
                     if n < 0 or n > rec_end - pos:
                         need_at(d, pos, rec_end, base, n, "header value")
-                    if not bin_put(&c.hval, d + pos, n, end - pos):
+                    if hfast and c.hval.nulls == 0:
+                        if n <= 16 and end - pos >= 16:
+                            memcpy(hvd + hvn, d + pos, 16)
+                        else:
+                            memcpy(hvd + hvn, d + pos, <size_t>n)
+                        hvn += n
+                        hvcount += 1
+                        hvoffs[hvcount] = <int32_t>hvn
+                    else:
+                        c.hval.data.n, c.hval.count = hvn, hvcount
                         bin_push(&c.hval, d + pos, n)
+                        hvd, hvn, hvcount = c.hval.data.p, c.hval.data.n, c.hval.count
+                        hvoffs = <int32_t*>c.hval.offs.p
                     pos += n
+            c.hkey.data.n, c.hkey.count = hkn, hkcount
+            c.hval.data.n, c.hval.count = hvn, hvcount
         if pos != rec_end:
             raise_corrupt(f"record length {length} but its fields took {pos - body} bytes",
                           body + base)
@@ -838,9 +880,11 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
             if view is None:
                 view = PyMemoryView_FromMemory(<char*>p, size, PyBUF_READ)
                 # Keys and values of the uncompressed batches from here on fit in the rest
-                # of the blob: one allocation each (virtual memory; trimmed at the end).
-                reserve(&builder.c.key.data, size - pos)
-                reserve(&builder.c.value.data, size - pos)
+                # of the blob: one allocation each (virtual memory; trimmed at the end), up
+                # to 64 MiB (a multi-GiB mmap'd segment must not ask for its size twice
+                # over at once; past this, each batch reserves its own size).
+                reserve(&builder.c.key.data, min(size - pos, _BLOB_RESERVE))
+                reserve(&builder.c.value.data, min(size - pos, _BLOB_RESERVE))
             next_offset = _v2_batch(&builder.c, p, pos, length + 12, view, validate_crc,
                                     include_control, max_decompressed_size)
             pos += length + 12

@@ -8,7 +8,6 @@ exception with the same message.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetItem
 from cpython.float cimport PyFloat_AsDouble, PyFloat_Check, PyFloat_FromDouble
 from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_Check, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
@@ -21,7 +20,7 @@ from libc.string cimport memcpy
 
 from kcodec._cy._reader cimport (
     Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, put_u16, put_u32, put_u64, put_uvar,
-    read_uvar, uvar_size,
+    read_uvar,
 )
 
 import types as _types

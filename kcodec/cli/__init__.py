@@ -17,7 +17,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from kcodec._version import __version__
 from kcodec.errors import KcodecError
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

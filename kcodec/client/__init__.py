@@ -14,6 +14,7 @@ from kcodec.client.errors import (
                                   ClientClosedError,
                                   KafkaError,
                                   KafkaTimeoutError,
+                                  NoOffsetForPartitionError,
 )
 from kcodec.client.group import TopicPartition
 from kcodec.client.producer import AsyncProducer, Producer, RecordFuture, SendResult
@@ -24,4 +25,5 @@ __all__ = [
     "Admin", "AsyncAdmin", "NewTopic",
     "ProducerConfig", "ConsumerConfig", "AdminConfig",
     "KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
+    "NoOffsetForPartitionError",
 ]

@@ -58,8 +58,12 @@ class ClientConfig:
         self.bootstrap = parse_bootstrap(self.bootstrap_servers)
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if f.name.endswith("_ms") and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            if f.type in ("int", int) and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"{f.name} must be a non-negative integer, got {v!r}")
+            if f.type in ("bool", bool) and not isinstance(v, bool):
+                raise ValueError(f"{f.name} must be True or False, got {v!r}")
+            if f.type in ("str", str) and not isinstance(v, str):
+                raise ValueError(f"{f.name} must be a string, got {v!r}")
         self._validate()
 
     def _validate(self) -> None:
@@ -98,6 +102,18 @@ class ProducerConfig(ClientConfig):
         if self.compression_type not in COMPRESSION_TYPES:
             raise ValueError(f"compression_type must be one of {', '.join(COMPRESSION_TYPES)}, "
                              f"got {self.compression_type!r}")
+        if self.compression_level is not None:
+            from kcodec.compression import compress
+            from kcodec.errors import KcodecError
+
+            lvl = self.compression_level
+            if not isinstance(lvl, int) or isinstance(lvl, bool):
+                raise ValueError(f"compression_level must be an integer or None, got {lvl!r}")
+            try:   # the codec's own range check (compressing nothing is cheap)
+                compress(COMPRESSION_TYPES.index(self.compression_type), b"", lvl)
+            except (KcodecError, ValueError) as exc:
+                raise ValueError(f"compression_level {lvl} is not valid for "
+                                 f"{self.compression_type}: {exc}") from None
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}")
         if self.max_in_flight_requests_per_connection < 1:
@@ -134,6 +150,11 @@ class ConsumerConfig(ClientConfig):
 
     def _validate(self) -> None:
         from kcodec.client.assignors import ASSIGNORS
+
+        for name in ("group_id", "group_instance_id"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or not v):
+                raise ValueError(f"{name} must be a non-empty string or None, got {v!r}")
 
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError("auto_offset_reset must be earliest, latest or none, "

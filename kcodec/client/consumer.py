@@ -15,13 +15,13 @@ import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any, Callable, NamedTuple
 
 from kcodec.client._sync import LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.errors import ClientClosedError, KafkaError
+from kcodec.client.errors import ClientClosedError, KafkaError, NoOffsetForPartitionError
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
 
@@ -42,7 +42,14 @@ class ConsumerRecord(NamedTuple):
 
 
 class RebalanceListener:
-    """Override what you need; methods may be plain functions or coroutines (async consumer)."""
+    """Override what you need; methods may be plain functions or coroutines (async consumer).
+
+    Called from ``poll`` (the blocking consumer: in the polling thread) and ``close``, in the
+    Java client's order: ``on_partitions_revoked`` while the partitions are still owned and
+    before they move (after auto-commit committed them); ``on_partitions_assigned`` after
+    each completed rebalance (possibly empty); ``on_partitions_lost`` instead of revoked when
+    the membership was lost (by default it calls ``on_partitions_revoked``).
+    """
 
     def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any: ...
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any: ...
@@ -94,6 +101,10 @@ class _Engine:
         self.error: BaseException | None = None
         self.last_commit = time.monotonic()
         self.read_committed = config.isolation_level == "read_committed"
+        self.no_offset: set[TopicPartition] = set()   # auto_offset_reset=none found no offset
+        # positions are looked up once the application polls (as in Java), so a commit or
+        # seek between assign() and the first poll() is honoured
+        self.resolve = False
 
     # ------------------------------------------------------------------ assignment
     def set_assignment(self, tps: Iterable[TopicPartition]) -> None:
@@ -104,7 +115,9 @@ class _Engine:
                     del self.states[tp]
             for tp in tps:
                 self.states.setdefault(tp, _PState())
+            self.no_offset &= tps
             self._drop_buffered(lambda f: f.tp not in tps)
+            self.resolve = False
         self.kick()
 
     def _drop_buffered(self, pred: Callable[[_Fetched], bool]) -> None:
@@ -121,6 +134,11 @@ class _Engine:
             st.fetch_position = offset
             st.epoch += 1
             self._drop_buffered(lambda f: f.tp == tp)
+            self.no_offset.discard(tp)
+            err = self.error
+            if isinstance(err, NoOffsetForPartitionError) and tp in err.partitions:
+                left = [x for x in err.partitions if x != tp]   # that one is answered now
+                self.error = NoOffsetForPartitionError(left) if left else None
         self.kick()
 
     def kick(self) -> None:
@@ -134,9 +152,9 @@ class _Engine:
             self.loop.call_soon_threadsafe(self.wake.set)
 
     # ------------------------------------------------------------------ positions
-    async def reset_positions(self) -> None:
+    async def reset_positions(self, skip: set[TopicPartition] | frozenset = frozenset()) -> None:
         """Give every assigned partition without a position one: committed, else the policy."""
-        missing = [tp for tp, st in self.states.items() if st.position is None]
+        missing = [tp for tp, st in self.states.items() if st.position is None and tp not in skip]
         if not missing:
             return
         committed: dict[TopicPartition, int] = {}
@@ -149,10 +167,12 @@ class _Engine:
                 self._set_position(tp, off)
             else:
                 reset.append(tp)
+        # a seek() while OffsetFetch was in flight has answered those already
+        reset = [tp for tp in reset if tp in self.states and self.states[tp].position is None]
         if reset:
             policy = self.config.auto_offset_reset
             if policy == "none":
-                raise KafkaError(1, f"no committed offset for {reset[0]} and auto_offset_reset=none")
+                raise NoOffsetForPartitionError(sorted(reset))
             offs = await list_offsets(self.cluster, reset, EARLIEST if policy == "earliest" else LATEST,
                                       self.read_committed)
             for tp, off in offs.items():
@@ -174,13 +194,20 @@ class _Engine:
         while not self.closed:
             self.wake.clear()
             try:
-                if any(st.position is None for st in self.states.values()):
-                    await self.reset_positions()
+                if self.resolve and any(st.position is None and tp not in self.no_offset
+                                        for tp, st in self.states.items()):
+                    try:
+                        await self.reset_positions(self.no_offset)
+                    except NoOffsetForPartitionError as exc:
+                        # raised by the next poll; not asked again until seek(); the others fetch
+                        self.no_offset.update(exc.partitions)
+                        self.error = exc
                 await self._launch()
             except asyncio.CancelledError:
                 raise
             except KcodecError as exc:
-                self.error = exc if not getattr(exc, "retriable", True) else None
+                if not getattr(exc, "retriable", True):
+                    self.error = exc
                 self.cluster.invalidate()
                 await asyncio.sleep(backoff)
                 continue
@@ -335,8 +362,9 @@ class _Engine:
         return out
 
     def take_columns(self) -> dict[TopicPartition, Any]:
-        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``), rows
-        before the position dropped; positions advance past it."""
+        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``): rows
+        before the position, control batches and (read_committed) aborted transactions
+        dropped; positions advance past the blob. Partitions without rows are left out."""
         from kcodec.records import decode_columns
 
         picked: dict[TopicPartition, _Fetched] = {}
@@ -357,14 +385,16 @@ class _Engine:
             st = self.states.get(tp)
             if st is None:
                 continue
-            cols = decode_columns(f.data, validate_crc=self.config.check_crcs)
+            data, blob_next = _visible_blob(f, self.read_committed)
+            cols = decode_columns(data, validate_crc=self.config.check_crcs)
             if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
                 cols = _trim_columns(cols, st.position)
             with self.lock:
                 if st.epoch == f.epoch:
-                    nxt = cols.next_offset if cols.next_offset is not None else f.offset
-                    st.position = max(st.position or 0, nxt)
-            out[tp] = cols
+                    nxt = blob_next if blob_next is not None else cols.next_offset
+                    st.position = max(st.position or 0, nxt if nxt is not None else f.offset)
+            if len(cols):
+                out[tp] = cols
         self.kick()
         return out
 
@@ -394,36 +424,81 @@ def _next_offset(data: bytes, start: int) -> int:
     return nxt
 
 
+class _Visibility:
+    """Which batches of one blob the application sees: control batches never; under
+    ``read_committed`` not the batches of aborted transactions either.
+
+    ``aborted`` is the partition's (producer_id, first_offset) list from the Fetch
+    response; batches must be shown in offset order. A producer's transaction is aborted
+    from its listed first offset up to its ABORT marker (a control batch)."""
+
+    __slots__ = ("pending", "pids", "read_committed")
+
+    def __init__(self, aborted: Any, read_committed: bool) -> None:
+        self.read_committed = read_committed
+        self.pending = sorted(((a.first_offset, a.producer_id) for a in (aborted or [])),
+                              reverse=True) if read_committed else []
+        self.pids: set[int] = set()
+
+    def hidden(self, b: Any) -> bool:
+        if not self.read_committed:
+            return bool(b.is_control)
+        pending = self.pending
+        while pending and pending[-1][0] <= b.last_offset:
+            self.pids.add(pending.pop()[1])
+        if b.is_control:
+            if b.is_transactional:
+                self.pids.discard(b.producer_id)   # the marker ends the transaction
+            return True
+        return bool(b.is_transactional and b.producer_id in self.pids)
+
+
 def _decode(f: _Fetched, position: int, check: bool, read_committed: bool) -> tuple[list, int]:
     """Records of ``f`` at or after ``position``, control batches hidden, aborted ones dropped."""
     from kcodec.records import iter_batches
 
     out: list = []
     nxt = position
-    aborted_pids: set[int] = set()
-    aborted = sorted(((a.first_offset, a.producer_id) for a in (f.aborted or [])), reverse=True) \
-        if read_committed else []
+    vis = _Visibility(f.aborted, read_committed)
     for b in iter_batches(f.data, validate_crc=check):
         if b.next_offset <= position:
             continue
         nxt = max(nxt, b.next_offset)
-        magic = getattr(b, "magic", 2)
-        if magic == 2 and read_committed:
-            while aborted and aborted[-1][0] <= b.last_offset:
-                aborted_pids.add(aborted.pop()[1])
-            if b.is_control:
-                if b.is_transactional:
-                    aborted_pids.discard(b.producer_id)
-                continue
-            if b.is_transactional and b.producer_id in aborted_pids:
-                continue
-        elif magic == 2 and b.is_control:
+        if vis.hidden(b):
             continue
         recs = b.records() if hasattr(b, "records") and callable(b.records) else list(b)
         if recs and recs[0].offset < position:
             recs = [r for r in recs if r.offset >= position]
         out.extend(recs)
     return out, nxt
+
+
+def _visible_blob(f: _Fetched, read_committed: bool) -> tuple[Any, int | None]:
+    """(the bytes ``decode_columns`` should see, the offset after the blob's last complete
+    batch or None). Without aborted transactions to drop that is the blob itself (control
+    batches are skipped by ``decode_columns``); otherwise the visible batches joined."""
+    from kcodec.records import iter_batches
+
+    if not (read_committed and f.aborted):
+        return f.data, None
+    vis = _Visibility(f.aborted, True)
+    view = memoryview(f.data)
+    keep: list[Any] = []
+    nxt: int | None = None
+    dropped = False
+    it = iter_batches(view, validate_crc=False)
+    try:
+        for b in it:
+            nxt = b.next_offset if nxt is None else max(nxt, b.next_offset)
+            if vis.hidden(b) and not b.is_control:
+                dropped = True
+                continue
+            keep.append(view[b.position:b.position + b.size])
+    except KcodecError:
+        return f.data, None    # malformed: let decode_columns report it
+    if not dropped:
+        return f.data, None
+    return b"".join(keep), nxt
 
 
 def _trim_columns(cols: Any, position: int) -> Any:
@@ -517,12 +592,23 @@ class _Common:
             raise ClientClosedError("the consumer is closed")
         if eng.error is not None:
             err, eng.error = eng.error, None
+            if isinstance(err, NoOffsetForPartitionError):   # ask again after this poll
+                with eng.lock:
+                    eng.no_offset.difference_update(err.partitions)
+                eng.kick()
             raise err
 
     def _polled(self) -> None:
         g = self._engine.group
         if g is not None:
             g.last_poll = time.monotonic()
+
+    def _resolve_positions(self) -> None:
+        """From now on the fetcher may look up missing positions (committed, else reset)."""
+        eng = self._engine
+        if not eng.resolve:
+            eng.resolve = True
+            eng.kick()
 
     def _auto_commit_due(self) -> bool:
         eng = self._engine
@@ -545,11 +631,18 @@ class AsyncConsumer(_Common):
     def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ConsumerConfig.from_kwargs(config, **kwargs)
         self._topics = list(topics)
-        self._engine: _Engine = None  # type: ignore[assignment]
+        self._eng: _Engine | None = None
+
+    @property
+    def _engine(self) -> _Engine:  # type: ignore[override]
+        if self._eng is None:
+            raise ClientClosedError("the consumer is not started: await start() or use async with")
+        return self._eng
 
     async def start(self) -> AsyncConsumer:
-        self._engine = _Engine(self.config, asyncio.get_running_loop())
-        self._engine.start()
+        if self._eng is None:
+            self._eng = _Engine(self.config, asyncio.get_running_loop())
+            self._eng.start()
         if self._topics:
             self.subscribe(self._topics)
         return self
@@ -565,41 +658,86 @@ class AsyncConsumer(_Common):
         self._engine.listener = listener
         self._engine.group.need_rejoin = True
 
-    async def _call(self, name: str, tps: list) -> None:
-        ls = self._engine.listener
-        if ls is not None and tps:
-            r = getattr(ls, name)(sorted(tps))
-            if inspect.isawaitable(r):
-                await r
+    def _rebalance_due(self) -> bool:
+        eng = self._engine
+        return bool(eng.group is not None and eng.subscription and eng.group.need_rejoin)
 
-    async def _ensure_group(self) -> None:
+    def _rebalance(self) -> Generator[tuple, Any, None]:
+        """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
+        (its result is sent back) or ``("call", listener_method, partitions)``.
+
+        The async consumer awaits the listener in place; the blocking one calls it in the
+        thread that polls. Either way ``on_partitions_revoked`` runs while the consumer still
+        owns the partitions (eager protocols: before JoinGroup; cooperative: before they are
+        handed over in the next round), after auto-commit committed their positions.
+        """
         eng = self._engine
         g = eng.group
-        if g is None or not eng.subscription or not g.need_rejoin:
-            return
+        assert g is not None
         owned = set(eng.states)
+        if g.lost:   # membership lost: the partitions may already be someone else's
+            g.lost = False
+            if owned:
+                yield ("call", "on_partitions_lost", owned)
+                eng.set_assignment(())
+                owned = set()
         if not g.cooperative and owned:
             if self.config.enable_auto_commit:
-                await self.commit()
-            await self._call("on_partitions_revoked", list(owned))
+                yield ("await", self._quiet_commit())
+            yield ("call", "on_partitions_revoked", owned)
             eng.set_assignment(())
             owned = set()
-        await eng.cluster.refresh(eng.subscription, auto_create=False)
-        new = await g.join(eng.subscription, owned)
+        yield ("await", eng.cluster.refresh(eng.subscription, auto_create=False))
+        new: set[TopicPartition] = yield ("await", g.join(eng.subscription, owned))
         revoked = owned - new
         if revoked:
             if self.config.enable_auto_commit:
-                await self.commit({tp: o for tp, o in eng.positions_to_commit().items() if tp in revoked})
-            await self._call("on_partitions_revoked", list(revoked))
+                yield ("await", self._quiet_commit(
+                    {tp: o for tp, o in eng.positions_to_commit().items() if tp in revoked}))
+            yield ("call", "on_partitions_revoked", revoked)
             g.need_rejoin = True   # cooperative: hand them over in a second round
         eng.set_assignment(new)
-        await self._call("on_partitions_assigned", list(new - owned))
+        yield ("call", "on_partitions_assigned", new - owned)
+
+    def _closing(self) -> Generator[tuple, Any, None]:
+        """The steps of ``close``: auto-commit, ``on_partitions_revoked`` (or ``_lost``) for
+        what a subscription owns, then LeaveGroup and disconnect."""
+        eng = self._engine
+        g = eng.group
+        owned = set(eng.states)
+        if g is not None and owned:
+            lost = g.lost and bool(eng.subscription)
+            if self.config.enable_auto_commit and not lost:
+                yield ("await", self._quiet_commit())
+            if eng.subscription:
+                yield ("call", "on_partitions_lost" if lost else "on_partitions_revoked", owned)
+        yield ("await", eng.close())
+
+    async def _drive(self, steps: Generator[tuple, Any, None]) -> None:
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            if step[0] == "await":
+                value = await step[1]
+            elif self._engine.listener is not None:
+                r = getattr(self._engine.listener, step[1])(sorted(step[2]))
+                if inspect.isawaitable(r):
+                    await r
+
+    async def _ensure_group(self) -> None:
+        if self._rebalance_due():
+            await self._drive(self._rebalance())
 
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
         self._polled()
         await self._ensure_group()
+        self._resolve_positions()
         if self._auto_commit_due():
             self._engine.last_commit = time.monotonic()
             asyncio.get_running_loop().create_task(self._quiet_commit())
@@ -615,16 +753,19 @@ class AsyncConsumer(_Common):
                 return {}
             eng.adata.clear()
             try:
-                await asyncio.wait_for(eng.adata.wait(), left)
+                await asyncio.wait_for(eng.adata.wait(), min(left, 0.1))
             except asyncio.TimeoutError:
-                return {}
+                pass
             self._check()
+            if self._rebalance_due():   # return early: the next poll rejoins the group
+                return {}
 
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
         self._check()
         self._polled()
         await self._ensure_group()
+        self._resolve_positions()
         eng = self._engine
         if not eng.buffer and timeout > 0:
             eng.adata.clear()
@@ -648,7 +789,7 @@ class AsyncConsumer(_Common):
         if tp not in eng.states:
             raise ValueError(f"{tp} is not assigned to this consumer")
         if eng.states[tp].position is None:
-            await eng.reset_positions()
+            await eng.reset_positions(set(eng.states) - {tp})
         return eng.states[tp].position  # type: ignore[return-value]
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
@@ -680,22 +821,19 @@ class AsyncConsumer(_Common):
     def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(self.commit(offsets))
 
-    async def _quiet_commit(self) -> None:
+    async def _quiet_commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Auto-commit: a failure is not the application's (the next one retries)."""
         try:
-            await self.commit()
+            await self.commit(offsets)
         except KcodecError:
             pass
 
     async def close(self) -> None:
-        eng = self._engine
+        """Commit (auto-commit), revoke (listener), leave the group and disconnect."""
+        eng = self._eng
         if eng is None or eng.closed:
             return
-        if eng.group is not None and self.config.enable_auto_commit and eng.states:
-            try:
-                await self.commit()
-            except KcodecError:
-                pass
-        await eng.close()
+        await self._drive(self._closing())
 
     async def __aenter__(self) -> AsyncConsumer:
         return await self.start()
@@ -721,7 +859,6 @@ class Consumer(_Common):
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
         self._timeout = self.config.api_timeout_ms / 1000
-        self._listener: RebalanceListener | None = None
         if topics:
             self.subscribe(list(topics))
 
@@ -732,16 +869,36 @@ class Consumer(_Common):
         self._async.assign(partitions)
 
     def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
-        self._async.subscribe(topics, _ThreadListener(self, listener) if listener else None)
+        """Join the group for ``topics`` (at the next ``poll``); ``listener``'s methods run
+        in the thread that polls (or closes), revocation before the partitions move."""
+        self._async.subscribe(topics, listener)
+
+    def _drive(self, steps: Generator[tuple, Any, None], timeout: float) -> None:
+        """Run rebalance/close steps: coroutines on the loop, the listener right here."""
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            if step[0] == "await":
+                value = self._run(step[1], timeout)
+            elif self._engine.listener is not None:
+                getattr(self._engine.listener, step[1])(sorted(step[2]))
+
+    def _ensure_group(self) -> None:
+        if self._async._rebalance_due():
+            self._drive(self._async._rebalance(),
+                        self._timeout + 2 * self.config.session_timeout_ms / 1000)
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
         self._check()
         self._polled()
         eng = self._engine
-        if eng.group is not None and eng.subscription and eng.group.need_rejoin:
-            self._run(self._async._ensure_group(), self._timeout + self.config.session_timeout_ms / 1000)
-            self._flush_callbacks()
+        self._ensure_group()
+        self._resolve_positions()
         if self._auto_commit_due():
             eng.last_commit = time.monotonic()
             self._loop.submit(self._async._quiet_commit())
@@ -766,19 +923,13 @@ class Consumer(_Common):
         self._check()
         self._polled()
         eng = self._engine
-        if eng.group is not None and eng.subscription and eng.group.need_rejoin:
-            self._run(self._async._ensure_group())
-            self._flush_callbacks()
+        self._ensure_group()
+        self._resolve_positions()
         if not eng.buffer and timeout > 0:
             with eng.data_ready:
                 if not eng.buffer:
                     eng.data_ready.wait(timeout)
         return eng.take_columns()
-
-    def _flush_callbacks(self) -> None:
-        ls = self._async._engine.listener
-        if isinstance(ls, _ThreadListener):
-            ls.flush()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         while True:
@@ -809,39 +960,17 @@ class Consumer(_Common):
         return fut
 
     def close(self) -> None:
-        self._run(self._async.close(), 30)
+        """Commit (auto-commit), revoke (listener, in this thread), leave the group, disconnect."""
+        eng = self._engine
+        if eng.closed:
+            return
+        self._drive(self._async._closing(), 30)
 
     def __enter__(self) -> Consumer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class _ThreadListener(RebalanceListener):
-    """Collects rebalance events on the loop; the blocking consumer runs them in its thread.
-
-    The events of one rebalance are delivered, in order, by the ``poll`` that ran it, right
-    after the group settled (auto-commit has already committed the positions of revoked
-    partitions before they moved). A listener needing to act strictly before a partition
-    moves should use ``AsyncConsumer``, which awaits it in place.
-    """
-
-    def __init__(self, consumer: Consumer, inner: RebalanceListener) -> None:
-        self.consumer = consumer
-        self.inner = inner
-        self.events: list[tuple[str, list]] = []
-
-    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any:
-        self.events.append(("on_partitions_revoked", revoked))
-
-    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any:
-        self.events.append(("on_partitions_assigned", assigned))
-
-    def flush(self) -> None:
-        events, self.events = self.events, []
-        for name, tps in events:
-            getattr(self.inner, name)(tps)
 
 
 def _cfg_dict(cfg: ConsumerConfig) -> dict[str, Any]:

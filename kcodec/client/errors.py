@@ -11,7 +11,7 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
 __all__ = ["KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
-           "ProtocolError", "error_name", "is_retriable", "check"]
+           "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check"]
 
 def error_name(code: int) -> str:
     try:
@@ -53,6 +53,19 @@ class BrokerNotAvailableError(KcodecError, ConnectionError):
 
 class ClientClosedError(KcodecError):
     """The client was closed while the operation was pending."""
+
+
+class NoOffsetForPartitionError(KcodecError):
+    """A partition has no committed offset and ``auto_offset_reset`` is ``"none"``:
+    the application must ``seek`` it first (Java: NoOffsetForPartitionException)."""
+
+    retriable = False
+
+    def __init__(self, partitions: list) -> None:
+        self.partitions = list(partitions)
+        names = ", ".join(f"{tp[0]}[{tp[1]}]" for tp in self.partitions)
+        super().__init__(f"no committed offset for {names} and auto_offset_reset is 'none': "
+                         "seek() to a position first")
 
 
 def check(code: int, context: str = "", message: str | None = None) -> None:

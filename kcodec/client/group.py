@@ -49,6 +49,7 @@ class GroupMember:
         self.topics: list[str] = []
         self.assignment: set[TopicPartition] = set()
         self.need_rejoin = True
+        self.lost = False          # the membership ended under us: partitions are lost, not revoked
         self.last_poll = time.monotonic()
         self.hb_task: asyncio.Task | None = None
         self.last_error: BaseException | None = None
@@ -173,6 +174,7 @@ class GroupMember:
             if time.monotonic() - self.last_poll > max_poll:
                 # the application stopped polling: give the partitions to someone who does
                 self.need_rejoin = True
+                self.lost = True
                 await self.leave("max_poll_interval_ms exceeded", stop=False)
                 continue
             try:
@@ -184,8 +186,9 @@ class GroupMember:
                 code = r.body.error_code
                 if code in COORDINATOR_CODES:
                     self.coordinator = None
-                elif code in (25, 22):
+                elif code in (25, 22):   # fenced: another member may own our partitions now
                     self.member_id = "" if code == 25 else self.member_id
+                    self.lost = True
                     self.need_rejoin = True
                 elif code:
                     self.need_rejoin = True

@@ -393,6 +393,11 @@ class _Engine:
                     self._complete(b, p.base_offset, p.log_append_time_ms)
                 elif p.error_code == 46:   # DUPLICATE_SEQUENCE_NUMBER: already written
                     self._complete(b, -1, p.log_append_time_ms)
+                elif p.error_code == 45 and cfg.enable_idempotence and not self._is_head(b):
+                    # OUT_OF_ORDER_SEQUENCE behind an earlier batch that is being retried:
+                    # resend in order after it, same producer id and sequence
+                    self._retry_or_fail(b, KafkaError(45, f"produce {b.topic}[{b.partition}]"),
+                                        force=True)
                 elif p.error_code in (59, 45, 47) and cfg.enable_idempotence:
                     need_pid = True
                     self._retry_or_fail(b, KafkaError(p.error_code, f"produce {b.topic}[{b.partition}]"),
@@ -436,6 +441,12 @@ class _Engine:
                     del self.open[tp]
                     q.append(ob)
                 self.next_seq[tp] = seq
+
+    def _is_head(self, b: _Batch) -> bool:
+        """No earlier batch of its partition is still waiting for an acknowledgement."""
+        with self.lock:
+            q = self.queues.get((b.topic, b.partition))
+            return not q or q[0] is b
 
     def _retry_or_fail(self, b: _Batch, exc: BaseException, force: bool = False) -> None:
         retriable = force or not isinstance(exc, KafkaError) or exc.retriable

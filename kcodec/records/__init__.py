@@ -82,8 +82,15 @@ __all__ = [
     "ControlType",
     "Codec",
     "DEFAULT_MAX_DECOMPRESSED",
+    "decode_columns",
+    "RecordColumns",
+    "BinaryColumn",
+    "HeadersColumn",
+    "LogSegment",
+    "RecoveryResult",
+    "TimestampOffset",
 ]
 
-# Other record modules add their imports below this line (columnar decode, log segments).
-from kcodec.records.segment import LogSegment, RecoveryResult, TimestampOffset  # noqa: E402,F401
-from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402,F401
+# Columnar decode and log segments build on the reader above, so they come after it.
+from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402
+from kcodec.records.segment import LogSegment, RecoveryResult, TimestampOffset  # noqa: E402
