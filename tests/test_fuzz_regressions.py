@@ -255,3 +255,28 @@ def test_zstd_errors_do_not_depend_on_the_previous_input() -> None:
     got = records_outcome(cy, blob_p)
     records_outcome(py, blob_a)
     assert records_outcome(py, blob_p) == got
+
+
+# -- F6b: the same after a SUCCESSFUL call: a valid frame without a content size (275 bytes,
+#    decoded to 2,560 bytes) left the cached context so that the next corrupt frame said
+#    "Data corruption detected" instead of "Destination buffer is too small".
+
+ZSTD_P2 = bytes.fromhex("28b52ffd0101000b80000028b52ffd0101000b000000")
+ZSTD_OK_BEFORE = bytes.fromhex(
+    "28b52ffd00105508000410000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"
+    "2122232425262728292a2b2c2d2e2f303132333435363738393a8e3c3d3e3f404142434445464748494a4b4c"
+    "4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778"
+    "797a7b7c7d7e7f808182dc8485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3a4"
+    "a5a6a7a8a9aaabd4adaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0"
+    "d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfc"
+    "fdfeff010000fd18f0d714")
+
+
+def test_zstd_errors_do_not_depend_on_a_previous_success() -> None:
+    from kcodec._codecs import zstd_codec
+
+    zstd_codec.backend().discard()
+    fresh = outcome(decompress, "zstd", ZSTD_P2, 1000)
+    assert fresh[0] == "CorruptDataError"
+    assert len(decompress("zstd", ZSTD_OK_BEFORE, 1 << 16)) == 2560
+    assert outcome(decompress, "zstd", ZSTD_P2, 1000) == fresh

@@ -274,6 +274,25 @@ def compress(data: memoryview, level: int, magic: int) -> bytes:
     return backend().compress(data, level)
 
 
+def _decode_frame(b: _Backend, frame: memoryview, f: Frame, max_size: int, total: int
+                  ) -> list[bytes]:
+    """The output of one (non-skippable) frame, ``total`` bytes already produced."""
+    if f.content_size > 0:
+        if f.content_size > max_size - total:
+            raise DecompressionLimitError(NAME, max_size, f.start)
+        out = b.exact(frame, f.content_size)
+        if len(out) != f.content_size:
+            raise CorruptDataError("zstd frame content size mismatch", f.start)
+        return [out]
+    # A declared size of 0 is decoded the streaming way (zstandard's one-shot call would
+    # return b"" without reading the blocks).
+    bound = f.bound if f.content_size < 0 else max_size + 1
+    got = b.bounded(frame, bound, max_size - total, max_size, f.start)
+    if f.content_size == 0 and got:
+        raise CorruptDataError("zstd frame content size mismatch", f.start)
+    return got
+
+
 def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
     b = backend()
     frames = scan(data, max_size)
@@ -284,30 +303,21 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
             continue
         frame = data[f.start : f.end]
         try:
-            if f.content_size > 0:
-                if f.content_size > max_size - total:
-                    raise DecompressionLimitError(NAME, max_size, f.start)
-                out = b.exact(frame, f.content_size)
-                if len(out) != f.content_size:
-                    raise CorruptDataError("zstd frame content size mismatch", f.start)
-                chunks.append(out)
-                total += len(out)
-            else:
-                # A declared size of 0 is decoded the streaming way (zstandard's one-shot
-                # call would return b"" without reading the blocks).
-                bound = f.bound if f.content_size < 0 else max_size + 1
-                got = b.bounded(frame, bound, max_size - total, max_size, f.start)
-                if f.content_size == 0 and got:
-                    raise CorruptDataError("zstd frame content size mismatch", f.start)
-                chunks.extend(got)
-                total += sum(map(len, got))
+            try:
+                got = _decode_frame(b, frame, f, max_size, total)
+            except b.errors:
+                # A cached library context carries state from earlier calls (even successful
+                # ones), and what it says about a bad frame then depends on them: the twins
+                # disagreed. Bad frames are rare: decide again with a fresh context.
+                b.discard()
+                got = _decode_frame(b, frame, f, max_size, total)
         except BaseException as exc:
-            # A failed call can leave a cached library context mid-frame, and what it says
-            # about the NEXT bad input then depends on this one: start the next call afresh.
-            b.discard()
+            b.discard()   # the context may be mid-frame
             if isinstance(exc, KcodecError) or not isinstance(exc, b.errors):
                 raise
             raise CorruptDataError(f"corrupt zstd frame: {exc}", f.start) from exc
+        chunks.extend(got)
+        total += sum(map(len, got))
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)
