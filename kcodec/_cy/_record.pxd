@@ -2,6 +2,23 @@
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 
+cdef class Record:
+    # Declared here so kcodec._cy.batch can refill a record nobody else holds any more.
+    cdef object offset
+    cdef object timestamp
+    cdef object timestamp_type
+    cdef object key
+    cdef object value
+    cdef object headers
+    cdef object attributes
+
+
+cdef class ControlRecord(Record):
+    cdef object control_type
+    cdef object version
+    cdef object coordinator_epoch
+
+
 # Record, ControlRecord and RecordMetadata (defined in _record.pyx) are made through these.
 cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,
                        object value, list headers, int attributes)

@@ -51,14 +51,6 @@ cdef class Record:
     Records are not tracked by the cyclic GC (they hold bytes, ints and the headers list):
     a record put into its own headers list is never freed."""
 
-    cdef object offset
-    cdef object timestamp
-    cdef object timestamp_type
-    cdef object key
-    cdef object value
-    cdef object headers
-    cdef object attributes
-
     def __init__(self, offset, timestamp, timestamp_type, key, value, headers, attributes=0):
         self.offset = offset
         self.timestamp = timestamp
@@ -93,10 +85,6 @@ cdef class ControlRecord(Record):
     """A record of a control batch: ``control_type`` (0 abort, 1 commit; KRaft uses more),
     ``version`` of the control key, and ``coordinator_epoch`` (commit and abort markers;
     None for other types)."""
-
-    cdef object control_type
-    cdef object version
-    cdef object coordinator_epoch
 
     @property
     def is_control(self):

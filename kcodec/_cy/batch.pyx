@@ -18,6 +18,8 @@ from kcodec._cy._reader cimport (
 from kcodec._cy._record cimport (
     Growable, check_i64, crc32_ieee, make_control, new_metadata, new_record, take_bytes,
 )
+from kcodec._cy._record cimport Record as CRecord
+from cpython.ref cimport Py_XDECREF
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy.legacy cimport LegacyBatch, message_at
 
@@ -184,6 +186,7 @@ cdef class RecordBatch:
 
 
 cdef extern from "Python.h":
+    object PyLong_FromLongLong(long long)
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void* PyUnicode_DATA(object o)
     PyObject* PyUnicode_DecodeUTF8_raw "PyUnicode_DecodeUTF8" (const char* s, Py_ssize_t size,
@@ -300,6 +303,94 @@ cdef inline object _cached_key(list cache, Py_ssize_t j, const uint8_t* p, Py_ss
     return _header_key(p, n, where)
 
 
+# -- refilling records nobody holds any more ---------------------------------------------
+# A consumer usually drops each record before taking the one after next. The iterator keeps
+# the two records it returned last; when the older one is referenced by nothing but the
+# iterator (and its headers list, tuples, bytes and strs by nothing but it), the next record
+# is decoded into those same objects instead of freeing them and allocating ~10 new ones -
+# the pattern of zip() and dict.items() reusing their result tuple. The caller cannot tell:
+# an object is rewritten only while its reference count shows that nobody else can see it
+# (and never with a free-threaded interpreter, where that count is not exact).
+
+cdef extern from *:
+    """
+    #if defined(Py_GIL_DISABLED) || defined(PYPY_VERSION)
+    #define KC_SOLE(o) 0
+    #else
+    #define KC_SOLE(o) ((o) != NULL && Py_REFCNT(o) == 1)
+    #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    #endif
+    /* A new reference to bytes holding the n bytes at p: `old` rewritten in place when
+       nothing else holds it and its size matches (never the shared 0/1-byte objects). */
+    static PyObject* kc_bytes(PyObject* old, const char* p, Py_ssize_t n) {
+        if (n > 1 && KC_SOLE(old) && PyBytes_CheckExact(old) && Py_SIZE(old) == n) {
+            memcpy(PyBytes_AS_STRING(old), p, (size_t)n);
+            ((PyBytesObject*)old)->ob_shash = -1;
+            Py_INCREF(old);
+            return old;
+        }
+        return PyBytes_FromStringAndSize(p, n);
+    }
+    /* Whether `o` is a compact ASCII str with exactly the n bytes at p. */
+    static inline int kc_str_equal(PyObject* o, const uint8_t* p, Py_ssize_t n) {
+        return (o != NULL && PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)
+                && PyUnicode_GET_LENGTH(o) == n
+                && (n == 0 || memcmp(PyUnicode_DATA(o), p, (size_t)n) == 0));
+    }
+    /* Rewrite the str `o` with the n ASCII bytes at p when nothing else holds it. */
+    static int kc_str_refill(PyObject* o, const uint8_t* p, Py_ssize_t n) {
+        Py_ssize_t i;
+        if (n < 2 || !KC_SOLE(o) || !PyUnicode_CheckExact(o) || !PyUnicode_IS_COMPACT_ASCII(o)
+                || PyUnicode_CHECK_INTERNED(o) || PyUnicode_GET_LENGTH(o) != n)
+            return 0;
+    #if PY_VERSION_HEX < 0x030C0000
+        if (((PyASCIIObject*)o)->wstr != NULL)
+            return 0;
+    #endif
+        for (i = 0; i < n; i++)
+            if (p[i] >= 0x80)
+                return 0;
+        memcpy(PyUnicode_DATA(o), p, (size_t)n);
+        ((PyASCIIObject*)o)->hash = -1;
+        return 1;
+    }
+    #if defined(__GNUC__) || defined(__clang__)
+    #pragma GCC diagnostic pop
+    #endif
+    /* A list of exactly n items nobody else holds; a (key, value) tuple likewise. */
+    #define KC_LIST_REUSABLE(o, n) (KC_SOLE(o) && PyList_CheckExact(o) && PyList_GET_SIZE(o) == (n))
+    #define KC_PAIR_REUSABLE(o) (KC_SOLE(o) && PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2)
+    #define KC_SOLE_RECORD(o, t) (KC_SOLE(o) && Py_TYPE(o) == (t))
+    /* Tuples cache their hash from CPython 3.14: a refilled pair must forget it. */
+    #if PY_VERSION_HEX >= 0x030E0000
+    #define KC_PAIR_REHASH(o) (((PyTupleObject*)(o))->ob_hash = -1)
+    #else
+    #define KC_PAIR_REHASH(o) ((void)0)
+    #endif
+    """
+    bint KC_SOLE(PyObject* o) noexcept
+    object kc_bytes(PyObject* old, const char* p, Py_ssize_t n)
+    bint kc_str_equal(PyObject* o, const uint8_t* p, Py_ssize_t n) noexcept
+    bint kc_str_refill(PyObject* o, const uint8_t* p, Py_ssize_t n) noexcept
+    bint KC_LIST_REUSABLE(PyObject* o, Py_ssize_t n) noexcept
+    bint KC_PAIR_REUSABLE(PyObject* o) noexcept
+    bint KC_SOLE_RECORD(PyObject* o, PyObject* t) noexcept
+    void KC_PAIR_REHASH(PyObject* o) noexcept
+    PyObject* kc_item "PyTuple_GET_ITEM" (PyObject* t, Py_ssize_t i) noexcept
+    void kc_set_item "PyTuple_SET_ITEM" (PyObject* t, Py_ssize_t i, PyObject* o) noexcept
+
+
+cdef inline object _refill_key(PyObject* old, list cache, Py_ssize_t j, const uint8_t* p,
+                               Py_ssize_t n, Py_ssize_t where):
+    """A header key str for the n bytes at p: the old one when equal or rewritable."""
+    if kc_str_equal(old, p, n) or kc_str_refill(old, p, n):
+        return <object>old
+    return _cached_key(cache, j, p, n, where)
+
+
 @cython.final
 cdef class RecordIterator:
     """Decodes one record of a v2 batch per step (what iterating a RecordBatch returns)."""
@@ -314,6 +405,8 @@ cdef class RecordIterator:
     cdef int ts_type
     cdef bint control
     cdef list hcache
+    cdef object prev1  # the record returned last
+    cdef object prev2  # the one before: refilled when nothing else holds it
 
     def __iter__(self):
         return self
@@ -330,7 +423,13 @@ cdef class RecordIterator:
         cdef object key, value, hk, hv
         cdef tuple pair
         cdef int32_t i
+        cdef CRecord rec = None
+        cdef PyObject* old
+        cdef PyObject* t
+        cdef bint reuse
         if self.i >= self.count:
+            self.prev1 = None
+            self.prev2 = None
             if self.i == self.count:
                 self.i += 1  # report leftover bytes once, then stay exhausted
                 if r.pos != r.end:
@@ -339,6 +438,9 @@ cdef class RecordIterator:
             raise StopIteration
         i = self.i
         self.i = self.count + 1  # until this record decodes: a malformed one ends it
+        if KC_SOLE_RECORD(<PyObject*>self.prev2, <PyObject*>CRecord) and not self.control:
+            rec = self.prev2  # only the iterator held it: refill it below
+            self.prev2 = None
         rstart = r.pos
         if kc_var12(data, &r.pos, r.end, &u):
             length = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
@@ -365,7 +467,8 @@ cdef class RecordIterator:
             key = None
         else:
             _need(r, kl, "record key")
-            key = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
+            key = kc_bytes(<PyObject*>rec.key if rec is not None else NULL,
+                           <const char*>data + r.pos, kl)
             r.pos += kl
         if kc_var12(data, &r.pos, r.end, &u):
             kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
@@ -375,7 +478,8 @@ cdef class RecordIterator:
             value = None
         else:
             _need(r, kl, "record value")
-            value = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
+            value = kc_bytes(<PyObject*>rec.value if rec is not None else NULL,
+                             <const char*>data + r.pos, kl)
             r.pos += kl
         if kc_var12(data, &r.pos, r.end, &u):
             hc = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
@@ -386,14 +490,26 @@ cdef class RecordIterator:
         if hc > (r.end - r.pos) // 2:
             raise_corrupt(f"header count {hc} impossible in {r.end - r.pos} bytes",
                           r.pos + r.base)
-        headers = PyList_New(hc)
+        reuse = rec is not None and KC_LIST_REUSABLE(<PyObject*>rec.headers, hc)
+        if reuse:
+            headers = rec.headers
+        else:
+            headers = PyList_New(hc)
         for j in range(hc):
+            # In a reused list, item j is a pair to refill (or an object to replace).
+            t = PyList_GET_ITEM(headers, j) if reuse else NULL
+            if t != NULL and not KC_PAIR_REUSABLE(t):
+                t = NULL
             if kc_var12(data, &r.pos, r.end, &u):
                 kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
             else:
                 _rv_slow(r, &kl, "header key length")
             _need(r, kl, "header key")
-            hk = _cached_key(self.hcache, j, data + r.pos, kl, r.pos + r.base)
+            if t != NULL:
+                hk = _refill_key(kc_item(t, 0), self.hcache, j, data + r.pos, kl,
+                                 r.pos + r.base)
+            else:
+                hk = _cached_key(self.hcache, j, data + r.pos, kl, r.pos + r.base)
             r.pos += kl
             if kc_var12(data, &r.pos, r.end, &u):
                 kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
@@ -403,15 +519,34 @@ cdef class RecordIterator:
                 hv = None
             else:
                 _need(r, kl, "header value")
-                hv = PyBytes_FromStringAndSize(<const char*>data + r.pos, kl)
+                hv = kc_bytes(kc_item(t, 1) if t != NULL else NULL,
+                              <const char*>data + r.pos, kl)
                 r.pos += kl
+            if t != NULL:
+                old = kc_item(t, 0)
+                if old != <PyObject*>hk:
+                    Py_INCREF(hk)
+                    kc_set_item(t, 0, <PyObject*>hk)
+                    Py_XDECREF(old)
+                old = kc_item(t, 1)
+                if old != <PyObject*>hv:
+                    Py_INCREF(hv)
+                    kc_set_item(t, 1, <PyObject*>hv)
+                    Py_XDECREF(old)
+                KC_PAIR_REHASH(t)
+                continue
             pair = PyTuple_New(2)
             Py_INCREF(hk)
             PyTuple_SET_ITEM(pair, 0, hk)
             Py_INCREF(hv)
             PyTuple_SET_ITEM(pair, 1, hv)
             Py_INCREF(pair)
-            PyList_SET_ITEM(headers, j, pair)
+            if reuse:
+                old = PyList_GET_ITEM(headers, j)
+                PyList_SET_ITEM(headers, j, pair)
+                Py_XDECREF(old)
+            else:
+                PyList_SET_ITEM(headers, j, pair)
         if r.pos != r.end:
             raise_corrupt(f"record length {length} but its fields took {r.pos - body} bytes",
                           body + r.base)
@@ -426,8 +561,20 @@ cdef class RecordIterator:
                                rstart + r.base)
             self.i = i + 1
             return rec
+        if rec is None:
+            rec = new_record(offset, ts, self.ts_type, key, value, headers, attr)
+        else:
+            rec.offset = PyLong_FromLongLong(offset)
+            rec.timestamp = PyLong_FromLongLong(ts)
+            rec.timestamp_type = self.ts_type
+            rec.key = key
+            rec.value = value
+            rec.headers = headers
+            rec.attributes = attr
+        self.prev2 = self.prev1
+        self.prev1 = rec
         self.i = i + 1
-        return new_record(offset, ts, self.ts_type, key, value, headers, attr)
+        return rec
 
 
 cdef class BatchIterator:
