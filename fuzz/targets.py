@@ -212,6 +212,9 @@ def batch_outcome(b: Any, where: str) -> list[Any]:
     except Exception as exc:
         raise Finding(f"{where} records: leaked {type(exc).__name__}: {exc}") from exc
     out.append(recs)
+    # all records held at once (the compiled iterator reuses a record nobody holds: a held
+    # one must keep its values), then read
+    out.append(call(f"{where}.records()", lambda: [record_tuple(r) for r in b.records()]))
     return out
 
 
