@@ -112,6 +112,41 @@ def _header(src: memoryview, pos: int, magic: int) -> tuple[int, int, bool]:
     return hc_pos, size, True
 
 
+_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+
+
+def _walk(src: memoryview, pos: int, hc_pos: int) -> tuple[int, int]:
+    """(end, bound) of the frame at ``pos`` whose header checksum is at ``hc_pos``: where
+    its blocks, end mark and checksums end, and the most bytes those blocks can make.
+    Only the framing is read; the library checks the rest."""
+    n = len(src)
+    flg = src[pos + 4]
+    block_max = _BLOCK_MAX.get((src[pos + 5] >> 4) & 7, 4 << 20)
+    tail = 4 if flg & 0x10 else 0
+    p = hc_pos + 1
+    bound = 0
+    while True:
+        if n - p < 4:
+            raise CorruptDataError(f"truncated {NAME} frame", pos)
+        word = int.from_bytes(src[p : p + 4], "little")
+        p += 4
+        if word == 0:
+            break
+        length = word & 0x7FFFFFFF
+        if length > block_max:
+            raise CorruptDataError(
+                f"corrupt {NAME} frame: a block of {length} bytes in {block_max}-byte blocks", pos)
+        bound += length if word >> 31 else block_max
+        if length + tail > n - p:
+            raise CorruptDataError(f"truncated {NAME} frame", pos)
+        p += length + tail
+    if flg & 0x04:
+        if n - p < 4:
+            raise CorruptDataError(f"truncated {NAME} frame", pos)
+        p += 4
+    return p, bound
+
+
 def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
     lz4f = _frame_module()
     n = len(data)
@@ -126,7 +161,14 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
             hc_pos, size, repair = _header(data, pos, magic)
             if size > max_size - total:
                 raise DecompressionLimitError(NAME, max_size, pos)
-            frame: Any = data[pos:]
+            # Only this frame goes to the library (the decompressor copies the input it does
+            # not use, so the whole rest made many small frames quadratic), and a declared
+            # size its blocks cannot make is refused before any output buffer is allocated.
+            end, bound = _walk(data, pos, hc_pos)
+            if size > bound:
+                raise CorruptDataError(
+                    f"lz4 frame declares {size} bytes but its blocks make at most {bound}", pos)
+            frame: Any = data[pos:end]
             if repair:
                 frame = bytearray(frame)
                 frame[hc_pos - pos] = header_checksum(bytes(data[pos:hc_pos]))
@@ -136,7 +178,7 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
             )
             chunks.extend(got)
             total += produced
-            pos = n - len(rest)
+            pos = end - len(rest)
         elif kind & 0xFFFFFFF0 == 0x184D2A50:
             if n - pos < 8:
                 raise CorruptDataError("truncated lz4 skippable frame", pos)

@@ -111,6 +111,11 @@ def scan(src: memoryview, max_size: int) -> list[Frame]:
             pos += 3 + body
             if header & 1:
                 break
+        if content_size > bound:
+            # refused before the library allocates a buffer of the declared size
+            raise CorruptDataError(
+                f"zstd frame declares {content_size} bytes but its blocks make at most {bound}",
+                start)
         if fhd & 0x04:
             _need(n, pos, 4, "frame checksum", start)
             pos += 4
@@ -139,6 +144,9 @@ class _Backend:
         """A frame without a content size (its blocks make at most ``bound`` bytes), in
         chunks, at most ``budget`` bytes."""
         raise NotImplementedError
+
+    def discard(self) -> None:
+        """Forget any cached library state (after a failed call)."""
 
 
 class StdlibBackend(_Backend):
@@ -198,6 +206,9 @@ class ZstandardBackend(_Backend):
         if d is None:
             d = self.local.d = self.mod.ZstdDecompressor()
         return d
+
+    def discard(self) -> None:
+        self.local.__dict__.pop("d", None)
 
     def compress(self, data: memoryview, level: int) -> bytes:
         return self._compressor(level).compress(data)
@@ -263,6 +274,25 @@ def compress(data: memoryview, level: int, magic: int) -> bytes:
     return backend().compress(data, level)
 
 
+def _decode_frame(b: _Backend, frame: memoryview, f: Frame, max_size: int, total: int
+                  ) -> list[bytes]:
+    """The output of one (non-skippable) frame, ``total`` bytes already produced."""
+    if f.content_size > 0:
+        if f.content_size > max_size - total:
+            raise DecompressionLimitError(NAME, max_size, f.start)
+        out = b.exact(frame, f.content_size)
+        if len(out) != f.content_size:
+            raise CorruptDataError("zstd frame content size mismatch", f.start)
+        return [out]
+    # A declared size of 0 is decoded the streaming way (zstandard's one-shot call would
+    # return b"" without reading the blocks).
+    bound = f.bound if f.content_size < 0 else max_size + 1
+    got = b.bounded(frame, bound, max_size - total, max_size, f.start)
+    if f.content_size == 0 and got:
+        raise CorruptDataError("zstd frame content size mismatch", f.start)
+    return got
+
+
 def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
     b = backend()
     frames = scan(data, max_size)
@@ -273,27 +303,21 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
             continue
         frame = data[f.start : f.end]
         try:
-            if f.content_size > 0:
-                if f.content_size > max_size - total:
-                    raise DecompressionLimitError(NAME, max_size, f.start)
-                out = b.exact(frame, f.content_size)
-                if len(out) != f.content_size:
-                    raise CorruptDataError("zstd frame content size mismatch", f.start)
-                chunks.append(out)
-                total += len(out)
-            else:
-                # A declared size of 0 is decoded the streaming way (zstandard's one-shot
-                # call would return b"" without reading the blocks).
-                bound = f.bound if f.content_size < 0 else max_size + 1
-                got = b.bounded(frame, bound, max_size - total, max_size, f.start)
-                if f.content_size == 0 and got:
-                    raise CorruptDataError("zstd frame content size mismatch", f.start)
-                chunks.extend(got)
-                total += sum(map(len, got))
-        except KcodecError:
-            raise
-        except b.errors as exc:
+            try:
+                got = _decode_frame(b, frame, f, max_size, total)
+            except b.errors:
+                # A cached library context carries state from earlier calls (even successful
+                # ones), and what it says about a bad frame then depends on them: the twins
+                # disagreed. Bad frames are rare: decide again with a fresh context.
+                b.discard()
+                got = _decode_frame(b, frame, f, max_size, total)
+        except BaseException as exc:
+            b.discard()   # the context may be mid-frame
+            if isinstance(exc, KcodecError) or not isinstance(exc, b.errors):
+                raise
             raise CorruptDataError(f"corrupt zstd frame: {exc}", f.start) from exc
+        chunks.extend(got)
+        total += sum(map(len, got))
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)
