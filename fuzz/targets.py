@@ -558,7 +558,11 @@ def target_framing(data: bytes) -> None:
     """FrameSplitter fed in chunks (same frames as one feed), decode_request on each frame,
     and decode_response / read_response_header for an API key and version from the input."""
     from kcodec.protocol import (
-        RESPONSES, FrameSplitter, decode_request, decode_response, read_response_header,
+        RESPONSES,
+        FrameSplitter,
+        decode_request,
+        decode_response,
+        read_response_header,
     )
 
     o = _opt(data, 0)

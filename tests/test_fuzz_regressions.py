@@ -34,7 +34,7 @@ def outcome(fn, *args, **kw):
 def records_outcome(batch_mod, blob: bytes):
     out = []
     for b in batch_mod.iter_batches(blob):
-        out.append(outcome(lambda: [r.value for r in b]))
+        out.append(outcome(lambda b=b: [r.value for r in b]))
     return out
 
 
