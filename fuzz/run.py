@@ -46,8 +46,8 @@ def main() -> None:
         import kcodec.compression  # noqa: F401
         import kcodec.protocol  # noqa: F401
         import kcodec.records  # noqa: F401
-        from kcodec import _impl
         from fuzz.targets import TARGETS
+        from kcodec import _impl
 
         for mod in _impl.module_names():   # the pure twins load lazily: instrument them now
             _impl.twin(mod, "python")

@@ -152,9 +152,8 @@ def _filled(plan: Any, depth: int = 0) -> Any:
 
 
 def _protocol() -> list[bytes]:
-    from kcodec.protocol import CLASSES
-
     from fuzz.targets import twins
+    from kcodec.protocol import CLASSES
 
     enc = twins("protocol")[1].encode_struct
     names = sorted(CLASSES)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import struct
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from typing import Any
 from kcodec import _impl
 from kcodec.errors import ChecksumError, KcodecError
 
-__all__ = ["Finding", "TARGETS", "SEEDS", "twins", "run_target"]
+__all__ = ["Finding", "TARGETS", "SEEDS", "twins", "run_target", "memory_cap"]
 
 HAVE_CY = "cython" in _impl.twins() and not _impl._truthy("KCODEC_NO_EXTENSIONS")
 
@@ -44,6 +45,43 @@ def twins(name: str) -> tuple[Any, Any]:
     """(compiled, pure) modules of twin ``name``; (pure, pure) when the extension is absent."""
     py = _impl.twin(name, "python")
     return (_impl.twin(name, "cython") if HAVE_CY else py), py
+
+
+def _mapped_bytes() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def memory_cap(extra: int) -> Iterator[bool]:
+    """Within: the address space is capped at what the process has mapped plus ``extra``
+    bytes, so an allocation the input does not justify fails as MemoryError. Linux only
+    (elsewhere, or under ASan, nothing is capped and it yields False)."""
+    mapped = _mapped_bytes()
+    try:
+        import resource
+    except ImportError:
+        mapped = None
+    if mapped is None or "asan" in os.environ.get("LD_PRELOAD", ""):
+        yield False
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = mapped + extra
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft != resource.RLIM_INFINITY:
+        limit = min(limit, soft)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield True
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 # ---------------------------------------------------------------------------- outcomes
@@ -387,6 +425,17 @@ def target_segscan(data: bytes) -> None:
          call("scan[py]", py.scan_valid_v2, payload, start, base), data)
 
 
+@contextlib.contextmanager
+def _temp_dir() -> Iterator[str]:
+    # not TemporaryDirectory: a file still mapped by a live batch cannot be removed on
+    # Windows, and ignore_cleanup_errors needs Python 3.10
+    d = tempfile.mkdtemp(prefix="kcodec-fuzz-")
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _segment_outcome(path: str, use_mmap: bool) -> list[Any]:
     from kcodec.records import LogSegment
 
@@ -439,7 +488,7 @@ def target_segment(data: bytes) -> None:
     if o & 0x40 and len(payload) > 2 * cut:   # the tail feeds the index files
         index, timeindex = payload[-2 * cut:-cut] if cut else b"", payload[-cut:] if cut else b""
         payload = payload[:-2 * cut] if cut else payload
-    with tempfile.TemporaryDirectory(prefix="kcodec-fuzz-") as d:
+    with _temp_dir() as d:
         path = os.path.join(d, "00000000000000000000.log")
         with open(path, "wb") as f:
             f.write(payload)
@@ -485,7 +534,7 @@ def target_dumplog(data: bytes) -> None:
         index, timeindex, payload = payload[-2 * cut:-cut], payload[-cut:], payload[:-2 * cut]
     mode = (["--json"], ["--kafka"], [], ["--json", "--bytes", "text"])[(o >> 2) % 4]
     extra = (["-r"] if o & 0x10 else []) + (["--verify"] if o & 0x20 else [])
-    with tempfile.TemporaryDirectory(prefix="kcodec-fuzz-") as d:
+    with _temp_dir() as d:
         path = os.path.join(d, "00000000000000000000.log")
         for suffix, blob in ((".log", payload), (".index", index), (".timeindex", timeindex)):
             if blob or suffix == ".log":
@@ -558,7 +607,11 @@ def target_framing(data: bytes) -> None:
     """FrameSplitter fed in chunks (same frames as one feed), decode_request on each frame,
     and decode_response / read_response_header for an API key and version from the input."""
     from kcodec.protocol import (
-        RESPONSES, FrameSplitter, decode_request, decode_response, read_response_header,
+        RESPONSES,
+        FrameSplitter,
+        decode_request,
+        decode_response,
+        read_response_header,
     )
 
     o = _opt(data, 0)

@@ -34,7 +34,7 @@ def outcome(fn, *args, **kw):
 def records_outcome(batch_mod, blob: bytes):
     out = []
     for b in batch_mod.iter_batches(blob):
-        out.append(outcome(lambda: [r.value for r in b]))
+        out.append(outcome(lambda b=b: [r.value for r in b]))
     return out
 
 
@@ -206,25 +206,20 @@ def _hostile_cases():
 
 @pytest.mark.parametrize("case", range(11))
 def test_huge_counts_in_tiny_inputs(case: int) -> None:
-    import resource
-
-    from fuzz.targets import pure_records
-    from tests.test_fuzz_smoke import _address_space
+    from fuzz.targets import memory_cap, pure_records
 
     name, fn = _hostile_cases()[case]
     cy, py = pair(name)
     outcome(fn, cy)   # warm up: lazy imports (numpy, codecs) are not the input's doing
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (_address_space() + (256 << 20), hard))
-    tracemalloc.start()
-    try:
-        got = outcome(fn, cy)
-        with pure_records():
-            want = outcome(fn, py)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    with memory_cap(256 << 20):
+        tracemalloc.start()
+        try:
+            got = outcome(fn, cy)
+            with pure_records():
+                want = outcome(fn, py)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
     assert got == want
     assert got[0] in ("TruncatedError", "CorruptDataError", "DecompressionLimitError"), got
     assert peak < 4 << 20, peak

@@ -10,13 +10,11 @@ runs the same targets on hypothesis-generated inputs for longer.
 
 from __future__ import annotations
 
-import resource
-
 import pytest
 
 from fuzz.mutate import mutants, mutate
 from fuzz.seeds import SEEDS
-from fuzz.targets import TARGETS, Finding
+from fuzz.targets import TARGETS, Finding, memory_cap
 
 # inputs per target (LogSegment writes temporary files: fewer)
 COUNTS = {"segment": 60, "dumplog": 20, "columns": 250, "protocol": 400}
@@ -32,23 +30,8 @@ def seeds() -> dict[str, list[bytes]]:
 @pytest.fixture(autouse=True)
 def _address_space_limit():
     """An allocation the input does not justify fails as MemoryError (a Finding)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = _address_space() + (2 << 30)   # what the process has mapped, plus 2 GiB
-    if soft == resource.RLIM_INFINITY or soft > limit:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def _address_space() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) << 10
-    except OSError:
-        pass
-    return 8 << 30
+    with memory_cap(2 << 30):
+        yield
 
 
 def run_all(name: str, inputs: list[bytes]) -> None:
