@@ -71,7 +71,9 @@ cdef int _grow(Grow* g, Py_ssize_t want) except -1:
 
 
 cdef inline int reserve(Grow* g, Py_ssize_t extra) except -1:
-    if extra > g.cap - g.n:
+    # Also when nothing is allocated yet: a zero-length memcpy to NULL is undefined
+    # behaviour (UBSan reports it, and compilers may drop later NULL checks after it).
+    if g.p == NULL or extra > g.cap - g.n:
         _grow(g, g.n + extra)
     return 0
 
@@ -137,7 +139,7 @@ cdef int bin_widen(BinCol* c) except -1:
 
 cdef int bin_push(BinCol* c, const uint8_t* src, Py_ssize_t length) except -1:
     """Append one value (the offsets were reserved by bin_reserve): the general path."""
-    if length > c.data.cap - c.data.n:
+    if c.data.p == NULL or length > c.data.cap - c.data.n:
         _grow(&c.data, c.data.n + length)
     memcpy(c.data.p + c.data.n, src, <size_t>length)
     c.data.n += length
