@@ -540,9 +540,10 @@ def target_dumplog(data: bytes) -> None:
             if blob or suffix == ".log":
                 with open(path[:-4] + suffix, "wb") as f:
                     f.write(blob)
-        argv = ["dump-log", path, "--no-progress", *mode, *extra]
-        if o & 0x80:
-            argv += [path[:-4] + ".index"] if index else ["--no-mmap"]
+        # The files stand together: argparse takes one run of FILE... positionals.
+        files = [path, path[:-4] + ".index"] if o & 0x80 and index else [path]
+        flags = ["--no-mmap"] if o & 0x80 and not index else []
+        argv = ["dump-log", *files, "--no-progress", *mode, *extra, *flags]
         a = _dump_log(argv)
         with pure_records():
             b = _dump_log(argv)

@@ -139,6 +139,9 @@ class GroupMember:
             a = Assignment.decode(sbody.assignment or b"")
             self.assignment = {TopicPartition(t, p) for t, ps in a.assigned_partitions.items() for p in ps}
             self.need_rejoin = False
+            # A member that has just (re)joined gets a whole max_poll_interval_ms before it
+            # counts as stalled (Java resets its poll timer inside the poll that rebalances).
+            self.last_poll = time.monotonic()
             self._start_heartbeat()
             return self.assignment
 
