@@ -47,11 +47,13 @@ def run_generate(*args: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.reference
 def test_generated_declarations_match_the_specs() -> None:
     r = run_generate("--specs", str(specs_dir()), "--check")
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.reference
 def test_check_names_the_drifted_file(tmp_path: Path) -> None:
     out = tmp_path / "messages"
     assert run_generate("--specs", str(specs_dir()), "--out", str(out)).returncode == 0
