@@ -11,6 +11,10 @@ cdef class Record:
     cdef object value
     cdef object headers
     cdef object attributes
+    # size_in_bytes; a legacy message's stored and computed CRC-32 (-1: none, as in v2)
+    cdef Py_ssize_t size_
+    cdef int64_t crc_
+    cdef int64_t computed_crc_
 
 
 cdef class ControlRecord(Record):
@@ -21,11 +25,12 @@ cdef class ControlRecord(Record):
 
 # Record, ControlRecord and RecordMetadata (defined in _record.pyx) are made through these.
 cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,
-                       object value, list headers, int attributes)
+                       object value, list headers, int attributes, Py_ssize_t size)
 cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
                          object key, object value, list headers, int attributes,
-                         Py_ssize_t where)
-cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size)
+                         Py_ssize_t where, Py_ssize_t size)
+cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
+                         int64_t crc=*)
 
 
 cdef class ByteHolder:

@@ -16,7 +16,7 @@ from kcodec._cy._reader cimport be_u16, be_u32, raise_corrupt
 
 from kcodec.errors import EncodeError
 
-__all__ = ["Record", "ControlRecord", "RecordMetadata"]
+__all__ = ["Record", "ControlRecord", "RecordMetadata", "parse_control"]
 
 
 cdef extern from "Python.h":
@@ -49,9 +49,12 @@ cdef class Record:
     (str, bytes or None) pairs, order and duplicates kept) and ``attributes``.
 
     Records are not tracked by the cyclic GC (they hold bytes, ints and the headers list):
-    a record put into its own headers list is never freed."""
+    a record put into its own headers list is never freed.
 
-    def __init__(self, offset, timestamp, timestamp_type, key, value, headers, attributes=0):
+    ``size_in_bytes``, ``checksum`` and ``validate_crc()`` are as in the pure twin."""
+
+    def __init__(self, offset, timestamp, timestamp_type, key, value, headers, attributes=0,
+                 size_in_bytes=0, checksum=None, computed_crc=None):
         self.offset = offset
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
@@ -59,6 +62,25 @@ cdef class Record:
         self.value = value
         self.headers = headers
         self.attributes = attributes
+        self.size_ = size_in_bytes
+        self.crc_ = -1 if checksum is None else <uint32_t>checksum
+        self.computed_crc_ = -1 if computed_crc is None else <uint32_t>computed_crc
+
+    @property
+    def size_in_bytes(self):
+        return self.size_
+
+    @size_in_bytes.setter
+    def size_in_bytes(self, Py_ssize_t value):
+        self.size_ = value
+
+    @property
+    def checksum(self):
+        return None if self.crc_ < 0 else self.crc_
+
+    def validate_crc(self):
+        """Whether a legacy message's stored CRC-32 matches its bytes (True for v2 records)."""
+        return self.crc_ == self.computed_crc_
 
     @property
     def is_control(self):
@@ -102,16 +124,19 @@ cdef class ControlRecord(Record):
 @cython.no_gc
 cdef class RecordMetadata:
     """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
-    ``timestamp`` (as written) and ``size`` (bytes the record takes in the batch)."""
+    ``timestamp`` (as written), ``size`` (bytes the record takes in the batch) and ``crc``
+    (a legacy message's CRC-32; None for v2 records)."""
 
     cdef object offset_delta
     cdef object timestamp
     cdef object size
+    cdef object crc
 
-    def __init__(self, offset_delta, timestamp, size):
+    def __init__(self, offset_delta, timestamp, size, crc=None):
         self.offset_delta = offset_delta
         self.timestamp = timestamp
         self.size = size
+        self.crc = crc
 
     def __eq__(self, other):
         if not isinstance(other, RecordMetadata):
@@ -177,9 +202,9 @@ cdef int _install_all() except -1:
     s = [object() for _ in range(3)]
     c.control_type, c.version, c.coordinator_epoch = s
     _install(ControlRecord, ("control_type", "version", "coordinator_epoch"), c, s)
-    s = [object() for _ in range(3)]
-    m.offset_delta, m.timestamp, m.size = s
-    _install(RecordMetadata, ("offset_delta", "timestamp", "size"), m, s)
+    s = [object() for _ in range(4)]
+    m.offset_delta, m.timestamp, m.size, m.crc = s
+    _install(RecordMetadata, ("offset_delta", "timestamp", "size", "crc"), m, s)
     return 0
 
 
@@ -187,8 +212,11 @@ _install_all()
 
 
 cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,
-                       object value, list headers, int attributes):
+                       object value, list headers, int attributes, Py_ssize_t size):
     cdef Record r = Record.__new__(Record)
+    r.size_ = size
+    r.crc_ = -1
+    r.computed_crc_ = -1
     r.offset = PyLong_FromLongLong(offset)
     r.timestamp = PyLong_FromLongLong(timestamp)
     r.timestamp_type = timestamp_type
@@ -201,10 +229,13 @@ cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, ob
 
 cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
                          object key, object value, list headers, int attributes,
-                         Py_ssize_t where):
+                         Py_ssize_t where, Py_ssize_t size):
     cdef const uint8_t* p
     cdef int ctype
     cdef ControlRecord r = ControlRecord.__new__(ControlRecord)
+    r.size_ = size
+    r.crc_ = -1
+    r.computed_crc_ = -1
     r.offset = PyLong_FromLongLong(offset)
     r.timestamp = PyLong_FromLongLong(timestamp)
     r.timestamp_type = timestamp_type
@@ -227,12 +258,37 @@ cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
     return r
 
 
-cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size):
+cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
+                         int64_t crc=-1):
     cdef RecordMetadata m = RecordMetadata.__new__(RecordMetadata)
     m.offset_delta = PyLong_FromLongLong(offset_delta)
     m.timestamp = PyLong_FromLongLong(timestamp)
     m.size = size
+    m.crc = None if crc < 0 else PyLong_FromLongLong(crc)
     return m
+
+
+def parse_control(key, value, where=0):
+    """A control record's (version, control type, coordinator epoch) from its key and value;
+    see the pure twin."""
+    cdef const uint8_t* p
+    cdef int ctype
+    if key is not None and type(key) is not bytes:
+        key = bytes(key)
+    if value is not None and type(value) is not bytes:
+        value = bytes(value)
+    if key is None or PyBytes_GET_SIZE(key) < 4:
+        raise_corrupt("control record key shorter than 4 bytes", where)
+    p = <const uint8_t*>PyBytes_AS_STRING(key)
+    ctype = <int16_t>be_u16(p + 2)
+    version = <int>(<int16_t>be_u16(p))
+    epoch = None
+    if ctype == 0 or ctype == 1:
+        if value is None or PyBytes_GET_SIZE(value) < 6:
+            raise_corrupt("transaction marker value shorter than 6 bytes", where)
+        p = <const uint8_t*>PyBytes_AS_STRING(value)
+        epoch = <int32_t>be_u32(p + 2)
+    return version, ctype, epoch
 
 
 cdef extern from "Python.h":

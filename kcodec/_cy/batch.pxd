@@ -23,6 +23,7 @@ cdef class RecordBatch:
     cdef Buf _buf
     cdef Py_ssize_t _max_size
     cdef bint _validate
+    cdef object _it  # the iteration next(batch) continues
     # The records section, decompressed if needed: sets ptr/size and the offset ``base`` to
     # add to positions in errors; returns the object that keeps the bytes alive.
     cdef object payload(self, const uint8_t** ptr, Py_ssize_t* size, Py_ssize_t* base)

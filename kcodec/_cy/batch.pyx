@@ -3,6 +3,7 @@
 cimport cython
 from cpython.buffer cimport PyBUF_READ
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
@@ -18,6 +19,7 @@ from kcodec._cy._reader cimport (
 from kcodec._cy._record cimport (
     Growable, check_i64, crc32_ieee, make_control, new_metadata, new_record, take_bytes,
 )
+from kcodec._cy._record import parse_control
 from kcodec._cy._record cimport Record as CRecord
 from cpython.ref cimport Py_XDECREF
 from kcodec._cy.crc cimport crc32c_update
@@ -28,7 +30,7 @@ import time
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 
 from kcodec._cy._record import ControlRecord, Record, RecordMetadata
-from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
+from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError, TruncatedError
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",
@@ -39,6 +41,9 @@ __all__ = [
     "BatchIterator",
     "iter_batches",
     "RecordBatchBuilder",
+    "parse_control",
+    "record_size",
+    "estimate_batch_size",
 ]
 
 DEFAULT_MAX_DECOMPRESSED = DEFAULT_MAX_SIZE
@@ -178,6 +183,19 @@ cdef class RecordBatch:
         if it.count > it.r.end // MIN_RECORD:
             raise_corrupt(f"record count {it.count} impossible in {it.r.end} bytes", it.r.base)
         return it
+
+    def __next__(self):
+        """The next record of one iteration kept by the batch itself, for callers that use
+        the batch as an iterator (``next(batch)``); ``iter(batch)`` always starts afresh."""
+        if self._it is None:
+            self._it = self.__iter__()
+        return next(self._it)
+
+    @staticmethod
+    def from_bytes(buf, *, validate_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED):
+        """The one v2 batch that ``buf`` holds, exactly (TruncatedError when it is cut
+        short, CorruptDataError for another magic or bytes after it)."""
+        return single_batch(buf, validate_crc, max_decompressed_size, True)
 
     def __repr__(self):
         return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
@@ -558,12 +576,13 @@ cdef class RecordIterator:
         offset = <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>od)
         if self.control:
             rec = make_control(offset, ts, self.ts_type, key, value, headers, attr,
-                               rstart + r.base)
+                               rstart + r.base, r.pos - rstart)
             self.i = i + 1
             return rec
         if rec is None:
-            rec = new_record(offset, ts, self.ts_type, key, value, headers, attr)
+            rec = new_record(offset, ts, self.ts_type, key, value, headers, attr, r.pos - rstart)
         else:
+            rec.size_ = r.pos - rstart
             rec.offset = PyLong_FromLongLong(offset)
             rec.timestamp = PyLong_FromLongLong(ts)
             rec.timestamp_type = self.ts_type
@@ -699,6 +718,23 @@ cdef class BatchIterator:
         raise CorruptDataError(f"unknown magic byte {magic}", pos + 16)
 
 
+def single_batch(buf, validate_crc, max_size, bint v2):
+    """The one batch (v2 when ``v2``, else one legacy message) that ``buf`` holds, exactly."""
+    cdef BatchIterator it = BatchIterator(buf, validate_crc, max_size)
+    cdef Py_ssize_t n = it._buf.size
+    cdef const uint8_t* p = it._buf.ptr
+    if n >= 17 and (p[16] == 2) != v2:
+        raise CorruptDataError(f"magic byte {p[16]} where a "
+                               f"{'v2 batch' if v2 else 'legacy message'} was expected", 16)
+    batch = next(it, None)
+    if batch is None:
+        want = 12 if n < 12 else 12 + <int32_t>be_u32(p + 8)
+        raise TruncatedError(want, 0, n, "batch")
+    if it.consumed != n:
+        raise CorruptDataError(f"{n - it.consumed} bytes after the batch", it.consumed)
+    return batch
+
+
 def iter_batches(buf, *, validate_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED,
                  start=0):
     """Iterate the batches of a records blob from byte ``start``; see BatchIterator."""
@@ -788,11 +824,13 @@ cdef class RecordBatchBuilder:
     cdef int64_t _last_delta
     cdef int64_t _first_ts
     cdef int64_t _max_ts
+    cdef bint _only_smaller
 
     def __init__(self, *, compression=0, compression_level=None, base_offset=0,
                  timestamp_type=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                  is_transactional=False, is_control=False, partition_leader_epoch=-1,
-                 max_size=1048576):
+                 max_size=1048576, compress_only_if_smaller=False):
+        self._only_smaller = bool(compress_only_if_smaller)
         self._codec = check_i64(compression, 0, 4, "compression codec")
         if compression_level is not None:
             _compress(self._codec, b"", compression_level)  # EncodeError for a bad level
@@ -822,6 +860,33 @@ cdef class RecordBatchBuilder:
     def size(self):
         """Bytes the batch takes so far, before compression."""
         return HEADER_SIZE + self._committed
+
+    @property
+    def producer_id(self):
+        return self._producer_id
+
+    @property
+    def producer_epoch(self):
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self):
+        return self._base_sequence
+
+    @property
+    def is_transactional(self):
+        return self._transactional
+
+    def set_producer_state(self, producer_id, producer_epoch, base_sequence,
+                           is_transactional=None):
+        """Set the producer id, epoch, base sequence (and, unless None, the transactional
+        flag) written by ``build``: allowed at any time before it, records appended or not."""
+        pid = check_i64(producer_id, _I64_MIN, _I64_MAX, "producer id")
+        epoch = check_i64(producer_epoch, -32768, 32767, "producer epoch")
+        seq = check_i64(base_sequence, _I32_MIN, _I32_MAX, "base sequence")
+        self._producer_id, self._producer_epoch, self._base_sequence = pid, epoch, seq
+        if is_transactional is not None:
+            self._transactional = bool(is_transactional)
 
     def append(self, key, value, headers=None, timestamp=None, offset_delta=None):
         """Add a record; its metadata, or None if the batch is full."""
@@ -913,13 +978,15 @@ cdef class RecordBatchBuilder:
         return self.append(PyBytes_FromStringAndSize(<char*>k, 4),
                            PyBytes_FromStringAndSize(<char*>v, 6), None, timestamp)
 
-    def build(self):
-        """The batch bytes, records compressed and the CRC-32C filled in."""
+    def build(self, *, as_bytearray=False):
+        """The batch bytes, records compressed and the CRC-32C filled in (a new bytearray
+        instead of bytes with ``as_bytearray``). With ``compress_only_if_smaller`` the records
+        stay uncompressed (codec 0 in the attributes) unless compressing made them smaller."""
         cdef int codec = self._codec
         cdef const uint8_t* pp
         cdef Py_ssize_t plen, length
         cdef int attrs
-        cdef bytes out
+        cdef object out
         cdef uint8_t* o
         cdef object payload = None
         if codec:
@@ -929,6 +996,10 @@ cdef class RecordBatchBuilder:
                 payload = bytes(payload)
             pp = <const uint8_t*>PyBytes_AS_STRING(payload)
             plen = PyBytes_GET_SIZE(payload)
+            if self._only_smaller and plen >= self._committed:
+                codec = 0
+                pp = self._buf.data
+                plen = self._committed
         else:
             pp = self._buf.data
             plen = self._committed
@@ -940,8 +1011,12 @@ cdef class RecordBatchBuilder:
         length = HEADER_SIZE - 12 + plen
         if length > _I32_MAX:
             raise EncodeError(f"batch of {length + 12} bytes too large")
-        out = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + plen)
-        o = <uint8_t*>PyBytes_AS_STRING(out)
+        if as_bytearray:
+            out = PyByteArray_FromStringAndSize(NULL, HEADER_SIZE + plen)
+            o = <uint8_t*>PyByteArray_AS_STRING(out)
+        else:
+            out = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + plen)
+            o = <uint8_t*>PyBytes_AS_STRING(out)
         put_u64(o, <uint64_t>self._base_offset)
         put_u32(o + 8, <uint32_t>length)
         put_u32(o + 12, <uint32_t>self._leader_epoch)
@@ -958,3 +1033,45 @@ cdef class RecordBatchBuilder:
             memcpy(o + HEADER_SIZE, pp, plen)
         put_u32(o + 17, _crc32c(o + 21, HEADER_SIZE - 21 + plen))
         return out
+
+
+cdef inline Py_ssize_t _field_size(object b, str what) except -1:
+    cdef Py_ssize_t n
+    if b is None:
+        return 1
+    n = len(b)
+    if n > _I32_MAX:
+        raise EncodeError(f"{what} of {n} bytes too long")
+    return uvar_size(<uint32_t>(<uint64_t>n << 1)) + n
+
+
+cdef Py_ssize_t _body_size(object key, object value, object headers) except -1:
+    cdef Py_ssize_t size = _field_size(key, "record key") + _field_size(value, "record value")
+    cdef Py_ssize_t n
+    if headers is None:
+        return size + 1
+    hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
+    size += _field_size(hs, "header count") - len(hs)
+    for hk, hv in hs:
+        n = len(hk.encode() if isinstance(hk, str) else hk)
+        if n > _I32_MAX:
+            raise EncodeError(f"header key of {n} bytes too long")
+        size += uvar_size(<uint32_t>(<uint64_t>n << 1)) + n + _field_size(hv, "header value")
+    return size
+
+
+def record_size(key, value, headers=None, offset_delta=0, timestamp_delta=0):
+    """Bytes a v2 record takes in its batch (length varint included): what ``append`` would
+    report as its size, without building it."""
+    cdef int64_t od = check_i64(offset_delta, _I32_MIN, _I32_MAX, "offset delta")
+    cdef int64_t td = check_i64(timestamp_delta, _I64_MIN, _I64_MAX, "timestamp delta")
+    cdef Py_ssize_t body = (1 + uvar_size(zigzag64(td)) + uvar_size(zigzag32(<int32_t>od))
+                            + _body_size(key, value, headers))
+    return uvar_size(<uint32_t>(<uint64_t>body << 1)) + body
+
+
+def estimate_batch_size(key, value, headers=None):
+    """An upper bound of the bytes of an uncompressed v2 batch holding this one record: the
+    batch header, the largest record overhead (length 5, attributes 1, timestamp delta 10,
+    offset delta 5 bytes) and the key, value and headers."""
+    return HEADER_SIZE + 21 + _body_size(key, value, headers)

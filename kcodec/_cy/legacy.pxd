@@ -20,6 +20,7 @@ cdef class LegacyBatch:
     cdef Py_ssize_t _n
     cdef int64_t _first
     cdef int64_t _shift
+    cdef object _it  # the iteration next(batch) continues
     cdef int _prepare(self) except -1
 
 

@@ -17,10 +17,12 @@ from kcodec._cy._reader cimport (
 from kcodec._cy._record cimport (
     Growable, check_i64, crc32_ieee, new_metadata, new_record, take_bytes,
 )
+from kcodec._cy._record cimport Record as CRecord
 
 import time
 
 
+from kcodec._limits import DEFAULT_MAX_SIZE
 from kcodec.errors import ChecksumError, CorruptDataError, EncodeError
 
 __all__ = ["LegacyBatch", "MessageSetBuilder"]
@@ -229,12 +231,16 @@ cdef class LegacyBatch:
 
     def __iter__(self):
         cdef LegacyIterator it
+        cdef CRecord r
         if self.attributes & 0x07 == 0:
-            return iter((new_record(self.offset, self.timestamp,
-                                    -1 if self.magic == 0 else (self.attributes >> 3) & 1,
-                                    _bytes_or_none(self._buf.ptr, self._kpos, self._klen),
-                                    _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
-                                    self.attributes),))
+            r = new_record(self.offset, self.timestamp,
+                           -1 if self.magic == 0 else (self.attributes >> 3) & 1,
+                           _bytes_or_none(self._buf.ptr, self._kpos, self._klen),
+                           _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
+                           self.attributes, 12 + self.message_size)
+            r.crc_ = self.crc
+            r.computed_crc_ = _crc32(self._buf.ptr + self.position + 16, self.message_size - 4)
+            return iter((r,))
         self._prepare()
         it = LegacyIterator.__new__(LegacyIterator)
         it.inner = self._inner
@@ -246,6 +252,20 @@ cdef class LegacyBatch:
         it.log_append = self.magic == 1 and (self.attributes >> 3) & 1
         it.wts = self.timestamp
         return it
+
+    def __next__(self):
+        """The next record of one iteration kept by the batch (``next(batch)``)."""
+        if self._it is None:
+            self._it = self.__iter__()
+        return next(self._it)
+
+    @staticmethod
+    def from_bytes(buf, *, validate_crc=True, max_decompressed_size=DEFAULT_MAX_SIZE):
+        """The one top-level legacy message that ``buf`` holds, exactly (TruncatedError when
+        it is cut short, CorruptDataError for magic 2 or bytes after it)."""
+        from kcodec._cy.batch import single_batch
+
+        return single_batch(buf, validate_crc, max_decompressed_size, False)
 
     def __repr__(self):
         return (f"LegacyBatch(position={self.position}, offset={self.offset}, "
@@ -325,6 +345,8 @@ cdef class LegacyIterator:
         cdef Msg m
         cdef int ts_type
         cdef int64_t ts
+        cdef CRecord r
+        cdef Py_ssize_t start = self.pos
         if self.left <= 0:
             raise StopIteration
         _parse(self.data, self.pos, self.end, 0, &m)  # checked by _prepare: cannot fail
@@ -336,9 +358,13 @@ cdef class LegacyIterator:
             ts = self.wts
         else:
             ts_type = -1 if m.magic == 0 else (m.attributes >> 3) & 1
-        return new_record(<int64_t>(<uint64_t>m.offset + <uint64_t>self.shift), ts, ts_type,
-                          _bytes_or_none(self.data, m.kpos, m.klen),
-                          _bytes_or_none(self.data, m.vpos, m.vlen), [], m.attributes)
+        r = new_record(<int64_t>(<uint64_t>m.offset + <uint64_t>self.shift), ts, ts_type,
+                       _bytes_or_none(self.data, m.kpos, m.klen),
+                       _bytes_or_none(self.data, m.vpos, m.vlen), [], m.attributes,
+                       m.end - start)
+        r.crc_ = m.crc
+        r.computed_crc_ = _crc32(self.data + start + 16, m.end - start - 16)
+        return r
 
 
 cdef LegacyBatch message_at(Buf buf, Py_ssize_t pos, bint validate, Py_ssize_t max_size):
@@ -410,7 +436,8 @@ cdef class MessageSetBuilder:
     """Builds a legacy message set (magic 0 or 1). With a codec, the messages are written
     as one compressed wrapper message, as the Java client did: inner offsets relative for
     magic 1 (absolute for magic 0), the wrapper carrying the last offset and the largest
-    timestamp. ``append`` returns a RecordMetadata or None when ``max_size`` is reached."""
+    timestamp. ``append`` returns a RecordMetadata (``crc``: the message's CRC-32) or None
+    when ``max_size`` is reached. The accounting options are as in the pure twin."""
 
     cdef int _magic
     cdef int _codec
@@ -422,9 +449,16 @@ cdef class MessageSetBuilder:
     cdef Py_ssize_t _count
     cdef int64_t _last_delta
     cdef int64_t _max_ts
+    cdef bint _overhead
+    cdef bint _full_at_max
+    cdef bint _zero_wrapper
 
     def __init__(self, *, magic=1, compression=0, compression_level=None, base_offset=0,
-                 timestamp_type=0, max_size=1048576):
+                 timestamp_type=0, max_size=1048576, wrapper_overhead=True, full_at_max=False,
+                 zero_wrapper=False):
+        self._overhead = bool(wrapper_overhead)
+        self._full_at_max = bool(full_at_max)
+        self._zero_wrapper = bool(zero_wrapper)
         self._magic = check_i64(magic, 0, 1, "magic")
         self._codec = check_i64(compression, 0, 4, "compression codec")
         if self._codec == 4:
@@ -446,8 +480,9 @@ cdef class MessageSetBuilder:
 
     @property
     def size(self):
-        """Bytes the set takes so far (uncompressed, with a wrapper's overhead)."""
-        if self._codec:
+        """Bytes the set takes so far (uncompressed, with a wrapper's overhead unless made
+        with ``wrapper_overhead=False``)."""
+        if self._codec and self._overhead:
             return self._buf.length + (26 if self._magic == 0 else 34)
         return self._buf.length
 
@@ -457,6 +492,7 @@ cdef class MessageSetBuilder:
         cdef const uint8_t* kp
         cdef const uint8_t* vp
         cdef Py_ssize_t kl, vl, size, cur
+        cdef uint32_t crc
         if offset_delta is None:
             if self._last_delta == _I64_MAX:
                 raise EncodeError(f"offset delta {(<object>self._last_delta) + 1} out of range "
@@ -482,15 +518,18 @@ cdef class MessageSetBuilder:
             inner = self._base_offset + od
         size = _write_message(self._buf, inner, self._magic,
                               self._ts_type << 3 if self._magic else 0, ts, kp, kl, vp, vl)
-        cur = self._buf.length + ((26 if self._magic == 0 else 34) if self._codec else 0)
-        if self._count and cur + size > self._max_size:
+        cur = self._buf.length + ((26 if self._magic == 0 else 34)
+                                  if self._codec and self._overhead else 0)
+        if self._count and (cur + size > self._max_size
+                            or (self._full_at_max and cur + size == self._max_size)):
             return None
+        crc = be_u32(self._buf.data + self._buf.length + 12)
         self._buf.length += size
         self._count += 1
         self._last_delta = od
         if ts > self._max_ts or self._count == 1:
             self._max_ts = ts
-        return new_metadata(od, ts, size)
+        return new_metadata(od, ts, size, crc)
 
     def build(self):
         """The message set bytes (one wrapper message when compressed)."""
@@ -501,9 +540,14 @@ cdef class MessageSetBuilder:
             return PyBytes_FromStringAndSize(<char*>self._buf.data, self._buf.length)
         payload = _compress(self._codec, PyBytes_FromStringAndSize(
             <char*>self._buf.data, self._buf.length), self._level, self._magic)
+        w = Growable.__new__(Growable)
+        if self._zero_wrapper:
+            size = _write_message(w, 0, self._magic, self._codec, 0, NULL, -1,
+                                  <const uint8_t*>PyBytes_AS_STRING(payload),
+                                  PyBytes_GET_SIZE(payload))
+            return PyBytes_FromStringAndSize(<char*>w.data, size)
         if self._base_offset > 0 and self._last_delta > _I64_MAX - self._base_offset:
             raise EncodeError(f"offset {(<object>self._base_offset) + self._last_delta} out of range")
-        w = Growable.__new__(Growable)
         size = _write_message(w, self._base_offset + self._last_delta, self._magic,
                               self._codec | (self._ts_type << 3 if self._magic else 0),
                               self._max_ts, NULL, -1,

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from kcodec.errors import CorruptDataError
 
-__all__ = ["Record", "ControlRecord", "RecordMetadata", "make_control"]
+__all__ = ["Record", "ControlRecord", "RecordMetadata", "make_control", "parse_control"]
 
 Header = tuple[str, Optional[bytes]]
 
@@ -21,14 +21,23 @@ class Record:
     """One record: ``offset``, ``timestamp``, ``timestamp_type`` (-1 none, 0 create time,
     1 log append time), ``key`` and ``value`` (bytes or None), ``headers`` (a list of
     (str, bytes or None) pairs, order and duplicates kept) and ``attributes`` (the record's
-    attribute byte; for a legacy message, the message's attributes)."""
+    attribute byte; for a legacy message, the message's attributes).
 
-    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "attributes")
+    ``size_in_bytes`` is the bytes the record takes in its (uncompressed) batch: for v2 its
+    length varint and body, for a legacy message its whole entry (offset, size and message).
+    ``checksum`` is a legacy message's stored CRC-32 (None for v2 records, which have no
+    checksum of their own: the batch's CRC-32C covers them); ``validate_crc()`` says whether
+    it matches the message's bytes (always True for v2 records)."""
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "attributes",
+                 "size_in_bytes", "checksum", "_computed_crc")
 
     is_control = False
 
     def __init__(self, offset: int, timestamp: int, timestamp_type: int, key: bytes | None,
-                 value: bytes | None, headers: list[Header], attributes: int = 0) -> None:
+                 value: bytes | None, headers: list[Header], attributes: int = 0,
+                 size_in_bytes: int = 0, checksum: int | None = None,
+                 computed_crc: int | None = None) -> None:
         self.offset = offset
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
@@ -36,6 +45,13 @@ class Record:
         self.value = value
         self.headers = headers
         self.attributes = attributes
+        self.size_in_bytes = size_in_bytes
+        self.checksum = checksum
+        self._computed_crc = computed_crc
+
+    def validate_crc(self) -> bool:
+        """Whether a legacy message's stored CRC-32 matches its bytes (True for v2 records)."""
+        return self.checksum == self._computed_crc
 
     def _tuple(self) -> tuple[Any, ...]:
         return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
@@ -72,14 +88,17 @@ class ControlRecord(Record):
 
 class RecordMetadata:
     """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
-    ``timestamp`` (as written) and ``size`` (bytes the record takes in the batch)."""
+    ``timestamp`` (as written), ``size`` (bytes the record takes in the batch) and ``crc``
+    (a legacy message's CRC-32; None for v2 records)."""
 
-    __slots__ = ("offset_delta", "timestamp", "size")
+    __slots__ = ("offset_delta", "timestamp", "size", "crc")
 
-    def __init__(self, offset_delta: int, timestamp: int, size: int) -> None:
+    def __init__(self, offset_delta: int, timestamp: int, size: int,
+                 crc: int | None = None) -> None:
         self.offset_delta = offset_delta
         self.timestamp = timestamp
         self.size = size
+        self.crc = crc
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RecordMetadata):
@@ -98,18 +117,29 @@ class RecordMetadata:
 def make_control(
     offset: int, timestamp: int, timestamp_type: int,
     key: bytes | None, value: bytes | None, headers: list, attributes: int,
-    where: int,
+    where: int, size_in_bytes: int = 0,
 ) -> ControlRecord:
     """Decode a control record's key (version int16, type int16) and, for commit/abort
     markers, its value (version int16, coordinator epoch int32)."""
-    r = ControlRecord(offset, timestamp, timestamp_type, key, value, headers, attributes)
+    r = ControlRecord(offset, timestamp, timestamp_type, key, value, headers, attributes,
+                      size_in_bytes)
+    r.version, r.control_type, r.coordinator_epoch = parse_control(key, value, where)
+    return r
+
+
+def parse_control(key: bytes | None, value: bytes | None,
+                  where: int = 0) -> tuple[int, int, int | None]:
+    """A control record's (version, control type, coordinator epoch) from its key and value:
+    the key is version int16, type int16; a commit (1) or abort (0) marker's value is
+    version int16, coordinator epoch int32 (None for other types). CorruptDataError (at
+    ``where``) when they are too short."""
     if key is None or len(key) < 4:
         raise CorruptDataError("control record key shorter than 4 bytes", where)
-    r.version = int.from_bytes(key[0:2], "big", signed=True)
-    r.control_type = int.from_bytes(key[2:4], "big", signed=True)
-    r.coordinator_epoch = None
-    if r.control_type in (0, 1):
+    version = int.from_bytes(key[0:2], "big", signed=True)
+    control_type = int.from_bytes(key[2:4], "big", signed=True)
+    epoch = None
+    if control_type in (0, 1):
         if value is None or len(value) < 6:
             raise CorruptDataError("transaction marker value shorter than 6 bytes", where)
-        r.coordinator_epoch = int.from_bytes(value[2:6], "big", signed=True)
-    return r
+        epoch = int.from_bytes(value[2:6], "big", signed=True)
+    return version, control_type, epoch

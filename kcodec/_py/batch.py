@@ -47,7 +47,7 @@ from typing import Any
 
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec._py import legacy as _legacy
-from kcodec._py._record import ControlRecord, Record, RecordMetadata, make_control
+from kcodec._py._record import ControlRecord, Record, RecordMetadata, make_control, parse_control
 from kcodec._py._wire import (
     as_bytes_view,
     bytes_like,
@@ -61,7 +61,13 @@ from kcodec._py._wire import (
 )
 from kcodec.compression import compress, decompress
 from kcodec.crc import crc32, crc32c
-from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError
+from kcodec.errors import (
+    ChecksumError,
+    CorruptDataError,
+    DecodeError,
+    EncodeError,
+    TruncatedError,
+)
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",
@@ -72,6 +78,9 @@ __all__ = [
     "BatchIterator",
     "iter_batches",
     "RecordBatchBuilder",
+    "parse_control",
+    "record_size",
+    "estimate_batch_size",
 ]
 
 DEFAULT_MAX_DECOMPRESSED = DEFAULT_MAX_SIZE
@@ -95,7 +104,7 @@ class RecordBatch:
     __slots__ = ("position", "base_offset", "batch_length", "partition_leader_epoch", "magic",
                  "crc", "attributes", "last_offset_delta", "first_timestamp", "max_timestamp",
                  "producer_id", "producer_epoch", "base_sequence", "record_count",
-                 "_data", "_max_size", "_validate")
+                 "_data", "_max_size", "_validate", "_it")
 
     @property
     def size(self) -> int:
@@ -173,6 +182,21 @@ class RecordBatch:
             raise CorruptDataError(f"record count {count} impossible in {end - pos} bytes",
                                    pos + base)
         return _iter_records(self, data, pos, end, base)
+
+    def __next__(self) -> Record:
+        """The next record of one iteration kept by the batch itself, for callers that use
+        the batch as an iterator (``next(batch)``); ``iter(batch)`` always starts afresh."""
+        it = self._it
+        if it is None:
+            it = self._it = self.__iter__()
+        return next(it)
+
+    @staticmethod
+    def from_bytes(buf: Any, *, validate_crc: bool = True,
+                   max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED) -> RecordBatch:
+        """The one v2 batch that ``buf`` holds, exactly (TruncatedError when it is cut
+        short, CorruptDataError for another magic or bytes after it)."""
+        return single_batch(buf, validate_crc, max_decompressed_size, True)
 
     def __repr__(self) -> str:
         return (f"RecordBatch(position={self.position}, base_offset={self.base_offset}, "
@@ -342,14 +366,14 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
                     ts = wrap64(ts)
             else:
                 ts = log_append
-            rec = Record(offset, ts, ts_type, key, value, headers, attributes)
+            rec = Record(offset, ts, ts_type, key, value, headers, attributes, i - rstart)
             pos = i
         except Exception:  # unusual (or malformed): the exact reader raises the exact error
             rec, pos = _exact_record(data, rstart, end, base, base_offset, first_ts, ts_type,
                                      log_append)
         if control:
             rec = make_control(rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,
-                               rec.headers, rec.attributes, rstart + base)
+                               rec.headers, rec.attributes, rstart + base, pos - rstart)
         yield rec
     if pos != end:
         raise CorruptDataError(f"{end - pos} bytes left after the last of {count} records",
@@ -359,6 +383,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
 def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, first_ts: int,
                   ts_type: int, log_append: int | None) -> tuple[Record, int]:
     """Decode one record checking every field exactly as the compiled twin does."""
+    start = pos
     length, pos = varint(data, pos, end, "record length", base)
     need(pos, end, length, "record", base)
     body = pos
@@ -408,7 +433,8 @@ def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, fi
         raise CorruptDataError(f"record length {length} but its fields took {pos - body} bytes",
                                body + base)
     ts = log_append if log_append is not None else wrap64(first_ts + tsd)
-    return Record(wrap64(base_offset + od), ts, ts_type, key, value, headers, attributes), pos
+    return Record(wrap64(base_offset + od), ts, ts_type, key, value, headers, attributes,
+                  pos - start), pos
 
 
 class BatchIterator:
@@ -487,6 +513,7 @@ class BatchIterator:
             b._data = data
             b._max_size = self._max_size
             b._validate = self._validate
+            b._it = None
             self.consumed = nxt
             return b
         if magic == 0 or magic == 1:
@@ -513,6 +540,22 @@ class BatchIterator:
         raise CorruptDataError(f"unknown magic byte {magic}", pos + 16)
 
 
+def single_batch(buf: Any, validate_crc: bool, max_size: int, v2: bool) -> Any:
+    """The one batch (v2 when ``v2``, else one legacy message) that ``buf`` holds, exactly."""
+    it = BatchIterator(buf, validate_crc, max_size)
+    data, n = it._data, it._end
+    if n >= 17 and (data[16] == 2) != v2:
+        raise CorruptDataError(f"magic byte {data[16]} where a "
+                               f"{'v2 batch' if v2 else 'legacy message'} was expected", 16)
+    batch = next(it, None)
+    if batch is None:
+        want = 12 if n < 12 else 12 + int.from_bytes(data[8:12], "big", signed=True)
+        raise TruncatedError(want, 0, n, "batch")
+    if it.consumed != n:
+        raise CorruptDataError(f"{n - it.consumed} bytes after the batch", it.consumed)
+    return batch
+
+
 def iter_batches(buf: Any, *, validate_crc: bool = True,
                  max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
                  start: int = 0) -> BatchIterator:
@@ -532,13 +575,15 @@ class RecordBatchBuilder:
     __slots__ = ("_codec", "_level", "_base_offset", "_ts_type", "_producer_id",
                  "_producer_epoch", "_base_sequence", "_transactional", "_control",
                  "_leader_epoch", "_max_size", "_buf", "_count", "_last_delta", "_first_ts",
-                 "_max_ts")
+                 "_max_ts", "_only_smaller")
 
     def __init__(self, *, compression: int = 0, compression_level: int | None = None,
                  base_offset: int = 0, timestamp_type: int = 0, producer_id: int = -1,
                  producer_epoch: int = -1, base_sequence: int = -1,
                  is_transactional: bool = False, is_control: bool = False,
-                 partition_leader_epoch: int = -1, max_size: int = 1048576) -> None:
+                 partition_leader_epoch: int = -1, max_size: int = 1048576,
+                 compress_only_if_smaller: bool = False) -> None:
+        self._only_smaller = bool(compress_only_if_smaller)
         self._codec = check_int(compression, 0, 4, "compression codec")
         if compression_level is not None:
             compress(self._codec, b"", compression_level)  # EncodeError for a bad level
@@ -567,6 +612,33 @@ class RecordBatchBuilder:
     def size(self) -> int:
         """Bytes the batch takes so far, before compression."""
         return HEADER_SIZE + len(self._buf)
+
+    @property
+    def producer_id(self) -> int:
+        return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self._base_sequence
+
+    @property
+    def is_transactional(self) -> bool:
+        return self._transactional
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           is_transactional: bool | None = None) -> None:
+        """Set the producer id, epoch, base sequence (and, unless None, the transactional
+        flag) written by ``build``: allowed at any time before it, records appended or not."""
+        pid = check_int(producer_id, _I64_MIN, _I64_MAX, "producer id")
+        epoch = check_int(producer_epoch, _I16_MIN, _I16_MAX, "producer epoch")
+        seq = check_int(base_sequence, _I32_MIN, _I32_MAX, "base sequence")
+        self._producer_id, self._producer_epoch, self._base_sequence = pid, epoch, seq
+        if is_transactional is not None:
+            self._transactional = bool(is_transactional)
 
     def append(self, key: Any, value: Any, headers: Iterable[Any] | None = None,
                timestamp: int | None = None,
@@ -681,12 +753,16 @@ class RecordBatchBuilder:
         ce = check_int(coordinator_epoch, _I32_MIN, _I32_MAX, "coordinator epoch")
         return self.append(_CONTROL_KEY.pack(0, ct), _MARKER_VALUE.pack(0, ce), None, timestamp)
 
-    def build(self) -> bytes:
-        """The batch bytes, records compressed and the CRC-32C filled in."""
+    def build(self, *, as_bytearray: bool = False) -> Any:
+        """The batch bytes, records compressed and the CRC-32C filled in (a new bytearray
+        instead of bytes with ``as_bytearray``). With ``compress_only_if_smaller`` the records
+        stay uncompressed (codec 0 in the attributes) unless compressing made them smaller."""
         codec = self._codec
         payload: Any = self._buf
         if codec:
             payload = compress(codec, bytes(self._buf), self._level)
+            if self._only_smaller and len(payload) >= len(self._buf):
+                codec, payload = 0, self._buf
         attrs = codec | (self._ts_type << 3)
         if self._transactional:
             attrs |= 0x10
@@ -701,7 +777,7 @@ class RecordBatchBuilder:
             self._base_sequence, self._count))
         out += payload
         struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
-        return bytes(out)
+        return out if as_bytearray else bytes(out)
 
 
 _NV = 1 << 14
@@ -712,3 +788,48 @@ def _zz_len(n: int, what: str) -> int:
     if n > _I32_MAX:
         raise EncodeError(f"{what} of {n} bytes too long")
     return (n << 1) & 0xFFFFFFFF
+
+
+def _uvar_size(u: int) -> int:
+    n = 1
+    while u >= 0x80:
+        u >>= 7
+        n += 1
+    return n
+
+
+def _field_size(b: Any, what: str) -> int:
+    if b is None:
+        return 1
+    n = len(b)
+    return _uvar_size(_zz_len(n, what)) + n
+
+
+def _body_size(key: Any, value: Any, headers: Any) -> int:
+    size = _field_size(key, "record key") + _field_size(value, "record value")
+    if headers is None:
+        return size + 1
+    hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
+    size += _uvar_size(_zz_len(len(hs), "header count"))
+    for hk, hv in hs:
+        n = len(hk.encode() if isinstance(hk, str) else hk)
+        size += _uvar_size(_zz_len(n, "header key")) + n + _field_size(hv, "header value")
+    return size
+
+
+def record_size(key: Any, value: Any, headers: Iterable[Any] | None = None,
+                offset_delta: int = 0, timestamp_delta: int = 0) -> int:
+    """Bytes a v2 record takes in its batch (length varint included): what ``append`` would
+    report as its size, without building it."""
+    od = check_int(offset_delta, _I32_MIN, _I32_MAX, "offset delta")
+    td = check_int(timestamp_delta, _I64_MIN, _I64_MAX, "timestamp delta")
+    body = (1 + _uvar_size(((td << 1) ^ (td >> 63)) & 0xFFFFFFFFFFFFFFFF)
+            + _uvar_size(((od << 1) ^ (od >> 31)) & 0xFFFFFFFF) + _body_size(key, value, headers))
+    return _uvar_size(body << 1) + body
+
+
+def estimate_batch_size(key: Any, value: Any, headers: Iterable[Any] | None = None) -> int:
+    """An upper bound of the bytes of an uncompressed v2 batch holding this one record: the
+    batch header, the largest record overhead (length 5, attributes 1, timestamp delta 10,
+    offset delta 5 bytes) and the key, value and headers."""
+    return HEADER_SIZE + 21 + _body_size(key, value, headers)

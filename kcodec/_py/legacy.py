@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kcodec._py._record import Record, RecordMetadata
+from kcodec._limits import DEFAULT_MAX_SIZE
 from kcodec._py._wire import bytes_like, check_int, need, wrap64
 from kcodec.compression import compress, decompress
 from kcodec.crc import crc32
@@ -59,7 +60,7 @@ class LegacyBatch:
     (its inner messages are the records). Fields follow RecordBatch where they apply."""
 
     __slots__ = ("position", "offset", "message_size", "crc", "magic", "attributes",
-                 "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_inner")
+                 "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_inner", "_it")
 
     partition_leader_epoch = -1
     producer_id = -1
@@ -138,8 +139,10 @@ class LegacyBatch:
         codec = self.attributes & 0x07
         ts_type = self.timestamp_type
         if codec == 0:
+            p = self.position
+            end = p + 12 + self.message_size
             return [Record(self.offset, self.timestamp, ts_type, self.key, self.value, [],
-                           self.attributes)]
+                           self.attributes, end - p, self.crc, crc32(self._data[p + 16:end]))]
         inner = self._inner
         if inner is None:
             if self._value is None:
@@ -152,6 +155,22 @@ class LegacyBatch:
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
+
+    def __next__(self) -> Record:
+        """The next record of one iteration kept by the batch (``next(batch)``)."""
+        it = self._it
+        if it is None:
+            it = self._it = self.__iter__()
+        return next(it)
+
+    @staticmethod
+    def from_bytes(buf: Any, *, validate_crc: bool = True,
+                   max_decompressed_size: int = DEFAULT_MAX_SIZE) -> LegacyBatch:
+        """The one top-level legacy message that ``buf`` holds, exactly (TruncatedError when
+        it is cut short, CorruptDataError for magic 2 or bytes after it)."""
+        from kcodec._py.batch import single_batch
+
+        return single_batch(buf, validate_crc, max_decompressed_size, False)
 
     def __repr__(self) -> str:
         return (f"LegacyBatch(position={self.position}, offset={self.offset}, "
@@ -207,6 +226,7 @@ def message_at(data: Any, pos: int, validate_crc: bool, max_size: int) -> Legacy
     m._validate = validate_crc
     m._max_size = max_size
     m._inner = None
+    m._it = None
     return m
 
 
@@ -225,8 +245,8 @@ def _inner_records(inner: bytes, w: LegacyBatch) -> list[Record]:
                                    f"{wmagic}", pos + 16)
         if attributes & 0x07:
             raise CorruptDataError("compressed message inside a compressed message", pos + 17)
+        actual = crc32(inner[pos + 16:mend])
         if w._validate:
-            actual = crc32(inner[pos + 16:mend])
             if actual != crc:
                 raise ChecksumError(crc, actual, pos, "inner message CRC-32")
         if log_append:
@@ -236,7 +256,8 @@ def _inner_records(inner: bytes, w: LegacyBatch) -> list[Record]:
             ts_type = -1 if magic == 0 else (attributes >> 3) & 1
         out.append(Record(offset, ts, ts_type,
                           None if key is None else inner[key[0]:key[1]],
-                          None if value is None else inner[value[0]:value[1]], [], attributes))
+                          None if value is None else inner[value[0]:value[1]], [], attributes,
+                          mend - pos, crc, actual))
         pos = mend
     if not out:
         raise CorruptDataError("compressed message holds no inner messages", w.position)
@@ -254,15 +275,27 @@ class MessageSetBuilder:
     """Builds a legacy message set (magic 0 or 1). With a codec, the messages are written
     as one compressed wrapper message, as the Java client did: inner offsets relative for
     magic 1 (absolute for magic 0), the wrapper carrying the last offset and the largest
-    timestamp. ``append`` returns a RecordMetadata or None when ``max_size`` is reached."""
+    timestamp. ``append`` returns a RecordMetadata (``crc``: the message's CRC-32) or None
+    when ``max_size`` is reached.
+
+    Options for matching other clients' accounting: ``wrapper_overhead=False`` leaves the
+    wrapper's overhead out of ``size`` and the fullness check, ``full_at_max=True`` counts the
+    set full when a message would bring it to exactly ``max_size``, and ``zero_wrapper=True``
+    writes the wrapper with offset 0, timestamp 0 and only the codec in its attributes."""
 
     __slots__ = ("_magic", "_codec", "_level", "_base_offset", "_ts_type", "_max_size",
-                 "_buf", "_count", "_last_delta", "_max_ts")
+                 "_buf", "_count", "_last_delta", "_max_ts", "_overhead", "_full_at_max",
+                 "_zero_wrapper")
 
     def __init__(self, *, magic: int = 1, compression: int = 0,
                  compression_level: int | None = None, base_offset: int = 0,
-                 timestamp_type: int = 0, max_size: int = 1048576) -> None:
+                 timestamp_type: int = 0, max_size: int = 1048576,
+                 wrapper_overhead: bool = True, full_at_max: bool = False,
+                 zero_wrapper: bool = False) -> None:
         self._magic = check_int(magic, 0, 1, "magic")
+        self._overhead = bool(wrapper_overhead)
+        self._full_at_max = bool(full_at_max)
+        self._zero_wrapper = bool(zero_wrapper)
         self._codec = check_int(compression, 0, 4, "compression codec")
         if self._codec == 4:
             raise EncodeError("zstd needs magic 2")
@@ -283,8 +316,9 @@ class MessageSetBuilder:
 
     @property
     def size(self) -> int:
-        """Bytes the set takes so far (uncompressed, with a wrapper's overhead)."""
-        if self._codec:
+        """Bytes the set takes so far (uncompressed, with a wrapper's overhead unless made
+        with ``wrapper_overhead=False``)."""
+        if self._codec and self._overhead:
             return len(self._buf) + (26 if self._magic == 0 else 34)
         return len(self._buf)
 
@@ -316,14 +350,16 @@ class MessageSetBuilder:
                 raise EncodeError(f"offset {inner_offset} out of range")
         msg = _message(inner_offset, magic, self._ts_type << 3 if magic else 0, ts, key, value)
         size = len(msg)
-        if self._count and self.size + size > self._max_size:
-            return None
+        if self._count:
+            total = self.size + size
+            if total > self._max_size or (self._full_at_max and total == self._max_size):
+                return None
         self._buf += msg
         self._count += 1
         self._last_delta = od
         if ts > self._max_ts or self._count == 1:
             self._max_ts = ts
-        return RecordMetadata(od, ts, size)
+        return RecordMetadata(od, ts, size, int.from_bytes(msg[12:16], "big"))
 
     def build(self) -> bytes:
         """The message set bytes (one wrapper message when compressed)."""
@@ -331,6 +367,8 @@ class MessageSetBuilder:
             return bytes(self._buf)
         payload = _compress(self._codec, bytes(self._buf), self._level, self._magic)
         attrs = self._codec | (self._ts_type << 3 if self._magic else 0)
+        if self._zero_wrapper:
+            return _message(0, self._magic, self._codec, 0, None, payload)
         last = self._base_offset + self._last_delta
         if last > _I64_MAX:
             raise EncodeError(f"offset {last} out of range")

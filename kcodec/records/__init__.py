@@ -33,7 +33,10 @@ if IMPLEMENTATION == "cython":
         RecordBatch,
         RecordBatchBuilder,
         RecordMetadata,
+        estimate_batch_size,
         iter_batches,
+        parse_control,
+        record_size,
     )
     from kcodec._cy.legacy import LegacyBatch, MessageSetBuilder
 else:
@@ -45,7 +48,10 @@ else:
         RecordBatch,
         RecordBatchBuilder,
         RecordMetadata,
+        estimate_batch_size,
         iter_batches,
+        parse_control,
+        record_size,
     )
     from kcodec._py.legacy import LegacyBatch, MessageSetBuilder  # type: ignore[assignment]
 
@@ -82,6 +88,9 @@ __all__ = [
     "ControlType",
     "Codec",
     "DEFAULT_MAX_DECOMPRESSED",
+    "record_size",
+    "estimate_batch_size",
+    "parse_control",
     "decode_columns",
     "RecordColumns",
     "BinaryColumn",
