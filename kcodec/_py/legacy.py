@@ -31,8 +31,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from kcodec._py._record import Record, RecordMetadata
 from kcodec._limits import DEFAULT_MAX_SIZE
+from kcodec._py._record import Record, RecordMetadata
 from kcodec._py._wire import bytes_like, check_int, need, wrap64
 from kcodec.compression import compress, decompress
 from kcodec.crc import crc32
