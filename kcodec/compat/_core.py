@@ -1,0 +1,514 @@
+"""What both adapters share: kcodec-backed record batches, builders and helpers shaped like
+the record classes of kafka-python and aiokafka, and the patching that puts them in place.
+
+The shapes (peer API → kcodec):
+
+    MemoryRecords(bytes)            → the peer's own slicing, one batch object per batch
+    DefaultRecordBatch(buffer)      → RecordBatch.from_bytes; iterating yields kcodec Records
+                                      (they answer offset, timestamp, timestamp_type, key,
+                                      value, headers, checksum, size_in_bytes, validate_crc)
+    LegacyRecordBatch(buffer, m)    → LegacyBatch.from_bytes; records keep the peer's None
+                                      timestamp (type) for magic 0
+    DefaultRecordBatchBuilder(...)  → RecordBatchBuilder(compress_only_if_smaller=True)
+    LegacyRecordBatchBuilder(...)   → MessageSetBuilder(wrapper_overhead=False,
+                                      full_at_max=True, zero_wrapper=True)
+
+Only this package imports a peer, and only when asked to.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+from kcodec.crc import crc32, crc32c
+from kcodec.errors import DecodeError, EncodeError
+from kcodec.records import (
+    LegacyBatch,
+    MessageSetBuilder,
+    RecordBatch,
+    RecordBatchBuilder,
+    estimate_batch_size,
+    record_size,
+)
+from kcodec.varint import decode_varlong, encode_varlong, varlong_size
+
+__all__ = ["Patch", "make_classes", "helpers", "version_tuple", "LegacyRecord", "ControlRecord"]
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_NO_TS_HEADER = struct.Struct(">iqq")  # last offset delta, first and max timestamp (at 23)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """(3, 0, 12) from "3.0.12" (a pre-release suffix ends the number)."""
+    out = []
+    for part in text.split("."):
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        out.append(int(digits))
+        if digits != part:
+            break
+    return tuple(out)
+
+
+class Patch:
+    """Rebinds names in modules and remembers the old values so ``undo`` restores them."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any, bool]] = []
+
+    def set(self, module: Any, name: str, value: Any) -> None:
+        had = name in vars(module)
+        self._saved.append((module, name, vars(module).get(name), had))
+        setattr(module, name, value)
+
+    def undo(self) -> None:
+        for module, name, old, had in reversed(self._saved):
+            if had:
+                setattr(module, name, old)
+            else:
+                delattr(module, name)
+        self._saved.clear()
+
+
+def helpers() -> dict[str, Callable[..., Any]]:
+    """The peers' varint and CRC helpers (same names and calling conventions) on kcodec."""
+
+    def encode_varint(value: int, write: Callable[[int], Any]) -> int:
+        data = encode_varlong(value)
+        for b in data:
+            write(b)
+        return len(data)
+
+    def decode_varint(buffer: Any, pos: int = 0) -> tuple[int, int]:
+        return decode_varlong(buffer, pos)
+
+    def size_of_varint(value: int) -> int:
+        return varlong_size(value)
+
+    def calc_crc32c(memview: Any, *_: Any) -> int:
+        return crc32c(memview)
+
+    def calc_crc32(memview: Any) -> int:
+        return crc32(memview)
+
+    return {"encode_varint": encode_varint, "decode_varint": decode_varint,
+            "size_of_varint": size_of_varint, "calc_crc32c": calc_crc32c,
+            "calc_crc32": calc_crc32}
+
+
+class LegacyRecord:
+    """A magic 0/1 record as both peers show it: no timestamp (None) for magic 0, ``crc`` and
+    ``checksum`` the message's CRC-32, ``validate_crc()`` checking it, no headers. Legacy
+    batches are rare; their records get this small object."""
+
+    __slots__ = ("magic", "offset", "timestamp", "timestamp_type", "key", "value", "crc",
+                 "size_in_bytes", "_r")
+
+    def __init__(self, magic: int, r: Any) -> None:
+        self.magic = magic
+        self.offset = r.offset
+        if magic == 0:
+            self.timestamp = None
+            self.timestamp_type = None
+        else:
+            self.timestamp = r.timestamp
+            self.timestamp_type = r.timestamp_type
+        self.key = r.key
+        self.value = r.value
+        self.crc = r.checksum
+        self.size_in_bytes = r.size_in_bytes
+        self._r = r
+
+    @property
+    def headers(self) -> list[Any]:
+        return []
+
+    @property
+    def checksum(self) -> int:
+        return self.crc
+
+    def validate_crc(self) -> bool:
+        return bool(self._r.validate_crc())
+
+    def __repr__(self) -> str:
+        return (f"LegacyRecord(magic={self.magic!r} offset={self.offset!r}, "
+                f"timestamp={self.timestamp!r}, timestamp_type={self.timestamp_type!r}, "
+                f"key={self.key!r}, value={self.value!r}, crc={self.crc!r})")
+
+
+class ControlRecord:
+    """A control record as kafka-python shows it (``type``, ``version``, ``abort``,
+    ``commit``); made from kcodec's ControlRecord."""
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers",
+                 "size_in_bytes", "version", "type")
+
+    checksum = None
+
+    def __init__(self, r: Any) -> None:
+        self.offset = r.offset
+        self.timestamp = r.timestamp
+        self.timestamp_type = r.timestamp_type
+        self.key = r.key
+        self.value = r.value
+        self.headers = r.headers
+        self.size_in_bytes = r.size_in_bytes
+        self.version = r.version
+        self.type = r.control_type
+
+    @property
+    def abort(self) -> bool:
+        return self.type == 0
+
+    @property
+    def commit(self) -> bool:
+        return self.type == 1
+
+    def validate_crc(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return (f"ControlRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                f"timestamp_type={self.timestamp_type!r}, version={self.version!r}, "
+                f"type={self.type!r} <{'abort' if self.abort else 'commit'}>)")
+
+
+def make_classes(peer: str, *, corrupt: type[Exception],
+                 stock_default_batch: type, stock_legacy_batch: type,
+                 stock_default_builder: type, stock_legacy_builder: type,
+                 default_metadata: Callable[..., Any], legacy_metadata: Callable[..., Any],
+                 control_record: Callable[..., Any] | None,
+                 leader_epoch: int, has_codec: Callable[[int, int], None]) -> dict[str, type]:
+    """Build the kcodec-backed classes for one peer. The stock classes are subclassed so
+    ``isinstance`` checks and class constants keep working; every method is kcodec's."""
+
+    aiokafka = peer == "aiokafka"
+
+    def _map(exc: DecodeError) -> Exception:
+        return corrupt(f"Found invalid record structure: {exc}")
+
+    class DefaultRecordBatch(stock_default_batch):  # type: ignore[misc,valid-type]
+        __slots__ = ("_kb", "_kit")
+
+        def __init__(self, buffer: Any) -> None:
+            try:
+                self._kb = RecordBatch.from_bytes(buffer, validate_crc=False)
+            except DecodeError as exc:
+                raise _map(exc) from exc
+            self._kit = None
+
+        # header fields, as the peer names them
+        base_offset = property(lambda self: self._kb.base_offset)
+        size_in_bytes = property(lambda self: self._kb.size)
+        leader_epoch = property(lambda self: self._kb.partition_leader_epoch)
+        magic = property(lambda self: self._kb.magic)
+        crc = property(lambda self: self._kb.crc)
+        attributes = property(lambda self: self._kb.attributes)
+        last_offset_delta = property(lambda self: self._kb.last_offset_delta)
+        compression_type = property(lambda self: self._kb.attributes & 0x07)
+        timestamp_type = property(lambda self: self._kb.timestamp_type)
+        is_transactional = property(lambda self: self._kb.is_transactional)
+        is_control_batch = property(lambda self: self._kb.is_control)
+        first_timestamp = property(lambda self: self._kb.first_timestamp)
+        max_timestamp = property(lambda self: self._kb.max_timestamp)
+        producer_id = property(lambda self: self._kb.producer_id)
+        producer_epoch = property(lambda self: self._kb.producer_epoch)
+        base_sequence = property(lambda self: self._kb.base_sequence)
+        records_count = property(lambda self: self._kb.record_count)
+
+        @property
+        def last_offset(self) -> int:
+            return self._kb.base_offset + self._kb.last_offset_delta
+
+        @property
+        def next_offset(self) -> int:
+            return self._kb.base_offset + self._kb.last_offset_delta + 1
+
+        def _records(self) -> Any:
+            it = self._kit
+            if it is None:
+                kb = self._kb
+                codec = kb.attributes & 0x07
+                if codec:
+                    has_codec(codec, 2)
+                try:
+                    it = iter(kb)
+                except DecodeError as exc:
+                    raise _map(exc) from exc
+                if kb.attributes & 0x20 and control_record is not None:
+                    it = map(control_record, it)
+                self._kit = it
+            return it
+
+        def __iter__(self) -> Any:
+            # The decoding iterator itself, so ``for record in batch`` runs in kcodec; it is
+            # kept, so next(batch) continues the same iteration as the peer's does.
+            return self._records()
+
+        def __next__(self) -> Any:
+            try:
+                return next(self._records())
+            except DecodeError as exc:
+                raise _map(exc) from exc
+
+        next = __next__
+
+        def validate_crc(self) -> bool:
+            return self._kb.validate_crc()
+
+        def __str__(self) -> str:
+            kb = self._kb
+            return (f"DefaultRecordBatch(magic={kb.magic}, base_offset={kb.base_offset}, "
+                    f"last_offset_delta={kb.last_offset_delta}, "
+                    f"first_timestamp={kb.first_timestamp}, max_timestamp={kb.max_timestamp}, "
+                    f"is_transactional={kb.is_transactional}, producer_id={kb.producer_id}, "
+                    f"producer_epoch={kb.producer_epoch}, base_sequence={kb.base_sequence}, "
+                    f"records_count={kb.record_count})")
+
+    class LegacyRecordBatch(stock_legacy_batch):  # type: ignore[misc,valid-type]
+        __slots__ = ("_kb", "_kmagic")
+
+        def __init__(self, buffer: Any, magic: int) -> None:
+            try:
+                self._kb = LegacyBatch.from_bytes(buffer, validate_crc=False)
+            except DecodeError as exc:
+                raise _map(exc) from exc
+            self._kmagic = magic
+
+        base_offset = property(lambda self: self._kb.offset)
+        size_in_bytes = property(lambda self: self._kb.size)
+        compression_type = property(lambda self: self._kb.attributes & 0x07)
+        magic = property(lambda self: self._kb.magic)
+        crc = property(lambda self: self._kb.crc)
+        attributes = property(lambda self: self._kb.attributes)
+        is_control_batch = False
+        is_transactional = False
+        producer_id = None
+
+        @property
+        def timestamp(self) -> int | None:
+            return None if self._kb.magic == 0 else self._kb.timestamp
+
+        @property
+        def timestamp_type(self) -> int | None:
+            return None if self._kb.magic == 0 else (self._kb.attributes >> 3) & 1
+
+        @property
+        def next_offset(self) -> int:
+            return self._kb.offset + 1
+
+        def validate_crc(self) -> bool:
+            return self._kb.validate_crc()
+
+        def __iter__(self) -> Any:
+            kb = self._kb
+            codec = kb.attributes & 0x07
+            if codec:
+                has_codec(codec, kb.magic)
+            try:
+                records = kb.records()
+            except DecodeError as exc:
+                raise _map(exc) from exc
+            magic = kb.magic
+            return iter([LegacyRecord(magic, r) for r in records])
+
+    class DefaultRecordBatchBuilder(stock_default_builder):  # type: ignore[misc,valid-type]
+        __slots__ = ("_kbuilder", "_kmagic", "_kcodec", "_built", "_first_ts")
+
+        def __init__(self, magic: int, compression_type: int, is_transactional: Any,
+                     producer_id: int, producer_epoch: int, base_sequence: int,
+                     batch_size: int) -> None:
+            assert magic >= 2
+            self._kmagic = self._magic = magic
+            codec = self._kcodec = compression_type & 0x07
+            self._kbuilder = RecordBatchBuilder(
+                # an unknown codec fails in build(), as the peers' builders do
+                compression=codec if codec <= 4 else 0, producer_id=producer_id, producer_epoch=producer_epoch,
+                base_sequence=base_sequence, is_transactional=bool(is_transactional),
+                partition_leader_epoch=leader_epoch, max_size=batch_size,
+                compress_only_if_smaller=True)
+            self._built = None
+            self._first_ts = None
+
+        def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
+                   headers: Any, *_: Any) -> Any:
+            if type(offset) is not int:
+                raise TypeError(offset)
+            if timestamp is not None and type(timestamp) is not int:
+                raise TypeError(timestamp)
+            try:
+                meta = self._kbuilder.append(key, value, headers, timestamp, offset)
+            except EncodeError:
+                if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"Not supported type for key: {type(key)}") from None
+                if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"Not supported type for value: {type(value)}") from None
+                raise
+            if meta is None:
+                return None
+            if self._first_ts is None:
+                self._first_ts = meta.timestamp
+            return default_metadata(offset, meta.size, meta.timestamp)
+
+        def set_producer_state(self, producer_id: int, producer_epoch: int,
+                               base_sequence: int, is_transactional: Any = None) -> None:
+            if not aiokafka:
+                assert not is_transactional or producer_id != -1, \
+                    "Cannot write transactional messages without a valid producer ID"
+                assert producer_id == -1 or producer_epoch != -1, \
+                    "Invalid negative producer epoch"
+                assert producer_id == -1 or base_sequence != -1, \
+                    "Invalid negative sequence number"
+            self._kbuilder.set_producer_state(producer_id, producer_epoch, base_sequence,
+                                              is_transactional)
+
+        producer_id = property(lambda self: self._kbuilder.producer_id)
+        producer_epoch = property(lambda self: self._kbuilder.producer_epoch)
+        base_sequence = property(lambda self: self._kbuilder.base_sequence)
+
+        def build(self) -> bytearray:
+            codec = self._kcodec
+            if codec:
+                has_codec(codec, 2)
+            out = self._kbuilder.build(as_bytearray=True)
+            if not self._kbuilder.record_count:
+                # An empty batch: the peers write 0 for the last offset delta and both
+                # timestamps where kcodec writes Java's -1.
+                _NO_TS_HEADER.pack_into(out, 23, 0, 0, 0)
+                struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+            self._built = out
+            return out
+
+        def size(self) -> int:
+            built = self._built
+            return self._kbuilder.size if built is None else len(built)
+
+        @classmethod
+        def header_size_in_bytes(cls) -> int:
+            return 61
+
+        if aiokafka:
+            def size_in_bytes(self, offset: int, timestamp: int, key: Any, value: Any,
+                              headers: Any) -> int:
+                first = self._first_ts
+                return record_size(key, value, headers, offset,
+                                   0 if first is None else timestamp - first)
+        else:
+            @classmethod
+            def size_in_bytes(cls, offset_delta: int, timestamp_delta: int, key: Any,
+                              value: Any, headers: Any) -> int:
+                return record_size(key, value, headers, offset_delta, timestamp_delta)
+
+        @classmethod
+        def estimate_size_in_bytes(cls, key: Any, value: Any, headers: Any) -> int:
+            return estimate_batch_size(key, value, headers)
+
+    class LegacyRecordBatchBuilder(stock_legacy_builder):  # type: ignore[misc,valid-type]
+        __slots__ = ("_kbuilder", "_kmagic", "_kcodec", "_built")
+
+        def __init__(self, magic: int, compression_type: int, batch_size: int) -> None:
+            assert magic in (0, 1)
+            self._kmagic = self._magic = magic  # the stock size helpers read _magic
+            self._kcodec = compression_type
+            self._kbuilder = MessageSetBuilder(
+                magic=magic, compression=compression_type if compression_type <= 3 else 0,
+                max_size=batch_size,
+                wrapper_overhead=False, full_at_max=True, zero_wrapper=True)
+            self._built = None
+
+        def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
+                   headers: Any = None) -> Any:
+            assert not headers, "Headers not supported in v0/v1"
+            if type(offset) is not int:
+                raise TypeError(offset)
+            if self._kmagic and timestamp is not None and type(timestamp) is not int:
+                raise TypeError(f"`timestamp` should be int, but {type(timestamp)} provided")
+            try:
+                meta = self._kbuilder.append(key, value, timestamp, offset)
+            except EncodeError:
+                for what, x in (("key", key), ("value", value)):
+                    if x is not None and not isinstance(x, (bytes, bytearray, memoryview)):
+                        raise TypeError(f"Not supported type for {what}: {type(x)}") from None
+                raise
+            if meta is None:
+                return None
+            return legacy_metadata(offset, meta.crc, meta.size, meta.timestamp)
+
+        def build(self) -> bytearray:
+            if self._kcodec and self._kbuilder.record_count:
+                has_codec(self._kcodec, self._kmagic)
+            self._built = bytearray(self._kbuilder.build())
+            return self._built
+
+        def size(self) -> int:
+            return self._kbuilder.size if self._built is None else len(self._built)
+
+    out = {"DefaultRecordBatch": DefaultRecordBatch, "LegacyRecordBatch": LegacyRecordBatch,
+           "DefaultRecordBatchBuilder": DefaultRecordBatchBuilder,
+           "LegacyRecordBatchBuilder": LegacyRecordBatchBuilder}
+    for name, cls in out.items():
+        cls.__qualname__ = cls.__name__ = name
+        cls.__module__ = f"kcodec.compat.{peer}"
+    return out
+
+
+def make_memory_records(corrupt: type[Exception], default_batch: type,
+                        legacy_batch: type) -> type:
+    """A MemoryRecords of the peers' shape (``has_next``, ``next_batch``, ``size_in_bytes``)
+    making kcodec-backed batches; used where the peer's own one would make its own."""
+
+    class MemoryRecords:
+        __slots__ = ("_buffer", "_view", "_pos", "_next")
+
+        LENGTH_OFFSET = 8
+        LOG_OVERHEAD = 12
+        MAGIC_OFFSET = 16
+        MIN_SLICE = 12 + 14  # a magic 0 message with a null key and value
+
+        def __init__(self, bytes_data: Any) -> None:
+            self._buffer = bytes_data
+            self._view = memoryview(bytes_data)
+            self._pos = 0
+            self._next: Any = None
+            self._advance()
+
+        def _advance(self) -> None:
+            view = self._view
+            pos = self._pos
+            n = len(view)
+            if n - pos < 12:
+                self._next = None
+                return
+            end = pos + 12 + int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
+            if end > n or end < pos + 12:
+                self._next = None
+                return
+            self._next = view[pos:end]
+            self._pos = end
+
+        def size_in_bytes(self) -> int:
+            return len(self._buffer)
+
+        def has_next(self) -> bool:
+            return self._next is not None
+
+        def next_batch(self) -> Any:
+            piece = self._next
+            if piece is None:
+                return None
+            if len(piece) < self.MIN_SLICE:
+                raise corrupt("Record size is less than the minimum record overhead "
+                              f"({self.MIN_SLICE - 12})")
+            self._advance()
+            magic = piece[16]
+            if magic >= 2:
+                return default_batch(piece)
+            return legacy_batch(piece, magic)
+
+    return MemoryRecords
