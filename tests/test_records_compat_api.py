@@ -1,0 +1,193 @@
+"""The record API other clients' codecs need (both twins): producer state settable until
+build, compress-only-if-smaller, size helpers, per-record size/checksum/validate_crc,
+legacy CRCs, single-batch constructors, next(batch), legacy accounting options and
+control-record parsing on their own."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import pytest
+
+from kcodec.errors import ChecksumError, CorruptDataError, EncodeError, TruncatedError
+
+
+def _records(rng: random.Random, n: int) -> list[tuple]:
+    out = []
+    for _ in range(n):
+        key = None if rng.random() < 0.3 else rng.randbytes(rng.randrange(0, 40))
+        value = None if rng.random() < 0.2 else rng.randbytes(rng.randrange(0, 300))
+        headers = [(f"h{j}é", None if rng.random() < 0.3 else rng.randbytes(rng.randrange(9)))
+                   for j in range(rng.randrange(3))]
+        out.append((key, value, headers, 1_700_000_000_000 + rng.randrange(-10**6, 10**6)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_record_size_and_estimate_match_what_append_writes(twin, seed: int) -> None:
+    b = twin("batch")
+    rng = random.Random(seed)
+    builder = b.RecordBatchBuilder()
+    first = None
+    for i, (k, v, h, ts) in enumerate(_records(rng, 50)):
+        first = ts if first is None else first
+        meta = builder.append(k, v, h, ts)
+        assert meta.size == b.record_size(k, v, h, i, ts - first)
+        assert meta.crc is None
+        single = b.RecordBatchBuilder()
+        single.append(k, v, h, ts)
+        assert len(single.build()) <= b.estimate_batch_size(k, v, h)
+    data = builder.build()
+    batch = b.RecordBatch.from_bytes(data)
+    records = list(batch)
+    assert sum(r.size_in_bytes for r in records) == len(data) - 61
+    assert all(r.checksum is None and r.validate_crc() is True for r in records)
+
+
+def test_size_helpers_reject_what_append_rejects(twin) -> None:
+    b = twin("batch")
+    with pytest.raises(EncodeError):
+        b.record_size(b"k", b"v", None, 1 << 31)
+    with pytest.raises(EncodeError):
+        b.record_size(b"k", b"v", None, 0, 1 << 63)
+
+
+def test_producer_state_settable_after_appends_until_build(twin) -> None:
+    b = twin("batch")
+    builder = b.RecordBatchBuilder(compression=1)
+    builder.append(b"k", b"v", None, 5)
+    assert (builder.producer_id, builder.producer_epoch, builder.base_sequence,
+            builder.is_transactional) == (-1, -1, -1, False)
+    builder.set_producer_state(42, 3, 7, True)
+    builder.append(b"k2", b"v2", None, 6)
+    batch = b.RecordBatch.from_bytes(builder.build())
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence,
+            batch.is_transactional) == (42, 3, 7, True)
+    builder.set_producer_state(43, 4, 8)  # None keeps the transactional flag
+    assert builder.is_transactional is True
+    with pytest.raises(EncodeError):
+        builder.set_producer_state(1, 1 << 15, 0)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_compress_only_if_smaller(twin, codec: int) -> None:
+    b = twin("batch")
+    rng = random.Random(codec)
+    for payload, expect in ((rng.randbytes(200), 0), (b"a" * 2000, codec)):
+        builder = b.RecordBatchBuilder(compression=codec, compress_only_if_smaller=True)
+        builder.append(None, payload, None, 1)
+        data = builder.build(as_bytearray=True)
+        assert type(data) is bytearray
+        batch = b.RecordBatch.from_bytes(data)
+        assert batch.compression == expect
+        assert [r.value for r in batch] == [payload]
+        plain = b.RecordBatchBuilder(compression=codec)
+        plain.append(None, payload, None, 1)
+        assert b.RecordBatch.from_bytes(plain.build()).compression == codec
+
+
+def test_from_bytes_is_exactly_one_batch(twin) -> None:
+    b, legacy = twin("batch"), twin("legacy")
+    builder = b.RecordBatchBuilder()
+    builder.append(b"k", b"v", None, 1)
+    data = builder.build()
+    assert b.RecordBatch.from_bytes(memoryview(data)).record_count == 1
+    with pytest.raises(TruncatedError):
+        b.RecordBatch.from_bytes(data[:-1])
+    with pytest.raises(TruncatedError):
+        b.RecordBatch.from_bytes(data[:5])
+    with pytest.raises(CorruptDataError, match="after the batch"):
+        b.RecordBatch.from_bytes(data + b"\0")
+    bad = bytearray(data)
+    bad[-1] ^= 1
+    with pytest.raises(ChecksumError):
+        b.RecordBatch.from_bytes(bad)
+    assert b.RecordBatch.from_bytes(bad, validate_crc=False).validate_crc() is False
+    ms = legacy.MessageSetBuilder(magic=1)
+    ms.append(b"k", b"v", 3)
+    with pytest.raises(CorruptDataError, match="magic"):
+        b.RecordBatch.from_bytes(ms.build())
+    with pytest.raises(CorruptDataError, match="magic"):
+        legacy.LegacyBatch.from_bytes(data)
+    assert legacy.LegacyBatch.from_bytes(ms.build()).magic == 1
+
+
+def test_next_on_a_batch_continues_one_iteration(twin) -> None:
+    b = twin("batch")
+    builder = b.RecordBatchBuilder()
+    for i in range(3):
+        builder.append(None, bytes([i]), None, 1)
+    batch = b.RecordBatch.from_bytes(builder.build())
+    assert next(batch).value == b"\0"
+    assert next(batch).value == b"\1"
+    assert [r.value for r in batch] == [b"\0", b"\1", b"\2"]  # iter() starts afresh
+    assert next(batch).value == b"\2"
+    with pytest.raises(StopIteration):
+        next(batch)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", [0, 1])
+def test_legacy_crcs_sizes_and_validate(twin, magic: int, codec: int) -> None:
+    legacy = twin("legacy")
+    ms = legacy.MessageSetBuilder(magic=magic, compression=codec)
+    metas = [ms.append(b"key%d" % i, b"value" * i, 100 + i) for i in range(3)]
+    data = ms.build()
+    if codec == 0:
+        entries = []
+        pos = 0
+        while pos < len(data):
+            size = int.from_bytes(data[pos + 8:pos + 12], "big")
+            entries.append(data[pos:pos + 12 + size])
+            pos += 12 + size
+        for m, e in zip(metas, entries):
+            assert m.crc == int.from_bytes(e[12:16], "big") == zlib.crc32(e[16:])
+            assert m.size == len(e)
+    records = [r for batch in twin("batch").iter_batches(data) for r in batch]
+    assert [r.checksum for r in records] == [m.crc for m in metas]
+    assert [r.size_in_bytes for r in records] == [m.size for m in metas]
+    assert all(r.validate_crc() for r in records)
+    if codec == 0:
+        bad = bytearray(data)
+        bad[-1] ^= 1  # the last message's value
+        recs = [r for batch in twin("batch").iter_batches(bad, validate_crc=False)
+                for r in batch]
+        assert [r.validate_crc() for r in recs] == [True, True, False]
+
+
+def test_legacy_accounting_options(twin) -> None:
+    legacy = twin("legacy")
+    assert legacy.MessageSetBuilder(magic=1, compression=1, zero_wrapper=True).build() == b""
+    msg = 12 + 4 + 2 + 8 + 4 + 4 + 10  # a magic-1 message with a null key, 10-byte value
+    plain = legacy.MessageSetBuilder(magic=1, compression=1, max_size=2 * msg)
+    peerlike = legacy.MessageSetBuilder(magic=1, compression=1, max_size=2 * msg,
+                                        wrapper_overhead=False, full_at_max=True,
+                                        zero_wrapper=True)
+    for builder in (plain, peerlike):
+        assert builder.append(None, b"x" * 10, 1) is not None
+    assert plain.size == msg + 34 and peerlike.size == msg
+    assert plain.append(None, b"x" * 10, 2) is None          # the wrapper's overhead counts
+    assert peerlike.append(None, b"x" * 10, 2) is None       # reaching max_size is full
+    exact = legacy.MessageSetBuilder(magic=1, max_size=2 * msg)
+    exact.append(None, b"x" * 10, 1)
+    assert exact.append(None, b"x" * 10, 2) is not None
+    wrapper = legacy.LegacyBatch.from_bytes(peerlike.build())
+    assert (wrapper.offset, wrapper.timestamp, wrapper.attributes) == (0, 0, 1)
+    assert [r.offset for r in wrapper] == [0]
+
+
+def test_parse_control_on_its_own(twin) -> None:
+    b = twin("batch")
+    assert b.parse_control(b"\0\0\0\0", b"\0\0\0\0\0\7") == (0, 0, 7)
+    assert b.parse_control(bytearray(b"\0\1\0\3"), None) == (1, 3, None)
+    with pytest.raises(CorruptDataError):
+        b.parse_control(b"\0\0", None)
+    with pytest.raises(CorruptDataError):
+        b.parse_control(b"\0\0\0\1", b"\0\0")
+    builder = b.RecordBatchBuilder(is_control=True)
+    builder.append_control(1, 9, 5)
+    rec = next(iter(b.RecordBatch.from_bytes(builder.build())))
+    assert b.parse_control(rec.key, rec.value) == (rec.version, rec.control_type,
+                                                   rec.coordinator_epoch) == (0, 1, 9)
+    assert rec.size_in_bytes == len(builder.build()) - 61
