@@ -458,7 +458,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
     return out
 
 
-def make_memory_records(corrupt: type[Exception], default_batch: type,
+def make_memory_records(peer: str, corrupt: type[Exception], default_batch: type,
                         legacy_batch: type) -> type:
     """A MemoryRecords of the peers' shape (``has_next``, ``next_batch``, ``size_in_bytes``)
     making kcodec-backed batches; used where the peer's own one would make its own."""
@@ -511,4 +511,5 @@ def make_memory_records(corrupt: type[Exception], default_batch: type,
                 return default_batch(piece)
             return legacy_batch(piece, magic)
 
+    MemoryRecords.__module__ = f"kcodec.compat.{peer}"
     return MemoryRecords

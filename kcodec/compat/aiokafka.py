@@ -123,7 +123,7 @@ def install() -> None:
         default_metadata=DefaultRecordMetadata, legacy_metadata=LegacyRecordMetadata,
         control_record=None, leader_epoch=-1, has_codec=has_codec)
     classes["MemoryRecords"] = make_memory_records(
-        errors.CorruptRecordException, classes["DefaultRecordBatch"],
+        "aiokafka", errors.CorruptRecordException, classes["DefaultRecordBatch"],
         classes["LegacyRecordBatch"])
     classes["DefaultRecordMetadata"] = DefaultRecordMetadata
     classes["LegacyRecordMetadata"] = LegacyRecordMetadata
