@@ -182,7 +182,7 @@ class ControlRecord:
 def make_classes(peer: str, *, corrupt: type[Exception],
                  stock_default_batch: type, stock_legacy_batch: type,
                  stock_default_builder: type, stock_legacy_builder: type,
-                 default_metadata: Callable[..., Any], legacy_metadata: Callable[..., Any],
+                 default_metadata: Callable[[tuple], Any], legacy_metadata: Callable[[tuple], Any],
                  control_record: Callable[..., Any] | None,
                  leader_epoch: int, has_codec: Callable[[int, int], None]) -> dict[str, type]:
     """Build the kcodec-backed classes for one peer. The stock classes are subclassed so
@@ -338,13 +338,13 @@ def make_classes(peer: str, *, corrupt: type[Exception],
 
         def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
                    headers: Any, *_: Any) -> Any:
-            if type(offset) is not int:
-                raise TypeError(offset)
-            if timestamp is not None and type(timestamp) is not int:
-                raise TypeError(timestamp)
             try:
                 meta = self._kbuilder.append(key, value, headers, timestamp, offset)
             except EncodeError:
+                if type(offset) is not int:
+                    raise TypeError(offset) from None
+                if timestamp is not None and type(timestamp) is not int:
+                    raise TypeError(timestamp) from None
                 if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
                     raise TypeError(f"Not supported type for key: {type(key)}") from None
                 if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
@@ -354,7 +354,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                 return None
             if self._first_ts is None:
                 self._first_ts = meta.timestamp
-            return default_metadata(offset, meta.size, meta.timestamp)
+            return default_metadata((meta.offset_delta, meta.size, meta.timestamp))
 
         def set_producer_state(self, producer_id: int, producer_epoch: int,
                                base_sequence: int, is_transactional: Any = None) -> None:
@@ -438,7 +438,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                 raise
             if meta is None:
                 return None
-            return legacy_metadata(offset, meta.crc, meta.size, meta.timestamp)
+            return legacy_metadata((offset, meta.crc, meta.size, meta.timestamp))
 
         def build(self) -> bytearray:
             if self._kcodec and self._kbuilder.record_count:

@@ -14,6 +14,8 @@ another version is refused with ImportError before anything is patched.
 from __future__ import annotations
 
 import importlib
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from kcodec.compat._core import (
@@ -32,45 +34,41 @@ _MIN, _MAX = (0, 14), (0, 15)
 _patch: Patch | None = None
 
 
-class DefaultRecordMetadata:
-    """What aiokafka's v2 builder's ``append`` returns."""
+class DefaultRecordMetadata(tuple):
+    """What aiokafka's v2 builder's ``append`` returns: ``offset``, ``size``, ``timestamp``
+    (``crc`` None). A tuple made with ``tuple.__new__``, so making one costs no Python
+    call per record."""
 
-    __slots__ = ("offset", "size", "timestamp")
+    __slots__ = ()
 
+    offset = property(itemgetter(0))
+    size = property(itemgetter(1))
+    timestamp = property(itemgetter(2))
     crc = None
 
-    def __init__(self, offset: int, size: int, timestamp: int) -> None:
-        self.offset = offset
-        self.size = size
-        self.timestamp = timestamp
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DefaultRecordMetadata):
-            return NotImplemented
-        return (self.offset, self.size, self.timestamp) == (other.offset, other.size,
-                                                             other.timestamp)
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
-        return (f"DefaultRecordMetadata(offset={self.offset!r}, size={self.size!r}, "
-                f"timestamp={self.timestamp!r})")
+        return (f"DefaultRecordMetadata(offset={self[0]!r}, size={self[1]!r}, "
+                f"timestamp={self[2]!r})")
 
 
-class LegacyRecordMetadata:
+class LegacyRecordMetadata(tuple):
     """What aiokafka's legacy builder's ``append`` returns."""
 
-    __slots__ = ("offset", "crc", "size", "timestamp")
+    __slots__ = ()
 
-    def __init__(self, offset: int, crc: int, size: int, timestamp: int) -> None:
-        self.offset = offset
-        self.crc = crc
-        self.size = size
-        self.timestamp = timestamp
+    offset = property(itemgetter(0))
+    crc = property(itemgetter(1))
+    size = property(itemgetter(2))
+    timestamp = property(itemgetter(3))
 
     def __repr__(self) -> str:
-        return (f"LegacyRecordMetadata(offset={self.offset!r}, crc={self.crc!r},"
-                f" size={self.size!r}, timestamp={self.timestamp!r})")
+        return (f"LegacyRecordMetadata(offset={self[0]!r}, crc={self[1]!r},"
+                f" size={self[2]!r}, timestamp={self[3]!r})")
+
+
+# Made from a (offset, size, timestamp) / (offset, crc, size, timestamp) tuple in C.
+_default_metadata = partial(tuple.__new__, DefaultRecordMetadata)
+_legacy_metadata = partial(tuple.__new__, LegacyRecordMetadata)
 
 
 def installed() -> bool:
@@ -120,7 +118,7 @@ def install() -> None:
         stock_legacy_batch=lr._LegacyRecordBatchPy,
         stock_default_builder=dr._DefaultRecordBatchBuilderPy,
         stock_legacy_builder=lr._LegacyRecordBatchBuilderPy,
-        default_metadata=DefaultRecordMetadata, legacy_metadata=LegacyRecordMetadata,
+        default_metadata=_default_metadata, legacy_metadata=_legacy_metadata,
         control_record=None, leader_epoch=-1, has_codec=has_codec)
     classes["MemoryRecords"] = make_memory_records(
         "aiokafka", errors.CorruptRecordException, classes["DefaultRecordBatch"],

@@ -68,7 +68,8 @@ def install() -> None:
         stock_default_batch=dr.DefaultRecordBatch, stock_legacy_batch=lr.LegacyRecordBatch,
         stock_default_builder=dr.DefaultRecordBatchBuilder,
         stock_legacy_builder=lr.LegacyRecordBatchBuilder,
-        default_metadata=dr.DefaultRecordMetadata, legacy_metadata=lr.LegacyRecordMetadata,
+        default_metadata=lambda t: dr.DefaultRecordMetadata(*t),
+        legacy_metadata=lambda t: lr.LegacyRecordMetadata(*t),
         control_record=ControlRecord, leader_epoch=0, has_codec=has_codec)
     p = Patch()
     for mod in mods.values():

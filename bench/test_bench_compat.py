@@ -1,0 +1,178 @@
+"""kcodec inside kafka-python and aiokafka (kcodec.compat), side by side with the stock peers.
+
+    C-kp-decode <codec>   kafka-python's MemoryRecords over one v2 batch of the 1,000 R-*
+                          records: next_batch(), check_crcs-style validate_crc(), iterate,
+                          touching offset, timestamp, key, value and every header
+    C-kp-build <codec>    kafka-python's MemoryRecordsBuilder: 1,000 appends, close()
+    C-aio-decode <codec>  the same through aiokafka's MemoryRecords
+    C-aio-build <codec>   aiokafka's DefaultRecordBatchBuilder: 1,000 appends, build()
+
+Rows: the stock peer (aiokafka's compiled classes and its pure-Python ones; kafka-python
+with its crc32c package), and the same peer API with ``kcodec.compat.<peer>.install()``,
+named after the kcodec twin this process runs ("kcodec cython"; run again with
+KCODEC_NO_EXTENSIONS=1 for "kcodec python"). Targets (issue 13): aiokafka + kcodec >= 1.5x
+aiokafka's Cython; kafka-python + kcodec >= 5x stock kafka-python.
+
+    python -m pytest bench/test_bench_compat.py --benchmark-disable-gc -q
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+import pytest
+
+import kcodec
+import kcodec.compat.aiokafka as aio_adapter
+import kcodec.compat.kafka_python as kp_adapter
+from bench.conftest import workload_records
+
+RECORDS = workload_records()
+N = len(RECORDS)
+CODECS = {"none": 0, "lz4": 3, "zstd": 4}
+KCODEC = f"kcodec {kcodec.IMPLEMENTATION}"
+
+
+def _touch(batch: Any) -> int:
+    n = 0
+    for r in batch:
+        r.offset  # noqa: B018
+        r.timestamp  # noqa: B018
+        r.key  # noqa: B018
+        r.value  # noqa: B018
+        for h in r.headers:
+            h[0]  # noqa: B018
+            h[1]  # noqa: B018
+        n += 1
+    return n
+
+
+def _kp_build(codec: int) -> bytes:
+    from kafka.record.memory_records import MemoryRecordsBuilder
+
+    b = MemoryRecordsBuilder(2, codec, 1 << 22)
+    append = b.append
+    for r in RECORDS:
+        append(r.timestamp, r.key, r.value, r.headers)
+    b.close()
+    return bytes(b.buffer())
+
+
+def _kp_decode(data: bytes) -> int:
+    from kafka.record.memory_records import MemoryRecords
+
+    records = MemoryRecords(data)
+    n = 0
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc()
+        n += _touch(batch)
+    return n
+
+
+def _aio_classes(pure: bool) -> tuple[Any, Any]:
+    dr = importlib.import_module("aiokafka.record.default_records")
+    mr = importlib.import_module("aiokafka.record.memory_records")
+    if pure:
+        return dr._DefaultRecordBatchBuilderPy, mr._MemoryRecordsPy
+    return dr.DefaultRecordBatchBuilder, mr.MemoryRecords
+
+
+def _aio_build(codec: int, pure: bool = False) -> Callable[[], bytes]:
+    builder_cls = _aio_classes(pure)[0]
+
+    def run() -> bytes:
+        b = builder_cls(2, codec, 0, -1, -1, -1, 1 << 22)
+        append = b.append
+        for i, r in enumerate(RECORDS):
+            append(i, r.timestamp, r.key, r.value, r.headers)
+        return bytes(b.build())
+
+    return run
+
+
+def _aio_decode(pure: bool = False) -> Callable[[bytes], int]:
+    memory_cls = _aio_classes(pure)[1]
+
+    def run(data: bytes) -> int:
+        records = memory_cls(data)
+        n = 0
+        while records.has_next():
+            batch = records.next_batch()
+            assert batch.validate_crc()
+            n += _touch(batch)
+        return n
+
+    return run
+
+
+@pytest.fixture
+def installed(request: pytest.FixtureRequest):
+    """Install the named adapter for the test (None: the stock peer)."""
+    adapter = request.param
+    if adapter is not None:
+        adapter.install()
+    yield
+    if adapter is not None:
+        adapter.uninstall()
+
+
+KP_ROWS = [("kafka-python", None), (KCODEC, kp_adapter)]
+AIO_ROWS = [("aiokafka C", None), ("aiokafka python", "pure"), (KCODEC, aio_adapter)]
+
+
+@pytest.mark.benchmark(group="C-kp-decode")
+@pytest.mark.parametrize("codec", list(CODECS))
+@pytest.mark.parametrize(("name", "installed"), KP_ROWS, indirect=["installed"])
+def test_kp_decode(benchmark, ratios, installed, name: str, codec: str) -> None:
+    kp_adapter.uninstall()
+    data = _kp_build(CODECS[codec])
+    if name == KCODEC:
+        kp_adapter.install()
+    assert benchmark(_kp_decode, data) == N
+    ratios.add(f"C-kp-decode {codec}", name, benchmark, amount=N, unit="rec")
+
+
+@pytest.mark.benchmark(group="C-kp-build")
+@pytest.mark.parametrize("codec", list(CODECS))
+@pytest.mark.parametrize(("name", "installed"), KP_ROWS, indirect=["installed"])
+def test_kp_build(benchmark, ratios, installed, name: str, codec: str) -> None:
+    out = benchmark(_kp_build, CODECS[codec])
+    kp_adapter.uninstall()
+    assert _kp_decode(out) == N
+    ratios.add(f"C-kp-build {codec}", name, benchmark, amount=N, unit="rec")
+
+
+def _aio_adapter_of(param: Any) -> Any:
+    return param if param not in (None, "pure") else None
+
+
+@pytest.mark.benchmark(group="C-aio-decode")
+@pytest.mark.parametrize("codec", list(CODECS))
+@pytest.mark.parametrize(("name", "param"), AIO_ROWS)
+def test_aio_decode(benchmark, ratios, name: str, param: Any, codec: str) -> None:
+    data = _aio_build(CODECS[codec])()
+    adapter = _aio_adapter_of(param)
+    if adapter is not None:
+        adapter.install()
+    try:
+        assert benchmark(_aio_decode(param == "pure"), data) == N
+    finally:
+        aio_adapter.uninstall()
+    ratios.add(f"C-aio-decode {codec}", name, benchmark, amount=N, unit="rec")
+
+
+@pytest.mark.benchmark(group="C-aio-build")
+@pytest.mark.parametrize("codec", list(CODECS))
+@pytest.mark.parametrize(("name", "param"), AIO_ROWS)
+def test_aio_build(benchmark, ratios, name: str, param: Any, codec: str) -> None:
+    adapter = _aio_adapter_of(param)
+    if adapter is not None:
+        adapter.install()
+    try:
+        out = benchmark(_aio_build(CODECS[codec], param == "pure"))
+    finally:
+        aio_adapter.uninstall()
+    assert _aio_decode()(out) == N
+    ratios.add(f"C-aio-build {codec}", name, benchmark, amount=N, unit="rec")
