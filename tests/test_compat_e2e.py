@@ -187,3 +187,43 @@ def test_peers_with_kcodec_interoperate(broker, topic_name, producer, consumer, 
     PRODUCERS[producer](broker, topic_name, codec, recs)
     got = CONSUMERS[consumer](broker, topic_name, len(recs))
     assert _rows(got) == _rows(recs)
+
+
+def _transactions(broker, topic: str, codec: str) -> None:
+    p = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap,
+                                  "transactional.id": f"tx-{topic}",
+                                  "compression.type": codec})
+    p.init_transactions(20)
+    for kind in ("aborted", "committed", "aborted", "committed"):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(topic, value=b"%s-%d" % (kind.encode(), i), key=b"k", partition=0,
+                      headers=[("kind", kind.encode())])
+        p.flush(20)
+        (p.abort_transaction if kind == "aborted" else p.commit_transaction)(20)
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+@pytest.mark.parametrize("consumer", ["kafka-python", "aiokafka"])
+def test_transaction_markers_skipped_as_before(broker, topic_name, consumer, codec) -> None:
+    _create(broker, topic_name)
+    _transactions(broker, topic_name, codec)
+    consume = CONSUMERS[consumer]
+    results = {}
+    for level in ("read_committed", "read_uncommitted"):
+        ours = consume(broker, topic_name, 20 if level == "read_uncommitted" else 10,
+                       isolation_level=level)
+        kp_adapter.uninstall()
+        aio_adapter.uninstall()
+        stock = consume(broker, topic_name, 20 if level == "read_uncommitted" else 10,
+                        isolation_level=level)
+        kp_adapter.install()
+        aio_adapter.install()
+        assert ours == stock
+        results[level] = [v for _, v, _, _ in ours]
+    # data records only, never the four markers (Tansu reports no aborted transactions, so
+    # read_committed is checked against the stock peer above; the aborting fetcher paths
+    # run over crafted batches in test_compat.py)
+    assert sorted(results["read_uncommitted"]) == sorted(
+        b"%s-%d" % (kind, i) for kind in (b"aborted", b"committed") for i in range(5)
+        for _ in range(2))
