@@ -176,3 +176,92 @@ def test_aio_build(benchmark, ratios, name: str, param: Any, codec: str) -> None
         aio_adapter.uninstall()
     assert _aio_decode()(out) == N
     ratios.add(f"C-aio-build {codec}", name, benchmark, amount=N, unit="rec")
+
+
+# -- end to end: 1M records from the real broker ----------------------------------------------
+#
+#   C-e2e-kp   a kafka-python KafkaConsumer reading 1,000,000 records (the R-* records, lz4
+#              batches of ~16 KiB as its producer would send) from Tansu
+#   C-e2e-aio  the same with an AIOKafkaConsumer
+#
+# One round each (a full read is long); run alone on a quiet machine for stable numbers.
+
+E2E_N = int(__import__("os").environ.get("KCODEC_BENCH_E2E_N", "1000000"))
+
+
+@pytest.fixture(scope="module")
+def loaded_topic():
+    from kcodec.client import Admin, Producer
+    from kcodec.client._tansu import Tansu
+
+    with Tansu() as broker:
+        topic = "compat-e2e"
+        with Admin(bootstrap_servers=broker.bootstrap) as a:
+            assert a.create_topics([topic], num_partitions=1)[topic] is None
+        with Producer(bootstrap_servers=broker.bootstrap, compression_type="lz4",
+                      linger_ms=20, batch_size=16384) as p:
+            for i in range(E2E_N):
+                r = RECORDS[i % N]
+                p.send(topic, r.value, key=r.key, headers=r.headers, timestamp=r.timestamp,
+                       partition=0)
+            p.flush()
+        yield broker.bootstrap, topic
+
+
+def _kp_read_all(bootstrap: str, topic: str) -> int:
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition as KTP
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                      auto_offset_reset="earliest", fetch_max_wait_ms=50,
+                      max_partition_fetch_bytes=4 << 20, fetch_max_bytes=16 << 20)
+    c.assign([KTP(topic, 0)])
+    n = 0
+    while n < E2E_N:
+        for rs in c.poll(500, max_records=100000).values():
+            n += _touch(rs)
+    c.close()
+    return n
+
+
+def _aio_read_all(bootstrap: str, topic: str) -> int:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition as ATP
+
+    async def run() -> int:
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             auto_offset_reset="earliest", fetch_max_wait_ms=50,
+                             max_partition_fetch_bytes=4 << 20, fetch_max_bytes=16 << 20)
+        await c.start()
+        try:
+            c.assign([ATP(topic, 0)])
+            n = 0
+            while n < E2E_N:
+                for rs in (await c.getmany(timeout_ms=500, max_records=100000)).values():
+                    n += _touch(rs)
+            return n
+        finally:
+            await c.stop()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.benchmark(group="C-e2e")
+@pytest.mark.parametrize("installed_name", ["stock", KCODEC])
+@pytest.mark.parametrize("peer", ["kafka-python", "aiokafka"])
+def test_e2e_consume(benchmark, ratios, loaded_topic, peer: str, installed_name: str) -> None:
+    adapter = kp_adapter if peer == "kafka-python" else aio_adapter
+    read = _kp_read_all if peer == "kafka-python" else _aio_read_all
+    if installed_name == KCODEC:
+        adapter.install()
+    try:
+        n = benchmark.pedantic(read, args=loaded_topic, rounds=1, iterations=1)
+    finally:
+        adapter.uninstall()
+    assert n >= E2E_N
+    name = KCODEC if installed_name == KCODEC else (
+        "kafka-python" if peer == "kafka-python" else "aiokafka C")
+    ratios.add(f"C-e2e {peer} consumer, {E2E_N} records", name, benchmark, amount=n,
+               unit="rec")
