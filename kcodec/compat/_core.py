@@ -319,7 +319,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             return iter([LegacyRecord(magic, r) for r in records])
 
     class DefaultRecordBatchBuilder(stock_default_builder):  # type: ignore[misc,valid-type]
-        __slots__ = ("_kbuilder", "_kmagic", "_kcodec", "_built", "_first_ts")
+        __slots__ = ("_kbuilder", "_kappend", "_kmagic", "_kcodec", "_built", "_first_ts")
 
         def __init__(self, magic: int, compression_type: int, is_transactional: Any,
                      producer_id: int, producer_epoch: int, base_sequence: int,
@@ -333,13 +333,14 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                 base_sequence=base_sequence, is_transactional=bool(is_transactional),
                 partition_leader_epoch=leader_epoch, max_size=batch_size,
                 compress_only_if_smaller=True)
+            self._kappend = self._kbuilder.append
             self._built = None
             self._first_ts = None
 
         def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
                    headers: Any, *_: Any) -> Any:
             try:
-                meta = self._kbuilder.append(key, value, headers, timestamp, offset)
+                meta = self._kappend(key, value, headers, timestamp, offset)
             except EncodeError:
                 if type(offset) is not int:
                     raise TypeError(offset) from None
