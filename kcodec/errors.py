@@ -28,6 +28,7 @@ __all__ = [
     "UnsupportedCodecError",
     "DecompressionLimitError",
     "EncodeError",
+    "EncodeTypeError",
     "UnsupportedVersionError",
     "ProtocolError",
 ]
@@ -117,6 +118,11 @@ class DecompressionLimitError(DecodeError):
 
 class EncodeError(KcodecError, ValueError):
     """A value cannot be encoded: out of range for its wire type, wrong type, too long."""
+
+
+class EncodeTypeError(EncodeError, TypeError):
+    """A value of the wrong type for its field (a str where bytes go, a float for an int).
+    Also a TypeError, so callers that expect Python's own error for a wrong type get it."""
 
 
 class UnsupportedVersionError(KcodecError):

@@ -10,7 +10,13 @@ import zlib
 
 import pytest
 
-from kcodec.errors import ChecksumError, CorruptDataError, EncodeError, TruncatedError
+from kcodec.errors import (
+    ChecksumError,
+    CorruptDataError,
+    EncodeError,
+    EncodeTypeError,
+    TruncatedError,
+)
 
 
 def _records(rng: random.Random, n: int) -> list[tuple]:
@@ -191,3 +197,37 @@ def test_parse_control_on_its_own(twin) -> None:
     assert b.parse_control(rec.key, rec.value) == (rec.version, rec.control_type,
                                                    rec.coordinator_epoch) == (0, 1, 9)
     assert rec.size_in_bytes == len(builder.build()) - 61
+
+
+def test_append_with_offset_metadata_class_and_first_timestamp(twin) -> None:
+    b = twin("batch")
+
+    class Meta(b.RecordMetadata):
+        __slots__ = ()
+
+        @property
+        def offset(self) -> int:
+            return self.offset_delta
+
+    builder = b.RecordBatchBuilder(base_offset=100, metadata_class=Meta)
+    assert builder.first_timestamp is None
+    m = builder.append_with_offset(100, 7, b"k", b"v", [("h", b"1")])
+    assert type(m) is Meta and (m.offset, m.timestamp, m.size, m.crc) == (0, 7, 13, None)
+    assert builder.first_timestamp == 7
+    m = builder.append_with_offset(offset=102, timestamp=9, key=None, value=b"w")
+    assert (m.offset, m.timestamp) == (2, 9)
+    assert [(r.offset, r.timestamp) for r in b.RecordBatch.from_bytes(builder.build())] == [
+        (100, 7), (102, 9)]
+    with pytest.raises(EncodeTypeError):
+        b.RecordBatchBuilder(metadata_class=dict)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(offset="0"), dict(timestamp="1"), dict(key="str"), dict(value=1.5)])
+def test_wrong_types_raise_an_encode_error_that_is_a_type_error(twin, bad) -> None:
+    b = twin("batch")
+    args = dict(offset=0, timestamp=1, key=b"k", value=b"v")
+    args.update(bad)
+    with pytest.raises(EncodeTypeError) as info:
+        b.RecordBatchBuilder().append_with_offset(**args)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, EncodeError)

@@ -14,7 +14,7 @@ from cpython.ref cimport Py_DECREF, Py_INCREF
 
 from kcodec._cy._reader cimport be_u16, be_u32, raise_corrupt
 
-from kcodec.errors import EncodeError
+from kcodec.errors import EncodeError, EncodeTypeError
 
 __all__ = ["Record", "ControlRecord", "RecordMetadata", "parse_control"]
 
@@ -30,6 +30,7 @@ cdef extern from "Python.h":
         Py_ssize_t tp_basicsize
         PyObject* tp_dict
         object (*tp_getattro)(object, object)
+        object (*tp_new)(PyTypeObject*, object, PyObject*)
     object PyDescr_NewMember(PyTypeObject* t, PyMemberDef* m)
     void PyType_Modified(PyTypeObject* t)
     object PyObject_GenericGetAttr(object, object)
@@ -268,6 +269,20 @@ cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t siz
     return m
 
 
+cdef tuple _NO_ARGS = ()
+
+
+cdef object new_metadata_of(type cls, int64_t offset_delta, int64_t timestamp,
+                            Py_ssize_t size):
+    """A RecordMetadata of subclass ``cls`` (a builder's metadata_class)."""
+    cdef RecordMetadata m = (<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, _NO_ARGS, NULL)
+    m.offset_delta = PyLong_FromLongLong(offset_delta)
+    m.timestamp = PyLong_FromLongLong(timestamp)
+    m.size = size
+    m.crc = None
+    return m
+
+
 def parse_control(key, value, where=0):
     """A control record's (version, control type, coordinator epoch) from its key and value;
     see the pure twin."""
@@ -317,12 +332,12 @@ cdef object take_bytes(object value, str what, const uint8_t** ptr, Py_ssize_t* 
         size[0] = PyBytes_GET_SIZE(value)
         return value
     if isinstance(value, str):
-        raise EncodeError(f"{what} must be bytes-like or None, not str")
+        raise EncodeTypeError(f"{what} must be bytes-like or None, not str")
     h = ByteHolder.__new__(ByteHolder)
     try:
         PyObject_GetBuffer(value, &h.view, PyBUF_SIMPLE)
     except TypeError:
-        raise EncodeError(
+        raise EncodeTypeError(
             f"{what} must be bytes-like or None, not {type(value).__name__}") from None
     except BufferError:
         value = memoryview(value).tobytes()
@@ -340,7 +355,7 @@ cdef int64_t check_i64(object value, int64_t lo, int64_t hi, str what) except? -
     cdef int overflow = 0
     cdef long long x
     if not isinstance(value, int):
-        raise EncodeError(f"{what} must be an int, not {type(value).__name__}")
+        raise EncodeTypeError(f"{what} must be an int, not {type(value).__name__}")
     x = PyLong_AsLongLongAndOverflow(value, &overflow)
     if overflow or x < lo or x > hi:
         raise EncodeError(f"{what} {value} out of range ({lo}..{hi})")

@@ -17,7 +17,8 @@ from kcodec._cy._reader cimport (
     raise_corrupt, read_i8, read_varint, read_varlong, uvar_size, zigzag32, zigzag64,
 )
 from kcodec._cy._record cimport (
-    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_record, take_bytes,
+    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_metadata_of, new_record,
+    take_bytes,
 )
 from kcodec._cy._record import parse_control
 from kcodec._cy._record cimport Record as CRecord
@@ -30,7 +31,9 @@ import time
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 
 from kcodec._cy._record import ControlRecord, Record, RecordMetadata
-from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, EncodeError, TruncatedError
+from kcodec.errors import (
+    ChecksumError, CorruptDataError, DecodeError, EncodeError, EncodeTypeError, TruncatedError,
+)
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",
@@ -825,12 +828,17 @@ cdef class RecordBatchBuilder:
     cdef int64_t _first_ts
     cdef int64_t _max_ts
     cdef bint _only_smaller
+    cdef object _meta_cls
 
     def __init__(self, *, compression=0, compression_level=None, base_offset=0,
                  timestamp_type=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                  is_transactional=False, is_control=False, partition_leader_epoch=-1,
-                 max_size=1048576, compress_only_if_smaller=False):
+                 max_size=1048576, compress_only_if_smaller=False, metadata_class=None):
         self._only_smaller = bool(compress_only_if_smaller)
+        if metadata_class is not None and not (isinstance(metadata_class, type) and
+                                               issubclass(metadata_class, RecordMetadata)):
+            raise EncodeTypeError("metadata_class must be a subclass of RecordMetadata")
+        self._meta_cls = metadata_class
         self._codec = check_i64(compression, 0, 4, "compression codec")
         if compression_level is not None:
             _compress(self._codec, b"", compression_level)  # EncodeError for a bad level
@@ -862,6 +870,11 @@ cdef class RecordBatchBuilder:
         return HEADER_SIZE + self._committed
 
     @property
+    def first_timestamp(self):
+        """The first record's timestamp (None before the first append)."""
+        return self._first_ts if self._count else None
+
+    @property
     def producer_id(self):
         return self._producer_id
 
@@ -890,6 +903,11 @@ cdef class RecordBatchBuilder:
 
     def append(self, key, value, headers=None, timestamp=None, offset_delta=None):
         """Add a record; its metadata, or None if the batch is full."""
+        return self._append(key, value, headers, timestamp, offset_delta)
+
+    cdef object _append(self, object key, object value, object headers, object timestamp,
+                        object offset_delta):
+        # append's body, also reached from append_with_offset without a Python call
         cdef int64_t od, ts, first_ts, delta
         cdef const uint8_t* kp
         cdef const uint8_t* vp
@@ -961,7 +979,16 @@ cdef class RecordBatchBuilder:
             self._max_ts = ts
         self._count += 1
         self._last_delta = od
+        if self._meta_cls is not None:
+            return new_metadata_of(self._meta_cls, od, ts, size)
         return new_metadata(od, ts, size)
+
+    def append_with_offset(self, offset, timestamp, key, value, headers=None):
+        """``append`` in the argument order of Java's appendWithOffset (and of the Python
+        clients' builders): ``offset`` is absolute, its delta from ``base_offset`` is used."""
+        if type(offset) is not int:
+            check_i64(offset, _I64_MIN, _I64_MAX, "offset")
+        return self._append(key, value, headers, timestamp, offset - self._base_offset)
 
     def append_control(self, control_type, coordinator_epoch=0, timestamp=None):
         """Add a transaction marker (control_type 0 abort, 1 commit) to a control batch."""

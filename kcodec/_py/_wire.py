@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.errors import CorruptDataError, EncodeError, TruncatedError
+from kcodec.errors import CorruptDataError, EncodeError, EncodeTypeError, TruncatedError
 
 __all__ = ["need", "uvar", "varint", "varlong", "wrap64", "as_bytes_view", "uvar_bytes",
            "check_int", "bytes_like"]
@@ -103,7 +103,7 @@ def uvar_bytes(u: int) -> bytes:
 def check_int(value: Any, lo: int, hi: int, what: str) -> int:
     """An int in [lo, hi] or EncodeError (the same text as the compiled twin)."""
     if type(value) is not int and not isinstance(value, int):
-        raise EncodeError(f"{what} must be an int, not {type(value).__name__}")
+        raise EncodeTypeError(f"{what} must be an int, not {type(value).__name__}")
     if value < lo or value > hi:
         raise EncodeError(f"{what} {value} out of range ({lo}..{hi})")
     return int(value)
@@ -116,9 +116,9 @@ def bytes_like(value: Any, what: str) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, str):
-        raise EncodeError(f"{what} must be bytes-like or None, not str")
+        raise EncodeTypeError(f"{what} must be bytes-like or None, not str")
     try:
         mv = memoryview(value)
     except TypeError:
-        raise EncodeError(f"{what} must be bytes-like or None, not {type(value).__name__}") from None
+        raise EncodeTypeError(f"{what} must be bytes-like or None, not {type(value).__name__}") from None
     return mv.tobytes()

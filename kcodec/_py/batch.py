@@ -66,6 +66,7 @@ from kcodec.errors import (
     CorruptDataError,
     DecodeError,
     EncodeError,
+    EncodeTypeError,
     TruncatedError,
 )
 
@@ -575,15 +576,20 @@ class RecordBatchBuilder:
     __slots__ = ("_codec", "_level", "_base_offset", "_ts_type", "_producer_id",
                  "_producer_epoch", "_base_sequence", "_transactional", "_control",
                  "_leader_epoch", "_max_size", "_buf", "_count", "_last_delta", "_first_ts",
-                 "_max_ts", "_only_smaller")
+                 "_max_ts", "_only_smaller", "_meta_cls")
 
     def __init__(self, *, compression: int = 0, compression_level: int | None = None,
                  base_offset: int = 0, timestamp_type: int = 0, producer_id: int = -1,
                  producer_epoch: int = -1, base_sequence: int = -1,
                  is_transactional: bool = False, is_control: bool = False,
                  partition_leader_epoch: int = -1, max_size: int = 1048576,
-                 compress_only_if_smaller: bool = False) -> None:
+                 compress_only_if_smaller: bool = False,
+                 metadata_class: type | None = None) -> None:
         self._only_smaller = bool(compress_only_if_smaller)
+        if metadata_class is not None and not (isinstance(metadata_class, type) and
+                                               issubclass(metadata_class, RecordMetadata)):
+            raise EncodeTypeError("metadata_class must be a subclass of RecordMetadata")
+        self._meta_cls = metadata_class
         self._codec = check_int(compression, 0, 4, "compression codec")
         if compression_level is not None:
             compress(self._codec, b"", compression_level)  # EncodeError for a bad level
@@ -612,6 +618,11 @@ class RecordBatchBuilder:
     def size(self) -> int:
         """Bytes the batch takes so far, before compression."""
         return HEADER_SIZE + len(self._buf)
+
+    @property
+    def first_timestamp(self) -> int | None:
+        """The first record's timestamp (None before the first append)."""
+        return self._first_ts if self._count else None
 
     @property
     def producer_id(self) -> int:
@@ -742,7 +753,18 @@ class RecordBatchBuilder:
             self._max_ts = ts
         self._count += 1
         self._last_delta = od
+        if self._meta_cls is not None:
+            return self._meta_cls(od, ts, size)
         return RecordMetadata(od, ts, size)
+
+    def append_with_offset(self, offset: int, timestamp: int | None, key: Any, value: Any,
+                           headers: Iterable[Any] | None = None) -> RecordMetadata | None:
+        """``append`` in the argument order of Java's appendWithOffset (and of the Python
+        clients' builders): ``offset`` is absolute, its delta from ``base_offset`` is used."""
+        if type(offset) is not int:
+            check_int(offset, _I64_MIN, _I64_MAX, "offset")
+        return RecordBatchBuilder.append(self, key, value, headers, timestamp,
+                                         offset - self._base_offset)
 
     def append_control(self, control_type: int, coordinator_epoch: int = 0,
                        timestamp: int | None = None) -> RecordMetadata | None:

@@ -14,6 +14,7 @@ another version is refused with ImportError before anything is patched.
 from __future__ import annotations
 
 import importlib
+import struct
 from functools import partial
 from operator import itemgetter
 from typing import Any
@@ -25,6 +26,8 @@ from kcodec.compat._core import (
     make_memory_records,
     version_tuple,
 )
+from kcodec.crc import crc32c
+from kcodec.records import RecordBatchBuilder, RecordMetadata, estimate_batch_size, record_size
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
@@ -34,21 +37,19 @@ _MIN, _MAX = (0, 14), (0, 15)
 _patch: Patch | None = None
 
 
-class DefaultRecordMetadata(tuple):
+class DefaultRecordMetadata(RecordMetadata):  # type: ignore[misc,valid-type]
     """What aiokafka's v2 builder's ``append`` returns: ``offset``, ``size``, ``timestamp``
-    (``crc`` None). A tuple made with ``tuple.__new__``, so making one costs no Python
-    call per record."""
+    and ``crc`` (None). kcodec's builder makes it in C (its ``metadata_class``)."""
 
     __slots__ = ()
 
-    offset = property(itemgetter(0))
-    size = property(itemgetter(1))
-    timestamp = property(itemgetter(2))
-    crc = None
+    @property
+    def offset(self) -> int:
+        return self.offset_delta
 
     def __repr__(self) -> str:
-        return (f"DefaultRecordMetadata(offset={self[0]!r}, size={self[1]!r}, "
-                f"timestamp={self[2]!r})")
+        return (f"DefaultRecordMetadata(offset={self.offset_delta!r}, size={self.size!r}, "
+                f"timestamp={self.timestamp!r})")
 
 
 class LegacyRecordMetadata(tuple):
@@ -66,9 +67,77 @@ class LegacyRecordMetadata(tuple):
                 f" size={self[2]!r}, timestamp={self[3]!r})")
 
 
-# Made from a (offset, size, timestamp) / (offset, crc, size, timestamp) tuple in C.
-_default_metadata = partial(tuple.__new__, DefaultRecordMetadata)
+# Made from a (offset, crc, size, timestamp) tuple in C.
 _legacy_metadata = partial(tuple.__new__, LegacyRecordMetadata)
+
+
+def _make_builder(stock: type, has_codec: Any) -> type:
+    """aiokafka's DefaultRecordBatchBuilder as a subclass of kcodec's builder: ``append`` is
+    kcodec's own ``append_with_offset`` (no Python frame per record) returning
+    DefaultRecordMetadata; wrong types raise kcodec's EncodeTypeError, a TypeError."""
+
+    class DefaultRecordBatchBuilder(RecordBatchBuilder):  # type: ignore[misc,valid-type]
+        def __init__(self, magic: int, compression_type: int, is_transactional: Any,
+                     producer_id: int, producer_epoch: int, base_sequence: int,
+                     batch_size: int) -> None:
+            assert magic >= 2
+            codec = compression_type & 0x07
+            RecordBatchBuilder.__init__(
+                self, compression=codec if codec <= 4 else 0, producer_id=producer_id,
+                producer_epoch=producer_epoch, base_sequence=base_sequence,
+                is_transactional=bool(is_transactional), partition_leader_epoch=-1,
+                max_size=batch_size, compress_only_if_smaller=True,
+                metadata_class=DefaultRecordMetadata)
+            self._magic = magic
+            self._kcodec = codec
+            self._built: bytearray | None = None
+
+        append = RecordBatchBuilder.append_with_offset
+
+        def set_producer_state(self, producer_id: int, producer_epoch: int,
+                               base_sequence: int) -> None:
+            RecordBatchBuilder.set_producer_state(self, producer_id, producer_epoch,
+                                                  base_sequence)
+
+        def build(self) -> bytearray:  # type: ignore[override]
+            if self._kcodec:
+                has_codec(self._kcodec, 2)
+            out = RecordBatchBuilder.build(self, as_bytearray=True)
+            if not self.record_count:
+                # An empty batch: aiokafka writes 0 for the last offset delta and both
+                # timestamps where kcodec writes Java's -1.
+                _EMPTY.pack_into(out, 23, 0, 0, 0)
+                struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+            self._built = out
+            return out
+
+        def size(self) -> int:  # type: ignore[override]
+            built = self._built
+            return RecordBatchBuilder.size.__get__(self) if built is None else len(built)
+
+        def size_in_bytes(self, offset: int, timestamp: int, key: Any, value: Any,
+                          headers: Any) -> int:
+            first = self.first_timestamp
+            return record_size(key, value, headers, offset,
+                               0 if first is None else timestamp - first)
+
+        @classmethod
+        def size_of(cls, key: Any, value: Any, headers: Any) -> int:
+            return stock.size_of(key, value, headers)
+
+        @classmethod
+        def estimate_size_in_bytes(cls, key: Any, value: Any, headers: Any) -> int:
+            return estimate_batch_size(key, value, headers)
+
+    for name, value in vars(stock.__mro__[1]).items():  # DefaultRecordBase's constants
+        if name.isupper():
+            setattr(DefaultRecordBatchBuilder, name, value)
+    DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD = 21
+    DefaultRecordBatchBuilder.__module__ = __name__
+    return DefaultRecordBatchBuilder
+
+
+_EMPTY = struct.Struct(">iqq")
 
 
 def installed() -> bool:
@@ -118,11 +187,14 @@ def install() -> None:
         stock_legacy_batch=lr._LegacyRecordBatchPy,
         stock_default_builder=dr._DefaultRecordBatchBuilderPy,
         stock_legacy_builder=lr._LegacyRecordBatchBuilderPy,
-        default_metadata=_default_metadata, legacy_metadata=_legacy_metadata,
+        default_metadata=lambda t: DefaultRecordMetadata(t[0], t[2], t[1]),
+        legacy_metadata=_legacy_metadata,
         control_record=None, leader_epoch=-1, has_codec=has_codec)
     classes["MemoryRecords"] = make_memory_records(
         "aiokafka", errors.CorruptRecordException, classes["DefaultRecordBatch"],
         classes["LegacyRecordBatch"])
+    classes["DefaultRecordBatchBuilder"] = _make_builder(dr._DefaultRecordBatchBuilderPy,
+                                                         has_codec)
     classes["DefaultRecordMetadata"] = DefaultRecordMetadata
     classes["LegacyRecordMetadata"] = LegacyRecordMetadata
     p = Patch()
