@@ -16,6 +16,7 @@ import importlib
 from typing import Any
 
 from kcodec.compat._core import ControlRecord, Patch, helpers, make_classes, version_tuple
+from kcodec.records import Record
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
@@ -80,8 +81,9 @@ def install() -> None:
         for name, fn in helpers().items():
             if name in vars(mod):
                 p.set(mod, name, fn)
-    # DefaultRecordBatchBuilder.append's default arguments captured the stock helpers;
-    # the kcodec builder does not use them.
+    # The class of the v2 records the client now yields (for isinstance checks and mocks;
+    # the compiled twin's Record is an extension type, so it cannot be patched).
+    p.set(dr, "DefaultRecord", Record)
     _patch = p
 
 
