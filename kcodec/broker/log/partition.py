@@ -101,6 +101,8 @@ class PartitionLog:
             if stem.isdigit() and suffix in ("index", "timeindex", "txnindex") \
                     and int(stem) not in bases:
                 os.unlink(os.path.join(self.directory, n))
+        for seg in keep[:-1]:
+            seg.seal()          # the final time index entry of an inactive segment
         self.segments = keep
         self._bases = [s.base_offset for s in keep]
         for seg in keep:
@@ -426,6 +428,7 @@ class PartitionLog:
             if self.closed:
                 return
             if self.directory is not None:
+                self.segments[-1].seal()     # as Kafka closes a segment
                 self._flush()
             for seg in self.segments:
                 self._hook("on_close", seg)

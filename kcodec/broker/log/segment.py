@@ -24,6 +24,7 @@ from array import array
 from bisect import bisect_left
 from typing import Protocol
 
+from kcodec.records import iter_batches
 from kcodec.records.segment import LogSegment, RecoveryResult
 
 __all__ = ["Segment", "SegmentHook", "segment_name"]
@@ -117,9 +118,8 @@ class Segment:
             ls = LogSegment(path, base_offset=base, indexes=False, use_mmap=False)
             try:
                 rec = ls.recover()
-                for batch in ls.batches(0):
-                    if batch.position >= rec.valid_bytes:
-                        break
+                valid = ls.buffer[: rec.valid_bytes]
+                for batch in iter_batches(valid, validate_crc=False):
                     entries.append((batch.position, batch.last_offset, batch.max_timestamp))
             finally:
                 ls.close()
