@@ -355,3 +355,21 @@ def test_index_files_parse(tmp_path: Path) -> None:
     assert len(os.listdir(part_dir(tmp_path))) == 3     # one segment
     assert idx.problems() == [] and tix.problems() == []
     assert struct.calcsize(">ii") == idx.ENTRY_SIZE
+
+
+def test_recovery_stops_at_offsets_going_back(tmp_path: Path) -> None:
+    """A v2 CRC does not cover the base offset: a rewritten one ends the valid log."""
+    with LogManager(tmp_path) as mgr:
+        log = mgr.create("t", 0, LogConfig())
+        for _ in range(3):
+            log.append(batch(2), now_ms=NOW)
+    path = part_dir(tmp_path) / f"{0:020d}.log"
+    data = bytearray(path.read_bytes())
+    one = len(batch(2))
+    struct.pack_into(">q", data, 2 * one, 1)        # third batch claims offsets 1-2
+    path.write_bytes(bytes(data))
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("t", 0)
+        assert log is not None and log.log_end_offset == 4
+        assert mgr.recovered[("t", 0)][0].reason == "offsets not increasing"
+        assert path.stat().st_size == 2 * one

@@ -18,12 +18,14 @@ broker itself rebuilds them from the log on start-up and never trusts them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 from array import array
 from bisect import bisect_left
 from typing import Protocol
 
+from kcodec.errors import CorruptDataError
 from kcodec.records import iter_batches
 from kcodec.records.segment import LogSegment, RecoveryResult
 
@@ -115,12 +117,25 @@ class Segment:
         entries: list[tuple[int, int, int]] = []
         size = os.fstat(seg._fd).st_size
         if size:
-            ls = LogSegment(path, base_offset=base, indexes=False, use_mmap=False)
+            ls = LogSegment(path, base_offset=base, indexes=False)
             try:
                 rec = ls.recover()
+                # the CRC of a v2 batch does not cover its base offset: offsets must also
+                # increase from batch to batch, or the log ends there
+                prev = base - 1
                 valid = ls.buffer[: rec.valid_bytes]
                 for batch in iter_batches(valid, validate_crc=False):
-                    entries.append((batch.position, batch.last_offset, batch.max_timestamp))
+                    first = batch.base_offset if batch.magic == 2 else batch.last_offset
+                    if first <= prev:
+                        rec = dataclasses.replace(
+                            rec, valid_bytes=batch.position, reason="offsets not increasing",
+                            error=CorruptDataError(
+                                f"batch offset {first} does not follow {prev}",
+                                batch.position))
+                        break
+                    prev = batch.last_offset
+                    entries.append((batch.position, prev, batch.max_timestamp))
+                del valid
             finally:
                 ls.close()
             seg.recovery = rec
