@@ -168,7 +168,8 @@ def fetch(node: Any, req: Any) -> Any:
                   for t in body.topics for p in t.partitions]
     else:
         with node.fetch_sessions._lock:
-            session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
+            if not new_session:
+                session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
             for t in body.forgotten_topics_data:
                 for idx in t.partitions:
                     session.parts.pop((t.topic, idx), None)
