@@ -134,7 +134,7 @@ def test_produce_fetch_list_offsets(kb):
 def test_fetch_max_bytes_keeps_whole_batches_and_min_one(kb):
     kb.create_topic("t", 1)
     with Raw(kb.bootstrap) as raw:
-        for i in range(5):
+        for _ in range(5):
             produce(raw, "t", 0, batch([b"x" * 1000]))
         f = fetch(raw, "t", 0, 0, max_bytes=2500).responses[0].partitions[0]
         assert len(values(f.records)) == 2
@@ -295,9 +295,9 @@ def test_delete_records_and_offset_for_leader_epoch(kb):
         r = raw.call(D(topics=[D.DeleteRecordsTopic(name="t", partitions=[
             D.DeleteRecordsPartition(partition_index=0, offset=10)])], timeout_ms=1000), 2)
         assert r.topics[0].partitions[0].error_code == E.OFFSET_OUT_OF_RANGE
-        O = OffsetForLeaderEpochRequest
-        r = raw.call(O(topics=[O.OffsetForLeaderTopic(topic="t", partitions=[
-            O.OffsetForLeaderPartition(partition=0, current_leader_epoch=0, leader_epoch=0)])]), 4)
+        OE = OffsetForLeaderEpochRequest
+        r = raw.call(OE(topics=[OE.OffsetForLeaderTopic(topic="t", partitions=[
+            OE.OffsetForLeaderPartition(partition=0, current_leader_epoch=0, leader_epoch=0)])]), 4)
         e = r.topics[0].partitions[0]
         assert (e.error_code, e.leader_epoch, e.end_offset) == (0, 0, 3)
 

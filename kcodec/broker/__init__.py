@@ -14,6 +14,6 @@ handler per API), ``log`` (partition logs of segments, recovery, retention),
 """
 
 from kcodec.broker.cluster import Cluster, RecordedRequest
-from kcodec.broker.hooks import DROP, NEVER, Delay
+from kcodec.broker.hooks import DROP, LOSE_ANSWER, NEVER, Delay
 
-__all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "NEVER"]
+__all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "LOSE_ANSWER", "NEVER"]

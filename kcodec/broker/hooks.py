@@ -8,7 +8,9 @@ A hook is ``fn(request) -> action``; ``request`` has ``node_id``, ``api_key``,
   (a Produce answered so is not written);
 * a response message: sent as the answer;
 * ``Delay(seconds)``: carry on after that long (then the handler answers);
-* ``DROP``: close the connection without answering;
+* ``DROP``: close the connection without answering (nothing is done);
+* ``LOSE_ANSWER``: do the work (a Produce is written), then close the connection instead of
+  answering -- the answer is lost, as when a network fails after the broker acted;
 * ``NEVER``: never answer (the connection stays open and stuck, as with a hung broker).
 
 Errors pushed with ``push_errors(api_key, codes)`` are used one per request, before the hooks.
@@ -25,9 +27,10 @@ from typing import Any, Callable
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE
 from kcodec.protocol import Message, ProduceResponse
 
-__all__ = ["Hooks", "Delay", "DROP", "NEVER", "with_error"]
+__all__ = ["Hooks", "Delay", "DROP", "LOSE_ANSWER", "NEVER", "with_error"]
 
 DROP = "drop"
+LOSE_ANSWER = "lose-answer"
 NEVER = "never"
 
 
@@ -132,6 +135,13 @@ class Hooks:
         if isinstance(action, Message):
             return action
         if action == DROP:
+            return CLOSE
+        if action == LOSE_ANSWER:
+            answer = proceed()
+            if isinstance(answer, concurrent.futures.Future):
+                lost: concurrent.futures.Future = concurrent.futures.Future()
+                answer.add_done_callback(lambda f: lost.set_result(CLOSE))
+                return lost
             return CLOSE
         if action == NEVER:
             return concurrent.futures.Future()
