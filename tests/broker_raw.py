@@ -43,10 +43,10 @@ class Raw:
             while True:
                 if not self.sock.recv(65536):
                     return True
-        except (ConnectionError, OSError):
-            return True
-        except socket.timeout:
+        except socket.timeout:   # (an OSError too: test it first)
             return False
+        except OSError:
+            return True
 
     def close(self) -> None:
         self.sock.close()
