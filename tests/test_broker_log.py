@@ -578,3 +578,48 @@ def test_concurrent_appends_and_reads() -> None:
     assert errors == []
     assert log.log_end_offset == 1600
     assert len(log.segments) > 1
+
+
+# -- leader epochs and replica appends -----------------------------------------------------
+
+
+def test_leader_epoch_cache(log: PartitionLog) -> None:
+    assert log.end_offset_for_epoch(0) == (-1, -1)
+    log.append(batch(2), now_ms=NOW, leader_epoch=0)     # 0-1
+    log.append(batch(2), now_ms=NOW, leader_epoch=0)     # 2-3
+    log.append(batch(2), now_ms=NOW, leader_epoch=2)     # 4-5
+    log.append(batch(2), now_ms=NOW, leader_epoch=5)     # 6-7
+    log.append(batch(1), now_ms=NOW, leader_epoch=4)     # 8: an older epoch is not an entry
+    assert log.leader_epochs() == [(0, 0), (2, 4), (5, 6)]
+    assert log.end_offset_for_epoch(5) == (5, 9)         # the latest: the log end
+    assert log.end_offset_for_epoch(2) == (2, 6)
+    assert log.end_offset_for_epoch(1) == (0, 4)         # largest epoch <= 1 is 0
+    assert log.end_offset_for_epoch(0) == (0, 4)
+    assert log.end_offset_for_epoch(9) == (-1, -1)
+    assert log.end_offset_for_epoch(-1) == (-1, -1)
+    log.truncate_to(6)
+    assert log.leader_epochs() == [(0, 0), (2, 4)]
+    log.delete_records_before(5)
+    assert log.leader_epochs() == [(2, 5)]
+
+
+def test_append_as_follower_keeps_bytes() -> None:
+    leader = LogManager(None).create("t", 0, LogConfig(message_timestamp_type="LogAppendTime"))
+    for i in range(3):
+        leader.append(batch(2, codec=i % 2), now_ms=NOW, leader_epoch=3)
+    follower = LogManager(None).create("t", 0, LogConfig())
+    data = leader.read(0, 1 << 20)
+    res = follower.append_as_follower(data)
+    assert (res.base_offset, res.last_offset, res.record_count) == (0, 5, 6)
+    assert follower.read(0, 1 << 20) == data                # byte for byte
+    assert follower.leader_epochs() == [(3, 0)]
+    with pytest.raises(InvalidRecord):                      # offsets must follow the end
+        follower.append_as_follower(leader.read(2, 1 << 20))
+    bad = bytearray(leader.read(4, 1 << 20))
+    bad[-1] ^= 1
+    with pytest.raises(CorruptMessage):
+        follower.append_as_follower(bytes(bad))
+    assert follower.log_end_offset == 6
+    fresh = LogManager(None).create("t", 0, LogConfig())
+    fresh.append_as_follower(leader.read(4, 1 << 20))      # an empty replica joins late
+    assert fresh.log_start_offset == 4 and fresh.log_end_offset == 6

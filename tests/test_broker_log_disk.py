@@ -373,3 +373,18 @@ def test_recovery_stops_at_offsets_going_back(tmp_path: Path) -> None:
         assert log is not None and log.log_end_offset == 4
         assert mgr.recovered[("t", 0)][0].reason == "offsets not increasing"
         assert path.stat().st_size == 2 * one
+
+
+def test_leader_epochs_survive_a_restart(tmp_path: Path) -> None:
+    with LogManager(tmp_path) as mgr:
+        log = mgr.create("t", 0, LogConfig())
+        for epoch in (1, 1, 4, 7):
+            log.append(batch(2), now_ms=NOW, leader_epoch=epoch)
+        assert log.leader_epochs() == [(1, 0), (4, 4), (7, 6)]
+        log.delete_records_before(5)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("t", 0)
+        assert log is not None
+        assert log.leader_epochs() == [(4, 5), (7, 6)]
+        assert log.end_offset_for_epoch(4) == (4, 6)
+        assert log.end_offset_for_epoch(7) == (7, 8)

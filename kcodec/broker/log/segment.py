@@ -76,6 +76,9 @@ class Segment:
         self.unflushed = 0
         self.closed = False
         self.recovery: RecoveryResult | None = None
+        #: (leader epoch, first offset) where the partition leader epoch of the v2 batches
+        #: went up, as found by ``load`` (the partition log keeps the live list)
+        self.loaded_epochs: list[tuple[int, int]] = []
         self._buf: bytearray | None = None
         self._fd = self._ifd = self._tfd = -1
         if directory is None:
@@ -125,7 +128,8 @@ class Segment:
                 prev = base - 1
                 valid = ls.buffer[: rec.valid_bytes]
                 for batch in iter_batches(valid, validate_crc=False):
-                    first = batch.base_offset if batch.magic == 2 else batch.last_offset
+                    v2 = batch.magic == 2
+                    first = batch.base_offset if v2 else batch.last_offset
                     if first <= prev:
                         rec = dataclasses.replace(
                             rec, valid_bytes=batch.position, reason="offsets not increasing",
@@ -135,6 +139,11 @@ class Segment:
                         break
                     prev = batch.last_offset
                     entries.append((batch.position, prev, batch.max_timestamp))
+                    if v2:
+                        epoch = batch.partition_leader_epoch
+                        if epoch >= 0 and (not seg.loaded_epochs
+                                           or epoch > seg.loaded_epochs[-1][0]):
+                            seg.loaded_epochs.append((epoch, first))
                 del valid
             finally:
                 ls.close()

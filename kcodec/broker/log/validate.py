@@ -44,7 +44,8 @@ from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
 from kcodec.records import MessageSetBuilder, iter_batches
 
-__all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate"]
+__all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
+           "check_replicated"]
 
 _V2 = struct.Struct(">qiibIhiqqqhii")     # the 61-byte v2 batch header
 _V2_MIN_LENGTH = 61 - 12
@@ -349,3 +350,38 @@ def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
     result = AppendResult(next_offset, last, now_ms if lat else -1, top, n, infos)
     return Validated(out, [(0, last, top)], result)
 
+
+
+def check_replicated(records: Any, next_offset: int, config: LogConfig) -> Validated:
+    """Batches that already carry their offsets (a replica copying its leader's log): whole
+    entries with good CRCs, offsets from ``next_offset`` on and increasing; stored as is
+    (Kafka's append as follower: no offset assignment, no timestamp rewriting)."""
+    buf = records if isinstance(records, (bytes, bytearray)) else memoryview(records).cast("B")
+    frames = _frames(buf)
+    entries = []
+    infos = []
+    count = 0
+    top = -1
+    expected = next_offset
+    try:
+        for i, b in enumerate(iter_batches(buf, validate_crc=True)):
+            if b.size > config.segment_bytes:
+                raise MessageTooLarge(f"batch of {b.size} bytes is larger than segment.bytes", i)
+            first = b.base_offset
+            if first < expected or b.last_offset < first:
+                raise InvalidRecord(f"replicated batch offsets {first}-{b.last_offset} do not "
+                                    f"follow {expected - 1}", i)
+            expected = b.last_offset + 1
+            entries.append((b.position, b.last_offset, b.max_timestamp))
+            infos.append(BatchInfo(first, b.last_offset, b.producer_id, b.producer_epoch,
+                                   b.base_sequence, b.is_transactional, b.is_control))
+            count += b.record_count
+            top = max(top, b.max_timestamp)
+    except KcodecError as exc:
+        if isinstance(exc, (InvalidRecord, MessageTooLarge)):
+            raise
+        raise _decode_failure(exc, "replicated records") from None
+    if len(entries) != len(frames):
+        raise CorruptMessage("replicated records end inside a batch", len(entries))
+    result = AppendResult(infos[0].base_offset, infos[-1].last_offset, -1, top, count, infos)
+    return Validated(buf if isinstance(buf, (bytes, bytearray)) else bytes(buf), entries, result)
