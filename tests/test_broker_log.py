@@ -623,3 +623,72 @@ def test_append_as_follower_keeps_bytes() -> None:
     fresh = LogManager(None).create("t", 0, LogConfig())
     fresh.append_as_follower(leader.read(4, 1 << 20))      # an empty replica joins late
     assert fresh.log_start_offset == 4 and fresh.log_end_offset == 6
+
+
+# -- down-conversion for old fetchers ------------------------------------------------------
+
+
+def test_magic_for_fetch_version() -> None:
+    from kcodec.broker.log import magic_for_fetch_version
+
+    assert [magic_for_fetch_version(v) for v in range(6)] == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("to_magic", [0, 1])
+@pytest.mark.parametrize("lat", [False, True])
+def test_down_convert(to_magic: int, lat: bool) -> None:
+    from kcodec.broker.log import down_convert
+
+    cfg = LogConfig(message_timestamp_type="LogAppendTime" if lat else "CreateTime")
+    log = LogManager(None).create("t", 0, cfg)
+    for codec in (0, 1, 2, 3):
+        log.append(batch(3, codec=codec), now_ms=NOW)           # 0-2 3-5 6-8 9-11
+    control = RecordBatchBuilder(is_control=True, is_transactional=True, producer_id=1,
+                                 producer_epoch=0)
+    control.append_control(1)
+    log.append(control.build(), now_ms=NOW)                   # 12: dropped
+    mb = MessageSetBuilder(magic=0)
+    mb.append(b"k", b"old")
+    log.append(mb.build(), now_ms=NOW)                        # 13: kept as it is
+    stored = log.read(1, 1 << 20)
+    out = down_convert(stored, to_magic, first_offset=1)
+    got = [(b.magic, b.validate_crc()) for b in iter_batches(out)]
+    assert {m for m, _ in got} == {to_magic} | {0} and all(ok for _, ok in got)
+    recs = [(r.offset, r.value, r.timestamp) for b in iter_batches(out) for r in b]
+    # offset 0 (uncompressed batch, below the fetch offset) is left out
+    want_ts = [NOW if lat else 1_700_000_000_000 + i % 3 for i in range(1, 12)]
+    assert [(o, v) for o, v, _ in recs] == (
+        [(i, b"v%d" % (i % 3)) for i in range(1, 12)] + [(13, b"old")])
+    if to_magic == 1:
+        assert [t for _, _, t in recs][:11] == want_ts
+    else:
+        assert all(t == -1 for _, _, t in recs)
+    assert down_convert(stored, 2) == stored
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("to_magic", [0, 1])
+def test_down_converted_read_by_kafka_python(to_magic: int) -> None:
+    from kafka.record import MemoryRecords
+
+    from kcodec.broker.log import down_convert
+
+    log = LogManager(None).create("t", 0, LogConfig())
+    for codec in (0, 1, 2, 3):
+        log.append(batch(3, codec=codec), now_ms=NOW)
+    mr = MemoryRecords(down_convert(log.read(0, 1 << 20), to_magic))
+    got = []
+    while (rb := mr.next_batch()) is not None:
+        assert rb.validate_crc()
+        got += [(r.offset, r.value) for r in rb]
+    assert got == [(i, b"v%d" % (i % 3)) for i in range(12)]
+
+
+def test_down_convert_zstd_unsupported() -> None:
+    from kcodec.broker.log import down_convert
+
+    log = LogManager(None).create("t", 0, LogConfig())
+    log.append(batch(2, codec=4), now_ms=NOW)
+    with pytest.raises(UnsupportedCompressionType) as ei:
+        down_convert(log.read(0, 1 << 20), 1)
+    assert ei.value.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
