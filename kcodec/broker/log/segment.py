@@ -23,7 +23,7 @@ import os
 import struct
 from array import array
 from bisect import bisect_left
-from typing import Protocol
+from typing import Any, Protocol
 
 from kcodec.errors import CorruptDataError
 from kcodec.records import iter_batches
@@ -34,6 +34,24 @@ __all__ = ["Segment", "SegmentHook", "segment_name"]
 _INDEX_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 INT32_MAX = (1 << 31) - 1
+
+
+def _seek_write(fd: int, data: Any, position: int) -> int:
+    os.lseek(fd, position, os.SEEK_SET)
+    return os.write(fd, data)
+
+
+def _seek_read(fd: int, n: int, position: int) -> bytes:
+    os.lseek(fd, position, os.SEEK_SET)
+    return os.read(fd, n)
+
+
+# Windows has no positional I/O; there the partition log's lock serialises every access
+_pwrite = getattr(os, "pwrite", _seek_write)
+_pread = getattr(os, "pread", _seek_read)
+
+# Windows cannot truncate a file that is still mapped (batches may keep the map alive)
+_MMAP_ON_LOAD = os.name != "nt"
 
 
 def segment_name(base_offset: int, suffix: str = ".log") -> str:
@@ -120,7 +138,7 @@ class Segment:
         entries: list[tuple[int, int, int]] = []
         size = os.fstat(seg._fd).st_size
         if size:
-            ls = LogSegment(path, base_offset=base, indexes=False)
+            ls = LogSegment(path, base_offset=base, indexes=False, use_mmap=_MMAP_ON_LOAD)
             try:
                 rec = ls.recover()
                 # the CRC of a v2 batch does not cover its base offset: offsets must also
@@ -231,11 +249,11 @@ class Segment:
         if self._buf is not None:
             self._buf += data
         else:
-            n = os.pwrite(self._fd, data, start)
+            n = _pwrite(self._fd, data, start)
             if n != len(data):
                 view = memoryview(data)
                 while n < len(data):
-                    n += os.pwrite(self._fd, view[n:], start + n)
+                    n += _pwrite(self._fd, view[n:], start + n)
         ni, nt = len(self._index), len(self._tindex)
         count = len(entries)
         for k, (rel, last, ts) in enumerate(entries):
@@ -260,9 +278,6 @@ class Segment:
     def last_offset_of(self, i: int) -> int:
         return self._lasts[i]
 
-    def first_offset_of(self, i: int) -> int:
-        return self._lasts[i - 1] + 1 if i else self.base_offset
-
     def position_of(self, i: int) -> int:
         return self._pos[i] if i < len(self._pos) else self.size
 
@@ -276,9 +291,9 @@ class Segment:
         if self._buf is not None:
             with memoryview(self._buf) as view:
                 return view[start:end].tobytes()
-        out = os.pread(self._fd, end - start, start)
+        out = _pread(self._fd, end - start, start)
         while len(out) < end - start:   # a short read: keep going
-            more = os.pread(self._fd, end - start - len(out), start + len(out))
+            more = _pread(self._fd, end - start - len(out), start + len(out))
             if not more:
                 raise OSError(f"{self.path}: unexpected end of file at {start + len(out)}")
             out += more
