@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
+from kcodec._impl import twin
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import (
     CorruptMessage,
@@ -46,6 +47,9 @@ from kcodec.records import MessageSetBuilder, iter_batches
 
 __all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
            "check_replicated"]
+
+#: the record walk without record objects, compiled or pure like every twin
+scan_records_v2 = twin("segscan").scan_records_v2
 
 _V2 = struct.Struct(">qiibIhiqqqhii")     # the 61-byte v2 batch header
 _V2_MIN_LENGTH = 61 - 12
@@ -177,7 +181,7 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     size = len(buf)
     if size - 12 < _V2_MIN_LENGTH:
         raise CorruptMessage(f"v2 batch of {size} bytes is shorter than its 61-byte header", 0)
-    (base, _length, _epoch, _magic, crc, attrs, lod, _first_ts, max_ts, pid, pepoch, bseq,
+    (base, _length, _epoch, _magic, crc, attrs, lod, first_ts, max_ts, pid, pepoch, bseq,
      count) = _V2.unpack_from(buf, 0)
     actual = crc32c(buf[21:size])
     if actual != crc:
@@ -199,25 +203,15 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     if attrs & 0x08:
         raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp type", 0)
     lat = config.log_append_time
-    seen = 0
-    top = -1
     try:
-        batch = next(iter_batches(buf, validate_crc=False))
-        for r in batch:
-            if r.offset != seen:
-                raise InvalidRecord(f"record {seen} has offset delta {r.offset}; expected "
-                                    f"{seen}", 0)
-            ts = r.timestamp
-            if ts > top:
-                top = ts
-            seen += 1
+        section = memoryview(buf)[61:size] if codec == 0 else decompress(codec, buf[61:size])
+        low, top, bad = scan_records_v2(section, count, first_ts)
     except KcodecError as exc:
-        if isinstance(exc, InvalidRecord):
-            raise
         raise _decode_failure(exc, "record batch") from None
-    if seen != count:
-        raise InvalidRecord(f"record count {count} but {seen} records in the batch", 0)
+    if bad >= 0:
+        raise InvalidRecord(f"record {bad} of the batch does not have offset delta {bad}", 0)
     if not lat and not control:
+        _check_ts(low, now_ms, config, "a record")
         _check_ts(top, now_ms, config, "a record")
     out = bytearray(buf)
     _I64.pack_into(out, 0, next_offset)
