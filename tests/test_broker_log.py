@@ -220,6 +220,10 @@ def test_timestamps_checked(log: PartitionLog) -> None:
     _raises(strict, batch(1, ts=NOW - 5000), InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP)
     _raises(strict, batch(1, ts=NOW + 5000), InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP)
     assert strict.append(batch(1, ts=NOW - 500), now_ms=NOW).base_offset == 0
+    mixed = RecordBatchBuilder()
+    mixed.append(b"k", b"new", timestamp=NOW)
+    mixed.append(b"k", b"old", timestamp=NOW - 5000)    # not the max: still checked
+    _raises(strict, mixed.build(), InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP)
 
 
 def test_compression_errors(log: PartitionLog) -> None:
