@@ -2,8 +2,8 @@
 
     B-append-none   append 100 produced v2 batches of 100 R-* records each (uncompressed,
                     1.35 MB) to a fresh log: Kafka's validation (CRC, framing, every record
-                    decoded for counts, offset deltas and timestamps) and offsets assigned in
-                    place. Memory and disk (no fsync: Kafka's default flush policy).
+                    walked for counts, offset deltas, timestamps and field lengths) and
+                    offsets assigned in place. Memory and disk (no fsync: Kafka's default).
     B-append-lz4    the same batches lz4-compressed (each one decompressed to validate it).
     B-read          read the whole log back in 1 MiB fetches (``read(offset, 1 MiB)``),
                     memory and disk.
@@ -12,7 +12,8 @@ There is no Python peer broker log; the rows to compare with are what any broker
 at least, on the same bytes: a raw ``os.write`` of them to a file (the floor of a disk
 append), aiokafka's compiled reader validating the same batches (CRC and every record:
 the cost of the same validation built on a peer), and for reads a bare ``os.pread``.
-kcodec runs both twins (the pure one by swapping the log's reader and CRC for the twins').
+kcodec runs both twins (the pure one by swapping the log's reader, record walk and CRC for
+the pure twins').
 
     python -m pytest bench/test_bench_broker_log.py --benchmark-only -q
 """
@@ -56,6 +57,8 @@ def use_impl(monkeypatch: pytest.MonkeyPatch) -> Any:
     def apply(impl: str) -> None:
         monkeypatch.setattr(validate_mod, "iter_batches", twin("batch", impl).iter_batches)
         monkeypatch.setattr(validate_mod, "crc32c", twin("crc", impl).crc32c)
+        monkeypatch.setattr(validate_mod, "scan_records_v2",
+                            twin("segscan", impl).scan_records_v2)
     return apply
 
 

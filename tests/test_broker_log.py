@@ -220,6 +220,10 @@ def test_timestamps_checked(log: PartitionLog) -> None:
     _raises(strict, batch(1, ts=NOW - 5000), InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP)
     _raises(strict, batch(1, ts=NOW + 5000), InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP)
     assert strict.append(batch(1, ts=NOW - 500), now_ms=NOW).base_offset == 0
+    mixed = RecordBatchBuilder()
+    mixed.append(b"k", b"new", timestamp=NOW)
+    mixed.append(b"k", b"old", timestamp=NOW - 5000)    # not the max: still checked
+    _raises(strict, mixed.build(), InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP)
 
 
 def test_compression_errors(log: PartitionLog) -> None:
@@ -578,3 +582,117 @@ def test_concurrent_appends_and_reads() -> None:
     assert errors == []
     assert log.log_end_offset == 1600
     assert len(log.segments) > 1
+
+
+# -- leader epochs and replica appends -----------------------------------------------------
+
+
+def test_leader_epoch_cache(log: PartitionLog) -> None:
+    assert log.end_offset_for_epoch(0) == (-1, -1)
+    log.append(batch(2), now_ms=NOW, leader_epoch=0)     # 0-1
+    log.append(batch(2), now_ms=NOW, leader_epoch=0)     # 2-3
+    log.append(batch(2), now_ms=NOW, leader_epoch=2)     # 4-5
+    log.append(batch(2), now_ms=NOW, leader_epoch=5)     # 6-7
+    log.append(batch(1), now_ms=NOW, leader_epoch=4)     # 8: an older epoch is not an entry
+    assert log.leader_epochs() == [(0, 0), (2, 4), (5, 6)]
+    assert log.end_offset_for_epoch(5) == (5, 9)         # the latest: the log end
+    assert log.end_offset_for_epoch(2) == (2, 6)
+    assert log.end_offset_for_epoch(1) == (0, 4)         # largest epoch <= 1 is 0
+    assert log.end_offset_for_epoch(0) == (0, 4)
+    assert log.end_offset_for_epoch(9) == (-1, -1)
+    assert log.end_offset_for_epoch(-1) == (-1, -1)
+    log.truncate_to(6)
+    assert log.leader_epochs() == [(0, 0), (2, 4)]
+    log.delete_records_before(5)
+    assert log.leader_epochs() == [(2, 5)]
+
+
+def test_append_as_follower_keeps_bytes() -> None:
+    leader = LogManager(None).create("t", 0, LogConfig(message_timestamp_type="LogAppendTime"))
+    for i in range(3):
+        leader.append(batch(2, codec=i % 2), now_ms=NOW, leader_epoch=3)
+    follower = LogManager(None).create("t", 0, LogConfig())
+    data = leader.read(0, 1 << 20)
+    res = follower.append_as_follower(data)
+    assert (res.base_offset, res.last_offset, res.record_count) == (0, 5, 6)
+    assert follower.read(0, 1 << 20) == data                # byte for byte
+    assert follower.leader_epochs() == [(3, 0)]
+    with pytest.raises(InvalidRecord):                      # offsets must follow the end
+        follower.append_as_follower(leader.read(2, 1 << 20))
+    bad = bytearray(leader.read(4, 1 << 20))
+    bad[-1] ^= 1
+    with pytest.raises(CorruptMessage):
+        follower.append_as_follower(bytes(bad))
+    assert follower.log_end_offset == 6
+    fresh = LogManager(None).create("t", 0, LogConfig())
+    fresh.append_as_follower(leader.read(4, 1 << 20))      # an empty replica joins late
+    assert fresh.log_start_offset == 4 and fresh.log_end_offset == 6
+
+
+# -- down-conversion for old fetchers ------------------------------------------------------
+
+
+def test_magic_for_fetch_version() -> None:
+    from kcodec.broker.log import magic_for_fetch_version
+
+    assert [magic_for_fetch_version(v) for v in range(6)] == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("to_magic", [0, 1])
+@pytest.mark.parametrize("lat", [False, True])
+def test_down_convert(to_magic: int, lat: bool) -> None:
+    from kcodec.broker.log import down_convert
+
+    cfg = LogConfig(message_timestamp_type="LogAppendTime" if lat else "CreateTime")
+    log = LogManager(None).create("t", 0, cfg)
+    for codec in (0, 1, 2, 3):
+        log.append(batch(3, codec=codec), now_ms=NOW)           # 0-2 3-5 6-8 9-11
+    control = RecordBatchBuilder(is_control=True, is_transactional=True, producer_id=1,
+                                 producer_epoch=0)
+    control.append_control(1)
+    log.append(control.build(), now_ms=NOW)                   # 12: dropped
+    mb = MessageSetBuilder(magic=0)
+    mb.append(b"k", b"old")
+    log.append(mb.build(), now_ms=NOW)                        # 13: kept as it is
+    stored = log.read(1, 1 << 20)
+    out = down_convert(stored, to_magic, first_offset=1)
+    got = [(b.magic, b.validate_crc()) for b in iter_batches(out)]
+    assert {m for m, _ in got} == {to_magic} | {0} and all(ok for _, ok in got)
+    recs = [(r.offset, r.value, r.timestamp) for b in iter_batches(out) for r in b]
+    # offset 0 (uncompressed batch, below the fetch offset) is left out
+    want_ts = [NOW if lat else 1_700_000_000_000 + i % 3 for i in range(1, 12)]
+    assert [(o, v) for o, v, _ in recs] == (
+        [(i, b"v%d" % (i % 3)) for i in range(1, 12)] + [(13, b"old")])
+    if to_magic == 1:
+        assert [t for _, _, t in recs][:11] == want_ts
+    else:
+        assert all(t == -1 for _, _, t in recs)
+    assert down_convert(stored, 2) == stored
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("to_magic", [0, 1])
+def test_down_converted_read_by_kafka_python(to_magic: int) -> None:
+    from kafka.record import MemoryRecords
+
+    from kcodec.broker.log import down_convert
+
+    log = LogManager(None).create("t", 0, LogConfig())
+    for codec in (0, 1, 2, 3):
+        log.append(batch(3, codec=codec), now_ms=NOW)
+    mr = MemoryRecords(down_convert(log.read(0, 1 << 20), to_magic))
+    got = []
+    while (rb := mr.next_batch()) is not None:
+        assert rb.validate_crc()
+        got += [(r.offset, r.value) for r in rb]
+    assert got == [(i, b"v%d" % (i % 3)) for i in range(12)]
+
+
+def test_down_convert_zstd_unsupported() -> None:
+    from kcodec.broker.log import down_convert
+
+    log = LogManager(None).create("t", 0, LogConfig())
+    log.append(batch(2, codec=4), now_ms=NOW)
+    with pytest.raises(UnsupportedCompressionType) as ei:
+        down_convert(log.read(0, 1 << 20), 1)
+    assert ei.value.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE

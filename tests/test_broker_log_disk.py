@@ -220,11 +220,19 @@ def test_truncate_to_on_disk(tmp_path: Path) -> None:
 def test_flush_messages_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[str] = []
     real = os.fsync
+    files: dict[int, str] = {}
+    real_open = os.open
+
+    def open_(path: str, flags: int, mode: int = 0o777) -> int:
+        fd = real_open(path, flags, mode)
+        files[fd] = os.path.basename(path)
+        return fd
 
     def fsync(fd: int) -> None:
-        synced.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        synced.append(files.get(fd, "?"))
         real(fd)
 
+    monkeypatch.setattr(os, "open", open_)
     monkeypatch.setattr(os, "fsync", fsync)
     with LogManager(tmp_path) as mgr:
         lazy = mgr.create("lazy", 0, LogConfig())
@@ -373,3 +381,37 @@ def test_recovery_stops_at_offsets_going_back(tmp_path: Path) -> None:
         assert log is not None and log.log_end_offset == 4
         assert mgr.recovered[("t", 0)][0].reason == "offsets not increasing"
         assert path.stat().st_size == 2 * one
+
+
+def test_leader_epochs_survive_a_restart(tmp_path: Path) -> None:
+    with LogManager(tmp_path) as mgr:
+        log = mgr.create("t", 0, LogConfig())
+        for epoch in (1, 1, 4, 7):
+            log.append(batch(2), now_ms=NOW, leader_epoch=epoch)
+        assert log.leader_epochs() == [(1, 0), (4, 4), (7, 6)]
+        log.delete_records_before(5)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("t", 0)
+        assert log is not None
+        assert log.leader_epochs() == [(4, 5), (7, 6)]
+        assert log.end_offset_for_epoch(4) == (4, 6)
+        assert log.end_offset_for_epoch(7) == (7, 8)
+
+
+def test_without_positional_io(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seek-then-read/write fallback used where os.pread/pwrite do not exist (Windows)."""
+    from kcodec.broker.log import segment as segment_mod
+
+    monkeypatch.setattr(segment_mod, "_pwrite", segment_mod._seek_write)
+    monkeypatch.setattr(segment_mod, "_pread", segment_mod._seek_read)
+    monkeypatch.setattr(segment_mod, "_MMAP_ON_LOAD", False)
+    one = len(batch(2))
+    with LogManager(tmp_path) as mgr:
+        log = mgr.create("t", 0, LogConfig(segment_bytes=one * 2))
+        for i in range(5):
+            log.append(batch(2, tag=b"w%d-" % i), now_ms=NOW)
+        before = read_all(log)
+        log.truncate_to(8)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("t", 0)
+        assert log is not None and read_all(log) == before[:8]

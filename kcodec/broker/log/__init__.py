@@ -8,12 +8,14 @@
     data = log.read(res.base_offset, 1 << 20)        # whole batches, as stored
 
 Modules: ``config`` (topic configs), ``errors`` (LogError and its Kafka error codes),
-``validate`` (the produce checks and in-place offset assignment), ``segment`` (one
+``validate`` (the produce checks and in-place offset assignment), ``convert``
+(down-conversion for Fetch v0-v3), ``segment`` (one
 segment's bytes, table and index files), ``partition`` (PartitionLog: roll, read, retention,
 truncation), ``manager`` (LogManager: the data directory, checkpoints, recovery).
 """
 
 from kcodec.broker.log.config import LogConfig
+from kcodec.broker.log.convert import down_convert, magic_for_fetch_version
 from kcodec.broker.log.errors import (
     CorruptMessage,
     InvalidConfig,
@@ -38,6 +40,8 @@ __all__ = [
     "AppendResult",
     "BatchInfo",
     "peek_batches",
+    "down_convert",
+    "magic_for_fetch_version",
     "Segment",
     "SegmentHook",
     "LogError",

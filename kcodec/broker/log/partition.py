@@ -23,7 +23,7 @@ from typing import Any
 from kcodec.broker.log.config import LONG_MAX, LogConfig
 from kcodec.broker.log.errors import KafkaStorageError, OffsetOutOfRange, RecordListTooLarge
 from kcodec.broker.log.segment import INT32_MAX, Segment, SegmentHook
-from kcodec.broker.log.validate import AppendResult, validate
+from kcodec.broker.log.validate import AppendResult, Validated, check_replicated, validate
 from kcodec.errors import KcodecError
 from kcodec.records import iter_batches
 
@@ -58,6 +58,8 @@ class PartitionLog:
         self._last_flush_ms = _now_ms()
         self.segments: list[Segment] = []
         self._bases: list[int] = []
+        #: (leader epoch, start offset) in increasing order: the leader epoch cache
+        self._epochs: list[tuple[int, int]] = []
         if directory is not None:
             os.makedirs(directory, exist_ok=True)
         if _load and directory is not None:
@@ -68,6 +70,7 @@ class PartitionLog:
         if self._log_start > self.log_end_offset:
             # a checkpoint ahead of what survived on disk: start an empty log there
             self._truncate_fully(self._log_start)
+        self._trim_epochs_below(self._log_start)
         self._hw = self.log_end_offset
 
     # -- loading and segments -------------------------------------------------------------
@@ -101,6 +104,10 @@ class PartitionLog:
             if stem.isdigit() and suffix in ("index", "timeindex", "txnindex") \
                     and int(stem) not in bases:
                 os.unlink(os.path.join(self.directory, n))
+        for seg in keep:
+            for epoch, start in seg.loaded_epochs:
+                if not self._epochs or epoch > self._epochs[-1][0]:
+                    self._epochs.append((epoch, start))
         for seg in keep[:-1]:
             seg.seal()          # the final time index entry of an inactive segment
         self.segments = keep
@@ -172,24 +179,53 @@ class PartitionLog:
         with self._lock:
             self._check_open()
             v = validate(records, self.log_end_offset, now_ms, self.config, leader_epoch)
-            size = len(v.data)
-            if size > self.config.segment_bytes:
-                raise RecordListTooLarge(f"{size} bytes are more than segment.bytes "
-                                         f"({self.config.segment_bytes})")
-            try:
-                seg = self._maybe_roll(size, v.result.last_offset, now_ms)
-                seg.append(v.data, v.entries)
-            except OSError as exc:
-                raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
-            if self.auto_high_watermark:
-                self._hw = self.log_end_offset
-            if self.directory is not None:
-                cfg = self.config
-                if (seg.unflushed >= cfg.flush_messages
-                        or (cfg.flush_ms != LONG_MAX
-                            and now_ms - self._last_flush_ms >= cfg.flush_ms)):
-                    self._flush(now_ms)
-            return v.result
+            return self._store(v, now_ms)
+
+    def append_as_follower(self, records: Any, *, now_ms: int | None = None) -> AppendResult:
+        """Store batches that already carry their offsets (a replica copying its leader):
+        whole batches with good CRCs whose offsets start at or after the log end and
+        increase; stored byte for byte (no offsets or timestamps rewritten)."""
+        with self._lock:
+            self._check_open()
+            v = check_replicated(records, self.log_end_offset, self.config)
+            return self._store(v, _now_ms() if now_ms is None else now_ms)
+
+    def _store(self, v: Validated, now_ms: int) -> AppendResult:
+        size = len(v.data)
+        if size > self.config.segment_bytes:
+            raise RecordListTooLarge(f"{size} bytes are more than segment.bytes "
+                                     f"({self.config.segment_bytes})")
+        try:
+            seg = self._maybe_roll(size, v.result.last_offset, now_ms)
+            if v.result.base_offset > seg.next_offset and len(seg):
+                # a replicated gap: a new segment starts at the first offset received
+                seg.seal()
+                seg = self._new_segment(v.result.base_offset)
+            elif v.result.base_offset > seg.next_offset:
+                self._replace_empty_active(v.result.base_offset)
+                seg = self.segments[-1]
+            seg.append(v.data, v.entries)
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
+        self._note_epoch(v.data, v.result.base_offset)
+        if self.auto_high_watermark:
+            self._hw = self.log_end_offset
+        if self.directory is not None:
+            cfg = self.config
+            if (seg.unflushed >= cfg.flush_messages
+                    or (cfg.flush_ms != LONG_MAX
+                        and now_ms - self._last_flush_ms >= cfg.flush_ms)):
+                self._flush(now_ms)
+        return v.result
+
+    def _replace_empty_active(self, base: int) -> None:
+        old = self.segments.pop()
+        self._bases.pop()
+        self._hook("on_delete", old)
+        old.delete()
+        self._new_segment(base)
+        if len(self.segments) == 1:
+            self._set_log_start(max(self._log_start, base))
 
     # -- read -----------------------------------------------------------------------------
 
@@ -283,6 +319,43 @@ class PartitionLog:
                 return (best.last_offset_of(i), top)
             return None
 
+    # -- leader epochs ----------------------------------------------------------------------
+
+    def _note_epoch(self, data: Any, base_offset: int) -> None:
+        if len(data) > 16 and data[16] == 2:
+            epoch = int.from_bytes(data[12:16], "big", signed=True)
+            if epoch >= 0 and (not self._epochs or epoch > self._epochs[-1][0]):
+                self._epochs.append((epoch, base_offset))
+
+    def _trim_epochs_below(self, offset: int) -> None:
+        """Kafka's truncate-from-start: entries before ``offset`` go, but the last of
+        them stays, moved up to start at ``offset``."""
+        eps = self._epochs
+        k = bisect_right([s for _, s in eps], offset)
+        if k:
+            self._epochs = [(eps[k - 1][0], max(eps[k - 1][1], offset))] + eps[k:]
+
+    def leader_epochs(self) -> list[tuple[int, int]]:
+        """The leader epoch cache: (epoch, start offset) for every epoch that wrote batches
+        (from the v2 batches' partition leader epoch), oldest first."""
+        with self._lock:
+            return list(self._epochs)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (the largest epoch <= ``epoch`` known, the offset where the
+        epoch after it starts, or the log end for the latest epoch); (-1, -1) when unknown."""
+        with self._lock:
+            eps = self._epochs
+            if epoch < 0 or not eps:
+                return (-1, -1)
+            if epoch == eps[-1][0]:
+                return (epoch, self.log_end_offset)
+            k = bisect_right([e for e, _ in eps], epoch)
+            if k >= len(eps):
+                return (-1, -1)
+            higher_start = eps[k][1]
+            return ((eps[k - 1][0] if k else epoch), higher_start)
+
     # -- truncation, deletion, retention --------------------------------------------------
 
     def delete_records_before(self, offset: int) -> int:
@@ -303,6 +376,7 @@ class PartitionLog:
 
     def _set_log_start(self, offset: int) -> None:
         self._log_start = offset
+        self._trim_epochs_below(offset)
         if self._on_start_offset is not None:
             self._on_start_offset(self)
 
@@ -322,7 +396,10 @@ class PartitionLog:
             return 0
         if n >= len(self.segments):
             n = len(self.segments)
-            self._roll()
+            if not len(self.segments[-1]):
+                n -= 1          # an empty active segment stays: it is the log's end
+            else:
+                self._roll()
         doomed = self.segments[:n]
         del self.segments[:n]
         del self._bases[:n]
@@ -385,13 +462,16 @@ class PartitionLog:
             except OSError as exc:
                 raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
             self._hook("on_truncate", seg, seg.next_offset)
-            self._hw = min(self._hw, self.log_end_offset)
+            end = self.log_end_offset
+            self._epochs = [e for e in self._epochs if e[1] < end]
+            self._hw = min(self._hw, end)
 
     def _truncate_fully(self, offset: int) -> None:
         for seg in self.segments:
             self._hook("on_delete", seg)
             seg.delete()
         self.segments, self._bases = [], []
+        self._epochs = []
         self._new_segment(offset)
         self._log_start = offset
         if self._on_start_offset is not None:

@@ -23,7 +23,7 @@ import os
 import struct
 from array import array
 from bisect import bisect_left
-from typing import Protocol
+from typing import Any, Protocol
 
 from kcodec.errors import CorruptDataError
 from kcodec.records import iter_batches
@@ -34,6 +34,24 @@ __all__ = ["Segment", "SegmentHook", "segment_name"]
 _INDEX_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 INT32_MAX = (1 << 31) - 1
+
+
+def _seek_write(fd: int, data: Any, position: int) -> int:
+    os.lseek(fd, position, os.SEEK_SET)
+    return os.write(fd, data)
+
+
+def _seek_read(fd: int, n: int, position: int) -> bytes:
+    os.lseek(fd, position, os.SEEK_SET)
+    return os.read(fd, n)
+
+
+# Windows has no positional I/O; there the partition log's lock serialises every access
+_pwrite = getattr(os, "pwrite", _seek_write)
+_pread = getattr(os, "pread", _seek_read)
+
+# Windows cannot truncate a file that is still mapped (batches may keep the map alive)
+_MMAP_ON_LOAD = os.name != "nt"
 
 
 def segment_name(base_offset: int, suffix: str = ".log") -> str:
@@ -76,6 +94,9 @@ class Segment:
         self.unflushed = 0
         self.closed = False
         self.recovery: RecoveryResult | None = None
+        #: (leader epoch, first offset) where the partition leader epoch of the v2 batches
+        #: went up, as found by ``load`` (the partition log keeps the live list)
+        self.loaded_epochs: list[tuple[int, int]] = []
         self._buf: bytearray | None = None
         self._fd = self._ifd = self._tfd = -1
         if directory is None:
@@ -117,7 +138,7 @@ class Segment:
         entries: list[tuple[int, int, int]] = []
         size = os.fstat(seg._fd).st_size
         if size:
-            ls = LogSegment(path, base_offset=base, indexes=False)
+            ls = LogSegment(path, base_offset=base, indexes=False, use_mmap=_MMAP_ON_LOAD)
             try:
                 rec = ls.recover()
                 # the CRC of a v2 batch does not cover its base offset: offsets must also
@@ -125,7 +146,8 @@ class Segment:
                 prev = base - 1
                 valid = ls.buffer[: rec.valid_bytes]
                 for batch in iter_batches(valid, validate_crc=False):
-                    first = batch.base_offset if batch.magic == 2 else batch.last_offset
+                    v2 = batch.magic == 2
+                    first = batch.base_offset if v2 else batch.last_offset
                     if first <= prev:
                         rec = dataclasses.replace(
                             rec, valid_bytes=batch.position, reason="offsets not increasing",
@@ -135,6 +157,11 @@ class Segment:
                         break
                     prev = batch.last_offset
                     entries.append((batch.position, prev, batch.max_timestamp))
+                    if v2:
+                        epoch = batch.partition_leader_epoch
+                        if epoch >= 0 and (not seg.loaded_epochs
+                                           or epoch > seg.loaded_epochs[-1][0]):
+                            seg.loaded_epochs.append((epoch, first))
                 del valid
             finally:
                 ls.close()
@@ -222,11 +249,11 @@ class Segment:
         if self._buf is not None:
             self._buf += data
         else:
-            n = os.pwrite(self._fd, data, start)
+            n = _pwrite(self._fd, data, start)
             if n != len(data):
                 view = memoryview(data)
                 while n < len(data):
-                    n += os.pwrite(self._fd, view[n:], start + n)
+                    n += _pwrite(self._fd, view[n:], start + n)
         ni, nt = len(self._index), len(self._tindex)
         count = len(entries)
         for k, (rel, last, ts) in enumerate(entries):
@@ -251,9 +278,6 @@ class Segment:
     def last_offset_of(self, i: int) -> int:
         return self._lasts[i]
 
-    def first_offset_of(self, i: int) -> int:
-        return self._lasts[i - 1] + 1 if i else self.base_offset
-
     def position_of(self, i: int) -> int:
         return self._pos[i] if i < len(self._pos) else self.size
 
@@ -267,9 +291,9 @@ class Segment:
         if self._buf is not None:
             with memoryview(self._buf) as view:
                 return view[start:end].tobytes()
-        out = os.pread(self._fd, end - start, start)
+        out = _pread(self._fd, end - start, start)
         while len(out) < end - start:   # a short read: keep going
-            more = os.pread(self._fd, end - start - len(out), start + len(out))
+            more = _pread(self._fd, end - start - len(out), start + len(out))
             if not more:
                 raise OSError(f"{self.path}: unexpected end of file at {start + len(out)}")
             out += more

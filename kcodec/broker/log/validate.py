@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
+from kcodec._impl import twin
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import (
     CorruptMessage,
@@ -44,7 +45,11 @@ from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
 from kcodec.records import MessageSetBuilder, iter_batches
 
-__all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate"]
+__all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
+           "check_replicated"]
+
+#: the record walk without record objects, compiled or pure like every twin
+scan_records_v2 = twin("segscan").scan_records_v2
 
 _V2 = struct.Struct(">qiibIhiqqqhii")     # the 61-byte v2 batch header
 _V2_MIN_LENGTH = 61 - 12
@@ -176,7 +181,7 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     size = len(buf)
     if size - 12 < _V2_MIN_LENGTH:
         raise CorruptMessage(f"v2 batch of {size} bytes is shorter than its 61-byte header", 0)
-    (base, _length, _epoch, _magic, crc, attrs, lod, _first_ts, max_ts, pid, pepoch, bseq,
+    (base, _length, _epoch, _magic, crc, attrs, lod, first_ts, max_ts, pid, pepoch, bseq,
      count) = _V2.unpack_from(buf, 0)
     actual = crc32c(buf[21:size])
     if actual != crc:
@@ -198,25 +203,15 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     if attrs & 0x08:
         raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp type", 0)
     lat = config.log_append_time
-    seen = 0
-    top = -1
     try:
-        batch = next(iter_batches(buf, validate_crc=False))
-        for r in batch:
-            if r.offset != seen:
-                raise InvalidRecord(f"record {seen} has offset delta {r.offset}; expected "
-                                    f"{seen}", 0)
-            ts = r.timestamp
-            if ts > top:
-                top = ts
-            seen += 1
+        section = memoryview(buf)[61:size] if codec == 0 else decompress(codec, buf[61:size])
+        low, top, bad = scan_records_v2(section, count, first_ts)
     except KcodecError as exc:
-        if isinstance(exc, InvalidRecord):
-            raise
         raise _decode_failure(exc, "record batch") from None
-    if seen != count:
-        raise InvalidRecord(f"record count {count} but {seen} records in the batch", 0)
+    if bad >= 0:
+        raise InvalidRecord(f"record {bad} of the batch does not have offset delta {bad}", 0)
     if not lat and not control:
+        _check_ts(low, now_ms, config, "a record")
         _check_ts(top, now_ms, config, "a record")
     out = bytearray(buf)
     _I64.pack_into(out, 0, next_offset)
@@ -349,3 +344,38 @@ def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
     result = AppendResult(next_offset, last, now_ms if lat else -1, top, n, infos)
     return Validated(out, [(0, last, top)], result)
 
+
+
+def check_replicated(records: Any, next_offset: int, config: LogConfig) -> Validated:
+    """Batches that already carry their offsets (a replica copying its leader's log): whole
+    entries with good CRCs, offsets from ``next_offset`` on and increasing; stored as is
+    (Kafka's append as follower: no offset assignment, no timestamp rewriting)."""
+    buf = records if isinstance(records, (bytes, bytearray)) else memoryview(records).cast("B")
+    frames = _frames(buf)
+    entries = []
+    infos = []
+    count = 0
+    top = -1
+    expected = next_offset
+    try:
+        for i, b in enumerate(iter_batches(buf, validate_crc=True)):
+            if b.size > config.segment_bytes:
+                raise MessageTooLarge(f"batch of {b.size} bytes is larger than segment.bytes", i)
+            first = b.base_offset
+            if first < expected or b.last_offset < first:
+                raise InvalidRecord(f"replicated batch offsets {first}-{b.last_offset} do not "
+                                    f"follow {expected - 1}", i)
+            expected = b.last_offset + 1
+            entries.append((b.position, b.last_offset, b.max_timestamp))
+            infos.append(BatchInfo(first, b.last_offset, b.producer_id, b.producer_epoch,
+                                   b.base_sequence, b.is_transactional, b.is_control))
+            count += b.record_count
+            top = max(top, b.max_timestamp)
+    except KcodecError as exc:
+        if isinstance(exc, (InvalidRecord, MessageTooLarge)):
+            raise
+        raise _decode_failure(exc, "replicated records") from None
+    if len(entries) != len(frames):
+        raise CorruptMessage("replicated records end inside a batch", len(entries))
+    result = AppendResult(infos[0].base_offset, infos[-1].last_offset, -1, top, count, infos)
+    return Validated(buf if isinstance(buf, (bytes, bytearray)) else bytes(buf), entries, result)
