@@ -325,3 +325,18 @@ def test_kcodec_client_groups_and_commits(kb):
     with Admin(bootstrap_servers=bs) as admin:
         committed = admin.committed_offsets("grp")
         assert sum(committed.values()) == 200
+
+
+def test_legacy_message_sets_are_accepted_and_served_back(kb):
+    from kcodec.records import MessageSetBuilder
+
+    kb.create_topic("old", 1)
+    with Raw(kb.bootstrap) as raw:
+        for magic in (0, 1):
+            b = MessageSetBuilder(magic=magic)
+            b.append(b"k", b"legacy%d" % magic, NOW if magic else None)
+            r = produce(raw, "old", 0, b.build(), version=3)
+            assert r.error_code == 0
+        f = fetch(raw, "old", 0, 0, version=4).responses[0].partitions[0]
+        got = [(bt.magic, [x.value for x in bt]) for bt in iter_batches(f.records)]
+        assert got == [(0, [b"legacy0"]), (1, [b"legacy1"])]

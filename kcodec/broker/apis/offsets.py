@@ -69,14 +69,11 @@ def offset_for_leader_epoch(node: Any, req: Any) -> Any:
                 parts.append(R.EpochEndOffset(
                     error_code=ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < part.leader_epoch
                     else ErrorCode.UNKNOWN_LEADER_EPOCH, partition=p.partition))
-            elif p.leader_epoch > part.leader_epoch:
-                parts.append(R.EpochEndOffset(error_code=0, partition=p.partition,
-                                              leader_epoch=-1, end_offset=-1))
             else:
-                # every epoch ends at the log end: a leader move never truncates (one replica)
+                # the log knows where each epoch ends (from the batches' leader epochs)
+                epoch, end = part.log.end_offset_for_epoch(p.leader_epoch)
                 parts.append(R.EpochEndOffset(error_code=0, partition=p.partition,
-                                              leader_epoch=p.leader_epoch,
-                                              end_offset=part.log.log_end_offset))
+                                              leader_epoch=epoch, end_offset=end))
         out.append(R.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
     return R(topics=out)
 
