@@ -124,3 +124,40 @@ def test_message_too_large_is_not_retried() -> None:
                 await p.send_and_wait("t", b"x" * 5000)
         assert len(c.recorded("Produce")) == 1
     run(go)
+
+
+@pytest.mark.parametrize("code", [6, 3])   # NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION
+def test_fetch_from_a_moved_leader_refreshes_metadata(code: int) -> None:
+    from kcodec.client import AsyncConsumer, TopicPartition
+
+    async def go(c: Cluster) -> None:
+        async with producer(c) as p:
+            for v in (b"a", b"b"):
+                await p.send_and_wait("t", v)
+        tp = TopicPartition("t", 0)
+        async with AsyncConsumer(bootstrap_servers=c.bootstrap, auto_offset_reset="earliest",
+                                 fetch_max_wait_ms=50, retry_backoff_ms=20,
+                                 client_id="mover") as con:
+            con.assign([tp])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 5
+            while len(got) < 2 and time.monotonic() < deadline:
+                got += [r.value for rs in (await con.poll(0.1)).values() for r in rs]
+            assert got == [b"a", b"b"]
+            def mine(api: str) -> list:
+                return [r for r in c.recorded(api) if r.header.client_id == "mover"]
+            metadata_before = len(mine("Metadata"))
+            fetches_before = len(mine("Fetch"))
+            c.move_leader("t", 0, 1)        # node 0 now answers NOT_LEADER_OR_FOLLOWER ...
+            if code == 3:                   # ... or, as some brokers do, UNKNOWN_TOPIC_OR_PARTITION
+                c.hook("Fetch", lambda req: code if req.node_id == 0 else None)
+            async with producer(c) as p:
+                await p.send_and_wait("t", b"c")
+            deadline = time.monotonic() + 5
+            while len(got) < 3 and time.monotonic() < deadline:
+                got += [r.value for rs in (await con.poll(0.1)).values() for r in rs]
+            assert got == [b"a", b"b", b"c"]
+            assert len(mine("Metadata")) > metadata_before     # the consumer refreshed
+            after = [r.node_id for r in mine("Fetch")][fetches_before:]
+            assert after[0] == 0 and after[-1] == 1   # asked the old leader, told, moved on
+    run(go)
