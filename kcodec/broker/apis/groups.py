@@ -86,6 +86,7 @@ def join_group(node: Any, req: Any) -> Any:
         return R(error_code=r.error_code, generation_id=r.generation_id,
                  protocol_type=r.protocol_type, protocol_name=r.protocol_name or "",
                  leader=r.leader, member_id=r.member_id or b.member_id,
+                 skip_assignment=r.skip_assignment,
                  members=[R.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
                           for m, i, meta in r.members])
     return _map(res, answer)

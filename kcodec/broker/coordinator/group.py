@@ -13,7 +13,7 @@ members vote for among those all support. A SyncGroup waits for the leader's ass
 Heartbeats during a rebalance answer REBALANCE_IN_PROGRESS; a member silent for its session
 timeout is removed. Static members (``group_instance_id``) keep their place across restarts:
 a rejoin under the same instance id takes over the old member id's assignment without a
-rebalance (unless it was the leader).
+rebalance (a returning leader gets the member list with ``skip_assignment``).
 
 Committed offsets are kept per group, and with a data dir appended to
 ``consumer_offsets.jsonl`` (compacted when loaded), so a restart keeps them.
@@ -48,6 +48,7 @@ class JoinResult:
     leader: str = ""
     member_id: str = ""
     members: list = field(default_factory=list)   # (member_id, instance_id, metadata)
+    skip_assignment: bool = False
 
 
 @dataclass
@@ -184,8 +185,12 @@ class GroupCoordinator:
                     was_leader = g.leader == old.member_id
                     if was_leader:
                         g.leader = member_id
-                    if g.state == "Stable" and not was_leader and old.protocols == m.protocols:
-                        return self._result(g, m, include_members=False)
+                    if g.state == "Stable" and old.protocols == m.protocols:
+                        # no rebalance: the same assignment goes on under the new member id;
+                        # a returning leader gets the members but must not reassign
+                        res = self._result(g, m, include_members=was_leader)
+                        res.skip_assignment = was_leader
+                        return res
                 return self._rejoin(g, m)
             if not member_id:
                 member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
