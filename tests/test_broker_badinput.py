@@ -129,3 +129,11 @@ def test_queued_bytes_limit_still_serves_big_requests():
             assert decode_response(r.recv_frame(), 0, 9)[1].responses[0].partition_responses[0].error_code == 0
             r.close()
         assert c.state.topics["t"].partitions[0].log.log_end_offset == 4
+
+
+def test_a_peer_stalling_mid_frame_is_closed_when_idle():
+    with Cluster(1, idle_timeout_s=0.5) as c:
+        raw = send_raw(c, struct.pack(">i", 100) + b"\x00\x12")
+        assert raw.closed(timeout=4)
+        raw.close()
+        assert alive(c)

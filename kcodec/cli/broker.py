@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="partitions of auto-created topics (default 1)")
     parser.add_argument("--no-auto-create", action="store_true",
                         help="do not create topics on first Metadata request")
+    parser.add_argument("--processors", type=int, default=2,
+                        help="network threads per node (default 2)")
+    parser.add_argument("--handlers", type=int, default=4,
+                        help="request handler threads per node (default 4)")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
 
@@ -54,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     ports = [args.port + i for i in range(args.nodes)] if args.port else None
+    if args.processors < 1 or args.handlers < 1:
+        raise UsageError("--processors and --handlers must be at least 1")
     cluster = Cluster(args.nodes, data_dir=args.data_dir, host=args.host, ports=ports,
+                      processors=args.processors, handlers=args.handlers,
                       num_partitions=args.partitions, auto_create_topics=not args.no_auto_create)
     stop = threading.Event()
 

@@ -19,6 +19,7 @@ import itertools
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,16 +41,15 @@ class ConnectionState:
     authenticated: bool = True          # no authentication yet: every connection is trusted
     client_id: str | None = None
     requests: int = 0
+    last_active: float = 0.0           # monotonic time of the last frame read or answer sent
+    busy: bool = False                 # a request is being processed
     attrs: dict[str, Any] = field(default_factory=dict)
     writer: Any = None
 
     def close(self) -> None:
         w = self.writer
         if w is not None:
-            try:
-                w.get_extra_info("socket") and w.transport.abort()
-            except Exception:   # pragma: no cover - already closed
-                pass
+            w.transport.abort()
 
 
 class Processor:
@@ -71,6 +71,7 @@ class Processor:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._sweep)
         self.loop.run_forever()
         # closing: cancel what is left, then close the loop
         for t in list(self._tasks):
@@ -78,6 +79,15 @@ class Processor:
         if self._tasks:
             self.loop.run_until_complete(asyncio.gather(*self._tasks, return_exceptions=True))
         self.loop.close()
+
+    def _sweep(self) -> None:
+        """Close connections idle (no request, no answer pending) for idle_timeout_s."""
+        now = time.monotonic()
+        for c in list(self.connections.values()):
+            if not c.busy and now - c.last_active > self.idle_timeout_s:
+                log.info("kcodec broker: closing idle connection %s", c.peer)
+                c.close()
+        self.loop.call_later(min(1.0, self.idle_timeout_s / 2), self._sweep)
 
     def assign(self, sock: socket.socket) -> None:
         """Called by the acceptor thread: take over a connected socket."""
@@ -110,7 +120,8 @@ class Processor:
             peer = "{}:{}".format(*writer.get_extra_info("peername")[:2])
         except Exception:
             peer = "?"
-        conn = ConnectionState(next(_ids), self.node_id, peer, writer=writer)
+        conn = ConnectionState(next(_ids), self.node_id, peer, writer=writer,
+                               last_active=time.monotonic())
         self.connections[conn.id] = conn
         try:
             await self._loop(conn, reader, writer)
@@ -128,13 +139,14 @@ class Processor:
                     writer: asyncio.StreamWriter) -> None:
         channel = self.channel
         while True:
-            head = await asyncio.wait_for(reader.readexactly(4), self.idle_timeout_s)
+            head = await reader.readexactly(4)
             size = int.from_bytes(head, "big", signed=True)
             if size < 8 or size > self.max_request_bytes:
                 log.info("kcodec broker: closing %s: request size %d outside 8..%d",
                          conn.peer, size, self.max_request_bytes)
                 return
-            frame = await asyncio.wait_for(reader.readexactly(size), self.idle_timeout_s)
+            frame = await reader.readexactly(size)   # a peer that stalls mid-frame goes idle
+            conn.busy = True
             req = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
                           int.from_bytes(frame[2:4], "big", signed=True),
                           int.from_bytes(frame[4:8], "big", signed=True), frame)
@@ -145,7 +157,8 @@ class Processor:
             answer = await asyncio.wrap_future(req.future)
             if answer is CLOSE or answer == CLOSE:
                 return
-            if answer is NO_RESPONSE or answer == NO_RESPONSE:
-                continue
-            writer.write(answer)
-            await writer.drain()
+            if answer is not NO_RESPONSE and answer != NO_RESPONSE:
+                writer.write(answer)
+                await writer.drain()
+            conn.busy = False
+            conn.last_active = time.monotonic()
