@@ -512,17 +512,17 @@ def _fix_any_crc(data: bytearray) -> None:
             struct.pack_into(">I", data, 12, crc32(bytes(data[16:12 + length])))
 
 
-def test_mutated_input_gives_log_errors_only() -> None:
+def test_mutated_input_gives_log_errors_only(seed: int = 1234, rounds: int = 1500) -> None:
     """Flipped bytes, cut and extended inputs (CRCs fixed up half the time, so the checks
     behind the CRC run too): an append succeeds or raises a LogError, and what is stored
     always reads back with good CRCs."""
     import random
 
-    rng = random.Random(1234)
+    rng = random.Random(seed)
     log = LogManager(None).create("t", 0, LogConfig())
     samples = _samples()
     ok = failed = 0
-    for _ in range(1500):
+    for _ in range(rounds):
         data = bytearray(rng.choice(samples))
         for _ in range(rng.randint(1, 4)):
             kind = rng.random()
@@ -547,6 +547,13 @@ def test_mutated_input_gives_log_errors_only() -> None:
         assert bs and all(b.validate_crc() for b in bs)
         offset = bs[-1].last_offset + 1
     assert offset == log.log_end_offset
+
+
+@pytest.mark.slow
+def test_mutated_input_soak() -> None:
+    """The mutation test above with many more inputs and seeds."""
+    for seed in range(20):
+        test_mutated_input_gives_log_errors_only(seed=seed, rounds=5000)
 
 
 def test_concurrent_appends_and_reads() -> None:
