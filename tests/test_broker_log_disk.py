@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -477,3 +478,67 @@ def test_crash_soak_repeated_kills(tmp_path: Path) -> None:
         assert kept <= present
         assert max(acked) < log.log_end_offset
         mgr.close()
+
+
+class _Recorder:
+    def __init__(self, events: list[tuple], topic: str) -> None:
+        self.events, self.topic = events, topic
+
+    def _note(self, what: str, seg: Any, *args: int) -> None:
+        self.events.append((what, self.topic, seg.base_offset, *args))
+
+    def on_open(self, seg: object) -> None:
+        self._note("open", seg)
+
+    def on_truncate(self, seg: object, offset: int) -> None:
+        self._note("truncate", seg, offset)
+
+    def on_delete(self, seg: object) -> None:
+        self._note("delete", seg)
+
+    def on_flush(self, seg: object) -> None:
+        self._note("flush", seg)
+
+    def on_close(self, seg: object) -> None:
+        self._note("close", seg)
+
+
+def test_segment_hooks(tmp_path: Path) -> None:
+    """The place the aborted-transactions index plugs in: per-segment events."""
+    events: list[tuple] = []
+    one = len(batch(1))
+    mgr = LogManager(tmp_path, segment_hooks=[lambda t, p: _Recorder(events, t)])
+    mgr.open()
+    log = mgr.create("t", 0, LogConfig(segment_bytes=one, retention_bytes=one))
+    for _ in range(3):
+        log.append(batch(1), now_ms=NOW)
+    log.truncate_to(2)
+    mgr.run_retention(NOW)
+    mgr.flush()
+    mgr.close()
+    assert events == [("open", "t", 0), ("open", "t", 1), ("open", "t", 2),
+                      ("truncate", "t", 2, 2),      # segment 2 emptied, kept as the end
+                      ("delete", "t", 0),           # retention
+                      ("flush", "t", 2),            # mgr.flush (1 was flushed at its roll)
+                      ("flush", "t", 2), ("close", "t", 1), ("close", "t", 2)]
+    events.clear()
+    with LogManager(tmp_path, segment_hooks=[lambda t, p: _Recorder(events, t)]) as mgr:
+        assert events == [("open", "t", 1), ("open", "t", 2)]
+        assert mgr.get("t", 0).segments[0].file(".txnindex").endswith(  # type: ignore[union-attr]
+            f"{1:020d}.txnindex")
+
+
+def test_replica_gap_survives_a_restart(tmp_path: Path) -> None:
+    leader = LogManager(None).create("t", 0, LogConfig())
+    for _ in range(4):
+        leader.append(batch(2), now_ms=NOW)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.create("t", 0, LogConfig())
+        log.append_as_follower(leader.read(0, 1))           # 0-1
+        log.append_as_follower(leader.read(4, 1 << 20))     # 4-7: a gap (as compaction leaves)
+        assert [s.base_offset for s in log.segments] == [0, 4]
+        before = [o for o, _ in read_all(log)]
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("t", 0)
+        assert log is not None and mgr.recovered == {}
+        assert [o for o, _ in read_all(log)] == before == [0, 1, 4, 5, 6, 7]

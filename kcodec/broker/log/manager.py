@@ -22,11 +22,12 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import InvalidConfig, KafkaStorageError
 from kcodec.broker.log.partition import PartitionLog
+from kcodec.broker.log.segment import SegmentHook
 
 __all__ = ["LogManager", "read_checkpoint", "write_checkpoint"]
 
@@ -84,8 +85,12 @@ class LogManager:
         mgr.close()
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None, *,
+                 segment_hooks: Iterable[Callable[[str, int], SegmentHook]] = ()) -> None:
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        #: factories of per-segment hooks, called with (topic, partition) for every log
+        #: created or loaded (the aborted-transactions index of issue 11 plugs in here)
+        self.segment_hooks = list(segment_hooks)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._lock = threading.RLock()
         self._opened = False
@@ -129,7 +134,8 @@ class LogManager:
                 try:
                     log = PartitionLog(topic, key[1], cfg, path,
                                        log_start_offset=starts.get(key, 0),
-                                       on_start_offset=self._start_moved, _load=True)
+                                       on_start_offset=self._start_moved,
+                                       hooks=self._hooks_for(topic, key[1]), _load=True)
                 except OSError as exc:
                     raise KafkaStorageError(f"cannot load {path}: {exc}") from exc
                 self._logs[key] = log
@@ -201,7 +207,8 @@ class LogManager:
                 path = os.path.join(self.data_dir, f"{topic}-{partition}")
             try:
                 log = PartitionLog(topic, partition, cfg, path,
-                                   on_start_offset=self._start_moved)
+                                   on_start_offset=self._start_moved,
+                                   hooks=self._hooks_for(topic, partition))
             except OSError as exc:
                 raise KafkaStorageError(f"cannot create {path}: {exc}") from exc
             self._logs[key] = log
@@ -238,6 +245,9 @@ class LogManager:
         with self._lock:
             logs = list(self._logs.values())
         return sum(log.run_retention(now) for log in logs)
+
+    def _hooks_for(self, topic: str, partition: int) -> list[SegmentHook]:
+        return [make(topic, partition) for make in self.segment_hooks]
 
     # -- checkpoints and configs ----------------------------------------------------------
 

@@ -85,18 +85,19 @@ class PartitionLog:
             path = os.path.join(self.directory, name)
             segs.append(Segment.load(path, created_ms=now,
                                      index_interval=self.config.index_interval_bytes))
-        # a segment whose recovery cut it short ends the log: later ones are dropped, as a
-        # gap in the offsets would be
+        # a segment whose recovery cut it short ends the log: later segments are dropped
+        # (their offsets would not follow); so is one that overlaps its predecessor, and an
+        # empty segment that is not the last
         keep: list[Segment] = []
+        cut = False
         for seg in segs:
-            if keep and seg.base_offset != keep[-1].next_offset:
-                if len(keep[-1]) == 0 and seg.base_offset >= keep[-1].base_offset:
-                    keep[-1].delete()
-                    keep.pop()
-                else:
-                    seg.delete()
-                    continue
+            if cut or (keep and seg.base_offset < keep[-1].next_offset):
+                seg.delete()
+                continue
+            if keep and not len(keep[-1]):
+                keep.pop().delete()
             keep.append(seg)
+            cut = seg.recovery is not None and not seg.recovery.ok
         # orphaned index files of segments that no longer exist
         bases = {s.base_offset for s in keep}
         for n in os.listdir(self.directory):
