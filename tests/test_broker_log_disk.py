@@ -61,6 +61,9 @@ def test_files_in_kafka_layout(tmp_path: Path) -> None:
         names = sorted(os.listdir(part_dir(tmp_path)))
         assert names == sorted(f"{b:020d}{s}" for b in (0, 8, 16)
                                for s in (".log", ".index", ".timeindex"))
+        # inactive segments keep only their log open (for reads): one descriptor each
+        assert [(s._fd >= 0, s._ifd >= 0, s._tfd >= 0) for s in log.segments] == [
+            (True, False, False), (True, False, False), (True, True, True)]
         mgr.flush()
     # kcodec's reader (and so Kafka's tools) agree with the files: batches, indexes
     for base in (0, 8, 16):
@@ -206,13 +209,17 @@ def test_truncate_to_on_disk(tmp_path: Path) -> None:
         log = mgr.create("t", 0, LogConfig(segment_bytes=one * 2, index_interval_bytes=0))
         for _ in range(5):
             log.append(batch(2), now_ms=NOW)
-        log.truncate_to(5)
-        assert log.log_end_offset == 4
+        log.truncate_to(7)                              # into the sealed segment 4
+        assert log.log_end_offset == 6
         assert [s.base_offset for s in log.segments] == [0, 4]
         assert sorted(os.listdir(part_dir(tmp_path)))[-1].startswith(f"{4:020d}")
+        assert log.append(batch(2), now_ms=NOW).base_offset == 6   # it is active again
+        with LogSegment(part_dir(tmp_path) / f"{4:020d}.log") as seg:
+            assert seg.verify_indexes() == [] and len(seg.offset_index or ()) == 1
     with LogManager(tmp_path) as mgr:
         log = mgr.get("t", 0)
-        assert log is not None and log.log_end_offset == 4
+        assert log is not None and log.log_end_offset == 8
+        assert [s.base_offset for s in log.segments] == [0, 4, 8]   # rolled: segment full
         for base in (0, 4):
             with LogSegment(part_dir(tmp_path) / f"{base:020d}.log") as seg:
                 assert seg.verify_indexes() == []

@@ -460,6 +460,7 @@ class PartitionLog:
             seg = self.segments[si]
             try:
                 seg.truncate_batches(seg.find(offset))
+                seg.activate()
             except OSError as exc:
                 raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
             self._hook("on_truncate", seg, seg.next_offset)

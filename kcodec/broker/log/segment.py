@@ -265,11 +265,27 @@ class Segment:
             self._write_indexes(self._index[ni:], self._tindex[nt:])
 
     def seal(self) -> None:
-        """The segment stops being the active one: a last time index entry, as Kafka adds."""
+        """The segment stops being the active one: a last time index entry, as Kafka adds;
+        its index files are synced and closed (only the log stays open, for reads)."""
         nt = len(self._tindex)
         self._time_entry()
         if self._tfd >= 0 and len(self._tindex) != nt:
             self._write_indexes(b"", self._tindex[nt:])
+        for name in ("_ifd", "_tfd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                os.fsync(fd)
+                os.close(fd)
+
+    def activate(self) -> None:
+        """The segment becomes the active one again (after a truncation): its index files
+        are rewritten from the table and kept open for appends."""
+        if self.directory is None or self.closed:
+            return
+        if self._ifd < 0:
+            self._open_indexes(truncate=True)
+            self._write_indexes(self._index, self._tindex)
 
     def find(self, offset: int) -> int:
         """Index of the batch holding ``offset`` or the first one after it (== len if none)."""
@@ -315,15 +331,16 @@ class Segment:
             os.ftruncate(self._ifd, 0)
             os.ftruncate(self._tfd, 0)
             self._write_indexes(self._index, self._tindex)
+        else:
+            self.activate()
 
     # -- life cycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
         """fsync the log and its indexes (nothing to do in memory)."""
-        if self._fd >= 0:
-            os.fsync(self._fd)
-            os.fsync(self._ifd)
-            os.fsync(self._tfd)
+        for fd in (self._fd, self._ifd, self._tfd):
+            if fd >= 0:
+                os.fsync(fd)
         self.unflushed = 0
 
     def close(self) -> None:
