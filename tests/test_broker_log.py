@@ -395,11 +395,37 @@ def test_roll_by_size_and_read_across() -> None:
 
 
 def test_roll_by_time() -> None:
+    """Kafka's rule: the new batch's max timestamp minus the segment's first one."""
     log = LogManager(None).create("t", 0, LogConfig(segment_ms=1000))
     log.append(batch(1, ts=NOW), now_ms=NOW)
-    log.append(batch(1, ts=NOW), now_ms=NOW + 999)
+    log.append(batch(1, ts=NOW + 1000), now_ms=NOW)
     assert len(log.segments) == 1
-    log.append(batch(1, ts=NOW), now_ms=NOW + 1000)
+    log.append(batch(1, ts=NOW + 1001), now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    # old timestamps, appended much later: no roll per append
+    old = LogManager(None).create("t", 0, LogConfig(segment_ms=1000))
+    for i in range(5):
+        old.append(batch(1, ts=1_600_000_000_000 + i), now_ms=NOW)
+    assert len(old.segments) == 1
+    # LogAppendTime: the broker's clock
+    lat = LogManager(None).create("t", 0, LogConfig(segment_ms=1000,
+                                                    message_timestamp_type="LogAppendTime"))
+    lat.append(batch(1), now_ms=NOW)
+    lat.append(batch(1), now_ms=NOW + 1000)
+    lat.append(batch(1), now_ms=NOW + 1001)
+    assert [s.base_offset for s in lat.segments] == [0, 2]
+
+
+def test_roll_by_time_without_timestamps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Magic 0 messages have no timestamp: the segment's age counts (creation time)."""
+    from kcodec.broker.log import partition as partition_mod
+
+    monkeypatch.setattr(partition_mod, "_now_ms", lambda: NOW)
+    log = LogManager(None).create("t", 0, LogConfig(segment_ms=1000))
+    for now in (NOW, NOW + 1000, NOW + 1001):
+        mb = MessageSetBuilder(magic=0)
+        mb.append(b"k", b"v")
+        log.append(mb.build(), now_ms=now)
     assert [s.base_offset for s in log.segments] == [0, 2]
 
 
@@ -650,7 +676,8 @@ def test_magic_for_fetch_version() -> None:
 def test_down_convert(to_magic: int, lat: bool) -> None:
     from kcodec.broker.log import down_convert
 
-    cfg = LogConfig(message_timestamp_type="LogAppendTime" if lat else "CreateTime")
+    cfg = LogConfig(message_timestamp_type="LogAppendTime" if lat else "CreateTime",
+                    segment_ms=1 << 62)          # one segment (reads stop at its end)
     log = LogManager(None).create("t", 0, cfg)
     for codec in (0, 1, 2, 3):
         log.append(batch(3, codec=codec), now_ms=NOW)           # 0-2 3-5 6-8 9-11

@@ -190,12 +190,14 @@ class Segment:
         """One past the last offset held (the base offset when empty)."""
         return self._lasts[-1] + 1 if self._lasts else self.base_offset
 
-    @property
-    def rolling_timestamp(self) -> int:
-        """What ``segment.ms`` counts from: the first batch's max timestamp, else creation."""
-        if self._rolling_ts is not None and self._rolling_ts >= 0:
-            return self._rolling_ts
-        return self.created_ms
+    def time_waited_for_roll(self, now_ms: int, max_timestamp: int) -> int:
+        """What ``segment.ms`` is compared with, as Kafka computes it: the appended
+        messages' max timestamp minus the first batch's, or, when the segment has no
+        timestamp, the time since the segment was created."""
+        first = self._rolling_ts
+        if first is not None and first >= 0:
+            return max_timestamp - first
+        return now_ms - self.created_ms
 
     @property
     def largest_timestamp(self) -> int:
