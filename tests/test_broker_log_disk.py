@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import kcodec
 from kcodec.broker.log import LogConfig, LogManager, OffsetOutOfRange, PartitionLog
 from kcodec.records import LogSegment, RecordBatchBuilder, iter_batches
 from kcodec.records.index import OffsetIndex, TimeIndex
@@ -22,6 +23,8 @@ from tests._segments import TOPIC_LOG, reference
 
 NOW = 1_700_000_100_000
 ROOT = Path(__file__).resolve().parent.parent
+# the child processes import the very kcodec under test (a checkout or an installed wheel)
+KCODEC_HOME = str(Path(kcodec.__file__).resolve().parent.parent)
 
 
 def batch(n: int = 3, ts: int = 1_700_000_000_000, codec: int = 0, tag: bytes = b"v") -> bytes:
@@ -300,7 +303,7 @@ _CHILD = textwrap.dedent("""
 def test_crash_sigkill_then_recover(tmp_path: Path) -> None:
     """SIGKILL a process that appends and acknowledges; reopen: every acknowledged batch is
     there with a good CRC, and a torn tail write is truncated."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=KCODEC_HOME)
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path)],
                              stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
     assert child.stdout is not None
@@ -452,7 +455,7 @@ def test_crash_soak_repeated_kills(tmp_path: Path) -> None:
     import random
 
     rng = random.Random(7)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=KCODEC_HOME)
     acked: set[int] = set()
     for round_ in range(10):
         child = subprocess.Popen(
