@@ -552,3 +552,31 @@ def test_replica_gap_survives_a_restart(tmp_path: Path) -> None:
         log = mgr.get("t", 0)
         assert log is not None and mgr.recovered == {}
         assert [o for o, _ in read_all(log)] == before == [0, 1, 4, 5, 6, 7]
+
+
+def test_concurrent_checkpoints(tmp_path: Path) -> None:
+    """Logs moving their start offsets from several threads at once share one checkpoint."""
+    import threading
+
+    with LogManager(tmp_path) as mgr:
+        logs = [mgr.create("t", p, LogConfig()) for p in range(6)]
+        for log in logs:
+            for _ in range(30):
+                log.append(batch(1), now_ms=NOW)
+        errors: list[BaseException] = []
+
+        def move(log: PartitionLog) -> None:
+            try:
+                for o in range(1, 31):
+                    log.delete_records_before(o)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=move, args=(log,)) for log in logs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+    text = (tmp_path / "log-start-offset-checkpoint").read_text()
+    assert text == "0\n6\n" + "".join(f"t {p} 30\n" for p in range(6))

@@ -93,6 +93,7 @@ class LogManager:
         self.segment_hooks = list(segment_hooks)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._lock = threading.RLock()
+        self._file_lock = threading.Lock()    # one writer of the checkpoint files at a time
         self._opened = False
         #: what the last ``open`` found: {(topic, partition): list of segment recovery
         #: results that truncated something}
@@ -258,17 +259,19 @@ class LogManager:
     def _checkpoint_starts(self) -> None:
         assert self.data_dir is not None
         try:
-            write_checkpoint(os.path.join(self.data_dir, LOG_START_CHECKPOINT),
-                             [(t, p, log.log_start_offset)
-                              for (t, p), log in list(self._logs.items())])
+            with self._file_lock:
+                write_checkpoint(os.path.join(self.data_dir, LOG_START_CHECKPOINT),
+                                 [(t, p, log.log_start_offset)
+                                  for (t, p), log in list(self._logs.items())])
         except OSError as exc:
             raise KafkaStorageError(f"cannot write the log start checkpoint: {exc}") from exc
 
     def _checkpoint_recovery(self) -> None:
         assert self.data_dir is not None
-        write_checkpoint(os.path.join(self.data_dir, RECOVERY_CHECKPOINT),
-                         [(t, p, log.log_end_offset)
-                          for (t, p), log in list(self._logs.items())])
+        with self._file_lock:
+            write_checkpoint(os.path.join(self.data_dir, RECOVERY_CHECKPOINT),
+                             [(t, p, log.log_end_offset)
+                              for (t, p), log in list(self._logs.items())])
 
     def _read_configs(self) -> dict[str, dict[str, str]]:
         if self.data_dir is None:
@@ -284,11 +287,12 @@ class LogManager:
         assert self.data_dir is not None
         path = os.path.join(self.data_dir, TOPIC_CONFIGS)
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(configs, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with self._file_lock:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(configs, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
 
     def _save_config(self, topic: str, config: LogConfig) -> None:
         if self.data_dir is None:
