@@ -135,6 +135,15 @@ class Segment:
         base = int(name.split(".", 1)[0])
         seg = cls(base, directory, created_ms=created_ms, index_interval=index_interval,
                   _load=True)
+        try:
+            seg._recover(path)
+        except BaseException:
+            seg.close()
+            raise
+        return seg
+
+    def _recover(self, path: str) -> None:
+        seg, base = self, self.base_offset
         entries: list[tuple[int, int, int]] = []
         size = os.fstat(seg._fd).st_size
         if size:
@@ -178,7 +187,6 @@ class Segment:
         seg._write_indexes(seg._index, seg._tindex)
         st = os.stat(path)
         seg.created_ms = int(st.st_mtime * 1000)
-        return seg
 
     # -- the table ------------------------------------------------------------------------
 
