@@ -19,7 +19,7 @@ import kcodec
 from kcodec.broker.log import LogConfig, LogManager, OffsetOutOfRange, PartitionLog
 from kcodec.records import LogSegment, RecordBatchBuilder, iter_batches
 from kcodec.records.index import OffsetIndex, TimeIndex
-from tests._segments import TOPIC_LOG, reference
+from tests._segments import META_LOG, TOPIC_LOG, reference
 
 NOW = 1_700_000_100_000
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,6 +260,24 @@ def test_flush_messages_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert synced == []
         mgr.run_retention(int(time.time() * 1000) + 2000)
         assert f"{0:020d}.log" in synced
+
+
+@pytest.mark.reference
+def test_opens_kafkas_metadata_log(tmp_path: Path) -> None:
+    """Kafka's own KRaft metadata partition (4,814 batches, control batches among them)."""
+    src = reference(META_LOG)
+    dst = tmp_path / "__cluster_metadata-0"
+    dst.mkdir()
+    shutil.copy(src, dst / src.name)
+    os.chmod(dst / src.name, 0o644)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("__cluster_metadata", 0)
+        assert log is not None and mgr.recovered == {}
+        assert (log.log_start_offset, log.log_end_offset) == (0, 4929)
+        assert len(read_all(log)) == 4929
+        found = log.offset_for_timestamp(0)
+        assert found is not None and found[0] == 0
+    assert (dst / src.name).read_bytes() == src.read_bytes()     # nothing rewritten
 
 
 @pytest.mark.reference
