@@ -395,11 +395,37 @@ def test_roll_by_size_and_read_across() -> None:
 
 
 def test_roll_by_time() -> None:
+    """Kafka's rule: the new batch's max timestamp minus the segment's first one."""
     log = LogManager(None).create("t", 0, LogConfig(segment_ms=1000))
     log.append(batch(1, ts=NOW), now_ms=NOW)
-    log.append(batch(1, ts=NOW), now_ms=NOW + 999)
+    log.append(batch(1, ts=NOW + 1000), now_ms=NOW)
     assert len(log.segments) == 1
-    log.append(batch(1, ts=NOW), now_ms=NOW + 1000)
+    log.append(batch(1, ts=NOW + 1001), now_ms=NOW)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    # old timestamps, appended much later: no roll per append
+    old = LogManager(None).create("t", 0, LogConfig(segment_ms=1000))
+    for i in range(5):
+        old.append(batch(1, ts=1_600_000_000_000 + i), now_ms=NOW)
+    assert len(old.segments) == 1
+    # LogAppendTime: the broker's clock
+    lat = LogManager(None).create("t", 0, LogConfig(segment_ms=1000,
+                                                    message_timestamp_type="LogAppendTime"))
+    lat.append(batch(1), now_ms=NOW)
+    lat.append(batch(1), now_ms=NOW + 1000)
+    lat.append(batch(1), now_ms=NOW + 1001)
+    assert [s.base_offset for s in lat.segments] == [0, 2]
+
+
+def test_roll_by_time_without_timestamps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Magic 0 messages have no timestamp: the segment's age counts (creation time)."""
+    from kcodec.broker.log import partition as partition_mod
+
+    monkeypatch.setattr(partition_mod, "_now_ms", lambda: NOW)
+    log = LogManager(None).create("t", 0, LogConfig(segment_ms=1000))
+    for now in (NOW, NOW + 1000, NOW + 1001):
+        mb = MessageSetBuilder(magic=0)
+        mb.append(b"k", b"v")
+        log.append(mb.build(), now_ms=now)
     assert [s.base_offset for s in log.segments] == [0, 2]
 
 
@@ -512,17 +538,17 @@ def _fix_any_crc(data: bytearray) -> None:
             struct.pack_into(">I", data, 12, crc32(bytes(data[16:12 + length])))
 
 
-def test_mutated_input_gives_log_errors_only() -> None:
+def test_mutated_input_gives_log_errors_only(seed: int = 1234, rounds: int = 1500) -> None:
     """Flipped bytes, cut and extended inputs (CRCs fixed up half the time, so the checks
     behind the CRC run too): an append succeeds or raises a LogError, and what is stored
     always reads back with good CRCs."""
     import random
 
-    rng = random.Random(1234)
+    rng = random.Random(seed)
     log = LogManager(None).create("t", 0, LogConfig())
     samples = _samples()
     ok = failed = 0
-    for _ in range(1500):
+    for _ in range(rounds):
         data = bytearray(rng.choice(samples))
         for _ in range(rng.randint(1, 4)):
             kind = rng.random()
@@ -547,6 +573,13 @@ def test_mutated_input_gives_log_errors_only() -> None:
         assert bs and all(b.validate_crc() for b in bs)
         offset = bs[-1].last_offset + 1
     assert offset == log.log_end_offset
+
+
+@pytest.mark.slow
+def test_mutated_input_soak() -> None:
+    """The mutation test above with many more inputs and seeds."""
+    for seed in range(20):
+        test_mutated_input_gives_log_errors_only(seed=seed, rounds=5000)
 
 
 def test_concurrent_appends_and_reads() -> None:
@@ -643,7 +676,8 @@ def test_magic_for_fetch_version() -> None:
 def test_down_convert(to_magic: int, lat: bool) -> None:
     from kcodec.broker.log import down_convert
 
-    cfg = LogConfig(message_timestamp_type="LogAppendTime" if lat else "CreateTime")
+    cfg = LogConfig(message_timestamp_type="LogAppendTime" if lat else "CreateTime",
+                    segment_ms=1 << 62)          # one segment (reads stop at its end)
     log = LogManager(None).create("t", 0, cfg)
     for codec in (0, 1, 2, 3):
         log.append(batch(3, codec=codec), now_ms=NOW)           # 0-2 3-5 6-8 9-11
@@ -696,3 +730,39 @@ def test_down_convert_zstd_unsupported() -> None:
     with pytest.raises(UnsupportedCompressionType) as ei:
         down_convert(log.read(0, 1 << 20), 1)
     assert ei.value.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+# -- batches built by the peers ------------------------------------------------------------
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("peer", ["kafka-python", "aiokafka"])
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_peer_built_batches(peer: str, codec: int) -> None:
+    """v2 batches from the peers' producers' builders append, and read back in the peers'
+    readers with the assigned offsets and good CRCs."""
+    if peer == "kafka-python":
+        from kafka.record.default_records import DefaultRecordBatchBuilder
+        from kafka.record.memory_records import MemoryRecords
+    else:
+        from aiokafka.record.default_records import DefaultRecordBatchBuilder
+        from aiokafka.record.memory_records import MemoryRecords
+
+    log = LogManager(None).create("t", 0, LogConfig())
+    log.append(batch(2), now_ms=NOW)
+    for round_ in range(3):
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                      producer_id=7, producer_epoch=1,
+                                      base_sequence=round_ * 4, batch_size=1 << 20)
+        for i in range(4):
+            b.append(i, timestamp=NOW - 10 + i, key=b"k%d" % i, value=b"r%d-%d" % (round_, i),
+                     headers=[("h", b"x")])
+        res = log.append(bytes(b.build()), now_ms=NOW)
+        assert res.batches[0].producer_id == 7
+        assert res.batches[0].base_sequence == round_ * 4
+    mr = MemoryRecords(log.read(2, 1 << 20))
+    got = []
+    while (rb := mr.next_batch()) is not None:
+        assert rb.validate_crc()
+        got += [(r.offset, r.value) for r in rb]
+    assert got == [(2 + 4 * r + i, b"r%d-%d" % (r, i)) for r in range(3) for i in range(4)]

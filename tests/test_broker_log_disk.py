@@ -11,16 +11,20 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import kcodec
 from kcodec.broker.log import LogConfig, LogManager, OffsetOutOfRange, PartitionLog
 from kcodec.records import LogSegment, RecordBatchBuilder, iter_batches
 from kcodec.records.index import OffsetIndex, TimeIndex
-from tests._segments import TOPIC_LOG, reference
+from tests._segments import META_LOG, TOPIC_LOG, reference
 
 NOW = 1_700_000_100_000
 ROOT = Path(__file__).resolve().parent.parent
+# the child processes import the very kcodec under test (a checkout or an installed wheel)
+KCODEC_HOME = str(Path(kcodec.__file__).resolve().parent.parent)
 
 
 def batch(n: int = 3, ts: int = 1_700_000_000_000, codec: int = 0, tag: bytes = b"v") -> bytes:
@@ -60,6 +64,9 @@ def test_files_in_kafka_layout(tmp_path: Path) -> None:
         names = sorted(os.listdir(part_dir(tmp_path)))
         assert names == sorted(f"{b:020d}{s}" for b in (0, 8, 16)
                                for s in (".log", ".index", ".timeindex"))
+        # inactive segments keep only their log open (for reads): one descriptor each
+        assert [(s._fd >= 0, s._ifd >= 0, s._tfd >= 0) for s in log.segments] == [
+            (True, False, False), (True, False, False), (True, True, True)]
         mgr.flush()
     # kcodec's reader (and so Kafka's tools) agree with the files: batches, indexes
     for base in (0, 8, 16):
@@ -205,13 +212,17 @@ def test_truncate_to_on_disk(tmp_path: Path) -> None:
         log = mgr.create("t", 0, LogConfig(segment_bytes=one * 2, index_interval_bytes=0))
         for _ in range(5):
             log.append(batch(2), now_ms=NOW)
-        log.truncate_to(5)
-        assert log.log_end_offset == 4
+        log.truncate_to(7)                              # into the sealed segment 4
+        assert log.log_end_offset == 6
         assert [s.base_offset for s in log.segments] == [0, 4]
         assert sorted(os.listdir(part_dir(tmp_path)))[-1].startswith(f"{4:020d}")
+        assert log.append(batch(2), now_ms=NOW).base_offset == 6   # it is active again
+        with LogSegment(part_dir(tmp_path) / f"{4:020d}.log") as seg:
+            assert seg.verify_indexes() == [] and len(seg.offset_index or ()) == 1
     with LogManager(tmp_path) as mgr:
         log = mgr.get("t", 0)
-        assert log is not None and log.log_end_offset == 4
+        assert log is not None and log.log_end_offset == 8
+        assert [s.base_offset for s in log.segments] == [0, 4]
         for base in (0, 4):
             with LogSegment(part_dir(tmp_path) / f"{base:020d}.log") as seg:
                 assert seg.verify_indexes() == []
@@ -249,6 +260,24 @@ def test_flush_messages_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert synced == []
         mgr.run_retention(int(time.time() * 1000) + 2000)
         assert f"{0:020d}.log" in synced
+
+
+@pytest.mark.reference
+def test_opens_kafkas_metadata_log(tmp_path: Path) -> None:
+    """Kafka's own KRaft metadata partition (4,814 batches, control batches among them)."""
+    src = reference(META_LOG)
+    dst = tmp_path / "__cluster_metadata-0"
+    dst.mkdir()
+    shutil.copy(src, dst / src.name)
+    os.chmod(dst / src.name, 0o644)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("__cluster_metadata", 0)
+        assert log is not None and mgr.recovered == {}
+        assert (log.log_start_offset, log.log_end_offset) == (0, 4929)
+        assert len(read_all(log)) == 4929
+        found = log.offset_for_timestamp(0)
+        assert found is not None and found[0] == 0
+    assert (dst / src.name).read_bytes() == src.read_bytes()     # nothing rewritten
 
 
 @pytest.mark.reference
@@ -292,7 +321,7 @@ _CHILD = textwrap.dedent("""
 def test_crash_sigkill_then_recover(tmp_path: Path) -> None:
     """SIGKILL a process that appends and acknowledges; reopen: every acknowledged batch is
     there with a good CRC, and a torn tail write is truncated."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=KCODEC_HOME)
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path)],
                              stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
     assert child.stdout is not None
@@ -415,3 +444,157 @@ def test_without_positional_io(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     with LogManager(tmp_path) as mgr:
         log = mgr.get("t", 0)
         assert log is not None and read_all(log) == before[:8]
+
+
+_SOAK_CHILD = textwrap.dedent("""
+    import sys
+    from kcodec.broker.log import LogConfig, LogManager
+    from kcodec.records import RecordBatchBuilder
+    mgr = LogManager(sys.argv[1]); mgr.open()
+    cfg = LogConfig(segment_bytes=16 * 1024, retention_bytes=256 * 1024,
+                    index_interval_bytes=256, flush_messages=int(sys.argv[2]))
+    log = mgr.create("soak", 0, cfg)
+    i = log.log_end_offset
+    while True:
+        b = RecordBatchBuilder(compression=i % 4)
+        b.append(b"k", b"record-%d" % i, timestamp=1_700_000_000_000 + i)
+        res = log.append(b.build(), now_ms=1_700_000_000_000 + i)
+        print(res.base_offset, flush=True)
+        if i % 50 == 0:
+            mgr.run_retention(1_700_000_000_000 + i)
+        i = res.base_offset + 1
+""")
+
+
+@pytest.mark.slow
+def test_crash_soak_repeated_kills(tmp_path: Path) -> None:
+    """Kill, reopen, check, continue: ten rounds, with rolling, retention and (half the
+    rounds) an fsync per append; a torn write left at the tail before every restart."""
+    import random
+
+    rng = random.Random(7)
+    env = dict(os.environ, PYTHONPATH=KCODEC_HOME)
+    acked: set[int] = set()
+    for round_ in range(10):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _SOAK_CHILD, str(tmp_path), "1" if round_ % 2 else "1000000"],
+            stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
+        assert child.stdout is not None
+        want = rng.randint(50, 400)
+        got = 0
+        while got < want:
+            line = child.stdout.readline()
+            if not line:
+                break
+            acked.add(int(line))
+            got += 1
+        child.send_signal(signal.SIGKILL)
+        acked.update(int(x) for x in child.stdout.read().split())
+        child.wait()
+        assert got == want, "the child stopped early"
+        logs = sorted(part_dir(tmp_path, "soak").glob("*.log"))
+        with open(logs[-1], "ab") as f:
+            f.write(batch(3)[: rng.randint(1, 60)])
+        mgr = LogManager(tmp_path)
+        mgr.open()
+        log = mgr.get("soak", 0)
+        assert log is not None
+        present = {o for o, v in read_all(log)}
+        for o, v in read_all(log):
+            assert v == b"record-%d" % o
+        kept = {o for o in acked if o >= log.log_start_offset}
+        assert kept <= present
+        assert max(acked) < log.log_end_offset
+        mgr.close()
+
+
+class _Recorder:
+    def __init__(self, events: list[tuple], topic: str) -> None:
+        self.events, self.topic = events, topic
+
+    def _note(self, what: str, seg: Any, *args: int) -> None:
+        self.events.append((what, self.topic, seg.base_offset, *args))
+
+    def on_open(self, seg: object) -> None:
+        self._note("open", seg)
+
+    def on_truncate(self, seg: object, offset: int) -> None:
+        self._note("truncate", seg, offset)
+
+    def on_delete(self, seg: object) -> None:
+        self._note("delete", seg)
+
+    def on_flush(self, seg: object) -> None:
+        self._note("flush", seg)
+
+    def on_close(self, seg: object) -> None:
+        self._note("close", seg)
+
+
+def test_segment_hooks(tmp_path: Path) -> None:
+    """The place the aborted-transactions index plugs in: per-segment events."""
+    events: list[tuple] = []
+    one = len(batch(1))
+    mgr = LogManager(tmp_path, segment_hooks=[lambda t, p: _Recorder(events, t)])
+    mgr.open()
+    log = mgr.create("t", 0, LogConfig(segment_bytes=one, retention_bytes=one))
+    for _ in range(3):
+        log.append(batch(1), now_ms=NOW)
+    log.truncate_to(2)
+    mgr.run_retention(NOW)
+    mgr.flush()
+    mgr.close()
+    assert events == [("open", "t", 0), ("open", "t", 1), ("open", "t", 2),
+                      ("truncate", "t", 2, 2),      # segment 2 emptied, kept as the end
+                      ("delete", "t", 0),           # retention
+                      ("flush", "t", 2),            # mgr.flush (1 was flushed at its roll)
+                      ("flush", "t", 2), ("close", "t", 1), ("close", "t", 2)]
+    events.clear()
+    with LogManager(tmp_path, segment_hooks=[lambda t, p: _Recorder(events, t)]) as mgr:
+        assert events == [("open", "t", 1), ("open", "t", 2)]
+        assert mgr.get("t", 0).segments[0].file(".txnindex").endswith(  # type: ignore[union-attr]
+            f"{1:020d}.txnindex")
+
+
+def test_replica_gap_survives_a_restart(tmp_path: Path) -> None:
+    leader = LogManager(None).create("t", 0, LogConfig())
+    for _ in range(4):
+        leader.append(batch(2), now_ms=NOW)
+    with LogManager(tmp_path) as mgr:
+        log = mgr.create("t", 0, LogConfig())
+        log.append_as_follower(leader.read(0, 1))           # 0-1
+        log.append_as_follower(leader.read(4, 1 << 20))     # 4-7: a gap (as compaction leaves)
+        assert [s.base_offset for s in log.segments] == [0, 4]
+        before = [o for o, _ in read_all(log)]
+    with LogManager(tmp_path) as mgr:
+        log = mgr.get("t", 0)
+        assert log is not None and mgr.recovered == {}
+        assert [o for o, _ in read_all(log)] == before == [0, 1, 4, 5, 6, 7]
+
+
+def test_concurrent_checkpoints(tmp_path: Path) -> None:
+    """Logs moving their start offsets from several threads at once share one checkpoint."""
+    import threading
+
+    with LogManager(tmp_path) as mgr:
+        logs = [mgr.create("t", p, LogConfig()) for p in range(6)]
+        for log in logs:
+            for _ in range(30):
+                log.append(batch(1), now_ms=NOW)
+        errors: list[BaseException] = []
+
+        def move(log: PartitionLog) -> None:
+            try:
+                for o in range(1, 31):
+                    log.delete_records_before(o)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=move, args=(log,)) for log in logs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+    text = (tmp_path / "log-start-offset-checkpoint").read_text()
+    assert text == "0\n6\n" + "".join(f"t {p} 30\n" for p in range(6))

@@ -93,6 +93,23 @@ def scan_valid_v2(buf: Any, start: int = 0, base_offset: int = 0
     return pos, count, records, first, last, max_ts
 
 
+def _zz(data: Any, pos: int, end: int, kind: str, long: bool = False) -> tuple[int, int]:
+    """A zigzag varint (varlong when ``long``): 1- and 2-byte values inline, the rest (and
+    every error) through the exact reader."""
+    if pos + 1 < end:
+        b = data[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+        b2 = data[pos + 1]
+        if b2 < 0x80:
+            u = (b & 0x7F) | (b2 << 7)
+            return (u >> 1) ^ -(u & 1), pos + 2
+    elif pos < end and data[pos] < 0x80:
+        b = data[pos]
+        return (b >> 1) ^ -(b & 1), pos + 1
+    return (varlong if long else varint)(data, pos, end, kind, 0)
+
+
 def scan_records_v2(buf: Any, count: int, first_timestamp: int) -> tuple[int, int, int]:
     """Check ``count`` records filling ``buf`` (a v2 batch's records section): returns
     ``(min_timestamp, max_timestamp, bad_delta)`` (see the module doc); raises the
@@ -105,13 +122,15 @@ def scan_records_v2(buf: Any, count: int, first_timestamp: int) -> tuple[int, in
     min_ts = max_ts = -1
     bad = -1
     for i in range(count):
-        length, pos = varint(data, pos, end, "record length", 0)
-        need(pos, end, length, "record", 0)
+        length, pos = _zz(data, pos, end, "record length")
+        if not 0 <= length <= end - pos:
+            need(pos, end, length, "record", 0)
         rend = pos + length
-        need(pos, rend, 1, "record attributes", 0)
+        if rend - pos < 1:
+            need(pos, rend, 1, "record attributes", 0)
         pos += 1
-        delta, pos = varlong(data, pos, rend, "timestamp delta", 0)
-        od, pos = varint(data, pos, rend, "offset delta", 0)
+        delta, pos = _zz(data, pos, rend, "timestamp delta", True)
+        od, pos = _zz(data, pos, rend, "offset delta")
         if od != i and bad < 0:
             bad = i
         ts = wrap64(first_timestamp + delta)
@@ -119,21 +138,28 @@ def scan_records_v2(buf: Any, count: int, first_timestamp: int) -> tuple[int, in
             max_ts = ts
         if i == 0 or ts < min_ts:
             min_ts = ts
-        for what in ("record key", "record value"):
-            n, pos = varint(data, pos, rend, what + " length", 0)
-            if n != -1:
-                need(pos, rend, n, what, 0)
-                pos += n
-        headers, pos = varint(data, pos, rend, "header count", 0)
+        n, pos = _zz(data, pos, rend, "record key length")
+        if n != -1:
+            if not 0 <= n <= rend - pos:
+                need(pos, rend, n, "record key", 0)
+            pos += n
+        n, pos = _zz(data, pos, rend, "record value length")
+        if n != -1:
+            if not 0 <= n <= rend - pos:
+                need(pos, rend, n, "record value", 0)
+            pos += n
+        headers, pos = _zz(data, pos, rend, "header count")
         if headers < 0:
             raise CorruptDataError(f"negative header count {headers}", pos)
         for _ in range(headers):
-            n, pos = varint(data, pos, rend, "header key length", 0)
-            need(pos, rend, n, "header key", 0)
+            n, pos = _zz(data, pos, rend, "header key length")
+            if not 0 <= n <= rend - pos:
+                need(pos, rend, n, "header key", 0)
             pos += n
-            n, pos = varint(data, pos, rend, "header value length", 0)
+            n, pos = _zz(data, pos, rend, "header value length")
             if n != -1:
-                need(pos, rend, n, "header value", 0)
+                if not 0 <= n <= rend - pos:
+                    need(pos, rend, n, "header value", 0)
                 pos += n
         if pos != rend:
             raise CorruptDataError(f"record length {length} but its fields took "

@@ -22,11 +22,12 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import InvalidConfig, KafkaStorageError
 from kcodec.broker.log.partition import PartitionLog
+from kcodec.broker.log.segment import SegmentHook
 
 __all__ = ["LogManager", "read_checkpoint", "write_checkpoint"]
 
@@ -84,10 +85,15 @@ class LogManager:
         mgr.close()
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None, *,
+                 segment_hooks: Iterable[Callable[[str, int], SegmentHook]] = ()) -> None:
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        #: factories of per-segment hooks, called with (topic, partition) for every log
+        #: created or loaded (the aborted-transactions index of issue 11 plugs in here)
+        self.segment_hooks = list(segment_hooks)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._lock = threading.RLock()
+        self._file_lock = threading.Lock()    # one writer of the checkpoint files at a time
         self._opened = False
         #: what the last ``open`` found: {(topic, partition): list of segment recovery
         #: results that truncated something}
@@ -129,7 +135,8 @@ class LogManager:
                 try:
                     log = PartitionLog(topic, key[1], cfg, path,
                                        log_start_offset=starts.get(key, 0),
-                                       on_start_offset=self._start_moved, _load=True)
+                                       on_start_offset=self._start_moved,
+                                       hooks=self._hooks_for(topic, key[1]), _load=True)
                 except OSError as exc:
                     raise KafkaStorageError(f"cannot load {path}: {exc}") from exc
                 self._logs[key] = log
@@ -201,7 +208,8 @@ class LogManager:
                 path = os.path.join(self.data_dir, f"{topic}-{partition}")
             try:
                 log = PartitionLog(topic, partition, cfg, path,
-                                   on_start_offset=self._start_moved)
+                                   on_start_offset=self._start_moved,
+                                   hooks=self._hooks_for(topic, partition))
             except OSError as exc:
                 raise KafkaStorageError(f"cannot create {path}: {exc}") from exc
             self._logs[key] = log
@@ -239,6 +247,9 @@ class LogManager:
             logs = list(self._logs.values())
         return sum(log.run_retention(now) for log in logs)
 
+    def _hooks_for(self, topic: str, partition: int) -> list[SegmentHook]:
+        return [make(topic, partition) for make in self.segment_hooks]
+
     # -- checkpoints and configs ----------------------------------------------------------
 
     def _start_moved(self, log: PartitionLog) -> None:
@@ -248,17 +259,19 @@ class LogManager:
     def _checkpoint_starts(self) -> None:
         assert self.data_dir is not None
         try:
-            write_checkpoint(os.path.join(self.data_dir, LOG_START_CHECKPOINT),
-                             [(t, p, log.log_start_offset)
-                              for (t, p), log in list(self._logs.items())])
+            with self._file_lock:
+                write_checkpoint(os.path.join(self.data_dir, LOG_START_CHECKPOINT),
+                                 [(t, p, log.log_start_offset)
+                                  for (t, p), log in list(self._logs.items())])
         except OSError as exc:
             raise KafkaStorageError(f"cannot write the log start checkpoint: {exc}") from exc
 
     def _checkpoint_recovery(self) -> None:
         assert self.data_dir is not None
-        write_checkpoint(os.path.join(self.data_dir, RECOVERY_CHECKPOINT),
-                         [(t, p, log.log_end_offset)
-                          for (t, p), log in list(self._logs.items())])
+        with self._file_lock:
+            write_checkpoint(os.path.join(self.data_dir, RECOVERY_CHECKPOINT),
+                             [(t, p, log.log_end_offset)
+                              for (t, p), log in list(self._logs.items())])
 
     def _read_configs(self) -> dict[str, dict[str, str]]:
         if self.data_dir is None:
@@ -274,11 +287,12 @@ class LogManager:
         assert self.data_dir is not None
         path = os.path.join(self.data_dir, TOPIC_CONFIGS)
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(configs, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with self._file_lock:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(configs, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
 
     def _save_config(self, topic: str, config: LogConfig) -> None:
         if self.data_dir is None:

@@ -4,8 +4,9 @@
     [ segment 0 | segment 1 | ... | active segment ]      appends go to the active one
 
 Appends are validated and get offsets in place (``validate``); a new segment is rolled when
-the active one would pass ``segment.bytes``, is older than ``segment.ms`` (counted from its
-first batch's timestamp) or its relative offsets would pass an int32. Retention deletes
+the active one would pass ``segment.bytes``, spans more than ``segment.ms`` (Kafka's rule:
+the new batch's max timestamp minus the segment's first batch timestamp; the time since the
+segment was created when it has no timestamps) or its relative offsets would pass an int32. Retention deletes
 whole segments from the front: older than ``retention.ms`` (their largest timestamp), beyond
 ``retention.bytes``, or wholly below the log start offset (DeleteRecords); never past the
 high watermark. Every method takes the log's lock, so request handler threads may share it.
@@ -85,18 +86,19 @@ class PartitionLog:
             path = os.path.join(self.directory, name)
             segs.append(Segment.load(path, created_ms=now,
                                      index_interval=self.config.index_interval_bytes))
-        # a segment whose recovery cut it short ends the log: later ones are dropped, as a
-        # gap in the offsets would be
+        # a segment whose recovery cut it short ends the log: later segments are dropped
+        # (their offsets would not follow); so is one that overlaps its predecessor, and an
+        # empty segment that is not the last
         keep: list[Segment] = []
+        cut = False
         for seg in segs:
-            if keep and seg.base_offset != keep[-1].next_offset:
-                if len(keep[-1]) == 0 and seg.base_offset >= keep[-1].base_offset:
-                    keep[-1].delete()
-                    keep.pop()
-                else:
-                    seg.delete()
-                    continue
+            if cut or (keep and seg.base_offset < keep[-1].next_offset):
+                seg.delete()
+                continue
+            if keep and not len(keep[-1]):
+                keep.pop().delete()
             keep.append(seg)
+            cut = seg.recovery is not None and not seg.recovery.ok
         # orphaned index files of segments that no longer exist
         bases = {s.base_offset for s in keep}
         for n in os.listdir(self.directory):
@@ -136,13 +138,14 @@ class PartitionLog:
             active.flush()       # Kafka flushes a segment when it stops being active
         return self._new_segment(active.next_offset)
 
-    def _maybe_roll(self, size: int, last_offset: int, now_ms: int) -> Segment:
+    def _maybe_roll(self, size: int, last_offset: int, now_ms: int, max_timestamp: int
+                    ) -> Segment:
         active = self.segments[-1]
         if not len(active):
             return active
         cfg = self.config
         if (active.size + size > cfg.segment_bytes
-                or now_ms - active.rolling_timestamp >= cfg.segment_ms
+                or active.time_waited_for_roll(now_ms, max_timestamp) > cfg.segment_ms
                 or last_offset - active.base_offset > INT32_MAX):
             return self._roll()
         return active
@@ -196,7 +199,7 @@ class PartitionLog:
             raise RecordListTooLarge(f"{size} bytes are more than segment.bytes "
                                      f"({self.config.segment_bytes})")
         try:
-            seg = self._maybe_roll(size, v.result.last_offset, now_ms)
+            seg = self._maybe_roll(size, v.result.last_offset, now_ms, v.result.max_timestamp)
             if v.result.base_offset > seg.next_offset and len(seg):
                 # a replicated gap: a new segment starts at the first offset received
                 seg.seal()
@@ -459,6 +462,7 @@ class PartitionLog:
             seg = self.segments[si]
             try:
                 seg.truncate_batches(seg.find(offset))
+                seg.activate()
             except OSError as exc:
                 raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
             self._hook("on_truncate", seg, seg.next_offset)

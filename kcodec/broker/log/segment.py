@@ -135,6 +135,15 @@ class Segment:
         base = int(name.split(".", 1)[0])
         seg = cls(base, directory, created_ms=created_ms, index_interval=index_interval,
                   _load=True)
+        try:
+            seg._recover(path)
+        except BaseException:
+            seg.close()
+            raise
+        return seg
+
+    def _recover(self, path: str) -> None:
+        seg, base = self, self.base_offset
         entries: list[tuple[int, int, int]] = []
         size = os.fstat(seg._fd).st_size
         if size:
@@ -178,7 +187,6 @@ class Segment:
         seg._write_indexes(seg._index, seg._tindex)
         st = os.stat(path)
         seg.created_ms = int(st.st_mtime * 1000)
-        return seg
 
     # -- the table ------------------------------------------------------------------------
 
@@ -190,12 +198,14 @@ class Segment:
         """One past the last offset held (the base offset when empty)."""
         return self._lasts[-1] + 1 if self._lasts else self.base_offset
 
-    @property
-    def rolling_timestamp(self) -> int:
-        """What ``segment.ms`` counts from: the first batch's max timestamp, else creation."""
-        if self._rolling_ts is not None and self._rolling_ts >= 0:
-            return self._rolling_ts
-        return self.created_ms
+    def time_waited_for_roll(self, now_ms: int, max_timestamp: int) -> int:
+        """What ``segment.ms`` is compared with, as Kafka computes it: the appended
+        messages' max timestamp minus the first batch's, or, when the segment has no
+        timestamp, the time since the segment was created."""
+        first = self._rolling_ts
+        if first is not None and first >= 0:
+            return max_timestamp - first
+        return now_ms - self.created_ms
 
     @property
     def largest_timestamp(self) -> int:
@@ -265,11 +275,27 @@ class Segment:
             self._write_indexes(self._index[ni:], self._tindex[nt:])
 
     def seal(self) -> None:
-        """The segment stops being the active one: a last time index entry, as Kafka adds."""
+        """The segment stops being the active one: a last time index entry, as Kafka adds;
+        its index files are synced and closed (only the log stays open, for reads)."""
         nt = len(self._tindex)
         self._time_entry()
         if self._tfd >= 0 and len(self._tindex) != nt:
             self._write_indexes(b"", self._tindex[nt:])
+        for name in ("_ifd", "_tfd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                os.fsync(fd)
+                os.close(fd)
+
+    def activate(self) -> None:
+        """The segment becomes the active one again (after a truncation): its index files
+        are rewritten from the table and kept open for appends."""
+        if self.directory is None or self.closed:
+            return
+        if self._ifd < 0:
+            self._open_indexes(truncate=True)
+            self._write_indexes(self._index, self._tindex)
 
     def find(self, offset: int) -> int:
         """Index of the batch holding ``offset`` or the first one after it (== len if none)."""
@@ -315,15 +341,16 @@ class Segment:
             os.ftruncate(self._ifd, 0)
             os.ftruncate(self._tfd, 0)
             self._write_indexes(self._index, self._tindex)
+        else:
+            self.activate()
 
     # -- life cycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
         """fsync the log and its indexes (nothing to do in memory)."""
-        if self._fd >= 0:
-            os.fsync(self._fd)
-            os.fsync(self._ifd)
-            os.fsync(self._tfd)
+        for fd in (self._fd, self._ifd, self._tfd):
+            if fd >= 0:
+                os.fsync(fd)
         self.unflushed = 0
 
     def close(self) -> None:

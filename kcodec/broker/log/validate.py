@@ -345,7 +345,6 @@ def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
     return Validated(out, [(0, last, top)], result)
 
 
-
 def check_replicated(records: Any, next_offset: int, config: LogConfig) -> Validated:
     """Batches that already carry their offsets (a replica copying its leader's log): whole
     entries with good CRCs, offsets from ``next_offset`` on and increasing; stored as is
