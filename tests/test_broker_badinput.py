@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kcodec.broker import Cluster
+from kcodec.broker import Cluster, Delay
 from kcodec.protocol import ApiVersionsRequest, MetadataRequest, ProduceRequest, encode_request
 from tests.broker_raw import Raw
 
@@ -137,3 +137,21 @@ def test_a_peer_stalling_mid_frame_is_closed_when_idle():
         assert raw.closed(timeout=4)
         raw.close()
         assert alive(c)
+
+
+def test_the_global_budget_holds_reads_back_until_there_is_room():
+    with Cluster(1, queued_max_bytes=100) as c:
+        c.create_topic("t", 1)
+        remove = c.hook("Metadata", lambda req: Delay(0.5))
+        M = MetadataRequest
+        slow = Raw(c.bootstrap)
+        slow.send(M(topics=[M.MetadataRequestTopic(name="t" * 80)]), 12)   # holds ~100 bytes
+        time.sleep(0.1)
+        assert c.nodes[0].channel.queued_bytes > 0
+        t0 = time.monotonic()
+        with Raw(c.bootstrap) as other:   # waits for the budget, then is served
+            assert other.call(M(topics=[M.MetadataRequestTopic(name="u" * 80)]), 12).topics
+        assert time.monotonic() - t0 >= 0.25
+        slow.recv_frame()
+        slow.close()
+        remove()

@@ -1,10 +1,13 @@
 """The request channel: the queue between the processors and the handler pool.
 
-A processor puts a :class:`Request` (the raw frame, its parsed header fields and the
-connection it came from) and awaits ``request.future``; a handler thread takes it, runs the
-API and sets the future to the response bytes, :data:`NO_RESPONSE` (acks=0 produce) or
-:data:`CLOSE` (drop the connection). The channel counts the bytes of queued requests and
-makes processors wait while a global limit is exceeded (Kafka's ``queued.max.request.bytes``).
+A processor books a frame's bytes (``reserve``) before reading it, puts the :class:`Request`
+(the raw frame, its parsed header fields and the connection it came from) and awaits
+``request.future``; a handler thread takes it, runs the API and sets the future to the
+response bytes, :data:`NO_RESPONSE` (acks=0 produce) or :data:`CLOSE` (drop the
+connection); the processor then gives the bytes back (``release``). So the channel counts the
+bytes of requests read and not yet answered, and a processor waits before reading more while
+the global limit would be exceeded (Kafka's ``queued.max.request.bytes``); one request is
+always let through.
 """
 
 from __future__ import annotations
@@ -49,23 +52,28 @@ class RequestChannel:
         self._lock = threading.Lock()
         self.queued_bytes = 0
 
-    def has_room(self, size: int) -> bool:
-        """True if a request of ``size`` bytes may be queued now (one request always may)."""
+    def reserve(self, size: int) -> bool:
+        """Book ``size`` bytes for a request about to be read, if the budget allows (one
+        request always may): a processor reads a frame's body only after this, so the
+        budget bounds the memory of requests read but not yet handled."""
         with self._lock:
-            return self.queued_bytes == 0 or self.queued_bytes + size <= self.max_queued_bytes
+            if self.queued_bytes == 0 or self.queued_bytes + size <= self.max_queued_bytes:
+                self.queued_bytes += size
+                return True
+            return False
+
+    def release(self, size: int) -> None:
+        """Give back a booking: the request was answered (or never queued)."""
+        with self._lock:
+            self.queued_bytes -= size
 
     def put(self, request: Request) -> None:
-        with self._lock:
-            self.queued_bytes += request.size
+        """Queue a request whose bytes were booked with ``reserve``."""
         self._queue.put(request)
 
     def take(self, timeout: float | None = None) -> Request | None:
         """The next request, or None when the channel is shut down."""
-        req = self._queue.get(timeout=timeout)
-        if req is not None:
-            with self._lock:
-                self.queued_bytes -= req.size
-        return req
+        return self._queue.get(timeout=timeout)
 
     def shutdown(self, handlers: int) -> None:
         for _ in range(handlers):

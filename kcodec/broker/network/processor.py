@@ -1,9 +1,9 @@
 """A processor: one thread, one asyncio loop, the connections the acceptor gave it.
 
 Per connection it loops: read ``int32 size``; check the size against the frame limit (a bigger
-or negative size closes the connection before anything is allocated); read the frame; parse
-the three fixed header fields (api key, version, correlation id); wait while the request
-channel is over its byte budget; queue the request; await its answer; write it. Reading the
+or negative size closes the connection before anything is allocated); wait while the request
+channel's byte budget has no room for the frame; read it; parse the three fixed header fields
+(api key, version, correlation id); queue the request; await its answer; write it. Reading the
 next request only after the previous one is answered keeps responses in request order and at
 most one request per connection in flight, as Kafka's broker does (it mutes the channel).
 
@@ -145,16 +145,23 @@ class Processor:
                 log.info("kcodec broker: closing %s: request size %d outside 8..%d",
                          conn.peer, size, self.max_request_bytes)
                 return
-            frame = await reader.readexactly(size)   # a peer that stalls mid-frame goes idle
+            while not channel.reserve(size):   # the global budget: wait before reading
+                await asyncio.sleep(0.002)
+            try:
+                frame = await reader.readexactly(size)   # a peer stalling mid-frame goes idle
+            except BaseException:
+                channel.release(size)
+                raise
             conn.busy = True
             req = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
                           int.from_bytes(frame[2:4], "big", signed=True),
                           int.from_bytes(frame[4:8], "big", signed=True), frame)
             conn.requests += 1
-            while not channel.has_room(size):
-                await asyncio.sleep(0.002)
             channel.put(req)
-            answer = await asyncio.wrap_future(req.future)
+            try:
+                answer = await asyncio.wrap_future(req.future)
+            finally:
+                channel.release(size)
             if answer is CLOSE or answer == CLOSE:
                 return
             if answer is not NO_RESPONSE and answer != NO_RESPONSE:
