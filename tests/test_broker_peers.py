@@ -319,3 +319,48 @@ def test_leader_move_and_node_restart_under_confluent_kafka():
         got = ck_consume(c.bootstrap, "moving", n=300, group="g-move")
         assert sorted(m.value() for m in got) == expected(300)
         assert c.leader_of("moving", 0) == 2
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "aiokafka"])
+def test_idempotent_python_peers_with_lost_answers(kb, client):
+    """The same faults for kafka-python's and aiokafka's idempotent producers."""
+    kb.create_topic("idem2", 1)
+    count = {"n": 0}
+
+    def fault(req):
+        count["n"] += 1
+        return LOSE_ANSWER if count["n"] % 3 == 0 else None
+    kb.hook("Produce", fault)
+    n = 300
+    if client == "kafka-python":
+        import kafka
+
+        p = kafka.KafkaProducer(bootstrap_servers=kb.bootstrap, enable_idempotence=True,
+                                linger_ms=2, batch_size=2000, request_timeout_ms=3000,
+                                retry_backoff_ms=50)
+        futs = [p.send("idem2", b"v%05d" % i, partition=0) for i in range(n)]
+        p.flush(60)
+        for f in futs:
+            f.get(30)
+        p.close()
+    else:
+        import aiokafka
+
+        async def go():
+            p = aiokafka.AIOKafkaProducer(bootstrap_servers=kb.bootstrap, enable_idempotence=True,
+                                          linger_ms=2, max_batch_size=2000,
+                                          request_timeout_ms=3000, retry_backoff_ms=50)
+            await p.start()
+            try:
+                futs = [await p.send("idem2", b"v%05d" % i, partition=0) for i in range(n)]
+                for f in futs:
+                    await f
+            finally:
+                await p.stop()
+        asyncio.run(go())
+    kb.clear_hooks()
+    assert count["n"] >= 3
+    log = kb.state.topics["idem2"].partitions[0].log
+    from kcodec.records import iter_batches
+    got = [r.value for b in iter_batches(log.read(0, 1 << 30)) for r in b]
+    assert got == expected(n)
