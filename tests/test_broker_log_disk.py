@@ -482,15 +482,18 @@ def test_crash_soak_repeated_kills(tmp_path: Path) -> None:
         assert child.stdout is not None
         want = rng.randint(50, 400)
         got = 0
-        while got < want:
-            line = child.stdout.readline()
-            if not line:
-                break
-            acked.add(int(line))
-            got += 1
-        child.send_signal(signal.SIGKILL)
-        acked.update(int(x) for x in child.stdout.read().split())
-        child.wait()
+        try:
+            while got < want:
+                line = child.stdout.readline()
+                if not line:
+                    break
+                acked.add(int(line))
+                got += 1
+        finally:
+            child.send_signal(signal.SIGKILL)
+            rest = child.stdout.read()
+            child.wait()
+        acked.update(int(x) for x in rest.split())
         assert got == want, "the child stopped early"
         logs = sorted(part_dir(tmp_path, "soak").glob("*.log"))
         with open(logs[-1], "ab") as f:
