@@ -29,6 +29,7 @@ import pytest
 from aiokafka.record import memory_records as aio_memory
 
 from bench.conftest import IMPLS, twin, workload_records
+from kcodec import IMPLEMENTATION
 from kcodec.broker.log import LogConfig, LogManager
 from kcodec.broker.log import validate as validate_mod
 from kcodec.records import RecordBatchBuilder
@@ -170,7 +171,7 @@ def test_read(benchmark, ratios, filled, where) -> None:
         return total
     total = benchmark(run)
     assert total == log.size_bytes
-    name = "kcodec cython" if where == "memory" else "kcodec disk"
+    name = f"kcodec {IMPLEMENTATION}" if where == "memory" else "kcodec disk"
     ratios.add("B-read", name, benchmark, total, "B")
 
 

@@ -596,9 +596,12 @@ def test_concurrent_appends_and_reads() -> None:
             errors.append(exc)
 
     def consume() -> None:
+        import time
+
+        deadline = time.monotonic() + 60
         try:
             offset = 0
-            while offset < 1600:
+            while offset < 1600 and time.monotonic() < deadline:
                 data = log.read(offset, 10_000)
                 for b in iter_batches(data):
                     assert b.base_offset <= offset <= b.last_offset or b.base_offset > offset
@@ -606,8 +609,8 @@ def test_concurrent_appends_and_reads() -> None:
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=produce) for _ in range(4)]
-    threads.append(threading.Thread(target=consume))
+    threads = [threading.Thread(target=produce, daemon=True) for _ in range(4)]
+    threads.append(threading.Thread(target=consume, daemon=True))
     for t in threads:
         t.start()
     for t in threads:

@@ -9,9 +9,9 @@
 
 Modules: ``config`` (topic configs), ``errors`` (LogError and its Kafka error codes),
 ``validate`` (the produce checks and in-place offset assignment), ``convert``
-(down-conversion for Fetch v0-v3), ``segment`` (one
-segment's bytes, table and index files), ``partition`` (PartitionLog: roll, read, retention,
-truncation), ``manager`` (LogManager: the data directory, checkpoints, recovery).
+(down-conversion for Fetch v0-v3), ``segment`` (one segment's bytes, table and index
+files), ``partition`` (PartitionLog: roll, read, retention, truncation), ``epochs`` (the
+leader epoch cache), ``manager`` (LogManager: the data directory, checkpoints, recovery).
 """
 
 from kcodec.broker.log.config import LogConfig

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcodec.broker.log.config import LONG_MAX, LogConfig
+from kcodec.broker.log.epochs import LeaderEpochCache
 from kcodec.broker.log.errors import KafkaStorageError, OffsetOutOfRange, RecordListTooLarge
 from kcodec.broker.log.segment import INT32_MAX, Segment, SegmentHook
 from kcodec.broker.log.validate import AppendResult, Validated, check_replicated, validate
@@ -59,8 +60,7 @@ class PartitionLog:
         self._last_flush_ms = _now_ms()
         self.segments: list[Segment] = []
         self._bases: list[int] = []
-        #: (leader epoch, start offset) in increasing order: the leader epoch cache
-        self._epochs: list[tuple[int, int]] = []
+        self._epochs = LeaderEpochCache()
         if directory is not None:
             os.makedirs(directory, exist_ok=True)
         if _load and directory is not None:
@@ -71,7 +71,7 @@ class PartitionLog:
         if self._log_start > self.log_end_offset:
             # a checkpoint ahead of what survived on disk: start an empty log there
             self._truncate_fully(self._log_start)
-        self._trim_epochs_below(self._log_start)
+        self._epochs.truncate_from_start(self._log_start)
         self._hw = self.log_end_offset
 
     # -- loading and segments -------------------------------------------------------------
@@ -108,8 +108,7 @@ class PartitionLog:
                 os.unlink(os.path.join(self.directory, n))
         for seg in keep:
             for epoch, start in seg.loaded_epochs:
-                if not self._epochs or epoch > self._epochs[-1][0]:
-                    self._epochs.append((epoch, start))
+                self._epochs.assign(epoch, start)
         for seg in keep[:-1]:
             seg.seal()          # the final time index entry of an inactive segment
         self.segments = keep
@@ -210,7 +209,7 @@ class PartitionLog:
             seg.append(v.data, v.entries)
         except OSError as exc:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
-        self._note_epoch(v.data, v.result.base_offset)
+        self._epochs.note_batch(v.data, v.result.base_offset)
         if self.auto_high_watermark:
             self._hw = self.log_end_offset
         if self.directory is not None:
@@ -324,40 +323,17 @@ class PartitionLog:
 
     # -- leader epochs ----------------------------------------------------------------------
 
-    def _note_epoch(self, data: Any, base_offset: int) -> None:
-        if len(data) > 16 and data[16] == 2:
-            epoch = int.from_bytes(data[12:16], "big", signed=True)
-            if epoch >= 0 and (not self._epochs or epoch > self._epochs[-1][0]):
-                self._epochs.append((epoch, base_offset))
-
-    def _trim_epochs_below(self, offset: int) -> None:
-        """Kafka's truncate-from-start: entries before ``offset`` go, but the last of
-        them stays, moved up to start at ``offset``."""
-        eps = self._epochs
-        k = bisect_right([s for _, s in eps], offset)
-        if k:
-            self._epochs = [(eps[k - 1][0], max(eps[k - 1][1], offset))] + eps[k:]
-
     def leader_epochs(self) -> list[tuple[int, int]]:
         """The leader epoch cache: (epoch, start offset) for every epoch that wrote batches
         (from the v2 batches' partition leader epoch), oldest first."""
         with self._lock:
-            return list(self._epochs)
+            return list(self._epochs.entries)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest epoch <= ``epoch`` known, the offset where the
         epoch after it starts, or the log end for the latest epoch); (-1, -1) when unknown."""
         with self._lock:
-            eps = self._epochs
-            if epoch < 0 or not eps:
-                return (-1, -1)
-            if epoch == eps[-1][0]:
-                return (epoch, self.log_end_offset)
-            k = bisect_right([e for e, _ in eps], epoch)
-            if k >= len(eps):
-                return (-1, -1)
-            higher_start = eps[k][1]
-            return ((eps[k - 1][0] if k else epoch), higher_start)
+            return self._epochs.end_offset_for(epoch, self.log_end_offset)
 
     # -- truncation, deletion, retention --------------------------------------------------
 
@@ -379,7 +355,7 @@ class PartitionLog:
 
     def _set_log_start(self, offset: int) -> None:
         self._log_start = offset
-        self._trim_epochs_below(offset)
+        self._epochs.truncate_from_start(offset)
         if self._on_start_offset is not None:
             self._on_start_offset(self)
 
@@ -467,7 +443,7 @@ class PartitionLog:
                 raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
             self._hook("on_truncate", seg, seg.next_offset)
             end = self.log_end_offset
-            self._epochs = [e for e in self._epochs if e[1] < end]
+            self._epochs.truncate_from_end(end)
             self._hw = min(self._hw, end)
 
     def _truncate_fully(self, offset: int) -> None:
@@ -475,7 +451,7 @@ class PartitionLog:
             self._hook("on_delete", seg)
             seg.delete()
         self.segments, self._bases = [], []
-        self._epochs = []
+        self._epochs.clear()
         self._new_segment(offset)
         self._log_start = offset
         if self._on_start_offset is not None:
