@@ -43,6 +43,7 @@ def consume_all(bootstrap, topic, partitions, want, timeout=30):
 
 
 @pytest.mark.peers
+@pytest.mark.slow   # two broker processes and a crash: ~6 s
 def test_sigkill_while_producing_loses_no_acknowledged_record(tmp_path):
     import confluent_kafka as ck
     import confluent_kafka.admin  # noqa: F401 - ck.admin
