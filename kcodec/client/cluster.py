@@ -54,6 +54,8 @@ class Cluster:
         self._meta_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task | None = None
         self.closed = False
+        from kcodec.client.security import Security
+        self.security = Security.of(config)
 
     # --------------------------------------------------------------- connections
     @property
@@ -79,7 +81,8 @@ class Cluster:
                 host, port = self.brokers[node_id]
             else:
                 raise BrokerNotAvailableError(f"unknown broker id {node_id}")
-            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout)
+            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
+                                    self.security)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
             self._connecting[node_id] = task
