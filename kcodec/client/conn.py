@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import socket
 import ssl
 import time
 from typing import TYPE_CHECKING, Any
@@ -15,6 +18,16 @@ if TYPE_CHECKING:
     from kcodec.client.security import Security
 
 __all__ = ["BrokerConnection"]
+
+# connect() errors no amount of waiting changes for a broker that was never reached
+_DEFINITE_ERRNOS = {errno.ECONNREFUSED, errno.EADDRNOTAVAIL, errno.ENETUNREACH,
+                    errno.EHOSTUNREACH, errno.EAFNOSUPPORT, errno.EINVAL}
+
+
+def _definite(message: str) -> BrokerNotAvailableError:
+    err = BrokerNotAvailableError(message)
+    err.definite = True
+    return err
 
 
 class BrokerConnection:
@@ -43,6 +56,13 @@ class BrokerConnection:
         return self._writer is not None and self.error is None and not self.core.closed
 
     async def connect(self, timeout: float) -> BrokerConnection:
+        """Open the socket and negotiate versions, within ``timeout`` seconds.
+
+        Failures are ``BrokerNotAvailableError`` naming the address and the cause; those
+        that waiting cannot change (refused, no such host, a peer that does not speak
+        Kafka) carry ``definite=True`` so a client that never reached a broker can stop.
+        """
+        addr = f"{self.host}:{self.port}"
         sec = self.security
         tls = {} if sec is None or sec.ssl_context is None else {
             "ssl": sec.ssl_context, "server_hostname": self.host}
@@ -54,10 +74,15 @@ class BrokerConnection:
             raise tls_error(self.host, self.port, exc) from None
         except asyncio.TimeoutError:
             raise BrokerNotAvailableError(
-                f"connecting to {self.host}:{self.port} timed out after {timeout:.1f} s") from None
+                f"connecting to {addr} timed out after {timeout:.1f} s") from None
+        except socket.gaierror as exc:
+            raise _definite(f"cannot resolve host {self.host!r}: {exc.strerror or exc}") from None
         except OSError as exc:
-            raise BrokerNotAvailableError(
-                f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}") from None
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            err = BrokerNotAvailableError(f"cannot connect to {addr}: {why}")
+            if isinstance(exc, ConnectionRefusedError) or exc.errno in _DEFINITE_ERRNOS:
+                err.definite = True
+            raise err from None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             resp = await self.request(18, None, version=3, body_override=True, timeout=timeout)
@@ -66,11 +91,28 @@ class BrokerConnection:
                 resp = await self.request(18, None, version=retry, body_override=True,
                                           timeout=timeout)
                 self.core.on_api_versions(resp)
-            if sec is not None and sec.use_sasl:
-                await self._authenticate(timeout)
+        except KafkaTimeoutError:
+            self.close()
+            raise BrokerNotAvailableError(
+                f"{addr} accepted the connection but did not answer the Kafka handshake "
+                f"(ApiVersions) within {timeout:.1f} s; is it a Kafka broker?") from None
+        except ProtocolError as exc:
+            self.close()
+            raise _definite(f"{addr} is not a Kafka broker: its answer to the Kafka handshake "
+                            f"(ApiVersions) does not parse ({exc})") from None
+        except BrokerNotAvailableError as exc:
+            self.close()
+            raise _definite(f"{addr} closed the connection during the Kafka handshake "
+                            f"(ApiVersions); is it a Kafka listener? ({exc})") from None
         except BaseException:
             self.close()
             raise
+        if sec is not None and sec.use_sasl:
+            try:
+                await self._authenticate(timeout)
+            except BaseException:
+                self.close()
+                raise
         return self
 
     async def _authenticate(self, timeout: float | None = None) -> None:

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any, Callable, NamedTuple
 
-from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.errors import ClientClosedError, KafkaError, NoOffsetForPartitionError
@@ -863,7 +863,7 @@ class Consumer(_Common):
             self.subscribe(list(topics))
 
     def _run(self, coro: Any, timeout: float | None = None) -> Any:
-        return self._loop.run(coro, self._timeout if timeout is None else timeout)
+        return self._loop.run(coro, self._timeout + GRACE if timeout is None else timeout)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._async.assign(partitions)
@@ -873,7 +873,8 @@ class Consumer(_Common):
         in the thread that polls (or closes), revocation before the partitions move."""
         self._async.subscribe(topics, listener)
 
-    def _drive(self, steps: Generator[tuple, Any, None], timeout: float) -> None:
+    def _drive(self, steps: Generator[tuple, Any, None], timeout: float,
+               what: str = "operation") -> None:
         """Run rebalance/close steps: coroutines on the loop, the listener right here."""
         value: Any = None
         while True:
@@ -883,14 +884,16 @@ class Consumer(_Common):
                 return
             value = None
             if step[0] == "await":
-                value = self._run(step[1], timeout)
+                value = self._loop.run(step[1], timeout, what)
             elif self._engine.listener is not None:
                 getattr(self._engine.listener, step[1])(sorted(step[2]))
 
     def _ensure_group(self) -> None:
         if self._async._rebalance_due():
+            cfg = self.config   # the join's own deadline (GroupMember.join), plus grace
             self._drive(self._async._rebalance(),
-                        self._timeout + 2 * self.config.session_timeout_ms / 1000)
+                        max(cfg.api_timeout_ms, 2 * cfg.session_timeout_ms) / 1000 + GRACE,
+                        f"joining group {cfg.group_id!r}")
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
