@@ -560,6 +560,16 @@ async def list_offsets(cluster: Cluster, tps: Iterable[TopicPartition], timestam
 class _Common:
     _engine: _Engine
 
+    def group_metadata(self) -> Any:
+        """The group, generation and member, for ``send_offsets_to_transaction``."""
+        from kcodec.client.transactions import ConsumerGroupMetadata
+
+        g = self._engine.group
+        if g is None:
+            raise ValueError("group_metadata needs a consumer with a group_id")
+        return ConsumerGroupMetadata(g.group_id, g.generation, g.member_id,
+                                     self._engine.config.group_instance_id)
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._engine.states)
 

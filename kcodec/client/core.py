@@ -50,6 +50,12 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     19: (2, 7),    # CreateTopics
     20: (1, 5),    # DeleteTopics
     22: (0, 4),    # InitProducerId
+    24: (0, 3),    # AddPartitionsToTxn (v4+: the brokers' batched form)
+    25: (0, 3),    # AddOffsetsToTxn
+    26: (0, 3),    # EndTxn
+    28: (0, 3),    # TxnOffsetCommit
+    17: (1, 1),    # SaslHandshake
+    36: (0, 2),    # SaslAuthenticate
 }
 
 
