@@ -519,7 +519,7 @@ class _Engine:
             self.buffered -= b.size
             self.space.notify_all()
         if self.txn is not None:
-            self.txn.on_batch_failed(exc)
+            exc = self.txn.on_batch_failed(exc)
         b.finish(-1, -1, exc)
 
     def drop_unsent(self, exc: BaseException) -> bool:

@@ -154,11 +154,12 @@ class TransactionManager:
             self.error = self.error if isinstance(self.error, FatalTransactionError) else err
         return err
 
-    def on_batch_failed(self, exc: BaseException) -> None:
-        """A batch of this transaction could not be written."""
+    def on_batch_failed(self, exc: BaseException) -> BaseException:
+        """A batch of this transaction could not be written: the error its records get."""
+        self.dropped = True      # its sequence numbers are a gap now: abort bumps the epoch
         if self.state in (ABORTING, READY):
-            return
-        self.fail(exc, getattr(exc, "code", None))
+            return exc
+        return self.fail(exc, getattr(exc, "code", None))
 
     # ------------------------------------------------------------------ coordinator
     async def _coordinator(self) -> int:
@@ -340,7 +341,7 @@ class TransactionManager:
     async def abort(self) -> None:
         self._require(IN_TRANSACTION, ABORTABLE_ERROR, COMMITTING, what="abort_transaction")
         self.state = ABORTING
-        self.dropped = self.engine.drop_unsent(
+        self.engine.drop_unsent(
             AbortableTransactionError("the transaction was aborted before this record was sent"))
         await self.engine.flush()       # what is in flight completes (or fails) first
         await self._end(False)
