@@ -145,6 +145,8 @@ class _Engine:
             for tp in tps:
                 self.states.setdefault(tp, _PState())
             self.no_offset &= tps
+            for tp in [tp for tp in self.held if tp not in tps]:
+                del self.held[tp]
             self._drop_buffered(lambda f: f.tp not in tps)
             self.resolve = False
         self.kick()
@@ -162,6 +164,7 @@ class _Engine:
             st.position = offset
             st.fetch_position = offset
             st.epoch += 1
+            self.held.pop(tp, None)   # the application said where to go on
             self._drop_buffered(lambda f: f.tp == tp)
             self.no_offset.discard(tp)
             err = self.error
@@ -440,7 +443,8 @@ class _Engine:
 
     def rewind_held(self) -> None:
         """An iterator stopped with records not handed out: fetch them again next time."""
-        held, self.held = self.held, {}
+        held = dict(self.held)
+        self.held.clear()
         if self.closed:
             return
         for tp, off in held.items():
@@ -692,7 +696,7 @@ class _Common:
                     held[tp] = r.offset + 1
                     yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
                                          r.value, r.headers)
-                del held[tp]   # all handed out: the position (past control batches) stands
+                held.pop(tp, None)   # all handed out: the position (past control batches) stands
         finally:
             if held:
                 self._engine.rewind_held()
