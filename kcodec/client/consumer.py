@@ -132,7 +132,7 @@ class _Engine:
             return None
         self.failing_since = time.monotonic()
         return BrokerNotAvailableError(
-            f"no broker answered for {limit:.1f} s (api_timeout_ms); last error: "
+            f"no broker answered for {limit:.1f} s; last error: "
             f"{self.last_failure}")
 
     # ------------------------------------------------------------------ assignment
