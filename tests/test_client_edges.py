@@ -98,3 +98,105 @@ def test_one_good_address_among_refused_ones_is_used(broker) -> None:
     bad = f"127.0.0.1:{free_port()}"
     with Admin(bootstrap_servers=f"{bad},{broker.bootstrap}") as a:
         assert isinstance(a.list_topics(), list)
+
+
+# ------------------------------------------------------------------ iterating commits what it yielded
+
+def _fill(broker, topic: str, n: int) -> None:
+    from kcodec.client import Admin
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        assert a.create_topics([topic], num_partitions=1)[topic] is None
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
+        for i in range(n):
+            p.send(topic, b"v%d" % i, partition=0)
+        p.flush()
+
+
+def _consumer(broker, group: str, **kw) -> Consumer:
+    return Consumer(bootstrap_servers=broker.bootstrap, group_id=group, auto_offset_reset="earliest",
+                    fetch_max_wait_ms=50, **kw)
+
+
+def test_iterator_break_commits_only_what_it_yielded(broker, topic_name) -> None:
+    """`for r in consumer: break` with auto-commit commits offset 1, not the poll's end,
+    and the next iteration starts with the record after the one handed out."""
+    from kcodec.client import TopicPartition
+
+    tp = TopicPartition(topic_name, 0)
+    _fill(broker, topic_name, 10)
+    group = f"g-{topic_name}"
+    with _consumer(broker, group) as c:
+        c.assign([tp])
+        for r in c:
+            assert r.offset == 0
+            break
+        assert c.position(tp) == 1
+        got = []
+        for r in c:
+            got.append(r.offset)
+            if len(got) == 3:
+                break
+        assert got == [1, 2, 3]
+    with _consumer(broker, group, enable_auto_commit=False) as c:
+        assert c.committed([tp]) == {tp: 4}
+
+
+def test_iterator_kept_open_when_closing_commits_only_what_it_yielded(broker, topic_name) -> None:
+    from kcodec.client import TopicPartition
+
+    tp = TopicPartition(topic_name, 0)
+    _fill(broker, topic_name, 10)
+    group = f"g-{topic_name}"
+    c = _consumer(broker, group)
+    c.assign([tp])
+    it = iter(c)
+    assert [next(it).offset for _ in range(2)] == [0, 1]
+    c.close()          # the iterator is still alive: offsets 2.. were polled, never handed out
+    with _consumer(broker, group, enable_auto_commit=False) as c2:
+        assert c2.committed([tp]) == {tp: 2}
+    del it
+
+
+def test_poll_counts_everything_it_returned_as_consumed(broker, topic_name) -> None:
+    """poll() keeps Java's semantics: what a poll returned is consumed."""
+    from kcodec.client import TopicPartition
+
+    tp = TopicPartition(topic_name, 0)
+    _fill(broker, topic_name, 10)
+    group = f"g-{topic_name}"
+    with _consumer(broker, group) as c:
+        c.assign([tp])
+        n = 0
+        deadline = time.monotonic() + 20
+        while n < 10 and time.monotonic() < deadline:
+            n += sum(len(v) for v in c.poll(0.5).values())
+        assert n == 10
+    with _consumer(broker, group, enable_auto_commit=False) as c:
+        assert c.committed([tp]) == {tp: 10}
+
+
+# ------------------------------------------------------------------ a lost broker is surfaced
+
+def test_consumer_poll_names_a_lost_broker_within_api_timeout() -> None:
+    import asyncio
+
+    from kcodec.client import AsyncConsumer, TopicPartition
+    from tests.fake_kafka import FakeKafka
+
+    async def main() -> None:
+        fake = await FakeKafka(nodes=1).start()
+        fake.values[("t", 0)] = [b"a", b"b"]
+        async with AsyncConsumer(bootstrap_servers=fake.bootstrap, auto_offset_reset="earliest",
+                                 api_timeout_ms=1000, request_timeout_ms=500,
+                                 fetch_max_wait_ms=50) as c:
+            c.assign([TopicPartition("t", 0)])
+            got = await c.poll(5)
+            assert [r.value for r in got[TopicPartition("t", 0)]] == [b"a", b"b"]
+            await fake.kill()
+            t0 = time.monotonic()
+            with pytest.raises(BrokerNotAvailableError,
+                               match=r"no broker answered for 1\.0 s .*last error: .*127\.0\.0\.1"):
+                while time.monotonic() - t0 < 10:
+                    await c.poll(0.2)
+            assert time.monotonic() - t0 < 3
+    asyncio.run(main())
