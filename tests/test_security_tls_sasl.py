@@ -269,3 +269,43 @@ def test_secrets_never_in_reprs_or_config_errors():
                 dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER")):
         with pytest.raises(ValueError):
             ProducerConfig(bootstrap_servers="localhost:1", **bad)
+
+
+# ------------------------------------------------------------------------------ CLI
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from kcodec.cli import main
+
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_over_tls_and_sasl(tls_broker, sasl_broker, certs, capsys, monkeypatch, tmp_path):
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    rc, out, err = _cli(capsys, "topics", "create", "-b", tls_broker, "--timeout", "15",
+                        "--security-protocol", "SSL", "--ssl-cafile", certs.cafile, topic)
+    assert rc == 0, err
+    rc, out, err = _cli(capsys, "topics", "list", "-b", tls_broker, "--timeout", "15",
+                        "--security-protocol", "ssl", "--ssl-cafile", certs.cafile)
+    assert rc == 0 and topic in out, err
+    monkeypatch.setenv("KCODEC_SASL_PASSWORD", "alice-secret")
+    rc, out, err = _cli(capsys, "topics", "list", "-b", sasl_broker["plain"], "--timeout", "15",
+                        "--security-protocol", "SASL_PLAINTEXT",
+                        "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", "alice")
+    assert rc == 0, err
+    pw = tmp_path / "pw"
+    pw.write_text("wrong-one\n")
+    rc, out, err = _cli(capsys, "topics", "list", "-b", sasl_broker["plain"], "--timeout", "15",
+                        "--security-protocol", "SASL_PLAINTEXT", "--sasl-username", "alice",
+                        "--sasl-password-file", str(pw))
+    assert rc == 1 and "SASL PLAIN authentication as 'alice'" in err and "wrong-one" not in err
+    tok = tmp_path / "token"
+    tok.write_text(f"valid:{time.time() + 600}\n")
+    rc, out, err = _cli(capsys, "topics", "list", "-b", sasl_broker["plain"], "--timeout", "15",
+                        "--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "OAUTHBEARER",
+                        "--sasl-oauth-token-file", str(tok))
+    assert rc == 0, err
+    monkeypatch.delenv("KCODEC_SASL_PASSWORD")
+    rc, out, err = _cli(capsys, "topics", "list", "-b", sasl_broker["plain"],
+                        "--security-protocol", "SASL_PLAINTEXT", "--sasl-username", "alice")
+    assert rc == 2 and "needs --sasl-username and a password" in err

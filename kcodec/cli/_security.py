@@ -1,0 +1,85 @@
+"""TLS and SASL options of the client sub-commands (``kcodec.client.security``).
+
+Secrets never go on the command line (other users see it in ``ps``): the SASL password
+comes from ``$KCODEC_SASL_PASSWORD`` or ``--sasl-password-file``, the private key's from
+``$KCODEC_SSL_PASSWORD``, an OAUTHBEARER token from ``--sasl-oauth-token-file`` (read again
+whenever the client refreshes it). Every option also has a ``$KCODEC_...`` default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from kcodec.client.sasl import MECHANISMS
+from kcodec.client.security import PROTOCOLS
+
+__all__ = ["add_security", "security_config"]
+
+
+def add_security(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    g = parser.add_argument_group("security (TLS and SASL)")
+    g.add_argument("--security-protocol", type=str.upper, choices=PROTOCOLS,
+                   default=env("KCODEC_SECURITY_PROTOCOL", "PLAINTEXT").upper(),
+                   help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL "
+                        "($KCODEC_SECURITY_PROTOCOL)")
+    g.add_argument("--ssl-cafile", metavar="PEM", default=env("KCODEC_SSL_CAFILE"),
+                   help="CA certificates to trust (default: the system's)")
+    g.add_argument("--ssl-certfile", metavar="PEM", default=env("KCODEC_SSL_CERTFILE"),
+                   help="client certificate (mutual TLS)")
+    g.add_argument("--ssl-keyfile", metavar="PEM", default=env("KCODEC_SSL_KEYFILE"),
+                   help="client private key; its password from $KCODEC_SSL_PASSWORD")
+    g.add_argument("--ssl-no-hostname-check", action="store_true",
+                   help="accept a certificate that does not name the broker's host")
+    g.add_argument("--sasl-mechanism", type=str.upper, choices=MECHANISMS,
+                   default=env("KCODEC_SASL_MECHANISM", "PLAIN").upper(),
+                   help="PLAIN (default), SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+    g.add_argument("--sasl-username", default=env("KCODEC_SASL_USERNAME"),
+                   help="SASL user; the password from $KCODEC_SASL_PASSWORD or "
+                        "--sasl-password-file")
+    g.add_argument("--sasl-password-file", metavar="FILE",
+                   help="read the SASL password from the first line of FILE")
+    g.add_argument("--sasl-oauth-token-file", metavar="FILE",
+                   default=env("KCODEC_SASL_OAUTH_TOKEN_FILE"),
+                   help="OAUTHBEARER: the token (a JWT's exp is honoured), read again on refresh")
+
+
+def _first_line(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip()
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def security_config(args: argparse.Namespace) -> dict[str, Any]:
+    """Config entries for the client from the parsed options (nothing for PLAINTEXT)."""
+    proto = getattr(args, "security_protocol", "PLAINTEXT")
+    if proto == "PLAINTEXT":
+        return {}
+    cfg: dict[str, Any] = {"security_protocol": proto}
+    if proto in ("SSL", "SASL_SSL"):
+        cfg.update(ssl_cafile=args.ssl_cafile, ssl_certfile=args.ssl_certfile,
+                   ssl_keyfile=args.ssl_keyfile, ssl_password=os.environ.get("KCODEC_SSL_PASSWORD"))
+        if args.ssl_no_hostname_check:
+            cfg["ssl_endpoint_identification_algorithm"] = ""
+    if proto.startswith("SASL_"):
+        mech = args.sasl_mechanism
+        cfg["sasl_mechanism"] = mech
+        if mech == "OAUTHBEARER":
+            path = args.sasl_oauth_token_file
+            if not path:
+                raise ValueError("--sasl-mechanism OAUTHBEARER needs --sasl-oauth-token-file")
+            _first_line(path, "--sasl-oauth-token-file")
+            cfg["sasl_oauth_token_provider"] = lambda: _first_line(path, "--sasl-oauth-token-file")
+        else:
+            password = os.environ.get("KCODEC_SASL_PASSWORD")
+            if args.sasl_password_file:
+                password = _first_line(args.sasl_password_file, "--sasl-password-file")
+            if not args.sasl_username or not password:
+                raise ValueError(f"SASL {mech} needs --sasl-username and a password "
+                                 "($KCODEC_SASL_PASSWORD or --sasl-password-file)")
+            cfg.update(sasl_username=args.sasl_username, sasl_password=password)
+    return cfg
