@@ -28,6 +28,7 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
+from kcodec.client.fetch_session import FetchSession
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
 
@@ -102,6 +103,7 @@ class _Engine:
         self.adata = asyncio.Event()
         self.wake = asyncio.Event()
         self.fetcher: asyncio.Task | None = None
+        self.sessions: dict[int, FetchSession] = {}     # fetch sessions by broker (KIP-227)
         self.inflight: set[int] = set()
         self.closed = False
         self.error: BaseException | None = None
@@ -278,27 +280,45 @@ class _Engine:
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
         cfg = self.config
+        session = self.sessions.get(node)
+        if session is None:
+            session = self.sessions[node] = FetchSession()
         try:
             topics: dict[str, list] = {}
             epochs = {}
-            for tp, off in parts:
+            for tp, _off in parts:
                 epochs[tp] = self.states[tp].epoch if tp in self.states else -1
+            # KIP-227: only new and moved partitions go into an incremental fetch
+            sid, sepoch, send, forget = session.build(dict(parts))
+            for tp, off in send.items():
                 topics.setdefault(tp.topic, []).append({
                     "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": off,
                     "last_fetched_epoch": -1, "log_start_offset": -1,
                     "partition_max_bytes": cfg.max_partition_fetch_bytes})
+            forgotten: dict[str, list[int]] = {}
+            for tp in forget:
+                forgotten.setdefault(tp.topic, []).append(tp.partition)
             req = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms,
                    "min_bytes": cfg.fetch_min_bytes, "max_bytes": cfg.fetch_max_bytes,
-                   "isolation_level": 1 if self.read_committed else 0, "session_id": 0,
-                   "session_epoch": -1,
+                   "isolation_level": 1 if self.read_committed else 0, "session_id": sid,
+                   "session_epoch": sepoch,
                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                   "forgotten_topics_data": [], "rack_id": ""}
+                   "forgotten_topics_data": [{"topic": t, "partitions": ps}
+                                             for t, ps in forgotten.items()],
+                   "rack_id": ""}
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
-            resp = await self.cluster.send(node, 1, req, timeout=timeout)
+            try:
+                resp = await self.cluster.send(node, 1, req, timeout=timeout)
+            except BaseException:
+                session.on_error()
+                raise
             self.failing_since = None
             body = resp.body
-            if body.error_code:
-                raise KafkaError(body.error_code, "Fetch")
+            code = getattr(body, "error_code", 0) or 0
+            if not session.on_response(code, getattr(body, "session_id", 0) or 0):
+                return            # the session is gone: the next fetch is a full one
+            if code:
+                raise KafkaError(code, "Fetch")
             offsets = dict(parts)
             got = []
             for t in body.responses:
