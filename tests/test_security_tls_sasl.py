@@ -309,3 +309,94 @@ def test_cli_over_tls_and_sasl(tls_broker, sasl_broker, certs, capsys, monkeypat
     rc, out, err = _cli(capsys, "topics", "list", "-b", sasl_broker["plain"],
                         "--security-protocol", "SASL_PLAINTEXT", "--sasl-username", "alice")
     assert rc == 2 and "needs --sasl-username and a password" in err
+
+
+# ------------------------------------------------- independent clients against the blocks
+@pytest.mark.peers
+@pytest.mark.parametrize("mech", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+@pytest.mark.parametrize("tls", [False, True])
+def test_confluent_kafka_authenticates_against_the_broker_blocks(sasl_broker, certs, mech, tls):
+    """librdkafka's SASL client against kcodec.broker.security (through the front layer)."""
+    import confluent_kafka
+    import confluent_kafka.admin
+
+    conf = {"bootstrap.servers": sasl_broker["tls" if tls else "plain"],
+            "security.protocol": "sasl_ssl" if tls else "sasl_plaintext",
+            "sasl.mechanism": mech, "sasl.username": "alice", "sasl.password": "alice-secret"}
+    if tls:
+        conf["ssl.ca.location"] = certs.cafile
+    admin = confluent_kafka.admin.AdminClient(conf)
+    md = admin.list_topics(timeout=15)
+    assert md.brokers
+    bad = confluent_kafka.admin.AdminClient({**conf, "sasl.password": "nope"})
+    with pytest.raises(confluent_kafka.KafkaException):
+        bad.list_topics(timeout=3)
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("mech", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
+def test_kafka_python_authenticates_and_produces_consumes(sasl_broker, mech):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Tokens(AbstractTokenProvider):
+        def token(self):
+            return f"valid:{time.time() + 600}"
+
+    sec = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mech}
+    if mech == "OAUTHBEARER":
+        sec["sasl_oauth_token_provider"] = Tokens()
+    else:
+        sec.update(sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    topic = f"kp-{uuid.uuid4().hex[:8]}"
+    with Admin(bootstrap_servers=sasl_broker["plain"], security_protocol="SASL_PLAINTEXT",
+               sasl_username="alice", sasl_password="alice-secret", **FAST) as admin:
+        admin.create_topics([topic], num_partitions=1)
+    p = KafkaProducer(bootstrap_servers=sasl_broker["plain"], **sec)
+    for i in range(5):
+        p.send(topic, f"k{i}".encode(), partition=0)
+    p.flush(15)
+    p.close()
+    c = KafkaConsumer(bootstrap_servers=sasl_broker["plain"], auto_offset_reset="earliest",
+                      **sec)
+    c.assign([TopicPartition(topic, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 15
+    while len(got) < 5 and time.monotonic() < deadline:
+        for recs in c.poll(500).values():
+            got += [r.value for r in recs]
+    c.close()
+    assert got == [f"k{i}".encode() for i in range(5)]
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("mech", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
+def test_aiokafka_authenticates_and_produces(sasl_broker, mech):
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.abc import AbstractTokenProvider
+
+    class Tokens(AbstractTokenProvider):
+        async def token(self):
+            return f"valid:{time.time() + 600}"
+
+    sec = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mech}
+    if mech == "OAUTHBEARER":
+        sec["sasl_oauth_token_provider"] = Tokens()
+    else:
+        sec.update(sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    topic = f"aio-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> int:
+        p = AIOKafkaProducer(bootstrap_servers=sasl_broker["plain"], **sec)
+        await p.start()
+        try:
+            md = await p.send_and_wait(topic, b"hello", partition=0)
+            return md.offset
+        finally:
+            await p.stop()
+    with Admin(bootstrap_servers=sasl_broker["plain"], security_protocol="SASL_PLAINTEXT",
+               sasl_username="alice", sasl_password="alice-secret", **FAST) as admin:
+        admin.create_topics([topic], num_partitions=1)
+    assert asyncio.run(main()) == 0
