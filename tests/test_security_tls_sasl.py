@@ -328,9 +328,10 @@ def test_confluent_kafka_authenticates_against_the_broker_blocks(sasl_broker, ce
     admin = confluent_kafka.admin.AdminClient(conf)
     md = admin.list_topics(timeout=15)
     assert md.brokers
-    bad = confluent_kafka.admin.AdminClient({**conf, "sasl.password": "nope"})
-    with pytest.raises(confluent_kafka.KafkaException):
-        bad.list_topics(timeout=3)
+    if mech == "SCRAM-SHA-512" and not tls:    # once: librdkafka retries until its timeout
+        bad = confluent_kafka.admin.AdminClient({**conf, "sasl.password": "nope"})
+        with pytest.raises(confluent_kafka.KafkaException):
+            bad.list_topics(timeout=2)
 
 
 @pytest.mark.peers
