@@ -21,6 +21,7 @@ from typing import Any, Callable, NamedTuple
 from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
+from kcodec.client.core import TOPIC_ID_VERSIONS
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -289,6 +290,18 @@ class _Engine:
             for tp, _off in parts:
                 epochs[tp] = self.states[tp].epoch if tp in self.states else -1
             # KIP-227: only new and moved partitions go into an incremental fetch
+            conn = await self.cluster.connection(node)
+            version = conn.core.version(1)
+            ids = None
+            if version >= TOPIC_ID_VERSIONS[1]:
+                # KIP-516: topics by id; without ids in the metadata, the last named version
+                ids = self.cluster.topic_ids({tp.topic for tp, _ in parts} |
+                                             {tp.topic for tp in session.offsets})
+                if ids is None:
+                    version = TOPIC_ID_VERSIONS[1] - 1
+            if session.topic_ids != (ids is not None):
+                session.reset()           # a session names topics one way throughout
+                session.topic_ids = ids is not None
             sid, sepoch, send, forget = session.build(dict(parts))
             for tp, off in send.items():
                 topics.setdefault(tp.topic, []).append({
@@ -302,13 +315,15 @@ class _Engine:
                    "min_bytes": cfg.fetch_min_bytes, "max_bytes": cfg.fetch_max_bytes,
                    "isolation_level": 1 if self.read_committed else 0, "session_id": sid,
                    "session_epoch": sepoch,
-                   "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                   "forgotten_topics_data": [{"topic": t, "partitions": ps}
+                   "topics": [{"topic": t, "topic_id": ids and ids[t], "partitions": ps}
+                              for t, ps in topics.items()],
+                   "forgotten_topics_data": [{"topic": t, "topic_id": ids and ids[t],
+                                              "partitions": ps}
                                              for t, ps in forgotten.items()],
                    "rack_id": ""}
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
             try:
-                resp = await self.cluster.send(node, 1, req, timeout=timeout)
+                resp = await conn.request(1, req, version, timeout)
             except BaseException:
                 session.on_error()
                 raise
@@ -317,13 +332,21 @@ class _Engine:
             code = getattr(body, "error_code", 0) or 0
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
                 return            # the session is gone: the next fetch is a full one
+            if code in (100, 103, 106):   # UNKNOWN/INCONSISTENT topic id, session topic ids
+                session.reset()
+                self.cluster.invalidate()
+                return
             if code:
                 raise KafkaError(code, "Fetch")
             offsets = dict(parts)
             got = []
             for t in body.responses:
+                name = t.topic if ids is None else self.cluster.topic_names.get(t.topic_id)
+                if name is None:          # an id we do not know (any more): re-learn
+                    self.cluster.invalidate()
+                    continue
                 for p in t.partitions:
-                    tp = TopicPartition(t.topic, p.partition_index)
+                    tp = TopicPartition(name, p.partition_index)
                     st = self.states.get(tp)
                     if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
                         continue

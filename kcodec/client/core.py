@@ -31,10 +31,12 @@ __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
 MAX_FRAME = 512 * 1024 * 1024
 
-# The versions this client speaks: (min, max) per API key. Maxima stop before topic ids.
+# The versions this client speaks: (min, max) per API key. Produce and Fetch go up to their
+# topic-id versions (KIP-516); requests fall back to the last name-based version when the
+# metadata has no topic id (TOPIC_ID_VERSIONS).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 12),    # Produce
-    1: (4, 12),    # Fetch
+    0: (3, 13),    # Produce (13: topic ids)
+    1: (4, 17),    # Fetch (13+: topic ids)
     2: (1, 9),     # ListOffsets
     3: (1, 12),    # Metadata
     8: (2, 9),     # OffsetCommit
@@ -57,6 +59,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     17: (1, 1),    # SaslHandshake
     36: (0, 2),    # SaslAuthenticate
 }
+
+
+# the first version of an API whose requests name topics by id only
+TOPIC_ID_VERSIONS = {0: 13, 1: 13}
 
 
 @dataclass

@@ -39,6 +39,7 @@ class FetchSession:
         self._pending: dict[Hashable, int] | None = None
         self.full_fetches = 0
         self.incremental_fetches = 0
+        self.topic_ids = False          # this session names topics by id (Fetch v13+)
 
     def __repr__(self) -> str:
         return (f"<FetchSession id={self.session_id} epoch={self.epoch} "

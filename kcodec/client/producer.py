@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
+from kcodec.client.core import TOPIC_ID_VERSIONS
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -398,15 +399,22 @@ class _Engine:
             for b in batches:
                 b.attempts += 1
                 topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.close()})
+            # KIP-516: Produce v13 names topics by id; without ids, the last named version
+            ids = self.cluster.topic_ids(topics)
+            version = None if ids is not None else TOPIC_ID_VERSIONS[0] - 1
             req = {"transactional_id": cfg.transactional_id, "acks": cfg.acks,
                    "timeout_ms": cfg.request_timeout_ms,
-                   "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()]}
+                   "topic_data": [{"name": t, "topic_id": ids and ids[t], "partition_data": ps}
+                                  for t, ps in topics.items()]}
             # the answer is awaited no longer than the first batch's delivery deadline
             wait = min(cfg.request_timeout_ms / 1000,
                        max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
             try:
+                if version is not None:
+                    conn = await self.cluster.connection(node)
+                    version = min(conn.core.version(0), version)
                 resp = await self.cluster.send(node, 0, req, timeout=wait,
-                                               expect_response=cfg.acks != 0)
+                                               expect_response=cfg.acks != 0, version=version)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
                 if isinstance(exc, ClientClosedError):
                     for b in batches:
@@ -421,7 +429,9 @@ class _Engine:
                 for b in batches:
                     self._complete(b, -1, -1)
                 return
-            results = {(t.name, p.index): p for t in resp.body.responses for p in t.partition_responses}
+            names = self.cluster.topic_names
+            results = {(t.name or names.get(getattr(t, "topic_id", None), ""), p.index): p
+                       for t in resp.body.responses for p in t.partition_responses}
             need_pid = False
             for b in batches:
                 p = results.get((b.topic, b.partition))
