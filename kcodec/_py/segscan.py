@@ -14,6 +14,19 @@ base_offset + 2**31 - 1``. It stops, without raising, before the first entry it 
 vouch for (any other magic, a torn or malformed batch, a bad CRC, offsets out of range);
 ``LogSegment.recover`` then reads that entry with the full reader, which says what is wrong.
 
+``scan_records_v2`` checks the records section of one v2 batch (decompressed) as the broker
+does before storing a produced batch, without building record objects:
+
+    record := length varint | attributes int8 | timestamp_delta varlong | offset_delta varint
+              | key_length varint (-1 = null) key | value_length varint (-1 = null) value
+              | header_count varint | { key_length varint key value_length varint value }*
+
+Every record must fill exactly its length, and the section must end with the last record.
+It returns ``(min_timestamp, max_timestamp, bad_delta)``: the smallest record timestamp
+(first_timestamp + timestamp_delta; -1 without records), the largest one but at least -1
+(as Kafka computes a batch's max timestamp), and the index of the first record whose offset
+delta is not its index (-1 when all are).
+
 This is the pure-Python twin of ``kcodec._cy.segscan``.
 """
 
@@ -22,9 +35,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kcodec._py._wire import need, varint, varlong, wrap64
 from kcodec.crc import crc32c
+from kcodec.errors import CorruptDataError
 
-__all__ = ["scan_valid_v2"]
+__all__ = ["scan_valid_v2", "scan_records_v2"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT32_MAX = (1 << 31) - 1
@@ -76,3 +91,53 @@ def scan_valid_v2(buf: Any, start: int = 0, base_offset: int = 0
             max_ts = ts
         pos += 12 + length
     return pos, count, records, first, last, max_ts
+
+
+def scan_records_v2(buf: Any, count: int, first_timestamp: int) -> tuple[int, int, int]:
+    """Check ``count`` records filling ``buf`` (a v2 batch's records section): returns
+    ``(min_timestamp, max_timestamp, bad_delta)`` (see the module doc); raises the
+    reader's errors."""
+    data = _byte_view(buf)
+    end = len(data)
+    if count < 0:
+        raise ValueError(f"record count {count} is negative")
+    pos = 0
+    min_ts = max_ts = -1
+    bad = -1
+    for i in range(count):
+        length, pos = varint(data, pos, end, "record length", 0)
+        need(pos, end, length, "record", 0)
+        rend = pos + length
+        need(pos, rend, 1, "record attributes", 0)
+        pos += 1
+        delta, pos = varlong(data, pos, rend, "timestamp delta", 0)
+        od, pos = varint(data, pos, rend, "offset delta", 0)
+        if od != i and bad < 0:
+            bad = i
+        ts = wrap64(first_timestamp + delta)
+        if ts > max_ts:
+            max_ts = ts
+        if i == 0 or ts < min_ts:
+            min_ts = ts
+        for what in ("record key", "record value"):
+            n, pos = varint(data, pos, rend, what + " length", 0)
+            if n != -1:
+                need(pos, rend, n, what, 0)
+                pos += n
+        headers, pos = varint(data, pos, rend, "header count", 0)
+        if headers < 0:
+            raise CorruptDataError(f"negative header count {headers}", pos)
+        for _ in range(headers):
+            n, pos = varint(data, pos, rend, "header key length", 0)
+            need(pos, rend, n, "header key", 0)
+            pos += n
+            n, pos = varint(data, pos, rend, "header value length", 0)
+            if n != -1:
+                need(pos, rend, n, "header value", 0)
+                pos += n
+        if pos != rend:
+            raise CorruptDataError(f"record length {length} but its fields took "
+                                   f"{length - (rend - pos)} bytes", rend - length)
+    if pos != end:
+        raise CorruptDataError(f"{end - pos} bytes after the last of {count} records", pos)
+    return min_ts, max_ts, bad
