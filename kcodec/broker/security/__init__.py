@@ -10,6 +10,7 @@ from kcodec.broker.security.authenticator import (
     UNAUTHENTICATED_APIS,
     SaslAuthenticator,
 )
+from kcodec.broker.security.listener import ListenerSecurity, SaslGate
 from kcodec.broker.security.sasl import (
     OAuthBearerServer,
     PlainServer,
@@ -22,7 +23,7 @@ from kcodec.broker.security.sasl import (
 )
 from kcodec.broker.security.tls import peer_principal, server_context
 
-__all__ = ["SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS", "ServerMechanism",
+__all__ = ["ListenerSecurity", "SaslGate", "SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS", "ServerMechanism",
            "PlainServer", "ScramServer", "ScramCredential", "make_scram_credential",
            "OAuthBearerServer", "TokenInfo", "SaslAuthenticationFailed", "server_context",
            "peer_principal"]
