@@ -190,3 +190,33 @@ def test_consumer_against_a_broker_without_sessions_fetches_in_full():
             await fake.stop()
 
     asyncio.run(main())
+
+
+def test_incremental_fetches_against_kcodecs_broker():
+    """kcodec's broker keeps fetch sessions: after the first fetch the consumer's fetches
+    are incremental, and every record arrives once."""
+    from kcodec.broker import Cluster
+    from kcodec.client import Consumer, Producer
+
+    with Cluster(1, num_partitions=3) as b:
+        with Producer(bootstrap_servers=b.bootstrap) as p:
+            for i in range(30):
+                p.send("fs", f"{i}".encode(), partition=i % 3)
+        with Consumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
+                      fetch_max_wait_ms=50) as c:
+            c.assign([("fs", 0), ("fs", 1), ("fs", 2)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 10
+            while len(got) < 30 and time.monotonic() < deadline:
+                for recs in c.poll(0.2).values():
+                    got += [r.value for r in recs]
+            with Producer(bootstrap_servers=b.bootstrap) as p:
+                p.send("fs", b"late", partition=1).result(10)
+            while len(got) < 31 and time.monotonic() < deadline:
+                for recs in c.poll(0.2).values():
+                    got += [r.value for r in recs]
+            sessions = [(s.enabled, s.session_id, s.incremental_fetches, s.full_fetches)
+                        for s in c._engine.sessions.values()]    # before close() ends them
+    assert sorted(got) == sorted([f"{i}".encode() for i in range(30)] + [b"late"])
+    assert sessions and all(enabled and sid != 0 for enabled, sid, _i, _f in sessions)
+    assert sum(s[2] for s in sessions) > sum(s[3] for s in sessions)
