@@ -255,3 +255,25 @@ def test_sessions_are_reauthenticated(certs):
                      for proc in node._parts[1] for c in proc.connections.values()]
         assert n > 10
         assert sum(g.auth.reauthentications for g in gates) >= 2
+
+
+def test_broker_command_line_security_options(certs, tmp_path):
+    from kcodec.cli import build_parser
+    from kcodec.cli._security import broker_security
+
+    users = tmp_path / "users"
+    users.write_text("# user:password\nalice:alice-secret\n")
+    args = build_parser().parse_args(["broker", "--ssl-certfile", certs.certfile, "--ssl-keyfile",
+                                      certs.keyfile, "--sasl-users", str(users)])
+    sec = broker_security(args)
+    assert sec.protocol == "SASL_SSL"
+    assert sorted(sec.sasl) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    with Cluster(1, host="localhost", security=sec) as b:
+        with Producer(bootstrap_servers=b.bootstrap, **FAST,
+                      **_kcodec_sec({"protocol": "SASL_SSL", "cafile": certs.cafile},
+                                    "SCRAM-SHA-256")) as p:
+            assert p.send("cli", b"x").result(10).offset == 0
+    assert broker_security(build_parser().parse_args(["broker"])) is None
+    users.write_text("no-colon\n")
+    with pytest.raises(ValueError, match="user:password"):
+        broker_security(build_parser().parse_args(["broker", "--sasl-users", str(users)]))

@@ -83,3 +83,66 @@ def security_config(args: argparse.Namespace) -> dict[str, Any]:
                                  "($KCODEC_SASL_PASSWORD or --sasl-password-file)")
             cfg.update(sasl_username=args.sasl_username, sasl_password=password)
     return cfg
+
+
+# ------------------------------------------------------------------ `kcodec broker`
+def add_broker_security(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("security (TLS and SASL listeners)")
+    g.add_argument("--ssl-certfile", metavar="PEM", help="serve TLS with this certificate chain")
+    g.add_argument("--ssl-keyfile", metavar="PEM", help="its private key ($KCODEC_SSL_PASSWORD)")
+    g.add_argument("--sasl-users", metavar="FILE",
+                   help="require SASL: 'user:password' lines; PLAIN and SCRAM-SHA-256/512 "
+                        "(salted credentials made at start; the passwords are not kept)")
+    g.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                   help="comma-separated mechanisms to enable with --sasl-users")
+    g.add_argument("--connections-max-reauth-ms", type=int, default=0,
+                   help="SASL session lifetime; clients re-authenticate (KIP-368; 0: none)")
+
+
+def broker_security(args: argparse.Namespace) -> Any:
+    """A ``ListenerSecurity`` from the options, or None for PLAINTEXT."""
+    from kcodec.broker.security import (
+        ListenerSecurity,
+        PlainServer,
+        ScramServer,
+        make_scram_credential,
+        server_context,
+    )
+
+    ctx = None
+    if args.ssl_certfile:
+        ctx = server_context(args.ssl_certfile, args.ssl_keyfile,
+                             os.environ.get("KCODEC_SSL_PASSWORD"))
+    elif args.ssl_keyfile:
+        raise ValueError("--ssl-keyfile needs --ssl-certfile")
+    sasl: dict[str, Any] = {}
+    if args.sasl_users:
+        users: dict[str, str] = {}
+        try:
+            with open(args.sasl_users, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    line = line.strip()
+                    if not line or line.startswith("#"):
+                        continue
+                    user, sep, pw = line.partition(":")
+                    if not sep or not user or not pw:
+                        raise ValueError(f"--sasl-users {args.sasl_users}:{n}: expected "
+                                         "user:password")
+                    users[user] = pw
+        except OSError as exc:
+            raise ValueError(f"--sasl-users: cannot read {args.sasl_users!r}: "
+                             f"{exc.strerror or exc}") from None
+        for mech in (m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()):
+            if mech == "PLAIN":
+                plain = dict(users)
+                sasl[mech] = lambda plain=plain: PlainServer(plain)
+            elif mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                creds = {u: make_scram_credential(mech, p) for u, p in users.items()}
+                sasl[mech] = lambda mech=mech, creds=creds: ScramServer(mech, creds)
+            else:
+                raise ValueError(f"--sasl-mechanisms: {mech!r} needs a token validator "
+                                 "(OAUTHBEARER: use kcodec.broker.security from Python)")
+    if ctx is None and not sasl:
+        return None
+    return ListenerSecurity(ssl_context=ctx, sasl=sasl,
+                            connections_max_reauth_ms=args.connections_max_reauth_ms)

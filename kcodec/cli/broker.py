@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not create topics on first Metadata request")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
+    from kcodec.cli._security import add_broker_security
+
+    add_broker_security(parser)
 
 
 @guarded
@@ -54,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     ports = [args.port + i for i in range(args.nodes)] if args.port else None
+    from kcodec.cli._security import broker_security
+
     cluster = Cluster(args.nodes, data_dir=args.data_dir, host=args.host, ports=ports,
-                      num_partitions=args.partitions, auto_create_topics=not args.no_auto_create)
+                      num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
+                      security=broker_security(args))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
