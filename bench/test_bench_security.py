@@ -205,3 +205,102 @@ def test_t_produce(benchmark, ratios, noida, row, who, txn) -> None:
     benchmark.pedantic(fn, setup=setup, rounds=3, iterations=1)
     ratios.add(f"T-produce lz4 ({N} records, {TXN_EVERY} per transaction)", row, benchmark,
                amount=N, unit="msg")
+
+
+# --------------------------------------------------------------- on kcodec's broker
+class _BrokerProcess:
+    """``kcodec broker`` in its own process, PLAINTEXT, SSL or SASL_SSL (SCRAM-SHA-512)."""
+
+    def __init__(self, kind: str, certs) -> None:
+        import json
+        import subprocess
+        import sys
+        import tempfile
+
+        self.dir = tempfile.TemporaryDirectory(prefix="kcodec-bench-sec-")
+        args = [sys.executable, "-m", "kcodec", "broker", "--json", "--host", "localhost"]
+        if kind in ("SSL", "SASL_SSL"):
+            args += ["--ssl-certfile", certs.certfile, "--ssl-keyfile", certs.keyfile]
+        if kind == "SASL_SSL":
+            users = os.path.join(self.dir.name, "users")
+            with open(users, "w") as f:
+                f.write("bench:bench-secret\n")
+            args += ["--sasl-users", users, "--sasl-mechanisms", "SCRAM-SHA-512"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        self.bootstrap = json.loads(self.proc.stdout.readline())["bootstrap"]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.dir.cleanup()
+
+
+KINDS = ("PLAINTEXT", "SSL", "SASL_SSL")
+
+
+@pytest.fixture(scope="module")
+def kbrokers():
+    from tests.security_util import Certs
+
+    certs = Certs()
+    started = {k: _BrokerProcess(k, certs) for k in KINDS}
+    yield started, certs.cafile
+    for b in started.values():
+        b.stop()
+    certs.cleanup()
+
+
+def _ksec(kind: str, cafile: str) -> dict:
+    sec = _sec(kind, cafile) if kind != "SASL_SSL" else {
+        "security_protocol": "SASL_SSL", "ssl_cafile": cafile, "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username": "bench", "sasl_password": "bench-secret"}
+    return sec
+
+
+def _kcsec(kind: str, cafile: str) -> dict:
+    if kind != "SASL_SSL":
+        return _csec(kind, cafile)
+    return {"security.protocol": "sasl_ssl", "ssl.ca.location": cafile,
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bench",
+            "sasl.password": "bench-secret"}
+
+
+K_ROWS = [("kcodec cython" if k == "PLAINTEXT" else f"kcodec {k}", "kcodec", k) for k in KINDS] + \
+    [(f"confluent-kafka {k}", "confluent", k) for k in KINDS]
+
+
+@pytest.mark.parametrize("row,who,kind", K_ROWS)
+def test_k_produce(benchmark, ratios, kbrokers, row, who, kind) -> None:
+    started, cafile = kbrokers
+    bootstrap = started[kind].bootstrap
+    sec = _ksec(kind, cafile) if who == "kcodec" else _kcsec(kind, cafile)
+    fn = kcodec_produce if who == "kcodec" else confluent_produce
+
+    def setup():
+        return (bootstrap, _topic(bootstrap, _ksec(kind, cafile)), sec), {}
+    benchmark.pedantic(fn, setup=setup, rounds=3, iterations=1)
+    ratios.add(f"K-produce lz4 on kcodec's broker ({N} records)", row, benchmark, amount=N,
+               unit="msg")
+
+
+@pytest.fixture(scope="module")
+def kfilled(kbrokers):
+    started, cafile = kbrokers
+    topics = {}
+    for kind in KINDS:
+        bootstrap = started[kind].bootstrap
+        topics[kind] = _topic(bootstrap, _ksec(kind, cafile))
+        confluent_produce(bootstrap, topics[kind], _kcsec(kind, cafile))
+    return topics
+
+
+@pytest.mark.parametrize("row,who,kind", K_ROWS)
+def test_k_consume(benchmark, ratios, kbrokers, kfilled, row, who, kind) -> None:
+    started, cafile = kbrokers
+    sec = _ksec(kind, cafile) if who == "kcodec" else _kcsec(kind, cafile)
+    fn = kcodec_consume if who == "kcodec" else confluent_consume
+    got = benchmark.pedantic(fn, args=(started[kind].bootstrap, kfilled[kind], sec), rounds=3,
+                             iterations=1)
+    assert got == N
+    ratios.add(f"K-consume on kcodec's broker ({N} records)", row, benchmark, amount=N,
+               unit="msg")
