@@ -275,7 +275,12 @@ class Cluster:
             self._reaper.cancel()
         for task in list(self._connecting.values()):
             task.cancel()
+        readers = []
         for conn in self._conns.values():
             conn.close(ClientClosedError("the client is closed"))
+            if conn._task is not None and conn._task is not asyncio.current_task():
+                readers.append(conn._task)
         self._conns.clear()
         await asyncio.sleep(0)
+        if readers:   # let the cancelled readers finish (no "Task was destroyed" at exit)
+            await asyncio.wait(readers, timeout=1.0)
