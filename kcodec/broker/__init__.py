@@ -1,7 +1,8 @@
 """kcodec.broker: a single-process Kafka broker for development, tests, CI and demos.
 
 Not a replacement for a production Kafka cluster: one process, single-replica partitions,
-no security yet. It speaks the real protocol on real sockets, so any Kafka client works.
+TLS and SASL listeners (``security=``, see ``kcodec.broker.security``). It speaks the real
+protocol on real sockets, so any Kafka client works.
 
     from kcodec.broker import Cluster
     with Cluster() as broker:            # one node, memory storage, a free port

@@ -64,7 +64,8 @@ class Cluster:
                  initial_rebalance_delay_ms: int = 0, processors: int = 2, handlers: int = 4,
                  max_request_bytes: int = 100 * 1024 * 1024,
                  queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
-                 retention_check_s: float = 30.0, cluster_id: str | None = None) -> None:
+                 retention_check_s: float = 30.0, cluster_id: str | None = None,
+                 security: Any = None) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -77,7 +78,8 @@ class Cluster:
         self.nodes: dict[int, Node] = {
             i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
                     handlers=handlers, max_request_bytes=max_request_bytes,
-                    queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s)
+                    queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s,
+                    security=security)
             for i in range(nodes)}
         self._initial_delay = initial_rebalance_delay_ms
         self._retention_s = retention_check_s

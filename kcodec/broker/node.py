@@ -16,8 +16,10 @@ __all__ = ["Node"]
 class Node:
     def __init__(self, cluster: Any, node_id: int, host: str, port: int, *, processors: int = 2,
                  handlers: int = 4, max_request_bytes: int = 100 * 1024 * 1024,
-                 queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0) -> None:
+                 queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
+                 security: Any = None) -> None:
         self.cluster = cluster
+        self.security = security   # kcodec.broker.security.ListenerSecurity (TLS, SASL)
         self.id = node_id
         self.host = host
         self.port = port
@@ -37,7 +39,8 @@ class Node:
         self.port = sock.getsockname()[1]   # kept for a restart on the same port
         channel = RequestChannel(self.queued_max_bytes)
         procs = [Processor(self.id, i, channel, max_request_bytes=self.max_request_bytes,
-                           idle_timeout_s=self.idle_timeout_s) for i in range(self.n_processors)]
+                           idle_timeout_s=self.idle_timeout_s, security=self.security)
+                 for i in range(self.n_processors)]
         pool = HandlerPool(channel, lambda req: dispatch(self, req), self.n_handlers,
                            f"kcodec-broker-{self.id}")
         acceptor = Acceptor(sock, procs, f"kcodec-broker-{self.id}-acceptor")

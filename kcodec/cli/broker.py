@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="request handler threads per node (default 4)")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
+    from kcodec.cli._security import add_broker_security
+
+    add_broker_security(parser)
 
 
 @guarded
@@ -60,9 +63,12 @@ def run(args: argparse.Namespace) -> int:
     ports = [args.port + i for i in range(args.nodes)] if args.port else None
     if args.processors < 1 or args.handlers < 1:
         raise UsageError("--processors and --handlers must be at least 1")
+    from kcodec.cli._security import broker_security
+
     cluster = Cluster(args.nodes, data_dir=args.data_dir, host=args.host, ports=ports,
                       processors=args.processors, handlers=args.handlers,
-                      num_partitions=args.partitions, auto_create_topics=not args.no_auto_create)
+                      num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
+                      security=broker_security(args))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -16,7 +16,17 @@ import concurrent.futures
 import logging
 from typing import Any
 
-from kcodec.broker.apis import configs, fetch, groups, meta, offsets, produce, producers, topics  # noqa: F401
+from kcodec.broker.apis import (  # noqa: F401
+    configs,
+    fetch,
+    groups,
+    meta,
+    offsets,
+    produce,
+    producers,
+    sasl,
+    topics,
+)
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
 from kcodec.broker.apis.util import fit
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request

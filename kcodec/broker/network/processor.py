@@ -54,8 +54,9 @@ class ConnectionState:
 
 class Processor:
     def __init__(self, node_id: int, index: int, channel: RequestChannel, *,
-                 max_request_bytes: int, idle_timeout_s: float) -> None:
+                 max_request_bytes: int, idle_timeout_s: float, security: Any = None) -> None:
         self.node_id = node_id
+        self.security = security
         self.index = index
         self.channel = channel
         self.max_request_bytes = max_request_bytes
@@ -111,9 +112,13 @@ class Processor:
         self._thread.join(5)
 
     async def _serve(self, sock: socket.socket) -> None:
+        sec = self.security
         try:
-            reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
-        except OSError:
+            if sec is not None and sec.ssl_context is not None:
+                reader, writer = await _tls_streams(sock, sec.ssl_context)
+            else:
+                reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
+        except (OSError, asyncio.TimeoutError):   # ssl.SSLError is an OSError
             sock.close()
             return
         try:
@@ -122,6 +127,10 @@ class Processor:
             peer = "?"
         conn = ConnectionState(next(_ids), self.node_id, peer, writer=writer,
                                last_active=time.monotonic())
+        gate = sec.gate() if sec is not None else None
+        if gate is not None:      # SASL: only ApiVersions and the SASL APIs until authenticated
+            conn.authenticated = False
+            conn.attrs["sasl"] = gate
         self.connections[conn.id] = conn
         try:
             await self._loop(conn, reader, writer)
@@ -152,6 +161,27 @@ class Processor:
             except BaseException:
                 channel.release(size)
                 raise
+            gate = conn.attrs.get("sasl")
+            if gate is not None:
+                try:
+                    answer, close = gate.on_request(
+                        int.from_bytes(frame[0:2], "big", signed=True),
+                        int.from_bytes(frame[2:4], "big", signed=True), frame)
+                except BaseException:
+                    channel.release(size)
+                    raise
+                if answer is not None or close:
+                    channel.release(size)
+                if answer is not None:
+                    writer.write(answer)
+                    await writer.drain()
+                conn.authenticated = gate.principal is not None and not close
+                if close:
+                    return
+                if answer is not None:
+                    conn.last_active = time.monotonic()
+                    continue
+                conn.attrs["principal"] = gate.principal
             conn.busy = True
             req = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
                           int.from_bytes(frame[2:4], "big", signed=True),
@@ -169,3 +199,14 @@ class Processor:
                 await writer.drain()
             conn.busy = False
             conn.last_active = time.monotonic()
+
+
+async def _tls_streams(sock: socket.socket, ctx: Any) -> tuple[asyncio.StreamReader,
+                                                               asyncio.StreamWriter]:
+    """Server-side TLS on an accepted socket (the handshake included), as asyncio streams."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock=sock, ssl=ctx,
+                                                      ssl_handshake_timeout=10.0)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
