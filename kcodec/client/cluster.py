@@ -36,6 +36,7 @@ class TopicInfo:
     replicas: dict[int, list[int]] = field(default_factory=dict)
     isr: dict[int, list[int]] = field(default_factory=dict)
     is_internal: bool = False
+    topic_id: Any = None        # uuid.UUID (KIP-516) when the broker gave one, else None
 
 
 class Cluster:
@@ -46,6 +47,7 @@ class Cluster:
         self.brokers: dict[int, tuple[str, int]] = {}
         self.racks: dict[int, str | None] = {}
         self.topics: dict[str, TopicInfo] = {}
+        self.topic_names: dict[Any, str] = {}     # topic id -> name (KIP-516)
         self.cluster_id: str | None = None
         self.controller_id: int = -1
         self._conns: dict[int, BrokerConnection] = {}
@@ -54,6 +56,9 @@ class Cluster:
         self._meta_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task | None = None
         self.closed = False
+        self.reached = False   # some broker answered the handshake once
+        from kcodec.client.security import Security
+        self.security = Security.of(config)
 
     # --------------------------------------------------------------- connections
     @property
@@ -79,12 +84,14 @@ class Cluster:
                 host, port = self.brokers[node_id]
             else:
                 raise BrokerNotAvailableError(f"unknown broker id {node_id}")
-            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout)
+            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
+                                    self.security)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
             self._connecting[node_id] = task
             task.add_done_callback(self._connected(node_id))
         new: BrokerConnection = await asyncio.shield(task)
+        self.reached = True
         self._conns[node_id] = new
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
@@ -94,29 +101,45 @@ class Cluster:
         return lambda _task: self._connecting.pop(node_id, None)
 
     async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
-        """A connection to any broker: known brokers first, then the bootstrap list, with backoff."""
+        """A connection to any broker: known brokers first, then the bootstrap list, with backoff.
+
+        A client that has never reached a broker gives up at once when every address
+        answered definitely (refused, unknown host, not Kafka); otherwise it retries until
+        ``deadline`` (default: ``api_timeout_ms`` from now). Either way the error names
+        every address's last failure.
+        """
+        start = time.monotonic()
         if deadline is None:
-            deadline = time.monotonic() + self.config.api_timeout_ms / 1000
+            deadline = start + self.config.api_timeout_ms / 1000
         backoff = self.config.reconnect_backoff_ms / 1000
-        last: BaseException | None = None
+        last: dict[str, BaseException] = {}
         while True:
             for conn in self._conns.values():
                 if conn.alive:
                     return conn
             nodes = list(self.brokers) + [-(i + 1) for i in range(len(self.config.bootstrap))]
             random.shuffle(nodes)
+            definite = True
             for node in nodes:
                 try:
                     return await self.connection(node)
                 except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, OSError) as exc:
-                    last = exc
+                    last[self._address(node)] = exc
+                    definite = definite and getattr(exc, "definite", False)
+            causes = "; ".join(str(e) for e in last.values())
+            if not self.reached and definite:
+                raise BrokerNotAvailableError(f"no broker reachable: {causes}", retriable=False)
             if time.monotonic() + backoff > deadline:
-                addrs = ", ".join(f"{h}:{p}" for h, p in self.config.bootstrap)
                 raise BrokerNotAvailableError(
-                    f"no broker reachable at {addrs} within "
-                    f"{self.config.api_timeout_ms / 1000:.1f} s (last error: {last})")
+                    f"no broker reachable within {time.monotonic() - start:.1f} s "
+                    f"(last error: {causes})")
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
+
+    def _address(self, node: int) -> str:
+        host, port = self.config.bootstrap[-node - 1] if node < 0 else \
+            self.brokers.get(node, ("?", 0))
+        return f"{host}:{port}"
 
     async def send(self, node_id: int | None, api_key: int, body: Any,
                    version: int | None = None, timeout: float | None = None,
@@ -147,7 +170,7 @@ class Cluster:
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
                 if self.closed:
                     raise ClientClosedError("the client is closed") from exc
-                if time.monotonic() + backoff > deadline:
+                if not getattr(exc, "retriable", True) or time.monotonic() + backoff > deadline:
                     raise
                 self.invalidate()
             await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
@@ -175,7 +198,11 @@ class Cluster:
             self.cluster_id = body.cluster_id
             self.controller_id = body.controller_id
             for t in body.topics:
-                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
+                tid = getattr(t, "topic_id", None)
+                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal,
+                                 topic_id=tid if tid is not None and tid.int else None)
+                if info.topic_id is not None and t.error_code == 0:
+                    self.topic_names[info.topic_id] = t.name
                 for p in t.partitions:
                     info.partitions[p.partition_index] = p.leader_id
                     info.replicas[p.partition_index] = list(p.replica_nodes)
@@ -211,6 +238,17 @@ class Cluster:
                 raise KafkaError(code or 5, f"topic {name!r}")
             await asyncio.sleep(backoff)
 
+    def topic_ids(self, names: Any) -> dict[str, Any] | None:
+        """Topic ids of ``names`` (KIP-516), or None if the metadata lacks one of them:
+        then requests use the last version that names topics."""
+        out = {}
+        for n in names:
+            info = self.topics.get(n)
+            if info is None or info.topic_id is None:
+                return None
+            out[n] = info.topic_id
+        return out
+
     async def leader(self, topic: str, partition: int) -> int:
         info = await self.topic(topic)
         if partition not in info.partitions:
@@ -237,7 +275,12 @@ class Cluster:
             self._reaper.cancel()
         for task in list(self._connecting.values()):
             task.cancel()
+        readers = []
         for conn in self._conns.values():
             conn.close(ClientClosedError("the client is closed"))
+            if conn._task is not None and conn._task is not asyncio.current_task():
+                readers.append(conn._task)
         self._conns.clear()
         await asyncio.sleep(0)
+        if readers:   # let the cancelled readers finish (no "Task was destroyed" at exit)
+            await asyncio.wait(readers, timeout=1.0)

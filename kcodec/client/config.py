@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,26 +19,51 @@ COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
+_HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+
+
 def parse_bootstrap(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
-    """``"a:9092,b:9093"`` or a list of ``host:port`` -> [(host, port), ...]."""
+    """``"a:9092,b:9093"`` or a list of ``host:port`` -> [(host, port), ...].
+
+    Hosts are names, IPv4 addresses or bracketed IPv6 addresses (``[::1]:9092``); anything
+    else is a ``ValueError`` naming the address, before any connection is tried.
+    """
+    if not isinstance(servers, (str, list, tuple)):
+        raise ValueError(f"bootstrap_servers must be a string or a list, got {servers!r}")
     items = servers.split(",") if isinstance(servers, str) else list(servers)
     out = []
     for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port)")
         item = item.strip()
         if not item:
             continue
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        host, sep, port = item.rpartition(":")
-        if not sep:
-            host, port = item, "9092"
-        host = host.strip("[]")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port)")
+        addr = item.split("://", 1)[1] if "://" in item else item
+        if addr.startswith("["):
+            host, sep, port = addr[1:].partition("]")
+            port = port[1:] if port.startswith(":") else ("9092" if not port else "x")
+            ok = bool(sep) and _is_ipv6(host)
+        else:
+            host, sep, port = addr.rpartition(":")
+            if not sep:
+                host, port = addr, "9092"
+            ok = _HOST.fullmatch(host) is not None
+        if not ok or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port, "
+                             "or [IPv6]:port)")
         out.append((host, int(port)))
     if not out:
         raise ValueError("bootstrap_servers: no address given")
     return out
+
+
+def _is_ipv6(host: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.IPv6Address(host)
+        return True
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -53,9 +79,25 @@ class ClientConfig:
     connections_max_idle_ms: int = 540000
     metadata_max_age_ms: int = 300000
     api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
+    # security (kcodec.client.security): TLS and SASL; secrets are kept out of repr()
+    security_protocol: str = "PLAINTEXT"
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = field(default=None, repr=False)
+    ssl_endpoint_identification_algorithm: str | None = "https"
+    ssl_context: Any = field(default=None, repr=False)
+    sasl_mechanism: str = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    sasl_oauth_token_provider: Any = field(default=None, repr=False)
+    sasl_login_refresh_window_factor: float = 0.8
 
     def __post_init__(self) -> None:
+        from kcodec.client.security import validate_security
+
         self.bootstrap = parse_bootstrap(self.bootstrap_servers)
+        validate_security(self)
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if f.type in ("int", int) and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
@@ -84,7 +126,7 @@ class ClientConfig:
 class ProducerConfig(ClientConfig):
     acks: int | str = "all"
     linger_ms: int = 5
-    batch_size: int = 16384 * 8
+    batch_size: int = 16384
     max_in_flight_requests_per_connection: int = 5
     retries: int = 2147483647
     delivery_timeout_ms: int = 120000
@@ -93,6 +135,7 @@ class ProducerConfig(ClientConfig):
     enable_idempotence: bool = True
     buffer_memory: int = 32 * 1048576
     transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
 
     def _validate(self) -> None:
         acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(self.acks)
@@ -121,7 +164,12 @@ class ProducerConfig(ClientConfig):
         if self.retries < 0:
             raise ValueError(f"retries must be non-negative, got {self.retries}")
         if self.transactional_id is not None:
-            raise ValueError("transactional_id: transactions are not supported by kcodec's producer")
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise ValueError("transactional_id must be a non-empty string or None")
+            if not self.enable_idempotence:
+                raise ValueError("transactional_id requires enable_idempotence=True")
+        if self.transaction_timeout_ms < 1:
+            raise ValueError("transaction_timeout_ms must be positive")
         if self.enable_idempotence:
             if self.acks != -1:
                 raise ValueError("enable_idempotence requires acks='all'")

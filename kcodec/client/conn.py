@@ -3,22 +3,42 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import socket
+import ssl
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.client.core import Connection, Response
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
 from kcodec.errors import KcodecError, ProtocolError
 
+if TYPE_CHECKING:
+    from kcodec.client.security import Security
+
 __all__ = ["BrokerConnection"]
+
+# connect() errors no amount of waiting changes for a broker that was never reached
+_DEFINITE_ERRNOS = {errno.ECONNREFUSED, errno.EADDRNOTAVAIL, errno.ENETUNREACH,
+                    errno.EHOSTUNREACH, errno.EAFNOSUPPORT, errno.EINVAL}
+
+
+def _definite(message: str) -> BrokerNotAvailableError:
+    err = BrokerNotAvailableError(message)
+    err.definite = True
+    return err
 
 
 class BrokerConnection:
     """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
 
     def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
-                 request_timeout: float) -> None:
+                 request_timeout: float, security: Security | None = None) -> None:
         self.host, self.port, self.node_id = host, port, node_id
+        self.security = security
+        self._reauth_at: float | None = None
+        self._auth_lock: asyncio.Lock | None = None
         self.core = Connection(client_id)
         self.request_timeout = request_timeout
         self._reader: asyncio.StreamReader | None = None
@@ -36,29 +56,91 @@ class BrokerConnection:
         return self._writer is not None and self.error is None and not self.core.closed
 
     async def connect(self, timeout: float) -> BrokerConnection:
+        """Open the socket and negotiate versions, within ``timeout`` seconds.
+
+        Failures are ``BrokerNotAvailableError`` naming the address and the cause; those
+        that waiting cannot change (refused, no such host, a peer that does not speak
+        Kafka) carry ``definite=True`` so a client that never reached a broker can stop.
+        """
+        addr = f"{self.host}:{self.port}"
+        sec = self.security
+        tls = {} if sec is None or sec.ssl_context is None else {
+            "ssl": sec.ssl_context, "server_hostname": self.host}
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout)
+                asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), timeout)
+        except ssl.SSLError as exc:
+            from kcodec.client.security import tls_error
+            raise tls_error(self.host, self.port, exc) from None
         except asyncio.TimeoutError:
             raise BrokerNotAvailableError(
-                f"connecting to {self.host}:{self.port} timed out after {timeout:.1f} s") from None
+                f"connecting to {addr} timed out after {timeout:.1f} s") from None
+        except socket.gaierror as exc:
+            raise _definite(f"cannot resolve host {self.host!r}: {exc.strerror or exc}") from None
         except OSError as exc:
-            raise BrokerNotAvailableError(
-                f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}") from None
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            err = BrokerNotAvailableError(f"cannot connect to {addr}: {why}")
+            if isinstance(exc, ConnectionRefusedError) or exc.errno in _DEFINITE_ERRNOS:
+                err.definite = True
+            raise err from None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             resp = await self.request(18, None, version=3, body_override=True, timeout=timeout)
             if not self.core.on_api_versions(resp):
-                resp = await self.request(18, None, version=0, body_override=True, timeout=timeout)
+                retry = self.core.api_versions_retry_version(resp)
+                resp = await self.request(18, None, version=retry, body_override=True,
+                                          timeout=timeout)
                 self.core.on_api_versions(resp)
+        except KafkaTimeoutError:
+            self.close()
+            raise BrokerNotAvailableError(
+                f"{addr} accepted the connection but did not answer the Kafka handshake "
+                f"(ApiVersions) within {timeout:.1f} s; is it a Kafka broker?") from None
+        except ProtocolError as exc:
+            self.close()
+            raise _definite(f"{addr} is not a Kafka broker: its answer to the Kafka handshake "
+                            f"(ApiVersions) does not parse ({exc})") from None
+        except BrokerNotAvailableError as exc:
+            self.close()
+            raise _definite(f"{addr} closed the connection during the Kafka handshake "
+                            f"(ApiVersions); is it a Kafka listener? ({exc})") from None
         except BaseException:
             self.close()
             raise
+        if sec is not None and sec.use_sasl:
+            try:
+                await self._authenticate(timeout)
+            except BaseException:
+                self.close()
+                raise
         return self
+
+    async def _authenticate(self, timeout: float | None = None) -> None:
+        """SASL on this connection (at connect, and again when the session ends: KIP-368)."""
+        assert self.security is not None
+
+        def send(api_key: int, body: Any, version: int) -> Any:
+            return self.request(api_key, body, version, timeout, _auth=True)
+        self._reauth_at = await self.security.authenticate(
+            send, self.core.broker_versions, f"{self.host}:{self.port}")
+
+    async def _reauthenticate(self) -> None:
+        if self._auth_lock is None:
+            self._auth_lock = asyncio.Lock()
+        async with self._auth_lock:
+            if self._reauth_at is not None and time.monotonic() >= self._reauth_at:
+                try:
+                    await self._authenticate()
+                except BaseException as exc:
+                    self.close(exc if isinstance(exc, KcodecError) else None)
+                    raise
 
     async def request(self, api_key: int, body: Any, version: int | None = None,
                       timeout: float | None = None, expect_response: bool = True,
-                      body_override: bool = False) -> Response:
+                      body_override: bool = False, _auth: bool = False) -> Response:
+        if not _auth and (self._reauth_at is not None and time.monotonic() >= self._reauth_at
+                          or self._auth_lock is not None and self._auth_lock.locked()):
+            await self._reauthenticate()
         if not self.alive:
             raise self.error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} is closed")
         if body_override:   # the handshake

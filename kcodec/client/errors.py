@@ -11,6 +11,7 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
 __all__ = ["KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
+           "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
            "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check"]
 
 def error_name(code: int) -> str:
@@ -48,7 +49,17 @@ class KafkaTimeoutError(KcodecError, TimeoutError):
 
 
 class BrokerNotAvailableError(KcodecError, ConnectionError):
-    """No broker could be reached (connection refused, DNS failure, handshake failure)."""
+    """No broker could be reached (connection refused, DNS failure, handshake failure).
+
+    ``definite`` says the address answered in a way waiting cannot change (refused, no
+    such host, not a Kafka peer); ``retriable`` is False when the client gives up at once
+    because every bootstrap address of a client that never reached a broker was definite.
+    """
+
+    def __init__(self, message: str, retriable: bool = True, definite: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+        self.definite = definite
 
 
 class ClientClosedError(KcodecError):
@@ -66,6 +77,20 @@ class NoOffsetForPartitionError(KcodecError):
         names = ", ".join(f"{tp[0]}[{tp[1]}]" for tp in self.partitions)
         super().__init__(f"no committed offset for {names} and auto_offset_reset is 'none': "
                          "seek() to a position first")
+
+
+class AuthenticationError(KcodecError):
+    """The client could not authenticate (never retried; the text names no secret)."""
+
+    retriable = False
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SASL failed: wrong password, refused or expired token, mechanism not enabled."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: untrusted certificate, wrong host name, protocol mismatch."""
 
 
 def check(code: int, context: str = "", message: str | None = None) -> None:

@@ -22,9 +22,10 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, Callable, NamedTuple, Optional
 
-from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
+from kcodec.client.core import TOPIC_ID_VERSIONS
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -32,6 +33,11 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
 )
 from kcodec.client.partitioner import DefaultPartitioner, partition_for_key
+from kcodec.client.transactions import (
+    ConsumerGroupMetadata,
+    TransactionManager,
+    TransactionStateError,
+)
 from kcodec.errors import KcodecError, ProtocolError
 
 __all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
@@ -59,7 +65,7 @@ def _as_bytes(v: Any, what: str) -> bytes | None:
 class _Batch:
     __slots__ = ("topic", "partition", "builder", "count", "data", "created", "deadline",
                  "timestamps", "event", "afut", "result_base", "result_ts", "error",
-                 "callbacks", "sequence", "attempts", "size", "inflight")
+                 "callbacks", "sequence", "attempts", "size", "inflight", "last_error")
 
     def __init__(self, topic: str, partition: int, builder: Any, deadline: float,
                  sequence: int, afut: asyncio.Future | None) -> None:
@@ -79,6 +85,7 @@ class _Batch:
         self.attempts = 0
         self.size = 0
         self.inflight = False
+        self.last_error: BaseException | None = None
 
     def close(self) -> bytes:
         if self.data is None:
@@ -172,7 +179,8 @@ class _Engine:
         self.loop = loop
         self.cluster = Cluster(config)
         self.codec = CODECS[config.compression_type]
-        self.partitioner = DefaultPartitioner()
+        self.partitioner = DefaultPartitioner(batch_size=config.batch_size)
+        self.sticky_topics: dict[str, int] = {}   # topics with keyless records: partitions
         self.lock = threading.Lock()
         self.space = threading.Condition(self.lock)
         self.open: dict[tuple[str, int], _Batch] = {}
@@ -192,27 +200,31 @@ class _Engine:
         self.refreshing: set[str] = set()
         self.counts: dict[str, int] = {}       # partition counts, read without the loop
         self.seal_at = max(config.batch_size - 61, 1)
+        self.txn: TransactionManager | None = (
+            TransactionManager(self) if config.transactional_id else None)
 
     # ------------------------------------------------------------------ appending (any thread)
     def append(self, topic: str, partition: int, partitions: int, key: bytes | None,
                value: bytes | None, headers: Any, timestamp: int | None,
                sticky: bool = False) -> RecordFuture:
-        """Add a record to its partition's open batch (any thread). ``sticky``: the partition
-        was chosen by the sticky partitioner and moves on when the batch is full."""
-        tp = (topic, partition)
+        """Add a record to its partition's open batch (any thread). ``sticky``: a keyless
+        record without a partition; the sticky partitioner picks one here, under the lock,
+        and counts the bytes (KIP-794)."""
+        if self.txn is not None:
+            self.txn.check_send()
         with self.lock:
             if self.closed or self.fatal is not None:
                 raise self.fatal or ClientClosedError("the producer is closed")
+            if sticky:
+                partition = self.partitioner.sticky.partition(topic, partitions)
+                self.sticky_topics[topic] = partitions
+            tp = (topic, partition)
             b = self.open.get(tp)
             meta = None if b is None else b.builder.append(key, value, headers, timestamp)
-            if b is None or meta is None:
-                if b is not None:      # full: send it, start another (elsewhere if sticky)
+            if meta is None:
+                if b is not None:      # full: send it, start another
                     self._seal(tp, b)
-                    if sticky:
-                        self.partitioner.sticky.on_new_batch(topic, partitions, partition)
-                        partition = self.partitioner.sticky.partition(topic, partitions)
-                        tp = (topic, partition)
-                b = self.open.get(tp) or self._new_batch(tp)
+                b = self._new_batch(tp)
                 meta = b.builder.append(key, value, headers, timestamp)
                 if meta is None:
                     self._seal(tp, b)
@@ -228,9 +240,10 @@ class _Engine:
             self.buffered += size
             if b.size >= self.seal_at:
                 self._seal(tp, b)
-                if sticky:
-                    self.partitioner.sticky.on_new_batch(topic, partitions, partition)
                 self._kick()
+            if sticky:
+                self.partitioner.sticky.on_append(topic, partitions, partition, size,
+                                                  tp not in self.open)
         return RecordFuture(b, idx)
 
     def _new_batch(self, tp: tuple[str, int]) -> _Batch:
@@ -239,7 +252,7 @@ class _Engine:
         builder = self.Builder(compression=self.codec, compression_level=cfg.compression_level,
                                producer_id=self.producer_id, producer_epoch=self.epoch,
                                base_sequence=seq, max_size=max(cfg.batch_size, 1024),
-                               is_transactional=False)
+                               is_transactional=self.txn is not None)
         afut = self.loop.create_future()
         b = _Batch(tp[0], tp[1], builder, time.monotonic() + cfg.delivery_timeout_ms / 1000, seq, afut)
         self.open[tp] = b
@@ -262,7 +275,7 @@ class _Engine:
     # ------------------------------------------------------------------ sending (loop)
     async def start(self) -> None:
         self._loop_thread = threading.get_ident()
-        if self.config.enable_idempotence:
+        if self.config.enable_idempotence and self.txn is None:   # else: init_transactions
             await self.init_producer_id()
         self.sender = self.loop.create_task(self._run())
 
@@ -300,6 +313,8 @@ class _Engine:
                         if not b.inflight:
                             ready.append(b)
                             break
+                if self.sticky_topics:
+                    self._update_load()
             launched = await self._dispatch(ready) if ready else 0
             if self.closed and not self.pending:
                 return
@@ -315,15 +330,35 @@ class _Engine:
             except asyncio.TimeoutError:
                 pass
 
+    def _update_load(self) -> None:
+        """Unacknowledged batches per partition of each keyless topic, for the adaptive
+        sticky partitioner (lock held). Java counts the batches waiting in each partition's
+        queue; counting those in flight too is what makes a slow broker's partitions show."""
+        sizes = {t: [0] * n for t, n in self.sticky_topics.items()}
+        for (t, p), q in self.queues.items():
+            row = sizes.get(t)
+            if row is not None and p < len(row):
+                row[p] += len(q)
+        for t, row in sizes.items():
+            self.partitioner.sticky.update_load(t, row)
+
+    def _timed_out(self, b: _Batch) -> KafkaTimeoutError:
+        last = f"; last error: {b.last_error}" if b.last_error is not None else ""
+        return KafkaTimeoutError(
+            f"delivery to {b.topic}[{b.partition}] timed out after "
+            f"{self.config.delivery_timeout_ms} ms ({b.attempts} attempts{last})")
+
     async def _dispatch(self, ready: list[_Batch]) -> int:
         launched = 0
         by_node: dict[int, list[_Batch]] = {}
         now = time.monotonic()
         for b in ready:
             if now > b.deadline:
-                self._drop(b, KafkaTimeoutError(
-                    f"delivery to {b.topic}[{b.partition}] timed out after "
-                    f"{self.config.delivery_timeout_ms} ms ({b.attempts} attempts)"))
+                self._drop(b, self._timed_out(b))
+                continue
+            if self.txn is not None and not self.txn.ready(b.topic, b.partition):
+                if self.txn.error is not None:      # the transaction failed: so does the batch
+                    self._drop(b, self.txn.error)
                 continue
             info = self.cluster.topics.get(b.topic)
             leader = info.partitions.get(b.partition, -1) if info else -1
@@ -364,11 +399,22 @@ class _Engine:
             for b in batches:
                 b.attempts += 1
                 topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.close()})
-            req = {"transactional_id": None, "acks": cfg.acks,
+            # KIP-516: Produce v13 names topics by id; without ids, the last named version
+            ids = self.cluster.topic_ids(topics)
+            version = None if ids is not None else TOPIC_ID_VERSIONS[0] - 1
+            req = {"transactional_id": cfg.transactional_id, "acks": cfg.acks,
                    "timeout_ms": cfg.request_timeout_ms,
-                   "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()]}
+                   "topic_data": [{"name": t, "topic_id": ids and ids[t], "partition_data": ps}
+                                  for t, ps in topics.items()]}
+            # the answer is awaited no longer than the first batch's delivery deadline
+            wait = min(cfg.request_timeout_ms / 1000,
+                       max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
             try:
-                resp = await self.cluster.send(node, 0, req, expect_response=cfg.acks != 0)
+                if version is not None:
+                    conn = await self.cluster.connection(node)
+                    version = min(conn.core.version(0), version)
+                resp = await self.cluster.send(node, 0, req, timeout=wait,
+                                               expect_response=cfg.acks != 0, version=version)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
                 if isinstance(exc, ClientClosedError):
                     for b in batches:
@@ -383,7 +429,9 @@ class _Engine:
                 for b in batches:
                     self._complete(b, -1, -1)
                 return
-            results = {(t.name, p.index): p for t in resp.body.responses for p in t.partition_responses}
+            names = self.cluster.topic_names
+            results = {(t.name or names.get(getattr(t, "topic_id", None), ""), p.index): p
+                       for t in resp.body.responses for p in t.partition_responses}
             need_pid = False
             for b in batches:
                 p = results.get((b.topic, b.partition))
@@ -398,7 +446,7 @@ class _Engine:
                     # resend in order after it, same producer id and sequence
                     self._retry_or_fail(b, KafkaError(45, f"produce {b.topic}[{b.partition}]"),
                                         force=True)
-                elif p.error_code in (59, 45, 47) and cfg.enable_idempotence:
+                elif p.error_code in (59, 45, 47) and cfg.enable_idempotence and self.txn is None:
                     need_pid = True
                     self._retry_or_fail(b, KafkaError(p.error_code, f"produce {b.topic}[{b.partition}]"),
                                         force=True)
@@ -449,10 +497,18 @@ class _Engine:
             return not q or q[0] is b
 
     def _retry_or_fail(self, b: _Batch, exc: BaseException, force: bool = False) -> None:
+        """A failed attempt: retry, or fail the batch with what Java reports -- the error
+        itself when it is not retriable or retries are used up, else (the delivery timeout
+        has passed, however late the error came) the timeout, naming the last error."""
+        b.last_error = exc
         retriable = force or not isinstance(exc, KafkaError) or exc.retriable
-        if retriable and b.attempts <= self.config.retries and time.monotonic() < b.deadline:
-            return   # stays at the head of its queue; the sender picks it up again
-        self._drop(b, exc)
+        if not retriable:
+            self._drop(b, exc)
+        elif time.monotonic() >= b.deadline:
+            self._drop(b, self._timed_out(b))
+        elif b.attempts > self.config.retries:
+            self._drop(b, exc)
+        # else: it stays at the head of its queue; the sender picks it up again
 
     def _complete(self, b: _Batch, base: int, log_append: int) -> None:
         with self.lock:
@@ -472,7 +528,20 @@ class _Engine:
             self.pending -= b.count
             self.buffered -= b.size
             self.space.notify_all()
+        if self.txn is not None:
+            exc = self.txn.on_batch_failed(exc)
         b.finish(-1, -1, exc)
+
+    def drop_unsent(self, exc: BaseException) -> bool:
+        """Fail every batch not yet sent (aborting a transaction); True if there was one."""
+        with self.lock:
+            unsent = [b for q in self.queues.values() for b in q if not b.inflight]
+            for tp, b in list(self.open.items()):
+                del self.open[tp]
+                unsent.append(b)
+        for b in unsent:
+            self._drop(b, exc)
+        return bool(unsent)
 
     async def flush(self) -> None:
         self.flushing += 1
@@ -556,6 +625,33 @@ class AsyncProducer(_Base):
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
         return await (await self.send(*args, **kwargs))
 
+    # transactions (transactional_id set): see kcodec.client.transactions
+    def _txn(self) -> TransactionManager:
+        eng = self._engine
+        if eng is None:
+            raise ClientClosedError("the producer is not started")
+        if eng.txn is None:
+            raise TransactionStateError("transactions need transactional_id in the config")
+        return eng.txn
+
+    async def init_transactions(self) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first."""
+        await self._txn().init()
+
+    async def begin_transaction(self) -> None:
+        self._txn().begin()
+
+    async def send_offsets_to_transaction(
+            self, offsets: dict[Any, Any], group_metadata: ConsumerGroupMetadata | str) -> None:
+        """Commit consumer ``offsets`` ({(topic, partition): offset}) with the transaction."""
+        await self._txn().send_offsets(offsets, group_metadata)
+
+    async def commit_transaction(self) -> None:
+        await self._txn().commit()
+
+    async def abort_transaction(self) -> None:
+        await self._txn().abort()
+
     async def flush(self) -> None:
         if self._engine is not None:
             await self._engine.flush()
@@ -587,7 +683,7 @@ class Producer(_Base):
         self._timeout = self.config.api_timeout_ms / 1000
         self._buffer_memory = self.config.buffer_memory
         try:
-            self._loop.run(self._engine.start(), self._timeout + 1)
+            self._loop.run(self._engine.start(), self._timeout + GRACE)
         except BaseException:
             self._loop.run(self._engine.close(0), 5)
             raise
@@ -603,10 +699,9 @@ class Producer(_Base):
             value = _as_bytes(value, "value")
         count = eng.counts.get(topic)
         if count is None:
-            count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + GRACE)
         if partition is None:
-            p = partition_for_key(key, count) if key is not None \
-                else eng.partitioner.sticky.partition(topic, count)
+            p = partition_for_key(key, count) if key is not None else -1   # -1: sticky
         else:
             p = self._route(topic, key, partition, count)
         if eng.buffered > self._buffer_memory:
@@ -622,6 +717,34 @@ class Producer(_Base):
                 if not eng.space.wait(max(deadline - time.monotonic(), 0)):
                     raise KafkaTimeoutError("buffer_memory full: no space freed in time")
 
+    # transactions (transactional_id set): see kcodec.client.transactions
+    def _txn(self) -> TransactionManager:
+        if self._engine.txn is None:
+            raise TransactionStateError("transactions need transactional_id in the config")
+        return self._engine.txn
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first."""
+        self._loop.run(self._txn().init(), timeout if timeout is not None else self._timeout + 1)
+
+    def begin_transaction(self) -> None:
+        txn = self._txn()
+        self._loop.run(_call(txn.begin), self._timeout)
+
+    def send_offsets_to_transaction(self, offsets: dict[Any, Any],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Commit consumer ``offsets`` ({(topic, partition): offset}) with the transaction."""
+        self._loop.run(self._txn().send_offsets(offsets, group_metadata),
+                       timeout if timeout is not None else self._timeout + 1)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit; an ``AbortableTransactionError`` means: abort instead."""
+        self._loop.run(self._txn().commit(), timeout if timeout is not None else self._timeout + 1)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._loop.run(self._txn().abort(), timeout if timeout is not None else self._timeout + 1)
+
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for every acknowledgement."""
         self._loop.run(self._engine.flush(), timeout if timeout is not None else None)
@@ -630,7 +753,7 @@ class Producer(_Base):
         self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
 
     def partitions_for(self, topic: str) -> list[int]:
-        info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + 1)
+        info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + GRACE)
         return sorted(info.partitions)
 
     def __enter__(self) -> Producer:
@@ -638,3 +761,7 @@ class Producer(_Base):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+async def _call(fn: Callable[[], Any]) -> Any:
+    return fn()
