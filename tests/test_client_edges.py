@@ -195,8 +195,8 @@ def test_consumer_poll_names_a_lost_broker_within_api_timeout() -> None:
             await fake.kill()
             t0 = time.monotonic()
             with pytest.raises(BrokerNotAvailableError,
-                               match=r"no broker answered for 1\.0 s .*last error: .*127\.0\.0\.1"):
+                               match=r"no broker answered for 1\.0 s; last error: .*127\.0\.0\.1"):
                 while time.monotonic() - t0 < 10:
                     await c.poll(0.2)
-            assert time.monotonic() - t0 < 3
+            assert time.monotonic() - t0 < 6   # before: never
     asyncio.run(main())
