@@ -226,13 +226,43 @@ def test_progress_line_on_a_terminal(broker, topic_name) -> None:
     assert "2000 records confirmed" in err
 
 
+def test_consume_progress_line_on_a_terminal(broker, topic_name) -> None:
+    import pty
+
+    _create(broker, topic_name, 1)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
+        for i in range(500):
+            p.send(topic_name, b"%d" % i, partition=0)
+        p.flush()
+    master, slave = pty.openpty()
+    p = kcodec("consume", "-b", broker.bootstrap, "-t", topic_name, "--from-beginning",
+               "-n", "500", stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=60)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    err = b"".join(chunks).decode()
+    assert p.returncode == 0 and out.count(b"\n") == 500
+    assert re.search(r"\rconsumed \d+ records in \d+ s", err), err
+
+
 # ------------------------------------------------------------------ 4. errors name the cause
 
 def test_cli_connection_refused_is_fast_and_named() -> None:
     port = free_port()
     for argv in (["topics", "list"], ["produce", "-t", "x", "m"], ["consume", "-t", "x"]):
-        rc, out, err, secs = run(*argv, "-b", f"127.0.0.1:{port}")
-        assert rc == 1 and out == "" and secs < 5, (argv, err)
+        # --timeout 60: waiting for it (the old behaviour) would take a minute; the bound
+        # below leaves room for starting the interpreter on a loaded machine
+        rc, out, err, secs = run(*argv, "-b", f"127.0.0.1:{port}", "--timeout", "60")
+        assert rc == 1 and out == "" and secs < 20, (argv, err)
         assert f"cannot connect to 127.0.0.1:{port}: Connection refused" in err
         assert len(err.strip().splitlines()) == 1
 
@@ -253,21 +283,21 @@ def test_cli_non_kafka_peer_and_unknown_host_are_named() -> None:
             pass
     threading.Thread(target=serve, daemon=True).start()
     port = srv.getsockname()[1]
-    rc, _, err, secs = run("topics", "list", "-b", f"127.0.0.1:{port}")
+    rc, _, err, secs = run("topics", "list", "-b", f"127.0.0.1:{port}", "--timeout", "60")
     srv.close()
-    assert rc == 1 and f"127.0.0.1:{port} is not a Kafka broker" in err and secs < 5
+    assert rc == 1 and f"127.0.0.1:{port} is not a Kafka broker" in err and secs < 20
     rc, _, err, _ = run("topics", "list", "-b", "no-such-host.invalid:9092")
     assert rc == 1 and "cannot resolve host 'no-such-host.invalid'" in err
 
 
 def test_cli_malformed_address_is_a_usage_error() -> None:
-    rc, out, err, secs = run("consume", "-t", "x", "-b", "127.0.0.1:9092:9093")
-    assert rc == 2 and out == "" and "bad address '127.0.0.1:9092:9093'" in err and secs < 5
+    rc, out, err, secs = run("consume", "-t", "x", "-b", "127.0.0.1:9092:9093", "--timeout", "60")
+    assert rc == 2 and out == "" and "bad address '127.0.0.1:9092:9093'" in err and secs < 20
 
 
 def test_demo_against_a_closed_port_fails_at_once() -> None:
-    rc, _, err, secs = run("demo", "-b", "127.0.0.1:1", "-n", "10")
-    assert rc == 1 and "127.0.0.1:1: Connection refused" in err and secs < 5
+    rc, _, err, secs = run("demo", "-b", "127.0.0.1:1", "-n", "10")   # it took 61 s
+    assert rc == 1 and "127.0.0.1:1: Connection refused" in err and secs < 20
 
 
 # ------------------------------------------------------------------ 5. what users expect
@@ -281,8 +311,8 @@ def test_missing_group_is_an_error(broker) -> None:
 
 def test_consume_group_on_a_missing_topic_fails_at_once(broker, topic_name) -> None:
     rc, out, err, secs = run("consume", "-b", broker.bootstrap, "-t", topic_name, "-g", "g1",
-                             "--timeout", "5")
-    assert (rc, out) == (1, "") and secs < 5
+                             "--timeout", "30")   # it hung (11 min), or waited out the timeout
+    assert (rc, out) == (1, "") and secs < 20
     assert err.strip() == f"kcodec consume: error: topic {topic_name!r}: UNKNOWN_TOPIC_OR_PARTITION (3)"
 
 
@@ -346,7 +376,7 @@ def test_produce_timeout_bounds_delivery_when_the_broker_dies(fake) -> None:
     out, err = finish(child, 30)
     took = time.monotonic() - t0
     text = err.decode()
-    assert child.returncode == 1 and took < 2 + 3, (took, text)
+    assert child.returncode == 1 and took < 2 + 8, (took, text)   # it took 120 s
     assert "timed out after 2000 ms" in text and "last error:" in text
     assert "1 lines confirmed" in text
 
@@ -361,5 +391,5 @@ def test_consume_timeout_bounds_a_dead_broker(fake) -> None:
     t0 = time.monotonic()
     out, err = finish(child, 30)
     took = time.monotonic() - t0
-    assert child.returncode == 1 and took < 2 + 3, (took, err)
+    assert child.returncode == 1 and took < 2 + 8, (took, err)   # it never ended
     assert "no broker answered for 2.0 s; last error:" in err.decode()
