@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -55,6 +56,7 @@ class Cluster:
         self._meta_time = 0.0
         self._meta_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task | None = None
+        self._made: weakref.WeakSet[BrokerConnection] = weakref.WeakSet()
         self.closed = False
         self.reached = False   # some broker answered the handshake once
         self.last_ok = 0.0     # when a broker last answered a request
@@ -88,11 +90,15 @@ class Cluster:
                 raise BrokerNotAvailableError(f"unknown broker id {node_id}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
                                     self.security)
+            self._made.add(conn)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
             self._connecting[node_id] = task
             task.add_done_callback(self._connected(node_id))
         new: BrokerConnection = await asyncio.shield(task)
+        if self.closed:          # closed while connecting: this connection is nobody's
+            new.close(ClientClosedError("the client is closed"))
+            raise ClientClosedError("the client is closed")
         self.reached = True
         self._conns[node_id] = new
         if self._reaper is None:
@@ -285,7 +291,9 @@ class Cluster:
         for task in list(self._connecting.values()):
             task.cancel()
         readers = []
-        for conn in self._conns.values():
+        # every connection this client made, including those still connecting or dropped
+        # from the table, so no reader task outlives the client
+        for conn in {*self._conns.values(), *self._made}:
             conn.close(ClientClosedError("the client is closed"))
             if conn._task is not None and conn._task is not asyncio.current_task():
                 readers.append(conn._task)
