@@ -1,0 +1,282 @@
+"""kcodec's broker as a transaction coordinator: kcodec's and confluent-kafka's transactional
+producers commit and abort against it; read_committed consumers (kcodec's and librdkafka's)
+agree and never see an aborted record, read_uncommitted ones see everything; offsets sent in
+a transaction reach the group only on commit; the last stable offset bounds read_committed
+fetches and ListOffsets; a zombie producer is fenced; a transaction open past its timeout
+is aborted by the coordinator."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from kcodec.broker import Cluster
+from kcodec.client import Admin, Consumer, Producer, ProducerFencedError, TopicPartition
+from kcodec.protocol import ListOffsetsRequest
+from tests.broker_raw import Raw
+
+pytestmark = [pytest.mark.broker]
+FAST = dict(api_timeout_ms=20000, request_timeout_ms=10000)
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Cluster() as c:
+        yield c.bootstrap
+
+
+def _topic(broker: str, partitions: int = 1) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    with Admin(bootstrap_servers=broker, **FAST) as admin:
+        admin.create_topics([name], num_partitions=partitions)
+    return name
+
+
+def _kcodec_read(bootstrap: str, topic: str, isolation: str, n: int, partitions: int = 1,
+                 timeout: float = 10) -> list[bytes]:
+    c = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                 isolation_level=isolation, **FAST)
+    try:
+        c.assign([(topic, p) for p in range(partitions)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while time.monotonic() < deadline and (len(got) < n or quiet < 2):
+            polled = c.poll(0.3)
+            quiet = 0 if polled else quiet + 1
+            for tp in sorted(polled):
+                got += [r.value for r in polled[tp]]
+        return got
+    finally:
+        c.close()
+
+
+def _confluent_read(bootstrap: str, topic: str, n: int, partitions: int = 1,
+                    isolation: str = "read_committed") -> list[bytes]:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    cc = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                                   "auto.offset.reset": "earliest",
+                                   "isolation.level": isolation})
+    try:
+        cc.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 10
+        quiet = 0
+        while time.monotonic() < deadline and (len(got) < n or quiet < 4):
+            m = cc.poll(0.3)
+            if m is None:
+                quiet += 1
+                continue
+            quiet = 0
+            if not m.error():
+                got.append(m.value())
+        return got
+    finally:
+        cc.close()
+
+
+def _latest(broker: str, topic: str, isolation: int) -> int:
+    L = ListOffsetsRequest
+    with Raw(broker) as raw:
+        r = raw.call(L(replica_id=-1, isolation_level=isolation, topics=[L.ListOffsetsTopic(
+            name=topic, partitions=[L.ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 5)
+    p = r.topics[0].partitions[0]
+    assert p.error_code == 0
+    return p.offset
+
+
+def test_kcodec_producer_commit_and_abort(broker):
+    topic = _topic(broker)
+    with Producer(bootstrap_servers=broker, transactional_id=f"k-{topic}", **FAST) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(3):
+            p.send(topic, f"c{i}".encode(), partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        for i in range(3):
+            p.send(topic, f"a{i}".encode(), partition=0)
+        p.flush()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(topic, b"d0", partition=0)
+        p.commit_transaction()
+    committed = [b"c0", b"c1", b"c2", b"d0"]
+    assert _kcodec_read(broker, topic, "read_committed", 4) == committed
+    assert _confluent_read(broker, topic, 4) == committed
+    everything = [b"c0", b"c1", b"c2", b"a0", b"a1", b"a2", b"d0"]
+    assert _kcodec_read(broker, topic, "read_uncommitted", 7) == everything
+    assert _confluent_read(broker, topic, 7, isolation="read_uncommitted") == everything
+
+
+def test_confluent_producer_commit_and_abort(broker):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    topic = _topic(broker, partitions=2)
+    p = confluent_kafka.Producer({"bootstrap.servers": broker, "transactional.id": f"c-{topic}",
+                                  "linger.ms": 5})
+    p.init_transactions(20)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, f"c{i}".encode(), partition=i % 2)
+    p.commit_transaction(20)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, f"a{i}".encode(), partition=i % 2)
+    p.flush(20)
+    p.abort_transaction(20)
+    p.begin_transaction()
+    p.produce(topic, b"d0", partition=1)
+    p.commit_transaction(20)
+    committed = {b"c0", b"c1", b"c2", b"c3", b"d0"}
+    k = _kcodec_read(broker, topic, "read_committed", 5, partitions=2)
+    c = _confluent_read(broker, topic, 5, partitions=2)
+    assert len(k) == len(c) == 5 and set(k) == set(c) == committed
+    u = _kcodec_read(broker, topic, "read_uncommitted", 9, partitions=2)
+    assert len(u) == 9 and set(u) == committed | {b"a0", b"a1", b"a2", b"a3"}
+
+
+def test_last_stable_offset_bounds_read_committed(broker):
+    topic = _topic(broker)
+    with Producer(bootstrap_servers=broker, **FAST) as plain:
+        plain.send(topic, b"before", partition=0)
+        plain.flush()
+    with Producer(bootstrap_servers=broker, transactional_id=f"lso-{topic}", **FAST) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"open", partition=0)
+        p.flush()
+        with Producer(bootstrap_servers=broker, **FAST) as plain:
+            plain.send(topic, b"after", partition=0)    # past the open transaction
+            plain.flush()
+        assert _latest(broker, topic, 0) == 3           # high watermark
+        assert _latest(broker, topic, 1) == 1           # last stable offset
+        assert _kcodec_read(broker, topic, "read_committed", 1, timeout=3) == [b"before"]
+        assert _kcodec_read(broker, topic, "read_uncommitted", 3) == [b"before", b"open", b"after"]
+        p.commit_transaction()
+    assert _latest(broker, topic, 1) == _latest(broker, topic, 0) == 4   # + the marker
+    assert _kcodec_read(broker, topic, "read_committed", 3) == [b"before", b"open", b"after"]
+    assert _confluent_read(broker, topic, 3) == [b"before", b"open", b"after"]
+
+
+def test_send_offsets_to_transaction_moves_group_offsets_on_commit_only(broker):
+    src, dst = _topic(broker), _topic(broker)
+    group = f"g-{src}"
+    tp = TopicPartition(src, 0)
+    with Producer(bootstrap_servers=broker, transactional_id=f"o-{src}", **FAST) as p, \
+            Admin(bootstrap_servers=broker, **FAST) as admin:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(dst, b"x", partition=0)
+        p.send_offsets_to_transaction({tp: 5}, group)
+        assert admin.committed_offsets(group).get(tp) in (None, -1)   # not before the commit
+        p.commit_transaction()
+        assert admin.committed_offsets(group)[tp] == 5
+        p.begin_transaction()
+        p.send(dst, b"y", partition=0)
+        p.send_offsets_to_transaction({tp: 9}, group)
+        p.abort_transaction()
+        assert admin.committed_offsets(group)[tp] == 5                # the abort left it
+    assert _kcodec_read(broker, dst, "read_committed", 1) == [b"x"]
+
+
+def test_confluent_send_offsets_to_transaction(broker):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    src, dst = _topic(broker), _topic(broker)
+    group = f"g-{src}"
+    with Producer(bootstrap_servers=broker, **FAST) as plain:
+        for i in range(3):
+            plain.send(src, f"{i}".encode(), partition=0)
+    c = confluent_kafka.Consumer({"bootstrap.servers": broker, "group.id": group,
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  "isolation.level": "read_committed"})
+    p = confluent_kafka.Producer({"bootstrap.servers": broker, "transactional.id": f"co-{src}"})
+    try:
+        c.subscribe([src])
+        got = []
+        deadline = time.monotonic() + 15
+        while len(got) < 3 and time.monotonic() < deadline:
+            m = c.poll(0.3)
+            if m is not None and not m.error():
+                got.append(m)
+        assert len(got) == 3
+        p.init_transactions(20)
+        p.begin_transaction()
+        for m in got:
+            p.produce(dst, b"x" + m.value(), partition=0)
+        p.send_offsets_to_transaction(
+            [confluent_kafka.TopicPartition(src, 0, got[-1].offset() + 1)],
+            c.consumer_group_metadata(), 20)
+        p.commit_transaction(20)
+    finally:
+        c.close()
+    with Admin(bootstrap_servers=broker, **FAST) as admin:
+        assert admin.committed_offsets(group)[TopicPartition(src, 0)] == 3
+    assert _kcodec_read(broker, dst, "read_committed", 3) == [b"x0", b"x1", b"x2"]
+
+
+def test_zombie_producer_is_fenced(broker):
+    topic = _topic(broker)
+    tid = f"z-{topic}"
+    old = Producer(bootstrap_servers=broker, transactional_id=tid, **FAST)
+    try:
+        old.init_transactions()
+        old.begin_transaction()
+        old.send(topic, b"zombie", partition=0)
+        old.flush()
+        with Producer(bootstrap_servers=broker, transactional_id=tid, **FAST) as new:
+            new.init_transactions()            # aborts the old transaction, bumps the epoch
+            with pytest.raises(ProducerFencedError):
+                old.commit_transaction()
+            new.begin_transaction()
+            new.send(topic, b"new", partition=0)
+            new.commit_transaction()
+    finally:
+        old.close(0)
+    assert _kcodec_read(broker, topic, "read_committed", 1) == [b"new"]
+    assert _confluent_read(broker, topic, 1) == [b"new"]
+    assert _kcodec_read(broker, topic, "read_uncommitted", 2) == [b"zombie", b"new"]
+
+
+def test_confluent_zombie_is_fenced(broker):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    topic = _topic(broker)
+    tid = f"cz-{topic}"
+    old = confluent_kafka.Producer({"bootstrap.servers": broker, "transactional.id": tid})
+    old.init_transactions(20)
+    old.begin_transaction()
+    old.produce(topic, b"zombie", partition=0)
+    old.flush(20)
+    with Producer(bootstrap_servers=broker, transactional_id=tid, **FAST) as new:
+        new.init_transactions()
+        new.begin_transaction()
+        new.send(topic, b"new", partition=0)
+        new.commit_transaction()
+    with pytest.raises(confluent_kafka.KafkaException) as err:
+        old.commit_transaction(20)
+    assert err.value.args[0].fatal()
+    assert _confluent_read(broker, topic, 1) == [b"new"]
+
+
+def test_timed_out_transaction_is_aborted(broker):
+    topic = _topic(broker)
+    p = Producer(bootstrap_servers=broker, transactional_id=f"to-{topic}",
+                 transaction_timeout_ms=1000, **FAST)
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"late", partition=0)
+        p.flush()
+        assert _latest(broker, topic, 1) == 0          # open: nothing stable yet
+        deadline = time.monotonic() + 10
+        while _latest(broker, topic, 1) != 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _latest(broker, topic, 1) == 2          # the coordinator wrote ABORT
+        with pytest.raises(ProducerFencedError):
+            p.commit_transaction()
+    finally:
+        p.close(0)
+    assert _kcodec_read(broker, topic, "read_committed", 0, timeout=2) == []
+    assert _confluent_read(broker, topic, 0) == []
+    assert _kcodec_read(broker, topic, "read_uncommitted", 1) == [b"late"]
