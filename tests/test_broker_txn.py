@@ -7,6 +7,7 @@ is aborted by the coordinator."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
@@ -280,3 +281,53 @@ def test_timed_out_transaction_is_aborted(broker):
     assert _kcodec_read(broker, topic, "read_committed", 0, timeout=2) == []
     assert _confluent_read(broker, topic, 0) == []
     assert _kcodec_read(broker, topic, "read_uncommitted", 1) == [b"late"]
+
+
+def test_aborted_index_survives_a_restart(tmp_path):
+    """The aborted transactions are kept in ``.txnindex`` files beside the segments: a
+    restarted broker still hides them from read_committed consumers."""
+    topic = "kept"
+    with Cluster(data_dir=tmp_path) as c:
+        c.create_topic(topic, partitions=1)
+        with Producer(bootstrap_servers=c.bootstrap, transactional_id="r", **FAST) as p:
+            p.init_transactions()
+            p.begin_transaction()
+            p.send(topic, b"gone", partition=0)
+            p.flush()
+            p.abort_transaction()
+            p.begin_transaction()
+            p.send(topic, b"kept", partition=0)
+            p.commit_transaction()
+    files = list((tmp_path / "logs" / f"{topic}-0").glob("*.txnindex"))
+    assert len(files) == 1 and files[0].stat().st_size == 34
+    with Cluster(data_dir=tmp_path) as c:
+        assert _kcodec_read(c.bootstrap, topic, "read_committed", 1) == [b"kept"]
+        assert _confluent_read(c.bootstrap, topic, 1) == [b"kept"]
+        assert _kcodec_read(c.bootstrap, topic, "read_uncommitted", 2) == [b"gone", b"kept"]
+
+
+def test_txn_index_file_truncate_and_torn_entry(tmp_path):
+    from kcodec.broker.log.segment import Segment
+    from kcodec.broker.log.txnindex import TxnIndex
+
+    seg = Segment(0, str(tmp_path), created_ms=0)
+    idx = TxnIndex()
+    idx.on_open(seg)
+    idx.append(seg, 7, 0, 3, 0)
+    idx.append(seg, 8, 4, 9, 4)
+    assert idx.aborted_between(0, 10) == [(7, 0), (8, 4)]
+    assert idx.aborted_between(4, 10) == [(8, 4)]       # the first ended before 4
+    assert idx.aborted_between(0, 4) == [(7, 0)]        # the second starts at 4
+    with open(seg.file(".txnindex"), "ab") as f:
+        f.write(b"\x00\x00\x01")                         # a torn write at the end
+    again = TxnIndex()
+    again.on_open(seg)
+    assert again.aborted_between(0, 10) == [(7, 0), (8, 4)]
+    again.on_truncate(seg, 5)                            # the second marker is gone
+    assert again.aborted_between(0, 10) == [(7, 0)]
+    third = TxnIndex()
+    third.on_open(seg)
+    assert len(third) == 1
+    third.on_delete(seg)
+    assert len(third) == 0 and not os.path.exists(seg.file(".txnindex"))
+    seg.close()

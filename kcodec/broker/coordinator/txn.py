@@ -15,9 +15,10 @@ WriteTxnMarkers to the leaders):
   so the producer's next call is fenced.
 
 Per partition, ``PartitionTxns`` keeps the first offset of each open transaction (the last
-stable offset is the smallest of them, else the high watermark) and the aborted
-transactions ``(producer id, first offset, marker offset)`` that read_committed fetches are
-told about, so they can drop the aborted records.
+stable offset is the smallest of them, else the high watermark) and the partition log's
+aborted-transactions index (:mod:`kcodec.broker.log.txnindex`, ``.txnindex`` files kept
+through the log's segment hooks) that read_committed fetches are told about, so they can
+drop the aborted records.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.broker.log.txnindex import TxnIndex
 from kcodec.broker.state import now_ms
 from kcodec.protocol import ErrorCode as E
 from kcodec.records import ControlType, RecordBatchBuilder
@@ -36,11 +38,12 @@ MAX_TIMEOUT_MS = 15 * 60_000   # transaction.max.timeout.ms
 
 
 class PartitionTxns:
-    """One partition's open and aborted transactions (the caller holds the partition lock)."""
+    """One partition's open transactions and its aborted-transactions index (the caller
+    holds the partition lock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, index: TxnIndex | None = None) -> None:
         self.open: dict[int, int] = {}                       # pid -> first offset
-        self.aborted: list[tuple[int, int, int]] = []        # (pid, first, marker offset)
+        self.index = index if index is not None else TxnIndex()
 
     def on_append(self, batches: list) -> None:
         for b in batches:
@@ -52,11 +55,7 @@ class PartitionTxns:
 
     def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
         """``(pid, first offset)`` of aborted transactions with records in [start, end)."""
-        return [(pid, first) for pid, first, last in self.aborted if last >= start and first < end]
-
-    def truncate(self, start: int) -> None:
-        """Forget aborted transactions wholly before ``start`` (the log start moved)."""
-        self.aborted = [a for a in self.aborted if a[2] >= start]
+        return self.index.aborted_between(start, end)
 
 
 @dataclass
@@ -81,8 +80,20 @@ class TxnCoordinator:
         self.by_pid: dict[int, _Txn] = {}
         self._parts: dict[tuple[str, int], PartitionTxns] = {}
         self._parts_lock = threading.Lock()
+        # every partition log gets its aborted-transactions index as a segment hook (a
+        # restarted cluster replaces the factory of its previous coordinator)
+        hooks = cluster.state.logs.segment_hooks
+        hooks[:] = [h for h in hooks if not isinstance(getattr(h, "__self__", None), TxnCoordinator)]
+        hooks.append(self.index_for)
 
     # ------------------------------------------------------------------ partitions
+    def index_for(self, topic: str, index: int) -> TxnIndex:
+        """The segment hook factory: a new log of (topic, index) gets a fresh index."""
+        pt = PartitionTxns()
+        with self._parts_lock:
+            self._parts[(topic, index)] = pt
+        return pt.index
+
     def partition(self, topic: str, index: int) -> PartitionTxns:
         key = (topic, index)
         with self._parts_lock:
@@ -229,7 +240,9 @@ class TxnCoordinator:
             pt = self.partition(topic, index)
             first = pt.open.pop(pid, None)
             if not commit and first is not None:
-                pt.aborted.append((pid, first, result.base_offset))
+                log = part.log
+                pt.index.append(log.segments[-1], pid, first, result.base_offset,
+                                pt.stable_offset(log.high_watermark))
         self.cluster.purgatory.notify((topic, index))
 
     def _expire(self, t: _Txn, token: int) -> None:
