@@ -402,3 +402,29 @@ def test_consume_transform_produce_killed_at_random_points(broker):
     assert _kcodec_read(broker, dst, "read_committed", n) == expected
     assert _confluent_read(broker, dst, n) == expected
     assert len(_kcodec_read(broker, dst, "read_uncommitted", n)) >= n   # aborted ones too
+
+
+def test_offset_fetch_require_stable_sees_pending_transaction(broker):
+    """OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for a partition whose
+    offsets wait in an open transaction; without it, the last committed offset."""
+    from kcodec.protocol import ErrorCode, OffsetFetchRequest
+
+    src = _topic(broker)
+    group = f"g-{src}"
+    OF = OffsetFetchRequest
+
+    def fetch(stable: bool):
+        with Raw(broker) as raw:
+            r = raw.call(OF(group_id=group, require_stable=stable, topics=[OF.OffsetFetchRequestTopic(
+                name=src, partition_indexes=[0])]), 7)
+        p = r.topics[0].partitions[0]
+        return p.error_code, p.committed_offset
+
+    with Producer(bootstrap_servers=broker, transactional_id=f"s-{src}", **FAST) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send_offsets_to_transaction({TopicPartition(src, 0): 4}, group)
+        assert fetch(True)[0] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+        assert fetch(False) == (0, -1)
+        p.commit_transaction()
+    assert fetch(True) == (0, 4)
