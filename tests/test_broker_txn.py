@@ -428,3 +428,23 @@ def test_offset_fetch_require_stable_sees_pending_transaction(broker):
         assert fetch(False) == (0, -1)
         p.commit_transaction()
     assert fetch(True) == (0, 4)
+
+
+def test_init_producer_id_with_a_stale_epoch_is_fenced(broker):
+    """InitProducerId naming an id and epoch (KIP-360) bumps the epoch only for the newest
+    ones; an older instance naming its stale epoch is fenced."""
+    from kcodec.protocol import ErrorCode, InitProducerIdRequest
+
+    tid = f"k360-{uuid.uuid4().hex[:8]}"
+
+    def init(pid: int, epoch: int):
+        with Raw(broker) as raw:
+            r = raw.call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=10000,
+                                               producer_id=pid, producer_epoch=epoch), 4)
+        return r.error_code, r.producer_id, r.producer_epoch
+
+    code, pid, epoch = init(-1, -1)
+    assert code == 0
+    assert init(pid, epoch) == (0, pid, epoch + 1)          # the current one may bump
+    assert init(pid, epoch)[0] == ErrorCode.PRODUCER_FENCED  # the stale one is fenced
+    assert init(-1, -1) == (0, pid, epoch + 2)               # a new instance always may

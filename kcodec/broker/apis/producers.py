@@ -18,7 +18,12 @@ def init_producer_id(node: Any, req: Any) -> Any:
         if cid != node.id:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE if cid is None else ErrorCode.NOT_COORDINATOR
             return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
-        code, pid, epoch = node.cluster.txns.init(b.transactional_id, b.transaction_timeout_ms)
+        known = req.api_version >= 3 and b.producer_id >= 0
+        code, pid, epoch = node.cluster.txns.init(
+            b.transactional_id, b.transaction_timeout_ms, b.producer_id if known else -1,
+            b.producer_epoch if known else -1)
+        if code == ErrorCode.PRODUCER_FENCED and req.api_version < 4:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
         return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
     pid, epoch = node.cluster.producer_ids.init(
         None, b.producer_id if req.api_version >= 3 else -1,

@@ -116,12 +116,18 @@ class TxnCoordinator:
                 del self._parts[key]
 
     # ------------------------------------------------------------------ producer ids
-    def init(self, transactional_id: str, timeout_ms: int) -> tuple[int, int, int]:
-        """``(error, producer id, epoch)`` for InitProducerId with a transactional id."""
+    def init(self, transactional_id: str, timeout_ms: int, producer_id: int = -1,
+             producer_epoch: int = -1) -> tuple[int, int, int]:
+        """``(error, producer id, epoch)`` for InitProducerId with a transactional id; a
+        producer that names its current id and epoch (KIP-360, after an abortable error)
+        must name the newest ones, else it is fenced."""
         if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
             return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
         with self.lock:
             t = self.txns.get(transactional_id)
+            if producer_id >= 0 and t is not None and \
+                    (producer_id, producer_epoch) != (t.producer_id, t.epoch):
+                return E.PRODUCER_FENCED, -1, -1
             if t is not None and t.state == "Ongoing":
                 self._complete(t, commit=False)
             pid, epoch = self.cluster.producer_ids.init(transactional_id)
