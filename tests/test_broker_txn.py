@@ -448,3 +448,21 @@ def test_init_producer_id_with_a_stale_epoch_is_fenced(broker):
     assert init(pid, epoch) == (0, pid, epoch + 1)          # the current one may bump
     assert init(pid, epoch)[0] == ErrorCode.PRODUCER_FENCED  # the stale one is fenced
     assert init(-1, -1) == (0, pid, epoch + 2)               # a new instance always may
+
+
+def test_transaction_apis_advertised_and_old_epochs_answered_per_version(broker):
+    from kcodec.protocol import ApiVersionsRequest, EndTxnRequest, ErrorCode, InitProducerIdRequest
+
+    with Raw(broker) as raw:
+        keys = {k.api_key: (k.min_version, k.max_version)
+                for k in raw.call(ApiVersionsRequest(), 0).api_keys}
+        assert {22, 24, 25, 26, 28} <= set(keys)
+        tid = f"v-{uuid.uuid4().hex[:8]}"
+        first = raw.call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=5000), 1)
+        raw.call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=5000), 1)
+        old = dict(transactional_id=tid, producer_id=first.producer_id,
+                   producer_epoch=first.producer_epoch, committed=True)
+        assert raw.call(EndTxnRequest(**old), 1).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert raw.call(EndTxnRequest(**old), 2).error_code == ErrorCode.PRODUCER_FENCED
+        bad_timeout = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=0)
+        assert raw.call(bad_timeout, 1).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
