@@ -466,3 +466,24 @@ def test_transaction_apis_advertised_and_old_epochs_answered_per_version(broker)
         assert raw.call(EndTxnRequest(**old), 2).error_code == ErrorCode.PRODUCER_FENCED
         bad_timeout = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=0)
         assert raw.call(bad_timeout, 1).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+def test_transactions_on_a_three_node_cluster():
+    """The transaction coordinator is one node (FindCoordinator key type 1); the partitions'
+    leaders are spread over the others."""
+    with Cluster(nodes=3) as c:
+        c.create_topic("spread", partitions=3)
+        with Producer(bootstrap_servers=c.bootstrap, transactional_id="three", **FAST) as p:
+            p.init_transactions()
+            p.begin_transaction()
+            for i in range(3):
+                p.send("spread", f"a{i}".encode(), partition=i)
+            p.flush()
+            p.abort_transaction()
+            p.begin_transaction()
+            for i in range(3):
+                p.send("spread", f"c{i}".encode(), partition=i)
+            p.commit_transaction()
+        got = _kcodec_read(c.bootstrap, "spread", "read_committed", 3, partitions=3)
+        assert sorted(got) == [b"c0", b"c1", b"c2"]
+        assert sorted(_confluent_read(c.bootstrap, "spread", 3, partitions=3)) == [b"c0", b"c1", b"c2"]
