@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from kcodec.broker.coordinator.group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.producers import ProducerIds
+from kcodec.broker.coordinator.txn import TxnCoordinator
 from kcodec.broker.hooks import Hooks
 from kcodec.broker.node import Node
 from kcodec.broker.purgatory import Purgatory, Timer
@@ -99,6 +100,7 @@ class Cluster:
         self.purgatory = Purgatory(self.timer)
         self.hooks = Hooks(self.timer)
         self.producer_ids = ProducerIds()
+        self.txns = TxnCoordinator(self)
         self.state.open()
         self.groups = GroupCoordinator(self.timer, self.data_dir,
                                        initial_rebalance_delay_ms=self._initial_delay)
@@ -158,6 +160,7 @@ class Cluster:
     def delete_topic(self, name: str) -> None:
         self.state.delete_topic(name)
         self.groups.delete_topic(name)
+        self.txns.forget_topic(name)
 
     def leader_of(self, topic: str, partition: int) -> int:
         p = self.state.partition(topic, partition)

@@ -26,6 +26,7 @@ from kcodec.broker.apis import (  # noqa: F401
     producers,
     sasl,
     topics,
+    txn,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
 from kcodec.broker.apis.util import fit

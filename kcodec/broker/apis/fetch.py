@@ -85,18 +85,24 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
         return F.PartitionData(partition_index=index, error_code=code, high_watermark=-1, records=None)
     log = p.log
     hw = log.high_watermark
+    txns = node.cluster.txns
+    lso = txns.stable_offset(topic, index, hw)
+    upper = lso if read_committed else hw   # read_committed stops at the last stable offset
     try:
         records = b""
-        if offset != hw or offset < log.log_start_offset:
-            records = log.read(offset, max_bytes, upper_bound=hw, min_one=min_one)
+        if offset != upper or offset < log.log_start_offset:
+            records = log.read(offset, max_bytes, upper_bound=upper, min_one=min_one)
     except LogError as exc:
         return F.PartitionData(partition_index=index, error_code=exc.error_code, high_watermark=hw,
-                               last_stable_offset=hw, log_start_offset=log.log_start_offset,
+                               last_stable_offset=lso, log_start_offset=log.log_start_offset,
                                records=None)
+    aborted = None
+    if read_committed:
+        aborted = [F.AbortedTransaction(producer_id=pid, first_offset=first)
+                   for pid, first in txns.aborted(topic, index, offset, upper)]
     return F.PartitionData(partition_index=index, error_code=0, high_watermark=hw,
-                           last_stable_offset=hw, log_start_offset=log.log_start_offset,
-                           aborted_transactions=[] if read_committed else None,
-                           records=records)
+                           last_stable_offset=lso, log_start_offset=log.log_start_offset,
+                           aborted_transactions=aborted, records=records)
 
 
 def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]) -> tuple[list, int, bool]:

@@ -163,8 +163,9 @@ def offset_commit(node: Any, req: Any) -> Any:
         for p in t.partitions]) for t in b.topics])
 
 
-def _fetch_offsets(node: Any, group_id: str, topics: Any) -> tuple[int, list]:
-    """``(error, [(topic, [(partition, offset, epoch, metadata, error)])])``."""
+def _fetch_offsets(node: Any, group_id: str, topics: Any, stable: bool = False) -> tuple[int, list]:
+    """``(error, [(topic, [(partition, offset, epoch, metadata, error)])])``; ``stable``
+    (require_stable): UNSTABLE_OFFSET_COMMIT for offsets waiting in an open transaction."""
     code = _not_coordinator(node, group_id)
     if code:
         return code, []
@@ -174,10 +175,14 @@ def _fetch_offsets(node: Any, group_id: str, topics: Any) -> tuple[int, list]:
         for (t, p) in sorted(committed):
             names.setdefault(t, []).append(p)
         topics = list(names.items())
+    pending = node.cluster.txns.pending_offsets(group_id) if stable else set()
     out = []
     for name, parts in topics:
         rows = []
         for p in parts:
+            if (name, p) in pending:
+                rows.append((p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT))
+                continue
             o, e, m = committed.get((name, p), (-1, -1, ""))
             rows.append((p, o, e, m, 0))
         out.append((name, rows))
@@ -190,7 +195,7 @@ def offset_fetch(node: Any, req: Any) -> Any:
     b = req.body
     if req.api_version < 8:
         topics = None if b.topics is None else [(t.name, list(t.partition_indexes)) for t in b.topics]
-        code, out = _fetch_offsets(node, b.group_id, topics)
+        code, out = _fetch_offsets(node, b.group_id, topics, req.api_version >= 7 and b.require_stable)
         return R(error_code=code, topics=[R.OffsetFetchResponseTopic(name=n, partitions=[
             R.OffsetFetchResponsePartition(partition_index=p, committed_offset=o,
                                            committed_leader_epoch=e, metadata=m, error_code=c)
@@ -198,7 +203,7 @@ def offset_fetch(node: Any, req: Any) -> Any:
     groups = []
     for g in b.groups:
         topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-        code, out = _fetch_offsets(node, g.group_id, topics)
+        code, out = _fetch_offsets(node, g.group_id, topics, b.require_stable)
         groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
             R.OffsetFetchResponseTopics(name=n, partitions=[
                 R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,

@@ -20,7 +20,8 @@ __all__: list[str] = []
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
-def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int) -> Any:
+def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int,
+              read_committed: bool = False) -> Any:
     R = ListOffsetsResponse.ListOffsetsPartitionResponse
     code, p = leader_error(node, topic, index)
     if p is None:
@@ -33,7 +34,8 @@ def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int) -> Any:
     if ts in (EARLIEST, EARLIEST_LOCAL):
         found = (log.log_start_offset, -1)
     elif ts in (LATEST, LATEST_TIERED):
-        found = (log.high_watermark, -1)
+        hw = log.high_watermark
+        found = (node.cluster.txns.stable_offset(topic, index, hw) if read_committed else hw, -1)
     elif ts == MAX_TIMESTAMP:
         found = log.max_timestamp_offset()
     elif ts >= 0:
@@ -51,7 +53,8 @@ def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int) -> Any:
 def list_offsets(node: Any, req: Any) -> Any:
     L = ListOffsetsResponse
     return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
-        _list_one(node, t.name, p.partition_index, p.timestamp, p.current_leader_epoch)
+        _list_one(node, t.name, p.partition_index, p.timestamp, p.current_leader_epoch,
+                  req.api_version >= 2 and req.body.isolation_level == 1)
         for p in t.partitions]) for t in req.body.topics])
 
 

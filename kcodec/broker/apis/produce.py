@@ -50,6 +50,8 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
                     log_start_offset=log.log_start_offset)
             result = log.append(records, now_ms=now_ms(), leader_epoch=part.leader_epoch)
             part.producers.update(result.batches)
+            if any(b.is_transactional for b in result.batches):
+                cluster.txns.partition(topic, index).on_append(result.batches)
     except SequenceError as exc:
         return P.PartitionProduceResponse(index=index, error_code=exc.error_code, base_offset=-1,
                                           error_message=str(exc))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.broker.apis.registry import api
-from kcodec.protocol import InitProducerIdResponse
+from kcodec.protocol import ErrorCode, InitProducerIdResponse
 
 __all__: list[str] = []
 
@@ -13,7 +13,19 @@ __all__: list[str] = []
 @api(22, 0, 5)
 def init_producer_id(node: Any, req: Any) -> Any:
     b = req.body
+    if b.transactional_id is not None:
+        cid = node.cluster.coordinator_for(b.transactional_id)
+        if cid != node.id:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE if cid is None else ErrorCode.NOT_COORDINATOR
+            return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
+        known = req.api_version >= 3 and b.producer_id >= 0
+        code, pid, epoch = node.cluster.txns.init(
+            b.transactional_id, b.transaction_timeout_ms, b.producer_id if known else -1,
+            b.producer_epoch if known else -1)
+        if code == ErrorCode.PRODUCER_FENCED and req.api_version < 4:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
     pid, epoch = node.cluster.producer_ids.init(
-        b.transactional_id, b.producer_id if req.api_version >= 3 else -1,
+        None, b.producer_id if req.api_version >= 3 else -1,
         b.producer_epoch if req.api_version >= 3 else -1)
     return InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)

@@ -1,0 +1,278 @@
+"""The transaction coordinator: transactional ids, their partitions and groups, markers.
+
+One ``TxnCoordinator`` per cluster (the cluster is one process, so the coordinator of a
+transactional id writes the markers into the partitions itself, where Kafka sends
+WriteTxnMarkers to the leaders):
+
+* ``init`` (InitProducerId with a transactional id): an open transaction of the id is aborted
+  (its markers written), then the epoch is bumped, which fences the older producer;
+* ``add_partitions`` / ``add_offsets`` open the transaction (Empty -> Ongoing) and start its
+  timeout; an epoch other than the current one is PRODUCER_FENCED;
+* ``end`` writes a COMMIT or ABORT control batch into every partition of the transaction and,
+  on commit, moves the offsets sent with TxnOffsetCommit into the group; retrying the same
+  end after it completed answers 0, as Kafka does;
+* a transaction open longer than its timeout is aborted by the timer and the epoch bumped,
+  so the producer's next call is fenced.
+
+Per partition, ``PartitionTxns`` keeps the first offset of each open transaction (the last
+stable offset is the smallest of them, else the high watermark) and the partition log's
+aborted-transactions index (:mod:`kcodec.broker.log.txnindex`, ``.txnindex`` files kept
+through the log's segment hooks) that read_committed fetches are told about, so they can
+drop the aborted records.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.broker.log.txnindex import TxnIndex
+from kcodec.broker.state import now_ms
+from kcodec.protocol import ErrorCode as E
+from kcodec.records import ControlType, RecordBatchBuilder
+
+__all__ = ["TxnCoordinator", "PartitionTxns", "MAX_TIMEOUT_MS"]
+
+MAX_TIMEOUT_MS = 15 * 60_000   # transaction.max.timeout.ms
+
+
+class PartitionTxns:
+    """One partition's open transactions and its aborted-transactions index (the caller
+    holds the partition lock)."""
+
+    def __init__(self, index: TxnIndex | None = None) -> None:
+        self.open: dict[int, int] = {}                       # pid -> first offset
+        self.index = index if index is not None else TxnIndex()
+
+    def on_append(self, batches: list) -> None:
+        for b in batches:
+            if b.is_transactional and not b.is_control and b.producer_id >= 0:
+                self.open.setdefault(b.producer_id, b.base_offset)
+
+    def stable_offset(self, high_watermark: int) -> int:
+        return min(min(self.open.values(), default=high_watermark), high_watermark)
+
+    def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
+        """``(pid, first offset)`` of aborted transactions with records in [start, end)."""
+        return self.index.aborted_between(start, end)
+
+
+@dataclass
+class _Txn:
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: str = "Empty"                  # Empty, Ongoing, CompleteCommit, CompleteAbort
+    partitions: set = field(default_factory=set)
+    groups: set = field(default_factory=set)
+    offsets: dict = field(default_factory=dict)   # group -> {(t, p): (offset, epoch, meta)}
+    started_ms: int = 0
+    token: int = 0
+
+
+class TxnCoordinator:
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.lock = threading.RLock()
+        self.txns: dict[str, _Txn] = {}
+        self.by_pid: dict[int, _Txn] = {}
+        self._parts: dict[tuple[str, int], PartitionTxns] = {}
+        self._parts_lock = threading.Lock()
+        # every partition log gets its aborted-transactions index as a segment hook (a
+        # restarted cluster replaces the factory of its previous coordinator)
+        hooks = cluster.state.logs.segment_hooks
+        hooks[:] = [h for h in hooks if not isinstance(getattr(h, "__self__", None), TxnCoordinator)]
+        hooks.append(self.index_for)
+
+    # ------------------------------------------------------------------ partitions
+    def index_for(self, topic: str, index: int) -> TxnIndex:
+        """The segment hook factory: a new log of (topic, index) gets a fresh index."""
+        pt = PartitionTxns()
+        with self._parts_lock:
+            self._parts[(topic, index)] = pt
+        return pt.index
+
+    def partition(self, topic: str, index: int) -> PartitionTxns:
+        key = (topic, index)
+        with self._parts_lock:
+            pt = self._parts.get(key)
+            if pt is None:
+                pt = self._parts[key] = PartitionTxns()
+            return pt
+
+    def stable_offset(self, topic: str, index: int, high_watermark: int) -> int:
+        pt = self._parts.get((topic, index))
+        return high_watermark if pt is None else pt.stable_offset(high_watermark)
+
+    def aborted(self, topic: str, index: int, start: int, end: int) -> list[tuple[int, int]]:
+        pt = self._parts.get((topic, index))
+        return [] if pt is None else pt.aborted_between(start, end)
+
+    def forget_topic(self, topic: str) -> None:
+        with self._parts_lock:
+            for key in [k for k in self._parts if k[0] == topic]:
+                del self._parts[key]
+
+    # ------------------------------------------------------------------ producer ids
+    def init(self, transactional_id: str, timeout_ms: int, producer_id: int = -1,
+             producer_epoch: int = -1) -> tuple[int, int, int]:
+        """``(error, producer id, epoch)`` for InitProducerId with a transactional id; a
+        producer that names its current id and epoch (KIP-360, after an abortable error)
+        must name the newest ones, else it is fenced."""
+        if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        with self.lock:
+            t = self.txns.get(transactional_id)
+            if producer_id >= 0 and t is not None and \
+                    (producer_id, producer_epoch) != (t.producer_id, t.epoch):
+                return E.PRODUCER_FENCED, -1, -1
+            if t is not None and t.state == "Ongoing":
+                self._complete(t, commit=False)
+            pid, epoch = self.cluster.producer_ids.init(transactional_id)
+            if t is None:
+                t = self.txns[transactional_id] = _Txn(transactional_id, pid, epoch, timeout_ms)
+            else:
+                self.by_pid.pop(t.producer_id, None)
+                t.producer_id, t.epoch, t.timeout_ms = pid, epoch, timeout_ms
+                t.state = "Empty"
+            self.by_pid[pid] = t
+            return 0, pid, epoch
+
+    def _check(self, transactional_id: str, pid: int, epoch: int) -> tuple[int, _Txn | None]:
+        t = self.txns.get(transactional_id)
+        if t is None:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if t.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if t.epoch != epoch:
+            return E.PRODUCER_FENCED, None
+        return 0, t
+
+    def _open(self, t: _Txn) -> None:
+        if t.state != "Ongoing":
+            t.state = "Ongoing"
+            t.partitions, t.groups, t.offsets = set(), set(), {}
+            t.started_ms = now_ms()
+            t.token += 1
+            token = t.token
+            timer = self.cluster.timer
+            if timer is not None:
+                timer.call_later(t.timeout_ms / 1000, lambda: self._expire(t, token))
+
+    # ------------------------------------------------------------------ the APIs
+    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
+                       partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        state = self.cluster.state
+        with self.lock:
+            code, t = self._check(transactional_id, pid, epoch)
+            if t is None:
+                return {tp: code for tp in partitions}
+            missing = {tp for tp in partitions if state.partition(*tp) is None}
+            if missing:
+                return {tp: (E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
+                             else E.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+            self._open(t)
+            t.partitions.update(partitions)
+            return {tp: 0 for tp in partitions}
+
+    def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> int:
+        with self.lock:
+            code, t = self._check(transactional_id, pid, epoch)
+            if t is None:
+                return code
+            self._open(t)
+            t.groups.add(group_id)
+            return 0
+
+    def txn_offset_commit(self, transactional_id: str, group_id: str, pid: int, epoch: int,
+                          offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        with self.lock:
+            code, t = self._check(transactional_id, pid, epoch)
+            if t is None:
+                return code
+            if t.state != "Ongoing" or group_id not in t.groups:
+                return E.INVALID_TXN_STATE
+            pending = t.offsets.setdefault(group_id, {})
+            for topic, part, offset, leader_epoch, meta in offsets:
+                pending[(topic, part)] = (offset, leader_epoch, meta)
+            return 0
+
+    def pending_offsets(self, group_id: str) -> set[tuple[str, int]]:
+        """Partitions of ``group_id`` with offsets waiting in an open transaction."""
+        with self.lock:
+            out: set[tuple[str, int]] = set()
+            for t in self.txns.values():
+                if t.state == "Ongoing":
+                    out.update(t.offsets.get(group_id, {}))
+            return out
+
+    def end(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> int:
+        with self.lock:
+            code, t = self._check(transactional_id, pid, epoch)
+            if t is None:
+                return code
+            if t.state == "Ongoing":
+                self._complete(t, commit)
+                return 0
+            if t.state == ("CompleteCommit" if commit else "CompleteAbort"):
+                return 0   # a retry of an end that completed
+            if t.state == "Empty":
+                return 0 if not commit else E.INVALID_TXN_STATE
+            return E.INVALID_TXN_STATE
+
+    # ------------------------------------------------------------------ completion
+    def _complete(self, t: _Txn, commit: bool) -> None:
+        for topic, index in sorted(t.partitions):
+            self._write_marker(topic, index, t.producer_id, t.epoch, commit)
+        if commit:
+            for group_id, offsets in t.offsets.items():
+                _commit_group_offsets(self.cluster.groups, group_id, offsets)
+        t.partitions, t.groups, t.offsets = set(), set(), {}
+        t.state = "CompleteCommit" if commit else "CompleteAbort"
+        t.token += 1
+
+    def _write_marker(self, topic: str, index: int, pid: int, epoch: int, commit: bool) -> None:
+        part = self.cluster.state.partition(topic, index)
+        if part is None:
+            return
+        b = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, is_transactional=True,
+                               is_control=True)
+        ts = now_ms()
+        b.append_control(ControlType.COMMIT if commit else ControlType.ABORT, 0, ts)
+        with part.lock:
+            result = part.log.append(b.build(), now_ms=ts, leader_epoch=part.leader_epoch)
+            pt = self.partition(topic, index)
+            first = pt.open.pop(pid, None)
+            if not commit and first is not None:
+                log = part.log
+                pt.index.append(log.segments[-1], pid, first, result.base_offset,
+                                pt.stable_offset(log.high_watermark))
+        self.cluster.purgatory.notify((topic, index))
+
+    def _expire(self, t: _Txn, token: int) -> None:
+        with self.lock:
+            if t.token != token or t.state != "Ongoing":
+                return
+            self._complete(t, commit=False)
+            # fence the producer: its next call carries the old epoch
+            pid, epoch = self.cluster.producer_ids.init(t.transactional_id)
+            self.by_pid.pop(t.producer_id, None)
+            t.producer_id, t.epoch = pid, epoch
+            self.by_pid[pid] = t
+
+
+def _commit_group_offsets(groups: Any, group_id: str, offsets: dict) -> None:
+    """Write a committed transaction's offsets into the group (members or not)."""
+    from kcodec.broker.coordinator.group import Group
+
+    with groups.lock:
+        g = groups.groups.get(group_id)
+        if g is None:
+            g = groups.groups[group_id] = Group(group_id, offsets={})
+        recs = []
+        for (topic, part), (offset, epoch, meta) in offsets.items():
+            g.offsets[(topic, part)] = (offset, epoch, meta)
+            recs.append({"g": group_id, "t": topic, "p": part, "o": offset, "e": epoch, "m": meta})
+        groups._log(recs)
