@@ -76,6 +76,11 @@ def join_group(node: Any, req: Any) -> Any:
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code, member_id=b.member_id, protocol_name="", leader="")
+    if node.cluster.consumer_groups.describe(b.group_id) is not None:
+        cg = node.cluster.consumer_groups.describe(b.group_id)
+        if cg.members:   # a consumer-protocol group: classic members may not join it here
+            return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id=b.member_id,
+                     protocol_name="", leader="")
     res = node.cluster.groups.join(
         b.group_id, b.member_id, b.group_instance_id if req.api_version >= 5 else None,
         b.protocol_type, [(p.name, p.metadata) for p in b.protocols], b.session_timeout_ms,
@@ -153,8 +158,15 @@ def offset_commit(node: Any, req: Any) -> Any:
                 if state.partition(t.name, p.partition_index) is not None:
                     offsets.append((t.name, p.partition_index, p.committed_offset,
                                     p.committed_leader_epoch, p.committed_metadata))
-        code = node.cluster.groups.commit(b.group_id, b.generation_id_or_member_epoch, b.member_id,
-                                          b.group_instance_id if req.api_version >= 7 else None, offsets)
+        cgroups = node.cluster.consumer_groups
+        if cgroups.is_consumer_group(b.group_id):   # KIP-848: member epochs, not generations
+            code = cgroups.check_commit(b.group_id, b.member_id, b.generation_id_or_member_epoch)
+            if not code:
+                code = node.cluster.groups.commit(b.group_id, -1, "", None, offsets)
+        else:
+            code = node.cluster.groups.commit(b.group_id, b.generation_id_or_member_epoch, b.member_id,
+                                              b.group_instance_id if req.api_version >= 7 else None,
+                                              offsets)
     return R(topics=[R.OffsetCommitResponseTopic(name=t.name, partitions=[
         R.OffsetCommitResponsePartition(
             partition_index=p.partition_index,

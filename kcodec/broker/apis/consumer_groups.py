@@ -1,0 +1,88 @@
+"""The consumer-protocol group APIs (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe.
+
+The work is done by :class:`~kcodec.broker.coordinator.consumer_group.ConsumerGroupCoordinator`;
+a group id used by classic members (JoinGroup) answers GROUP_ID_NOT_FOUND here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.groups import _not_coordinator
+from kcodec.broker.apis.registry import api
+from kcodec.protocol import CLASSES, ErrorCode
+
+__all__: list[str] = []
+
+E = ErrorCode
+HB = CLASSES["ConsumerGroupHeartbeatResponse"]
+DESC = CLASSES["ConsumerGroupDescribeResponse"]
+
+
+def _classic_in_use(node: Any, group_id: str) -> bool:
+    with node.cluster.groups.lock:
+        g = node.cluster.groups.groups.get(group_id)
+        return g is not None and bool(g.members)
+
+
+@api(68, 0, 1)
+def consumer_group_heartbeat(node: Any, req: Any) -> Any:
+    b = req.body
+    coord = node.cluster.consumer_groups
+    code = _not_coordinator(node, b.group_id)
+    if not code and _classic_in_use(node, b.group_id):
+        code = E.GROUP_ID_NOT_FOUND
+    if code:
+        return HB(error_code=code, member_epoch=b.member_epoch, heartbeat_interval_ms=0)
+    owned = None
+    if b.topic_partitions is not None:
+        owned = {}
+        for tp in b.topic_partitions:
+            name = coord.topic_name(tp.topic_id)
+            if name is not None:
+                owned.setdefault(name, set()).update(tp.partitions)
+    code, msg, member_id, epoch, assignment = coord.heartbeat(
+        b.group_id, b.member_id, b.member_epoch, instance_id=b.instance_id, rack_id=b.rack_id,
+        rebalance_timeout_ms=b.rebalance_timeout_ms,
+        topics=None if b.subscribed_topic_names is None else list(b.subscribed_topic_names),
+        assignor=b.server_assignor, owned=owned, client_id=req.header.client_id or "",
+        client_host="/" + req.connection.peer.rsplit(":", 1)[0])
+    out = None
+    if assignment is not None:
+        out = HB.Assignment(topic_partitions=[
+            HB.TopicPartitions(topic_id=coord.topic_id(t), partitions=sorted(ps))
+            for t, ps in sorted(assignment.items()) if coord.topic_id(t) is not None])
+    return HB(error_code=code, error_message=msg, member_id=member_id or None, member_epoch=epoch,
+              heartbeat_interval_ms=coord.heartbeat_interval_ms if not code else 0, assignment=out)
+
+
+def _assignment(coord: Any, owned: dict) -> Any:
+    return DESC.Assignment(topic_partitions=[
+        DESC.TopicPartitions(topic_id=coord.topic_id(t), topic_name=t, partitions=sorted(ps))
+        for t, ps in sorted(owned.items()) if coord.topic_id(t) is not None])
+
+
+@api(69, 0, 1)
+def consumer_group_describe(node: Any, req: Any) -> Any:
+    coord = node.cluster.consumer_groups
+    out = []
+    for gid in req.body.group_ids:
+        code = _not_coordinator(node, gid)
+        g = None if code else coord.describe(gid)
+        if code or g is None:
+            out.append(DESC.DescribedGroup(error_code=code or E.GROUP_ID_NOT_FOUND, group_id=gid,
+                                           group_state="Dead", group_epoch=-1, assignment_epoch=-1,
+                                           assignor_name=""))
+            continue
+        with coord.lock:
+            out.append(DESC.DescribedGroup(
+                error_code=0, group_id=gid, group_state=g.state, group_epoch=g.epoch,
+                assignment_epoch=g.assignment_epoch, assignor_name=g.assignor,
+                members=[DESC.Member(
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                    member_epoch=m.epoch, client_id=m.client_id, client_host=m.client_host,
+                    subscribed_topic_names=list(m.topics),
+                    assignment=_assignment(coord, m.assigned),
+                    target_assignment=_assignment(coord, g.target.get(m.member_id, {})))
+                    for m in g.members.values()]))
+    return DESC(groups=out)

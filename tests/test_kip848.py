@@ -1,0 +1,189 @@
+"""KIP-848 consumer groups: the two generated messages, the broker's coordinator
+(server-side assignment, epochs, revocation before reassignment, session timeout) and kcodec
+consumers with ``group_protocol="consumer"`` on kcodec's broker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from kcodec.broker import Cluster
+from kcodec.broker.coordinator.consumer_group import (
+    ConsumerGroupCoordinator,
+    range_assign,
+    uniform_assign,
+)
+from kcodec.broker.purgatory import Timer
+from kcodec.protocol import CLASSES, REQUESTS, RESPONSES, ErrorCode
+from kcodec.protocol.framing import decode_request, encode_request
+
+E = ErrorCode
+HBReq = CLASSES["ConsumerGroupHeartbeatRequest"]
+HBResp = CLASSES["ConsumerGroupHeartbeatResponse"]
+DReq = CLASSES["ConsumerGroupDescribeRequest"]
+DResp = CLASSES["ConsumerGroupDescribeResponse"]
+
+
+# ---------------------------------------------------------------------- the messages
+def test_the_two_apis_are_registered_with_their_keys() -> None:
+    assert REQUESTS[68] is HBReq and RESPONSES[68] is HBResp
+    assert REQUESTS[69] is DReq and RESPONSES[69] is DResp
+
+
+def test_heartbeat_request_bytes_by_hand() -> None:
+    # v0, flexible: compact string group "g" (len+1 = 2), member "" (1), epoch 0,
+    # instance null (0), rack null (0), rebalance timeout, topics [t] (2, "t"),
+    # assignor null (0), topic partitions [] (1), no tagged fields (0)
+    msg = HBReq(group_id="g", member_id="", member_epoch=0, rebalance_timeout_ms=300000,
+                subscribed_topic_names=["t"], topic_partitions=[])
+    want = (b"\x02g" + b"\x01" + (0).to_bytes(4, "big") + b"\x00\x00" + (300000).to_bytes(4, "big")
+            + b"\x02\x02t" + b"\x00" + b"\x01" + b"\x00")
+    assert msg.encode(0) == want
+    assert HBReq.decode(want, 0).subscribed_topic_names == ["t"]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_messages_round_trip(version: int) -> None:
+    tid = uuid.uuid4()
+    req = HBReq(group_id="g", member_id="m", member_epoch=3, instance_id=None, rack_id="r1",
+                rebalance_timeout_ms=1000, subscribed_topic_names=None, server_assignor="range",
+                topic_partitions=[HBReq.TopicPartitions(topic_id=tid, partitions=[0, 2])])
+    hdr, back = decode_request(encode_request(req, version, 7)[4:])
+    assert hdr.correlation_id == 7 and back == req
+    resp = HBResp(error_code=0, member_id="m", member_epoch=4, heartbeat_interval_ms=500,
+                  assignment=HBResp.Assignment(topic_partitions=[
+                      HBResp.TopicPartitions(topic_id=tid, partitions=[1])]))
+    assert HBResp.decode(resp.encode(version), version) == resp
+    desc = DResp(groups=[DResp.DescribedGroup(
+        error_code=0, group_id="g", group_state="Stable", group_epoch=2, assignment_epoch=2,
+        assignor_name="uniform", members=[DResp.Member(
+            member_id="m", member_epoch=2, client_id="c", client_host="/h",
+            subscribed_topic_names=["t"],
+            assignment=DResp.Assignment(topic_partitions=[
+                DResp.TopicPartitions(topic_id=tid, topic_name="t", partitions=[0])]),
+            target_assignment=DResp.Assignment(topic_partitions=[]))])])
+    dv = min(version, DResp.MAX_VERSION)
+    assert DResp.decode(desc.encode(dv), dv) == desc
+    dreq = DReq(group_ids=["g"], include_authorized_operations=True)
+    assert DReq.decode(dreq.encode(dv), dv) == dreq
+
+
+# ---------------------------------------------------------------------- assignors
+def test_assignors_cover_every_partition_once() -> None:
+    members = {"a": ["t", "u"], "b": ["t"], "c": ["t", "u"]}
+    counts = {"t": 7, "u": 2}
+    for fn in (uniform_assign, range_assign):
+        out = fn(members, counts)
+        seen = [(t, p) for o in out.values() for t, ps in o.items() for p in ps]
+        assert sorted(seen) == sorted([("t", p) for p in range(7)] + [("u", p) for p in range(2)])
+        assert "u" not in out["b"]
+    assert range_assign({"a": ["t"], "b": ["t"]}, {"t": 3}) == {"a": {"t": {0, 1}}, "b": {"t": {2}}}
+    sizes = sorted(sum(len(ps) for ps in o.values()) for o in uniform_assign(members, counts).values())
+    assert sizes[-1] - sizes[0] <= 1
+
+
+# ---------------------------------------------------------------------- coordinator
+class _Topic:
+    def __init__(self, n: int) -> None:
+        self.topic_id = uuid.uuid4()
+        self.partitions = dict.fromkeys(range(n))
+
+
+class _State:
+    def __init__(self, **topics: int) -> None:
+        self.topics = {name: _Topic(n) for name, n in topics.items()}
+
+
+@pytest.fixture
+def coord():
+    timer = Timer()
+    yield ConsumerGroupCoordinator(timer, _State(t=4), session_timeout_ms=1000)
+    timer.stop()
+
+
+def hb(coord, member="", epoch=0, topics=None, owned=None):
+    return coord.heartbeat("g", member, epoch, instance_id=None, rack_id=None,
+                           rebalance_timeout_ms=5000, topics=topics, assignor=None, owned=owned,
+                           client_id="c", client_host="/h")
+
+
+def test_revocation_comes_before_reassignment(coord) -> None:
+    code, _, a, ea, got = hb(coord, "a", 0, ["t"], {})
+    assert code == 0 and ea == 1 and got == {"t": {0, 1, 2, 3}}
+    code, _, b, eb, got = hb(coord, "b", 0, ["t"], {})
+    assert code == 0 and eb == 2 and got == {}            # a still owns everything
+    _, _, _, ea2, got = hb(coord, "a", ea, None, {"t": {0, 1, 2, 3}})
+    assert ea2 == ea and len(got["t"]) == 2                # revoke two, epoch unchanged
+    _, _, _, eb2, got = hb(coord, "b", eb, None, {})
+    assert got is None                                     # not released yet: nothing new
+    _, _, _, ea3, got = hb(coord, "a", ea2, None, {"t": set(coord.groups["g"].members["a"].assigned["t"])})
+    assert ea3 == 2 and got is None                        # revoked: a moves to epoch 2
+    _, _, _, _, got = hb(coord, "b", eb, None, {})
+    a_parts = coord.groups["g"].members["a"].assigned["t"]
+    assert got == {"t": {0, 1, 2, 3} - a_parts}
+    assert coord.groups["g"].state == "Stable"
+
+
+def test_fencing_leave_and_session_timeout(coord) -> None:
+    _, _, _, ea, _ = hb(coord, "a", 0, ["t"], {})
+    assert hb(coord, "a", ea + 5, None, None)[0] == E.FENCED_MEMBER_EPOCH
+    assert hb(coord, "zzz", 3, None, None)[0] == E.UNKNOWN_MEMBER_ID
+    _, _, _, eb, _ = hb(coord, "b", 0, ["t"], {})
+    assert coord.check_commit("g", "a", ea) == 0
+    assert coord.check_commit("g", "a", ea + 1) == E.FENCED_MEMBER_EPOCH
+    hb(coord, "b", -1)                                     # leave
+    assert set(coord.groups["g"].members) == {"a"}
+    time.sleep(1.6)                                        # a's session times out
+    assert coord.groups["g"].members == {}
+    assert coord.groups["g"].state == "Empty"
+
+
+# ---------------------------------------------------------------------- end to end
+def _poll_until(consumers, cond, seen, timeout=30.0):
+    """Poll until ``cond()``; the values of the records polled go to ``seen``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in consumers:
+            for recs in c.poll(0.05).values():
+                seen.extend(r.value for r in recs)
+        if cond():
+            return True
+    return False
+
+
+def _consumer(c, gid, **kw):
+    from kcodec.client import Consumer
+
+    con = Consumer(bootstrap_servers=c.bootstrap, group_id=gid, group_protocol="consumer",
+                   auto_offset_reset="earliest", **kw)
+    con.subscribe(["t"])
+    return con
+
+
+def test_kcodec_consumers_share_and_rebalance_on_join_and_leave() -> None:
+    from kcodec.client import Producer
+
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 100
+        c.create_topic("t", 4)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(40):
+                p.send("t", value=b"%d" % i, partition=i % 4)
+            p.flush()
+        first = _consumer(c, "kg")
+        seen: list[bytes] = []
+        assert _poll_until([first], lambda: len(first.assignment()) == 4, seen)
+        second = _consumer(c, "kg")
+        assert _poll_until([first, second], lambda: (
+            len(first.assignment()) == 2 and len(second.assignment()) == 2), seen)
+        assert not set(first.assignment()) & set(second.assignment())
+        desc = c.consumer_groups.describe("kg")
+        assert desc.state == "Stable" and len(desc.members) == 2
+        second.close()                                    # leave: first gets all back
+        assert _poll_until([first], lambda: len(first.assignment()) == 4, seen)
+        _poll_until([first], lambda: len(set(seen)) == 40, seen, timeout=10)
+        assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))   # none lost
+        first.close()
+        assert c.consumer_groups.describe("kg").members == {}
