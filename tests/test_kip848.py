@@ -187,3 +187,32 @@ def test_kcodec_consumers_share_and_rebalance_on_join_and_leave() -> None:
         assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))   # none lost
         first.close()
         assert c.consumer_groups.describe("kg").members == {}
+
+
+# ---------------------------------------------------------------------- the generator
+@pytest.mark.reference
+@pytest.mark.slow
+def test_generator_keeps_modules_without_a_spec_but_does_not_check_them(tmp_path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.test_protocol_api import ROOT, specs_dir
+
+    out = tmp_path / "messages"
+    shutil.copytree(ROOT / "kcodec/protocol/messages", out)
+
+    def gen(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kcodec.protocol.generate", "--specs",
+                               str(specs_dir()), "--out", str(out), *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = gen("--check")
+    assert r.returncode == 0, r.stderr
+    assert "consumer_group_heartbeat.py has no spec" in r.stderr
+    # a module that does not carry the generated header is still drift
+    (out / "consumer_group_describe.py").write_text("x = 1\n")
+    r = gen("--check")
+    assert r.returncode == 1 and "consumer_group_describe.py is not generated" in r.stderr
+    assert gen("--prune").returncode == 0
+    assert not (out / "consumer_group_heartbeat.py").exists()
+    assert "consumer_group" not in (out / "__init__.py").read_text()
