@@ -216,3 +216,46 @@ def test_generator_keeps_modules_without_a_spec_but_does_not_check_them(tmp_path
     assert gen("--prune").returncode == 0
     assert not (out / "consumer_group_heartbeat.py").exists()
     assert "consumer_group" not in (out / "__init__.py").read_text()
+
+
+@pytest.mark.peers
+def test_confluent_kafka_consumer_protocol_shares_a_group_with_kcodec() -> None:
+    import confluent_kafka as ck
+    from kcodec.client import Producer
+
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 200
+        c.create_topic("t", 4)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(40):
+                p.send("t", value=b"%d" % i, partition=i % 4)
+        peer = ck.Consumer({"bootstrap.servers": c.bootstrap, "group.id": "mixed",
+                            "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+        peer.subscribe(["t"])
+        seen: list[bytes] = []
+
+        def poll_peer() -> None:
+            m = peer.poll(0.05)
+            if m is not None and m.error() is None:
+                seen.append(m.value())
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(peer.assignment()) != 4:
+            poll_peer()
+        assert len(peer.assignment()) == 4          # librdkafka applied the broker's assignment
+        ours = _consumer(c, "mixed")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+                len(peer.assignment()) == 2 and len(ours.assignment()) == 2):
+            poll_peer()
+            for recs in ours.poll(0.05).values():
+                seen.extend(r.value for r in recs)
+        assert len(peer.assignment()) == 2 and len(ours.assignment()) == 2
+        theirs = {(tp.topic, tp.partition) for tp in peer.assignment()}
+        assert not theirs & {tuple(tp) for tp in ours.assignment()}
+        g = c.consumer_groups.describe("mixed")
+        assert g.state == "Stable" and len(g.members) == 2
+        peer.close()                                  # librdkafka leaves: ours gets all four
+        assert _poll_until([ours], lambda: len(ours.assignment()) == 4, seen)
+        _poll_until([ours], lambda: len(set(seen)) == 40, seen, timeout=10)
+        assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))
+        ours.close()
