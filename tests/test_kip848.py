@@ -221,6 +221,7 @@ def test_generator_keeps_modules_without_a_spec_but_does_not_check_them(tmp_path
 @pytest.mark.peers
 def test_confluent_kafka_consumer_protocol_shares_a_group_with_kcodec() -> None:
     import confluent_kafka as ck
+
     from kcodec.client import Producer
 
     with Cluster(1) as c:
