@@ -260,3 +260,33 @@ def test_confluent_kafka_consumer_protocol_shares_a_group_with_kcodec() -> None:
         _poll_until([ours], lambda: len(set(seen)) == 40, seen, timeout=10)
         assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))
         ours.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_mixed_group_classic_member_joins_a_consumer_protocol_group(strategy) -> None:
+    from kcodec.client import Consumer, Producer
+
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 100
+        c.create_topic("t", 4)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(40):
+                p.send("t", value=b"%d" % i, partition=i % 4)
+        new = _consumer(c, "mix")
+        seen: list[bytes] = []
+        assert _poll_until([new], lambda: len(new.assignment()) == 4, seen)
+        old = Consumer(bootstrap_servers=c.bootstrap, group_id="mix", auto_offset_reset="earliest",
+                       heartbeat_interval_ms=100, partition_assignment_strategy=strategy)
+        old.subscribe(["t"])
+        assert _poll_until([new, old], lambda: (
+            len(new.assignment()) == 2 and len(old.assignment()) == 2), seen)
+        assert not set(new.assignment()) & set(old.assignment())
+        g = c.consumer_groups.describe("mix")
+        assert sorted(m.classic for m in g.members.values()) == [False, True]
+        assert g.state == "Stable"
+        new.close()                                   # the classic member gets all four
+        assert _poll_until([old], lambda: len(old.assignment()) == 4, seen)
+        _poll_until([old], lambda: len(set(seen)) == 40, seen, timeout=10)
+        assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))
+        old.close()
+        assert c.consumer_groups.describe("mix").members == {}

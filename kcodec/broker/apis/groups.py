@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any, Callable
 
+from kcodec.broker.apis import consumer_groups as kip848
 from kcodec.broker.apis.registry import api
 from kcodec.protocol import (
     DeleteGroupsResponse,
@@ -76,11 +77,9 @@ def join_group(node: Any, req: Any) -> Any:
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code, member_id=b.member_id, protocol_name="", leader="")
-    if node.cluster.consumer_groups.describe(b.group_id) is not None:
-        cg = node.cluster.consumer_groups.describe(b.group_id)
-        if cg.members:   # a consumer-protocol group: classic members may not join it here
-            return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id=b.member_id,
-                     protocol_name="", leader="")
+    mixed = kip848.mixed_join(node, req)   # a classic member of a consumer-protocol group
+    if mixed is not None:
+        return mixed
     res = node.cluster.groups.join(
         b.group_id, b.member_id, b.group_instance_id if req.api_version >= 5 else None,
         b.protocol_type, [(p.name, p.metadata) for p in b.protocols], b.session_timeout_ms,
@@ -101,6 +100,9 @@ def join_group(node: Any, req: Any) -> Any:
 def sync_group(node: Any, req: Any) -> Any:
     R = SyncGroupResponse
     b = req.body
+    mixed = kip848.mixed_sync(node, req)
+    if mixed is not None:
+        return mixed
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code, assignment=b"")
@@ -120,6 +122,9 @@ def sync_group(node: Any, req: Any) -> Any:
 @api(12, 0, 4)
 def heartbeat(node: Any, req: Any) -> Any:
     b = req.body
+    mixed = kip848.mixed_heartbeat(node, req)
+    if mixed is not None:
+        return mixed
     code = _not_coordinator(node, b.group_id)
     if not code:
         code = node.cluster.groups.heartbeat(b.group_id, b.generation_id, b.member_id,
@@ -131,6 +136,9 @@ def heartbeat(node: Any, req: Any) -> Any:
 def leave_group(node: Any, req: Any) -> Any:
     R = LeaveGroupResponse
     b = req.body
+    mixed = kip848.mixed_leave(node, req)
+    if mixed is not None:
+        return mixed
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code)

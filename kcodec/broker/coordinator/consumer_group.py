@@ -10,6 +10,12 @@ coordinator owns the assignment::
         once the member reports them gone -> its epoch becomes the target epoch and it gets
         the target minus partitions another member has not released yet (they follow later)
 
+Mixed groups: a classic member (JoinGroup/SyncGroup/Heartbeat) may join a group that
+consumer-protocol members created. Its subscription and owned partitions come from its
+JoinGroup metadata, its generation is its member epoch, its assignment is reconciled at
+each JoinGroup and handed out in SyncGroup, and when it must change, its Heartbeat answers
+REBALANCE_IN_PROGRESS so that it rejoins (reporting what it still owns).
+
 A member that does not heartbeat for the session timeout, or does not revoke within its
 rebalance timeout, is removed (its partitions become free). A heartbeat at a stale epoch
 answers FENCED_MEMBER_EPOCH; the member rejoins at epoch 0 with its member id.
@@ -98,6 +104,8 @@ class ConsumerMember:
     sent: Owned | None = None                          # the assignment last sent to it
     last_seen: float = field(default_factory=time.monotonic)
     revoke_deadline: float = 0.0
+    classic: bool = False            # joined with JoinGroup (a mixed group, as Kafka allows)
+    session_timeout_ms: int = 0      # classic members bring their own
 
 
 @dataclass
@@ -232,15 +240,18 @@ class ConsumerGroupCoordinator:
             m.revoke_deadline = time.monotonic() + m.rebalance_timeout_ms / 1000
             return
         # partitions still held (or being revoked) by another member come later
+        m.assigned = _minus(target, self._held_by_others(g, m))
+        if m.epoch != g.assignment_epoch:
+            m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
+        m.state = "UNRELEASED_PARTITIONS" if _minus(target, m.assigned) else "STABLE"
+
+    def _held_by_others(self, g: ConsumerGroup, m: ConsumerMember) -> Owned:
         held: Owned = {}
         for other in g.members.values():
             if other is not m:
                 for t, ps in list(other.assigned.items()) + list(other.revoking.items()):
                     held.setdefault(t, set()).update(ps)
-        m.assigned = _minus(target, held)
-        if m.epoch != g.assignment_epoch:
-            m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
-        m.state = "UNRELEASED_PARTITIONS" if _minus(target, m.assigned) else "STABLE"
+        return held
 
     def _remove(self, g: ConsumerGroup, member_id: str) -> None:
         g.members.pop(member_id, None)
@@ -251,12 +262,90 @@ class ConsumerGroupCoordinator:
         with self.lock:
             for g in list(self.groups.values()):
                 dead = [mid for mid, m in g.members.items()
-                        if now - m.last_seen > self.session_timeout_ms / 1000
+                        if now - m.last_seen > (m.session_timeout_ms or self.session_timeout_ms) / 1000
                         or (m.state == "UNREVOKED_PARTITIONS" and now > m.revoke_deadline)]
                 for mid in dead:
                     self._remove(g, mid)
                 if dead:
                     self._bump(g)
+
+    # ------------------------------------------------------------------ classic members
+    def has_members(self, group_id: str) -> bool:
+        with self.lock:
+            g = self.groups.get(group_id)
+            return g is not None and bool(g.members)
+
+    def classic_join(self, group_id: str, member_id: str, session_timeout_ms: int,
+                     rebalance_timeout_ms: int, topics: list[str], owned: Owned,
+                     client_id: str, client_host: str) -> tuple[int, str, int]:
+        """``(error, member_id, generation)`` for a classic JoinGroup in a consumer group."""
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return E.GROUP_ID_NOT_FOUND, member_id, -1
+            m = g.members.get(member_id) if member_id else None
+            if m is not None and not m.classic:
+                return E.INCONSISTENT_GROUP_PROTOCOL, member_id, -1
+            if m is None:
+                member_id = member_id or uuid.uuid4().hex
+                m = g.members[member_id] = ConsumerMember(member_id, client_id, client_host,
+                                                          classic=True)
+                m.topics = sorted(topics)
+                self._bump(g)
+            elif sorted(topics) != m.topics:
+                m.topics = sorted(topics)
+                self._bump(g)
+            m.session_timeout_ms = session_timeout_ms
+            m.rebalance_timeout_ms = rebalance_timeout_ms
+            m.last_seen = time.monotonic()
+            self._check_partition_counts(g)
+            if m.state == "UNREVOKED_PARTITIONS" and not _and(owned, m.revoking):
+                m.revoking = {}
+                m.state = "STABLE"
+            self._reconcile(g, m)
+            m.sent = _copy(m.assigned)
+            return 0, member_id, m.epoch
+
+    def classic_member(self, group_id: str, member_id: str) -> ConsumerMember | None:
+        with self.lock:
+            g = self.groups.get(group_id)
+            m = g.members.get(member_id) if g is not None else None
+            return m if m is not None and m.classic else None
+
+    def classic_sync(self, group_id: str, member_id: str, generation: int) -> tuple[int, Owned]:
+        with self.lock:
+            m = self.classic_member(group_id, member_id)
+            if m is None:
+                return E.UNKNOWN_MEMBER_ID, {}
+            if generation != m.epoch:
+                return E.ILLEGAL_GENERATION, {}
+            m.last_seen = time.monotonic()
+            return 0, _copy(m.assigned)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation: int) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            m = self.classic_member(group_id, member_id)
+            if g is None or m is None:
+                return E.UNKNOWN_MEMBER_ID
+            if generation != m.epoch:
+                return E.ILLEGAL_GENERATION
+            m.last_seen = time.monotonic()
+            if m.state == "UNREVOKED_PARTITIONS":
+                return E.REBALANCE_IN_PROGRESS
+            if m.epoch != g.assignment_epoch or m.assigned != _minus(
+                    g.target.get(member_id, {}), self._held_by_others(g, m)):
+                return E.REBALANCE_IN_PROGRESS   # its assignment changes: rejoin for it
+            return 0
+
+    def classic_leave(self, group_id: str, member_id: str) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None or self.classic_member(group_id, member_id) is None:
+                return E.UNKNOWN_MEMBER_ID
+            self._remove(g, member_id)
+            self._bump(g)
+            return 0
 
     # ------------------------------------------------------------------ offsets and views
     def is_consumer_group(self, group_id: str) -> bool:
