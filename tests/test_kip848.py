@@ -290,3 +290,40 @@ def test_mixed_group_classic_member_joins_a_consumer_protocol_group(strategy) ->
         assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))
         old.close()
         assert c.consumer_groups.describe("mix").members == {}
+
+
+@pytest.mark.peers
+def test_mixed_group_with_a_classic_confluent_kafka_member() -> None:
+    import confluent_kafka as ck
+
+    from kcodec.client import Producer
+
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 100
+        c.create_topic("t", 4)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(40):
+                p.send("t", value=b"%d" % i, partition=i % 4)
+        new = _consumer(c, "mixck")
+        seen: list[bytes] = []
+        assert _poll_until([new], lambda: len(new.assignment()) == 4, seen)
+        old = ck.Consumer({"bootstrap.servers": c.bootstrap, "group.id": "mixck",
+                           "auto.offset.reset": "earliest", "heartbeat.interval.ms": 200,
+                           "partition.assignment.strategy": "range"})
+        old.subscribe(["t"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+                len(new.assignment()) == 2 and len(old.assignment()) == 2):
+            m = old.poll(0.05)
+            if m is not None and m.error() is None:
+                seen.append(m.value())
+            for recs in new.poll(0.05).values():
+                seen.extend(r.value for r in recs)
+        assert len(new.assignment()) == 2 and len(old.assignment()) == 2
+        theirs = {(tp.topic, tp.partition) for tp in old.assignment()}
+        assert not theirs & {tuple(tp) for tp in new.assignment()}
+        old.close()                                  # LeaveGroup: ours gets all four again
+        assert _poll_until([new], lambda: len(new.assignment()) == 4, seen)
+        _poll_until([new], lambda: len(set(seen)) == 40, seen, timeout=10)
+        assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))
+        new.close()
