@@ -327,3 +327,20 @@ def test_mixed_group_with_a_classic_confluent_kafka_member() -> None:
         _poll_until([new], lambda: len(set(seen)) == 40, seen, timeout=10)
         assert sorted(set(seen)) == sorted(b"%d" % i for i in range(40))
         new.close()
+
+
+@pytest.mark.slow
+def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 100
+        c.consumer_groups.session_timeout_ms = 1500
+        c.create_topic("t", 4)
+        a, b = _consumer(c, "st"), _consumer(c, "st")
+        seen: list[bytes] = []
+        assert _poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 2, seen)
+        b._loop.run(b._engine.abort(), 5)      # a crash: no leave, no more heartbeats
+        started = time.monotonic()
+        assert _poll_until([a], lambda: len(a.assignment()) == 4, seen)
+        assert time.monotonic() - started >= 1.0   # not before the session timed out
+        assert len(c.consumer_groups.describe("st").members) == 1
+        a.close()
