@@ -162,6 +162,24 @@ def _consumer(c, gid, **kw):
     return con
 
 
+def _describe_and_list_over_the_wire(c, gid, *consumers) -> None:
+    from kcodec.client import Admin
+    from tests.broker_raw import Raw
+
+    raw = Raw(c.bootstrap)
+    try:
+        (g,) = raw.call(DReq(group_ids=[gid]), 0).groups
+    finally:
+        raw.close()
+    assert g.error_code == 0 and g.group_state == "Stable" and g.assignor_name == "uniform"
+    assert g.group_epoch == g.assignment_epoch == max(m.member_epoch for m in g.members)
+    got = sorted((tp.topic_name, p) for m in g.members for tp in m.assignment.topic_partitions
+                 for p in tp.partitions)
+    assert got == sorted(tuple(tp) for con in consumers for tp in con.assignment())
+    with Admin(bootstrap_servers=c.bootstrap) as admin:
+        assert [(x.group_id, x.state) for x in admin.list_groups()] == [(gid, "Stable")]
+
+
 def test_kcodec_consumers_share_and_rebalance_on_join_and_leave() -> None:
     from kcodec.client import Producer
 
@@ -181,6 +199,7 @@ def test_kcodec_consumers_share_and_rebalance_on_join_and_leave() -> None:
         assert not set(first.assignment()) & set(second.assignment())
         desc = c.consumer_groups.describe("kg")
         assert desc.state == "Stable" and len(desc.members) == 2
+        _describe_and_list_over_the_wire(c, "kg", first, second)
         second.close()                                    # leave: first gets all back
         assert _poll_until([first], lambda: len(first.assignment()) == 4, seen)
         _poll_until([first], lambda: len(set(seen)) == 40, seen, timeout=10)

@@ -112,6 +112,23 @@ def consumer_group_describe(node: Any, req: Any) -> Any:
     return DESC(groups=out)
 
 
+def listed_groups(node: Any, states: set, types: set) -> list:
+    """ListGroups rows for the consumer-protocol groups this node coordinates."""
+    from kcodec.protocol import ListGroupsResponse as L
+
+    coord = node.cluster.consumer_groups
+    out = []
+    if types and "consumer" not in types:
+        return out
+    with coord.lock:
+        for g in coord.groups.values():
+            if node.cluster.coordinator_for(g.group_id) != node.id or (states and g.state not in states):
+                continue
+            out.append(L.ListedGroup(group_id=g.group_id, protocol_type="consumer",
+                                     group_state=g.state, group_type="consumer"))
+    return out
+
+
 # ---------------------------------------------------------------------- mixed groups
 def mixed_join(node: Any, req: Any) -> Any:
     b = req.body

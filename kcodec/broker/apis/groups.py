@@ -281,12 +281,15 @@ def list_groups(node: Any, req: Any) -> Any:
         for g in coord.groups.values():
             if node.cluster.coordinator_for(g.group_id) != node.id:
                 continue
+            if node.cluster.consumer_groups.is_consumer_group(g.group_id):
+                continue   # its offsets live here; listed below as a consumer group
             if states and g.state not in states:
                 continue
             if types and "classic" not in types:
                 continue
             out.append(L.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
                                      group_state=g.state, group_type="classic"))
+    out += kip848.listed_groups(node, states, types)
     return L(error_code=0, groups=out)
 
 
