@@ -123,6 +123,11 @@ class ConsumerGroupMember(GroupMember):
                 elif exc.code not in COORDINATOR_CODES or time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.1)
+            except KcodecError:   # the coordinator's connection broke: find it again, retry
+                self.coordinator = None
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
         new = self.pending if self.pending is not None else set(owned)
         self.pending = None
         self.assignment = new
@@ -149,6 +154,7 @@ class ConsumerGroupMember(GroupMember):
                 raise
             except KcodecError as exc:
                 self.last_error = exc
+                self.coordinator = None
 
     async def leave(self, reason: str = "the consumer is closing", stop: bool = True) -> None:
         """A heartbeat at epoch -1: the broker reassigns the partitions at once."""
