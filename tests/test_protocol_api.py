@@ -76,7 +76,7 @@ def test_generated_code_has_no_spec_prose() -> None:
 
 def test_registries_and_names() -> None:
     assert kp.REQUESTS[3] is MetadataRequest and kp.RESPONSES[3] is MetadataResponse
-    assert len(kp.REQUESTS) == len(kp.RESPONSES) == 52
+    assert len(kp.REQUESTS) == len(kp.RESPONSES) == 54
     assert MetadataResponse.MetadataResponseBroker().port == 0
     assert MetadataResponse().controller_id == -1  # spec default
     assert (MetadataResponse.MIN_VERSION, MetadataResponse.MAX_VERSION) == (0, 13)

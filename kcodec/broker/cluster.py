@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
 from kcodec.broker.coordinator.group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.producers import ProducerIds
 from kcodec.broker.coordinator.txn import TxnCoordinator
@@ -104,6 +105,7 @@ class Cluster:
         self.state.open()
         self.groups = GroupCoordinator(self.timer, self.data_dir,
                                        initial_rebalance_delay_ms=self._initial_delay)
+        self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
         self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
         for n in self.nodes.values():
             n.start()

@@ -195,6 +195,8 @@ class ConsumerConfig(ClientConfig):
     max_poll_records: int = 500
     partition_assignment_strategy: str | list[str] = "range,cooperative-sticky"
     check_crcs: bool = True
+    group_protocol: str = "classic"               # or "consumer" (KIP-848, broker-side assignment)
+    group_remote_assignor: str | None = None      # consumer protocol: the broker's assignor by name
 
     def _validate(self) -> None:
         from kcodec.client.assignors import ASSIGNORS
@@ -222,6 +224,8 @@ class ConsumerConfig(ClientConfig):
             raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
         if self.max_poll_records < 1:
             raise ValueError("max_poll_records must be at least 1")
+        if self.group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol must be classic or consumer, got {self.group_protocol!r}")
 
 
 @dataclass

@@ -88,12 +88,20 @@ class _Fetched:
         self.next_offset = offset
 
 
+def _group_member(cluster: Cluster, config: ConsumerConfig) -> GroupMember:
+    if config.group_protocol == "consumer":   # KIP-848: the broker assigns
+        from kcodec.client.consumer_group import ConsumerGroupMember
+
+        return ConsumerGroupMember(cluster, config)
+    return GroupMember(cluster, config)
+
+
 class _Engine:
     def __init__(self, config: ConsumerConfig, loop: asyncio.AbstractEventLoop) -> None:
         self.config = config
         self.loop = loop
         self.cluster = Cluster(config)
-        self.group = GroupMember(self.cluster, config) if config.group_id else None
+        self.group = _group_member(self.cluster, config) if config.group_id else None
         self.states: dict[TopicPartition, _PState] = {}
         self.subscription: list[str] = []
         self.listener: RebalanceListener | None = None

@@ -58,6 +58,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     28: (0, 3),    # TxnOffsetCommit
     17: (1, 1),    # SaslHandshake
     36: (0, 2),    # SaslAuthenticate
+    68: (0, 1),    # ConsumerGroupHeartbeat (KIP-848)
+    69: (0, 0),    # ConsumerGroupDescribe (KIP-848)
 }
 
 

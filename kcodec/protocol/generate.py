@@ -10,6 +10,11 @@ holds names, types, version ranges, tags and defaults only; no comment or ``abou
 from the specs is copied. Nested structs are flattened into a per-message ``structs`` map and
 common structs are resolved into it. Spec quirks are fixed in :data:`FIXUPS`, keyed by field
 path (``Message.Struct.Field``), never by position.
+
+A generated module (one carrying the header below) whose specs are not in DIR is kept and
+listed, not checked: DIR may hold only some specs (e.g. a copy that predates an API). Such a
+module is reported as "not checked"; ``--prune`` removes it instead. A module without the
+header and without a spec is stale (drift under ``--check``).
 """
 
 from __future__ import annotations
@@ -206,8 +211,8 @@ def load_specs(specs_dir: Path) -> list[dict[str, Any]]:
     return specs
 
 
-def render_all(specs: list[dict[str, Any]]) -> dict[str, str]:
-    """File name -> generated text."""
+def render_all(specs: list[dict[str, Any]], extra: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
+    """File name -> generated text; ``extra`` names kept modules without a spec here."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for spec in specs:
         groups.setdefault(module_name(spec), []).append(spec)
@@ -223,7 +228,7 @@ def render_all(specs: list[dict[str, Any]]) -> dict[str, str]:
             names.append(const_name(spec["name"]))
         body.append(f"DECLS = [{', '.join(names)}]")
         files[f"{mod}.py"] = "\n".join(body) + "\n"
-    mods = sorted(m for m in groups)
+    mods = sorted(set(groups) | set(extra))
     init = [HEADER, '"""Declarations of every Kafka message, generated from the specs."""', ""]
     init.append("MODULES = [")
     init += [f"    {m!r}," for m in mods]
@@ -237,11 +242,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--specs", required=True, type=Path, help="directory of Kafka's *.json message specs")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="output package directory")
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on drift")
+    ap.add_argument("--prune", action="store_true",
+                    help="remove generated modules whose specs are not in --specs")
     args = ap.parse_args(argv)
-    files = render_all(load_specs(args.specs))
+    specs = load_specs(args.specs)
     out: Path = args.out
-    drift = []
     existing = {p.name for p in out.glob("*.py")} if out.is_dir() else set()
+    own = set(render_all(specs))
+    kept = [] if args.prune else sorted(
+        n for n in existing - own
+        if (out / n).read_text(encoding="utf-8").startswith(HEADER) and "\nDECLS = [" in (out / n).read_text(encoding="utf-8"))
+    files = render_all(specs, [n[:-3] for n in kept])
+    drift = []
+    for name in kept:
+        print(f"not checked: {out / name} has no spec in {args.specs}", file=sys.stderr)
     for name, text in files.items():
         path = out / name
         current = path.read_text(encoding="utf-8") if path.exists() else None
@@ -250,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.check:
                 out.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
-    stale = sorted(existing - set(files))
+    stale = sorted(existing - set(files) - set(kept))
     if args.check:
         for name in drift:
             print(f"drift: {out / name} differs from what the specs generate", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Any
 
 from kcodec.broker.apis import (  # noqa: F401
     configs,
+    consumer_groups,
     fetch,
     groups,
     meta,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any, Callable
 
+from kcodec.broker.apis import consumer_groups as kip848
 from kcodec.broker.apis.registry import api
 from kcodec.protocol import (
     DeleteGroupsResponse,
@@ -76,6 +77,9 @@ def join_group(node: Any, req: Any) -> Any:
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code, member_id=b.member_id, protocol_name="", leader="")
+    mixed = kip848.mixed_join(node, req)   # a classic member of a consumer-protocol group
+    if mixed is not None:
+        return mixed
     res = node.cluster.groups.join(
         b.group_id, b.member_id, b.group_instance_id if req.api_version >= 5 else None,
         b.protocol_type, [(p.name, p.metadata) for p in b.protocols], b.session_timeout_ms,
@@ -96,6 +100,9 @@ def join_group(node: Any, req: Any) -> Any:
 def sync_group(node: Any, req: Any) -> Any:
     R = SyncGroupResponse
     b = req.body
+    mixed = kip848.mixed_sync(node, req)
+    if mixed is not None:
+        return mixed
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code, assignment=b"")
@@ -115,6 +122,9 @@ def sync_group(node: Any, req: Any) -> Any:
 @api(12, 0, 4)
 def heartbeat(node: Any, req: Any) -> Any:
     b = req.body
+    mixed = kip848.mixed_heartbeat(node, req)
+    if mixed is not None:
+        return mixed
     code = _not_coordinator(node, b.group_id)
     if not code:
         code = node.cluster.groups.heartbeat(b.group_id, b.generation_id, b.member_id,
@@ -126,6 +136,9 @@ def heartbeat(node: Any, req: Any) -> Any:
 def leave_group(node: Any, req: Any) -> Any:
     R = LeaveGroupResponse
     b = req.body
+    mixed = kip848.mixed_leave(node, req)
+    if mixed is not None:
+        return mixed
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code)
@@ -153,8 +166,15 @@ def offset_commit(node: Any, req: Any) -> Any:
                 if state.partition(t.name, p.partition_index) is not None:
                     offsets.append((t.name, p.partition_index, p.committed_offset,
                                     p.committed_leader_epoch, p.committed_metadata))
-        code = node.cluster.groups.commit(b.group_id, b.generation_id_or_member_epoch, b.member_id,
-                                          b.group_instance_id if req.api_version >= 7 else None, offsets)
+        cgroups = node.cluster.consumer_groups
+        if cgroups.is_consumer_group(b.group_id):   # KIP-848: member epochs, not generations
+            code = cgroups.check_commit(b.group_id, b.member_id, b.generation_id_or_member_epoch)
+            if not code:
+                code = node.cluster.groups.commit(b.group_id, -1, "", None, offsets)
+        else:
+            code = node.cluster.groups.commit(b.group_id, b.generation_id_or_member_epoch, b.member_id,
+                                              b.group_instance_id if req.api_version >= 7 else None,
+                                              offsets)
     return R(topics=[R.OffsetCommitResponseTopic(name=t.name, partitions=[
         R.OffsetCommitResponsePartition(
             partition_index=p.partition_index,
@@ -266,12 +286,15 @@ def list_groups(node: Any, req: Any) -> Any:
         for g in coord.groups.values():
             if node.cluster.coordinator_for(g.group_id) != node.id:
                 continue
+            if node.cluster.consumer_groups.is_consumer_group(g.group_id):
+                continue   # its offsets live here; listed below as a consumer group
             if states and g.state not in states:
                 continue
             if types and "classic" not in types:
                 continue
             out.append(L.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
                                      group_state=g.state, group_type="classic"))
+    out += kip848.listed_groups(node, states, types)
     return L(error_code=0, groups=out)
 
 

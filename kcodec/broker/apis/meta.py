@@ -38,7 +38,9 @@ def metadata(node: Any, req: Any) -> Any:
     if body.topics is None or (v == 0 and not body.topics):
         names = sorted(state.topics)
     else:
-        names = [t.name for t in body.topics]
+        # v10+: a topic may be asked for by id alone (KIP-516; KIP-848 consumers do)
+        ids = {t.topic_id: t.name for t in state.topics.values()} if v >= 10 else {}
+        names = [t.name if t.name is not None or v < 10 else ids.get(t.topic_id) for t in body.topics]
     auto = state.auto_create_topics and (v < 4 or body.allow_auto_topic_creation)
     alive = node.cluster.alive_ids()
     topics = []

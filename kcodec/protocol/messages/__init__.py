@@ -12,6 +12,8 @@ MODULES = [
     'alter_replica_log_dirs',
     'alter_user_scram_credentials',
     'api_versions',
+    'consumer_group_describe',
+    'consumer_group_heartbeat',
     'consumer_protocol',
     'create_acls',
     'create_partitions',

@@ -1,0 +1,196 @@
+"""The consumer-protocol group APIs (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe.
+
+The work is done by :class:`~kcodec.broker.coordinator.consumer_group.ConsumerGroupCoordinator`;
+a group id used by classic members (JoinGroup) answers GROUP_ID_NOT_FOUND here.
+
+Mixed groups: the ``mixed_*`` functions answer JoinGroup, SyncGroup, Heartbeat and
+LeaveGroup for classic members of a group that consumer-protocol members created (the
+classic handlers call them first; ``None`` means "not a mixed-group request").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.errors import KcodecError
+from kcodec.protocol import (
+    CLASSES,
+    ErrorCode,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+)
+from kcodec.protocol.consumer import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    decode_versioned,
+    encode_versioned,
+)
+
+__all__: list[str] = []
+
+E = ErrorCode
+HB = CLASSES["ConsumerGroupHeartbeatResponse"]
+DESC = CLASSES["ConsumerGroupDescribeResponse"]
+
+
+def _not_coordinator(node: Any, group_id: str) -> int:
+    cid = node.cluster.coordinator_for(group_id)
+    if cid is None:
+        return E.COORDINATOR_NOT_AVAILABLE
+    return 0 if cid == node.id else E.NOT_COORDINATOR
+
+
+def _classic_in_use(node: Any, group_id: str) -> bool:
+    with node.cluster.groups.lock:
+        g = node.cluster.groups.groups.get(group_id)
+        return g is not None and bool(g.members)
+
+
+@api(68, 0, 1)
+def consumer_group_heartbeat(node: Any, req: Any) -> Any:
+    b = req.body
+    coord = node.cluster.consumer_groups
+    code = _not_coordinator(node, b.group_id)
+    if not code and _classic_in_use(node, b.group_id):
+        code = E.GROUP_ID_NOT_FOUND
+    if code:
+        return HB(error_code=code, member_epoch=b.member_epoch, heartbeat_interval_ms=0)
+    owned = None
+    if b.topic_partitions is not None:
+        owned = {}
+        for tp in b.topic_partitions:
+            name = coord.topic_name(tp.topic_id)
+            if name is not None:
+                owned.setdefault(name, set()).update(tp.partitions)
+    code, msg, member_id, epoch, assignment = coord.heartbeat(
+        b.group_id, b.member_id, b.member_epoch, instance_id=b.instance_id, rack_id=b.rack_id,
+        rebalance_timeout_ms=b.rebalance_timeout_ms,
+        topics=None if b.subscribed_topic_names is None else list(b.subscribed_topic_names),
+        assignor=b.server_assignor, owned=owned, client_id=req.header.client_id or "",
+        client_host="/" + req.connection.peer.rsplit(":", 1)[0])
+    out = None
+    if assignment is not None:
+        out = HB.Assignment(topic_partitions=[
+            HB.TopicPartitions(topic_id=coord.topic_id(t), partitions=sorted(ps))
+            for t, ps in sorted(assignment.items()) if coord.topic_id(t) is not None])
+    return HB(error_code=code, error_message=msg, member_id=member_id or None, member_epoch=epoch,
+              heartbeat_interval_ms=coord.heartbeat_interval_ms if not code else 0, assignment=out)
+
+
+def _assignment(coord: Any, owned: dict) -> Any:
+    return DESC.Assignment(topic_partitions=[
+        DESC.TopicPartitions(topic_id=coord.topic_id(t), topic_name=t, partitions=sorted(ps))
+        for t, ps in sorted(owned.items()) if coord.topic_id(t) is not None])
+
+
+@api(69, 0, 1)
+def consumer_group_describe(node: Any, req: Any) -> Any:
+    coord = node.cluster.consumer_groups
+    out = []
+    for gid in req.body.group_ids:
+        code = _not_coordinator(node, gid)
+        g = None if code else coord.describe(gid)
+        if code or g is None:
+            out.append(DESC.DescribedGroup(error_code=code or E.GROUP_ID_NOT_FOUND, group_id=gid,
+                                           group_state="Dead", group_epoch=-1, assignment_epoch=-1,
+                                           assignor_name=""))
+            continue
+        with coord.lock:
+            out.append(DESC.DescribedGroup(
+                error_code=0, group_id=gid, group_state=g.state, group_epoch=g.epoch,
+                assignment_epoch=g.assignment_epoch, assignor_name=g.assignor,
+                members=[DESC.Member(
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                    member_epoch=m.epoch, client_id=m.client_id, client_host=m.client_host,
+                    subscribed_topic_names=list(m.topics),
+                    assignment=_assignment(coord, m.assigned),
+                    target_assignment=_assignment(coord, g.target.get(m.member_id, {})))
+                    for m in g.members.values()]))
+    return DESC(groups=out)
+
+
+def listed_groups(node: Any, states: set, types: set) -> list:
+    """ListGroups rows for the consumer-protocol groups this node coordinates."""
+    from kcodec.protocol import ListGroupsResponse as L
+
+    coord = node.cluster.consumer_groups
+    out = []
+    if types and "consumer" not in types:
+        return out
+    with coord.lock:
+        for g in coord.groups.values():
+            if node.cluster.coordinator_for(g.group_id) != node.id or (states and g.state not in states):
+                continue
+            out.append(L.ListedGroup(group_id=g.group_id, protocol_type="consumer",
+                                     group_state=g.state, group_type="consumer"))
+    return out
+
+
+# ---------------------------------------------------------------------- mixed groups
+def mixed_join(node: Any, req: Any) -> Any:
+    b = req.body
+    coord = node.cluster.consumer_groups
+    if _not_coordinator(node, b.group_id) or not coord.has_members(b.group_id):
+        return None
+    R = JoinGroupResponse
+    if b.protocol_type != "consumer" or not b.protocols:
+        return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id=b.member_id,
+                 protocol_name="", leader="")
+    proto = b.protocols[0]
+    try:
+        _, sub = decode_versioned(ConsumerProtocolSubscription, proto.metadata)
+    except (KcodecError, ValueError):
+        return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id=b.member_id,
+                 protocol_name="", leader="")
+    owned = {t.topic: set(t.partitions) for t in (sub.owned_partitions or [])}
+    code, member_id, gen = coord.classic_join(
+        b.group_id, b.member_id, b.session_timeout_ms,
+        b.rebalance_timeout_ms if req.api_version >= 1 else b.session_timeout_ms,
+        list(sub.topics), owned, req.header.client_id or "",
+        "/" + req.connection.peer.rsplit(":", 1)[0])
+    # the broker assigns: no member is the leader, so no client runs an assignor
+    return R(error_code=code, generation_id=gen, protocol_type="consumer",
+             protocol_name=proto.name if not code else "", leader="", member_id=member_id,
+             members=[])
+
+
+def mixed_sync(node: Any, req: Any) -> Any:
+    b = req.body
+    coord = node.cluster.consumer_groups
+    if coord.classic_member(b.group_id, b.member_id) is None:
+        return None
+    code, owned = coord.classic_sync(b.group_id, b.member_id, b.generation_id)
+    A = ConsumerProtocolAssignment
+    data = encode_versioned(A(assigned_partitions=[
+        A.TopicPartition(topic=t, partitions=sorted(ps)) for t, ps in sorted(owned.items())]), 0)
+    return SyncGroupResponse(error_code=code, assignment=data if not code else b"",
+                             protocol_type="consumer", protocol_name=b.protocol_name
+                             if req.api_version >= 5 else None)
+
+
+def mixed_heartbeat(node: Any, req: Any) -> Any:
+    b = req.body
+    coord = node.cluster.consumer_groups
+    if coord.classic_member(b.group_id, b.member_id) is None:
+        return None
+    return HeartbeatResponse(error_code=coord.classic_heartbeat(b.group_id, b.member_id,
+                                                                b.generation_id))
+
+
+def mixed_leave(node: Any, req: Any) -> Any:
+    b = req.body
+    coord = node.cluster.consumer_groups
+    ids = [b.member_id] if req.api_version < 3 else [m.member_id for m in b.members]
+    if not ids or any(coord.classic_member(b.group_id, m) is None for m in ids):
+        return None
+    codes = [coord.classic_leave(b.group_id, m) for m in ids]
+    R = LeaveGroupResponse
+    if req.api_version < 3:
+        return R(error_code=codes[0])
+    return R(error_code=0, members=[R.MemberResponse(member_id=m.member_id,
+                                                     group_instance_id=m.group_instance_id,
+                                                     error_code=c)
+                                    for m, c in zip(b.members, codes)])

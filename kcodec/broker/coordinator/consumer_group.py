@@ -1,0 +1,374 @@
+"""The group coordinator, consumer protocol (KIP-848): server-side assignment.
+
+A member joins with a ConsumerGroupHeartbeat at epoch 0 and keeps heartbeating; the
+coordinator owns the assignment::
+
+    join / leave / subscription change / session timeout / partition count change
+        -> group epoch + 1 -> new target assignment (the assignor, over every member)
+    each heartbeat reconciles that member towards its target:
+        owned partitions no longer in the target -> revoke first (epoch unchanged)
+        once the member reports them gone -> its epoch becomes the target epoch and it gets
+        the target minus partitions another member has not released yet (they follow later)
+
+Mixed groups: a classic member (JoinGroup/SyncGroup/Heartbeat) may join a group that
+consumer-protocol members created. Its subscription and owned partitions come from its
+JoinGroup metadata, its generation is its member epoch, its assignment is reconciled at
+each JoinGroup and handed out in SyncGroup, and when it must change, its Heartbeat answers
+REBALANCE_IN_PROGRESS so that it rejoins (reporting what it still owns).
+
+A member that does not heartbeat for the session timeout, or does not revoke within its
+rebalance timeout, is removed (its partitions become free). A heartbeat at a stale epoch
+answers FENCED_MEMBER_EPOCH; the member rejoins at epoch 0 with its member id.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.protocol import ErrorCode
+
+__all__ = ["ConsumerGroupCoordinator", "ConsumerGroup", "ConsumerMember", "ASSIGNORS"]
+
+E = ErrorCode
+Owned = dict   # topic -> set[int]
+
+
+def uniform_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, Owned]:
+    """Every partition of the subscribed topics, spread evenly: each goes to the least
+    loaded member subscribed to its topic; topics with fewer subscribers go first, as they
+    leave the least choice."""
+    out: dict[str, Owned] = {m: {} for m in members}
+    load = {m: 0 for m in members}
+    order = sorted(partitions, key=lambda t: (sum(t in ts for ts in members.values()), t))
+    for topic in order:
+        subs = sorted(m for m, ts in members.items() if topic in ts)
+        for p in range(partitions[topic]):
+            if not subs:
+                break
+            m = min(subs, key=lambda x: (load[x], x))
+            out[m].setdefault(topic, set()).add(p)
+            load[m] += 1
+    return out
+
+
+def range_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, Owned]:
+    """Per topic, contiguous ranges: the first ``n % k`` members get one more."""
+    out: dict[str, Owned] = {m: {} for m in members}
+    for topic in sorted(partitions):
+        subs = sorted(m for m, ts in members.items() if topic in ts)
+        if not subs:
+            continue
+        n, k = partitions[topic], len(subs)
+        start = 0
+        for i, m in enumerate(subs):
+            count = n // k + (1 if i < n % k else 0)
+            if count:
+                out[m][topic] = set(range(start, start + count))
+            start += count
+    return out
+
+
+ASSIGNORS = {"uniform": uniform_assign, "range": range_assign}
+
+
+def _copy(o: Owned) -> Owned:
+    return {t: set(ps) for t, ps in o.items() if ps}
+
+
+def _minus(a: Owned, b: Owned) -> Owned:
+    return {t: ps - b.get(t, set()) for t, ps in a.items() if ps - b.get(t, set())}
+
+
+def _and(a: Owned, b: Owned) -> Owned:
+    return {t: ps & b.get(t, set()) for t, ps in a.items() if ps & b.get(t, set())}
+
+
+@dataclass
+class ConsumerMember:
+    member_id: str
+    client_id: str
+    client_host: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    epoch: int = 0
+    previous_epoch: int = -1
+    state: str = "STABLE"            # STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS
+    topics: list = field(default_factory=list)
+    rebalance_timeout_ms: int = 300000
+    assigned: Owned = field(default_factory=dict)      # what the member may own now
+    revoking: Owned = field(default_factory=dict)      # what it must give up first
+    sent: Owned | None = None                          # the assignment last sent to it
+    last_seen: float = field(default_factory=time.monotonic)
+    revoke_deadline: float = 0.0
+    classic: bool = False            # joined with JoinGroup (a mixed group, as Kafka allows)
+    session_timeout_ms: int = 0      # classic members bring their own
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = "uniform"
+    members: dict = field(default_factory=dict)         # member id -> ConsumerMember
+    target: dict = field(default_factory=dict)          # member id -> Owned
+    partition_counts: dict = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch < self.epoch:
+            return "Assigning"
+        if any(m.epoch != self.assignment_epoch or m.state != "STABLE" for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+
+class ConsumerGroupCoordinator:
+    """Consumer-protocol groups of one cluster (``cluster_state`` gives topics and ids)."""
+
+    def __init__(self, timer: Any, cluster_state: Any, *, session_timeout_ms: int = 45000,
+                 heartbeat_interval_ms: int = 5000, assignor: str = "uniform") -> None:
+        self.state = cluster_state
+        self.lock = threading.RLock()
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.default_assignor = assignor
+        timer.every(0.25, self._expire)
+
+    # ------------------------------------------------------------------ topics
+    def _counts(self, topics: set[str]) -> dict[str, int]:
+        out = {}
+        for t in topics:
+            topic = self.state.topics.get(t)
+            if topic is not None:
+                out[t] = len(topic.partitions)
+        return out
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        t = self.state.topics.get(name)
+        return None if t is None else t.topic_id
+
+    def topic_name(self, tid: uuid.UUID) -> str | None:
+        for t in list(self.state.topics.values()):
+            if t.topic_id == tid:
+                return t.name
+        return None
+
+    # ------------------------------------------------------------------ heartbeat
+    def heartbeat(self, group_id: str, member_id: str, epoch: int, *, instance_id: str | None,
+                  rack_id: str | None, rebalance_timeout_ms: int, topics: list[str] | None,
+                  assignor: str | None, owned: Owned | None, client_id: str,
+                  client_host: str) -> tuple[int, str | None, str, int, Owned | None]:
+        """``(error, message, member_id, member_epoch, assignment or None if unchanged)``."""
+        if assignor is not None and assignor not in ASSIGNORS:
+            return E.UNSUPPORTED_ASSIGNOR, f"assignors: {', '.join(ASSIGNORS)}", member_id, epoch, None
+        with self.lock:
+            g = self.groups.get(group_id)
+            if epoch == 0:
+                if not topics and (g is None or member_id not in g.members):
+                    return E.INVALID_REQUEST, "a joining member must subscribe", member_id, 0, None
+                if g is None:
+                    g = self.groups[group_id] = ConsumerGroup(group_id, assignor=self.default_assignor)
+                if assignor is not None:
+                    g.assignor = assignor
+                member_id = member_id or uuid.uuid4().hex
+                m = g.members.get(member_id)
+                if m is not None:   # a rejoin after fencing: start over, owning nothing
+                    self._remove(g, member_id)
+                m = g.members[member_id] = ConsumerMember(member_id, client_id, client_host,
+                                                          instance_id, rack_id)
+                m.topics = sorted(topics or [])
+                m.rebalance_timeout_ms = rebalance_timeout_ms if rebalance_timeout_ms > 0 else 300000
+                self._bump(g)
+            else:
+                m = g.members.get(member_id) if g is not None else None
+                if m is None:
+                    return E.UNKNOWN_MEMBER_ID, None, member_id, epoch, None
+                if epoch < 0:   # -1 leave, -2 static leave: both give the partitions up here
+                    self._remove(g, member_id)
+                    self._bump(g)
+                    return 0, None, member_id, epoch, None
+                if epoch != m.epoch and not (epoch == m.previous_epoch and owned is not None
+                                             and not _minus(owned, m.assigned)):
+                    return E.FENCED_MEMBER_EPOCH, None, member_id, m.epoch, None
+                if topics is not None and sorted(topics) != m.topics:
+                    m.topics = sorted(topics)
+                    self._bump(g)
+                if assignor is not None and assignor != g.assignor:
+                    g.assignor = assignor
+                    self._bump(g)
+            m.last_seen = time.monotonic()
+            self._check_partition_counts(g)
+            if owned is not None and m.state == "UNREVOKED_PARTITIONS" and not _and(owned, m.revoking):
+                m.revoking = {}
+                m.state = "STABLE"
+            self._reconcile(g, m)
+            out = None
+            if m.sent is None or m.sent != m.assigned:
+                out = m.sent = _copy(m.assigned)
+            return 0, None, member_id, m.epoch, out
+
+    def _bump(self, g: ConsumerGroup) -> None:
+        """The membership or subscriptions changed: a new group epoch and target."""
+        g.epoch += 1
+        subs = {mid: m.topics for mid, m in g.members.items()}
+        g.partition_counts = self._counts({t for ts in subs.values() for t in ts})
+        g.target = ASSIGNORS[g.assignor](subs, g.partition_counts) if subs else {}
+        g.assignment_epoch = g.epoch
+
+    def _check_partition_counts(self, g: ConsumerGroup) -> None:
+        topics = {t for m in g.members.values() for t in m.topics}
+        if self._counts(topics) != g.partition_counts:
+            self._bump(g)
+
+    def _reconcile(self, g: ConsumerGroup, m: ConsumerMember) -> None:
+        target = g.target.get(m.member_id, {})
+        if m.state == "UNREVOKED_PARTITIONS":
+            return   # wait until the member reports the revoked partitions gone
+        revoke = _minus(m.assigned, target)
+        if revoke:
+            m.assigned = _and(m.assigned, target)
+            m.revoking = revoke
+            m.state = "UNREVOKED_PARTITIONS"
+            m.revoke_deadline = time.monotonic() + m.rebalance_timeout_ms / 1000
+            return
+        # partitions still held (or being revoked) by another member come later
+        m.assigned = _minus(target, self._held_by_others(g, m))
+        if m.epoch != g.assignment_epoch:
+            m.previous_epoch, m.epoch = m.epoch, g.assignment_epoch
+        m.state = "UNRELEASED_PARTITIONS" if _minus(target, m.assigned) else "STABLE"
+
+    def _held_by_others(self, g: ConsumerGroup, m: ConsumerMember) -> Owned:
+        held: Owned = {}
+        for other in g.members.values():
+            if other is not m:
+                for t, ps in list(other.assigned.items()) + list(other.revoking.items()):
+                    held.setdefault(t, set()).update(ps)
+        return held
+
+    def _remove(self, g: ConsumerGroup, member_id: str) -> None:
+        g.members.pop(member_id, None)
+        g.target.pop(member_id, None)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        with self.lock:
+            for g in list(self.groups.values()):
+                dead = [mid for mid, m in g.members.items()
+                        if now - m.last_seen > (m.session_timeout_ms or self.session_timeout_ms) / 1000
+                        or (m.state == "UNREVOKED_PARTITIONS" and now > m.revoke_deadline)]
+                for mid in dead:
+                    self._remove(g, mid)
+                if dead:
+                    self._bump(g)
+
+    # ------------------------------------------------------------------ classic members
+    def has_members(self, group_id: str) -> bool:
+        with self.lock:
+            g = self.groups.get(group_id)
+            return g is not None and bool(g.members)
+
+    def classic_join(self, group_id: str, member_id: str, session_timeout_ms: int,
+                     rebalance_timeout_ms: int, topics: list[str], owned: Owned,
+                     client_id: str, client_host: str) -> tuple[int, str, int]:
+        """``(error, member_id, generation)`` for a classic JoinGroup in a consumer group."""
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return E.GROUP_ID_NOT_FOUND, member_id, -1
+            m = g.members.get(member_id) if member_id else None
+            if m is not None and not m.classic:
+                return E.INCONSISTENT_GROUP_PROTOCOL, member_id, -1
+            if m is None:
+                member_id = member_id or uuid.uuid4().hex
+                m = g.members[member_id] = ConsumerMember(member_id, client_id, client_host,
+                                                          classic=True)
+                m.topics = sorted(topics)
+                self._bump(g)
+            elif sorted(topics) != m.topics:
+                m.topics = sorted(topics)
+                self._bump(g)
+            m.session_timeout_ms = session_timeout_ms
+            m.rebalance_timeout_ms = rebalance_timeout_ms
+            m.last_seen = time.monotonic()
+            self._check_partition_counts(g)
+            if m.state == "UNREVOKED_PARTITIONS" and not _and(owned, m.revoking):
+                m.revoking = {}
+                m.state = "STABLE"
+            self._reconcile(g, m)
+            m.sent = _copy(m.assigned)
+            return 0, member_id, m.epoch
+
+    def classic_member(self, group_id: str, member_id: str) -> ConsumerMember | None:
+        with self.lock:
+            g = self.groups.get(group_id)
+            m = g.members.get(member_id) if g is not None else None
+            return m if m is not None and m.classic else None
+
+    def classic_sync(self, group_id: str, member_id: str, generation: int) -> tuple[int, Owned]:
+        with self.lock:
+            m = self.classic_member(group_id, member_id)
+            if m is None:
+                return E.UNKNOWN_MEMBER_ID, {}
+            if generation != m.epoch:
+                return E.ILLEGAL_GENERATION, {}
+            m.last_seen = time.monotonic()
+            return 0, _copy(m.assigned)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation: int) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            m = self.classic_member(group_id, member_id)
+            if g is None or m is None:
+                return E.UNKNOWN_MEMBER_ID
+            if generation != m.epoch:
+                return E.ILLEGAL_GENERATION
+            m.last_seen = time.monotonic()
+            if m.state == "UNREVOKED_PARTITIONS":
+                return E.REBALANCE_IN_PROGRESS
+            if m.epoch != g.assignment_epoch or m.assigned != _minus(
+                    g.target.get(member_id, {}), self._held_by_others(g, m)):
+                return E.REBALANCE_IN_PROGRESS   # its assignment changes: rejoin for it
+            return 0
+
+    def classic_leave(self, group_id: str, member_id: str) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None or self.classic_member(group_id, member_id) is None:
+                return E.UNKNOWN_MEMBER_ID
+            self._remove(g, member_id)
+            self._bump(g)
+            return 0
+
+    # ------------------------------------------------------------------ offsets and views
+    def is_consumer_group(self, group_id: str) -> bool:
+        with self.lock:
+            return group_id in self.groups
+
+    def check_commit(self, group_id: str, member_id: str, epoch: int) -> int:
+        """The error for an OffsetCommit from ``member_id`` at ``epoch`` (0: accepted)."""
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return E.GROUP_ID_NOT_FOUND
+            if not member_id and epoch < 0:
+                return E.UNKNOWN_MEMBER_ID if g.members else 0
+            m = g.members.get(member_id)
+            if m is None:
+                return E.UNKNOWN_MEMBER_ID
+            if epoch > m.epoch:
+                return E.FENCED_MEMBER_EPOCH
+            if epoch < m.epoch and epoch != m.previous_epoch:
+                return E.STALE_MEMBER_EPOCH
+            return 0
+
+    def describe(self, group_id: str) -> ConsumerGroup | None:
+        with self.lock:
+            return self.groups.get(group_id)

@@ -1,0 +1,177 @@
+"""Consumer-protocol group membership (KIP-848, ``group_protocol="consumer"``).
+
+The broker computes the assignment; the member only heartbeats (ConsumerGroupHeartbeat):
+epoch 0 to join, its current epoch after that, -1 to leave. An assignment in a heartbeat
+answer is the member's new set of partitions. The consumer applies it from ``poll`` as a
+cooperative rebalance: partitions that left the set are committed and revoked first; the
+next heartbeat reports what the member still owns, which lets the broker hand the revoked
+partitions to their new owners. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID mean the partitions
+are lost; the member rejoins at epoch 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from kcodec.client.cluster import Cluster
+from kcodec.client.config import ConsumerConfig
+from kcodec.client.errors import KafkaError
+from kcodec.client.group import COORDINATOR_CODES, GroupMember, TopicPartition
+from kcodec.errors import KcodecError
+
+__all__ = ["ConsumerGroupMember"]
+
+HEARTBEAT = 68
+FENCED_CODES = {25, 110}   # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
+
+
+class ConsumerGroupMember(GroupMember):
+    """The group state of one consumer under the consumer protocol."""
+
+    def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
+        super().__init__(cluster, config)
+        self.member_id = uuid.uuid4().hex   # v1: the member chooses its id
+        self.epoch = 0
+        self.interval = config.heartbeat_interval_ms / 1000
+        self.pending: set[TopicPartition] | None = None   # a new assignment not yet applied
+        self.reported: set[TopicPartition] | None = None  # what the member owns, last sent
+        self.sent_topics: list[str] | None = None
+        self.hb_lock = asyncio.Lock()
+
+    @property
+    def cooperative(self) -> bool:
+        return True
+
+    @property
+    def generation(self) -> int:   # offset commits carry the member epoch
+        return self.epoch
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        self.epoch = max(value, 0)
+
+    async def _heartbeat(self, owned: set[TopicPartition] | None) -> Any:
+        """One ConsumerGroupHeartbeat; full fields on join, else only what changed."""
+        async with self.hb_lock:
+            joining = self.epoch == 0
+            topics = self.topics if joining or self.topics != self.sent_topics else None
+            parts = None
+            if owned is not None and (joining or owned != self.reported):
+                by: dict[Any, list[int]] = {}
+                for tp in owned:
+                    info = self.cluster.topics.get(tp.topic)
+                    if info is not None and info.topic_id is not None:
+                        by.setdefault(info.topic_id, []).append(tp.partition)
+                parts = [{"topic_id": t, "partitions": sorted(ps)} for t, ps in by.items()]
+            node = await self.coordinator_node()
+            r = await self.cluster.send(node, HEARTBEAT, {
+                "group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.epoch,
+                "instance_id": self.config.group_instance_id, "rack_id": None,
+                "rebalance_timeout_ms": self.config.max_poll_interval_ms,
+                "subscribed_topic_names": topics, "subscribed_topic_regex": None,
+                "server_assignor": self.config.group_remote_assignor,
+                "topic_partitions": parts}, timeout=max(self.interval * 2, 5.0))
+            b = r.body
+            if b.error_code in COORDINATOR_CODES:
+                self.coordinator = None
+                raise KafkaError(b.error_code, "group coordinator")
+            if b.error_code in FENCED_CODES:
+                self.epoch = 0
+                self.reported = None
+                self.sent_topics = None
+                self.lost = True
+                self.need_rejoin = True
+                raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}")
+            if b.error_code:
+                raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}")
+            if topics is not None:
+                self.sent_topics = topics
+            if parts is not None:
+                self.reported = set(owned or ())
+            self.member_id = b.member_id or self.member_id
+            self.epoch = b.member_epoch
+            if b.heartbeat_interval_ms > 0:
+                self.interval = b.heartbeat_interval_ms / 1000
+            if b.assignment is not None:
+                self.pending = await self._names(b.assignment.topic_partitions)
+                if self.pending != self.assignment:
+                    self.need_rejoin = True
+            return b
+
+    async def _names(self, tps: Any) -> set[TopicPartition]:
+        names = self.cluster.topic_names
+        if any(tp.topic_id not in names for tp in tps):
+            await self.cluster.refresh(self.topics, auto_create=False)
+        return {TopicPartition(names[tp.topic_id], p) for tp in tps if tp.topic_id in names
+                for p in tp.partitions}
+
+    async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
+        """Join, or apply the newest assignment; returns the partitions to own now."""
+        self.topics = sorted(topics)
+        deadline = time.monotonic() + max(self.config.api_timeout_ms, self.config.session_timeout_ms) / 1000
+        while True:
+            try:
+                await self._heartbeat(owned)
+                break
+            except KafkaError as exc:
+                if exc.code in FENCED_CODES:
+                    owned = set()
+                    self.lost = False   # nothing is owned any more; the caller revoked it already
+                elif exc.code not in COORDINATOR_CODES or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+            except KcodecError:   # the coordinator's connection broke: find it again, retry
+                self.coordinator = None
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+        new = self.pending if self.pending is not None else set(owned)
+        self.pending = None
+        self.assignment = new
+        self.need_rejoin = False
+        self.last_poll = time.monotonic()
+        self._start_heartbeat()
+        return new
+
+    async def _heartbeat_loop(self) -> None:
+        max_poll = self.config.max_poll_interval_ms / 1000
+        while True:
+            await asyncio.sleep(self.interval)
+            if self.epoch <= 0:
+                continue
+            if time.monotonic() - self.last_poll > max_poll:
+                self.need_rejoin = True
+                self.lost = True
+                await self.leave("max_poll_interval_ms exceeded", stop=False)
+                continue
+            try:
+                # until poll applies a new assignment, report what is owned now
+                await self._heartbeat(self.reported)
+            except asyncio.CancelledError:
+                raise
+            except KcodecError as exc:
+                self.last_error = exc
+                self.coordinator = None
+
+    async def leave(self, reason: str = "the consumer is closing", stop: bool = True) -> None:
+        """A heartbeat at epoch -1: the broker reassigns the partitions at once."""
+        if stop and self.hb_task is not None:
+            self.hb_task.cancel()
+        if self.epoch <= 0 or self.coordinator is None:
+            return
+        try:
+            node = await self.coordinator_node()
+            await self.cluster.send(node, HEARTBEAT, {
+                "group_id": self.group_id, "member_id": self.member_id,
+                "member_epoch": -2 if self.config.group_instance_id else -1,
+                "instance_id": self.config.group_instance_id, "rebalance_timeout_ms": -1,
+                "subscribed_topic_names": None, "server_assignor": None,
+                "topic_partitions": None}, timeout=5)
+        except KcodecError:
+            pass
+        self.epoch = 0
+        self.reported = None
+        self.sent_topics = None
