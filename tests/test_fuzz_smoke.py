@@ -17,7 +17,7 @@ from fuzz.seeds import SEEDS
 from fuzz.targets import TARGETS, Finding, memory_cap
 
 # inputs per target (LogSegment writes temporary files: fewer)
-COUNTS = {"segment": 60, "dumplog": 20, "columns": 250, "protocol": 400}
+COUNTS = {"segment": 60, "dumplog": 20, "dumplogdir": 20, "columns": 250, "protocol": 400}
 DEFAULT_COUNT = 300
 RANDOM_SEED = 20261121
 
