@@ -156,7 +156,8 @@ def split_ranges(ranges: list[KafkaRange], min_partitions: int | None,
                  max_records: int | None) -> list[KafkaRange]:
     """Split large ranges as Spark does: first to at most ``maxRecordsPerPartition``
     offsets each, then, while there are fewer than ``minPartitions``, each range into
-    parts in proportion to its share of all offsets."""
+    parts in proportion to its share of all offsets (``minPartitions`` parts in all, where
+    the ranges have that many offsets; Spark's rounding can give one or two fewer)."""
     out = list(ranges)
     if max_records:
         tmp = []
@@ -166,10 +167,19 @@ def split_ranges(ranges: list[KafkaRange], min_partitions: int | None,
         out = tmp
     if min_partitions and len(out) < min_partitions:
         total = sum(r.size for r in out)
+        # each range's share of minPartitions, rounded so the shares add up to it (largest
+        # remainders first), at least one each: never fewer tasks than asked for
+        ideal = [r.size * min_partitions / total if total else 1.0 for r in out]
+        parts = [max(1, int(x)) for x in ideal]
+        left = min_partitions - sum(parts)
+        for i in sorted(range(len(out)), key=lambda i: int(ideal[i]) - ideal[i]):
+            if left <= 0:
+                break
+            parts[i] += 1
+            left -= 1
         tmp = []
-        for r in out:
-            parts = max(1, round(r.size / total * min_partitions)) if total else 1
-            tmp.extend(_cut(r, parts))
+        for r, k in zip(out, parts):
+            tmp.extend(_cut(r, k))
         out = tmp
     return out
 

@@ -124,16 +124,21 @@ class KafkaPushdownReader(KafkaBatchReader):
 
 
 def pushdown_enabled() -> bool:
-    """Whether the planning Python worker was told that filter pushdown is on
-    (``spark.sql.python.filterPushdown.enabled``). pyspark reads that flag into a local of
-    the worker's planning function before it asks for the reader, and hands it to no data
-    source: it is looked up there, and False when it cannot be found (pushdown is an
+    """Whether Spark asks for the reader with filter pushdown on
+    (``spark.sql.python.filterPushdown.enabled``). pyspark tells no data source: with
+    pushdown on it asks for the reader in its pushdown worker
+    (``pyspark/sql/worker/data_source_pushdown_filters.py``), otherwise in the planning
+    worker, which holds the flag in a local ``enable_pushdown``. Both are recognised by
+    their frames (the workers run as ``__main__``); anything else means off (pushdown is an
     optimisation, never needed for correct results)."""
     import sys
 
     f = sys._getframe(1)
     while f is not None:
-        if f.f_globals.get("__name__", "").startswith("pyspark.sql.worker."):
+        name = f.f_code.co_filename
+        if "pyspark" in name:
+            if name.endswith("data_source_pushdown_filters.py"):
+                return True
             flag = f.f_locals.get("enable_pushdown")
             if isinstance(flag, bool):
                 return flag
