@@ -42,9 +42,9 @@ MARKER = b"__end_of_phase__"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--events", type=int, default=40000,
+    parser.add_argument("-n", "--events", type=int, default=20000,
                         help="events to produce, half before and half after the restart "
-                             "(default 40000)")
+                             "(default 20000)")
     parser.add_argument("--bootstrap", "-b", metavar="HOST:PORT",
                         help="use this broker instead of starting the local one")
     parser.add_argument("--max-per-trigger", type=int, default=6000,
