@@ -9,6 +9,8 @@ the blob up to 64 MiB, once); header offsets grow as met.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
 for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
 record reader's checks in its order so both twins raise what iter_batches raises.
+layout="spark" changes only what is written: timestamps times 1000 (microseconds) and
+int32 timestamp types, straight from the loop (see kcodec._columnar for the layout).
 Legacy message sets (magic 0 and 1) are rare and small: their records come from the record
 reader (iter_batches from that entry) and are appended through the same buffers.
 """
@@ -28,7 +30,7 @@ from kcodec._cy._reader cimport (
 import sys
 
 from kcodec import _columnar
-from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
+from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns, check_layout
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.errors import ChecksumError
 
@@ -208,7 +210,7 @@ cdef int bin_null(BinCol* c) except -1:
 cdef struct Cols:
     Grow offset         # int64
     Grow timestamp      # int64
-    Grow tstype         # int8
+    Grow tstype         # int8 (int32 in the Spark layout)
     Grow control        # bool (uint8), only with include_control
     BinCol key
     BinCol value
@@ -218,13 +220,14 @@ cdef struct Cols:
     BinCol hval
     Py_ssize_t n        # records
     bint with_control
+    bint spark          # Spark's layout: timestamps in microseconds, int32 timestamp types
 
 
 cdef int cols_reserve(Cols* c, Py_ssize_t k) except -1:
     """Room for k more records in every per-record column."""
     reserve(&c.offset, k * 8)
     reserve(&c.timestamp, k * 8)
-    reserve(&c.tstype, k)
+    reserve(&c.tstype, k * (4 if c.spark else 1))
     if c.with_control:
         reserve(&c.control, k)
     reserve(&c.hoffs, k * (8 if c.hwide else 4))
@@ -238,10 +241,15 @@ cdef inline void cols_push(Cols* c, int64_t offset, int64_t timestamp, int8_t ts
     """The fixed-width fields of one record, after its key, value and headers."""
     (<int64_t*>(c.offset.p + c.offset.n))[0] = offset
     c.offset.n += 8
-    (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = timestamp
+    if c.spark:
+        (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = <int64_t>(<uint64_t>timestamp * 1000)
+        (<int32_t*>(c.tstype.p + c.tstype.n))[0] = tstype
+        c.tstype.n += 4
+    else:
+        (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = timestamp
+        c.tstype.p[c.tstype.n] = <char>tstype
+        c.tstype.n += 1
     c.timestamp.n += 8
-    c.tstype.p[c.tstype.n] = <char>tstype
-    c.tstype.n += 1
     if c.with_control:
         c.control.p[c.control.n] = <char>control
         c.control.n += 1
@@ -341,9 +349,10 @@ cdef class _Builder:
     """Holds the growing columns of one decode_columns call (freed if the call fails)."""
     cdef Cols c
 
-    def __cinit__(self, bint include_control, bint large):
+    def __cinit__(self, bint include_control, bint large, bint spark):
         memset(&self.c, 0, sizeof(Cols))
         self.c.with_control = include_control
+        self.c.spark = spark
         self.c.hwide = False
         bin_start(&self.c.key, large)
         bin_start(&self.c.value, large)
@@ -392,7 +401,7 @@ cdef class _Builder:
         return RecordColumns(
             _take(&c.offset, _I64),
             _take(&c.timestamp, _I64),
-            _take(&c.tstype, _I8),
+            _take(&c.tstype, _I32 if c.spark else _I8),
             _take_bin(&c.key, False),
             _take_bin(&c.value, False),
             headers,
@@ -400,6 +409,7 @@ cdef class _Builder:
             consumed,
             batch_count,
             next_offset,
+            "spark" if c.spark else "kcodec",
         )
 
 
@@ -599,7 +609,8 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     cdef bint control = (attributes & 0x20) != 0
     cdef int64_t* out_offset
     cdef int64_t* out_ts
-    cdef int8_t* out_tstype
+    cdef char* out_tstype
+    cdef bint spark = c.spark
     # Write cursors of the key and value columns, in locals (registers) for the loop: the
     # fast path applies while a column has int32 offsets that cannot overflow in this batch
     # and no null so far; anything else syncs the column, takes the general path, reloads.
@@ -635,7 +646,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     vd, vn, vcount, voffs = c.value.data.p, c.value.data.n, c.value.count, <int32_t*>c.value.offs.p
     out_offset = <int64_t*>(c.offset.p + c.offset.n)
     out_ts = <int64_t*>(c.timestamp.p + c.timestamp.n)
-    out_tstype = <int8_t*>(c.tstype.p + c.tstype.n)
+    out_tstype = c.tstype.p + c.tstype.n
     for i in range(count):
         rstart = pos
         if not zz32p(d, &pos, end, &length):
@@ -761,8 +772,13 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         if control:
             _check_control(d, base, rstart, klen, kstart, vlen)
         out_offset[i] = _wrap_add(base_offset, od)
-        out_ts[i] = max_ts if tstype else _wrap_add(first_ts, tsd)
-        out_tstype[i] = tstype
+        ts = max_ts if tstype else _wrap_add(first_ts, tsd)
+        if spark:
+            out_ts[i] = <int64_t>(<uint64_t>ts * 1000)
+            (<int32_t*>out_tstype)[i] = tstype
+        else:
+            out_ts[i] = ts
+            (<int8_t*>out_tstype)[i] = tstype
         if c.with_control:
             c.control.p[c.control.n] = <char>control
             c.control.n += 1
@@ -775,7 +791,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         c.n += 1
         c.offset.n += 8
         c.timestamp.n += 8
-        c.tstype.n += 1
+        c.tstype.n += 4 if spark else 1
     c.key.data.n, c.key.count = kn, kcount
     c.value.data.n, c.value.count = vn, vcount
     r.pos = pos
@@ -851,8 +867,9 @@ cdef object _legacy(_Builder builder, object buf, Py_ssize_t pos, bint validate_
 
 
 def decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
-                   max_decompressed_size=DEFAULT_MAX_SIZE):
+                   max_decompressed_size=DEFAULT_MAX_SIZE, layout="kcodec"):
     """Decode every record of a records blob into columns; see kcodec.records.columns."""
+    cdef bint spark = check_layout(layout, large)
     if _np is None:
         _imports()
     if not (type(max_decompressed_size) is int and 0 <= max_decompressed_size < _MAXSIZE):
@@ -862,7 +879,7 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
     cdef Py_ssize_t size = b.size, pos = 0, rem, batches = 0
     cdef int32_t length
     cdef uint8_t magic
-    cdef _Builder builder = _Builder(include_control, large)
+    cdef _Builder builder = _Builder(include_control, large, spark)
     view = None
     next_offset = None
     while True:

