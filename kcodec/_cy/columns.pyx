@@ -5,7 +5,8 @@ become numpy arrays without a copy at the end (no Python object per record). Gro
 amortized doubling, and each batch reserves up front what its header and its size justify:
 offsets for its record count (checked against its bytes first), and key, value and header
 data for its records section (for an uncompressed blob, keys and values reserve the rest of
-the blob up to 64 MiB, once); header offsets grow as met.
+the blob up to 64 MiB, once); header offsets grow as met. Buffers from 1 MiB on come from
+src_c/kcbuf.c, which keeps released blocks with their pages for the next call.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
 for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
 record reader's checks in its order so both twins raise what iter_batches raises.
@@ -51,20 +52,49 @@ def _set_wide_limit(limit):
     _wide_at = INT32_MAX if limit is None else min(limit, INT32_MAX)
 
 
+cdef extern from "kcbuf.h":
+    size_t KCBUF_MIN
+    void* kcbuf_alloc(size_t* size) nogil
+    void* kcbuf_resize(void* p, size_t old, size_t* size) nogil
+    void kcbuf_free(void* p, size_t size) nogil
+
+
 cdef struct Grow:
     char* p
     Py_ssize_t n        # bytes used
-    Py_ssize_t cap      # bytes allocated
+    Py_ssize_t cap      # bytes allocated: from KCBUF_MIN on, kcbuf memory, else malloc's
+
+
+# Big columns come from src_c/kcbuf.c, whose released blocks keep their pages for the next
+# call: at 30-60 MB blobs, page faults on fresh memory took more time than the decode.
+cdef inline void _release(char* p, Py_ssize_t cap) noexcept:
+    if <size_t>cap >= KCBUF_MIN:
+        kcbuf_free(p, <size_t>cap)
+    else:
+        free(p)
 
 
 cdef int _grow(Grow* g, Py_ssize_t want) except -1:
     cdef Py_ssize_t cap = g.cap * 2
+    cdef size_t size
     cdef char* p
     if cap < want:
         cap = want
     if cap < 64:
         cap = 64
-    p = <char*>realloc(g.p, <size_t>cap)
+    if <size_t>cap >= KCBUF_MIN:
+        size = <size_t>cap
+        if <size_t>g.cap >= KCBUF_MIN:
+            p = <char*>kcbuf_resize(g.p, <size_t>g.cap, &size)
+        else:
+            p = <char*>kcbuf_alloc(&size)
+            if p != NULL:
+                if g.n:
+                    memcpy(p, g.p, <size_t>g.n)
+                free(g.p)
+        cap = <Py_ssize_t>size
+    else:
+        p = <char*>realloc(g.p, <size_t>cap)
     if p == NULL:
         raise MemoryError()
     g.p = p
@@ -132,7 +162,7 @@ cdef int bin_widen(BinCol* c) except -1:
     for i in range(n):
         (<int64_t*>g.p)[i] = (<int32_t*>c.offs.p)[i]
     g.n = n * 8
-    free(c.offs.p)
+    _release(c.offs.p, c.offs.cap)
     c.offs = g
     c.wide = True
     c.lim = -1
@@ -272,7 +302,7 @@ cdef int cols_headers_widen(Cols* c) except -1:
     for i in range(n):
         (<int64_t*>g.p)[i] = (<int32_t*>c.hoffs.p)[i]
     g.n = n * 8
-    free(c.hoffs.p)
+    _release(c.hoffs.p, c.hoffs.cap)
     c.hoffs = g
     c.hwide = True
     return 0
@@ -296,9 +326,10 @@ cdef class _Block:
     """
     cdef char* p
     cdef Py_ssize_t n
+    cdef Py_ssize_t cap
 
     def __dealloc__(self):
-        free(self.p)
+        _release(self.p, self.cap)
         self.p = NULL
 
     def __getbuffer__(self, Py_buffer* view, int flags):
@@ -313,17 +344,22 @@ cdef object _take(Grow* g, object dtype):
     cdef _Block b = _Block.__new__(_Block)
     cdef char* p = g.p
     cdef Py_ssize_t n = g.n
-    if p == NULL or g.cap - n > 4096:
+    cdef Py_ssize_t cap = g.cap
+    # A kcbuf block keeps its unused tail (pages never written cost nothing): it goes back
+    # to the cache whole, ready for the same reservation in the next call.
+    if (p == NULL or cap - n > 4096) and <size_t>cap < KCBUF_MIN:
         # Give back the slack (a few KiB are not worth a realloc); also makes a column that
         # never allocated own a real (1-byte) allocation.
         p = <char*>realloc(p, <size_t>(n if n > 0 else 1))
         if p == NULL:
             raise MemoryError()
+        cap = n if n > 0 else 1
     g.p = NULL
     g.n = 0
     g.cap = 0
     b.p = p
     b.n = n
+    b.cap = cap
     return _ndarray((n // dtype.itemsize,), dtype, b)
 
 
@@ -340,9 +376,9 @@ cdef object _take_bin(BinCol* c, bint utf8):
 
 
 cdef void _free_bin(BinCol* c) noexcept:
-    free(c.offs.p)
-    free(c.data.p)
-    free(c.bits.p)
+    _release(c.offs.p, c.offs.cap)
+    _release(c.data.p, c.data.cap)
+    _release(c.bits.p, c.bits.cap)
 
 
 cdef class _Builder:
@@ -363,11 +399,11 @@ cdef class _Builder:
         self.c.hoffs.n = 4
 
     def __dealloc__(self):
-        free(self.c.offset.p)
-        free(self.c.timestamp.p)
-        free(self.c.tstype.p)
-        free(self.c.control.p)
-        free(self.c.hoffs.p)
+        _release(self.c.offset.p, self.c.offset.cap)
+        _release(self.c.timestamp.p, self.c.timestamp.cap)
+        _release(self.c.tstype.p, self.c.tstype.cap)
+        _release(self.c.control.p, self.c.control.cap)
+        _release(self.c.hoffs.p, self.c.hoffs.cap)
         _free_bin(&self.c.key)
         _free_bin(&self.c.value)
         _free_bin(&self.c.hkey)
