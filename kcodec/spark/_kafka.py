@@ -64,7 +64,7 @@ def topic_partitions(admin: Any, opts: SourceOptions) -> list[tuple[str, int]]:
         return []
     # every topic's metadata (a missing subscribed topic has no partitions, as in Spark)
     wanted = set(topics)
-    out = []
+    out: list[tuple[str, int]] = []
     for t in admin.describe_cluster(None).topics:
         if t.name in wanted:
             out.extend((t.name, p.partition) for p in t.partitions)
@@ -162,8 +162,8 @@ def split_ranges(ranges: list[KafkaRange], min_partitions: int | None,
     if max_records:
         tmp = []
         for r in out:
-            parts = -(-r.size // max_records)
-            tmp.extend(_cut(r, parts))
+            pieces = -(-r.size // max_records)
+            tmp.extend(_cut(r, pieces))
         out = tmp
     if min_partitions and len(out) < min_partitions:
         total = sum(r.size for r in out)

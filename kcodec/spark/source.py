@@ -132,8 +132,9 @@ def pushdown_enabled() -> bool:
     their frames (the workers run as ``__main__``); anything else means off (pushdown is an
     optimisation, never needed for correct results)."""
     import sys
+    from types import FrameType
 
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
         if "pyspark" in name:
