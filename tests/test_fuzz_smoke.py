@@ -10,6 +10,8 @@ runs the same targets on hypothesis-generated inputs for longer.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fuzz.mutate import mutants, mutate
@@ -55,6 +57,24 @@ def test_every_target_has_seeds(seeds: dict[str, list[bytes]]) -> None:
 def test_mutator_is_deterministic(seeds: dict[str, list[bytes]]) -> None:
     assert mutants(seeds["records"], 50, 1) == mutants(seeds["records"], 50, 1)
     assert mutants(seeds["records"], 50, 1) != mutants(seeds["records"], 50, 2)
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "fuzz" / "corpus"
+
+
+def _corpus(name: str) -> list[bytes]:
+    d = CORPUS / name
+    return [p.read_bytes() for p in sorted(d.iterdir())] if d.is_dir() else []
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_committed_corpus(name: str) -> None:
+    """The minimized corpus from the long runs (fuzz/corpus/<target>, fuzz/campaign.sh):
+    every input passes its target in both twins, and a few of its mutants too."""
+    inputs = _corpus(name)
+    assert inputs, f"fuzz/corpus/{name} is missing or empty (run fuzz/campaign.sh)"
+    run_all(name, inputs[:COUNTS.get(name, DEFAULT_COUNT)])
+    run_all(name, mutants(inputs, 40, RANDOM_SEED))
 
 
 def test_a_finding_is_reported() -> None:
