@@ -239,6 +239,9 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
                         for o, m, c in ((0x00, 0, 0), (0x30, 1, 0), (0x50, 2, 12), (0x90, 3, 0))],
     "dumplogdir": lambda: [bytes([o, c]) + s[2:] for s in _segment()
                            for o, c in ((0x00, 1), (0x33, 0x42), (0x4c, 0x86), (0xa1, 0xc5))],
+    "sparklog": lambda: [bytes([o, c]) + s[2:] for s in _segment()
+                         for o, c in ((0x00, 0x00), (0x0c, 0x03), (0x24, 0x30), (0x34, 0x84),
+                                      (0x4c, 0x00), (0x9b, 0x46))],
     "protocol": _protocol,
     "framing": _framing,
     "client": _client,

@@ -552,38 +552,45 @@ def target_dumplog(data: bytes) -> None:
     same("kcodec dump-log", a, b, data)
 
 
+def _partition_dir(d: str, data: bytes) -> tuple[str, list[str], bytes]:
+    """A partition directory ``d/topic-0`` made from the input (see target_dumplogdir):
+    (its path, the directories to name on a command line, the payload)."""
+    o, o1 = _opt(data, 0), _opt(data, 1)
+    payload, _ = _record_options(data, 2)
+    n = 1 + o1 % 3
+    size = len(payload) // n + 1
+    pieces = [payload[i * size:(i + 1) * size] for i in range(n)]
+    part = os.path.join(d, "topic-0")
+    os.mkdir(part)
+    for i, piece in enumerate(pieces):
+        base = (o1 >> 2) * 7 * (n - i) if o & 0x40 else i * 3
+        name = f"{base:020d}" if not (o & 0x80 and i == 1) else f"{base}"
+        with open(os.path.join(part, name + ".log"), "wb") as f:
+            f.write(piece)
+        if o1 & 0x80 and piece:   # an index cut from the end of the piece
+            with open(os.path.join(part, name + ".index"), "wb") as f:
+                f.write(piece[-(8 * (1 + o1 % 4)):])
+    if o & 0x02:
+        os.mkdir(os.path.join(part, f"{999:020d}.log"))   # a directory named like a log
+    if o & 0x01:
+        with open(os.path.join(part, "leader-epoch-checkpoint"), "wb") as f:
+            f.write(payload[:12])
+    empty = os.path.join(d, "empty-1")
+    os.mkdir(empty)
+    return part, ([part, empty] if o1 & 0x40 else [part]), payload
+
+
 def target_dumplogdir(data: bytes) -> None:
     """``kcodec dump-log DIR`` over a partition directory made from the input: up to three
     segments cut from the payload, named by base offsets from the input (out of order,
     clashing with the content, or not 20 digits), .index files beside some, a directory
     named like a segment, an empty directory. Exit 0 or 1, never a traceback; the same
     output from the compiled and the pure readers."""
-    o, o1 = _opt(data, 0), _opt(data, 1)
-    payload, _ = _record_options(data, 2)
-    n = 1 + o1 % 3
-    size = len(payload) // n + 1
-    pieces = [payload[i * size:(i + 1) * size] for i in range(n)]
+    o = _opt(data, 0)
     mode = (["--json"], ["--kafka"], [], ["--json", "--bytes", "text"])[(o >> 2) % 4]
     extra = (["-r"] if o & 0x10 else []) + (["--verify"] if o & 0x20 else [])
     with _temp_dir() as d:
-        part = os.path.join(d, "topic-0")
-        os.mkdir(part)
-        for i, piece in enumerate(pieces):
-            base = (o1 >> 2) * 7 * (n - i) if o & 0x40 else i * 3
-            name = f"{base:020d}" if not (o & 0x80 and i == 1) else f"{base}"
-            with open(os.path.join(part, name + ".log"), "wb") as f:
-                f.write(piece)
-            if o1 & 0x80 and piece:   # an index cut from the end of the piece
-                with open(os.path.join(part, name + ".index"), "wb") as f:
-                    f.write(piece[-(8 * (1 + o1 % 4)):])
-        if o & 0x02:
-            os.mkdir(os.path.join(part, f"{999:020d}.log"))   # a directory named like a log
-        if o & 0x01:
-            with open(os.path.join(part, "leader-epoch-checkpoint"), "wb") as f:
-                f.write(payload[:12])
-        empty = os.path.join(d, "empty-0")
-        os.mkdir(empty)
-        dirs = [part, empty] if o1 & 0x40 else [part]
+        _part, dirs, _payload = _partition_dir(d, data)
         argv = ["dump-log", *dirs, "--no-progress", *mode, *extra]
         a = _dump_log(argv)
         with pure_records():
@@ -591,6 +598,55 @@ def target_dumplogdir(data: bytes) -> None:
     if a[0] not in (0, 1):
         raise Finding(f"kcodec dump-log exit {a[0]}: {a[2][-500:]}")
     same("kcodec dump-log DIR", a, b, data)
+
+
+def _sparklog_outcome(dirs: list[str], o: int, o1: int) -> list[Any]:
+    import io
+    from contextlib import redirect_stderr
+
+    from kcodec.spark import logsource as L
+
+    try:
+        refs = L.find_segments(dirs)
+    except (KcodecError, ValueError) as exc:   # ValueError: no segments there
+        return [err(exc)]
+    except Exception as exc:
+        raise Finding(f"kcodec-log find_segments: leaked {type(exc).__name__}: {exc}") from exc
+    out: list[Any] = []
+    for ref in refs:
+        kw = {"headers": bool(o & 0x04), "producer": bool(o & 0x08), "fail": bool(o & 0x10),
+              "validate_crc": bool(o & 0x20), "offset_lo": (o1 & 0x0F) * 3,
+              "ts_lo": None if o1 & 0x30 == 0 else 1_700_000_000_000 + (o1 >> 4)}
+        try:
+            with redirect_stderr(io.StringIO()) as errs:
+                rows = [rb.to_pylist() for rb in L.read_segment(ref, **kw)]
+            out.append(("ok", os.path.basename(ref.path), rows, errs.getvalue()))
+        except (KcodecError, ValueError) as exc:   # ValueError: the documented refusals
+            out.append(err(exc))
+        except Exception as exc:
+            raise Finding(f"kcodec-log read_segment {ref.path}: leaked "
+                          f"{type(exc).__name__}: {exc}") from exc
+    return out
+
+
+def target_sparklog(data: bytes) -> None:
+    """The Spark ``kcodec-log`` source's reading (find_segments, read_segment: recovery
+    check, chunked decode_columns in Spark's layout, offset and timestamp filters, producer
+    columns) over a partition directory made from the input, as for ``dumplogdir``: Arrow
+    batches, or a kcodec error or the source's documented ValueError; the same rows from
+    the compiled and the pure readers. Needs pyspark (the spark extra)."""
+    import kcodec.records as R
+
+    o, o1 = _opt(data, 0), _opt(data, 1)
+    pycols = _impl.twin("columns", "python")
+    with _temp_dir() as d:
+        part, dirs, _payload = _partition_dir(d, data)
+        if o & 0x03 != 0x03:
+            dirs = [part]   # (an empty folder among the paths makes the source refuse)
+        a = _sparklog_outcome(dirs, o, o1)
+        with pure_records(), _patched(R, decode_columns=pycols.decode_columns):
+            b = _sparklog_outcome(dirs, o, o1)
+    same("kcodec-log", a, b, data)
 
 
 # ---------------------------------------------------------------------------- protocol
@@ -808,6 +864,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "segment": target_segment,
     "dumplog": target_dumplog,
     "dumplogdir": target_dumplogdir,
+    "sparklog": target_sparklog,
     "protocol": target_protocol,
     "framing": target_framing,
     "client": target_client,
