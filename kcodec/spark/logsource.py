@@ -60,8 +60,10 @@ def _tp_of(directory: str) -> tuple[str, int]:
 
 
 def _segments_in(directory: str) -> list[str]:
-    return sorted(os.path.join(directory, n) for n in os.listdir(directory)
-                  if n.endswith(".log") and n[:-4].isdigit())
+    # Regular files only: a folder named like a segment is not one (it made read_segment
+    # fail with IsADirectoryError; fuzz finding F7).
+    return sorted(p for p in (os.path.join(directory, n) for n in os.listdir(directory)
+                              if n.endswith(".log") and n[:-4].isdigit()) if os.path.isfile(p))
 
 
 def find_segments(paths: list[str]) -> list[LogSegmentRef]:
