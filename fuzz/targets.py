@@ -600,6 +600,19 @@ def target_dumplogdir(data: bytes) -> None:
     same("kcodec dump-log DIR", a, b, data)
 
 
+def _arrow_rows(rb: Any) -> list[Any]:
+    """The columns of an Arrow batch as Python lists, timestamps as their int64 values
+    (a hostile timestamp is a valid int64 that no datetime can hold)."""
+    import pyarrow as pa
+
+    out = []
+    for field, col in zip(rb.schema, rb.columns):
+        if pa.types.is_timestamp(field.type):
+            col = col.cast(pa.int64())
+        out.append((field.name, col.to_pylist()))
+    return out
+
+
 def _sparklog_outcome(dirs: list[str], o: int, o1: int) -> list[Any]:
     import io
     from contextlib import redirect_stderr
@@ -619,7 +632,7 @@ def _sparklog_outcome(dirs: list[str], o: int, o1: int) -> list[Any]:
               "ts_lo": None if o1 & 0x30 == 0 else 1_700_000_000_000 + (o1 >> 4)}
         try:
             with redirect_stderr(io.StringIO()) as errs:
-                rows = [rb.to_pylist() for rb in L.read_segment(ref, **kw)]
+                rows = [_arrow_rows(rb) for rb in L.read_segment(ref, **kw)]
             out.append(("ok", os.path.basename(ref.path), rows, errs.getvalue()))
         except (KcodecError, ValueError) as exc:   # ValueError: the documented refusals
             out.append(err(exc))
