@@ -144,7 +144,9 @@ try:   # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamBase
     _ARROW_STREAM = True
 except ImportError:   # pragma: no cover - pyspark 4.0
-    from pyspark.sql.datasource import DataSourceStreamWriter as _StreamBase
+    from pyspark.sql.datasource import (  # type: ignore[assignment]
+        DataSourceStreamWriter as _StreamBase,
+    )
     _ARROW_STREAM = False
 
 
