@@ -2,11 +2,14 @@
 interleaved round by round so that load from other work on a shared machine falls on both
 sides alike (pytest-benchmark times each row in sequence; here the rows swing together).
 
-    python -m bench.interleaved_records [ROUNDS] [--keep]
+    python -m bench.interleaved_records [ROUNDS] [--keep] [--all] [-k SUBSTRING]
 
 Prints, per workload, the median time of each side and the ratio of the medians (and of the
 minimums); > 1: kcodec faster. ``--keep`` keeps every record of a batch in a list before
 touching them (what ``batch.records()`` does) instead of dropping each one as it goes.
+``--all`` adds R-build (every codec) and L-decode / L-build (none, snappy) against
+aiokafka's compiled builders and legacy reader; ``-k`` keeps the workloads whose name
+contains SUBSTRING.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from typing import Any, Callable
 from aiokafka.record import default_records as aio
 
 from bench.conftest import twin
-from bench.test_bench_records import _input_v2, _touch
+from bench.test_bench_records import (
+    BUILDERS,
+    L_BUILDERS,
+    L_DECODERS,
+    _input_legacy,
+    _input_v2,
+    _touch,
+)
 
 WORKLOADS = [("R-decode none", "none", False), ("R-decode-crc none", "none", True),
              ("R-decode gzip", "gzip", False), ("R-decode snappy", "snappy", False),
@@ -43,21 +53,45 @@ def _sides(validate: bool, keep: bool) -> tuple[Callable[[bytes], Any], Callable
     return kcodec, aiokafka
 
 
+def _more() -> list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]:
+    """(name, kcodec side, aiokafka side, args) of the build and legacy workloads."""
+    out: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]] = []
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        out.append((f"R-build {codec}", BUILDERS["kcodec cython"](codec),
+                    BUILDERS["aiokafka C"](codec), ()))
+    for codec in ("none", "snappy"):
+        data = _input_legacy(codec)
+        out.append((f"L-decode {codec}", L_DECODERS["kcodec cython"](),
+                    L_DECODERS["aiokafka C"](), (data,)))
+        out.append((f"L-build {codec}", L_BUILDERS["kcodec cython"](codec),
+                    L_BUILDERS["aiokafka C"](codec), ()))
+    return out
+
+
 def main(argv: list[str]) -> int:
     keep = "--keep" in argv
-    args = [a for a in argv if a != "--keep"]
+    every = "--all" in argv
+    pick = ""
+    if "-k" in argv:
+        pick = argv[argv.index("-k") + 1]
+        argv = [a for i, a in enumerate(argv) if a != "-k" and (i == 0 or argv[i - 1] != "-k")]
+    args = [a for a in argv if a not in ("--keep", "--all")]
     rounds = int(args[0]) if args else 200
     gc.disable()
-    for name, codec, validate in WORKLOADS:
-        data = _input_v2(codec)
-        kc, ai = _sides(validate, keep)
+    jobs = [(name, *_sides(validate, keep), (_input_v2(codec),))
+            for name, codec, validate in WORKLOADS]
+    if every:
+        jobs += _more()
+    for name, kc, ai, fargs in jobs:
+        if pick not in name:
+            continue
         tk: list[float] = []
         ta: list[float] = []
         for i in range(rounds):
             order = ((kc, tk), (ai, ta)) if i % 2 else ((ai, ta), (kc, tk))
             for fn, times in order:
                 t0 = time.perf_counter()
-                fn(data)
+                fn(*fargs)
                 times.append(time.perf_counter() - t0)
         tk.sort()
         ta.sort()

@@ -13,13 +13,25 @@ one run; kafka-python and aiokafka (one round each) alongside. lz4 at its fast l
 on every side. N = KCODEC_BENCH_E_RECORDS (default 1,000,000). Every round uses a fresh topic,
 deleted afterwards (the broker keeps everything in memory).
 
+Every run is also split in two phases, reported as their own rows: the time to the first
+record (consumers: from creating the consumer to the first non-empty poll; producers: from
+creating the producer to the first acknowledgement) and the steady state after it (records
+after the first poll or acknowledgement ÷ the time they took, as msgs/s). librdkafka spends
+most of a short run starting up, so totals mostly compare start-up costs.
+
 Targets (issue 5): E-consume >= 1.0x, E-consume-columns >= 3x, E-produce >= 0.8x confluent.
+Targets (issue 12), steady state: E-consume >= 1.5x, E-consume-columns >= 3x,
+E-produce >= 1x confluent; time to first record no worse than confluent's.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
+import time
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -55,17 +67,67 @@ def _topic(admin) -> str:
     return name
 
 
+@dataclass
+class Phases:
+    """One run's clock: its start, the first record (or acknowledgement) and the end."""
+
+    start: float
+    first: float | None = None
+    n_first: int = 0
+    end: float | None = None
+
+    def got(self, total: int) -> None:
+        """Call after every poll (or acknowledgement) with the running total."""
+        if self.first is None and total:
+            self.first = time.perf_counter()
+            self.n_first = total
+
+    def done(self) -> None:
+        self.end = time.perf_counter()
+
+
+RUNS: list[Phases] = []
+
+
+def phases() -> Phases:
+    p = Phases(time.perf_counter())
+    RUNS.append(p)
+    return p
+
+
+class _Stats:
+    """Median and minimum of per-run times, shaped like pytest-benchmark's stats."""
+
+    def __init__(self, times: list[float]) -> None:
+        self.stats = type("S", (), {"median": statistics.median(times), "min": min(times)})()
+
+
+def add_phases(ratios: Any, workload: str, who: str, runs: list[Phases]) -> None:
+    """Rows "<workload> first record" (seconds) and "<workload> steady" (N records at the
+    rate after the first poll/acknowledgement) for the runs of one benchmark."""
+    runs = [r for r in runs if r.first is not None and r.end is not None]
+    if not runs:
+        return
+    firsts = [r.first - r.start for r in runs]   # type: ignore[operator]
+    steady = [(r.end - r.first) * N / max(N - r.n_first, 1) for r in runs]   # type: ignore[operator]
+    ratios.add(f"{workload} time to first record", who, _Stats(firsts))
+    ratios.add(f"{workload} steady state", who, _Stats(steady), amount=N, unit="msg")
+
+
 # lz4 at its fast level on every side: librdkafka's default; kcodec (like Java) defaults to 9.
 LEVEL = {"none": None, "lz4": 1}
 
 
 def kcodec_produce(bootstrap: str, topic: str, codec: str) -> None:
+    ph = phases()
     with Producer(bootstrap_servers=bootstrap, compression_type=codec, linger_ms=5,
                   compression_level=LEVEL[codec], batch_size=256 * 1024) as p:
         send = p.send
-        for k in KEYS:
+        send(topic, VALUE, KEYS[0]).add_callback(lambda err, res: ph.got(1))
+        for k in KEYS[1:]:
             send(topic, VALUE, k)
         p.flush()
+        ph.done()
 
 
 def confluent_produce(bootstrap: str, topic: str, codec: str) -> None:
@@ -73,19 +135,23 @@ def confluent_produce(bootstrap: str, topic: str, codec: str) -> None:
             "acks": "all", "enable.idempotence": True, "queue.buffering.max.messages": 2_000_000}
     if LEVEL[codec] is not None:
         conf["compression.level"] = LEVEL[codec]
+    ph = phases()
     p = confluent_kafka.Producer(conf)
     produce = p.produce
-    for k in KEYS:
+    produce(topic, VALUE, KEYS[0], on_delivery=lambda err, msg: ph.got(1))
+    for k in KEYS[1:]:
         try:
             produce(topic, VALUE, k)
         except BufferError:
             p.poll(0.05)
             produce(topic, VALUE, k)
     assert p.flush(120) == 0
+    ph.done()
 
 
 def kcodec_consume(bootstrap: str, topic: str) -> int:
     n = 0
+    ph = phases()
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100,
                   max_poll_records=100_000, check_crcs=True) as c:
         c.assign([TopicPartition(topic, i) for i in range(PARTITIONS)])
@@ -95,11 +161,14 @@ def kcodec_consume(bootstrap: str, topic: str) -> int:
                     r.key  # noqa: B018 (touch the field)
                     r.value  # noqa: B018 (touch the field)
                 n += len(recs)
+            ph.got(n)
+        ph.done()
     return n
 
 
 def kcodec_consume_columns(bootstrap: str, topic: str) -> int:
     n = 0
+    ph = phases()
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100,
                   check_crcs=True) as c:
         c.assign([TopicPartition(topic, i) for i in range(PARTITIONS)])
@@ -108,10 +177,13 @@ def kcodec_consume_columns(bootstrap: str, topic: str) -> int:
                 cols.key  # noqa: B018 (touch the field)
                 cols.value  # noqa: B018 (touch the field)
                 n += len(cols)
+            ph.got(n)
+        ph.done()
     return n
 
 
 def confluent_consume(bootstrap: str, topic: str) -> int:
+    ph = phases()
     c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
                                   "enable.auto.commit": False, "fetch.wait.max.ms": 100,
                                   "check.crcs": True})
@@ -123,6 +195,8 @@ def confluent_consume(bootstrap: str, topic: str) -> int:
             m.key()
             m.value()
             n += 1
+        ph.got(n)
+    ph.done()
     c.close()
     return n
 
@@ -218,11 +292,13 @@ def test_e_produce(benchmark, ratios, broker, admin, who, codec) -> None:
         topics.append(_topic(admin))
         return (broker.bootstrap, topics[-1], codec), {}
 
+    RUNS.clear()
     try:
         benchmark.pedantic(PRODUCERS[who], setup=setup, rounds=ROUNDS.get(who, 1), iterations=1)
     finally:
         admin.delete_topics(topics)
     ratios.add(f"E-produce {codec} ({N} records)", who, benchmark, amount=N, unit="msg")
+    add_phases(ratios, f"E-produce {codec}", who, RUNS)
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +322,9 @@ CONSUMERS = {
 
 @pytest.mark.parametrize("workload,who", list(CONSUMERS))
 def test_e_consume(benchmark, ratios, broker, filled, workload, who) -> None:
+    RUNS.clear()
     got = benchmark.pedantic(CONSUMERS[(workload, who)], args=(broker.bootstrap, filled),
                              rounds=ROUNDS.get(who, 1), iterations=1)
     assert got == N
     ratios.add(f"{workload} ({N} records)", who, benchmark, amount=N, unit="msg")
+    add_phases(ratios, workload, who, RUNS)

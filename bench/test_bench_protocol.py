@@ -8,7 +8,10 @@
                 encode and decode.
 
 kcodec (compiled and pure twins) side by side with kafka-python 3.x's protocol classes
-(the peer). Target (issue 4): compiled encode and decode >= 3x kafka-python.
+(the peer) at the highest version both have, and with aiokafka's protocol classes (a second
+peer) at the highest version aiokafka has (Metadata v5, Fetch v11, Produce v8): those rows
+are separate workloads ("... @ aiokafka version"), kcodec measured at the same version.
+Target (issue 4): compiled encode and decode >= 3x kafka-python.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 
 from bench.conftest import rng, twin
 from kcodec.protocol import FetchResponse, MetadataResponse, ProduceRequest
+from kcodec.protocol import _plan as P
 from tests.kafka_python_peer import PEER, to_peer
 
 
@@ -142,3 +146,84 @@ def test_decode(benchmark, ratios, wl: str, name: str) -> None:
     if name.startswith("kcodec"):
         assert out[0] == workload(wl)[0] or out[0].encode(workload(wl)[1]) == workload(wl)[2]
     ratios.add(f"{wl} decode", name, benchmark)
+
+
+# -- aiokafka's protocol classes: the second peer ------------------------------------------
+
+def _aiokafka_class(name: str) -> tuple[int, Any]:
+    """(highest version, class) of aiokafka's ``name`` (one class per version there)."""
+    import importlib
+
+    module = {"MetadataResponse": "metadata", "FetchResponse": "fetch",
+              "ProduceRequest": "produce"}[name]
+    mod = importlib.import_module(f"aiokafka.protocol.{module}")
+    versions = [int(n.rsplit("_v", 1)[1]) for n in dir(mod) if n.startswith(f"{name}_v")]
+    top = max(versions)
+    return top, getattr(mod, f"{name}_v{top}")
+
+
+def _to_aiokafka(obj: Any, plan: Any) -> tuple[Any, ...]:
+    """The field values of ``obj`` in wire order (aiokafka's structs are positional; at the
+    non-flexible versions aiokafka has, both sides have the same fields in the same order)."""
+    out: list[Any] = []
+    for code, key, _what, _nullable, elem, sub, _tag, _default in plan.ops:
+        v = getattr(obj, key)
+        if code == P.STRUCT:
+            v = _to_aiokafka(v, sub)
+        elif code in (P.ARRAY, P.CARRAY) and elem == P.STRUCT and v is not None:
+            v = [_to_aiokafka(x, sub) for x in v]
+        elif code in (P.RECORDS, P.CRECORDS) and v is not None:
+            v = bytes(v)
+        out.append(v)
+    return tuple(out)
+
+
+_aio_built: dict[str, tuple[Any, int, bytes, Any]] = {}
+
+
+def aio_workload(name: str) -> tuple[Any, int, bytes, Any]:
+    """(kcodec message at aiokafka's version, version, its encoding, aiokafka's message)."""
+    if name not in _aio_built:
+        full = WORKLOADS[name]()
+        cls = type(full)
+        version, aio_cls = _aiokafka_class(cls.NAME)
+        msg = cls.decode(full.encode(version), version)   # what that version carries
+        data = msg.encode(version)
+        peer = aio_cls(*_to_aiokafka(msg, cls.plan(version)))
+        assert peer.encode() == data, f"{name}: aiokafka v{version} encodes differently"
+        _aio_built[name] = (msg, version, data, peer)
+    return _aio_built[name]
+
+
+AIO_NAMES = ["kcodec cython", "aiokafka"]
+
+
+def _aio_fn(wl: str, name: str, op: str) -> Callable[[], Any]:
+    msg, version, data, peer = aio_workload(wl)
+    plan = type(msg).plan(version)
+    if name == "aiokafka":
+        return peer.encode if op == "encode" else (lambda: type(peer).decode(data))
+    m = twin("protocol", "cython")
+    if op == "encode":
+        enc = m.encode_struct
+        return lambda: enc(plan, msg)
+    dec = m.decode_struct
+    return lambda: dec(plan, data, 0, True)
+
+
+@pytest.mark.parametrize("op", ["encode", "decode"])
+@pytest.mark.parametrize("name", AIO_NAMES)
+@pytest.mark.parametrize("wl", list(WORKLOADS))
+def test_aiokafka_peer(benchmark, ratios, wl: str, name: str, op: str) -> None:
+    pytest.importorskip("aiokafka")
+    msg, version, data, peer = aio_workload(wl)
+    label = f"{wl} {op} @ aiokafka v{version}"
+    benchmark.group = label
+    out = benchmark(_aio_fn(wl, name, op))
+    if op == "encode":
+        assert bytes(out) == data
+    elif name == "aiokafka":
+        assert out.encode() == data
+    else:
+        assert out[0] == msg
+    ratios.add(label, name, benchmark)

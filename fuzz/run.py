@@ -62,6 +62,9 @@ def main() -> None:
     print(f"kcodec fuzz: target {name}, implementation {kcodec.IMPLEMENTATION}, "
           f"from {os.path.dirname(kcodec.__file__)}", file=sys.stderr)
     _limit_memory()
+    # libFuzzer's -merge=1 re-runs argv[0] (with its flags) through the shell: make that
+    # this interpreter on this script and target.
+    sys.argv[0] = f"{sys.executable} {os.path.abspath(__file__)} {name}"
     atheris.Setup(sys.argv, target)
     atheris.Fuzz()
 

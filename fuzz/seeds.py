@@ -189,6 +189,43 @@ def _framing() -> list[bytes]:
     return [bytes([1, 2]) + a + m, bytes([2, 0]) + a[4:], bytes([1, 5]) + m + a[:7]]
 
 
+def _client() -> list[bytes]:
+    """Well-formed answers to the requests ``target_client`` puts in flight (filled
+    responses; Fetch answers carry real records blobs), then a few cut and misordered."""
+    from fuzz.targets import _CLIENT_CALLS
+    from kcodec.protocol import RESPONSES, encode_response
+
+    blobs = record_blobs()
+    out = []
+    for o2 in range(len(_CLIENT_CALLS)):
+        for n_extra, o_flags in ((0, 0x00), (1, 0x91), (3, 0xE2)):
+            o = o_flags | (n_extra << 2)
+            frames = []
+            for i in range(1 + n_extra):
+                key, version = _CLIENT_CALLS[(o2 + 7 * i) % len(_CLIENT_CALLS)]
+                cls = RESPONSES[key]
+                obj = _filled_or_none(cls.plan(version)) or cls()
+                if key == 1:   # two partitions of records, one aborted transaction listed
+                    parts = [cls.PartitionData(
+                        partition_index=j, high_watermark=100,
+                        records=blobs[(o2 + i + 5 * j) % len(blobs)],
+                        aborted_transactions=[cls.AbortedTransaction(producer_id=7,
+                                                                     first_offset=0)])
+                        for j in range(2)]
+                    obj = cls(responses=[cls.FetchableTopicResponse(topic="t",
+                                                                    partitions=parts)])
+                try:
+                    frames.append(encode_response(obj, version, i))
+                except Exception:
+                    frames.append(encode_response(cls(), version, i))
+            whole = b"".join(frames)
+            out.append(bytes([o, o2]) + whole)
+            if o2 % 5 == 0:
+                out.append(bytes([o, o2]) + whole[:-3])
+                out.append(bytes([o, o2]) + b"".join(reversed(frames)))
+    return out
+
+
 SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "varint": _varint,
     "xerial": _xerial,
@@ -200,8 +237,14 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "segment": _segment,
     "dumplog": lambda: [bytes([o | (m << 2), c]) + s[2:] for s in _segment()
                         for o, m, c in ((0x00, 0, 0), (0x30, 1, 0), (0x50, 2, 12), (0x90, 3, 0))],
+    "dumplogdir": lambda: [bytes([o, c]) + s[2:] for s in _segment()
+                           for o, c in ((0x00, 1), (0x33, 0x42), (0x4c, 0x86), (0xa1, 0xc5))],
+    "sparklog": lambda: [bytes([o, c]) + s[2:] for s in _segment()
+                         for o, c in ((0x00, 0x00), (0x0c, 0x03), (0x24, 0x30), (0x34, 0x84),
+                                      (0x4c, 0x00), (0x9b, 0x46))],
     "protocol": _protocol,
     "framing": _framing,
+    "client": _client,
 }
 
 

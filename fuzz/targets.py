@@ -552,6 +552,116 @@ def target_dumplog(data: bytes) -> None:
     same("kcodec dump-log", a, b, data)
 
 
+def _partition_dir(d: str, data: bytes) -> tuple[str, list[str], bytes]:
+    """A partition directory ``d/topic-0`` made from the input (see target_dumplogdir):
+    (its path, the directories to name on a command line, the payload)."""
+    o, o1 = _opt(data, 0), _opt(data, 1)
+    payload, _ = _record_options(data, 2)
+    n = 1 + o1 % 3
+    size = len(payload) // n + 1
+    pieces = [payload[i * size:(i + 1) * size] for i in range(n)]
+    part = os.path.join(d, "topic-0")
+    os.mkdir(part)
+    for i, piece in enumerate(pieces):
+        base = (o1 >> 2) * 7 * (n - i) if o & 0x40 else i * 3
+        name = f"{base:020d}" if not (o & 0x80 and i == 1) else f"{base}"
+        with open(os.path.join(part, name + ".log"), "wb") as f:
+            f.write(piece)
+        if o1 & 0x80 and piece:   # an index cut from the end of the piece
+            with open(os.path.join(part, name + ".index"), "wb") as f:
+                f.write(piece[-(8 * (1 + o1 % 4)):])
+    if o & 0x02:
+        os.mkdir(os.path.join(part, f"{999:020d}.log"))   # a directory named like a log
+    if o & 0x01:
+        with open(os.path.join(part, "leader-epoch-checkpoint"), "wb") as f:
+            f.write(payload[:12])
+    empty = os.path.join(d, "empty-1")
+    os.mkdir(empty)
+    return part, ([part, empty] if o1 & 0x40 else [part]), payload
+
+
+def target_dumplogdir(data: bytes) -> None:
+    """``kcodec dump-log DIR`` over a partition directory made from the input: up to three
+    segments cut from the payload, named by base offsets from the input (out of order,
+    clashing with the content, or not 20 digits), .index files beside some, a directory
+    named like a segment, an empty directory. Exit 0 or 1, never a traceback; the same
+    output from the compiled and the pure readers."""
+    o = _opt(data, 0)
+    mode = (["--json"], ["--kafka"], [], ["--json", "--bytes", "text"])[(o >> 2) % 4]
+    extra = (["-r"] if o & 0x10 else []) + (["--verify"] if o & 0x20 else [])
+    with _temp_dir() as d:
+        _part, dirs, _payload = _partition_dir(d, data)
+        argv = ["dump-log", *dirs, "--no-progress", *mode, *extra]
+        a = _dump_log(argv)
+        with pure_records():
+            b = _dump_log(argv)
+    if a[0] not in (0, 1):
+        raise Finding(f"kcodec dump-log exit {a[0]}: {a[2][-500:]}")
+    same("kcodec dump-log DIR", a, b, data)
+
+
+def _arrow_rows(rb: Any) -> list[Any]:
+    """The columns of an Arrow batch as Python lists, timestamps as their int64 values
+    (a hostile timestamp is a valid int64 that no datetime can hold)."""
+    import pyarrow as pa
+
+    out = []
+    for field, col in zip(rb.schema, rb.columns):
+        if pa.types.is_timestamp(field.type):
+            col = col.cast(pa.int64())
+        out.append((field.name, col.to_pylist()))
+    return out
+
+
+def _sparklog_outcome(dirs: list[str], o: int, o1: int) -> list[Any]:
+    import io
+    from contextlib import redirect_stderr
+
+    from kcodec.spark import logsource as L
+
+    try:
+        refs = L.find_segments(dirs)
+    except (KcodecError, ValueError) as exc:   # ValueError: no segments there
+        return [err(exc)]
+    except Exception as exc:
+        raise Finding(f"kcodec-log find_segments: leaked {type(exc).__name__}: {exc}") from exc
+    out: list[Any] = []
+    for ref in refs:
+        kw = {"headers": bool(o & 0x04), "producer": bool(o & 0x08), "fail": bool(o & 0x10),
+              "validate_crc": bool(o & 0x20), "offset_lo": (o1 & 0x0F) * 3,
+              "ts_lo": None if o1 & 0x30 == 0 else 1_700_000_000_000 + (o1 >> 4)}
+        try:
+            with redirect_stderr(io.StringIO()) as errs:
+                rows = [_arrow_rows(rb) for rb in L.read_segment(ref, **kw)]
+            out.append(("ok", os.path.basename(ref.path), rows, errs.getvalue()))
+        except (KcodecError, ValueError) as exc:   # ValueError: the documented refusals
+            out.append(err(exc))
+        except Exception as exc:
+            raise Finding(f"kcodec-log read_segment {ref.path}: leaked "
+                          f"{type(exc).__name__}: {exc}") from exc
+    return out
+
+
+def target_sparklog(data: bytes) -> None:
+    """The Spark ``kcodec-log`` source's reading (find_segments, read_segment: recovery
+    check, chunked decode_columns in Spark's layout, offset and timestamp filters, producer
+    columns) over a partition directory made from the input, as for ``dumplogdir``: Arrow
+    batches, or a kcodec error or the source's documented ValueError; the same rows from
+    the compiled and the pure readers. Needs pyspark (the spark extra)."""
+    import kcodec.records as R
+
+    o, o1 = _opt(data, 0), _opt(data, 1)
+    pycols = _impl.twin("columns", "python")
+    with _temp_dir() as d:
+        part, dirs, _payload = _partition_dir(d, data)
+        if o & 0x03 != 0x03:
+            dirs = [part]   # (an empty folder among the paths makes the source refuse)
+        a = _sparklog_outcome(dirs, o, o1)
+        with pure_records(), _patched(R, decode_columns=pycols.decode_columns):
+            b = _sparklog_outcome(dirs, o, o1)
+    same("kcodec-log", a, b, data)
+
+
 # ---------------------------------------------------------------------------- protocol
 
 
@@ -648,6 +758,114 @@ def target_framing(data: bytes) -> None:
     call("decode_response", decode_response, payload, key, version)
 
 
+# ---------------------------------------------------------------------------- client
+
+# What a client has in flight when the (fuzzed) answer arrives: (API key, version) pairs the
+# client speaks (kcodec.client.core.CLIENT_VERSIONS), old and new.
+_CLIENT_CALLS = [(18, 3), (18, 0), (3, 12), (3, 4), (1, 12), (1, 4), (0, 9), (0, 3),
+                 (2, 7), (10, 3), (11, 9), (14, 5), (12, 4), (9, 7), (8, 8), (22, 4),
+                 (19, 7), (15, 5), (13, 4)]
+
+
+def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
+    """What the consumer makes of a Fetch answer's blobs (consumer._next_offset, _decode,
+    _visible_blob): records (as tuples) or the kcodec error each blob gives."""
+    from kcodec.client import consumer as C
+    from kcodec.client.consumer import TopicPartition
+
+    out: list[Any] = []
+    for t in getattr(body, "responses", None) or []:
+        for p in t.partitions or []:
+            data = p.records
+            if not data:
+                continue
+            f = C._Fetched(TopicPartition(str(t.topic), p.partition_index), 0, data,
+                           p.aborted_transactions, 0)
+            nxt = call("consumer._next_offset", C._next_offset, data, 0)
+            got = call("consumer._decode", C._decode, f, 0, True, read_committed)
+            if got[0] == "ok":
+                got = ("ok", [record_tuple(r) for r in got[1][0]], got[1][1])
+            vis = call("consumer._visible_blob", C._visible_blob, f, read_committed)
+            if vis[0] == "ok":
+                vis = ("ok", bytes(vis[1][0]), vis[1][1])
+            out.append((nxt, got, vis))
+    return out
+
+
+def _client_outcome(data: bytes) -> list[Any]:
+    """Feed ``data[2:]`` as a broker's answer to a Connection with requests in flight, in
+    chunks; check the connection's invariants after every step; return what happened."""
+    from kcodec.client.core import MAX_FRAME, Connection
+    from kcodec.errors import ProtocolError
+    from kcodec.protocol import RESPONSES
+
+    o, o2 = _opt(data, 0), _opt(data, 1)
+    conn = Connection("fuzz", max_frame=(1 << 16, 1 << 20, MAX_FRAME)[o % 3])
+    expected: list[tuple[int, int, int]] = []
+    for i in range(1 + (o >> 2) % 4):
+        key, version = _CLIENT_CALLS[(o2 + 7 * i) % len(_CLIENT_CALLS)]
+        got = call("Connection.request", conn.request, key, {}, version)
+        if got[0] != "ok":
+            raise Finding(f"request {key} v{version} with default fields: {got}")
+        expected.append((got[1][0], key, version))
+    if o & 0x40:   # an acks=0 produce in the middle: its answer may or may not come
+        call("Connection.request", conn.request, 0, {}, 3, False)
+    payload = data[2:]
+    step = (1, 3, 17, 1 << 30)[(o >> 4) % 4]
+    events: list[Any] = []
+    for i in range(0, max(len(payload), 1), step):
+        got = call("Connection.receive", conn.receive, payload[i:i + step])
+        if got[0] != "ok":
+            if got[1] != "ProtocolError":
+                raise Finding(f"Connection.receive raised {got[1]}, not ProtocolError: {got[2]}")
+            if not conn.closed:
+                raise Finding("Connection.receive raised but left the connection open")
+            try:
+                conn.request(18, {}, 0)
+            except ProtocolError:
+                pass
+            else:
+                raise Finding("a closed connection accepted a request")
+            events.append(got)
+            return events
+        for r in got[1]:
+            if not expected:
+                raise Finding(f"a response with nothing in flight: {r}")
+            cid, key, version = expected.pop(0)
+            if (r.correlation_id, r.api_key, r.version) != (cid, key, version):
+                raise Finding(f"response {r.correlation_id}/{r.api_key}/v{r.version} "
+                              f"delivered for request {cid}/{key}/v{version}")
+            if type(r.body) is not RESPONSES[key]:
+                raise Finding(f"response body {type(r.body).__name__} for API {key}")
+            events.append(("response", cid, key, version, canon(r.body)))
+            if key == 1:
+                events.append(_fetched_records(r.body, bool(o & 0x80)))
+        if conn.in_flight != len(expected) or conn.in_flight_ids() != [c for c, _, _ in expected]:
+            raise Finding(f"in-flight requests {conn.in_flight_ids()} after the answers, "
+                          f"expected {[c for c, _, _ in expected]}")
+    end = call("Connection.eof", conn.eof)
+    if end[0] != "ok" and end[1] != "ProtocolError":
+        raise Finding(f"Connection.eof raised {end[1]}: {end[2]}")
+    events.append(end)
+    return events
+
+
+def target_client(data: bytes) -> None:
+    """The client's response handling (kcodec.client.core.Connection, and for Fetch answers
+    the consumer's record decoding): a fuzzed broker answer gives decoded responses in
+    request order or a ProtocolError that closes the connection, never another exception
+    or a response matched to the wrong request; compiled vs pure protocol and record twins
+    give the same outcome."""
+    import kcodec.protocol.engine as E
+
+    a = _client_outcome(data)
+    py = _impl.twin("protocol", "python")
+    with _patched(E, decode_struct=py.decode_struct, encode_struct=py.encode_struct), \
+            pure_records():
+        b = _client_outcome(data)
+    same("client", a, b, data)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "varint": target_varint,
     "xerial": target_xerial,
@@ -658,8 +876,11 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "segscan": target_segscan,
     "segment": target_segment,
     "dumplog": target_dumplog,
+    "dumplogdir": target_dumplogdir,
+    "sparklog": target_sparklog,
     "protocol": target_protocol,
     "framing": target_framing,
+    "client": target_client,
 }
 
 

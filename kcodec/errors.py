@@ -17,7 +17,7 @@ class with the same text by passing the same fields. Every class pickles.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 __all__ = [
     "KcodecError",
@@ -50,14 +50,14 @@ def _rebuild(
     return obj
 
 
-def _at(offset: Optional[int]) -> str:
+def _at(offset: int | None) -> str:
     return "" if offset is None else f" at offset {offset}"
 
 
 class DecodeError(KcodecError, ValueError):
     """The bytes cannot be decoded. ``offset`` is where the problem was found, if known."""
 
-    def __init__(self, message: str, offset: Optional[int] = None) -> None:
+    def __init__(self, message: str, offset: int | None = None) -> None:
         self.offset = offset
         super().__init__(message + _at(offset))
 
@@ -82,7 +82,7 @@ class ChecksumError(CorruptDataError):
     """A CRC did not match. ``expected`` is the stored value, ``actual`` the computed one."""
 
     def __init__(
-        self, expected: int, actual: int, offset: Optional[int] = None, what: str = "CRC"
+        self, expected: int, actual: int, offset: int | None = None, what: str = "CRC"
     ) -> None:
         self.expected = expected
         self.actual = actual
@@ -95,7 +95,7 @@ class ChecksumError(CorruptDataError):
 class UnsupportedCodecError(DecodeError):
     """An unknown compression codec id, or a codec whose library is not installed."""
 
-    def __init__(self, codec: Any, package: Optional[str] = None, offset: Optional[int] = None) -> None:
+    def __init__(self, codec: Any, package: str | None = None, offset: int | None = None) -> None:
         self.codec = codec
         self.package = package
         if package:
@@ -108,7 +108,7 @@ class UnsupportedCodecError(DecodeError):
 class DecompressionLimitError(DecodeError):
     """Decompressing would produce more than ``limit`` bytes."""
 
-    def __init__(self, codec: str, limit: int, offset: Optional[int] = None) -> None:
+    def __init__(self, codec: str, limit: int, offset: int | None = None) -> None:
         self.codec = codec
         self.limit = limit
         DecodeError.__init__(

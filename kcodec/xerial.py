@@ -16,5 +16,7 @@ from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.xerial import *  # noqa: F401,F403
+    from kcodec._cy.xerial import __all__  # noqa: F401 (star imports skip it)
 else:
     from kcodec._py.xerial import *  # noqa: F401,F403
+    from kcodec._py.xerial import __all__  # noqa: F401 (star imports skip it)

@@ -275,3 +275,23 @@ def test_zstd_errors_do_not_depend_on_a_previous_success() -> None:
     assert fresh[0] == "CorruptDataError"
     assert len(decompress("zstd", ZSTD_OK_BEFORE, 1 << 16)) == 2560
     assert outcome(decompress, "zstd", ZSTD_P2, 1000) == fresh
+
+
+def test_log_source_skips_a_folder_named_like_a_segment(tmp_path) -> None:
+    """F7 (sparklog target, input 02): a directory ``00000000000000000999.log`` inside a
+    partition folder was taken for a segment and read_segment leaked IsADirectoryError."""
+    logsource = pytest.importorskip("kcodec.spark.logsource",
+                                    reason="kcodec.spark needs pyspark (the spark extra)")
+    part = tmp_path / "topic-0"
+    part.mkdir()
+    (part / f"{999:020d}.log").mkdir()
+    from kcodec.records import RecordBatchBuilder
+
+    b = RecordBatchBuilder()
+    b.append(b"k", b"v", None, timestamp=1_700_000_000_000)
+    (part / f"{0:020d}.log").write_bytes(b.build())
+    refs = logsource.find_segments([str(part)])
+    assert [r.base_offset for r in refs] == [0]
+    rows = [row for ref in refs for rb in logsource.read_segment(
+        ref, headers=False, producer=False, fail=True, validate_crc=True) for row in rb.to_pylist()]
+    assert [(r["key"], r["value"], r["offset"]) for r in rows] == [(b"k", b"v", 0)]

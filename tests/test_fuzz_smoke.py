@@ -10,6 +10,8 @@ runs the same targets on hypothesis-generated inputs for longer.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fuzz.mutate import mutants, mutate
@@ -17,7 +19,10 @@ from fuzz.seeds import SEEDS
 from fuzz.targets import TARGETS, Finding, memory_cap
 
 # inputs per target (LogSegment writes temporary files: fewer)
-COUNTS = {"segment": 60, "dumplog": 20, "columns": 250, "protocol": 400}
+COUNTS = {"segment": 60, "dumplog": 20, "dumplogdir": 20, "sparklog": 20, "columns": 250,
+          "protocol": 400}
+# targets over an optional dependency: the module they need
+NEEDS = {"sparklog": "pyspark"}
 DEFAULT_COUNT = 300
 RANDOM_SEED = 20261121
 
@@ -44,6 +49,8 @@ def run_all(name: str, inputs: list[bytes]) -> None:
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_targets_on_mutated_seeds(name: str, seeds: dict[str, list[bytes]]) -> None:
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name], reason=f"the {name} target needs {NEEDS[name]}")
     run_all(name, mutants(seeds[name], COUNTS.get(name, DEFAULT_COUNT), RANDOM_SEED))
 
 
@@ -55,6 +62,26 @@ def test_every_target_has_seeds(seeds: dict[str, list[bytes]]) -> None:
 def test_mutator_is_deterministic(seeds: dict[str, list[bytes]]) -> None:
     assert mutants(seeds["records"], 50, 1) == mutants(seeds["records"], 50, 1)
     assert mutants(seeds["records"], 50, 1) != mutants(seeds["records"], 50, 2)
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "fuzz" / "corpus"
+
+
+def _corpus(name: str) -> list[bytes]:
+    d = CORPUS / name
+    return [p.read_bytes() for p in sorted(d.iterdir())] if d.is_dir() else []
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_committed_corpus(name: str) -> None:
+    """The minimized corpus from the long runs (fuzz/corpus/<target>, fuzz/campaign.sh):
+    every input passes its target in both twins, and a few of its mutants too."""
+    inputs = _corpus(name)
+    assert inputs, f"fuzz/corpus/{name} is missing or empty (run fuzz/campaign.sh)"
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name], reason=f"the {name} target needs {NEEDS[name]}")
+    run_all(name, inputs[:COUNTS.get(name, DEFAULT_COUNT)])
+    run_all(name, mutants(inputs, 40, RANDOM_SEED))
 
 
 def test_a_finding_is_reported() -> None:
@@ -78,7 +105,11 @@ def test_targets_hypothesis(name: str, seeds: dict[str, list[bytes]]) -> None:
 
     pool = seeds[name]
 
-    @settings(max_examples={"segment": 300, "dumplog": 100}.get(name, 1000), deadline=None,
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name], reason=f"the {name} target needs {NEEDS[name]}")
+
+    @settings(max_examples={"segment": 300, "dumplog": 100, "dumplogdir": 100,
+                            "sparklog": 100}.get(name, 1000), deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.one_of(
         st.binary(max_size=600),

@@ -65,7 +65,7 @@ def test_check_names_the_drifted_file(tmp_path: Path) -> None:
 
 
 def test_generated_code_has_no_spec_prose() -> None:
-    import kcodec.protocol.messages as generated   # the installed package, or the tree
+    import kcodec.protocol.messages as generated  # the installed package, or the tree
 
     files = sorted(Path(generated.__file__).parent.glob("*.py"))
     assert len(files) > 50

@@ -5,10 +5,13 @@ become numpy arrays without a copy at the end (no Python object per record). Gro
 amortized doubling, and each batch reserves up front what its header and its size justify:
 offsets for its record count (checked against its bytes first), and key, value and header
 data for its records section (for an uncompressed blob, keys and values reserve the rest of
-the blob up to 64 MiB, once); header offsets grow as met.
+the blob up to 64 MiB, once); header offsets grow as met. Buffers from 1 MiB on come from
+src_c/kcbuf.c, which keeps released blocks with their pages for the next call.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
 for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
 record reader's checks in its order so both twins raise what iter_batches raises.
+layout="spark" changes only what is written: timestamps times 1000 (microseconds) and
+int32 timestamp types, straight from the loop (see kcodec._columnar for the layout).
 Legacy message sets (magic 0 and 1) are rare and small: their records come from the record
 reader (iter_batches from that entry) and are appended through the same buffers.
 """
@@ -28,7 +31,7 @@ from kcodec._cy._reader cimport (
 import sys
 
 from kcodec import _columnar
-from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
+from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns, check_layout
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.errors import ChecksumError
 
@@ -49,20 +52,49 @@ def _set_wide_limit(limit):
     _wide_at = INT32_MAX if limit is None else min(limit, INT32_MAX)
 
 
+cdef extern from "kcbuf.h":
+    size_t KCBUF_MIN
+    void* kcbuf_alloc(size_t* size) nogil
+    void* kcbuf_resize(void* p, size_t old, size_t* size) nogil
+    void kcbuf_free(void* p, size_t size) nogil
+
+
 cdef struct Grow:
     char* p
     Py_ssize_t n        # bytes used
-    Py_ssize_t cap      # bytes allocated
+    Py_ssize_t cap      # bytes allocated: from KCBUF_MIN on, kcbuf memory, else malloc's
+
+
+# Big columns come from src_c/kcbuf.c, whose released blocks keep their pages for the next
+# call: at 30-60 MB blobs, page faults on fresh memory took more time than the decode.
+cdef inline void _release(char* p, Py_ssize_t cap) noexcept:
+    if <size_t>cap >= KCBUF_MIN:
+        kcbuf_free(p, <size_t>cap)
+    else:
+        free(p)
 
 
 cdef int _grow(Grow* g, Py_ssize_t want) except -1:
     cdef Py_ssize_t cap = g.cap * 2
+    cdef size_t size
     cdef char* p
     if cap < want:
         cap = want
     if cap < 64:
         cap = 64
-    p = <char*>realloc(g.p, <size_t>cap)
+    if <size_t>cap >= KCBUF_MIN:
+        size = <size_t>cap
+        if <size_t>g.cap >= KCBUF_MIN:
+            p = <char*>kcbuf_resize(g.p, <size_t>g.cap, &size)
+        else:
+            p = <char*>kcbuf_alloc(&size)
+            if p != NULL:
+                if g.n:
+                    memcpy(p, g.p, <size_t>g.n)
+                free(g.p)
+        cap = <Py_ssize_t>size
+    else:
+        p = <char*>realloc(g.p, <size_t>cap)
     if p == NULL:
         raise MemoryError()
     g.p = p
@@ -130,7 +162,7 @@ cdef int bin_widen(BinCol* c) except -1:
     for i in range(n):
         (<int64_t*>g.p)[i] = (<int32_t*>c.offs.p)[i]
     g.n = n * 8
-    free(c.offs.p)
+    _release(c.offs.p, c.offs.cap)
     c.offs = g
     c.wide = True
     c.lim = -1
@@ -208,7 +240,7 @@ cdef int bin_null(BinCol* c) except -1:
 cdef struct Cols:
     Grow offset         # int64
     Grow timestamp      # int64
-    Grow tstype         # int8
+    Grow tstype         # int8 (int32 in the Spark layout)
     Grow control        # bool (uint8), only with include_control
     BinCol key
     BinCol value
@@ -218,13 +250,14 @@ cdef struct Cols:
     BinCol hval
     Py_ssize_t n        # records
     bint with_control
+    bint spark          # Spark's layout: timestamps in microseconds, int32 timestamp types
 
 
 cdef int cols_reserve(Cols* c, Py_ssize_t k) except -1:
     """Room for k more records in every per-record column."""
     reserve(&c.offset, k * 8)
     reserve(&c.timestamp, k * 8)
-    reserve(&c.tstype, k)
+    reserve(&c.tstype, k * (4 if c.spark else 1))
     if c.with_control:
         reserve(&c.control, k)
     reserve(&c.hoffs, k * (8 if c.hwide else 4))
@@ -238,10 +271,15 @@ cdef inline void cols_push(Cols* c, int64_t offset, int64_t timestamp, int8_t ts
     """The fixed-width fields of one record, after its key, value and headers."""
     (<int64_t*>(c.offset.p + c.offset.n))[0] = offset
     c.offset.n += 8
-    (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = timestamp
+    if c.spark:
+        (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = <int64_t>(<uint64_t>timestamp * 1000)
+        (<int32_t*>(c.tstype.p + c.tstype.n))[0] = tstype
+        c.tstype.n += 4
+    else:
+        (<int64_t*>(c.timestamp.p + c.timestamp.n))[0] = timestamp
+        c.tstype.p[c.tstype.n] = <char>tstype
+        c.tstype.n += 1
     c.timestamp.n += 8
-    c.tstype.p[c.tstype.n] = <char>tstype
-    c.tstype.n += 1
     if c.with_control:
         c.control.p[c.control.n] = <char>control
         c.control.n += 1
@@ -264,7 +302,7 @@ cdef int cols_headers_widen(Cols* c) except -1:
     for i in range(n):
         (<int64_t*>g.p)[i] = (<int32_t*>c.hoffs.p)[i]
     g.n = n * 8
-    free(c.hoffs.p)
+    _release(c.hoffs.p, c.hoffs.cap)
     c.hoffs = g
     c.hwide = True
     return 0
@@ -288,9 +326,10 @@ cdef class _Block:
     """
     cdef char* p
     cdef Py_ssize_t n
+    cdef Py_ssize_t cap
 
     def __dealloc__(self):
-        free(self.p)
+        _release(self.p, self.cap)
         self.p = NULL
 
     def __getbuffer__(self, Py_buffer* view, int flags):
@@ -305,17 +344,22 @@ cdef object _take(Grow* g, object dtype):
     cdef _Block b = _Block.__new__(_Block)
     cdef char* p = g.p
     cdef Py_ssize_t n = g.n
-    if p == NULL or g.cap - n > 4096:
+    cdef Py_ssize_t cap = g.cap
+    # A kcbuf block keeps its unused tail (pages never written cost nothing): it goes back
+    # to the cache whole, ready for the same reservation in the next call.
+    if (p == NULL or cap - n > 4096) and <size_t>cap < KCBUF_MIN:
         # Give back the slack (a few KiB are not worth a realloc); also makes a column that
         # never allocated own a real (1-byte) allocation.
         p = <char*>realloc(p, <size_t>(n if n > 0 else 1))
         if p == NULL:
             raise MemoryError()
+        cap = n if n > 0 else 1
     g.p = NULL
     g.n = 0
     g.cap = 0
     b.p = p
     b.n = n
+    b.cap = cap
     return _ndarray((n // dtype.itemsize,), dtype, b)
 
 
@@ -332,18 +376,19 @@ cdef object _take_bin(BinCol* c, bint utf8):
 
 
 cdef void _free_bin(BinCol* c) noexcept:
-    free(c.offs.p)
-    free(c.data.p)
-    free(c.bits.p)
+    _release(c.offs.p, c.offs.cap)
+    _release(c.data.p, c.data.cap)
+    _release(c.bits.p, c.bits.cap)
 
 
 cdef class _Builder:
     """Holds the growing columns of one decode_columns call (freed if the call fails)."""
     cdef Cols c
 
-    def __cinit__(self, bint include_control, bint large):
+    def __cinit__(self, bint include_control, bint large, bint spark):
         memset(&self.c, 0, sizeof(Cols))
         self.c.with_control = include_control
+        self.c.spark = spark
         self.c.hwide = False
         bin_start(&self.c.key, large)
         bin_start(&self.c.value, large)
@@ -354,11 +399,11 @@ cdef class _Builder:
         self.c.hoffs.n = 4
 
     def __dealloc__(self):
-        free(self.c.offset.p)
-        free(self.c.timestamp.p)
-        free(self.c.tstype.p)
-        free(self.c.control.p)
-        free(self.c.hoffs.p)
+        _release(self.c.offset.p, self.c.offset.cap)
+        _release(self.c.timestamp.p, self.c.timestamp.cap)
+        _release(self.c.tstype.p, self.c.tstype.cap)
+        _release(self.c.control.p, self.c.control.cap)
+        _release(self.c.hoffs.p, self.c.hoffs.cap)
         _free_bin(&self.c.key)
         _free_bin(&self.c.value)
         _free_bin(&self.c.hkey)
@@ -392,7 +437,7 @@ cdef class _Builder:
         return RecordColumns(
             _take(&c.offset, _I64),
             _take(&c.timestamp, _I64),
-            _take(&c.tstype, _I8),
+            _take(&c.tstype, _I32 if c.spark else _I8),
             _take_bin(&c.key, False),
             _take_bin(&c.value, False),
             headers,
@@ -400,6 +445,7 @@ cdef class _Builder:
             consumed,
             batch_count,
             next_offset,
+            "spark" if c.spark else "kcodec",
         )
 
 
@@ -599,7 +645,8 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     cdef bint control = (attributes & 0x20) != 0
     cdef int64_t* out_offset
     cdef int64_t* out_ts
-    cdef int8_t* out_tstype
+    cdef char* out_tstype
+    cdef bint spark = c.spark
     # Write cursors of the key and value columns, in locals (registers) for the loop: the
     # fast path applies while a column has int32 offsets that cannot overflow in this batch
     # and no null so far; anything else syncs the column, takes the general path, reloads.
@@ -635,7 +682,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
     vd, vn, vcount, voffs = c.value.data.p, c.value.data.n, c.value.count, <int32_t*>c.value.offs.p
     out_offset = <int64_t*>(c.offset.p + c.offset.n)
     out_ts = <int64_t*>(c.timestamp.p + c.timestamp.n)
-    out_tstype = <int8_t*>(c.tstype.p + c.tstype.n)
+    out_tstype = c.tstype.p + c.tstype.n
     for i in range(count):
         rstart = pos
         if not zz32p(d, &pos, end, &length):
@@ -761,8 +808,13 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         if control:
             _check_control(d, base, rstart, klen, kstart, vlen)
         out_offset[i] = _wrap_add(base_offset, od)
-        out_ts[i] = max_ts if tstype else _wrap_add(first_ts, tsd)
-        out_tstype[i] = tstype
+        ts = max_ts if tstype else _wrap_add(first_ts, tsd)
+        if spark:
+            out_ts[i] = <int64_t>(<uint64_t>ts * 1000)
+            (<int32_t*>out_tstype)[i] = tstype
+        else:
+            out_ts[i] = ts
+            (<int8_t*>out_tstype)[i] = tstype
         if c.with_control:
             c.control.p[c.control.n] = <char>control
             c.control.n += 1
@@ -775,7 +827,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         c.n += 1
         c.offset.n += 8
         c.timestamp.n += 8
-        c.tstype.n += 1
+        c.tstype.n += 4 if spark else 1
     c.key.data.n, c.key.count = kn, kcount
     c.value.data.n, c.value.count = vn, vcount
     r.pos = pos
@@ -851,8 +903,9 @@ cdef object _legacy(_Builder builder, object buf, Py_ssize_t pos, bint validate_
 
 
 def decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
-                   max_decompressed_size=DEFAULT_MAX_SIZE):
+                   max_decompressed_size=DEFAULT_MAX_SIZE, layout="kcodec"):
     """Decode every record of a records blob into columns; see kcodec.records.columns."""
+    cdef bint spark = check_layout(layout, large)
     if _np is None:
         _imports()
     if not (type(max_decompressed_size) is int and 0 <= max_decompressed_size < _MAXSIZE):
@@ -862,7 +915,7 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
     cdef Py_ssize_t size = b.size, pos = 0, rem, batches = 0
     cdef int32_t length
     cdef uint8_t magic
-    cdef _Builder builder = _Builder(include_control, large)
+    cdef _Builder builder = _Builder(include_control, large, spark)
     view = None
     next_offset = None
     while True:

@@ -76,6 +76,10 @@ class ControlRecord(Record):
 
     __slots__ = ("control_type", "version", "coordinator_epoch")
 
+    control_type: int
+    version: int
+    coordinator_epoch: int | None
+
     is_control = True
 
     def _tuple(self) -> tuple[Any, ...]:

@@ -107,6 +107,25 @@ class RecordBatch:
                  "producer_id", "producer_epoch", "base_sequence", "record_count",
                  "_data", "_max_size", "_validate", "_it")
 
+    # Slot types (set by the reader without __init__; annotations only, for type checkers).
+    position: int
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    _data: Any
+    _max_size: int
+    _validate: bool
+
     @property
     def size(self) -> int:
         return self.batch_length + 12
@@ -316,7 +335,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
                 else:
                     b, i = uvar(data, i, end, 5, 32, "", 0)
             hc = (b >> 1) ^ -(b & 1)
-            headers = []
+            headers: list[tuple[str, bytes | None]] = []
             if hc:
                 if hc < 0 or hc > (rec_end - i) // 2:
                     raise _UNUSUAL

@@ -18,6 +18,10 @@ Output (kcodec._columnar.RecordColumns, Arrow memory layout in numpy arrays):
     headers           list<struct<key: string, value: binary>>
     is_control        bool, only with include_control=True
 
+With layout="spark" (Spark's Arrow layout, see kcodec._columnar): timestamp in microseconds
+(milliseconds * 1000, wrapping like int64), timestamp_type int32, binary offsets int32 only
+(past 2 GiB: DecodeError), headers null for a record without any.
+
 Rules (the same in both twins, and the same as iterating ``kcodec.records.iter_batches``):
 an incomplete trailing entry ends the decode (``consumed`` says where); a complete but
 malformed one raises the reader's exception; CRCs are checked unless validate_crc=False;
@@ -34,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec import _columnar
-from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
+from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns, check_layout
 from kcodec._limits import DEFAULT_MAX_SIZE
 
 __all__ = ["decode_columns"]
@@ -86,8 +90,10 @@ def decode_columns(
     include_control: bool = False,
     large: bool = False,
     max_decompressed_size: int = DEFAULT_MAX_SIZE,
+    layout: str = "kcodec",
 ) -> RecordColumns:
     """Decode every record of a records blob into columns (see the module docstring)."""
+    spark = check_layout(layout, large)
     np = _columnar.numpy()
     from kcodec.records import iter_batches
 
@@ -122,10 +128,13 @@ def decode_columns(
         hkey.finish(np, large, True, nullable=False),
         hval.finish(np, large, False),
     )
+    ts = np.array(timestamps, dtype=np.int64)
+    if spark:
+        ts *= 1000      # in place; numpy int64 arithmetic wraps like the compiled twin's
     return RecordColumns(
         np.array(offsets, dtype=np.int64),
-        np.array(timestamps, dtype=np.int64),
-        np.array(types, dtype=np.int8),
+        ts,
+        np.array(types, dtype=np.int32 if spark else np.int8),
         key.finish(np, large, False),
         value.finish(np, large, False),
         headers,
@@ -133,4 +142,5 @@ def decode_columns(
         it.consumed,
         batches,
         next_offset,
+        layout,
     )

@@ -62,6 +62,21 @@ class LegacyBatch:
     __slots__ = ("position", "offset", "message_size", "crc", "magic", "attributes",
                  "timestamp", "_data", "_key", "_value", "_validate", "_max_size", "_inner", "_it")
 
+    # Slot types (set by the reader without __init__; annotations only, for type checkers).
+    position: int
+    offset: int
+    message_size: int
+    crc: int
+    magic: int
+    attributes: int
+    timestamp: int
+    _data: Any
+    _key: tuple[int, int] | None
+    _value: tuple[int, int] | None
+    _validate: bool
+    _max_size: int
+    _inner: Any
+
     partition_leader_epoch = -1
     producer_id = -1
     producer_epoch = -1

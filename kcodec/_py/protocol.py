@@ -296,7 +296,7 @@ def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any
     if code == ARRAY or code == CARRAY:
         unit = sub.min_size if elem == STRUCT else _SIZE[elem]
         _need(n * (unit if unit > 0 else 1), pos, end, what)
-        out = []
+        out: list[Any] = []
         append = out.append
         if elem == STRUCT:
             for _ in range(n):

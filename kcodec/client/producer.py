@@ -246,6 +246,26 @@ class _Engine:
                                                   tp not in self.open)
         return RecordFuture(b, idx)
 
+    def append_built(self, topic: str, partition: int, built: Any, size: int) -> _Batch:
+        """Queue an already encoded batch (kcodec.client._columnar_send.PrebuiltBatch)
+        behind the partition's open batch, stamped with the producer id and sequence."""
+        tp = (topic, partition)
+        with self.lock:
+            if self.closed or self.fatal is not None:
+                raise self.fatal or ClientClosedError("the producer is closed")
+            if tp in self.open:
+                self._seal(tp, self.open[tp])
+            seq = self.next_seq.get(tp, 0) if self.producer_id >= 0 else -1
+            built.stamp(self.producer_id, self.epoch, seq)
+            b = _Batch(topic, partition, built, time.monotonic()
+                       + self.config.delivery_timeout_ms / 1000, seq, self.loop.create_future())
+            b.count, b.size, b.timestamps = built.count, size, [built.timestamp] * built.count
+            self.pending += b.count
+            self.buffered += size
+            self._seal(tp, b)
+            self._kick()
+        return b
+
     def _new_batch(self, tp: tuple[str, int]) -> _Batch:
         cfg = self.config
         seq = self.next_seq.get(tp, 0) if self.producer_id >= 0 else -1
@@ -708,6 +728,31 @@ class Producer(_Base):
             self._wait_for_space()
         return eng.append(topic, p, count, key, value, headers, timestamp,
                           partition is None and key is None)
+
+    def send_columns(self, topic: str, value: Any, key: Any = None, headers: Any = None,
+                     partition: Any = None, timestamp: int | None = None) -> list[RecordFuture]:
+        """Queue whole pyarrow columns at once (no per-row Python work): ``value`` and
+        ``key`` binary or string arrays, ``headers`` list<struct<key: string, value:
+        binary>>, ``partition`` int array (null: choose). Returns one future per batch
+        made, for its last record. See kcodec.client._columnar_send."""
+        from kcodec.client._columnar_send import plan_send
+
+        eng = self._engine
+        count = eng.counts.get(topic)
+        if count is None:
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+        sticky = eng.partitioner.sticky.partition(topic, count)
+        cfg = self.config
+        planned = plan_send(value, key, headers, partition, count, sticky, cfg.batch_size,
+                            eng.codec, cfg.compression_level, timestamp)
+        eng.partitioner.sticky.on_new_batch(topic, count, sticky)
+        out = []
+        for p, built, size in planned:
+            if eng.buffered > self._buffer_memory:
+                self._wait_for_space()
+            b = eng.append_built(topic, p, built, size)
+            out.append(RecordFuture(b, b.count - 1))
+        return out
 
     def _wait_for_space(self) -> None:
         eng = self._engine

@@ -261,7 +261,8 @@ def _compile(cls: type[Struct], version: int, msg_flexible: bool) -> P.StructPla
             else:
                 defaults[fi.name] = fi.default
             continue
-        flexible = msg_flexible if fi.flexible == "inherit" else in_range(version, fi.flexible)
+        flexible = msg_flexible if fi.flexible == "inherit" else \
+            in_range(version, fi.flexible)  # type: ignore[arg-type]  # not "inherit" here
         is_tagged = fi.tag is not None and in_range(version, fi.tagged)
         if is_tagged:
             flexible = True

@@ -11,6 +11,7 @@ UNKNOWN_SERVER_ERROR for codes this table does not know (``ErrorCode(9999)`` rai
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
 __all__ = ["ErrorCode"]
 
@@ -197,5 +198,11 @@ class _Base(enum.IntEnum):
 
 _ROWS = _rows()
 _INFO = {code: (r, m, desc) for code, _name, r, m, desc in _ROWS}
-ErrorCode = _Base("ErrorCode", [(name, code) for code, name, _r, _m, _d in _ROWS], module=__name__)  # type: ignore[call-overload]
-ErrorCode.__doc__ = _Base.__doc__
+if TYPE_CHECKING:
+    # The members are made from the table at import time, which type checkers cannot
+    # follow: they see the base class (members then read as ErrorCode.of(n) or by name).
+    ErrorCode = _Base
+else:
+    ErrorCode = _Base("ErrorCode", [(name, code) for code, name, _r, _m, _d in _ROWS],
+                      module=__name__)
+    ErrorCode.__doc__ = _Base.__doc__

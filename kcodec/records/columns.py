@@ -6,7 +6,7 @@
     >>> table = cols.to_arrow()                        # pyarrow.RecordBatch, no data copied
 
 ``decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
-max_decompressed_size=100 MiB)`` returns a ``RecordColumns``: ``offset``, ``timestamp``
+max_decompressed_size=100 MiB, layout="kcodec")`` returns a ``RecordColumns``: ``offset``, ``timestamp``
 (int64) and ``timestamp_type`` (int8) numpy arrays, ``key`` and ``value`` as
 ``BinaryColumn`` (Arrow binary layout: ``offsets``, ``data``, ``validity`` bitmap),
 ``headers`` as ``HeadersColumn`` (Arrow list<struct<key: string, value: binary>>), and
@@ -14,6 +14,12 @@ max_decompressed_size=100 MiB)`` returns a ``RecordColumns``: ``offset``, ``time
 skipped unless ``include_control=True``, which also adds an ``is_control`` column. See
 ``kcodec._py.columns`` for the layout and the rules. numpy is needed (imported on the first
 call); pyarrow only for ``to_arrow()``.
+
+``layout="spark"`` writes Spark's Arrow layout straight from the decode (timestamps in
+microseconds, int32 timestamp types, int32 binary offsets, null headers for records without
+any); ``cols.to_spark(topic, partition, include_headers=...)`` is then a
+``pyarrow.RecordBatch`` in the exact schema Spark expects from its Kafka source, sharing the
+decoded memory. kcodec.spark reads with it.
 
 The implementation is chosen once by ``kcodec._impl`` (see ``kcodec.IMPLEMENTATION``).
 """

@@ -1,0 +1,377 @@
+"""The Kafka side of the ``kcodec`` source, without pyspark: planning offset ranges on the
+driver (metadata and ListOffsets) and reading one range as Spark Arrow batches on a worker
+(Fetch, ``decode_columns(layout="spark")``, ``to_spark()``).
+
+Offsets are Spark's: a range ``[start, end)`` holds the records with ``start <= offset <
+end``; ``end`` is the "next offset" that ListOffsets LATEST answers. Gaps inside a range
+(transaction markers, compaction) are normal; data gone before ``start`` (retention) is data
+loss and follows ``failOnDataLoss``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from kcodec.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
+
+__all__ = ["KafkaRange", "DataLossError", "plan_ranges", "split_ranges", "read_range",
+           "topic_partitions", "list_offsets", "resolve"]
+
+
+class DataLossError(RuntimeError):
+    """Offsets the query needs are gone (retention, a deleted or recreated topic); raised
+    when failOnDataLoss is true (the default), as Spark's connector does."""
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaRange:
+    """One input partition: the records of ``topic``/``partition`` with offsets in
+    ``[start, end)``. Picklable; holds no client."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return max(self.end - self.start, 0)
+
+
+def _admin_kwargs(opts: SourceOptions) -> dict[str, Any]:
+    from kcodec.client.config import AdminConfig
+
+    names = {f.name for f in dataclasses.fields(AdminConfig)}
+    kw = {k: v for k, v in opts.client.items() if k in names}
+    kw.setdefault("client_id", "kcodec-spark")
+    return {"bootstrap_servers": opts.bootstrap, **kw}
+
+
+def topic_partitions(admin: Any, opts: SourceOptions) -> list[tuple[str, int]]:
+    """The subscribed topic-partitions, from metadata (subscribe / subscribePattern) or as
+    assigned."""
+    if opts.assign is not None:
+        return list(opts.assign)
+    if opts.pattern is not None:
+        topics = opts.topics_of(admin.list_topics())
+    else:
+        topics = list(opts.subscribe or [])
+    if not topics:
+        return []
+    # every topic's metadata (a missing subscribed topic has no partitions, as in Spark)
+    wanted = set(topics)
+    out: list[tuple[str, int]] = []
+    for t in admin.describe_cluster(None).topics:
+        if t.name in wanted:
+            out.extend((t.name, p.partition) for p in t.partitions)
+    return sorted(out)
+
+
+def list_offsets(admin: Any, tps: list[tuple[str, int]], spec: Any) -> dict[tuple[str, int], int]:
+    from kcodec.client import TopicPartition
+
+    if not tps:
+        return {}
+    got = admin.list_offsets([TopicPartition(t, p) for t, p in tps], spec)
+    return {(tp.topic, tp.partition): off for tp, off in got.items()}
+
+
+def resolve(admin: Any, spec: OffsetSpec, tps: list[tuple[str, int]],
+            earliest: dict, latest: dict, *, starting: bool, strategy: str = "error"
+            ) -> dict[tuple[str, int], int]:
+    """The offset of each partition for ``spec`` (timestamps through ListOffsets by time)."""
+    if spec.kind == "earliest":
+        return {tp: earliest[tp] for tp in tps}
+    if spec.kind == "latest":
+        return {tp: latest[tp] for tp in tps}
+    if spec.kind == "offsets":
+        missing = sorted(set(tps) - set(spec.offsets))
+        if missing and starting is not None:
+            names = ", ".join(f"{t}[{p}]" for t, p in missing)
+            raise ValueError(f"{'startingOffsets' if starting else 'endingOffsets'} gives no "
+                             f"offset for {names}: name every partition of the subscription")
+        out = {}
+        for tp in tps:
+            off = spec.offsets[tp]
+            out[tp] = earliest[tp] if off == EARLIEST else latest[tp] if off == LATEST else off
+        return out
+    if spec.kind == "timestamps":
+        missing = sorted(set(tps) - set(spec.offsets))
+        if missing:
+            names = ", ".join(f"{t}[{p}]" for t, p in missing)
+            raise ValueError(f"offsets by timestamp: no timestamp for {names}")
+        want = {tp: spec.offsets[tp] for tp in tps}
+    else:
+        want = {tp: spec.timestamp for tp in tps}
+    out = {}
+    for ts in sorted(set(want.values())):
+        group = [tp for tp in tps if want[tp] == ts]
+        for tp, off in list_offsets(admin, group, ts).items():
+            if off < 0:     # no record at or after the timestamp
+                if starting and strategy == "error":
+                    raise ValueError(
+                        f"no offset of {tp[0]}[{tp[1]}] has a timestamp at or after {ts} (set "
+                        "startingOffsetsByTimestampStrategy=latest to start at the end instead)")
+                off = latest[tp]
+            out[tp] = off
+    return out
+
+
+def plan_ranges(opts: SourceOptions) -> list[KafkaRange]:
+    """The batch query's offset ranges (one per partition with data), before splitting."""
+    from kcodec.client import Admin
+
+    with Admin(**_admin_kwargs(opts)) as admin:
+        tps = topic_partitions(admin, opts)
+        if not tps:
+            return []
+        earliest = list_offsets(admin, tps, "earliest")
+        latest = list_offsets(admin, tps, "latest")
+        start = resolve(admin, opts.starting, tps, earliest, latest, starting=True,
+                        strategy=opts.timestamp_strategy)
+        assert opts.ending is not None
+        end = resolve(admin, opts.ending, tps, earliest, latest, starting=False)
+    out = []
+    for tp in tps:
+        s, e = start[tp], end[tp]
+        if s < earliest[tp]:
+            if opts.fail_on_data_loss:
+                raise DataLossError(
+                    f"{tp[0]}[{tp[1]}]: offsets {s}..{earliest[tp] - 1} are gone (the earliest "
+                    f"offset is {earliest[tp]}); set failOnDataLoss=false to skip them")
+            s = earliest[tp]
+        if e > latest[tp]:
+            raise ValueError(f"endingOffsets: {tp[0]}[{tp[1]}] ends at {latest[tp]}, before "
+                             f"the requested {e}")
+        if e > s:
+            out.append(KafkaRange(tp[0], tp[1], s, e))
+    return out
+
+
+def split_ranges(ranges: list[KafkaRange], min_partitions: int | None,
+                 max_records: int | None) -> list[KafkaRange]:
+    """Split large ranges as Spark does: first to at most ``maxRecordsPerPartition``
+    offsets each, then, while there are fewer than ``minPartitions``, each range into
+    parts in proportion to its share of all offsets (``minPartitions`` parts in all, where
+    the ranges have that many offsets; Spark's rounding can give one or two fewer)."""
+    out = list(ranges)
+    if max_records:
+        tmp = []
+        for r in out:
+            pieces = -(-r.size // max_records)
+            tmp.extend(_cut(r, pieces))
+        out = tmp
+    if min_partitions and len(out) < min_partitions:
+        total = sum(r.size for r in out)
+        # each range's share of minPartitions, rounded so the shares add up to it (largest
+        # remainders first), at least one each: never fewer tasks than asked for
+        ideal = [r.size * min_partitions / total if total else 1.0 for r in out]
+        parts = [max(1, int(x)) for x in ideal]
+        left = min_partitions - sum(parts)
+        for i in sorted(range(len(out)), key=lambda i: int(ideal[i]) - ideal[i]):
+            if left <= 0:
+                break
+            parts[i] += 1
+            left -= 1
+        tmp = []
+        for r, k in zip(out, parts):
+            tmp.extend(_cut(r, k))
+        out = tmp
+    return out
+
+
+def _cut(r: KafkaRange, parts: int) -> list[KafkaRange]:
+    if parts <= 1 or r.size <= 1:
+        return [r]
+    parts = min(parts, r.size)
+    out = []
+    for i in range(parts):
+        s = r.start + r.size * i // parts
+        e = r.start + r.size * (i + 1) // parts
+        out.append(KafkaRange(r.topic, r.partition, s, e))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# reading one range (on a worker)
+
+
+def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
+    """The records of ``r`` as pyarrow RecordBatches in Spark's schema, in offset order.
+
+    A fresh client per call (readers are pickled to the workers without one). Fails with a
+    clear error, never partial data silently: a broker that stays unreachable or answers
+    nothing new for ``kafkaConsumer.pollTimeoutMs``, data lost to retention (with
+    failOnDataLoss), a broker error that is not retriable.
+    """
+    loop = asyncio.new_event_loop()
+    reader = _RangeReader(r, opts)
+    try:
+        while True:
+            rb = loop.run_until_complete(reader.next())
+            if rb is None:
+                break
+            if rb.num_rows:
+                yield rb
+    finally:
+        loop.run_until_complete(reader.close())
+        loop.close()
+
+
+class _RangeReader:
+    def __init__(self, r: KafkaRange, opts: SourceOptions) -> None:
+        self.r = r
+        self.opts = opts
+        self.pos = r.start
+        self.cluster: Any = None
+        self.max_bytes = int(opts.client.get("max_partition_fetch_bytes", 1 << 20))
+
+    def _config(self) -> Any:
+        from kcodec.client.config import ConsumerConfig
+
+        names = {f.name for f in dataclasses.fields(ConsumerConfig)}
+        kw = {k: v for k, v in self.opts.client.items() if k in names}
+        kw.setdefault("client_id", "kcodec-spark")
+        kw.setdefault("fetch_max_wait_ms", 100)
+        return ConsumerConfig.from_kwargs(bootstrap_servers=self.opts.bootstrap, **kw)
+
+    async def close(self) -> None:
+        if self.cluster is not None:
+            await self.cluster.close()
+
+    async def next(self) -> Any:
+        """The next batch of the range (maybe empty), or None when the range is done."""
+        from kcodec.client.cluster import REFRESH_CODES, Cluster
+        from kcodec.client.errors import KafkaError
+
+        r, opts = self.r, self.opts
+        if self.pos >= r.end:
+            return None
+        if self.cluster is None:
+            self.config = self._config()
+            self.cluster = Cluster(self.config)
+        cfg = self.config
+        timeout = opts.poll_timeout_ms / 1000
+        deadline = time.monotonic() + timeout
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{r.topic}[{r.partition}]: no records for offsets {self.pos}..{r.end - 1} "
+                    f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
+            part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
+                                           deadline=deadline)
+            code = part.error_code
+            if code == 1:   # OFFSET_OUT_OF_RANGE: the offset is gone (or beyond the end)
+                if await self._lost(part):
+                    return None
+                continue
+            if code in REFRESH_CODES:
+                self.cluster.invalidate()
+                await asyncio.sleep(cfg.retry_backoff_ms / 1000)
+                continue
+            if code:
+                raise KafkaError(code, f"fetch {r.topic}[{r.partition}] at {self.pos}")
+            data = part.records
+            if not data:
+                hw = part.high_watermark
+                if 0 <= hw <= self.pos and hw < r.end:
+                    # the partition ends before the range does: truncated, or recreated
+                    if await self._lost(part, end=hw):
+                        return None
+                await asyncio.sleep(0.01)
+                continue
+            log_start = getattr(part, "log_start_offset", -1)
+            rb, nxt = self._decode(part, data)
+            if nxt <= self.pos:
+                # one batch larger than the fetch size: ask for more bytes
+                self.max_bytes = min(self.max_bytes * 4, 1 << 30)
+                continue
+            if log_start > self.pos and rb.num_rows and \
+                    rb.column("offset")[0].as_py() > self.pos:
+                await self._data_loss(self.pos, log_start)
+            self.pos = nxt
+            return rb
+
+    async def _fetch(self, cfg: Any) -> Any:
+        r = self.r
+        leader = await self.cluster.leader(r.topic, r.partition)
+        req = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms,
+               "min_bytes": 1, "max_bytes": max(cfg.fetch_max_bytes, self.max_bytes),
+               "isolation_level": 1 if self.opts.read_committed else 0, "session_id": 0,
+               "session_epoch": -1,
+               "topics": [{"topic": r.topic, "partitions": [{
+                   "partition": r.partition, "current_leader_epoch": -1,
+                   "fetch_offset": self.pos, "last_fetched_epoch": -1,
+                   "log_start_offset": -1, "partition_max_bytes": self.max_bytes}]}],
+               "forgotten_topics_data": [], "rack_id": ""}
+        resp = await self.cluster.send(leader, 1, req, timeout=cfg.request_timeout_ms / 1000
+                                       + cfg.fetch_max_wait_ms / 1000)
+        body = resp.body
+        if body.error_code:
+            raise KafkaError_(body.error_code)
+        for t in body.responses:
+            for p in t.partitions:
+                if p.partition_index == r.partition:
+                    return p
+        raise KafkaError_(3)
+
+    def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
+        import numpy as np
+
+        from kcodec.client.consumer import _Fetched, _next_offset, _visible_blob
+        from kcodec.client.group import TopicPartition
+        from kcodec.records import decode_columns
+
+        r = self.r
+        nxt = _next_offset(data, self.pos)
+        f = _Fetched(TopicPartition(r.topic, r.partition), self.pos, data,
+                     part.aborted_transactions, 0)
+        blob, _ = _visible_blob(f, self.opts.read_committed)
+        cols = decode_columns(blob, validate_crc=self.config.check_crcs, layout="spark")
+        rb = cols.to_spark(r.topic, r.partition, include_headers=self.opts.include_headers)
+        offs = cols.offset
+        lo = int(np.searchsorted(offs, self.pos)) if len(offs) else 0
+        hi = int(np.searchsorted(offs, r.end)) if len(offs) else 0
+        if lo or hi < len(offs):
+            rb = rb.slice(lo, hi - lo)
+        return rb, min(nxt, r.end) if nxt >= r.end else nxt
+
+    async def _lost(self, part: Any, end: int | None = None) -> bool:
+        """The fetch offset is out of range: data loss (or the partition shrank). Returns
+        True when the range is finished, else moves on to the earliest offset."""
+        from kcodec.client import TopicPartition
+        from kcodec.client.consumer import EARLIEST as E
+        from kcodec.client.consumer import LATEST as L
+        from kcodec.client.consumer import list_offsets as lo
+
+        r = self.r
+        tp = TopicPartition(r.topic, r.partition)
+        earliest = (await lo(self.cluster, [tp], E))[tp]
+        latest = (await lo(self.cluster, [tp], L))[tp]
+        if self.pos < earliest:
+            await self._data_loss(self.pos, earliest)
+            self.pos = earliest
+            return self.pos >= r.end
+        # at or past the end of the log, yet the range goes further
+        hw = latest if end is None else end
+        await self._data_loss(hw, r.end, gone_at_end=True)
+        return True
+
+    async def _data_loss(self, lo: int, hi: int, gone_at_end: bool = False) -> None:
+        r = self.r
+        what = (f"{r.topic}[{r.partition}]: the log ends at {lo}, before the planned end "
+                f"{hi} (truncated or recreated)" if gone_at_end else
+                f"{r.topic}[{r.partition}]: offsets {lo}..{hi - 1} are gone (the earliest "
+                f"offset is now {hi})")
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(what + "; set failOnDataLoss=false to skip them")
+
+
+def KafkaError_(code: int) -> Exception:   # noqa: N802 - a small factory, named for its class
+    from kcodec.client.errors import KafkaError
+
+    return KafkaError(code, "Fetch")

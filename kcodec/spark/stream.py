@@ -1,0 +1,251 @@
+"""``spark.readStream.format("kcodec")``: Spark's Kafka micro-batch source.
+
+Offsets are Spark's JSON form, ``{"topic": {"0": next_offset}}``, kept in the query's
+checkpoint by Spark: a restarted query resumes from the last committed micro-batch's end.
+Each trigger asks the broker for the latest offsets (ListOffsets), limits them as
+``maxOffsetsPerTrigger`` says (shared across partitions in proportion to their backlog, as
+Spark does) or waits for ``minOffsetsPerTrigger`` up to ``maxTriggerDelay``; partitions and
+topics that appear later (``subscribePattern``, partitions added) start at their earliest
+offset. With ``commitOffsetsToGroup`` each finished micro-batch's end offsets are committed
+to a consumer group, so ``kcodec lag`` and other lag tools can follow the query.
+
+pyspark >= 4.2 passes the start offset and the read limit to ``latestOffset(start, limit)``
+and supports Trigger.AvailableNow; on 4.0 and 4.1 ``latestOffset()`` takes no argument and
+the reader remembers the end it handed out last.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from kcodec.spark import _kafka
+from kcodec.spark._kafka import DataLossError, KafkaRange
+from kcodec.spark.options import SourceOptions
+from kcodec.spark.source import KafkaRangePartition
+
+try:   # pyspark >= 4.2
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        ReadMinRows,
+        SupportsTriggerAvailableNow,
+    )
+    NEW_API = True
+except ImportError:   # pragma: no cover - pyspark 4.0 / 4.1
+    NEW_API = False
+
+__all__ = ["KafkaStreamReader", "make_stream_reader", "limit_offsets"]
+
+Offsets = dict[str, dict[str, int]]
+
+
+def _flat(o: Offsets) -> dict[tuple[str, int], int]:
+    return {(t, int(p)): int(v) for t, ps in (o or {}).items() for p, v in ps.items()}
+
+
+def _nested(m: dict[tuple[str, int], int]) -> Offsets:
+    out: Offsets = {}
+    for (t, p), v in sorted(m.items()):
+        out.setdefault(t, {})[str(p)] = v
+    return out
+
+
+def limit_offsets(start: dict[tuple[str, int], int], latest: dict[tuple[str, int], int],
+                  max_rows: int | None) -> dict[tuple[str, int], int]:
+    """The end offsets of a trigger: ``latest``, or with ``max_rows`` each partition's share
+    of it in proportion to its backlog (Spark's rateLimit: the share rounded down, at least
+    nothing is lost and the total never passes ``max_rows``)."""
+    if max_rows is None:
+        return dict(latest)
+    backlog = {tp: max(latest[tp] - start.get(tp, latest[tp]), 0) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return dict(latest)
+    out = {}
+    given = 0
+    for tp in sorted(latest):
+        share = backlog[tp] * max_rows // total
+        given += share
+        out[tp] = start.get(tp, latest[tp]) + share
+    # hand the rounding leftovers to the largest backlogs, one each
+    left = max_rows - given
+    for tp in sorted(latest, key=lambda tp: -backlog[tp]):
+        if left <= 0:
+            break
+        if out[tp] < latest[tp]:
+            out[tp] += 1
+            left -= 1
+    return out
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    """The driver's long-lived reader; pickled copies run ``read()`` on the workers."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._admin: Any = None
+        self._latest: dict[tuple[str, int], int] = {}
+        self._target: dict[tuple[str, int], int] | None = None    # Trigger.AvailableNow
+        self._last_trigger = time.monotonic()
+        self._last_end: Offsets | None = None                     # 4.0/4.1 API
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_admin"] = None          # never ship a live client to a worker
+        return state
+
+    # -- driver side --------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            from kcodec.client import Admin
+
+            self._admin = Admin(**_kafka._admin_kwargs(self.opts))
+        return self._admin
+
+    def _partitions(self) -> list[tuple[str, int]]:
+        return _kafka.topic_partitions(self._client(), self.opts)
+
+    def _ends(self, tps: list[tuple[str, int]]) -> tuple[dict, dict]:
+        admin = self._client()
+        return (_kafka.list_offsets(admin, tps, "earliest"),
+                _kafka.list_offsets(admin, tps, "latest"))
+
+    def initialOffset(self) -> Offsets:
+        tps = self._partitions()
+        earliest, latest = self._ends(tps)
+        start = _kafka.resolve(self._client(), self.opts.starting, tps, earliest, latest,
+                               starting=True, strategy=self.opts.timestamp_strategy)
+        return _nested(start)
+
+    def _next_end(self, start: Offsets, max_rows: int | None, min_rows: int | None) -> Offsets:
+        tps = self._partitions()
+        earliest, latest = self._ends(tps)
+        self._latest = latest
+        begin = _flat(start)
+        for tp in tps:              # a new partition (or topic) starts at its earliest offset
+            begin.setdefault(tp, earliest[tp])
+        if self._target is not None:
+            latest = {tp: min(v, self._target.get(tp, begin[tp])) for tp, v in latest.items()}
+            latest = {tp: max(v, begin[tp]) for tp, v in latest.items()}
+        if min_rows is not None:
+            backlog = sum(max(latest[tp] - begin[tp], 0) for tp in latest)
+            waited = (time.monotonic() - self._last_trigger) * 1000
+            if backlog < min_rows and waited < self.opts.max_trigger_delay_ms:
+                return _nested(begin)
+        end = limit_offsets(begin, latest, max_rows)
+        # never move backwards (a partition whose log shrank stays at its position; the
+        # data-loss check in partitions() reports it)
+        for tp, v in begin.items():
+            if tp in end and end[tp] < v:
+                end[tp] = v
+        if end != begin:
+            self._last_trigger = time.monotonic()
+        return _nested(end)
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: Offsets, limit: Any) -> Offsets:
+        max_rows = min_rows = None
+        if isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+            min_rows = self.opts.min_offsets_per_trigger
+        elif isinstance(limit, ReadMinRows):
+            min_rows = limit.min_rows
+        return self._next_end(start, max_rows, min_rows)
+
+    def reportLatestOffset(self) -> Offsets | None:
+        return _nested(self._latest) if self._latest else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self._partitions()
+        self._target = self._ends(tps)[1]
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
+        s, e = _flat(start), _flat(end)
+        earliest: dict[tuple[str, int], int] = {}
+        if any(tp not in s for tp in e) or self.opts.fail_on_data_loss:
+            earliest = self._ends(sorted(e))[0] if e else {}
+        gone = sorted(set(s) - set(e))
+        if gone and self.opts.fail_on_data_loss:
+            names = ", ".join(f"{t}[{p}]" for t, p in gone)
+            raise DataLossError(f"partitions {names} disappeared (topic deleted?); set "
+                                "failOnDataLoss=false to go on without them")
+        out = []
+        for tp, hi in sorted(e.items()):
+            lo = s.get(tp, earliest.get(tp, 0))
+            first = earliest.get(tp, lo)
+            if lo < first:
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(
+                        f"{tp[0]}[{tp[1]}]: offsets {lo}..{first - 1} are gone (retention) "
+                        "before the query read them; set failOnDataLoss=false to skip them")
+                lo = first
+            if hi > lo:
+                out.append(KafkaRange(tp[0], tp[1], lo, hi))
+        out = _kafka.split_ranges(out, self.opts.min_partitions, None)
+        return [KafkaRangePartition(r) for r in out]
+
+    def commit(self, end: Offsets) -> None:
+        if self.opts.commit_to_group is None:
+            return
+        from kcodec.spark.groups import commit_offsets
+
+        commit_offsets(self.opts, self.group_id(), _flat(end))
+
+    def group_id(self) -> str:
+        g = self.opts.commit_to_group
+        if g:
+            return g
+        subs = self.opts.subscribe or ([self.opts.pattern] if self.opts.pattern else
+                                       sorted({t for t, _ in self.opts.assign or []}))
+        return f"{self.opts.group_id_prefix}-{'-'.join(str(x) for x in subs)}"
+
+    def stop(self) -> None:
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            finally:
+                self._admin = None
+
+    # -- worker side ---------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        r = partition.value
+        if r.size:
+            yield from _kafka.read_range(r, self.opts)
+
+
+if NEW_API:
+    class _AvailableNowReader(KafkaStreamReader, SupportsTriggerAvailableNow):
+        pass
+
+    def make_stream_reader(opts: SourceOptions) -> DataSourceStreamReader:
+        return _AvailableNowReader(opts)
+else:  # pragma: no cover - pyspark 4.0 / 4.1
+    class _OldApiReader(KafkaStreamReader):
+        def getDefaultReadLimit(self) -> Any:
+            raise NotImplementedError
+
+        def latestOffset(self) -> Offsets:  # type: ignore[override]
+            start = self._last_end if self._last_end is not None else self.initialOffset()
+            end = self._next_end(start, self.opts.max_offsets_per_trigger,
+                                 self.opts.min_offsets_per_trigger)
+            self._last_end = end
+            return end
+
+        def commit(self, end: Offsets) -> None:
+            self._last_end = end if self._last_end is None else self._last_end
+            super().commit(end)
+
+    def make_stream_reader(opts: SourceOptions) -> DataSourceStreamReader:
+        return _OldApiReader(opts)

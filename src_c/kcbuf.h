@@ -1,0 +1,48 @@
+/*
+ * Large column buffers for decode_columns: memory that keeps its pages between calls.
+ *
+ * Plain C, no Python API. A decode of a big blob writes tens of MiB of columns into fresh
+ * buffers; from the allocator those come as new anonymous mappings, and every 4 KiB page
+ * of them then costs a page fault and a zeroing on first write, at every call (the
+ * mapping is unmapped when the arrays are freed): at 30-60 MB blobs that took more time
+ * than the decode. Here a buffer of at least KCBUF_MIN bytes is an anonymous mapping of a
+ * whole number of 2 MiB units that grows in place or by moving its pages (mremap: no copy),
+ * and on release goes whole to a small process-wide cache (at most 16 blocks, 256 MiB) that
+ * the next big allocation takes first (the smallest block that fits, else the largest one,
+ * grown), pages and all. Pages never written cost nothing, so a generous reservation stays
+ * cheap. (No MADV_HUGEPAGE: with the usual defrag=madvise setting the first touch of such
+ * memory may compact memory synchronously, which made first calls 2x slower and erratic.)
+ * Elsewhere than Linux these are malloc, realloc and free, without a cache.
+ *
+ * Sizes are capacities: kcbuf_alloc and kcbuf_resize round *size up and report it; pass the
+ * same capacity back to kcbuf_resize and kcbuf_free. Thread safe.
+ */
+#ifndef KCODEC_KCBUF_H
+#define KCODEC_KCBUF_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KCBUF_MIN ((size_t)1 << 20)
+
+/* At least *size bytes (updated to the capacity), or NULL. Contents undefined. */
+void *kcbuf_alloc(size_t *size);
+
+/* Grow p (capacity old) to at least *size bytes keeping its contents; NULL on failure,
+ * and p is then still valid with its old capacity. */
+void *kcbuf_resize(void *p, size_t old, size_t *size);
+
+/* Release a buffer (to the cache, or to the system). */
+void kcbuf_free(void *p, size_t size);
+
+/* Drop every cached block (for tests and long idle periods). */
+void kcbuf_trim(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCODEC_KCBUF_H */

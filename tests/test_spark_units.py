@@ -1,0 +1,321 @@
+"""kcodec.spark without a Spark session: option parsing, offset planning, splitting, rate
+limiting, reading a range against the real broker (and one that goes away), and the
+producer's columnar send path."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark", reason="kcodec.spark needs pyspark (the spark/test extras)")
+pa = pytest.importorskip("pyarrow")
+
+from kcodec.spark import _kafka  # noqa: E402
+from kcodec.spark._kafka import DataLossError, KafkaRange, split_ranges  # noqa: E402
+from kcodec.spark.options import parse_sink, parse_source  # noqa: E402
+from kcodec.spark.stream import limit_offsets  # noqa: E402
+
+BS = {"kafka.bootstrap.servers": "127.0.0.1:9"}
+
+
+def src(**kw: str):
+    return parse_source({**BS, **kw})
+
+
+# ---------------------------------------------------------------------------------------------
+# options
+
+
+def test_defaults_like_spark() -> None:
+    o = src(subscribe="a,b")
+    assert o.subscribe == ["a", "b"] and o.starting.kind == "earliest"
+    assert o.ending is not None and o.ending.kind == "latest"
+    assert o.fail_on_data_loss and not o.include_headers and not o.read_committed
+    s = parse_source({**BS, "subscribe": "a"}, streaming=True)
+    assert s.starting.kind == "latest" and s.ending is None
+    assert s.max_trigger_delay_ms == 15 * 60000 and s.poll_timeout_ms == 120000
+
+
+def test_options_are_case_insensitive_strings() -> None:
+    o = parse_source({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "SubscribePattern": "t-.*",
+                      "INCLUDEHEADERS": "TRUE", "kafka.isolation.level": "read_committed",
+                      "kafka.client.id": "me", "kafka.request.timeout.ms": "5000"})
+    assert o.pattern == "t-.*" and o.include_headers and o.read_committed
+    assert o.client == {"client_id": "me", "request_timeout_ms": 5000}
+    assert o.topics_of(["t-1", "x", "t-2", "__consumer_offsets"]) == ["t-1", "t-2"]
+
+
+@pytest.mark.parametrize("opts, message", [
+    ({"subscribe": "a"}, "kafka.bootstrap.servers is required"),
+    ({**BS}, "exactly one of the options subscribe, subscribePattern, assign"),
+    ({**BS, "subscribe": "a", "assign": '{"a": [0]}'}, "exactly one of"),
+    ({**BS, "assign": "[1]"}, "option assign must be JSON"),
+    ({**BS, "subscribepattern": "("}, "not a valid pattern"),
+    ({**BS, "subscribe": "a", "startingoffsets": "latest"}, "latest (-1) is not allowed"),
+    ({**BS, "subscribe": "a", "startingoffsets": '{"a": {"0": -1}}'}, "latest (-1)"),
+    ({**BS, "subscribe": "a", "endingoffsets": "earliest"}, "earliest (-2) is not allowed"),
+    ({**BS, "subscribe": "a", "endingoffsets": '{"a": {"0": -2}}'}, "earliest (-2)"),
+    ({**BS, "subscribe": "a", "startingoffsets": "{bad"}, "not valid JSON"),
+    ({**BS, "subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
+    ({**BS, "subscribe": "a", "kafka.key.deserializer": "x"}, "always binary"),
+    ({**BS, "subscribe": "a", "kafka.value.deserializer": "x"}, "always binary"),
+    ({**BS, "subscribe": "a", "kafka.enable.auto.commit": "true"}, "commitOffsetsToGroup"),
+    ({**BS, "subscribe": "a", "kafka.interceptor.classes": "x"}, "Java classes"),
+    ({**BS, "subscribe": "a", "kafka.sasl.mechanism": "PLAIN"}, "not supported by kcodec"),
+    ({**BS, "subscribe": "a", "nosuchoption": "1"}, "unknown option 'nosuchoption'"),
+    ({**BS, "subscribe": "a", "failondataloss": "maybe"}, "true or false"),
+    ({**BS, "subscribe": "a", "minpartitions": "0"}, "at least 1"),
+    ({**BS, "subscribe": "a", "maxrecordsperpartition": "x"}, "must be an integer"),
+    ({**BS, "subscribe": "a", "startingoffsetsbytimestampstrategy": "x"}, "error or latest"),
+    ({**BS, "subscribe": "a", "kafka.isolation.level": "x"}, "read_committed"),
+    ({**BS, "subscribe": "a", "commitoffsetstogroup": "true"}, "for streaming queries"),
+])
+def test_bad_source_options(opts: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_source(opts)
+
+
+def test_streaming_only_rules() -> None:
+    with pytest.raises(ValueError, match="a stream has no end"):
+        parse_source({**BS, "subscribe": "a", "endingoffsets": "latest"}, streaming=True)
+    with pytest.raises(ValueError, match="minOffsetsPerTrigger"):
+        parse_source({**BS, "subscribe": "a", "maxoffsetspertrigger": "5",
+                      "minoffsetspertrigger": "9"}, streaming=True)
+    s = parse_source({**BS, "subscribe": "a", "startingoffsets": "latest",
+                      "maxtriggerdelay": "30s", "commitoffsetstogroup": "true"}, streaming=True)
+    assert s.max_trigger_delay_ms == 30000 and s.commit_to_group == ""
+
+
+def test_timestamp_options_win() -> None:
+    o = src(subscribe="a", startingoffsets="earliest", startingtimestamp="1000",
+            startingoffsetsbytimestamp='{"a": {"0": 5}}')
+    assert o.starting.kind == "timestamp" and o.starting.timestamp == 1000
+    o = src(subscribe="a", startingoffsetsbytimestamp='{"a": {"0": 5}}',
+            endingoffsetsbytimestamp='{"a": {"0": 9}}')
+    assert o.starting.kind == "timestamps" and o.starting.offsets == {("a", 0): 5}
+    assert o.ending is not None and o.ending.offsets == {("a", 0): 9}
+
+
+def test_sink_options() -> None:
+    s = parse_sink({**BS, "topic": "out", "kafka.compression.type": "zstd",
+                    "kafka.linger.ms": "20"})
+    assert s.topic == "out" and s.client == {"compression_type": "zstd", "linger_ms": 20,
+                                             "acks": "all"}
+    with pytest.raises(ValueError, match="compression_type must be one of"):
+        parse_sink({**BS, "kafka.compression.type": "brotli"})
+    with pytest.raises(ValueError, match="keys are written as given"):
+        parse_sink({**BS, "kafka.key.serializer": "x"})
+    with pytest.raises(ValueError, match="unknown option 'subscribe'"):
+        parse_sink({**BS, "subscribe": "x"})
+
+
+# ---------------------------------------------------------------------------------------------
+# planning
+
+
+class FakeAdmin:
+    """ListOffsets answers from tables: earliest, latest, and by timestamp (the first offset
+    with a timestamp >= the asked one, -1 when none), as a real broker does."""
+
+    def __init__(self, earliest: dict, latest: dict, times: dict | None = None) -> None:
+        self.e, self.l, self.t = earliest, latest, times or {}
+
+    def list_offsets(self, tps, spec):
+        out = {}
+        for tp in tps:
+            key = (tp.topic, tp.partition)
+            if spec == "earliest":
+                out[tp] = self.e[key]
+            elif spec == "latest":
+                out[tp] = self.l[key]
+            else:
+                hits = [o for o, ts in sorted(self.t.get(key, {}).items()) if ts >= spec]
+                out[tp] = hits[0] if hits else -1
+        return out
+
+
+def test_resolve_offsets_and_timestamps() -> None:
+    tps = [("a", 0), ("a", 1)]
+    e, lt = {("a", 0): 10, ("a", 1): 0}, {("a", 0): 50, ("a", 1): 7}
+    admin = FakeAdmin(e, lt, {("a", 0): {10: 100, 11: 200, 12: 300}, ("a", 1): {0: 500}})
+    spec = src(subscribe="a", startingoffsets='{"a": {"0": -2, "1": 3}}').starting
+    assert _kafka.resolve(admin, spec, tps, e, lt, starting=True) == {("a", 0): 10,
+                                                                      ("a", 1): 3}
+    spec = src(subscribe="a", startingtimestamp="150").starting
+    assert _kafka.resolve(admin, spec, tps, e, lt, starting=True) == {("a", 0): 11,
+                                                                      ("a", 1): 0}
+    spec = src(subscribe="a", startingtimestamp="400").starting
+    with pytest.raises(ValueError, match="startingOffsetsByTimestampStrategy=latest"):
+        _kafka.resolve(admin, spec, tps, e, lt, starting=True)
+    assert _kafka.resolve(admin, spec, tps, e, lt, starting=True, strategy="latest") == \
+        {("a", 0): 50, ("a", 1): 0}
+    spec = src(subscribe="a", endingoffsetsbytimestamp='{"a": {"0": 250, "1": 999}}').ending
+    assert _kafka.resolve(admin, spec, tps, e, lt, starting=False) == {("a", 0): 12,
+                                                                       ("a", 1): 7}
+    spec = src(subscribe="a", startingoffsets='{"a": {"0": 1}}').starting
+    with pytest.raises(ValueError, match=r"no offset for a\[1\]"):
+        _kafka.resolve(admin, spec, tps, e, lt, starting=True)
+
+
+def test_plan_data_loss(monkeypatch) -> None:
+    e, lt = {("a", 0): 10}, {("a", 0): 50}
+
+    class Ctx(FakeAdmin):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    monkeypatch.setattr("kcodec.client.Admin", lambda **kw: Ctx(e, lt))
+    monkeypatch.setattr(_kafka, "topic_partitions", lambda admin, opts: [("a", 0)])
+    opts = src(subscribe="a", startingoffsets='{"a": {"0": 4}}')
+    with pytest.raises(DataLossError, match=r"offsets 4..9 are gone"):
+        _kafka.plan_ranges(opts)
+    opts = src(subscribe="a", startingoffsets='{"a": {"0": 4}}', failondataloss="false")
+    assert _kafka.plan_ranges(opts) == [KafkaRange("a", 0, 10, 50)]
+    opts = src(subscribe="a", endingoffsets='{"a": {"0": 60}}')
+    with pytest.raises(ValueError, match="before the requested 60"):
+        _kafka.plan_ranges(opts)
+
+
+def test_split_ranges_like_spark() -> None:
+    rs = [KafkaRange("a", 0, 0, 100), KafkaRange("a", 1, 0, 10)]
+    assert split_ranges(rs, None, None) == rs
+    out = split_ranges(rs, None, 30)
+    assert [r.size for r in out] == [25, 25, 25, 25, 10]
+    out = split_ranges(rs, 11, None)
+    assert len(out) == 11 and sum(r.size for r in out) == 110
+    assert [r for r in out if r.partition == 1] == [KafkaRange("a", 1, 0, 10)]
+    # contiguous, in order
+    p0 = [r for r in out if r.partition == 0]
+    assert p0[0].start == 0 and p0[-1].end == 100
+    assert all(a.end == b.start for a, b in zip(p0, p0[1:]))
+
+
+def test_limit_offsets_by_backlog() -> None:
+    start = {("a", 0): 0, ("a", 1): 100}
+    latest = {("a", 0): 300, ("a", 1): 200}
+    assert limit_offsets(start, latest, None) == latest
+    assert limit_offsets(start, latest, 1000) == latest
+    got = limit_offsets(start, latest, 100)
+    assert got == {("a", 0): 75, ("a", 1): 125}
+    got = limit_offsets(start, latest, 7)
+    assert sum(got[tp] - start[tp] for tp in got) == 7
+    assert all(start[tp] <= got[tp] <= latest[tp] for tp in got)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a range from the real broker
+
+
+def test_read_range_and_broker_going_away(topic_name: str) -> None:
+    """A range read fails with a clear error when its broker goes away mid-read (no partial
+    result returned as if complete)."""
+    from kcodec.client import Admin, Producer
+    from tests.broker import Tansu
+
+    with Tansu() as b:
+        with Admin(bootstrap_servers=b.bootstrap) as a:
+            assert a.create_topics([topic_name], num_partitions=1)[topic_name] is None
+        with Producer(bootstrap_servers=b.bootstrap, linger_ms=0, batch_size=1024) as p:
+            for i in range(400):
+                p.send(topic_name, b"v%03d" % i, key=b"k", partition=0)
+            p.flush()
+        opts = src(subscribe=topic_name, **{"kafka.bootstrap.servers": b.bootstrap,
+                                            "kafka.max.partition.fetch.bytes": "2048",
+                                            "kafkaconsumer.polltimeoutms": "3000",
+                                            "kafka.default.api.timeout.ms": "2000",
+                                            "kafka.request.timeout.ms": "1000"})
+        r = KafkaRange(topic_name, 0, 10, 390)
+        rows = [x for rb in _kafka.read_range(r, opts) for x in rb.column("offset").to_pylist()]
+        assert rows == list(range(10, 390))
+        # the broker goes away after planning, before the task's fetches (Tansu answers the
+        # whole range in one fetch, so this is the moment a read can lose it)
+        it = _kafka.read_range(r, opts)
+        b.stop()
+        with pytest.raises(Exception) as e:   # noqa: B017 - the class depends on the moment
+            for _ in it:
+                pass
+        text = str(e.value)
+        assert any(w in text for w in ("no broker reachable", "within", "pollTimeoutMs",
+                                       "closed", "timed out")), text
+
+
+# ---------------------------------------------------------------------------------------------
+# the producer's columnar send path
+
+
+def test_columnar_batches_equal_builder_bytes() -> None:
+    from kcodec.client._columnar_send import plan_send
+    from kcodec.client.partitioner import partition_for_key
+    from kcodec.records import RecordBatchBuilder, iter_batches
+
+    keys = [None if i % 5 == 0 else (b"key-%d" % i) * (i % 7) for i in range(300)]
+    vals = [None if i % 11 == 3 else b"v" * (i * 13 % 300) for i in range(300)]
+    hdrs = [None if i % 3 == 0 else [{"key": f"h{j}", "value": None if j == 1 else b"x" * j}
+                                     for j in range(i % 4)] for i in range(300)]
+    htype = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    ka, va, ha = pa.array(keys, pa.binary()), pa.array(vals, pa.large_binary()), \
+        pa.array(hdrs, htype)
+    for codec in (0, 3):
+        planned = plan_send(va.slice(10), ka.slice(10), ha.slice(10), None, 4, 2, 4096, codec,
+                            None, timestamp=1234)
+        assert len(planned) > 4
+        got = []
+        for p, built, _size in planned:
+            built.stamp(5, 1, 7)
+            data = built.build()
+            ref = RecordBatchBuilder(compression=codec, producer_id=5, producer_epoch=1,
+                                     base_sequence=7)
+            for batch in iter_batches(data):
+                assert batch.producer_id == 5 and batch.base_sequence == 7
+                for r in batch:
+                    got.append((p, r.key, r.value, list(r.headers), r.timestamp))
+                    ref.append(r.key, r.value, list(r.headers), timestamp=1234)
+            if codec == 0:
+                assert ref.build() == data
+        want = [(partition_for_key(keys[i], 4) if keys[i] is not None else 2, keys[i], vals[i],
+                 [(h["key"], h["value"]) for h in (hdrs[i] or [])], 1234)
+                for i in range(10, 300)]
+        assert sorted(got, key=repr) == sorted(want, key=repr)
+
+
+def test_columnar_send_errors() -> None:
+    from kcodec.client._columnar_send import plan_send
+
+    v = pa.array([b"a", b"b"])
+    with pytest.raises(ValueError, match="partition 9 out of range"):
+        plan_send(v, None, None, pa.array([0, 9], pa.int32()), 4, 0, 100, 0, None)
+    with pytest.raises(ValueError, match="key has 1 rows, value has 2"):
+        plan_send(v, pa.array([b"k"]), None, None, 4, 0, 100, 0, None)
+    with pytest.raises(TypeError, match="value must be a binary or string column"):
+        plan_send(pa.array([1, 2]), None, None, None, 4, 0, 100, 0, None)
+
+
+def test_send_columns_through_the_broker(broker, topic_name: str) -> None:
+    from kcodec.client import Admin, Consumer, Producer, TopicPartition
+
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        assert a.create_topics([topic_name], num_partitions=3)[topic_name] is None
+    n = 5000
+    values = pa.array([b"value-%d" % i for i in range(n)])
+    keys = pa.array([None if i % 4 == 0 else f"k{i % 50}" for i in range(n)])
+    with Producer(bootstrap_servers=broker.bootstrap, compression_type="zstd") as p:
+        futs = p.send_columns(topic_name, values, key=keys)
+        p.flush()
+        last = {}
+        for f in futs:
+            r = f.result(10)
+            last[r.partition] = max(last.get(r.partition, -1), r.offset)
+    got = []
+    with Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                  fetch_max_wait_ms=50) as c:
+        c.assign([TopicPartition(topic_name, i) for i in range(3)])
+        for _ in range(200):
+            for tp, recs in c.poll(0.2).items():
+                got += [(tp.partition, r.offset, r.key, r.value) for r in recs]
+            if len(got) >= n:
+                break
+    assert len(got) == n
+    assert sorted(v for _p, _o, _k, v in got) == sorted(values.to_pylist())
+    assert {p: max(o for q, o, _k, _v in got if q == p) for p, *_ in got} == last
