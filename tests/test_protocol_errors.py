@@ -245,3 +245,18 @@ def test_random_bytes_same_result_in_both_twins(name_version, junk) -> None:
 
 def test_decode_error_is_a_value_error() -> None:
     assert issubclass(DecodeError, ValueError)
+
+
+def test_the_members_type_checkers_see_are_the_table() -> None:
+    """error_codes.py spells the members out for type checkers (they cannot follow the
+    table built at import time); that list must be the table, name for name, code for code."""
+    import re
+    from pathlib import Path
+
+    import kcodec.protocol.error_codes as ec
+
+    src = Path(ec.__file__).read_text(encoding="utf-8")
+    block = src[src.index("    class ErrorCode(_Base):\n"):src.index("\nelse:\n")]
+    spelled = [(m[1], int(m[2])) for m in re.finditer(r"^        (\w+) = (-?\d+)$", block, re.M)]
+    assert spelled == [(name, code) for code, name, _r, _m, _d in ec._ROWS]
+    assert spelled == [(e.name, e.value) for e in ec.ErrorCode]
