@@ -66,8 +66,8 @@ def test_demo_survives_retention_runs_during_the_demo(capsys) -> None:
     with Cluster(1, num_partitions=4, retention_check_s=0.02) as cluster:
         rc = main(["demo", "-b", cluster.bootstrap, "-n", "3000", "-c", "lz4", "-c", "none",
                    "--json"])
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
         rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        assert rc == 0, out
+        assert rc == 0, out + err
         assert [(r["codec"], r["ok"], r["received"]) for r in rows] == \
             [("lz4", True, 3000), ("none", True, 3000)]
