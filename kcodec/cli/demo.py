@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _round_trips(args: argparse.Namespace, bootstrap: str) -> int:
     from kcodec import IMPLEMENTATION
-    from kcodec.client import Admin, Consumer, Producer, TopicPartition
+    from kcodec.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 
     _say(args, f"kcodec implementation: {IMPLEMENTATION}; {args.records} records per codec "
                "(16-byte key, 100-byte value, 1 header), 4 partitions, acks=all, idempotent\n")
@@ -102,7 +102,9 @@ def _round_trips(args: argparse.Namespace, bootstrap: str) -> int:
     try:
         for codec in args.codec or CODECS:
             topic = f"kcodec-demo-{codec}-{uuid.uuid4().hex[:6]}"
-            err = admin.create_topics([topic], num_partitions=4)[topic]
+            # retention.ms=-1: the records carry 2023 timestamps, which time retention
+            # (7 days by default, as in Kafka) would delete in the middle of the demo
+            err = admin.create_topics([NewTopic(topic, 4, configs={"retention.ms": "-1"})])[topic]
             if err is not None:
                 raise err
             recs = _records(args.records, codec)

@@ -28,6 +28,8 @@ class Acceptor:
         self.processors = processors
         self._next = 0
         self._stop = threading.Event()
+        # stop() wakes the blocking select through this pair: no polling while idle
+        self._wake_r, self._wake_w = socket.socketpair()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     @property
@@ -40,10 +42,10 @@ class Acceptor:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                ready, _, _ = select.select([self.sock], [], [], 0.1)
+                ready, _, _ = select.select([self.sock, self._wake_r], [], [])
             except (OSError, ValueError):
                 return
-            if not ready:
+            if self.sock not in ready:
                 continue
             try:
                 conn, _addr = self.sock.accept()
@@ -59,5 +61,11 @@ class Acceptor:
 
     def stop(self) -> None:
         self._stop.set()
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
         self._thread.join(5)
         self.sock.close()
+        self._wake_r.close()
+        self._wake_w.close()
