@@ -228,7 +228,9 @@ class _RangeReader:
         self.opts = opts
         self.pos = r.start
         self.cluster: Any = None
-        self.max_bytes = int(opts.client.get("max_partition_fetch_bytes", 1 << 20))
+        # larger fetches than a consumer's 1 MiB default: a task reads one range straight
+        # through, and fewer, larger Arrow batches cost Spark less
+        self.max_bytes = int(opts.client.get("max_partition_fetch_bytes", 8 << 20))
 
     def _config(self) -> Any:
         from kcodec.client.config import ConsumerConfig
