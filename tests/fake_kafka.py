@@ -50,6 +50,7 @@ class FakeKafka:
         self.values: dict[tuple[str, int], list[bytes]] = {}
         self.not_leader_code = 6   # what a node that is not the leader answers a Fetch with
         self.groups: dict[str, Any] = {}   # group id -> DescribeGroupsResponse.DescribedGroup
+        self.writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -63,6 +64,12 @@ class FakeKafka:
         for s in self.servers:
             s.close()
 
+    async def kill(self) -> None:
+        """The cluster dies: listeners closed (reconnects are refused), connections cut."""
+        await self.stop()
+        for w in list(self.writers):
+            w.close()
+
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
@@ -73,6 +80,7 @@ class FakeKafka:
     # ------------------------------------------------------------------ serving
     async def _handle(self, node: int, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
+        self.writers.add(writer)
         try:
             while True:
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -89,6 +97,7 @@ class FakeKafka:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            self.writers.discard(writer)
             writer.close()
 
     def _answer(self, node: int, header: Any, body: Any) -> Any:

@@ -60,7 +60,7 @@ def test_produce_consume(broker, topic_name, capsys, monkeypatch) -> None:
     assert sorted(r["value"] for r in got) == ["one", "two", "x", "y"]
     assert {r["key"] for r in got if r["value"] in ("x", "y")} == {"kk"}
     rc, out, _ = run(capsys, "consume", *b, "-t", topic_name, "--from-beginning", "-n", "4")
-    assert rc == 0 and "1:0 one" in out.splitlines() and len(out.splitlines()) == 4
+    assert rc == 0 and "1:0 headers=[a=b] one" in out.splitlines() and len(out.splitlines()) == 4
 
 
 def test_metadata(broker, topic_name, capsys) -> None:
@@ -123,23 +123,50 @@ def test_groups_offsets_lag(broker, topic_name, capsys) -> None:
 @pytest.mark.parametrize("argv,msg", [
     (["produce", "-t", "x", "-c", "brotli", "m"], "unknown compression codec 'brotli'"),
     (["produce", "-t", "x", "-p", "-1", "m"], "partition must be non-negative"),
-    (["produce", "m"], "a topic is required"),
     (["produce", "-t", "x", "-H", "novalue", "m"], "is not KEY=VALUE"),
-    (["consume", "-n", "1"], "a topic is required"),
-    (["offsets"], "a group is required"),
-    (["lag"], "a group is required"),
-    (["describe-groups"], "a group is required"),
     (["topics", "create", "-p", "0", "t"], "--partitions must be positive"),
     (["topics", "list", "-b", "nohostport:x"], "bad address"),
+    (["topics", "list", "-b", "127.0.0.1:9092:9093"], "bad address"),
+    (["consume", "-t", "x", "-b", "a b:1"], "bad address"),
     (["consume", "-t", "x", "-n", "0"], "--count must be positive"),
     (["produce", "-t", "x", "-p", "1", "-k", "k", "m"], "either -p PARTITION or -k KEY"),
     (["produce", "-t", "x", "--acks", "2", "m"], "acks must be 0, 1 or 'all'"),
     (["consume", "-t", "x", "--timeout", "0"], "--timeout must be positive"),
+    (["metadata", "brokers", "-t", "x"], "-t/--topic applies to 'metadata topics'"),
 ])
 def test_bad_arguments_one_line_exit_2(capsys, argv, msg) -> None:
     rc, out, err = run(capsys, *argv)
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and msg in err
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["produce", "m"], "the following arguments are required: -t/--topic"),
+    (["consume", "-n", "1"], "the following arguments are required: -t/--topic"),
+    (["offsets"], "the following arguments are required: -g/--group"),
+    (["lag"], "the following arguments are required: -g/--group"),
+    (["describe-groups"], "the following arguments are required: -g/--group"),
+    (["consume", "-t", "x", "-g", "a", "-g", "b"], "-g/--group may be given only once"),
+    (["offsets", "-g", "a", "-g", "b"], "-g/--group may be given only once"),
+    (["produce", "-t", "a", "-t", "b", "m"], "-t/--topic may be given only once"),
+])
+def test_parser_errors_exit_2(capsys, argv, msg) -> None:
+    with pytest.raises(SystemExit) as ei:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert ei.value.code == 2 and out == "" and err.strip().splitlines()[-1].endswith(msg)
+
+
+@pytest.mark.parametrize("command,flag", [("produce", "-t TOPIC"), ("consume", "-t TOPIC"),
+                                          ("offsets", "-g GROUP"), ("lag", "-g GROUP"),
+                                          ("describe-groups", "-g GROUP")])
+def test_help_shows_required_options_as_required(capsys, command, flag) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    usage = out.split("\n\n")[0]
+    assert flag in usage and f"[{flag}" not in usage      # no brackets: not optional
+    assert "\nrequired:\n" in out
 
 
 def test_unreachable_broker_exit_1(capsys) -> None:

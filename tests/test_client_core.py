@@ -163,14 +163,43 @@ def test_fake_peer_fails_pending_requests(behaviour, exc, match) -> None:
     asyncio.run(main())
 
 
-def test_unreachable_broker_clear_error_after_timeout() -> None:
+def test_unreachable_bootstrap_fails_at_once_naming_the_cause() -> None:
+    """A client that never reached a broker stops when every address refused."""
     from tests.broker import free_port
 
     async def main() -> None:
         port = free_port()
-        cluster = Cluster(ClientConfig(bootstrap_servers=f"127.0.0.1:{port}", api_timeout_ms=600))
+        cluster = Cluster(ClientConfig(bootstrap_servers=f"127.0.0.1:{port}", api_timeout_ms=5000))
         t0 = time.monotonic()
-        with pytest.raises(BrokerNotAvailableError, match=f"127.0.0.1:{port}"):
+        with pytest.raises(BrokerNotAvailableError, match=f"127.0.0.1:{port}: Connection refused"):
+            await cluster.refresh()
+        assert time.monotonic() - t0 < 1
+        await cluster.close()
+
+    asyncio.run(main())
+
+
+def test_lost_broker_is_retried_until_the_timeout_then_named() -> None:
+    """Once a broker answered, a refused reconnect may be a restart: retry until the
+    timeout, then say so with the last error."""
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            req = await reader.readexactly(size)
+            writer.write(_api_versions(struct.unpack(">hhi", req[:8])[2]))
+            await writer.drain()
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        cluster = Cluster(ClientConfig(bootstrap_servers=f"127.0.0.1:{port}", api_timeout_ms=600))
+        await cluster.any_connection()
+        server.close()
+        await server.wait_closed()
+        t0 = time.monotonic()
+        with pytest.raises(BrokerNotAvailableError, match=rf"within \d\.\d s .*127.0.0.1:{port}"):
             await cluster.refresh()
         assert 0.4 < time.monotonic() - t0 < 3
         await cluster.close()

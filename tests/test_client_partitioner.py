@@ -47,10 +47,54 @@ def test_sticky_moves_on_new_batch() -> None:
     sp = StickyPartitioner(random.Random(1))
     p = sp.partition("t", 4)
     assert all(sp.partition("t", 4) == p for _ in range(10))
-    sp.on_new_batch("t", 4, p)
-    assert sp.partition("t", 4) != p
+    moved = set()
+    for _ in range(50):   # a uniform draw over all partitions, as Java's (may repeat)
+        sp.on_new_batch("t", 4, sp.partition("t", 4))
+        moved.add(sp.partition("t", 4))
+    assert moved == {0, 1, 2, 3}
     dp = DefaultPartitioner(random.Random(1))
     assert dp("t", b"21", 4) == partition_for_key(b"21", 4)
+
+
+def test_sticky_switches_after_batch_size_bytes_kip_794() -> None:
+    """KIP-794: stay until batch_size bytes went to the partition and its batch is full,
+    or 2 * batch_size bytes in any case; Java's default batch size is 16 KiB."""
+    from kcodec.client import ProducerConfig
+
+    assert ProducerConfig().batch_size == 16384
+    sp = StickyPartitioner(random.Random(7), batch_size=1000)
+    p = sp.partition("t", 1000)
+    for _ in range(9):
+        sp.on_append("t", 1000, p, 100, batch_full=False)
+    assert sp.partition("t", 1000) == p
+    sp.on_append("t", 1000, p, 100, batch_full=False)    # 1000 bytes, batch not ready: stay
+    assert sp.partition("t", 1000) == p
+    sp.on_append("t", 1000, p, 100, batch_full=True)     # 1100 bytes and a full batch: go
+    q = sp.partition("t", 1000)
+    assert q != p
+    for _ in range(19):
+        sp.on_append("t", 1000, q, 100, batch_full=False)
+    assert sp.partition("t", 1000) == q
+    sp.on_append("t", 1000, q, 100, batch_full=False)    # 2 * batch_size: go regardless
+    assert sp.partition("t", 1000) != q
+
+
+def test_sticky_is_adaptive_to_queue_lengths() -> None:
+    """Partitions with long queues of unsent batches (a slow broker) are drawn less often,
+    in proportion to (longest queue + 1 - queue); equal queues draw uniformly."""
+    sp = StickyPartitioner(random.Random(3), batch_size=10)
+    sp.update_load("t", [9, 0, 0, 0])     # weights 1, 10, 10, 10
+    counts = [0] * 4
+    for _ in range(31000):
+        sp.on_new_batch("t", 4, sp.partition("t", 4))
+        counts[sp.partition("t", 4)] += 1
+    assert 600 < counts[0] < 1400 and all(9000 < c < 11000 for c in counts[1:])
+    sp.update_load("t", [2, 2, 2, 2])
+    counts = [0] * 4
+    for _ in range(8000):
+        sp.on_new_batch("t", 4, sp.partition("t", 4))
+        counts[sp.partition("t", 4)] += 1
+    assert all(1700 < c < 2300 for c in counts)
 
 
 @pytest.mark.broker

@@ -103,6 +103,40 @@ def test_delivery_timeout_fails_the_record_in_time() -> None:
     run(go)
 
 
+def test_retriable_error_after_the_delivery_timeout_reports_the_timeout() -> None:
+    """Java reports the delivery timeout, not a retriable error that came after it (the
+    answer here is held back past the deadline, as a loaded machine makes it)."""
+    async def go(fake: FakeKafka) -> None:
+        fake.on_produce = lambda *a: 19   # NOT_ENOUGH_REPLICAS, retriable
+        fake.produce_delay = 0.6
+        async with producer(fake, delivery_timeout_ms=300, request_timeout_ms=5000) as p:
+            fut = await p.send("t", b"x")
+            t0 = time.monotonic()
+            with pytest.raises(KafkaTimeoutError, match=r"timed out after 300 ms \(1 attempts; "
+                                                        r"last error: .*timed out"):
+                await fut
+            assert time.monotonic() - t0 < 0.55    # the answer is not waited for
+    run(go)
+
+
+def test_keyless_records_spread_over_partitions_when_linger_seals_small_batches() -> None:
+    """seq 1 50000 | kcodec produce: input slower than linger_ms makes many small batches;
+    the sticky partitioner still moves on after batch_size bytes (KIP-794)."""
+    async def go(fake: FakeKafka) -> None:
+        async with producer(fake, linger_ms=0) as p:
+            futs = []
+            for i in range(20000):
+                futs.append(await p.send("spread", b"%099d" % i))
+                if i % 50 == 0:
+                    await asyncio.sleep(0.0005)   # let the sender send what it has
+            for f in futs:
+                await f
+        per = {part: sum(c for _p, _s, c in log) for (t, part), log in fake.logs.items()}
+        assert sum(per.values()) == 20000 and sorted(per) == [0, 1, 2, 3]
+        assert max(per.values()) < 0.4 * 20000, per
+    run(go, topics={"spread": {0: 0, 1: 1, 2: 0, 3: 1}})
+
+
 def test_retries_exhausted_raise_the_broker_error() -> None:
     async def go(fake: FakeKafka) -> None:
         fake.on_produce = lambda *a: 19

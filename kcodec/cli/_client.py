@@ -6,7 +6,10 @@ import argparse
 import base64
 import json
 import os
+import re
+import signal
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -19,6 +22,22 @@ class UsageError(Exception):
     """A bad argument found after parsing: one line on stderr, exit code 2."""
 
 
+class Once(argparse.Action):
+    """An option that may be given once: a second value is a usage error, not a silent
+    replacement of the first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{'/'.join(self.option_strings)} may be given only once")
+        setattr(namespace, self.dest, values)
+
+
+def required(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The group --help lists required options under."""
+    return parser.add_argument_group("required")
+
+
 def add_connection(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
     g = parser.add_argument_group("connection")
     g.add_argument("--bootstrap", "-b", metavar="HOST:PORT[,...]",
@@ -26,7 +45,9 @@ def add_connection(parser: argparse.ArgumentParser, json_flag: bool = True) -> N
                    help="bootstrap brokers (default: $KCODEC_BOOTSTRAP or %(default)s)")
     g.add_argument("--client-id", default="kcodec-cli", help="client id sent to the broker")
     g.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="give up on the broker after this long (default 30)")
+                   help="how long to wait for the broker: each request with its retries, "
+                        "each record's delivery (produce), a broker that stopped answering "
+                        "(consume); an address that refuses fails at once (default 30)")
     if json_flag:
         parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
 
@@ -35,6 +56,9 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     ms = int(args.timeout * 1000)
+    from kcodec.client.config import parse_bootstrap
+
+    parse_bootstrap(args.bootstrap)   # a malformed address is a usage error (exit 2)
     return {"bootstrap_servers": args.bootstrap, "client_id": args.client_id,
             "api_timeout_ms": ms, "request_timeout_ms": ms,
             "socket_connection_setup_timeout_ms": min(ms, 10000), **extra}
@@ -64,8 +88,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out=None) -> No
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
 
 
-def json_line(obj: Any, out=None) -> None:
-    print(json.dumps(obj, separators=(",", ":")), file=out or sys.stdout, flush=True)
+def json_line(obj: Any, out=None, flush: bool = True) -> None:
+    print(json.dumps(obj, separators=(",", ":")), file=out or sys.stdout, flush=flush)
 
 
 def text(b: bytes | None) -> Any:
@@ -78,8 +102,105 @@ def text(b: bytes | None) -> Any:
         return {"base64": base64.b64encode(b).decode()}
 
 
+_ESCAPES = {i: f"\\x{i:02x}" for i in [*range(0x20), 0x7F]}
+_ESCAPES.update({0x5C: "\\\\", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+_RAW = re.compile("[\udc80-\udcff]")
+
+
 def show(b: bytes | None) -> str:
-    """bytes for people: UTF-8 with escapes for the rest; None as 'null'."""
+    """bytes for people, one line: UTF-8, with newlines, tabs, NULs and other control
+    characters, backslashes and bytes that are not UTF-8 escaped (``\\n``, ``\\x00``,
+    ``\\\\``, ``\\xff``); None as 'null'."""
     if b is None:
         return "null"
-    return b.decode("utf-8", "backslashreplace")
+    s = b.decode("utf-8", "surrogateescape").translate(_ESCAPES)
+    return _RAW.sub(_raw_byte, s)
+
+
+def _raw_byte(m: re.Match) -> str:
+    return f"\\x{ord(m.group()) - 0xDC00:02x}"
+
+
+def group_exists(admin: Any, group: str) -> bool:
+    """Whether the cluster knows ``group``: listed, or described with members or a state
+    other than Dead/Empty (brokers describe an unknown group as Dead, or as Empty)."""
+    if group in {g.group_id for g in admin.list_groups()}:
+        return True
+    d = admin.describe_groups([group])[0]
+    return bool(d.members) or d.state not in ("Dead", "Empty", "")
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while the command was waiting for input."""
+
+
+class Graceful:
+    """SIGINT/SIGTERM handling for commands that must finish cleanly: the first signal sets
+    ``stop`` (the command ends its current line, commits or flushes, and reports); while
+    ``interruptible`` (blocked reading input) it raises ``Interrupted`` instead; a second
+    signal exits at once. ``exit_code`` is 128 + the signal number."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.signum = 0
+        self.interruptible = False
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> Graceful:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:   # not the main thread: leave the defaults
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.stop:   # the second one: give up at once
+            raise KeyboardInterrupt
+        self.stop = True
+        self.signum = signum
+        if self.interruptible:
+            raise Interrupted
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum else 0
+
+
+class Ticker:
+    """A progress line on stderr, redrawn at most twice a second, when stderr is a terminal
+    and stdout is not (rows on the same terminal would scribble over it)."""
+
+    def __init__(self, fmt: str, enabled: bool | None = None) -> None:
+        if enabled is None:
+            try:
+                enabled = sys.stderr.isatty() and not sys.stdout.isatty()
+            except (AttributeError, ValueError):
+                enabled = False
+        self.enabled = enabled
+        self.fmt = fmt
+        self.start = time.monotonic()
+        self._last = 0.0
+        self.drawn = False
+
+    def update(self, **values: Any) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.5:
+            return
+        self._last = now
+        secs = max(now - self.start, 1e-9)
+        sys.stderr.write("\r" + self.fmt.format(secs=secs, **values) + "\x1b[K")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.drawn = False

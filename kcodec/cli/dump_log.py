@@ -551,6 +551,8 @@ def run(args: argparse.Namespace) -> int:
             out.line("")
         name = os.path.basename(path)
         try:
+            if os.path.isdir(path):
+                raise OSError(f"no log segments (.log files) in directory {path}")
             if ".timeindex" in name:
                 status |= dump_index(path, args, out, time_index=True)
             elif ".index" in name:
@@ -564,7 +566,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         except (OSError, KcodecError, ValueError) as exc:
             sys.stdout.flush()
-            print(f"kcodec {NAME}: error: {path}: {exc}", file=sys.stderr)
+            where = "" if os.path.isdir(path) else f"{path}: "
+            print(f"kcodec {NAME}: error: {where}{exc}", file=sys.stderr)
             status = 1
     return status
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.cli._client import add_connection, client_config, guarded, json_line, table
+from kcodec.cli._client import UsageError, add_connection, client_config, guarded, json_line, table
 
 NAME = "metadata"
 HELP = "show brokers, or topics with partitions, leaders, replicas and ISR"
@@ -12,7 +12,8 @@ HELP = "show brokers, or topics with partitions, leaders, replicas and ISR"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", choices=["brokers", "topics"])
-    parser.add_argument("-t", "--topic", action="append", help="only this topic (repeatable)")
+    parser.add_argument("-t", "--topic", action="append",
+                        help="only this topic (repeatable; metadata topics only)")
     add_connection(parser)
 
 
@@ -24,6 +25,8 @@ def _ids(xs: list[int]) -> str:
 def run(args: argparse.Namespace) -> int:
     from kcodec.client import Admin
 
+    if args.what == "brokers" and args.topic:
+        raise UsageError("-t/--topic applies to 'metadata topics', not to 'metadata brokers'")
     with Admin(**client_config(args)) as admin:
         md = admin.describe_cluster(args.topic)
     if args.what == "brokers":

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.cli._client import UsageError, add_connection, client_config, guarded, json_line, table
+from kcodec.cli._client import (
+    Once,
+    add_connection,
+    client_config,
+    group_exists,
+    guarded,
+    json_line,
+    required,
+    table,
+)
+from kcodec.errors import KcodecError
 
 NAME = "offsets"
 HELP = "committed offset, end offset and remaining records per partition of a group"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-g", "--group", help="group id (required)")
+    required(parser).add_argument("-g", "--group", action=Once, required=True, help="group id")
     parser.add_argument("-t", "--topic", action="append", help="only this topic (repeatable)")
     add_connection(parser)
 
@@ -20,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kcodec.client import Admin
 
-    if not args.group:
-        raise UsageError("a group is required (-g GROUP)")
     with Admin(**client_config(args)) as admin:
+        if not group_exists(admin, args.group):
+            raise KcodecError(f"group {args.group!r} does not exist")
         lags = admin.lag(args.group, args.topic)
     if args.json:
         for x in lags:

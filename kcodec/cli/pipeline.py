@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         print("kcodec pipeline: error: PySpark is missing: pip install 'kcodec[spark]'",
               file=sys.stderr)
         return 1
-    from kcodec.cli.demo import start_local_broker
+    from kcodec.cli.demo import start_broker
     from kcodec.client._tansu import BrokerUnavailable
 
     broker = None
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if bootstrap is None:
         _say("starting the local broker (the one `kcodec demo` uses) ...")
         try:
-            broker = start_local_broker()
+            broker = start_broker()
         except BrokerUnavailable as exc:
             print(f"kcodec pipeline: error: {exc}", file=sys.stderr)
             return 1

@@ -1,11 +1,33 @@
-"""``kcodec produce``: send messages (arguments, or lines of stdin) to a topic."""
+"""``kcodec produce``: send messages (arguments, or lines of stdin) to a topic.
+
+Prints one line per confirmed record (in input order) and a summary on stderr. Each record
+must be confirmed within ``--timeout`` (the producer's ``delivery_timeout_ms``); a failure
+names its cause. SIGINT or SIGTERM stops reading, waits (at most ``--timeout``) for what
+was sent, prints those confirmations, then says on stderr how many lines were confirmed,
+how many were sent but not confirmed (they may or may not be in the topic) and how many
+were never sent, and where to resume; exit code 130 (SIGINT) or 143 (SIGTERM).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections import deque
+from typing import Any
 
-from kcodec.cli._client import UsageError, add_connection, client_config, guarded, json_line
+from kcodec.cli._client import (
+    Graceful,
+    Interrupted,
+    Once,
+    Ticker,
+    UsageError,
+    add_connection,
+    client_config,
+    guarded,
+    json_line,
+    required,
+)
 from kcodec.client.config import COMPRESSION_TYPES
 
 NAME = "produce"
@@ -13,8 +35,10 @@ HELP = "send messages to a topic (arguments, or one per line of stdin)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-t", "--topic", help="topic to write to (required)")
-    parser.add_argument("-p", "--partition", type=int, help="partition (default: by key, or sticky)")
+    required(parser).add_argument("-t", "--topic", action=Once, required=True,
+                                  help="topic to write to")
+    parser.add_argument("-p", "--partition", type=int,
+                        help="partition (default: by key; keyless records: sticky, KIP-794)")
     parser.add_argument("-k", "--key", help="key of every message")
     parser.add_argument("-c", "--compression", default="none",
                         help=f"compression codec: {', '.join(COMPRESSION_TYPES)} (default none)")
@@ -28,10 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @guarded
 def run(args: argparse.Namespace) -> int:
-    from kcodec.client import Producer
-
-    if not args.topic:
-        raise UsageError("a topic is required (-t TOPIC)")
     if args.compression not in COMPRESSION_TYPES:
         raise UsageError(f"unknown compression codec {args.compression!r} "
                          f"(choose from {', '.join(COMPRESSION_TYPES)})")
@@ -46,28 +66,103 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"header {h!r} is not KEY=VALUE")
         headers.append((k, v.encode()))
     acks = args.acks
+    ms = int(args.timeout * 1000)
     cfg = client_config(args, compression_type=args.compression, acks=acks,
-                        enable_idempotence=acks in ("all", "-1"), linger_ms=5)
+                        enable_idempotence=acks in ("all", "-1"), linger_ms=5,
+                        delivery_timeout_ms=ms)
+    with Graceful() as sig:
+        return _produce(args, cfg, headers, sig)
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.read = self.sent = self.confirmed = self.failed = 0
+        self.error: BaseException | None = None
+
+
+def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: Graceful) -> int:
+    from kcodec.client import Producer
+
     key = args.key.encode() if args.key is not None else None
-    source = args.messages if args.messages else (line.rstrip("\n") for line in sys.stdin)
-    with Producer(**cfg) as producer:
-        pending = []
-        for msg in source:
-            fut = producer.send(args.topic, msg.encode(), key=key, partition=args.partition,
-                                headers=headers or None)
-            pending.append(fut)
-            if len(pending) >= 1000:
-                _report(args, pending)
-                pending = []
-        _report(args, pending)
+    n = _Tally()
+    pending: deque = deque()
+    ticker = Ticker("sent {sent} records, {confirmed} confirmed, {secs:.0f} s")
+    t0 = time.monotonic()
+    producer = Producer(**cfg)
+    try:
+        source = iter(args.messages) if args.messages else _lines(sys.stdin)
+        while not sig.stop and n.error is None:
+            sig.interruptible = True     # blocked on input: a signal may stop the read
+            try:
+                msg = next(source, None)
+            except Interrupted:
+                break
+            finally:
+                sig.interruptible = False
+            if msg is None:
+                break
+            n.read += 1
+            pending.append(producer.send(args.topic, msg.encode(), key=key,
+                                         partition=args.partition, headers=headers or None))
+            n.sent += 1
+            while pending and pending[0].done():
+                _report(args, pending.popleft(), n)
+            ticker.update(sent=n.sent, confirmed=n.confirmed)
+        # what was sent: wait for its confirmations, at most --timeout from here
+        deadline = time.monotonic() + args.timeout
+        while pending and n.error is None:
+            fut = pending[0]
+            if not fut.done():
+                fut.exception(max(deadline - time.monotonic(), 0))
+                if not fut.done():
+                    break
+            _report(args, pending.popleft(), n)
+        sys.stdout.flush()
+    finally:
+        ticker.close()
+        producer.close(0)            # what is still unconfirmed stays unconfirmed
+    unconfirmed = n.sent - n.confirmed - n.failed
+    never = (len(args.messages) - n.read) if args.messages else None
+    secs = time.monotonic() - t0
+    if sig.stop or n.error is not None or unconfirmed:
+        what = "interrupted" if sig.stop else "stopped"
+        rest = f"{never} never sent" if never is not None else \
+            f"input after line {n.read} never read (resume from line {n.read + 1})"
+        print(f"kcodec produce: {what}: {n.confirmed} lines confirmed, {unconfirmed} sent but "
+              f"unconfirmed (they may or may not be in {args.topic!r}), {n.failed} failed, "
+              f"{rest}", file=sys.stderr)
+        if n.error is not None:
+            print(f"kcodec produce: error: {n.error}", file=sys.stderr)
+            return 1
+        if unconfirmed and not sig.stop:
+            print(f"kcodec produce: error: {unconfirmed} records not confirmed within "
+                  f"{args.timeout:g} s (--timeout)", file=sys.stderr)
+            return 1
+        return sig.exit_code
+    rate = f" ({n.confirmed / secs:,.0f} records/s)" if secs > 0 and n.confirmed >= 1000 else ""
+    print(f"kcodec produce: {n.confirmed} records confirmed in {args.topic!r} in {secs:.2f} s"
+          f"{rate}", file=sys.stderr)
     return 0
 
 
-def _report(args: argparse.Namespace, futs: list) -> None:
-    for f in futs:
-        r = f.result(args.timeout)
-        if args.json:
-            json_line({"topic": args.topic, "partition": r.partition, "offset": r.offset,
-                       "timestamp": r.timestamp})
-        else:
-            print(f"partition {r.partition} offset {r.offset}", flush=True)
+def _lines(stream: Any):
+    for line in stream:
+        yield line[:-1] if line.endswith("\n") else line
+
+
+def _report(args: argparse.Namespace, fut: Any, n: _Tally) -> None:
+    from kcodec.errors import KcodecError
+
+    try:
+        r = fut.result(0)
+    except KcodecError as exc:
+        n.failed += 1
+        if n.error is None:
+            n.error = exc
+        return
+    n.confirmed += 1
+    if args.json:
+        json_line({"topic": args.topic, "partition": r.partition, "offset": r.offset,
+                   "timestamp": r.timestamp}, flush=False)
+    else:
+        sys.stdout.write(f"partition {r.partition} offset {r.offset}\n")

@@ -10,7 +10,11 @@ from typing import Any
 
 from kcodec.client.errors import KafkaTimeoutError
 
-__all__ = ["LoopThread", "shared_loop"]
+__all__ = ["LoopThread", "shared_loop", "GRACE"]
+
+# The blocking facades wait this much longer than an operation's own deadline, so the
+# operation's own error (naming its cause) reaches the caller, not a generic timeout.
+GRACE = 5.0
 
 
 class LoopThread:
@@ -28,7 +32,7 @@ class LoopThread:
     def submit(self, coro: Coroutine) -> concurrent.futures.Future:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def run(self, coro: Coroutine, timeout: float | None = None) -> Any:
+    def run(self, coro: Coroutine, timeout: float | None = None, what: str = "operation") -> Any:
         if threading.current_thread() is self._thread:
             raise RuntimeError("blocking call from inside the client's own event loop")
         fut = self.submit(coro)
@@ -36,7 +40,7 @@ class LoopThread:
             return fut.result(timeout)
         except concurrent.futures.TimeoutError:
             fut.cancel()
-            raise KafkaTimeoutError(f"operation did not complete within {timeout:.1f} s") from None
+            raise KafkaTimeoutError(f"{what} did not complete within {timeout:.1f} s") from None
 
     def call_soon(self, fn, *args) -> None:
         self.loop.call_soon_threadsafe(fn, *args)

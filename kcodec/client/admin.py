@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.assignors import Assignment
 from kcodec.client.cluster import Cluster
 from kcodec.client.config import AdminConfig
@@ -276,7 +276,7 @@ class Admin:
         self._loop = loop or shared_loop()
         self._async = AsyncAdmin(config, **kwargs)
         self.config = self._async.config
-        self._timeout = self.config.api_timeout_ms / 1000 + 1
+        self._timeout = self.config.api_timeout_ms / 1000 + GRACE
 
     def _run(self, coro: Any) -> Any:
         return self._loop.run(coro, self._timeout)

@@ -54,6 +54,7 @@ class Cluster:
         self._meta_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task | None = None
         self.closed = False
+        self.reached = False   # some broker answered the handshake once
 
     # --------------------------------------------------------------- connections
     @property
@@ -85,6 +86,7 @@ class Cluster:
             self._connecting[node_id] = task
             task.add_done_callback(self._connected(node_id))
         new: BrokerConnection = await asyncio.shield(task)
+        self.reached = True
         self._conns[node_id] = new
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
@@ -94,29 +96,45 @@ class Cluster:
         return lambda _task: self._connecting.pop(node_id, None)
 
     async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
-        """A connection to any broker: known brokers first, then the bootstrap list, with backoff."""
+        """A connection to any broker: known brokers first, then the bootstrap list, with backoff.
+
+        A client that has never reached a broker gives up at once when every address
+        answered definitely (refused, unknown host, not Kafka); otherwise it retries until
+        ``deadline`` (default: ``api_timeout_ms`` from now). Either way the error names
+        every address's last failure.
+        """
+        start = time.monotonic()
         if deadline is None:
-            deadline = time.monotonic() + self.config.api_timeout_ms / 1000
+            deadline = start + self.config.api_timeout_ms / 1000
         backoff = self.config.reconnect_backoff_ms / 1000
-        last: BaseException | None = None
+        last: dict[str, BaseException] = {}
         while True:
             for conn in self._conns.values():
                 if conn.alive:
                     return conn
             nodes = list(self.brokers) + [-(i + 1) for i in range(len(self.config.bootstrap))]
             random.shuffle(nodes)
+            definite = True
             for node in nodes:
                 try:
                     return await self.connection(node)
                 except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, OSError) as exc:
-                    last = exc
+                    last[self._address(node)] = exc
+                    definite = definite and getattr(exc, "definite", False)
+            causes = "; ".join(str(e) for e in last.values())
+            if not self.reached and definite:
+                raise BrokerNotAvailableError(f"no broker reachable: {causes}", retriable=False)
             if time.monotonic() + backoff > deadline:
-                addrs = ", ".join(f"{h}:{p}" for h, p in self.config.bootstrap)
                 raise BrokerNotAvailableError(
-                    f"no broker reachable at {addrs} within "
-                    f"{self.config.api_timeout_ms / 1000:.1f} s (last error: {last})")
+                    f"no broker reachable within {time.monotonic() - start:.1f} s "
+                    f"(last error: {causes})")
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
+
+    def _address(self, node: int) -> str:
+        host, port = self.config.bootstrap[-node - 1] if node < 0 else \
+            self.brokers.get(node, ("?", 0))
+        return f"{host}:{port}"
 
     async def send(self, node_id: int | None, api_key: int, body: Any,
                    version: int | None = None, timeout: float | None = None,
@@ -147,7 +165,7 @@ class Cluster:
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
                 if self.closed:
                     raise ClientClosedError("the client is closed") from exc
-                if time.monotonic() + backoff > deadline:
+                if not getattr(exc, "retriable", True) or time.monotonic() + backoff > deadline:
                     raise
                 self.invalidate()
             await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,26 +19,51 @@ COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
+_HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+
+
 def parse_bootstrap(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
-    """``"a:9092,b:9093"`` or a list of ``host:port`` -> [(host, port), ...]."""
+    """``"a:9092,b:9093"`` or a list of ``host:port`` -> [(host, port), ...].
+
+    Hosts are names, IPv4 addresses or bracketed IPv6 addresses (``[::1]:9092``); anything
+    else is a ``ValueError`` naming the address, before any connection is tried.
+    """
+    if not isinstance(servers, (str, list, tuple)):
+        raise ValueError(f"bootstrap_servers must be a string or a list, got {servers!r}")
     items = servers.split(",") if isinstance(servers, str) else list(servers)
     out = []
     for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port)")
         item = item.strip()
         if not item:
             continue
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        host, sep, port = item.rpartition(":")
-        if not sep:
-            host, port = item, "9092"
-        host = host.strip("[]")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port)")
+        addr = item.split("://", 1)[1] if "://" in item else item
+        if addr.startswith("["):
+            host, sep, port = addr[1:].partition("]")
+            port = port[1:] if port.startswith(":") else ("9092" if not port else "x")
+            ok = bool(sep) and _is_ipv6(host)
+        else:
+            host, sep, port = addr.rpartition(":")
+            if not sep:
+                host, port = addr, "9092"
+            ok = _HOST.fullmatch(host) is not None
+        if not ok or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"bootstrap_servers: bad address {item!r} (expected host:port, "
+                             "or [IPv6]:port)")
         out.append((host, int(port)))
     if not out:
         raise ValueError("bootstrap_servers: no address given")
     return out
+
+
+def _is_ipv6(host: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.IPv6Address(host)
+        return True
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -84,7 +110,7 @@ class ClientConfig:
 class ProducerConfig(ClientConfig):
     acks: int | str = "all"
     linger_ms: int = 5
-    batch_size: int = 16384 * 8
+    batch_size: int = 16384
     max_in_flight_requests_per_connection: int = 5
     retries: int = 2147483647
     delivery_timeout_ms: int = 120000

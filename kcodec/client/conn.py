@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import socket
 import time
 from typing import Any
 
@@ -11,6 +14,16 @@ from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
 from kcodec.errors import KcodecError, ProtocolError
 
 __all__ = ["BrokerConnection"]
+
+# connect() errors no amount of waiting changes for a broker that was never reached
+_DEFINITE_ERRNOS = {errno.ECONNREFUSED, errno.EADDRNOTAVAIL, errno.ENETUNREACH,
+                    errno.EHOSTUNREACH, errno.EAFNOSUPPORT, errno.EINVAL}
+
+
+def _definite(message: str) -> BrokerNotAvailableError:
+    err = BrokerNotAvailableError(message)
+    err.definite = True
+    return err
 
 
 class BrokerConnection:
@@ -36,21 +49,46 @@ class BrokerConnection:
         return self._writer is not None and self.error is None and not self.core.closed
 
     async def connect(self, timeout: float) -> BrokerConnection:
+        """Open the socket and negotiate versions, within ``timeout`` seconds.
+
+        Failures are ``BrokerNotAvailableError`` naming the address and the cause; those
+        that waiting cannot change (refused, no such host, a peer that does not speak
+        Kafka) carry ``definite=True`` so a client that never reached a broker can stop.
+        """
+        addr = f"{self.host}:{self.port}"
         try:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout)
         except asyncio.TimeoutError:
             raise BrokerNotAvailableError(
-                f"connecting to {self.host}:{self.port} timed out after {timeout:.1f} s") from None
+                f"connecting to {addr} timed out after {timeout:.1f} s") from None
+        except socket.gaierror as exc:
+            raise _definite(f"cannot resolve host {self.host!r}: {exc.strerror or exc}") from None
         except OSError as exc:
-            raise BrokerNotAvailableError(
-                f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}") from None
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            err = BrokerNotAvailableError(f"cannot connect to {addr}: {why}")
+            if isinstance(exc, ConnectionRefusedError) or exc.errno in _DEFINITE_ERRNOS:
+                err.definite = True
+            raise err from None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             resp = await self.request(18, None, version=3, body_override=True, timeout=timeout)
             if not self.core.on_api_versions(resp):
                 resp = await self.request(18, None, version=0, body_override=True, timeout=timeout)
                 self.core.on_api_versions(resp)
+        except KafkaTimeoutError:
+            self.close()
+            raise BrokerNotAvailableError(
+                f"{addr} accepted the connection but did not answer the Kafka handshake "
+                f"(ApiVersions) within {timeout:.1f} s; is it a Kafka broker?") from None
+        except ProtocolError as exc:
+            self.close()
+            raise _definite(f"{addr} is not a Kafka broker: its answer to the Kafka handshake "
+                            f"(ApiVersions) does not parse ({exc})") from None
+        except BrokerNotAvailableError as exc:
+            self.close()
+            raise _definite(f"{addr} closed the connection during the Kafka handshake "
+                            f"(ApiVersions); is it a Kafka listener? ({exc})") from None
         except BaseException:
             self.close()
             raise

@@ -18,10 +18,16 @@ from collections import deque
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any, Callable, NamedTuple
 
-from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.errors import ClientClosedError, KafkaError, NoOffsetForPartitionError
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+)
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
 
@@ -105,6 +111,29 @@ class _Engine:
         # positions are looked up once the application polls (as in Java), so a commit or
         # seek between assign() and the first poll() is honoured
         self.resolve = False
+        # records an iterator took from a poll but has not handed out yet: tp -> the offset
+        # of the first of them (what commits and rewinds use instead of the position)
+        self.held: dict[TopicPartition, int] = {}
+        # no broker answer since this time (None: the last request went well), and why
+        self.failing_since: float | None = None
+        self.last_failure: BaseException | None = None
+
+    def failed(self, exc: BaseException) -> None:
+        self.last_failure = exc
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+
+    def lost_broker(self) -> BrokerNotAvailableError | None:
+        """The error ``poll`` raises when the brokers failed every request for
+        ``api_timeout_ms`` (then the clock restarts, so a later poll may raise again)."""
+        since = self.failing_since
+        limit = self.config.api_timeout_ms / 1000
+        if since is None or time.monotonic() - since < limit or not self.states:
+            return None
+        self.failing_since = time.monotonic()
+        return BrokerNotAvailableError(
+            f"no broker answered for {limit:.1f} s; last error: "
+            f"{self.last_failure}")
 
     # ------------------------------------------------------------------ assignment
     def set_assignment(self, tps: Iterable[TopicPartition]) -> None:
@@ -116,6 +145,8 @@ class _Engine:
             for tp in tps:
                 self.states.setdefault(tp, _PState())
             self.no_offset &= tps
+            for tp in [tp for tp in self.held if tp not in tps]:
+                del self.held[tp]
             self._drop_buffered(lambda f: f.tp not in tps)
             self.resolve = False
         self.kick()
@@ -133,6 +164,7 @@ class _Engine:
             st.position = offset
             st.fetch_position = offset
             st.epoch += 1
+            self.held.pop(tp, None)   # the application said where to go on
             self._drop_buffered(lambda f: f.tp == tp)
             self.no_offset.discard(tp)
             err = self.error
@@ -208,6 +240,7 @@ class _Engine:
             except KcodecError as exc:
                 if not getattr(exc, "retriable", True):
                     self.error = exc
+                self.failed(exc)
                 self.cluster.invalidate()
                 await asyncio.sleep(backoff)
                 continue
@@ -262,6 +295,7 @@ class _Engine:
                    "forgotten_topics_data": [], "rack_id": ""}
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
             resp = await self.cluster.send(node, 1, req, timeout=timeout)
+            self.failing_since = None
             body = resp.body
             if body.error_code:
                 raise KafkaError(body.error_code, "Fetch")
@@ -299,6 +333,8 @@ class _Engine:
         except KcodecError as exc:
             if isinstance(exc, KafkaError) and not exc.retriable:
                 self.error = exc
+            if not isinstance(exc, KafkaError):
+                self.failed(exc)
             self.cluster.invalidate()
             await asyncio.sleep(cfg.retry_backoff_ms / 1000)
         finally:
@@ -399,7 +435,31 @@ class _Engine:
         return out
 
     def positions_to_commit(self) -> dict[TopicPartition, int]:
-        return {tp: st.position for tp, st in self.states.items() if st.position is not None}
+        """What the application consumed: positions, except where an iterator still holds
+        records it has not handed out (those are not consumed yet)."""
+        held = self.held
+        return {tp: held.get(tp, st.position) for tp, st in self.states.items()
+                if st.position is not None}
+
+    def rewind_held(self) -> None:
+        """An iterator stopped with records not handed out: fetch them again next time."""
+        held = dict(self.held)
+        self.held.clear()
+        if self.closed:
+            return
+        for tp, off in held.items():
+            st = self.states.get(tp)
+            if st is not None and st.position is not None and st.position != off:
+                self.seek(tp, off)
+
+    async def abort(self) -> None:
+        """Stop at once: no commit, no LeaveGroup; just drop the connections."""
+        self.closed = True
+        if self.fetcher is not None:
+            self.fetcher.cancel()
+        if self.group is not None and self.group.hb_task is not None:
+            self.group.hb_task.cancel()
+        await self.cluster.close()
 
     async def close(self) -> None:
         self.closed = True
@@ -590,6 +650,11 @@ class _Common:
         eng = self._engine
         if eng.closed:
             raise ClientClosedError("the consumer is closed")
+        if eng.held:   # poll() after an iterator stopped early: hand those records out again
+            eng.rewind_held()
+        lost = eng.lost_broker()
+        if lost is not None:
+            raise lost
         if eng.error is not None:
             err, eng.error = eng.error, None
             if isinstance(err, NoOffsetForPartitionError):   # ask again after this poll
@@ -616,13 +681,25 @@ class _Common:
         return bool(eng.group is not None and cfg.enable_auto_commit and eng.states
                     and time.monotonic() - eng.last_commit >= cfg.auto_commit_interval_ms / 1000)
 
-    @staticmethod
-    def _records_iter(polled: dict[TopicPartition, list]) -> Iterator[ConsumerRecord]:
+    def _hand_out(self, polled: dict[TopicPartition, list]) -> Iterator[ConsumerRecord]:
+        """Records of one poll, one at a time; a record counts as consumed once handed out
+        (kafka-python's iterator semantics), so commits -- automatic, on rebalance, on
+        close -- never pass a record the application did not get. Stopping early rewinds
+        the partitions to the first record not handed out."""
+        held = self._engine.held
         for tp, recs in polled.items():
-            t, p = tp
-            for r in recs:
-                yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
-                                     r.value, r.headers)
+            held[tp] = recs[0].offset
+        try:
+            for tp, recs in polled.items():
+                t, p = tp
+                for r in recs:
+                    held[tp] = r.offset + 1
+                    yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
+                                         r.value, r.headers)
+                held.pop(tp, None)   # all handed out: the position (past control batches) stands
+        finally:
+            if held:
+                self._engine.rewind_held()
 
 
 class AsyncConsumer(_Common):
@@ -780,7 +857,7 @@ class AsyncConsumer(_Common):
 
     async def _aiter(self):
         while True:
-            for rec in self._records_iter(await self.poll(1.0)):
+            for rec in self._hand_out(await self.poll(1.0)):
                 yield rec
 
     async def position(self, partition: TopicPartition) -> int:
@@ -863,7 +940,7 @@ class Consumer(_Common):
             self.subscribe(list(topics))
 
     def _run(self, coro: Any, timeout: float | None = None) -> Any:
-        return self._loop.run(coro, self._timeout if timeout is None else timeout)
+        return self._loop.run(coro, self._timeout + GRACE if timeout is None else timeout)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._async.assign(partitions)
@@ -873,7 +950,8 @@ class Consumer(_Common):
         in the thread that polls (or closes), revocation before the partitions move."""
         self._async.subscribe(topics, listener)
 
-    def _drive(self, steps: Generator[tuple, Any, None], timeout: float) -> None:
+    def _drive(self, steps: Generator[tuple, Any, None], timeout: float,
+               what: str = "operation") -> None:
         """Run rebalance/close steps: coroutines on the loop, the listener right here."""
         value: Any = None
         while True:
@@ -883,14 +961,16 @@ class Consumer(_Common):
                 return
             value = None
             if step[0] == "await":
-                value = self._run(step[1], timeout)
+                value = self._loop.run(step[1], timeout, what)
             elif self._engine.listener is not None:
                 getattr(self._engine.listener, step[1])(sorted(step[2]))
 
     def _ensure_group(self) -> None:
         if self._async._rebalance_due():
+            cfg = self.config   # the join's own deadline (GroupMember.join), plus grace
             self._drive(self._async._rebalance(),
-                        self._timeout + 2 * self.config.session_timeout_ms / 1000)
+                        max(cfg.api_timeout_ms, 2 * cfg.session_timeout_ms) / 1000 + GRACE,
+                        f"joining group {cfg.group_id!r}")
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
@@ -932,8 +1012,12 @@ class Consumer(_Common):
         return eng.take_columns()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records one by one, polling as needed; unlike ``poll`` (where everything a poll
+        returned counts as consumed, as in Java), only records handed out count."""
         while True:
-            yield from self._records_iter(self.poll(1.0))
+            polled = self.poll(1.0)
+            if polled:
+                yield from self._hand_out(polled)
 
     def position(self, partition: TopicPartition) -> int:
         return self._run(self._async.position(partition))
@@ -959,12 +1043,19 @@ class Consumer(_Common):
             fut.add_done_callback(lambda f: callback(f.exception()))
         return fut
 
-    def close(self) -> None:
-        """Commit (auto-commit), revoke (listener, in this thread), leave the group, disconnect."""
+    def close(self, timeout: float | None = None) -> None:
+        """Commit (auto-commit), revoke (listener, in this thread), leave the group,
+        disconnect -- within ``timeout`` seconds (default ``api_timeout_ms``); past it the
+        connections are dropped without the rest and ``KafkaTimeoutError`` is raised."""
         eng = self._engine
         if eng.closed:
             return
-        self._drive(self._async._closing(), 30)
+        limit = self._timeout if timeout is None else timeout
+        try:
+            self._drive(self._async._closing(), limit, "closing the consumer")
+        except KafkaTimeoutError:
+            self._loop.run(eng.abort(), 5)
+            raise
 
     def __enter__(self) -> Consumer:
         return self

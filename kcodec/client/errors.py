@@ -48,7 +48,17 @@ class KafkaTimeoutError(KcodecError, TimeoutError):
 
 
 class BrokerNotAvailableError(KcodecError, ConnectionError):
-    """No broker could be reached (connection refused, DNS failure, handshake failure)."""
+    """No broker could be reached (connection refused, DNS failure, handshake failure).
+
+    ``definite`` says the address answered in a way waiting cannot change (refused, no
+    such host, not a Kafka peer); ``retriable`` is False when the client gives up at once
+    because every bootstrap address of a client that never reached a broker was definite.
+    """
+
+    def __init__(self, message: str, retriable: bool = True, definite: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+        self.definite = definite
 
 
 class ClientClosedError(KcodecError):

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, Callable, NamedTuple, Optional
 
-from kcodec.client._sync import LoopThread, shared_loop
+from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
 from kcodec.client.errors import (
@@ -59,7 +59,7 @@ def _as_bytes(v: Any, what: str) -> bytes | None:
 class _Batch:
     __slots__ = ("topic", "partition", "builder", "count", "data", "created", "deadline",
                  "timestamps", "event", "afut", "result_base", "result_ts", "error",
-                 "callbacks", "sequence", "attempts", "size", "inflight")
+                 "callbacks", "sequence", "attempts", "size", "inflight", "last_error")
 
     def __init__(self, topic: str, partition: int, builder: Any, deadline: float,
                  sequence: int, afut: asyncio.Future | None) -> None:
@@ -79,6 +79,7 @@ class _Batch:
         self.attempts = 0
         self.size = 0
         self.inflight = False
+        self.last_error: BaseException | None = None
 
     def close(self) -> bytes:
         if self.data is None:
@@ -172,7 +173,8 @@ class _Engine:
         self.loop = loop
         self.cluster = Cluster(config)
         self.codec = CODECS[config.compression_type]
-        self.partitioner = DefaultPartitioner()
+        self.partitioner = DefaultPartitioner(batch_size=config.batch_size)
+        self.sticky_topics: dict[str, int] = {}   # topics with keyless records: partitions
         self.lock = threading.Lock()
         self.space = threading.Condition(self.lock)
         self.open: dict[tuple[str, int], _Batch] = {}
@@ -197,22 +199,22 @@ class _Engine:
     def append(self, topic: str, partition: int, partitions: int, key: bytes | None,
                value: bytes | None, headers: Any, timestamp: int | None,
                sticky: bool = False) -> RecordFuture:
-        """Add a record to its partition's open batch (any thread). ``sticky``: the partition
-        was chosen by the sticky partitioner and moves on when the batch is full."""
-        tp = (topic, partition)
+        """Add a record to its partition's open batch (any thread). ``sticky``: a keyless
+        record without a partition; the sticky partitioner picks one here, under the lock,
+        and counts the bytes (KIP-794)."""
         with self.lock:
             if self.closed or self.fatal is not None:
                 raise self.fatal or ClientClosedError("the producer is closed")
+            if sticky:
+                partition = self.partitioner.sticky.partition(topic, partitions)
+                self.sticky_topics[topic] = partitions
+            tp = (topic, partition)
             b = self.open.get(tp)
             meta = None if b is None else b.builder.append(key, value, headers, timestamp)
-            if b is None or meta is None:
-                if b is not None:      # full: send it, start another (elsewhere if sticky)
+            if meta is None:
+                if b is not None:      # full: send it, start another
                     self._seal(tp, b)
-                    if sticky:
-                        self.partitioner.sticky.on_new_batch(topic, partitions, partition)
-                        partition = self.partitioner.sticky.partition(topic, partitions)
-                        tp = (topic, partition)
-                b = self.open.get(tp) or self._new_batch(tp)
+                b = self._new_batch(tp)
                 meta = b.builder.append(key, value, headers, timestamp)
                 if meta is None:
                     self._seal(tp, b)
@@ -228,9 +230,10 @@ class _Engine:
             self.buffered += size
             if b.size >= self.seal_at:
                 self._seal(tp, b)
-                if sticky:
-                    self.partitioner.sticky.on_new_batch(topic, partitions, partition)
                 self._kick()
+            if sticky:
+                self.partitioner.sticky.on_append(topic, partitions, partition, size,
+                                                  tp not in self.open)
         return RecordFuture(b, idx)
 
     def append_built(self, topic: str, partition: int, built: Any, size: int) -> _Batch:
@@ -320,6 +323,8 @@ class _Engine:
                         if not b.inflight:
                             ready.append(b)
                             break
+                if self.sticky_topics:
+                    self._update_load()
             launched = await self._dispatch(ready) if ready else 0
             if self.closed and not self.pending:
                 return
@@ -335,15 +340,31 @@ class _Engine:
             except asyncio.TimeoutError:
                 pass
 
+    def _update_load(self) -> None:
+        """Unacknowledged batches per partition of each keyless topic, for the adaptive
+        sticky partitioner (lock held). Java counts the batches waiting in each partition's
+        queue; counting those in flight too is what makes a slow broker's partitions show."""
+        sizes = {t: [0] * n for t, n in self.sticky_topics.items()}
+        for (t, p), q in self.queues.items():
+            row = sizes.get(t)
+            if row is not None and p < len(row):
+                row[p] += len(q)
+        for t, row in sizes.items():
+            self.partitioner.sticky.update_load(t, row)
+
+    def _timed_out(self, b: _Batch) -> KafkaTimeoutError:
+        last = f"; last error: {b.last_error}" if b.last_error is not None else ""
+        return KafkaTimeoutError(
+            f"delivery to {b.topic}[{b.partition}] timed out after "
+            f"{self.config.delivery_timeout_ms} ms ({b.attempts} attempts{last})")
+
     async def _dispatch(self, ready: list[_Batch]) -> int:
         launched = 0
         by_node: dict[int, list[_Batch]] = {}
         now = time.monotonic()
         for b in ready:
             if now > b.deadline:
-                self._drop(b, KafkaTimeoutError(
-                    f"delivery to {b.topic}[{b.partition}] timed out after "
-                    f"{self.config.delivery_timeout_ms} ms ({b.attempts} attempts)"))
+                self._drop(b, self._timed_out(b))
                 continue
             info = self.cluster.topics.get(b.topic)
             leader = info.partitions.get(b.partition, -1) if info else -1
@@ -387,8 +408,12 @@ class _Engine:
             req = {"transactional_id": None, "acks": cfg.acks,
                    "timeout_ms": cfg.request_timeout_ms,
                    "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()]}
+            # the answer is awaited no longer than the first batch's delivery deadline
+            wait = min(cfg.request_timeout_ms / 1000,
+                       max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
             try:
-                resp = await self.cluster.send(node, 0, req, expect_response=cfg.acks != 0)
+                resp = await self.cluster.send(node, 0, req, timeout=wait,
+                                               expect_response=cfg.acks != 0)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
                 if isinstance(exc, ClientClosedError):
                     for b in batches:
@@ -469,10 +494,18 @@ class _Engine:
             return not q or q[0] is b
 
     def _retry_or_fail(self, b: _Batch, exc: BaseException, force: bool = False) -> None:
+        """A failed attempt: retry, or fail the batch with what Java reports -- the error
+        itself when it is not retriable or retries are used up, else (the delivery timeout
+        has passed, however late the error came) the timeout, naming the last error."""
+        b.last_error = exc
         retriable = force or not isinstance(exc, KafkaError) or exc.retriable
-        if retriable and b.attempts <= self.config.retries and time.monotonic() < b.deadline:
-            return   # stays at the head of its queue; the sender picks it up again
-        self._drop(b, exc)
+        if not retriable:
+            self._drop(b, exc)
+        elif time.monotonic() >= b.deadline:
+            self._drop(b, self._timed_out(b))
+        elif b.attempts > self.config.retries:
+            self._drop(b, exc)
+        # else: it stays at the head of its queue; the sender picks it up again
 
     def _complete(self, b: _Batch, base: int, log_append: int) -> None:
         with self.lock:
@@ -607,7 +640,7 @@ class Producer(_Base):
         self._timeout = self.config.api_timeout_ms / 1000
         self._buffer_memory = self.config.buffer_memory
         try:
-            self._loop.run(self._engine.start(), self._timeout + 1)
+            self._loop.run(self._engine.start(), self._timeout + GRACE)
         except BaseException:
             self._loop.run(self._engine.close(0), 5)
             raise
@@ -623,10 +656,9 @@ class Producer(_Base):
             value = _as_bytes(value, "value")
         count = eng.counts.get(topic)
         if count is None:
-            count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + GRACE)
         if partition is None:
-            p = partition_for_key(key, count) if key is not None \
-                else eng.partitioner.sticky.partition(topic, count)
+            p = partition_for_key(key, count) if key is not None else -1   # -1: sticky
         else:
             p = self._route(topic, key, partition, count)
         if eng.buffered > self._buffer_memory:
@@ -675,7 +707,7 @@ class Producer(_Base):
         self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
 
     def partitions_for(self, topic: str) -> list[int]:
-        info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + 1)
+        info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + GRACE)
         return sorted(info.partitions)
 
     def __enter__(self) -> Producer:
