@@ -265,6 +265,43 @@ def test_stream_restart_from_checkpoint(spark, broker, tmp_path) -> None:
     assert len({(r.partition, r.offset) for r in got}) == 800
 
 
+@pytest.mark.slow
+def test_stream_pattern_new_topic_and_stream_sink(spark, broker, tmp_path) -> None:
+    """subscribePattern picks up a topic created after the query started; writeStream
+    through the kcodec sink copies every record once per run."""
+    prefix = f"pat-{uuid.uuid4().hex[:6]}"
+    first, second, out = f"{prefix}-a", f"{prefix}-b", _topic(broker, 1)
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        a.create_topics([first], num_partitions=2)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=2) as p:
+        for i in range(100):
+            p.send(first, b"a%d" % i, partition=i % 2)
+    fence(broker.bootstrap, first, 2)
+
+    def run() -> None:
+        q = (spark.readStream.format("kcodec")
+             .option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("subscribePattern", prefix + "-.*").option("startingOffsets", "earliest")
+             .load().where(f"value != X'{FENCE.hex()}'").select("key", "value")
+             .writeStream.format("kcodec").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("topic", out).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(180)
+        assert q.exception() is None, q.exception()
+
+    run()
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        a.create_topics([second], num_partitions=3)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=2) as p:
+        for i in range(60):
+            p.send(second, b"b%d" % i, partition=i % 3)
+    fence(broker.bootstrap, second, 3)
+    run()
+    fence(broker.bootstrap, out, 1)
+    got = sorted(r[3] for r in confluent_read(broker.bootstrap, out, 1))
+    assert got == sorted([b"a%d" % i for i in range(100)] + [b"b%d" % i for i in range(60)])
+
+
 # ---------------------------------------------------------------------------------------------
 # log-segment source
 
