@@ -319,3 +319,26 @@ def test_send_columns_through_the_broker(broker, topic_name: str) -> None:
     assert len(got) == n
     assert sorted(v for _p, _o, _k, v in got) == sorted(values.to_pylist())
     assert {p: max(o for q, o, _k, _v in got if q == p) for p, *_ in got} == last
+
+
+def test_discovery_modules_are_packaged() -> None:
+    """Spark registers DefaultSource of every installed top-level ``pyspark_*`` module."""
+    import pyspark_kcodec
+    import pyspark_kcodec_log
+    from kcodec.spark import KafkaLogSource, KafkaSource
+
+    assert pyspark_kcodec.DefaultSource is KafkaSource
+    assert pyspark_kcodec_log.DefaultSource is KafkaLogSource
+    assert KafkaSource.name() == "kcodec" and KafkaLogSource.name() == "kcodec-log"
+    try:
+        import tomllib
+    except ImportError:   # Python < 3.11
+        import tomli as tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if pyproject.exists():   # (a wheel test run has the tests only)
+        cfg = tomllib.loads(pyproject.read_text())
+        assert "pyspark_kcodec*" in cfg["tool"]["setuptools"]["packages"]["find"]["include"]
+        assert any(d.startswith("pyspark") for d in cfg["project"]["optional-dependencies"]
+                   ["spark"])
