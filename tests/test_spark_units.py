@@ -342,3 +342,45 @@ def test_discovery_modules_are_packaged() -> None:
         assert "pyspark_kcodec*" in cfg["tool"]["setuptools"]["packages"]["find"]["include"]
         assert any(d.startswith("pyspark") for d in cfg["project"]["optional-dependencies"]
                    ["spark"])
+
+
+def _txn_blob(commit: bool) -> bytes:
+    from kcodec.records import RecordBatchBuilder
+
+    b = RecordBatchBuilder(base_offset=0, producer_id=7, producer_epoch=0,
+                           is_transactional=True)
+    for i in range(5):
+        b.append(b"k", b"t%d" % i, [], timestamp=1000 + i)
+    c = RecordBatchBuilder(base_offset=5, is_control=True, is_transactional=True,
+                           producer_id=7, producer_epoch=0)
+    c.append_control(1 if commit else 0, coordinator_epoch=0, timestamp=2000)
+    d = RecordBatchBuilder(base_offset=6)
+    for i in range(3):
+        d.append(None, b"p%d" % i, [("h", b"1")], timestamp=3000 + i)
+    return b.build() + c.build() + d.build()
+
+
+@pytest.mark.parametrize("committed", [False, True])
+@pytest.mark.parametrize("aborted", [False, True])
+def test_range_decode_gaps_and_isolation(committed: bool, aborted: bool) -> None:
+    """A fetched blob with a transaction marker (a gap at offset 5), an aborted or committed
+    transaction, and a range that ends inside the blob: the rows Spark gets."""
+    from types import SimpleNamespace
+
+    from kcodec.spark._kafka import _RangeReader
+
+    opts = src(subscribe="t", includeheaders="true",
+               **({"kafka.isolation.level": "read_committed"} if committed else {}))
+    r = _RangeReader(KafkaRange("t", 0, 1, 8), opts)
+    r.config = SimpleNamespace(check_crcs=True)
+    part = SimpleNamespace(aborted_transactions=[SimpleNamespace(producer_id=7, first_offset=0)]
+                           if aborted else [])
+    rb, nxt = r._decode(part, _txn_blob(commit=not aborted))
+    assert nxt == 8                         # the range's end, inside the blob
+    offsets = rb.column("offset").to_pylist()
+    if committed and aborted:
+        assert offsets == [6, 7]
+    else:
+        assert offsets == [1, 2, 3, 4, 6, 7]
+    assert rb.schema.field("timestampType").type == pa.int32()
+    assert rb.column("headers").to_pylist()[-1] == [{"key": "h", "value": b"1"}]
