@@ -182,6 +182,7 @@ def test_sink_round_trip(spark, broker) -> None:
     assert by_value[b"v-10"][2] is None
 
 
+@pytest.mark.slow
 def test_sink_topic_and_partition_columns(spark, broker) -> None:
     a, b = _topic(broker, 2), _topic(broker, 2)
     rows = [(a if i % 2 else b, i % 2, f"v{i}") for i in range(40)]
