@@ -152,6 +152,27 @@ def test_pushdown_narrows_ranges(spark, broker, data) -> None:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
 
+@pytest.mark.slow
+def test_broker_gone_fails_the_query(spark) -> None:
+    """A broker that is gone when the query runs fails it with the client's error, never an
+    empty or partial result."""
+    from tests.broker import Tansu
+
+    with Tansu() as b:
+        name = f"gone-{uuid.uuid4().hex[:6]}"
+        with Admin(bootstrap_servers=b.bootstrap) as a:
+            a.create_topics([name], num_partitions=2)
+        fence(b.bootstrap, name, 2)
+        df = (spark.read.format("kcodec").option("kafka.bootstrap.servers", b.bootstrap)
+              .option("subscribe", name).option("kafka.default.api.timeout.ms", "3000")
+              .option("kafka.request.timeout.ms", "2000")
+              .option("kafkaConsumer.pollTimeoutMs", "3000").load())
+        assert df.count() == 2
+        b.stop()
+        with pytest.raises(Exception, match="no broker reachable|within"):
+            df.count()
+
+
 # ---------------------------------------------------------------------------------------------
 # sink
 
