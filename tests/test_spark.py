@@ -125,6 +125,14 @@ def test_min_partitions_and_max_records(spark, broker, data) -> None:
     assert df.count() == 603
 
 
+def test_empty_results(spark, broker, data) -> None:
+    topic, _ = data
+    assert _read(spark, broker, subscribe="no-such-topic-" + uuid.uuid4().hex[:6]).count() == 0
+    df = _read(spark, broker, subscribe=topic, startingOffsets=f'{{"{topic}": {{"0": 3, '
+               f'"1": 3, "2": 3}}}}', endingOffsets=f'{{"{topic}": {{"0": 3, "1": 3, "2": 3}}}}')
+    assert df.count() == 0
+
+
 def test_bad_options_fail_clearly(spark, broker, data) -> None:
     topic, _ = data
     with pytest.raises(Exception, match="startingOffsets"):
