@@ -8,6 +8,8 @@ the pure twins at run time (kcodec/_impl.py).
 Other build-time environment variables:
   KCODEC_BUILD_JOBS=N   compile N extensions at once (cythonize and build_ext)
   KCODEC_DEBUG=1        keep debug symbols and turn off optimisation (-O0 -g / /Od /Zi)
+  KCODEC_WERROR=1       compiler warnings are errors (-Werror / /WX); CI sets it, users'
+                        builds do not, so a new compiler's new warning cannot break them
 """
 
 import os
@@ -61,6 +63,8 @@ class BuildExt(build_ext):
         msvc = self.compiler.compiler_type == "msvc"
         release, debug = MSVC_FLAGS if msvc else GCC_FLAGS
         flags = debug if _truthy("KCODEC_DEBUG") else release
+        if _truthy("KCODEC_WERROR"):
+            flags = flags + (["/WX"] if msvc else ["-Werror"])
         for ext in self.extensions:
             ext.extra_compile_args = flags + list(ext.extra_compile_args or [])
         super().build_extensions()

@@ -139,7 +139,7 @@ cdef list _descriptor_names = []   # keeps the C strings of the names alive
 cdef Py_ssize_t _find(object inst, Py_ssize_t size, object sentinel) except -1:
     cdef PyObject** p = <PyObject**><PyObject*>inst
     cdef Py_ssize_t i
-    for i in range(size // sizeof(PyObject*)):
+    for i in range(size // <Py_ssize_t>sizeof(PyObject*)):
         if p[i] == <PyObject*>sentinel:
             return i * sizeof(PyObject*)
     raise RuntimeError("record field not found")

@@ -363,7 +363,7 @@ cdef extern from *:
     /* A list of exactly n items nobody else holds; a (key, value) tuple likewise. */
     #define KC_LIST_REUSABLE(o, n) (KC_SOLE(o) && PyList_CheckExact(o) && PyList_GET_SIZE(o) == (n))
     #define KC_PAIR_REUSABLE(o) (KC_SOLE(o) && PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2)
-    #define KC_SOLE_RECORD(o, t) (KC_SOLE(o) && Py_TYPE(o) == (t))
+    #define KC_SOLE_RECORD(o, t) (KC_SOLE(o) && Py_TYPE(o) == (PyTypeObject*)(t))
     /* Tuples cache their hash from CPython 3.14: a refilled pair must forget it. */
     #if PY_VERSION_HEX >= 0x030E0000
     #define KC_PAIR_REHASH(o) (((PyTupleObject*)(o))->ob_hash = -1)

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
 def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
              parts: list[tuple[str, int]], sig: Graceful) -> int:
     from kcodec.client import BrokerNotAvailableError, Consumer, RebalanceListener, TopicPartition
+    from kcodec.errors import KcodecError
 
     printed: dict[Any, int] = {}     # partition -> offset after its last printed record
     committed: dict[Any, int] = {}
@@ -75,18 +76,23 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
     out = sys.stdout
     many = len(topics) > 1
 
-    def commit(only: Any = None) -> None:
+    def commit(only: Any = None, quiet: bool = False) -> None:
         todo = {tp: o for tp, o in printed.items()
                 if committed.get(tp) != o and (only is None or tp in only)}
         if todo:
             out.flush()              # commit nothing that is not out of the process yet
-            c.commit(todo)
+            try:
+                c.commit(todo)
+            except KcodecError:
+                if not quiet:
+                    raise
+                return               # e.g. a rebalance under way: the next commit has it
             committed.update(todo)
 
     class Listener(RebalanceListener):
         def on_partitions_revoked(self, revoked: list) -> None:
-            if not sig.stop:
-                commit(set(revoked))   # the next owner starts after the last printed line
+            if not sig.stop:           # the next owner starts after the last printed line
+                commit(set(revoked), quiet=True)
 
         def on_partitions_lost(self, lost: list) -> None:
             for tp in lost:
@@ -118,7 +124,7 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                 out.flush()
                 ticker.update(n=n)
             if args.group and time.monotonic() - last_commit >= COMMIT_EVERY:
-                commit()
+                commit(quiet=True)
                 last_commit = time.monotonic()
         ok = True
     except BrokerNotAvailableError:

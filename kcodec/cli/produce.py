@@ -11,9 +11,10 @@ were never sent, and where to resume; exit code 130 (SIGINT) or 143 (SIGTERM).
 from __future__ import annotations
 
 import argparse
+import queue
 import sys
+import threading
 import time
-from collections import deque
 from typing import Any
 
 from kcodec.cli._client import (
@@ -80,15 +81,45 @@ class _Tally:
         self.error: BaseException | None = None
 
 
+class _Reporter(threading.Thread):
+    """Prints confirmations in input order as they come (not only when the next input line
+    arrives), flushing stdout whenever it has nothing more to print."""
+
+    def __init__(self, args: argparse.Namespace, n: _Tally) -> None:
+        super().__init__(name="kcodec-produce-report", daemon=True)
+        self.args, self.n = args, n
+        self.queue: queue.Queue = queue.Queue()
+        self.give_up = threading.Event()
+
+    def run(self) -> None:
+        out = sys.stdout
+        while True:
+            try:
+                fut = self.queue.get_nowait()
+            except queue.Empty:
+                out.flush()
+                fut = self.queue.get()
+            if fut is None:
+                break
+            while not fut.done():
+                if self.give_up.is_set():
+                    out.flush()
+                    return
+                fut.exception(0.1)
+            _report(self.args, fut, self.n)
+        out.flush()
+
+
 def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: Graceful) -> int:
     from kcodec.client import Producer
 
     key = args.key.encode() if args.key is not None else None
     n = _Tally()
-    pending: deque = deque()
     ticker = Ticker("sent {sent} records, {confirmed} confirmed, {secs:.0f} s")
     t0 = time.monotonic()
     producer = Producer(**cfg)
+    reporter = _Reporter(args, n)
+    reporter.start()
     try:
         source = iter(args.messages) if args.messages else _lines(sys.stdin)
         while not sig.stop and n.error is None:
@@ -102,23 +133,17 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
             if msg is None:
                 break
             n.read += 1
-            pending.append(producer.send(args.topic, msg.encode(), key=key,
-                                         partition=args.partition, headers=headers or None))
+            reporter.queue.put(producer.send(args.topic, msg.encode(), key=key,
+                                             partition=args.partition, headers=headers or None))
             n.sent += 1
-            while pending and pending[0].done():
-                _report(args, pending.popleft(), n)
             ticker.update(sent=n.sent, confirmed=n.confirmed)
         # what was sent: wait for its confirmations, at most --timeout from here
-        deadline = time.monotonic() + args.timeout
-        while pending and n.error is None:
-            fut = pending[0]
-            if not fut.done():
-                fut.exception(max(deadline - time.monotonic(), 0))
-                if not fut.done():
-                    break
-            _report(args, pending.popleft(), n)
-        sys.stdout.flush()
+        reporter.queue.put(None)
+        reporter.join(args.timeout + 1)   # their own delivery timeouts (named) come first
     finally:
+        reporter.give_up.set()
+        reporter.queue.put(None)
+        reporter.join(5)
         ticker.close()
         producer.close(0)            # what is still unconfirmed stays unconfirmed
     unconfirmed = n.sent - n.confirmed - n.failed
@@ -160,9 +185,9 @@ def _report(args: argparse.Namespace, fut: Any, n: _Tally) -> None:
         if n.error is None:
             n.error = exc
         return
-    n.confirmed += 1
     if args.json:
         json_line({"topic": args.topic, "partition": r.partition, "offset": r.offset,
                    "timestamp": r.timestamp}, flush=False)
     else:
         sys.stdout.write(f"partition {r.partition} offset {r.offset}\n")
+    n.confirmed += 1   # counted once its line is written

@@ -19,7 +19,7 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     is_retriable,
 )
-from kcodec.errors import ProtocolError
+from kcodec.errors import KcodecError, ProtocolError
 
 __all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
 
@@ -55,6 +55,8 @@ class Cluster:
         self._reaper: asyncio.Task | None = None
         self.closed = False
         self.reached = False   # some broker answered the handshake once
+        self.last_ok = 0.0     # when a broker last answered a request
+        self.last_fail = 0.0   # when a request or a connection attempt last failed
 
     # --------------------------------------------------------------- connections
     @property
@@ -119,6 +121,7 @@ class Cluster:
                 try:
                     return await self.connection(node)
                 except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, OSError) as exc:
+                    self.last_fail = time.monotonic()
                     last[self._address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
             causes = "; ".join(str(e) for e in last.values())
@@ -141,7 +144,13 @@ class Cluster:
                    expect_response: bool = True) -> Response:
         """One request to ``node_id`` (None: any broker)."""
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
-        return await conn.request(api_key, body, version, timeout, expect_response)
+        try:
+            resp = await conn.request(api_key, body, version, timeout, expect_response)
+        except KcodecError:
+            self.last_fail = time.monotonic()
+            raise
+        self.last_ok = time.monotonic()
+        return resp
 
     async def call(self, make: Callable[[], Awaitable[Any]], what: str,
                    deadline: float | None = None) -> Any:
@@ -255,7 +264,12 @@ class Cluster:
             self._reaper.cancel()
         for task in list(self._connecting.values()):
             task.cancel()
+        readers = []
         for conn in self._conns.values():
             conn.close(ClientClosedError("the client is closed"))
+            if conn._task is not None and conn._task is not asyncio.current_task():
+                readers.append(conn._task)
         self._conns.clear()
         await asyncio.sleep(0)
+        if readers:   # let the cancelled readers finish (no "Task was destroyed" at exit)
+            await asyncio.wait(readers, timeout=1.0)

@@ -117,20 +117,33 @@ class _Engine:
         # no broker answer since this time (None: the last request went well), and why
         self.failing_since: float | None = None
         self.last_failure: BaseException | None = None
+        self.last_failure_at = 0.0
 
     def failed(self, exc: BaseException) -> None:
-        self.last_failure = exc
-        if self.failing_since is None:
-            self.failing_since = time.monotonic()
+        now = time.monotonic()
+        self.last_failure, self.last_failure_at = exc, now
+        if self.failing_since is None or self.cluster.last_ok > self.failing_since:
+            self.failing_since = now
 
     def lost_broker(self) -> BrokerNotAvailableError | None:
         """The error ``poll`` raises when the brokers failed every request for
-        ``api_timeout_ms`` (then the clock restarts, so a later poll may raise again)."""
+        ``api_timeout_ms``: failures since then, still coming, and no answer in between
+        (then the clock restarts, so a later poll may raise again)."""
         since = self.failing_since
-        limit = self.config.api_timeout_ms / 1000
-        if since is None or time.monotonic() - since < limit or not self.states:
+        if since is None:
             return None
-        self.failing_since = time.monotonic()
+        now = time.monotonic()
+        limit = self.config.api_timeout_ms / 1000
+        # still failing: something was tried and failed lately (reconnects are tried at
+        # least every reconnect_backoff_max_ms while the brokers are wanted)
+        lately = max(limit / 2, 2 * self.config.reconnect_backoff_max_ms / 1000)
+        if self.cluster.last_ok > since or \
+                now - max(self.last_failure_at, self.cluster.last_fail) > lately:
+            self.failing_since = None   # answered since, or nothing tried lately
+            return None
+        if now - since < limit or not self.states:
+            return None
+        self.failing_since = now
         return BrokerNotAvailableError(
             f"no broker answered for {limit:.1f} s; last error: "
             f"{self.last_failure}")
@@ -295,7 +308,6 @@ class _Engine:
                    "forgotten_topics_data": [], "rack_id": ""}
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
             resp = await self.cluster.send(node, 1, req, timeout=timeout)
-            self.failing_since = None
             body = resp.body
             if body.error_code:
                 raise KafkaError(body.error_code, "Fetch")
