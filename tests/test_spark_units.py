@@ -384,3 +384,19 @@ def test_range_decode_gaps_and_isolation(committed: bool, aborted: bool) -> None
         assert offsets == [1, 2, 3, 4, 6, 7]
     assert rb.schema.field("timestampType").type == pa.int32()
     assert rb.column("headers").to_pylist()[-1] == [{"key": "h", "value": b"1"}]
+
+
+def test_pipeline_without_java_says_how_to_get_it(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)            # no java on it
+    proc = subprocess.run([sys.executable, "-m", "kcodec", "pipeline", "-n", "10"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "no Java found" in proc.stderr and "openjdk-17" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "kcodec", "pipeline", "-n", "1"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--events must be at least 2" in proc.stderr
