@@ -4,8 +4,8 @@
 ``"python"`` when the pure-Python twins are (``KCODEC_NO_EXTENSIONS=1``, or no build).
 """
 
+from kcodec import errors
 from kcodec._impl import IMPLEMENTATION
 from kcodec._version import __version__
-from kcodec import errors
 
 __all__ = ["IMPLEMENTATION", "__version__", "errors"]

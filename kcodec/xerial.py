@@ -16,7 +16,5 @@ from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
     from kcodec._cy.xerial import *  # noqa: F401,F403
-    from kcodec._cy.xerial import __all__
 else:
     from kcodec._py.xerial import *  # noqa: F401,F403
-    from kcodec._py.xerial import __all__

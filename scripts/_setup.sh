@@ -50,8 +50,25 @@ kcodec_setup() {
             kcodec_pip install --no-build-isolation -e ".[$extras]"
         touch "$stamp"
     fi
+    if [ "$extras" = test ]; then
+        kcodec_stunnel
+    fi
     if ! kcodec_truthy "${KCODEC_NO_EXTENSIONS:-}"; then
         echo "kcodec: compiling the extension" >&2
         KCODEC_BUILD_JOBS="${KCODEC_BUILD_JOBS:-2}" "$VPY" setup.py -q build_ext --inplace >/dev/null
+    fi
+}
+
+# stunnel (Debian's stunnel4): the independent TLS terminator of the TLS tests. Installed
+# with apt-get where that works without asking (root on Debian/Ubuntu); elsewhere the TLS
+# tests skip, saying that stunnel is missing.
+kcodec_stunnel() {
+    if command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1; then
+        return 0
+    fi
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "kcodec: installing stunnel4 (TLS tests)" >&2
+        { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q stunnel4; } \
+            >/dev/null 2>&1 || echo "kcodec: stunnel4 could not be installed; TLS tests will skip" >&2
     fi
 }

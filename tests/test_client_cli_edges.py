@@ -226,6 +226,34 @@ def test_progress_line_on_a_terminal(broker, topic_name) -> None:
     assert "2000 records confirmed" in err
 
 
+def test_consume_progress_line_on_a_terminal(broker, topic_name) -> None:
+    import pty
+
+    _create(broker, topic_name, 1)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
+        for i in range(500):
+            p.send(topic_name, b"%d" % i, partition=0)
+        p.flush()
+    master, slave = pty.openpty()
+    p = kcodec("consume", "-b", broker.bootstrap, "-t", topic_name, "--from-beginning",
+               "-n", "500", stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=60)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    err = b"".join(chunks).decode()
+    assert p.returncode == 0 and out.count(b"\n") == 500
+    assert re.search(r"\rconsumed \d+ records in \d+ s", err), err
+
+
 # ------------------------------------------------------------------ 4. errors name the cause
 
 def test_cli_connection_refused_is_fast_and_named() -> None:

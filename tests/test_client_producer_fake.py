@@ -1,5 +1,8 @@
-"""Producer behaviour the real broker cannot show, against the scriptable fake cluster:
-leader moves, idempotent sequence numbers and retries, delivery timeout, in-flight limits, acks."""
+"""Producer behaviour the brokers cannot show, against the scriptable fake cluster: in-flight
+limits (the fake answers requests of one connection concurrently), acks on the wire, a
+batch behind a retried one, an answer held back past the delivery timeout, keyless records
+over many small batches. Leader moves, sequence numbers, lost answers, delivery timeout
+and retries run on the kcodec broker (tests/test_broker_client.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kcodec.client import AsyncProducer, KafkaError, KafkaTimeoutError
+from kcodec.client import AsyncProducer, KafkaTimeoutError
 from kcodec.records import iter_batches
-from tests.fake_kafka import CLOSE, FakeKafka
+from tests.fake_kafka import FakeKafka
 
 
 def run(coro_fn: Any, **fake_kw: Any) -> Any:
@@ -34,73 +37,6 @@ def batches(body: Any) -> list[tuple[str, int, int, int, int, int]]:
     """(topic, partition, producer_id, epoch, base_sequence, count) of a Produce request."""
     return [(t.name, p.index, b.producer_id, b.producer_epoch, b.base_sequence, b.record_count)
             for t in body.topic_data for p in t.partition_data for b in iter_batches(p.records)]
-
-
-@pytest.mark.parametrize("code", [6, 3])   # NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION
-def test_stale_leader_refreshes_metadata_and_reroutes(code: int) -> None:
-    async def go(fake: FakeKafka) -> None:
-        async with producer(fake) as p:
-            assert (await p.send_and_wait("t", b"one")).offset == 0
-            fake.topics["t"][0] = 1          # the partition moves to node 1; node 0 says so
-            fake.on_produce = lambda node, t, part, recs: code if node == 0 else None
-            metadata_before = len(fake.produced(3))
-            r = await p.send_and_wait("t", b"two")
-        assert r.offset == 1                 # the log continues on the new leader
-        assert [n for n, _ in fake.produced(0)] == [0, 0, 1]
-        assert len(fake.produced(3)) > metadata_before
-    run(go)
-
-
-def test_idempotent_sequence_numbers_per_partition() -> None:
-    async def go(fake: FakeKafka) -> None:
-        async with producer(fake) as p:
-            for n in (2, 3, 1):
-                futs = [await p.send("t", b"v", partition=0) for _ in range(n)]
-                futs.append(await p.send("t", b"w", partition=1))
-                await p.flush()
-                assert all(r.offset >= 0 for r in [await f for f in futs])
-        sent = [b for _n, body in fake.produced(0) for b in batches(body)]
-        assert {(pid, epoch) for _t, _p, pid, epoch, _s, _c in sent} == {(1000, 0)}
-        p0 = [(s, c) for _t, part, _pid, _e, s, c in sent if part == 0]
-        p1 = [s for _t, part, _pid, _e, s, _c in sent if part == 1]
-        assert p0 == [(0, 2), (2, 3), (5, 1)] and p1 == [0, 1, 2]
-        assert [r[0] for r in fake.produced(22)] == [fake.produced(22)[0][0]]   # one InitProducerId
-    run(go, topics={"t": {0: 0, 1: 1}})
-
-
-def test_retry_after_a_lost_answer_keeps_the_sequence_and_writes_once() -> None:
-    """The first Produce is written but its connection drops before the answer: the retry
-    carries the same producer id and sequence; the broker's duplicate answer counts as
-    delivered, and the log holds the batch once."""
-    async def go(fake: FakeKafka) -> None:
-        def drop_first(node: int, topic: str, part: int, recs: Any) -> Any:
-            fake.on_produce = None
-            fake.write(node, topic, part, recs)   # written ...
-            return CLOSE                          # ... but never answered
-
-        async with producer(fake) as p:
-            fake.on_produce = drop_first
-            fut = await p.send("t", b"once")
-            await p.flush()
-            r = await fut
-        sent = [batches(body)[0] for _n, body in fake.produced(0)]
-        assert len(sent) == 2 and sent[0] == sent[1] == ("t", 0, 1000, 0, 0, 1)
-        assert fake.logs[("t", 0)] == [(1000, 0, 1)]
-        assert r.partition == 0
-    run(go)
-
-
-def test_delivery_timeout_fails_the_record_in_time() -> None:
-    async def go(fake: FakeKafka) -> None:
-        fake.on_produce = lambda *a: 19   # NOT_ENOUGH_REPLICAS, retriable, forever
-        async with producer(fake, delivery_timeout_ms=400) as p:
-            fut = await p.send("t", b"x")
-            t0 = time.monotonic()
-            with pytest.raises(KafkaTimeoutError, match=r"delivery to t\[0\] timed out after 400 ms"):
-                await fut
-            assert time.monotonic() - t0 < 1.5
-        assert len(fake.produced(0)) >= 3    # retried with backoff meanwhile
-    run(go)
 
 
 def test_retriable_error_after_the_delivery_timeout_reports_the_timeout() -> None:
@@ -136,26 +72,6 @@ def test_keyless_records_spread_over_partitions_when_linger_seals_small_batches(
         assert max(per.values()) < 0.4 * 20000, per
     run(go, topics={"spread": {0: 0, 1: 1, 2: 0, 3: 1}})
 
-
-def test_retries_exhausted_raise_the_broker_error() -> None:
-    async def go(fake: FakeKafka) -> None:
-        fake.on_produce = lambda *a: 19
-        async with producer(fake, retries=2) as p:
-            with pytest.raises(KafkaError, match="NOT_ENOUGH_REPLICAS") as ei:
-                await p.send_and_wait("t", b"x")
-            assert ei.value.code == 19 and ei.value.retriable
-        assert len(fake.produced(0)) == 3    # the first try and two retries
-    run(go)
-
-
-def test_non_retriable_error_is_not_retried() -> None:
-    async def go(fake: FakeKafka) -> None:
-        fake.on_produce = lambda *a: 10   # MESSAGE_TOO_LARGE
-        async with producer(fake) as p:
-            with pytest.raises(KafkaError, match="MESSAGE_TOO_LARGE"):
-                await p.send_and_wait("t", b"x")
-        assert len(fake.produced(0)) == 1
-    run(go)
 
 
 @pytest.mark.parametrize("limit", [1, 3])

@@ -9,13 +9,25 @@
 #
 # The compiled twin of kcodec._py.segscan (same results): the loop touches no Python object
 # and runs without the GIL, so a segment of many small batches is scanned at CRC speed.
+# scan_records_v2 walks one batch's records section (see the pure twin for the grammar)
+# through the bounds-checked reader, building no record objects.
 
-from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from kcodec._cy._reader cimport Buf, be_u32, be_u64, get_buf
+from kcodec._cy._reader cimport (
+    Buf,
+    Reader,
+    be_u32,
+    be_u64,
+    get_buf,
+    need,
+    raise_corrupt,
+    read_varint,
+    read_varlong,
+)
 from kcodec._cy.crc cimport crc32c_update
 
-__all__ = ["scan_valid_v2"]
+__all__ = ["scan_valid_v2", "scan_records_v2"]
 
 cdef int64_t _INT32_MAX = 2147483647
 
@@ -64,3 +76,63 @@ def scan_valid_v2(buf, start=0, base_offset=0):
     if count == 0:
         return pos, 0, 0, None, None, -1
     return pos, count, records, first, last, max_ts
+
+
+cdef int _skip_bytes(Reader* r, bint nullable, str what, str length_kind) except -1:
+    cdef int32_t n
+    read_varint(r, &n, length_kind)
+    if nullable and n == -1:
+        return 0
+    need(r, n, what)
+    r.pos += n
+    return 0
+
+
+def scan_records_v2(buf, count, first_timestamp):
+    """Check ``count`` records filling ``buf`` (a v2 batch's records section): returns
+    ``(min_timestamp, max_timestamp, bad_delta)`` (see the module doc); raises the
+    reader's errors."""
+    cdef Buf b = get_buf(buf)
+    if count < 0:
+        raise ValueError(f"record count {count} is negative")
+    cdef int64_t n = count
+    cdef int64_t first = first_timestamp
+    cdef Reader r
+    r.data = b.ptr
+    r.pos = 0
+    r.end = b.size
+    r.base = 0
+    cdef Py_ssize_t end = b.size, rend
+    cdef int64_t i, ts, delta, min_ts = -1, max_ts = -1, bad = -1
+    cdef int32_t length, od, headers, h
+    for i in range(n):
+        read_varint(&r, &length, "record length")
+        need(&r, length, "record")
+        rend = r.pos + length
+        r.end = rend
+        need(&r, 1, "record attributes")
+        r.pos += 1
+        read_varlong(&r, &delta, "timestamp delta")
+        read_varint(&r, &od, "offset delta")
+        if od != i and bad < 0:
+            bad = i
+        ts = <int64_t>(<uint64_t>first + <uint64_t>delta)
+        if ts > max_ts:
+            max_ts = ts
+        if i == 0 or ts < min_ts:
+            min_ts = ts
+        _skip_bytes(&r, True, "record key", "record key length")
+        _skip_bytes(&r, True, "record value", "record value length")
+        read_varint(&r, &headers, "header count")
+        if headers < 0:
+            raise_corrupt(f"negative header count {headers}", r.pos)
+        for h in range(headers):
+            _skip_bytes(&r, False, "header key", "header key length")
+            _skip_bytes(&r, True, "header value", "header value length")
+        if r.pos != rend:
+            raise_corrupt(f"record length {length} but its fields took "
+                          f"{length - (rend - r.pos)} bytes", rend - length)
+        r.end = end
+    if r.pos != end:
+        raise_corrupt(f"{end - r.pos} bytes after the last of {count} records", r.pos)
+    return min_ts, max_ts, bad

@@ -48,6 +48,9 @@ def add_connection(parser: argparse.ArgumentParser, json_flag: bool = True) -> N
                    help="how long to wait for the broker: each request with its retries, "
                         "each record's delivery (produce), a broker that stopped answering "
                         "(consume); an address that refuses fails at once (default 30)")
+    from kcodec.cli._security import add_security
+
+    add_security(parser)
     if json_flag:
         parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
 
@@ -59,9 +62,12 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     from kcodec.client.config import parse_bootstrap
 
     parse_bootstrap(args.bootstrap)   # a malformed address is a usage error (exit 2)
+    from kcodec.cli._security import security_config
+
     return {"bootstrap_servers": args.bootstrap, "client_id": args.client_id,
             "api_timeout_ms": ms, "request_timeout_ms": ms,
-            "socket_connection_setup_timeout_ms": min(ms, 10000), **extra}
+            "socket_connection_setup_timeout_ms": min(ms, 10000), **security_config(args),
+            **extra}
 
 
 def guarded(run):

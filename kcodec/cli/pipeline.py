@@ -120,10 +120,11 @@ def _produce(bootstrap: str, topic: str, events: list[tuple[bytes, bytes, int]])
 
 
 def _fence(bootstrap: str, topic: str, partitions: int) -> None:
-    """End each partition with one record in a batch of its own. A real broker does not
-    need it; the local Tansu broker answers ListOffsets LATEST with the start of the last
-    batch + 1 when that batch holds several records, which would leave the tail of each
-    phase unread until more data arrives. The query filters these markers out."""
+    """End each partition with one record in a batch of its own. A correct broker does not
+    need it; the Tansu broker (``--bootstrap`` to one) answers ListOffsets LATEST with the
+    start of the last batch + 1 when that batch holds several records, which would leave
+    the tail of each phase unread until more data arrives. The query filters these
+    markers out."""
     from kcodec.client import Producer
 
     with Producer(bootstrap_servers=bootstrap, linger_ms=0, client_id="kcodec-pipeline") as p:
@@ -148,7 +149,6 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     from kcodec.cli.demo import start_broker
-    from kcodec.client._tansu import BrokerUnavailable
 
     broker = None
     bootstrap = args.bootstrap
@@ -156,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         _say("starting the local broker (the one `kcodec demo` uses) ...")
         try:
             broker = start_broker()
-        except BrokerUnavailable as exc:
-            print(f"kcodec pipeline: error: {exc}", file=sys.stderr)
+        except Exception as exc:     # whatever the demo's broker raises when it cannot start
+            print(f"kcodec pipeline: error: the local broker did not start: {exc}",
+                  file=sys.stderr)
             return 1
         bootstrap = broker.bootstrap
         _say(f"broker ready on {bootstrap}")

@@ -10,14 +10,25 @@ from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from kcodec.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, RebalanceListener
 from kcodec.client.errors import (
+                                  AuthenticationError,
                                   BrokerNotAvailableError,
                                   ClientClosedError,
                                   KafkaError,
                                   KafkaTimeoutError,
                                   NoOffsetForPartitionError,
+                                  SaslAuthenticationError,
+                                  SslAuthenticationError,
 )
 from kcodec.client.group import TopicPartition
 from kcodec.client.producer import AsyncProducer, Producer, RecordFuture, SendResult
+from kcodec.client.transactions import (
+    AbortableTransactionError,
+    ConsumerGroupMetadata,
+    FatalTransactionError,
+    ProducerFencedError,
+    TransactionError,
+    TransactionStateError,
+)
 
 __all__ = [
     "Producer", "AsyncProducer", "SendResult", "RecordFuture",
@@ -26,4 +37,7 @@ __all__ = [
     "ProducerConfig", "ConsumerConfig", "AdminConfig",
     "KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
     "NoOffsetForPartitionError",
+    "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
+    "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
+    "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
 ]

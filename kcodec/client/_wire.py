@@ -57,4 +57,22 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
     except ProtocolError:
         raise
     except KcodecError as exc:
+        lenient = _lenient(api_key, version, payload)
+        if lenient is not None:
+            return lenient
         raise ProtocolError(f"undecodable {RESPONSES[api_key].NAME} v{version}: {exc}") from exc
+
+
+def _lenient(api_key: int, version: int, payload: bytes) -> tuple[int, Any] | None:
+    """The response decoded with bytes left after it ignored, as Kafka's Java client does
+    (librdkafka's mock cluster pads some flexible responses with a byte); None if it does
+    not decode even so."""
+    from kcodec.protocol import read_response_header
+    from kcodec.protocol.engine import decode_struct
+
+    try:
+        hdr, pos = read_response_header(payload, api_key, version)
+        return hdr.correlation_id, decode_struct(RESPONSES[api_key].plan(version), payload,
+                                                 pos, False)[0]
+    except KcodecError:
+        return None

@@ -36,6 +36,7 @@ class TopicInfo:
     replicas: dict[int, list[int]] = field(default_factory=dict)
     isr: dict[int, list[int]] = field(default_factory=dict)
     is_internal: bool = False
+    topic_id: Any = None        # uuid.UUID (KIP-516) when the broker gave one, else None
 
 
 class Cluster:
@@ -46,6 +47,7 @@ class Cluster:
         self.brokers: dict[int, tuple[str, int]] = {}
         self.racks: dict[int, str | None] = {}
         self.topics: dict[str, TopicInfo] = {}
+        self.topic_names: dict[Any, str] = {}     # topic id -> name (KIP-516)
         self.cluster_id: str | None = None
         self.controller_id: int = -1
         self._conns: dict[int, BrokerConnection] = {}
@@ -57,6 +59,8 @@ class Cluster:
         self.reached = False   # some broker answered the handshake once
         self.last_ok = 0.0     # when a broker last answered a request
         self.last_fail = 0.0   # when a request or a connection attempt last failed
+        from kcodec.client.security import Security
+        self.security = Security.of(config)
 
     # --------------------------------------------------------------- connections
     @property
@@ -82,7 +86,8 @@ class Cluster:
                 host, port = self.brokers[node_id]
             else:
                 raise BrokerNotAvailableError(f"unknown broker id {node_id}")
-            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout)
+            conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
+                                    self.security)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
             self._connecting[node_id] = task
@@ -202,7 +207,11 @@ class Cluster:
             self.cluster_id = body.cluster_id
             self.controller_id = body.controller_id
             for t in body.topics:
-                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
+                tid = getattr(t, "topic_id", None)
+                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal,
+                                 topic_id=tid if tid is not None and tid.int else None)
+                if info.topic_id is not None and t.error_code == 0:
+                    self.topic_names[info.topic_id] = t.name
                 for p in t.partitions:
                     info.partitions[p.partition_index] = p.leader_id
                     info.replicas[p.partition_index] = list(p.replica_nodes)
@@ -237,6 +246,17 @@ class Cluster:
             if not is_retriable(code) or time.monotonic() + backoff > deadline:
                 raise KafkaError(code or 5, f"topic {name!r}")
             await asyncio.sleep(backoff)
+
+    def topic_ids(self, names: Any) -> dict[str, Any] | None:
+        """Topic ids of ``names`` (KIP-516), or None if the metadata lacks one of them:
+        then requests use the last version that names topics."""
+        out = {}
+        for n in names:
+            info = self.topics.get(n)
+            if info is None or info.topic_id is None:
+                return None
+            out[n] = info.topic_id
+        return out
 
     async def leader(self, topic: str, partition: int) -> int:
         info = await self.topic(topic)

@@ -79,9 +79,25 @@ class ClientConfig:
     connections_max_idle_ms: int = 540000
     metadata_max_age_ms: int = 300000
     api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
+    # security (kcodec.client.security): TLS and SASL; secrets are kept out of repr()
+    security_protocol: str = "PLAINTEXT"
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = field(default=None, repr=False)
+    ssl_endpoint_identification_algorithm: str | None = "https"
+    ssl_context: Any = field(default=None, repr=False)
+    sasl_mechanism: str = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    sasl_oauth_token_provider: Any = field(default=None, repr=False)
+    sasl_login_refresh_window_factor: float = 0.8
 
     def __post_init__(self) -> None:
+        from kcodec.client.security import validate_security
+
         self.bootstrap = parse_bootstrap(self.bootstrap_servers)
+        validate_security(self)
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if f.type in ("int", int) and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
@@ -119,6 +135,7 @@ class ProducerConfig(ClientConfig):
     enable_idempotence: bool = True
     buffer_memory: int = 32 * 1048576
     transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
 
     def _validate(self) -> None:
         acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(self.acks)
@@ -147,7 +164,12 @@ class ProducerConfig(ClientConfig):
         if self.retries < 0:
             raise ValueError(f"retries must be non-negative, got {self.retries}")
         if self.transactional_id is not None:
-            raise ValueError("transactional_id: transactions are not supported by kcodec's producer")
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise ValueError("transactional_id must be a non-empty string or None")
+            if not self.enable_idempotence:
+                raise ValueError("transactional_id requires enable_idempotence=True")
+        if self.transaction_timeout_ms < 1:
+            raise ValueError("transaction_timeout_ms must be positive")
         if self.enable_idempotence:
             if self.acks != -1:
                 raise ValueError("enable_idempotence requires acks='all'")

@@ -6,12 +6,16 @@ import asyncio
 import errno
 import os
 import socket
+import ssl
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.client.core import Connection, Response
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
 from kcodec.errors import KcodecError, ProtocolError
+
+if TYPE_CHECKING:
+    from kcodec.client.security import Security
 
 __all__ = ["BrokerConnection"]
 
@@ -30,8 +34,11 @@ class BrokerConnection:
     """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
 
     def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
-                 request_timeout: float) -> None:
+                 request_timeout: float, security: Security | None = None) -> None:
         self.host, self.port, self.node_id = host, port, node_id
+        self.security = security
+        self._reauth_at: float | None = None
+        self._auth_lock: asyncio.Lock | None = None
         self.core = Connection(client_id)
         self.request_timeout = request_timeout
         self._reader: asyncio.StreamReader | None = None
@@ -56,9 +63,15 @@ class BrokerConnection:
         Kafka) carry ``definite=True`` so a client that never reached a broker can stop.
         """
         addr = f"{self.host}:{self.port}"
+        sec = self.security
+        tls = {} if sec is None or sec.ssl_context is None else {
+            "ssl": sec.ssl_context, "server_hostname": self.host}
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout)
+                asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), timeout)
+        except ssl.SSLError as exc:
+            from kcodec.client.security import tls_error
+            raise tls_error(self.host, self.port, exc) from None
         except asyncio.TimeoutError:
             raise BrokerNotAvailableError(
                 f"connecting to {addr} timed out after {timeout:.1f} s") from None
@@ -74,7 +87,9 @@ class BrokerConnection:
         try:
             resp = await self.request(18, None, version=3, body_override=True, timeout=timeout)
             if not self.core.on_api_versions(resp):
-                resp = await self.request(18, None, version=0, body_override=True, timeout=timeout)
+                retry = self.core.api_versions_retry_version(resp)
+                resp = await self.request(18, None, version=retry, body_override=True,
+                                          timeout=timeout)
                 self.core.on_api_versions(resp)
         except KafkaTimeoutError:
             self.close()
@@ -92,11 +107,40 @@ class BrokerConnection:
         except BaseException:
             self.close()
             raise
+        if sec is not None and sec.use_sasl:
+            try:
+                await self._authenticate(timeout)
+            except BaseException:
+                self.close()
+                raise
         return self
+
+    async def _authenticate(self, timeout: float | None = None) -> None:
+        """SASL on this connection (at connect, and again when the session ends: KIP-368)."""
+        assert self.security is not None
+
+        def send(api_key: int, body: Any, version: int) -> Any:
+            return self.request(api_key, body, version, timeout, _auth=True)
+        self._reauth_at = await self.security.authenticate(
+            send, self.core.broker_versions, f"{self.host}:{self.port}")
+
+    async def _reauthenticate(self) -> None:
+        if self._auth_lock is None:
+            self._auth_lock = asyncio.Lock()
+        async with self._auth_lock:
+            if self._reauth_at is not None and time.monotonic() >= self._reauth_at:
+                try:
+                    await self._authenticate()
+                except BaseException as exc:
+                    self.close(exc if isinstance(exc, KcodecError) else None)
+                    raise
 
     async def request(self, api_key: int, body: Any, version: int | None = None,
                       timeout: float | None = None, expect_response: bool = True,
-                      body_override: bool = False) -> Response:
+                      body_override: bool = False, _auth: bool = False) -> Response:
+        if not _auth and (self._reauth_at is not None and time.monotonic() >= self._reauth_at
+                          or self._auth_lock is not None and self._auth_lock.locked()):
+            await self._reauthenticate()
         if not self.alive:
             raise self.error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} is closed")
         if body_override:   # the handshake

@@ -21,6 +21,7 @@ from typing import Any, Callable, NamedTuple
 from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
+from kcodec.client.core import TOPIC_ID_VERSIONS
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -28,6 +29,7 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
+from kcodec.client.fetch_session import FetchSession
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
 
@@ -102,6 +104,7 @@ class _Engine:
         self.adata = asyncio.Event()
         self.wake = asyncio.Event()
         self.fetcher: asyncio.Task | None = None
+        self.sessions: dict[int, FetchSession] = {}     # fetch sessions by broker (KIP-227)
         self.inflight: set[int] = set()
         self.closed = False
         self.error: BaseException | None = None
@@ -291,31 +294,71 @@ class _Engine:
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
         cfg = self.config
+        session = self.sessions.get(node)
+        if session is None:
+            session = self.sessions[node] = FetchSession()
         try:
             topics: dict[str, list] = {}
             epochs = {}
-            for tp, off in parts:
+            for tp, _off in parts:
                 epochs[tp] = self.states[tp].epoch if tp in self.states else -1
+            # KIP-227: only new and moved partitions go into an incremental fetch
+            conn = await self.cluster.connection(node)
+            version = conn.core.version(1)
+            ids = None
+            if version >= TOPIC_ID_VERSIONS[1]:
+                # KIP-516: topics by id; without ids in the metadata, the last named version
+                ids = self.cluster.topic_ids({tp.topic for tp, _ in parts} |
+                                             {tp.topic for tp in session.offsets})
+                if ids is None:
+                    version = TOPIC_ID_VERSIONS[1] - 1
+            if session.topic_ids != (ids is not None):
+                session.reset()           # a session names topics one way throughout
+                session.topic_ids = ids is not None
+            sid, sepoch, send, forget = session.build(dict(parts))
+            for tp, off in send.items():
                 topics.setdefault(tp.topic, []).append({
                     "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": off,
                     "last_fetched_epoch": -1, "log_start_offset": -1,
                     "partition_max_bytes": cfg.max_partition_fetch_bytes})
+            forgotten: dict[str, list[int]] = {}
+            for tp in forget:
+                forgotten.setdefault(tp.topic, []).append(tp.partition)
             req = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms,
                    "min_bytes": cfg.fetch_min_bytes, "max_bytes": cfg.fetch_max_bytes,
-                   "isolation_level": 1 if self.read_committed else 0, "session_id": 0,
-                   "session_epoch": -1,
-                   "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                   "forgotten_topics_data": [], "rack_id": ""}
+                   "isolation_level": 1 if self.read_committed else 0, "session_id": sid,
+                   "session_epoch": sepoch,
+                   "topics": [{"topic": t, "topic_id": ids and ids[t], "partitions": ps}
+                              for t, ps in topics.items()],
+                   "forgotten_topics_data": [{"topic": t, "topic_id": ids and ids[t],
+                                              "partitions": ps}
+                                             for t, ps in forgotten.items()],
+                   "rack_id": ""}
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
-            resp = await self.cluster.send(node, 1, req, timeout=timeout)
+            try:
+                resp = await self.cluster.send(node, 1, req, version, timeout=timeout)
+            except BaseException:
+                session.on_error()
+                raise
             body = resp.body
-            if body.error_code:
-                raise KafkaError(body.error_code, "Fetch")
+            code = getattr(body, "error_code", 0) or 0
+            if not session.on_response(code, getattr(body, "session_id", 0) or 0):
+                return            # the session is gone: the next fetch is a full one
+            if code in (100, 103, 106):   # UNKNOWN/INCONSISTENT topic id, session topic ids
+                session.reset()
+                self.cluster.invalidate()
+                return
+            if code:
+                raise KafkaError(code, "Fetch")
             offsets = dict(parts)
             got = []
             for t in body.responses:
+                name = t.topic if ids is None else self.cluster.topic_names.get(t.topic_id)
+                if name is None:          # an id we do not know (any more): re-learn
+                    self.cluster.invalidate()
+                    continue
                 for p in t.partitions:
-                    tp = TopicPartition(t.topic, p.partition_index)
+                    tp = TopicPartition(name, p.partition_index)
                     st = self.states.get(tp)
                     if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
                         continue
@@ -631,6 +674,16 @@ async def list_offsets(cluster: Cluster, tps: Iterable[TopicPartition], timestam
 
 class _Common:
     _engine: _Engine
+
+    def group_metadata(self) -> Any:
+        """The group, generation and member, for ``send_offsets_to_transaction``."""
+        from kcodec.client.transactions import ConsumerGroupMetadata
+
+        g = self._engine.group
+        if g is None:
+            raise ValueError("group_metadata needs a consumer with a group_id")
+        return ConsumerGroupMetadata(g.group_id, g.generation, g.member_id,
+                                     self._engine.config.group_instance_id)
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._engine.states)

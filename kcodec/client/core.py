@@ -31,10 +31,12 @@ __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
 MAX_FRAME = 512 * 1024 * 1024
 
-# The versions this client speaks: (min, max) per API key. Maxima stop before topic ids.
+# The versions this client speaks: (min, max) per API key. Produce and Fetch go up to their
+# topic-id versions (KIP-516); requests fall back to the last name-based version when the
+# metadata has no topic id (TOPIC_ID_VERSIONS).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 12),    # Produce
-    1: (4, 12),    # Fetch
+    0: (3, 13),    # Produce (13: topic ids)
+    1: (4, 17),    # Fetch (13+: topic ids)
     2: (1, 9),     # ListOffsets
     3: (1, 12),    # Metadata
     8: (2, 9),     # OffsetCommit
@@ -50,7 +52,17 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     19: (2, 7),    # CreateTopics
     20: (1, 5),    # DeleteTopics
     22: (0, 4),    # InitProducerId
+    24: (0, 3),    # AddPartitionsToTxn (v4+: the brokers' batched form)
+    25: (0, 3),    # AddOffsetsToTxn
+    26: (0, 3),    # EndTxn
+    28: (0, 3),    # TxnOffsetCommit
+    17: (1, 1),    # SaslHandshake
+    36: (0, 2),    # SaslAuthenticate
 }
+
+
+# the first version of an API whose requests name topics by id only
+TOPIC_ID_VERSIONS = {0: 13, 1: 13}
 
 
 @dataclass
@@ -73,6 +85,7 @@ class Connection:
         self._inflight: deque[tuple[int, int, int]] = deque()   # (cid, api_key, version)
         self._unanswered: set[int] = set()   # acks=0 produce: a response may or may not come
         self.broker_versions: dict[int, tuple[int, int]] | None = None
+        self.no_flexible = False
         self.closed = False
 
     # ------------------------------------------------------------------ versions
@@ -83,14 +96,28 @@ class Connection:
         return self.request(18, body, version)
 
     def on_api_versions(self, resp: Response) -> bool:
-        """Record the broker's versions. False means: retry the handshake at version 0."""
+        """Record the broker's versions. False means: retry the handshake at the version
+        ``api_versions_retry_version`` gives (the broker does not speak the one sent)."""
         body = resp.body
         if body.error_code == 35 and resp.version > 0:
             return False
         if body.error_code:
             raise KafkaError(body.error_code, "ApiVersions")
         self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        # A broker that cannot answer ApiVersions v3 predates flexible versions (KIP-482 and
+        # KIP-511 came together); some such brokers (librdkafka's mock cluster) advertise
+        # flexible versions of the group APIs but cannot parse them: use none there.
+        self.no_flexible = self.broker_versions.get(18, (0, 3))[1] < 3
         return True
+
+    @staticmethod
+    def api_versions_retry_version(resp: Response) -> int:
+        """After UNSUPPORTED_VERSION: the highest ApiVersions version the broker listed
+        (KIP-511: its v0 error body names its own range), else 0."""
+        for k in resp.body.api_keys or ():
+            if k.api_key == 18:
+                return max(0, min(k.max_version, resp.version - 1))
+        return 0
 
     def version(self, api_key: int) -> int:
         """The highest version both sides speak."""
@@ -100,6 +127,10 @@ class Connection:
         if api_key not in self.broker_versions:
             raise UnsupportedVersionError(f"the broker does not support {_name(api_key)}")
         blo, bhi = self.broker_versions[api_key]
+        if self.no_flexible:
+            fmin = _flexible_from(api_key)
+            if fmin is not None and fmin - 1 >= max(lo, blo):
+                bhi = min(bhi, fmin - 1)
         v = min(hi, bhi)
         if v < max(lo, blo):
             raise UnsupportedVersionError(
@@ -161,6 +192,8 @@ class Connection:
             expected = self._inflight[0][0] if self._inflight else None
             raise ProtocolError(f"response with correlation id {cid}, expected {expected}")
         _, api_key, version = self._inflight.popleft()
+        if api_key == 18 and version > 0 and payload[4:6] == b"\x00\x23":
+            return Response(cid, api_key, version, _unsupported_api_versions(payload))
         _, body = _wire.decode_response(api_key, version, payload)
         return Response(cid, api_key, version, body)
 
@@ -170,6 +203,27 @@ class Connection:
         if self._frames.pending:
             raise ProtocolError(
                 f"connection closed in the middle of a frame ({self._frames.pending} bytes held)")
+
+
+def _unsupported_api_versions(payload: bytes) -> Any:
+    """The body of an UNSUPPORTED_VERSION answer to ApiVersions (``Response.version`` stays
+    the asked one). Kafka sends a version 0 body listing its ApiVersions range (KIP-511);
+    some brokers (librdkafka's mock cluster) send bytes that decode at no version: then
+    the range is unknown and the handshake is retried at version 0."""
+    from kcodec.protocol import RESPONSES
+
+    try:
+        return _wire.decode_response(18, 0, payload)[1]
+    except KcodecError:
+        return RESPONSES[18](error_code=35, api_keys=[])
+
+
+def _flexible_from(api_key: int) -> int | None:
+    from kcodec.protocol import REQUESTS
+
+    cls = REQUESTS.get(api_key)
+    fv = getattr(cls, "FLEXIBLE_VERSIONS", None)
+    return fv[0] if fv else None
 
 
 def _name(api_key: int) -> str:

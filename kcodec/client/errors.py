@@ -11,6 +11,7 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
 __all__ = ["KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
+           "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
            "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check"]
 
 def error_name(code: int) -> str:
@@ -76,6 +77,20 @@ class NoOffsetForPartitionError(KcodecError):
         names = ", ".join(f"{tp[0]}[{tp[1]}]" for tp in self.partitions)
         super().__init__(f"no committed offset for {names} and auto_offset_reset is 'none': "
                          "seek() to a position first")
+
+
+class AuthenticationError(KcodecError):
+    """The client could not authenticate (never retried; the text names no secret)."""
+
+    retriable = False
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SASL failed: wrong password, refused or expired token, mechanism not enabled."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: untrusted certificate, wrong host name, protocol mismatch."""
 
 
 def check(code: int, context: str = "", message: str | None = None) -> None:

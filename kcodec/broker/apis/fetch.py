@@ -1,0 +1,212 @@
+"""Fetch: read whole batches from the leaders' logs, long-poll for ``min_bytes``, and keep
+incremental fetch sessions (KIP-227).
+
+A fetch reads each partition from ``fetch_offset`` up to ``partition_max_bytes`` and the
+request's ``max_bytes`` in all (the first partition with data always gets at least one whole
+batch, so a batch bigger than the limits still makes progress). If fewer than ``min_bytes``
+came back and nothing failed, the fetch waits in the purgatory until a produce to one of its
+partitions gives it enough, or ``max_wait_ms`` passes.
+
+Sessions: ``session_id 0, epoch 0`` opens one (its id comes back); later requests name it
+with the next epoch and list only the partitions that changed (and the forgotten ones); the
+answer lists only partitions with records, a changed high watermark or log start, or an
+error. ``epoch -1`` is a full fetch without (or closing) a session.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.broker.log import LogError
+from kcodec.broker.purgatory import Delayed
+from kcodec.protocol import ErrorCode, FetchResponse
+
+__all__ = ["FetchSessions"]
+
+F = FetchResponse
+MAX_SESSIONS = 1000
+
+
+class _Session:
+    def __init__(self, sid: int) -> None:
+        self.id = sid
+        self.epoch = 1   # the epoch the next request must carry
+        # (topic, partition) -> [fetch_offset, max_bytes, last hw, last log start]
+        self.parts: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
+
+
+class FetchSessions:
+    """A node's fetch sessions (least recently used evicted past MAX_SESSIONS)."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.sessions: OrderedDict[int, _Session] = OrderedDict()
+
+    def new(self) -> _Session:
+        with self._lock:
+            s = _Session(next(self._ids))
+            self.sessions[s.id] = s
+            while len(self.sessions) > MAX_SESSIONS:
+                self.sessions.popitem(last=False)
+            return s
+
+    def get(self, sid: int) -> _Session | None:
+        with self._lock:
+            s = self.sessions.get(sid)
+            if s is not None:
+                self.sessions.move_to_end(sid)
+            return s
+
+    def close(self, sid: int) -> None:
+        with self._lock:
+            self.sessions.pop(sid, None)
+
+
+def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: int,
+                    leader_epoch: int, read_committed: bool, min_one: bool) -> Any:
+    state = node.cluster.state
+    p = state.partition(topic, index)
+    if p is None:
+        return F.PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               high_watermark=-1, records=None)
+    if p.leader != node.id:
+        return F.PartitionData(partition_index=index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                               high_watermark=-1, records=None,
+                               current_leader=F.LeaderIdAndEpoch(leader_id=p.leader,
+                                                                 leader_epoch=p.leader_epoch))
+    if leader_epoch >= 0 and leader_epoch != p.leader_epoch:
+        code = (ErrorCode.FENCED_LEADER_EPOCH if leader_epoch < p.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return F.PartitionData(partition_index=index, error_code=code, high_watermark=-1, records=None)
+    log = p.log
+    hw = log.high_watermark
+    try:
+        records = b""
+        if offset != hw or offset < log.log_start_offset:
+            records = log.read(offset, max_bytes, upper_bound=hw, min_one=min_one)
+    except LogError as exc:
+        return F.PartitionData(partition_index=index, error_code=exc.error_code, high_watermark=hw,
+                               last_stable_offset=hw, log_start_offset=log.log_start_offset,
+                               records=None)
+    return F.PartitionData(partition_index=index, error_code=0, high_watermark=hw,
+                           last_stable_offset=hw, log_start_offset=log.log_start_offset,
+                           aborted_transactions=[] if read_committed else None,
+                           records=records)
+
+
+def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]) -> tuple[list, int, bool]:
+    """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, error)."""
+    remaining = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
+    out = []
+    total = 0
+    error = False
+    read_committed = body.isolation_level == 1
+    for topic, index, offset, pmax, epoch in wanted:
+        limit = max(0, min(pmax, remaining))
+        pd = _read_partition(node, topic, index, offset, limit, epoch, read_committed,
+                             min_one=total == 0)
+        n = len(pd.records) if pd.records else 0
+        total += n
+        remaining -= n
+        error = error or pd.error_code != 0
+        out.append((topic, pd))
+    return out, total, error
+
+
+def _group(results: list) -> list:
+    topics: OrderedDict[str, list] = OrderedDict()
+    for topic, pd in results:
+        topics.setdefault(topic, []).append(pd)
+    return [F.FetchableTopicResponse(topic=t, partitions=ps) for t, ps in topics.items()]
+
+
+class _DelayedFetch(Delayed):
+    def __init__(self, node: Any, req: Any, wanted: list, respond: Any) -> None:
+        super().__init__()
+        self.node, self.req, self.wanted, self.respond = node, req, wanted, respond
+
+    def try_complete(self) -> bool:
+        results, total, error = _read_all(self.node, self.req.body, self.wanted)
+        if total >= self.req.body.min_bytes or error:
+            return self.complete(self.respond(results))
+        return False
+
+    def expire(self) -> None:
+        results, _, _ = _read_all(self.node, self.req.body, self.wanted)
+        self.complete(self.respond(results))
+
+
+@api(1, 4, 12)
+def fetch(node: Any, req: Any) -> Any:
+    body = req.body
+    v = req.api_version
+    session = None
+    new_session = False
+    if v >= 7 and (body.session_id != 0 or body.session_epoch != -1):
+        sessions = node.fetch_sessions
+        if body.session_epoch == -1:
+            sessions.close(body.session_id)
+        elif body.session_id == 0:
+            if body.session_epoch != 0:
+                return F(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+            session = sessions.new()
+            new_session = True
+        else:
+            session = sessions.get(body.session_id)
+            if session is None:
+                return F(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+            if body.session_epoch != session.epoch:
+                return F(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+    epochs: dict[tuple[str, int], int] = {}
+    if session is None:
+        wanted = [(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+                  for t in body.topics for p in t.partitions]
+    else:
+        with node.fetch_sessions._lock:
+            if not new_session:
+                session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
+            for t in body.forgotten_topics_data:
+                for idx in t.partitions:
+                    session.parts.pop((t.topic, idx), None)
+            for t in body.topics:
+                for p in t.partitions:
+                    key = (t.topic, p.partition)
+                    prev = session.parts.get(key)
+                    session.parts[key] = [p.fetch_offset, p.partition_max_bytes,
+                                          prev[2] if prev else -2, prev[3] if prev else -2]
+                    epochs[key] = p.current_leader_epoch
+            wanted = [(k[0], k[1], st[0], st[1], epochs.get(k, -1)) for k, st in session.parts.items()]
+    sid = session.id if session is not None else 0
+
+    def respond(results: list) -> Any:
+        if session is not None and not new_session:
+            keep = []
+            with node.fetch_sessions._lock:
+                for topic, pd in results:
+                    st = session.parts.get((topic, pd.partition_index))
+                    changed = (pd.error_code != 0 or bool(pd.records) or st is None
+                               or st[2] != pd.high_watermark or st[3] != pd.log_start_offset)
+                    if st is not None:
+                        st[2], st[3] = pd.high_watermark, pd.log_start_offset
+                    if changed:
+                        keep.append((topic, pd))
+            results = keep
+        elif session is not None:
+            with node.fetch_sessions._lock:
+                for topic, pd in results:
+                    st = session.parts.get((topic, pd.partition_index))
+                    if st is not None:
+                        st[2], st[3] = pd.high_watermark, pd.log_start_offset
+        return F(error_code=0, session_id=sid, responses=_group(results))
+
+    results, total, error = _read_all(node, body, wanted)
+    if total >= body.min_bytes or error or body.max_wait_ms <= 0 or not wanted:
+        return respond(results)
+    op = _DelayedFetch(node, req, wanted, respond)
+    return node.cluster.purgatory.watch(op, [(w[0], w[1]) for w in wanted], body.max_wait_ms / 1000)
+

@@ -1,0 +1,280 @@
+"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups.
+
+Each group has one coordinator node (``Cluster.coordinator_for``); the others answer
+NOT_COORDINATOR. The work is done by :class:`~kcodec.broker.coordinator.GroupCoordinator`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any, Callable
+
+from kcodec.broker.apis.registry import api
+from kcodec.protocol import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    ErrorCode,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+
+__all__: list[str] = []
+
+E = ErrorCode
+
+
+def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
+    if not isinstance(value, concurrent.futures.Future):
+        return fn(value)
+    out: concurrent.futures.Future = concurrent.futures.Future()
+    value.add_done_callback(lambda f: out.set_result(fn(f.result())))
+    return out
+
+
+def _not_coordinator(node: Any, group_id: str) -> int:
+    cid = node.cluster.coordinator_for(group_id)
+    if cid is None:
+        return E.COORDINATOR_NOT_AVAILABLE
+    return 0 if cid == node.id else E.NOT_COORDINATOR
+
+
+@api(10, 0, 6)
+def find_coordinator(node: Any, req: Any) -> Any:
+    R = FindCoordinatorResponse
+    body = req.body
+    keys = [body.key] if req.api_version < 4 else list(body.coordinator_keys)
+    out = []
+    for key in keys:
+        if body.key_type not in (0, 1):
+            out.append((key, E.INVALID_REQUEST, -1, "", -1))
+            continue
+        cid = node.cluster.coordinator_for(key)
+        target = node.cluster.nodes.get(cid) if cid is not None else None
+        if target is None:
+            out.append((key, E.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
+        else:
+            out.append((key, 0, target.id, target.host, target.port))
+    if req.api_version < 4:
+        key, code, nid, host, port = out[0]
+        return R(error_code=code, error_message=None, node_id=nid, host=host, port=port)
+    return R(coordinators=[R.Coordinator(key=k, node_id=n, host=h, port=p, error_code=c,
+                                         error_message=None) for k, c, n, h, p in out])
+
+
+@api(11, 0, 9)
+def join_group(node: Any, req: Any) -> Any:
+    R = JoinGroupResponse
+    b = req.body
+    code = _not_coordinator(node, b.group_id)
+    if code:
+        return R(error_code=code, member_id=b.member_id, protocol_name="", leader="")
+    res = node.cluster.groups.join(
+        b.group_id, b.member_id, b.group_instance_id if req.api_version >= 5 else None,
+        b.protocol_type, [(p.name, p.metadata) for p in b.protocols], b.session_timeout_ms,
+        b.rebalance_timeout_ms if req.api_version >= 1 else b.session_timeout_ms,
+        req.header.client_id or "", "/" + req.connection.peer.rsplit(":", 1)[0])
+
+    def answer(r: Any) -> Any:
+        return R(error_code=r.error_code, generation_id=r.generation_id,
+                 protocol_type=r.protocol_type, protocol_name=r.protocol_name or "",
+                 leader=r.leader, member_id=r.member_id or b.member_id,
+                 skip_assignment=r.skip_assignment,
+                 members=[R.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
+                          for m, i, meta in r.members])
+    return _map(res, answer)
+
+
+@api(14, 0, 5)
+def sync_group(node: Any, req: Any) -> Any:
+    R = SyncGroupResponse
+    b = req.body
+    code = _not_coordinator(node, b.group_id)
+    if code:
+        return R(error_code=code, assignment=b"")
+    coord = node.cluster.groups
+    res = coord.sync(b.group_id, b.generation_id, b.member_id,
+                     b.group_instance_id if req.api_version >= 3 else None,
+                     {a.member_id: a.assignment for a in b.assignments})
+
+    def answer(r: Any) -> Any:
+        g = coord.groups.get(b.group_id)
+        return R(error_code=r[0], assignment=r[1],
+                 protocol_type=g.protocol_type if g else None,
+                 protocol_name=g.protocol_name if g else None)
+    return _map(res, answer)
+
+
+@api(12, 0, 4)
+def heartbeat(node: Any, req: Any) -> Any:
+    b = req.body
+    code = _not_coordinator(node, b.group_id)
+    if not code:
+        code = node.cluster.groups.heartbeat(b.group_id, b.generation_id, b.member_id,
+                                             b.group_instance_id if req.api_version >= 3 else None)
+    return HeartbeatResponse(error_code=code)
+
+
+@api(13, 0, 5)
+def leave_group(node: Any, req: Any) -> Any:
+    R = LeaveGroupResponse
+    b = req.body
+    code = _not_coordinator(node, b.group_id)
+    if code:
+        return R(error_code=code)
+    if req.api_version < 3:
+        members = [(b.member_id, None)]
+    else:
+        members = [(m.member_id, m.group_instance_id) for m in b.members]
+    code, codes = node.cluster.groups.leave(b.group_id, members)
+    if req.api_version < 3:
+        return R(error_code=code or codes[0])
+    return R(error_code=code, members=[R.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
+                                       for (m, i), c in zip(members, codes)])
+
+
+@api(8, 2, 9)
+def offset_commit(node: Any, req: Any) -> Any:
+    R = OffsetCommitResponse
+    b = req.body
+    code = _not_coordinator(node, b.group_id)
+    state = node.cluster.state
+    if not code:
+        offsets = []
+        for t in b.topics:
+            for p in t.partitions:
+                if state.partition(t.name, p.partition_index) is not None:
+                    offsets.append((t.name, p.partition_index, p.committed_offset,
+                                    p.committed_leader_epoch, p.committed_metadata))
+        code = node.cluster.groups.commit(b.group_id, b.generation_id_or_member_epoch, b.member_id,
+                                          b.group_instance_id if req.api_version >= 7 else None, offsets)
+    return R(topics=[R.OffsetCommitResponseTopic(name=t.name, partitions=[
+        R.OffsetCommitResponsePartition(
+            partition_index=p.partition_index,
+            error_code=code or (0 if state.partition(t.name, p.partition_index) is not None
+                                else E.UNKNOWN_TOPIC_OR_PARTITION))
+        for p in t.partitions]) for t in b.topics])
+
+
+def _fetch_offsets(node: Any, group_id: str, topics: Any) -> tuple[int, list]:
+    """``(error, [(topic, [(partition, offset, epoch, metadata, error)])])``."""
+    code = _not_coordinator(node, group_id)
+    if code:
+        return code, []
+    committed = node.cluster.groups.committed(group_id)
+    if topics is None:
+        names: dict[str, list[int]] = {}
+        for (t, p) in sorted(committed):
+            names.setdefault(t, []).append(p)
+        topics = list(names.items())
+    out = []
+    for name, parts in topics:
+        rows = []
+        for p in parts:
+            o, e, m = committed.get((name, p), (-1, -1, ""))
+            rows.append((p, o, e, m, 0))
+        out.append((name, rows))
+    return 0, out
+
+
+@api(9, 1, 9)
+def offset_fetch(node: Any, req: Any) -> Any:
+    R = OffsetFetchResponse
+    b = req.body
+    if req.api_version < 8:
+        topics = None if b.topics is None else [(t.name, list(t.partition_indexes)) for t in b.topics]
+        code, out = _fetch_offsets(node, b.group_id, topics)
+        return R(error_code=code, topics=[R.OffsetFetchResponseTopic(name=n, partitions=[
+            R.OffsetFetchResponsePartition(partition_index=p, committed_offset=o,
+                                           committed_leader_epoch=e, metadata=m, error_code=c)
+            for p, o, e, m, c in rows]) for n, rows in out])
+    groups = []
+    for g in b.groups:
+        topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+        code, out = _fetch_offsets(node, g.group_id, topics)
+        groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
+            R.OffsetFetchResponseTopics(name=n, partitions=[
+                R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
+                                                committed_leader_epoch=e, metadata=m, error_code=c)
+                for p, o, e, m, c in rows]) for n, rows in out]))
+    return R(groups=groups)
+
+
+@api(47, 0, 0)
+def offset_delete(node: Any, req: Any) -> Any:
+    R = OffsetDeleteResponse
+    b = req.body
+    code = _not_coordinator(node, b.group_id)
+    if not code:
+        code = node.cluster.groups.delete_offsets(
+            b.group_id, [(t.name, p.partition_index) for t in b.topics for p in t.partitions])
+    return R(error_code=code, topics=[R.OffsetDeleteResponseTopic(name=t.name, partitions=[
+        R.OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=0)
+        for p in t.partitions]) for t in b.topics] if not code else [])
+
+
+@api(15, 0, 5)
+def describe_groups(node: Any, req: Any) -> Any:
+    D = DescribeGroupsResponse
+    coord = node.cluster.groups
+    out = []
+    for gid in req.body.groups:
+        code = _not_coordinator(node, gid)
+        if code:
+            out.append(D.DescribedGroup(error_code=code, group_id=gid, group_state="",
+                                        protocol_type="", protocol_data=""))
+            continue
+        with coord.lock:
+            g = coord.groups.get(gid)
+            if g is None:
+                out.append(D.DescribedGroup(error_code=0, group_id=gid, group_state="Dead",
+                                            protocol_type="", protocol_data=""))
+                continue
+            stable = g.state == "Stable"
+            out.append(D.DescribedGroup(
+                error_code=0, group_id=gid, group_state=g.state, protocol_type=g.protocol_type or "",
+                protocol_data=g.protocol_name or "" if stable else "",
+                members=[D.DescribedGroupMember(
+                    member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata(g.protocol_name) if stable else b"",
+                    member_assignment=m.assignment if stable else b"")
+                    for m in g.members.values()]))
+    return D(groups=out)
+
+
+@api(16, 0, 5)
+def list_groups(node: Any, req: Any) -> Any:
+    L = ListGroupsResponse
+    coord = node.cluster.groups
+    states = set(req.body.states_filter) if req.api_version >= 4 else set()
+    types = set(req.body.types_filter) if req.api_version >= 5 else set()
+    out = []
+    with coord.lock:
+        for g in coord.groups.values():
+            if node.cluster.coordinator_for(g.group_id) != node.id:
+                continue
+            if states and g.state not in states:
+                continue
+            if types and "classic" not in types:
+                continue
+            out.append(L.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
+                                     group_state=g.state, group_type="classic"))
+    return L(error_code=0, groups=out)
+
+
+@api(42, 0, 2)
+def delete_groups(node: Any, req: Any) -> Any:
+    D = DeleteGroupsResponse
+    out = []
+    for gid in req.body.groups_names:
+        code = _not_coordinator(node, gid) or node.cluster.groups.delete_group(gid)
+        out.append(D.DeletableGroupResult(group_id=gid, error_code=code))
+    return D(results=out)

@@ -1,0 +1,79 @@
+"""ApiVersions, Metadata (with optional topic auto-creation) and DescribeCluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.util import valid_topic_name
+from kcodec.protocol import (
+    ApiVersionsResponse,
+    DescribeClusterResponse,
+    ErrorCode,
+    MetadataResponse,
+)
+
+__all__: list[str] = []
+
+
+@api(18, 0, 4)
+def api_versions(node: Any, req: Any) -> Any:
+    from kcodec.broker.apis import advertised_versions
+
+    R = ApiVersionsResponse
+    return R(error_code=0, api_keys=[R.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                                     for k, (lo, hi) in sorted(advertised_versions(node).items())])
+
+
+def _brokers(node: Any) -> list[tuple[int, str, int]]:
+    return [(n.id, n.host, n.port) for n in node.cluster.live_nodes()]
+
+
+@api(3, 0, 12)
+def metadata(node: Any, req: Any) -> Any:
+    M = MetadataResponse
+    state = node.cluster.state
+    body = req.body
+    v = req.api_version
+    if body.topics is None or (v == 0 and not body.topics):
+        names = sorted(state.topics)
+    else:
+        names = [t.name for t in body.topics]
+    auto = state.auto_create_topics and (v < 4 or body.allow_auto_topic_creation)
+    alive = node.cluster.alive_ids()
+    topics = []
+    for name in names:
+        if name is None:
+            topics.append(M.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None))
+            continue
+        topic = state.topics.get(name)
+        if topic is None and auto and valid_topic_name(name) is None:
+            with state.lock:
+                topic = state.topics.get(name) or state.create_topic(name, state.num_partitions)
+        if topic is None:
+            code = valid_topic_name(name) is None and ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
+                or ErrorCode.INVALID_TOPIC_EXCEPTION
+            topics.append(M.MetadataResponseTopic(error_code=code, name=name))
+            continue
+        parts = []
+        for p in sorted(topic.partitions.values(), key=lambda p: p.index):
+            up = p.leader in alive
+            parts.append(M.MetadataResponsePartition(
+                error_code=0 if up else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p.index,
+                leader_id=p.leader if up else -1, leader_epoch=p.leader_epoch,
+                replica_nodes=[p.leader], isr_nodes=[p.leader] if up else [],
+                offline_replicas=[] if up else [p.leader]))
+        topics.append(M.MetadataResponseTopic(error_code=0, name=name, topic_id=topic.topic_id,
+                                              partitions=parts))
+    return M(brokers=[M.MetadataResponseBroker(node_id=i, host=h, port=port)
+                      for i, h, port in _brokers(node)],
+             cluster_id=state.cluster_id, controller_id=node.cluster.controller_id(),
+             topics=topics)
+
+
+@api(60, 0, 1)
+def describe_cluster(node: Any, req: Any) -> Any:
+    D = DescribeClusterResponse
+    return D(error_code=0, cluster_id=node.cluster.state.cluster_id,
+             controller_id=node.cluster.controller_id(),
+             brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p) for i, h, p in _brokers(node)])

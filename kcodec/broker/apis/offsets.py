@@ -1,0 +1,104 @@
+"""ListOffsets (earliest, latest, max timestamp, by timestamp), OffsetForLeaderEpoch and
+DeleteRecords."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.util import leader_error
+from kcodec.broker.log import LogError
+from kcodec.protocol import (
+    DeleteRecordsResponse,
+    ErrorCode,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochResponse,
+)
+
+__all__: list[str] = []
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int) -> Any:
+    R = ListOffsetsResponse.ListOffsetsPartitionResponse
+    code, p = leader_error(node, topic, index)
+    if p is None:
+        return R(partition_index=index, error_code=code)
+    if epoch >= 0 and epoch != p.leader_epoch:
+        return R(partition_index=index, error_code=ErrorCode.FENCED_LEADER_EPOCH
+                 if epoch < p.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    log = p.log
+    found: tuple[int, int] | None
+    if ts in (EARLIEST, EARLIEST_LOCAL):
+        found = (log.log_start_offset, -1)
+    elif ts in (LATEST, LATEST_TIERED):
+        found = (log.high_watermark, -1)
+    elif ts == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset()
+    elif ts >= 0:
+        found = log.offset_for_timestamp(ts)
+    else:
+        return R(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION)
+    if found is None:
+        return R(partition_index=index, error_code=0, offset=-1, timestamp=-1, leader_epoch=-1,
+                 old_style_offsets=[])
+    return R(partition_index=index, error_code=0, offset=found[0], timestamp=found[1],
+             leader_epoch=p.leader_epoch, old_style_offsets=[found[0]])
+
+
+@api(2, 1, 9)
+def list_offsets(node: Any, req: Any) -> Any:
+    L = ListOffsetsResponse
+    return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
+        _list_one(node, t.name, p.partition_index, p.timestamp, p.current_leader_epoch)
+        for p in t.partitions]) for t in req.body.topics])
+
+
+@api(23, 2, 4)
+def offset_for_leader_epoch(node: Any, req: Any) -> Any:
+    R = OffsetForLeaderEpochResponse
+    out = []
+    for t in req.body.topics:
+        parts = []
+        for p in t.partitions:
+            code, part = leader_error(node, t.topic, p.partition)
+            if part is None:
+                parts.append(R.EpochEndOffset(error_code=code, partition=p.partition))
+            elif p.current_leader_epoch >= 0 and p.current_leader_epoch != part.leader_epoch:
+                parts.append(R.EpochEndOffset(
+                    error_code=ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < part.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH, partition=p.partition))
+            else:
+                # the log knows where each epoch ends (from the batches' leader epochs)
+                epoch, end = part.log.end_offset_for_epoch(p.leader_epoch)
+                parts.append(R.EpochEndOffset(error_code=0, partition=p.partition,
+                                              leader_epoch=epoch, end_offset=end))
+        out.append(R.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+    return R(topics=out)
+
+
+@api(21, 0, 2)
+def delete_records(node: Any, req: Any) -> Any:
+    D = DeleteRecordsResponse
+    out = []
+    for t in req.body.topics:
+        parts = []
+        for p in t.partitions:
+            code, part = leader_error(node, t.name, p.partition_index)
+            low = -1
+            if part is not None:
+                try:
+                    with part.lock:
+                        target = part.log.high_watermark if p.offset == -1 else p.offset
+                        if target > part.log.high_watermark or target < 0:
+                            raise_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                            code = raise_code
+                        else:
+                            low = part.log.delete_records_before(target)
+                except LogError as exc:
+                    code = exc.error_code
+            parts.append(D.DeleteRecordsPartitionResult(partition_index=p.partition_index,
+                                                        low_watermark=low, error_code=code))
+        out.append(D.DeleteRecordsTopicResult(name=t.name, partitions=parts))
+    return D(topics=out)

@@ -1,0 +1,83 @@
+"""Produce: validate, check producer sequences, append as received, answer per partition.
+
+Per partition, under its lock: the leader check; a cheap header walk of the batches
+(``peek_batches``) for the idempotence check (:class:`ProducerState`); the append (the log
+validates CRCs and sizes and assigns offsets in place); the producer state update; then the
+fetches waiting on the partition are woken. acks=0 gets no answer; acks=1 and acks=-1 (all)
+are the same on a single-replica log (the high watermark moves with the append).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.util import leader_error
+from kcodec.broker.coordinator.producers import SequenceError
+from kcodec.broker.log import LogError, peek_batches
+from kcodec.broker.network.channel import NO_RESPONSE
+from kcodec.broker.state import now_ms
+from kcodec.errors import KcodecError
+from kcodec.protocol import ErrorCode, ProduceResponse
+
+__all__ = ["append_records"]
+
+P = ProduceResponse
+
+
+def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
+    """Append to one partition; the PartitionProduceResponse."""
+    code, part = leader_error(node, topic, index)
+    if part is None:
+        return P.PartitionProduceResponse(index=index, error_code=code, base_offset=-1)
+    if not records:
+        return P.PartitionProduceResponse(index=index, error_code=ErrorCode.CORRUPT_MESSAGE,
+                                          base_offset=-1, error_message="no records")
+    cluster = node.cluster
+    log = part.log
+    try:
+        with part.lock:
+            batches = peek_batches(records)
+            fenced = None
+            for b in batches:
+                if b[2] >= 0:
+                    fenced = cluster.producer_ids.current_epoch(b[2])
+                    break
+            dup = part.producers.check(batches, fenced)
+            if dup is not None:
+                return P.PartitionProduceResponse(
+                    index=index, error_code=ErrorCode.DUPLICATE_SEQUENCE_NUMBER, base_offset=dup,
+                    log_start_offset=log.log_start_offset)
+            result = log.append(records, now_ms=now_ms(), leader_epoch=part.leader_epoch)
+            part.producers.update(result.batches)
+    except SequenceError as exc:
+        return P.PartitionProduceResponse(index=index, error_code=exc.error_code, base_offset=-1,
+                                          error_message=str(exc))
+    except LogError as exc:
+        errs = []
+        if exc.batch_index is not None:
+            errs = [P.BatchIndexAndErrorMessage(batch_index=exc.batch_index,
+                                                batch_index_error_message=str(exc))]
+        return P.PartitionProduceResponse(index=index, error_code=exc.error_code, base_offset=-1,
+                                          record_errors=errs, error_message=str(exc))
+    except KcodecError as exc:
+        return P.PartitionProduceResponse(index=index, error_code=ErrorCode.CORRUPT_MESSAGE,
+                                          base_offset=-1, error_message=str(exc))
+    cluster.purgatory.notify((topic, index))
+    return P.PartitionProduceResponse(index=index, error_code=0, base_offset=result.base_offset,
+                                      log_append_time_ms=result.log_append_time_ms,
+                                      log_start_offset=log.log_start_offset)
+
+
+@api(0, 3, 12)
+def produce(node: Any, req: Any) -> Any:
+    body = req.body
+    if body.acks not in (0, 1, -1):
+        return P(responses=[P.TopicProduceResponse(name=t.name, partition_responses=[
+            P.PartitionProduceResponse(index=p.index, error_code=ErrorCode.INVALID_REQUIRED_ACKS,
+                                       base_offset=-1) for p in t.partition_data])
+            for t in body.topic_data])
+    out = [P.TopicProduceResponse(name=t.name, partition_responses=[
+        append_records(node, t.name, p.index, p.records) for p in t.partition_data])
+        for t in body.topic_data]
+    return NO_RESPONSE if body.acks == 0 else P(responses=out)

@@ -1,0 +1,28 @@
+"""SaslHandshake (17) and SaslAuthenticate (36) as the handler pool sees them.
+
+On a SASL listener the network layer answers both itself (``kcodec.broker.security``,
+per-connection state), so these handlers only run on listeners without SASL: they say
+the state is wrong. Registering them makes ApiVersions advertise the SASL APIs, as Kafka
+does on every listener.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.protocol import SaslAuthenticateResponse, SaslHandshakeResponse
+
+ILLEGAL_SASL_STATE = 34
+
+
+@api(17, 0, 1)
+def sasl_handshake(node: Any, req: Any) -> Any:
+    return SaslHandshakeResponse(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+
+
+@api(36, 0, 2)
+def sasl_authenticate(node: Any, req: Any) -> Any:
+    return SaslAuthenticateResponse(error_code=ILLEGAL_SASL_STATE,
+                                    error_message="this listener does not use SASL",
+                                    auth_bytes=b"")

@@ -1,0 +1,126 @@
+"""CreateTopics, DeleteTopics, CreatePartitions (single-replica partitions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.util import valid_topic_name
+from kcodec.broker.log import LogConfig, LogError
+from kcodec.protocol import (
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    ErrorCode,
+)
+
+__all__ = ["create_topic"]
+
+E = ErrorCode
+
+
+def create_topic(cluster: Any, name: str, partitions: int, replication: int,
+                 configs: dict[str, str], leaders: dict[int, int] | None = None,
+                 validate_only: bool = False) -> tuple[int, str | None]:
+    """``(error_code, message)`` after creating one topic."""
+    state = cluster.state
+    why = valid_topic_name(name)
+    if why is not None:
+        return E.INVALID_TOPIC_EXCEPTION, why
+    if partitions == -1:
+        partitions = state.num_partitions
+    if partitions <= 0:
+        return E.INVALID_PARTITIONS, f"number of partitions {partitions} must be positive"
+    if replication == 0 or replication < -1 or replication > len(cluster.nodes):
+        return E.INVALID_REPLICATION_FACTOR, (
+            f"replication factor {replication}: this cluster has {len(cluster.nodes)} node(s)")
+    for k in configs:
+        if k not in KNOWN_CONFIGS:
+            return E.INVALID_CONFIG, f"unknown topic config {k!r}"
+    try:
+        LogConfig.from_topic_configs(configs)
+    except LogError as exc:
+        return exc.error_code, str(exc)
+    with state.lock:
+        if name in state.topics:
+            return E.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
+        if leaders and any(n not in cluster.nodes for n in leaders.values()):
+            return E.INVALID_REPLICA_ASSIGNMENT, "an assignment names an unknown node"
+        if not validate_only:
+            state.create_topic(name, partitions, configs, leaders)
+    return 0, None
+
+
+KNOWN_CONFIGS = set(LogConfig().to_topic_configs()) | {"message.timestamp.difference.max.ms"}
+
+
+@api(19, 2, 7)
+def create_topics(node: Any, req: Any) -> Any:
+    R = CreateTopicsResponse
+    out = []
+    for t in req.body.topics:
+        configs = {c.name: c.value for c in t.configs if c.value is not None}
+        partitions, rf = t.num_partitions, t.replication_factor
+        leaders = None
+        if t.assignments:
+            leaders = {a.partition_index: a.broker_ids[0] for a in t.assignments if a.broker_ids}
+            partitions = len(t.assignments)
+            rf = len(t.assignments[0].broker_ids) or -1
+        code, msg = create_topic(node.cluster, t.name, partitions, rf, configs, leaders,
+                                 req.body.validate_only)
+        topic = node.cluster.state.topics.get(t.name)
+        res = R.CreatableTopicResult(name=t.name, error_code=code, error_message=msg)
+        if code == 0 and topic is not None:
+            res.topic_id = topic.topic_id
+            res.num_partitions = len(topic.partitions)
+            res.replication_factor = 1
+            res.configs = [R.CreatableTopicConfigs(name=k, value=v, read_only=False,
+                                                   config_source=1 if k in topic.configs else 5,
+                                                   is_sensitive=False)
+                           for k, v in sorted(topic.log_config().to_topic_configs().items())]
+        out.append(res)
+    return R(topics=out)
+
+
+@api(20, 1, 6)
+def delete_topics(node: Any, req: Any) -> Any:
+    R = DeleteTopicsResponse
+    state = node.cluster.state
+    if req.api_version >= 6:
+        names = []
+        for t in req.body.topics:
+            if t.name is None:
+                found = [x.name for x in state.topics.values() if x.topic_id == t.topic_id]
+                names.append(found[0] if found else None)
+            else:
+                names.append(t.name)
+    else:
+        names = list(req.body.topic_names)
+    out = []
+    for name in names:
+        topic = state.topics.get(name) if name is not None else None
+        if topic is None:
+            out.append(R.DeletableTopicResult(name=name, error_code=E.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        node.cluster.delete_topic(name)
+        out.append(R.DeletableTopicResult(name=name, topic_id=topic.topic_id, error_code=0))
+    return R(responses=out)
+
+
+@api(37, 0, 3)
+def create_partitions(node: Any, req: Any) -> Any:
+    R = CreatePartitionsResponse
+    state = node.cluster.state
+    out = []
+    for t in req.body.topics:
+        topic = state.topics.get(t.name)
+        code, msg = 0, None
+        if topic is None:
+            code, msg = E.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {t.name!r}"
+        elif t.count <= len(topic.partitions):
+            code, msg = E.INVALID_PARTITIONS, (f"topic {t.name!r} has {len(topic.partitions)} "
+                                               f"partitions; {t.count} would not add any")
+        elif not req.body.validate_only:
+            state.add_partitions(t.name, t.count)
+        out.append(R.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=msg))
+    return R(results=out)

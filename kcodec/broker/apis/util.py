@@ -1,0 +1,49 @@
+"""Small helpers shared by the API handlers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kcodec.protocol import ErrorCode
+
+__all__ = ["valid_topic_name", "leader_error"]
+
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def valid_topic_name(name: str) -> str | None:
+    """None if ``name`` is a legal topic name, else why not (Kafka's rules)."""
+    if not name:
+        return "the topic name is empty"
+    if name in (".", ".."):
+        return f"the topic name {name!r} is not allowed"
+    if len(name) > 249:
+        return "the topic name is longer than 249 characters"
+    if not _LEGAL.match(name):
+        return f"the topic name {name!r} has characters other than ASCII letters, digits, '.', '_', '-'"
+    return None
+
+
+def leader_error(node: Any, topic: str, index: int) -> tuple[int, Any]:
+    """``(error_code, partition)``: the partition if this node leads it, else an error."""
+    p = node.cluster.state.partition(topic, index)
+    if p is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if p.leader != node.id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+    return 0, p
+
+
+def fit(obj: Any, version: int) -> None:
+    """Reset the fields of a response tree that ``version`` does not have to their defaults,
+    so one handler can fill every field and the answer still encodes at old versions."""
+    from kcodec.protocol._decl import in_range
+
+    for fi in type(obj)._info:
+        v = getattr(obj, fi.name)
+        if not in_range(version, fi.versions):
+            setattr(obj, fi.name, fi.factory() if fi.factory is not None else fi.default)
+        elif fi.struct_cls is not None and v is not None:
+            for x in (v if fi.is_array else [v]):
+                fit(x, version)

@@ -1,0 +1,240 @@
+"""``Cluster``: one or more broker nodes in this process, and the controls tests need.
+
+    from kcodec.broker import Cluster
+
+    with Cluster(nodes=3) as c:                       # free loopback ports
+        c.create_topic("events", partitions=6)
+        print(c.bootstrap)                            # "127.0.0.1:41001,127.0.0.1:41002,..."
+        c.move_leader("events", 0, 2)                 # partition 0 now led by node 2
+        c.stop_node(1); c.restart_node(1)             # same port, log kept
+        c.set_coordinator("my-group", 0)
+        c.hook("Produce", lambda req: ErrorCode.NOT_LEADER_OR_FOLLOWER)   # see hooks.py
+        c.push_errors("Fetch", [ErrorCode.UNKNOWN_SERVER_ERROR] * 2)
+        c.cap_versions("Fetch", 11)
+        c.record(); ...; c.requests                   # every request seen
+
+The nodes share one :class:`~kcodec.broker.state.ClusterState` (topics, single-replica
+logs, leaders), one group coordinator and one producer-id table; a partition is served only
+by its leader, a group only by its coordinator.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kcodec.broker.coordinator.group import GroupCoordinator, coordinator_index
+from kcodec.broker.coordinator.producers import ProducerIds
+from kcodec.broker.hooks import Hooks
+from kcodec.broker.node import Node
+from kcodec.broker.purgatory import Purgatory, Timer
+from kcodec.broker.state import ClusterState, now_ms
+from kcodec.protocol import REQUESTS, ErrorCode
+
+__all__ = ["Cluster", "RecordedRequest", "api_key_of"]
+
+
+def api_key_of(api: int | str) -> int:
+    """An API key from a key or a name (``"Produce"``, ``"ProduceRequest"``)."""
+    if isinstance(api, int):
+        return api
+    for key, cls in REQUESTS.items():
+        if cls.NAME in (api, api + "Request"):
+            return key
+    raise ValueError(f"no Kafka API named {api!r}")
+
+
+@dataclass
+class RecordedRequest:
+    node_id: int
+    api_key: int
+    api_version: int
+    header: Any
+    body: Any
+    time: float
+
+
+class Cluster:
+    def __init__(self, nodes: int = 1, *, data_dir: str | os.PathLike | None = None,
+                 host: str = "127.0.0.1", ports: list[int] | None = None,
+                 num_partitions: int = 1, auto_create_topics: bool = True,
+                 initial_rebalance_delay_ms: int = 0, processors: int = 2, handlers: int = 4,
+                 max_request_bytes: int = 100 * 1024 * 1024,
+                 queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
+                 retention_check_s: float = 30.0, cluster_id: str | None = None,
+                 security: Any = None) -> None:
+        if nodes < 1:
+            raise ValueError("a cluster needs at least one node")
+        if ports is not None and len(ports) != nodes:
+            raise ValueError(f"{len(ports)} ports for {nodes} nodes")
+        self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
+                                  num_partitions=num_partitions,
+                                  auto_create_topics=auto_create_topics)
+        self.state.nodes = list(range(nodes))
+        self.nodes: dict[int, Node] = {
+            i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
+                    handlers=handlers, max_request_bytes=max_request_bytes,
+                    queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s,
+                    security=security)
+            for i in range(nodes)}
+        self._initial_delay = initial_rebalance_delay_ms
+        self._retention_s = retention_check_s
+        self.version_caps: dict[int, int] = {}
+        self.coordinators: dict[str, int] = {}
+        self.requests: list[RecordedRequest] = []
+        self.recording = False
+        self._rec_lock = threading.Lock()
+        self.timer: Timer | None = None
+        self.started = False
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> Cluster:
+        if self.started:
+            return self
+        self.timer = Timer()
+        self.purgatory = Purgatory(self.timer)
+        self.hooks = Hooks(self.timer)
+        self.producer_ids = ProducerIds()
+        self.state.open()
+        self.groups = GroupCoordinator(self.timer, self.data_dir,
+                                       initial_rebalance_delay_ms=self._initial_delay)
+        self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
+        for n in self.nodes.values():
+            n.start()
+        self.started = True
+        return self
+
+    def stop(self) -> None:
+        """Stop every node, then flush and close the logs (a clean shutdown)."""
+        if not self.started:
+            return
+        self.started = False
+        for n in self.nodes.values():
+            n.stop()
+        self.groups.close()
+        assert self.timer is not None
+        self.timer.stop()
+        self.state.close()
+
+    close = stop
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of the running nodes."""
+        return ",".join(n.address for n in self.nodes.values() if n.running)
+
+    def live_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.running]
+
+    def alive_ids(self) -> set[int]:
+        return {n.id for n in self.nodes.values() if n.running}
+
+    def controller_id(self) -> int:
+        live = sorted(self.alive_ids())
+        return live[0] if live else -1
+
+    # ------------------------------------------------------------------ topics
+    def create_topic(self, name: str, partitions: int = 1, *, configs: dict[str, str] | None = None,
+                     leaders: dict[int, int] | list[int] | None = None) -> None:
+        """Create a topic; ``leaders`` maps partition -> node id (or a list, one per partition)."""
+        from kcodec.broker.apis.topics import create_topic
+
+        if isinstance(leaders, list):
+            leaders = dict(enumerate(leaders))
+        code, msg = create_topic(self, name, partitions, -1, dict(configs or {}), leaders)
+        if code:
+            raise ValueError(f"cannot create topic {name!r}: {ErrorCode(code).name}: {msg}")
+
+    def delete_topic(self, name: str) -> None:
+        self.state.delete_topic(name)
+        self.groups.delete_topic(name)
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        p = self.state.partition(topic, partition)
+        if p is None:
+            raise KeyError(f"no partition {topic}-{partition}")
+        return p.leader
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Make ``node_id`` the partition's leader (the leader epoch goes up by one)."""
+        if node_id not in self.nodes:
+            raise KeyError(f"no node {node_id}")
+        p = self.state.partition(topic, partition)
+        if p is None:
+            raise KeyError(f"no partition {topic}-{partition}")
+        with p.lock:
+            p.leader = node_id
+            p.leader_epoch += 1
+        self.purgatory.notify((topic, partition))
+
+    # ------------------------------------------------------------------ nodes
+    def stop_node(self, node_id: int) -> None:
+        """Stop one node: its connections close and its port stops answering."""
+        self.nodes[node_id].stop()
+
+    def restart_node(self, node_id: int) -> None:
+        """Start a stopped node again on the same port (its partitions' logs were kept)."""
+        self.nodes[node_id].start()
+
+    # ------------------------------------------------------------------ groups
+    def coordinator_for(self, group_id: str) -> int | None:
+        """The node coordinating ``group_id`` (None if that node is down)."""
+        cid = self.coordinators.get(group_id)
+        if cid is None:
+            ids = sorted(self.nodes)
+            cid = ids[coordinator_index(group_id, len(ids))]
+        return cid if self.nodes[cid].running else None
+
+    def set_coordinator(self, group_id: str, node_id: int) -> None:
+        if node_id not in self.nodes:
+            raise KeyError(f"no node {node_id}")
+        self.coordinators[group_id] = node_id
+
+    # ------------------------------------------------------------------ hooks
+    def hook(self, api: int | str | None, fn: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call ``fn(request)`` for each request of ``api`` (None: all); see
+        :mod:`kcodec.broker.hooks` for what it may return. Returns a remover."""
+        return self.hooks.add(None if api is None else api_key_of(api), fn)
+
+    def push_errors(self, api: int | str, codes: list[int]) -> None:
+        """Answer the next ``len(codes)`` requests of ``api`` with these error codes in turn
+        (0: answer normally)."""
+        self.hooks.push_errors(api_key_of(api), codes)
+
+    def clear_hooks(self) -> None:
+        self.hooks.clear()
+
+    def cap_versions(self, api: int | str, max_version: int | None) -> None:
+        """Advertise at most ``max_version`` of ``api`` (None: no cap; below the minimum:
+        the API is not advertised at all)."""
+        key = api_key_of(api)
+        if max_version is None:
+            self.version_caps.pop(key, None)
+        else:
+            self.version_caps[key] = max_version
+
+    # ------------------------------------------------------------------ recording
+    def record(self, on: bool = True) -> list[RecordedRequest]:
+        """Start (or stop) keeping every request in ``requests``."""
+        self.recording = on
+        return self.requests
+
+    def record_request(self, node: Any, req: Any) -> None:
+        with self._rec_lock:
+            self.requests.append(RecordedRequest(node.id, req.api_key, req.api_version,
+                                                 req.header, req.body, time.time()))
+
+    def recorded(self, api: int | str | None = None) -> list[RecordedRequest]:
+        key = None if api is None else api_key_of(api)
+        with self._rec_lock:
+            return [r for r in self.requests if key is None or r.api_key == key]

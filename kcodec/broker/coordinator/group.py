@@ -1,0 +1,466 @@
+"""The group coordinator, classic protocol: membership, rebalances and committed offsets.
+
+States (as Kafka names them)::
+
+    Empty ──join──> PreparingRebalance ──all members joined / rebalance timeout──>
+    CompletingRebalance ──leader's SyncGroup──> Stable ──join / leave / session timeout──>
+    PreparingRebalance ...        (no members left: Empty; DeleteGroups: Dead)
+
+A JoinGroup is answered when the rebalance completes: when every known member has rejoined,
+or at the rebalance timeout (members that did not rejoin are removed). The leader (the old
+one if it rejoined, else the first member) gets everyone's metadata for the protocol the most
+members vote for among those all support. A SyncGroup waits for the leader's assignments.
+Heartbeats during a rebalance answer REBALANCE_IN_PROGRESS; a member silent for its session
+timeout is removed. Static members (``group_instance_id``) keep their place across restarts:
+a rejoin under the same instance id takes over the old member id's assignment without a
+rebalance (a returning leader gets the member list with ``skip_assignment``).
+
+Committed offsets are kept per group, and with a data dir appended to
+``consumer_offsets.jsonl`` (compacted when loaded), so a restart keeps them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import threading
+import time
+import uuid
+import zlib
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.protocol import ErrorCode
+
+__all__ = ["GroupCoordinator", "Group", "Member", "JoinResult"]
+
+E = ErrorCode
+
+
+@dataclass
+class JoinResult:
+    error_code: int
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: list = field(default_factory=list)   # (member_id, instance_id, metadata)
+    skip_assignment: bool = False
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: list                      # [(name, metadata bytes)]
+    assignment: bytes = b""
+    last_seen: float = field(default_factory=time.monotonic)
+    join: concurrent.futures.Future | None = None
+    sync: concurrent.futures.Future | None = None
+
+    def metadata(self, protocol: str | None) -> bytes:
+        for name, meta in self.protocols:
+            if name == protocol:
+                return meta
+        return b""
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: str = "Empty"
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str | None = None
+    members: OrderedDict = field(default_factory=OrderedDict)   # member id -> Member
+    static: dict = field(default_factory=dict)                  # instance id -> member id
+    offsets: dict = field(default_factory=dict)   # (topic, partition) -> (offset, epoch, metadata)
+    rebalance_deadline: float = 0.0
+    rebalance_token: int = 0
+
+
+class GroupCoordinator:
+    def __init__(self, timer: Any, data_dir: str | None = None, *,
+                 initial_rebalance_delay_ms: int = 0) -> None:
+        self.timer = timer
+        self.lock = threading.RLock()
+        self.groups: dict[str, Group] = {}
+        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
+        self._path = None if data_dir is None else os.path.join(data_dir, "consumer_offsets.jsonl")
+        self._file: Any = None
+        self._load()
+        timer.every(0.25, self._expire_sessions)
+
+    # ------------------------------------------------------------------ offsets on disk
+    def _load(self) -> None:
+        if self._path is None:
+            return
+        if os.path.exists(self._path):
+            with open(self._path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue   # a torn last line after a crash
+                    g = self.groups.setdefault(rec["g"], Group(rec["g"]))
+                    if rec.get("del"):
+                        if "t" in rec:
+                            g.offsets.pop((rec["t"], rec["p"]), None)
+                        else:
+                            self.groups.pop(rec["g"], None)
+                    else:
+                        g.offsets[(rec["t"], rec["p"])] = (rec["o"], rec.get("e", -1), rec.get("m"))
+        tmp = self._path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            for g in self.groups.values():
+                for (t, p), (o, e, m) in g.offsets.items():
+                    f.write(json.dumps({"g": g.group_id, "t": t, "p": p, "o": o, "e": e, "m": m}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+        self._file = open(self._path, "a", encoding="utf-8")
+
+    def _log(self, recs: list[dict]) -> None:
+        if self._file is not None and recs:
+            self._file.write("".join(json.dumps(r) + "\n" for r in recs))
+            self._file.flush()
+
+    def close(self) -> None:
+        with self.lock:
+            if self._file is not None:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._file.close()
+                self._file = None
+            for g in self.groups.values():
+                for m in g.members.values():
+                    for fut in (m.join, m.sync):
+                        if fut is not None and not fut.done():
+                            fut.set_result(JoinResult(E.COORDINATOR_NOT_AVAILABLE) if fut is m.join
+                                           else (E.COORDINATOR_NOT_AVAILABLE, b""))
+
+    # ------------------------------------------------------------------ membership
+    def join(self, group_id: str, member_id: str, instance_id: str | None, protocol_type: str,
+             protocols: list, session_timeout_ms: int, rebalance_timeout_ms: int,
+             client_id: str, client_host: str) -> Any:
+        """A JoinResult, or a Future of one."""
+        if not group_id:
+            return JoinResult(E.INVALID_GROUP_ID)
+        if not 1 <= session_timeout_ms <= 30 * 60_000:
+            return JoinResult(E.INVALID_SESSION_TIMEOUT)
+        if rebalance_timeout_ms <= 0:
+            rebalance_timeout_ms = session_timeout_ms
+        if not protocol_type or not protocols:
+            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL)
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None or g.state == "Dead":
+                g = self.groups[group_id] = Group(group_id, offsets=g.offsets if g else {})
+            if g.members and (g.protocol_type != protocol_type or not self._common(g, protocols, member_id)):
+                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL)
+            if member_id and member_id not in g.members:
+                return JoinResult(E.UNKNOWN_MEMBER_ID, member_id=member_id)
+            g.protocol_type = protocol_type
+            if not member_id and instance_id is not None and instance_id in g.static:
+                old = g.members.pop(g.static[instance_id], None)
+                member_id = f"{instance_id}-{uuid.uuid4()}"
+                m = Member(member_id, instance_id, client_id, client_host, session_timeout_ms,
+                           rebalance_timeout_ms, list(protocols))
+                g.members[member_id] = m
+                g.static[instance_id] = member_id
+                if old is not None:
+                    m.assignment = old.assignment
+                    for fut in (old.join, old.sync):   # the old instance is fenced
+                        if fut is not None and not fut.done():
+                            fut.set_result(JoinResult(E.FENCED_INSTANCE_ID) if fut is old.join
+                                           else (E.FENCED_INSTANCE_ID, b""))
+                    was_leader = g.leader == old.member_id
+                    if was_leader:
+                        g.leader = member_id
+                    if g.state == "Stable" and old.protocols == m.protocols:
+                        # no rebalance: the same assignment goes on under the new member id;
+                        # a returning leader gets the members but must not reassign
+                        res = self._result(g, m, include_members=was_leader)
+                        res.skip_assignment = was_leader
+                        return res
+                return self._rejoin(g, m)
+            if not member_id:
+                member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+                m = Member(member_id, instance_id, client_id, client_host, session_timeout_ms,
+                           rebalance_timeout_ms, list(protocols))
+                g.members[member_id] = m
+                if instance_id is not None:
+                    g.static[instance_id] = member_id
+                return self._rejoin(g, m)
+            m = g.members[member_id]
+            same = m.protocols == list(protocols)
+            m.protocols = list(protocols)
+            m.session_timeout_ms, m.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
+            m.last_seen = time.monotonic()
+            if g.state == "Stable" and same and g.leader != member_id:
+                return self._result(g, m, include_members=False)
+            return self._rejoin(g, m)
+
+    def _common(self, g: Group, protocols: list, member_id: str) -> bool:
+        names = {n for n, _ in protocols}
+        for mid, m in g.members.items():
+            if mid != member_id:
+                names &= {n for n, _ in m.protocols}
+        return bool(names)
+
+    def _rejoin(self, g: Group, m: Member) -> concurrent.futures.Future:
+        if m.join is not None and not m.join.done():
+            m.join.set_result(JoinResult(E.UNKNOWN_MEMBER_ID))   # superseded by this join
+        m.join = concurrent.futures.Future()
+        fut = m.join
+        if g.state != "PreparingRebalance":
+            self._prepare(g, initial=g.state == "Empty")
+        self._maybe_complete_join(g)
+        return fut
+
+    def _prepare(self, g: Group, initial: bool = False) -> None:
+        for m in g.members.values():
+            if m.sync is not None and not m.sync.done():
+                m.sync.set_result((E.REBALANCE_IN_PROGRESS, b""))
+            m.sync = None
+        g.state = "PreparingRebalance"
+        timeout = max((m.rebalance_timeout_ms for m in g.members.values()), default=0)
+        delay = self.initial_rebalance_delay_ms if initial else timeout
+        g.rebalance_deadline = time.monotonic() + delay / 1000
+        g.rebalance_token += 1
+        token = g.rebalance_token
+        self.timer.call_at(g.rebalance_deadline, lambda: self._deadline(g, token))
+
+    def _deadline(self, g: Group, token: int) -> None:
+        with self.lock:
+            if g.state == "PreparingRebalance" and g.rebalance_token == token:
+                self._complete_join(g)
+
+    def _maybe_complete_join(self, g: Group) -> None:
+        if g.state != "PreparingRebalance":
+            return
+        if time.monotonic() < g.rebalance_deadline and self.initial_rebalance_delay_ms and g.generation == 0:
+            return   # the first rebalance of a new group waits the initial delay
+        if all(m.join is not None and not m.join.done() for m in g.members.values()):
+            self._complete_join(g)
+
+    def _complete_join(self, g: Group) -> None:
+        for mid in [mid for mid, m in g.members.items() if m.join is None or m.join.done()]:
+            self._remove(g, mid)
+        g.generation += 1
+        if not g.members:
+            g.state, g.protocol_name, g.leader, g.protocol_type = "Empty", None, None, None
+            return
+        votes: Counter = Counter()
+        common = set.intersection(*({n for n, _ in m.protocols} for m in g.members.values()))
+        for m in g.members.values():
+            for name, _ in m.protocols:
+                if name in common:
+                    votes[name] += 1
+                    break
+        g.protocol_name = max(votes, key=lambda n: votes[n]) if votes else None
+        if g.leader not in g.members:
+            g.leader = next(iter(g.members))
+        g.state = "CompletingRebalance"
+        now = time.monotonic()
+        for m in g.members.values():
+            m.last_seen = now
+            fut, m.join = m.join, None
+            if fut is not None and not fut.done():
+                fut.set_result(self._result(g, m, include_members=m.member_id == g.leader))
+
+    def _result(self, g: Group, m: Member, include_members: bool) -> JoinResult:
+        members = []
+        if include_members:
+            members = [(x.member_id, x.instance_id, x.metadata(g.protocol_name)) for x in g.members.values()]
+        return JoinResult(0, g.generation, g.protocol_type, g.protocol_name, g.leader or "",
+                          m.member_id, members)
+
+    def _remove(self, g: Group, member_id: str) -> None:
+        m = g.members.pop(member_id, None)
+        if m is None:
+            return
+        if m.instance_id is not None and g.static.get(m.instance_id) == member_id:
+            del g.static[m.instance_id]
+        for fut in (m.join, m.sync):
+            if fut is not None and not fut.done():
+                fut.set_result(JoinResult(E.UNKNOWN_MEMBER_ID) if fut is m.join
+                               else (E.UNKNOWN_MEMBER_ID, b""))
+        if g.leader == member_id:
+            g.leader = None
+
+    def _find(self, group_id: str, member_id: str, instance_id: str | None) -> tuple[int, Any, Any]:
+        g = self.groups.get(group_id)
+        if g is None or g.state == "Dead":
+            return E.UNKNOWN_MEMBER_ID, None, None
+        if instance_id is not None and instance_id in g.static and g.static[instance_id] != member_id:
+            return E.FENCED_INSTANCE_ID, g, None
+        m = g.members.get(member_id)
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID, g, None
+        return 0, g, m
+
+    def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+             assignments: dict[str, bytes]) -> Any:
+        """``(error_code, assignment)`` or a Future of it; also the protocol (type, name)."""
+        with self.lock:
+            code, g, m = self._find(group_id, member_id, instance_id)
+            if code:
+                return code, b""
+            if generation != g.generation:
+                return E.ILLEGAL_GENERATION, b""
+            m.last_seen = time.monotonic()
+            if g.state == "PreparingRebalance":
+                return E.REBALANCE_IN_PROGRESS, b""
+            if g.state == "Stable":
+                return 0, m.assignment
+            fut: concurrent.futures.Future = concurrent.futures.Future()
+            if m.sync is not None and not m.sync.done():
+                m.sync.set_result((E.REBALANCE_IN_PROGRESS, b""))
+            m.sync = fut
+            if member_id == g.leader:
+                for mid, x in g.members.items():
+                    x.assignment = assignments.get(mid, b"")
+                g.state = "Stable"
+                for x in g.members.values():
+                    if x.sync is not None and not x.sync.done():
+                        x.sync.set_result((0, x.assignment))
+                    x.sync = None
+            return fut
+
+    def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+        with self.lock:
+            code, g, m = self._find(group_id, member_id, instance_id)
+            if code:
+                return code
+            m.last_seen = time.monotonic()
+            if g.state == "PreparingRebalance":
+                return E.REBALANCE_IN_PROGRESS
+            if generation != g.generation:
+                return E.ILLEGAL_GENERATION
+            return 0
+
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return E.UNKNOWN_MEMBER_ID, [E.UNKNOWN_MEMBER_ID] * len(members)
+            codes = []
+            for member_id, instance_id in members:
+                mid = member_id
+                if instance_id is not None:
+                    known = g.static.get(instance_id)
+                    if known is None:
+                        codes.append(E.UNKNOWN_MEMBER_ID)
+                        continue
+                    if member_id and member_id != known:
+                        codes.append(E.FENCED_INSTANCE_ID)
+                        continue
+                    mid = known
+                if mid not in g.members:
+                    codes.append(E.UNKNOWN_MEMBER_ID)
+                    continue
+                self._remove(g, mid)
+                codes.append(0)
+            if any(c == 0 for c in codes):
+                self._after_removal(g)
+            return 0, codes
+
+    def _after_removal(self, g: Group) -> None:
+        if not g.members:
+            if g.state == "PreparingRebalance":
+                g.rebalance_token += 1
+            g.generation += 1 if g.state != "Empty" else 0
+            g.state, g.leader, g.protocol_name, g.protocol_type = "Empty", None, None, None
+        elif g.state in ("Stable", "CompletingRebalance"):
+            self._prepare(g)
+        else:
+            self._maybe_complete_join(g)
+
+    def _expire_sessions(self) -> None:
+        now = time.monotonic()
+        with self.lock:
+            for g in list(self.groups.values()):
+                dead = [mid for mid, m in g.members.items()
+                        if (m.join is None or m.join.done()) and (m.sync is None or m.sync.done())
+                        and now - m.last_seen > m.session_timeout_ms / 1000]
+                for mid in dead:
+                    self._remove(g, mid)
+                if dead:
+                    self._after_removal(g)
+
+    # ------------------------------------------------------------------ offsets
+    def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+               offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            if generation < 0 and not member_id:
+                if g is not None and g.members and g.state != "Empty":
+                    return E.UNKNOWN_MEMBER_ID
+                if g is None or g.state == "Dead":
+                    g = self.groups[group_id] = Group(group_id, offsets=g.offsets if g else {})
+            else:
+                code, g, m = self._find(group_id, member_id, instance_id)
+                if code:
+                    return E.ILLEGAL_GENERATION if code == E.UNKNOWN_MEMBER_ID and g is None else code
+                if generation != g.generation:
+                    return E.ILLEGAL_GENERATION
+                if g.state == "CompletingRebalance":
+                    return E.REBALANCE_IN_PROGRESS
+                m.last_seen = time.monotonic()
+            recs = []
+            for topic, part, offset, epoch, meta in offsets:
+                g.offsets[(topic, part)] = (offset, epoch, meta)
+                recs.append({"g": group_id, "t": topic, "p": part, "o": offset, "e": epoch, "m": meta})
+            self._log(recs)
+            return 0
+
+    def committed(self, group_id: str) -> dict:
+        with self.lock:
+            g = self.groups.get(group_id)
+            return dict(g.offsets) if g is not None else {}
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return E.GROUP_ID_NOT_FOUND
+            if g.state not in ("Empty", "Dead"):
+                return E.NON_EMPTY_GROUP
+            for tp in partitions:
+                if g.offsets.pop(tp, None) is not None:
+                    self._log([{"g": group_id, "t": tp[0], "p": tp[1], "del": True}])
+            return 0
+
+    def delete_topic(self, topic: str) -> None:
+        with self.lock:
+            for g in self.groups.values():
+                for tp in [tp for tp in g.offsets if tp[0] == topic]:
+                    del g.offsets[tp]
+                    self._log([{"g": g.group_id, "t": tp[0], "p": tp[1], "del": True}])
+
+    def delete_group(self, group_id: str) -> int:
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None or g.state == "Dead":
+                return E.GROUP_ID_NOT_FOUND
+            if g.members:
+                return E.NON_EMPTY_GROUP
+            g.state = "Dead"
+            del self.groups[group_id]
+            self._log([{"g": group_id, "del": True}])
+            return 0
+
+
+def coordinator_index(group_id: str, n: int) -> int:
+    """Which of ``n`` nodes coordinates ``group_id`` (a stable hash, as Kafka's partition of
+    __consumer_offsets)."""
+    return zlib.crc32(group_id.encode()) % max(n, 1)

@@ -1,0 +1,123 @@
+"""Topic configs the log honours, with Kafka's names and defaults.
+
+    LogConfig field                      Kafka topic config                    default
+    segment_bytes                        segment.bytes                         1 GiB
+    segment_ms                           segment.ms                            7 days
+    retention_bytes                      retention.bytes                       -1 (no limit)
+    retention_ms                         retention.ms                          7 days (-1 = no limit)
+    max_message_bytes                    max.message.bytes                     1048588
+    message_timestamp_type               message.timestamp.type                CreateTime
+    message_timestamp_before_max_ms      message.timestamp.before.max.ms       no limit
+    message_timestamp_after_max_ms       message.timestamp.after.max.ms        no limit
+    index_interval_bytes                 index.interval.bytes                  4096
+    cleanup_policy                       cleanup.policy                        delete (only)
+    flush_messages                       flush.messages                        no fsync per append
+    flush_ms                             flush.ms                              no timed fsync
+
+``message.timestamp.difference.max.ms`` (the older name) sets both the before and after
+limits. Configs the log does not know are ignored by ``from_topic_configs`` (the broker keeps
+what it advertises); a bad value of a known one raises ``InvalidConfig``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kcodec.broker.log.errors import InvalidConfig
+
+__all__ = ["LogConfig", "LONG_MAX"]
+
+LONG_MAX = (1 << 63) - 1
+_DAY_MS = 86400_000
+
+# Kafka config name -> (field, minimum)
+_NAMES: dict[str, tuple[str, int]] = {
+    "segment.bytes": ("segment_bytes", 14),
+    "segment.ms": ("segment_ms", 1),
+    "retention.bytes": ("retention_bytes", -(1 << 63)),
+    "retention.ms": ("retention_ms", -1),
+    "max.message.bytes": ("max_message_bytes", 0),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", 0),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 0),
+    "index.interval.bytes": ("index_interval_bytes", 0),
+    "flush.messages": ("flush_messages", 1),
+    "flush.ms": ("flush_ms", 0),
+}
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """A partition log's settings (immutable; ``dataclasses.replace`` makes a changed copy)."""
+
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * _DAY_MS
+    retention_bytes: int = -1
+    retention_ms: int = 7 * _DAY_MS
+    max_message_bytes: int = 1048588
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    index_interval_bytes: int = 4096
+    cleanup_policy: str = "delete"
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+
+    def __post_init__(self) -> None:
+        for name, (field, minimum) in _NAMES.items():
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidConfig(f"{name} must be an integer, not {value!r}")
+            if not minimum <= value <= LONG_MAX:
+                raise InvalidConfig(f"{name} {value} out of range (at least {minimum})")
+        if self.segment_bytes > (1 << 31) - 1:
+            raise InvalidConfig(f"segment.bytes {self.segment_bytes} above {(1 << 31) - 1}")
+        if self.message_timestamp_type not in _TIMESTAMP_TYPES:
+            raise InvalidConfig(f"message.timestamp.type {self.message_timestamp_type!r}: "
+                                f"expected one of {', '.join(_TIMESTAMP_TYPES)}")
+        if self.cleanup_policy != "delete":
+            raise InvalidConfig(f"cleanup.policy {self.cleanup_policy!r}: only 'delete' is "
+                                f"supported (no log compaction)")
+
+    @property
+    def log_append_time(self) -> bool:
+        """True when the broker stamps batches with its clock (LogAppendTime)."""
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @classmethod
+    def from_topic_configs(cls, configs: Mapping[str, str | None],
+                           base: LogConfig | None = None) -> LogConfig:
+        """A config from Kafka topic configs (string values; None = keep the default or
+        ``base``'s value). Unknown names are ignored."""
+        values: dict[str, Any] = {}
+        for name, raw in configs.items():
+            if raw is None:
+                continue
+            if name == "message.timestamp.difference.max.ms":
+                v = _long(name, raw)
+                values.setdefault("message_timestamp_before_max_ms", v)
+                values.setdefault("message_timestamp_after_max_ms", v)
+            elif name in _NAMES:
+                values[_NAMES[name][0]] = _long(name, raw)
+            elif name == "message.timestamp.type":
+                values["message_timestamp_type"] = raw.strip()
+            elif name == "cleanup.policy":
+                values["cleanup_policy"] = raw.strip()
+        return dataclasses.replace(base or cls(), **values)
+
+    def to_topic_configs(self) -> dict[str, str]:
+        """The Kafka topic configs (name -> string value) this config stands for."""
+        out = {name: str(getattr(self, field)) for name, (field, _) in _NAMES.items()}
+        out["message.timestamp.type"] = self.message_timestamp_type
+        out["cleanup.policy"] = self.cleanup_policy
+        return dict(sorted(out.items()))
+
+
+def _long(name: str, raw: str) -> int:
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise InvalidConfig(f"{name} must be an integer, not {raw!r}") from None

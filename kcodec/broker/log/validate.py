@@ -1,0 +1,380 @@
+"""What the broker checks in a produced records blob, and the offsets it assigns in place.
+
+The rules are Kafka's (its log validator), applied to the bytes as received:
+
+    records := batch_v2                       exactly one v2 batch, or
+             | message{1..}                   legacy uncompressed messages (magic 0 or 1), or
+             | wrapper                        one legacy compressed message (magic 0 or 1)
+
+    every entry: base_offset:int64 length:int32 ... magic:int8 at byte 16; size = 12 + length
+
+- framing: whole entries, known magic, all entries the same magic     (CORRUPT_MESSAGE,
+  INVALID_RECORD); each entry at most ``max.message.bytes``            (MESSAGE_TOO_LARGE);
+- v2: CRC-32C; base offset 0; record count == last offset delta + 1 == records decoded;
+  record offset deltas 0, 1, 2, ...; transactional needs a producer id, a producer id needs a
+  sequence; codec 0-4; no producer-set LogAppendTime; timestamps within the configured range;
+- legacy: CRC-32 of every message (and of every inner message of a wrapper); magic 1 inner
+  offsets are relative 0, 1, 2, ...; no compressed message inside a wrapper; no zstd.
+
+Offsets are assigned in place, without re-encoding: a v2 batch gets its base offset and
+partition leader epoch rewritten (neither is covered by the CRC); its max timestamp (and
+attributes) only when the broker stamps LogAppendTime or the producer's max timestamp was
+wrong, and then the CRC is recomputed. Legacy uncompressed messages get their offsets (and,
+for magic 1 with LogAppendTime, timestamp and attributes, with a new CRC). A magic 1 wrapper
+keeps its relative inner offsets and gets the absolute offset of its last inner message and
+its max timestamp. A magic 0 wrapper's inner offsets are absolute, so Kafka rebuilds it (the
+one case that is re-encoded and recompressed).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, NamedTuple
+
+from kcodec._impl import twin
+from kcodec.broker.log.config import LogConfig
+from kcodec.broker.log.errors import (
+    CorruptMessage,
+    InvalidRecord,
+    InvalidTimestamp,
+    MessageTooLarge,
+    UnsupportedCompressionType,
+)
+from kcodec.compression import decompress
+from kcodec.crc import crc32, crc32c
+from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
+from kcodec.records import MessageSetBuilder, iter_batches
+
+__all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
+           "check_replicated"]
+
+#: the record walk without record objects, compiled or pure like every twin
+scan_records_v2 = twin("segscan").scan_records_v2
+
+_V2 = struct.Struct(">qiibIhiqqqhii")     # the 61-byte v2 batch header
+_V2_MIN_LENGTH = 61 - 12
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+
+
+class BatchInfo(NamedTuple):
+    """One stored batch (or legacy message) of an append: offsets and producer fields."""
+
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+    is_control: bool
+
+
+class AppendResult(NamedTuple):
+    """What an append did: the offsets assigned, the timestamps, the batches stored."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int        #: -1 unless the topic uses LogAppendTime
+    max_timestamp: int
+    record_count: int
+    batches: list[BatchInfo]
+
+
+class Validated(NamedTuple):
+    """A validated set with offsets assigned: the bytes to store, and per stored entry its
+    (position in ``data``, last offset, max timestamp)."""
+
+    data: bytes | bytearray
+    entries: list[tuple[int, int, int]]
+    result: AppendResult
+
+
+def _frames(buf: Any) -> list[tuple[int, int, int]]:
+    """(position, size, magic) of every entry; whole entries only."""
+    n = len(buf)
+    if n == 0:
+        raise InvalidRecord("the records hold no batches")
+    out = []
+    pos = 0
+    while pos < n:
+        if n - pos < 17:
+            raise CorruptMessage(f"truncated batch header at position {pos} "
+                                 f"({n - pos} bytes left)", len(out))
+        length = _I32.unpack_from(buf, pos + 8)[0]
+        if length < 14:
+            raise CorruptMessage(f"batch length {length} at position {pos} below the "
+                                 f"minimum of 14", len(out))
+        if length > n - pos - 12:
+            raise CorruptMessage(f"truncated batch at position {pos}: {length + 12} bytes "
+                                 f"claimed, {n - pos} present", len(out))
+        magic = buf[pos + 16]
+        if magic > 2:
+            raise CorruptMessage(f"unknown magic byte {magic} at position {pos}", len(out))
+        out.append((pos, length + 12, magic))
+        pos += length + 12
+    return out
+
+
+def peek_batches(records: Any) -> list[BatchInfo]:
+    """The batches of a records blob from their headers only (no CRC, nothing decoded):
+    the producer fields the broker checks before an append. Offsets are as sent.
+    Raises CorruptMessage/InvalidRecord when the framing is broken."""
+    buf = memoryview(records).cast("B") if not isinstance(records, (bytes, bytearray)) else records
+    out = []
+    for pos, size, magic in _frames(buf):
+        if magic == 2:
+            if size - 12 < _V2_MIN_LENGTH:
+                raise CorruptMessage(f"v2 batch at position {pos} shorter than its header")
+            h = _V2.unpack_from(buf, pos)
+            out.append(BatchInfo(h[0], h[0] + h[6], h[9], h[10], h[11], bool(h[5] & 0x10),
+                                 bool(h[5] & 0x20)))
+        else:
+            off = _I64.unpack_from(buf, pos)[0]
+            out.append(BatchInfo(off, off, -1, -1, -1, False, False))
+    return out
+
+
+def validate(records: Any, next_offset: int, now_ms: int, config: LogConfig,
+             leader_epoch: int | None = None) -> Validated:
+    """Check ``records`` as the broker does and assign offsets from ``next_offset``."""
+    buf = records if isinstance(records, (bytes, bytearray)) else memoryview(records).cast("B")
+    frames = _frames(buf)
+    limit = config.max_message_bytes
+    magic0 = frames[0][2]
+    for i, (pos, size, magic) in enumerate(frames):
+        if size > limit:
+            raise MessageTooLarge(f"batch of {size} bytes at position {pos} is larger than "
+                                  f"max.message.bytes ({limit})", i)
+        if magic != magic0:
+            raise InvalidRecord(f"mixed magic values ({magic0} and {magic}) in one append", i)
+    if magic0 == 2:
+        if len(frames) > 1:
+            raise InvalidRecord(f"a v2 append must hold exactly one batch, not {len(frames)}")
+        return _validate_v2(buf, next_offset, now_ms, config, leader_epoch)
+    return _validate_legacy(buf, frames, next_offset, now_ms, config)
+
+
+def _check_ts(ts: int, now_ms: int, config: LogConfig, where: str) -> None:
+    if ts < 0:
+        return
+    if now_ms - ts > config.message_timestamp_before_max_ms:
+        raise InvalidTimestamp(f"timestamp {ts} of {where} is more than "
+                               f"{config.message_timestamp_before_max_ms} ms before the "
+                               f"broker's time {now_ms}", 0)
+    if ts - now_ms > config.message_timestamp_after_max_ms:
+        raise InvalidTimestamp(f"timestamp {ts} of {where} is more than "
+                               f"{config.message_timestamp_after_max_ms} ms after the "
+                               f"broker's time {now_ms}", 0)
+
+
+def _decode_failure(exc: KcodecError, what: str) -> Exception:
+    if isinstance(exc, UnsupportedCodecError):
+        return UnsupportedCompressionType(f"{what}: {exc}", 0)
+    if isinstance(exc, DecompressionLimitError):
+        return CorruptMessage(f"{what}: {exc}", 0)
+    return CorruptMessage(f"{what}: {exc}", 0)
+
+
+def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
+                 leader_epoch: int | None) -> Validated:
+    size = len(buf)
+    if size - 12 < _V2_MIN_LENGTH:
+        raise CorruptMessage(f"v2 batch of {size} bytes is shorter than its 61-byte header", 0)
+    (base, _length, _epoch, _magic, crc, attrs, lod, first_ts, max_ts, pid, pepoch, bseq,
+     count) = _V2.unpack_from(buf, 0)
+    actual = crc32c(buf[21:size])
+    if actual != crc:
+        raise CorruptMessage(f"record batch CRC-32C mismatch: stored 0x{crc:08x}, computed "
+                             f"0x{actual:08x}", 0)
+    codec = attrs & 0x07
+    if codec > 4:
+        raise UnsupportedCompressionType(f"unknown compression codec id {codec}", 0)
+    if base != 0:
+        raise InvalidRecord(f"the base offset of a produced batch must be 0, not {base}", 0)
+    if count <= 0 or lod < 0 or lod + 1 != count:
+        raise InvalidRecord(f"record count {count} does not match the last offset delta "
+                            f"{lod}", 0)
+    transactional, control = bool(attrs & 0x10), bool(attrs & 0x20)
+    if transactional and pid < 0:
+        raise InvalidRecord("a transactional batch without a producer id", 0)
+    if pid >= 0 and bseq < 0 and not control:
+        raise InvalidRecord(f"a batch with producer id {pid} has no sequence number", 0)
+    if attrs & 0x08:
+        raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp type", 0)
+    lat = config.log_append_time
+    try:
+        section = memoryview(buf)[61:size] if codec == 0 else decompress(codec, buf[61:size])
+        low, top, bad = scan_records_v2(section, count, first_ts)
+    except KcodecError as exc:
+        raise _decode_failure(exc, "record batch") from None
+    if bad >= 0:
+        raise InvalidRecord(f"record {bad} of the batch does not have offset delta {bad}", 0)
+    if not lat and not control:
+        _check_ts(low, now_ms, config, "a record")
+        _check_ts(top, now_ms, config, "a record")
+    out = bytearray(buf)
+    _I64.pack_into(out, 0, next_offset)
+    if leader_epoch is not None:
+        _I32.pack_into(out, 12, leader_epoch)
+    if lat:
+        top = now_ms
+        struct.pack_into(">h", out, 21, attrs | 0x08)
+    if top != max_ts or lat:
+        _I64.pack_into(out, 35, top)
+        _U32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
+    last = next_offset + lod
+    info = BatchInfo(next_offset, last, pid, pepoch, bseq, transactional, control)
+    result = AppendResult(next_offset, last, now_ms if lat else -1, top, count, [info])
+    return Validated(out, [(0, last, top)], result)
+
+
+def _validate_legacy(buf: Any, frames: list[tuple[int, int, int]], next_offset: int,
+                     now_ms: int, config: LogConfig) -> Validated:
+    lat = config.log_append_time
+    try:
+        messages = list(iter_batches(buf, validate_crc=False))
+    except KcodecError as exc:
+        raise _decode_failure(exc, "message set") from None
+    compressed = False
+    for i, m in enumerate(messages):
+        if not m.validate_crc():
+            raise CorruptMessage(f"message CRC-32 mismatch at position {m.position}: stored "
+                                 f"0x{m.crc:08x}, computed 0x{m.computed_crc():08x}", i)
+        codec = m.attributes & 0x07
+        if codec > 4:
+            raise UnsupportedCompressionType(f"unknown compression codec id {codec}", i)
+        if codec == 4:
+            raise UnsupportedCompressionType("zstd compression needs magic 2", i)
+        if m.magic == 1 and m.attributes & 0x08:
+            raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp "
+                                   "type", i)
+        compressed = compressed or codec != 0
+    if compressed:
+        if len(messages) > 1:
+            raise InvalidRecord("a compressed message set must be one wrapper message, "
+                                f"not {len(messages)} messages")
+        return _validate_wrapper(buf, messages[0], next_offset, now_ms, config)
+    out = bytearray(buf)
+    entries = []
+    infos = []
+    top = -1
+    for i, m in enumerate(messages):
+        pos = m.position
+        offset = next_offset + i
+        _I64.pack_into(out, pos, offset)
+        ts = -1
+        if m.magic == 1:
+            ts = m.timestamp
+            if lat:
+                ts = now_ms
+                out[pos + 17] = m.attributes | 0x08
+                _I64.pack_into(out, pos + 18, ts)
+                _U32.pack_into(out, pos + 12, crc32(memoryview(out)[pos + 16:pos + m.size]))
+            else:
+                _check_ts(ts, now_ms, config, f"message {i}")
+        if ts > top:
+            top = ts
+        entries.append((pos, offset, ts))
+        infos.append(BatchInfo(offset, offset, -1, -1, -1, False, False))
+    last = next_offset + len(messages) - 1
+    result = AppendResult(next_offset, last, now_ms if lat else -1, top, len(messages), infos)
+    return Validated(out, entries, result)
+
+
+def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
+                      config: LogConfig) -> Validated:
+    lat = config.log_append_time
+    codec = w.attributes & 0x07
+    value = w.value
+    if value is None:
+        raise CorruptMessage("compressed message with a null value", 0)
+    try:
+        inner = decompress(codec, value, magic=w.magic)
+        it = iter_batches(inner, validate_crc=True)
+        msgs = list(it)
+    except KcodecError as exc:
+        raise _decode_failure(exc, "compressed message") from None
+    if it.incomplete or it.consumed != len(inner):
+        raise CorruptMessage("compressed message ends inside an inner message", 0)
+    if not msgs:
+        raise CorruptMessage("compressed message holds no inner messages", 0)
+    top = -1
+    for i, m in enumerate(msgs):
+        if m.magic != w.magic:
+            raise InvalidRecord(f"inner message magic {m.magic} differs from the wrapper's "
+                                f"{w.magic}", 0)
+        if m.attributes & 0x07:
+            raise InvalidRecord("a compressed message inside a compressed message", 0)
+        if w.magic == 1:
+            if m.offset != i:
+                raise InvalidRecord(f"inner message {i} has relative offset {m.offset}; "
+                                    f"expected {i}", 0)
+            if m.timestamp > top:
+                top = m.timestamp
+            if not lat:
+                _check_ts(m.timestamp, now_ms, config, f"inner message {i}")
+    n = len(msgs)
+    last = next_offset + n - 1
+    if w.magic == 0:
+        # inner offsets are absolute: the wrapper is rebuilt with the assigned ones
+        try:
+            b = MessageSetBuilder(magic=0, compression=codec, base_offset=next_offset,
+                                  max_size=(1 << 31) - 1)
+            for m in msgs:
+                b.append(m.key, m.value)
+            out: bytes | bytearray = b.build()
+        except (KcodecError, ValueError) as exc:
+            raise CorruptMessage(f"cannot rebuild the compressed message: {exc}", 0) from None
+        if len(out) > config.max_message_bytes:
+            raise MessageTooLarge(f"rebuilt message of {len(out)} bytes is larger than "
+                                  f"max.message.bytes ({config.max_message_bytes})", 0)
+        top = -1
+    else:
+        out = bytearray(buf)
+        _I64.pack_into(out, 0, last)
+        attrs = (w.attributes & ~0x08) | (0x08 if lat else 0)
+        if lat:
+            top = now_ms
+        if attrs != w.attributes or top != w.timestamp:
+            out[17] = attrs
+            _I64.pack_into(out, 18, top)
+            _U32.pack_into(out, 12, crc32(memoryview(out)[16:]))
+    infos = [BatchInfo(next_offset, last, -1, -1, -1, False, False)]
+    result = AppendResult(next_offset, last, now_ms if lat else -1, top, n, infos)
+    return Validated(out, [(0, last, top)], result)
+
+
+def check_replicated(records: Any, next_offset: int, config: LogConfig) -> Validated:
+    """Batches that already carry their offsets (a replica copying its leader's log): whole
+    entries with good CRCs, offsets from ``next_offset`` on and increasing; stored as is
+    (Kafka's append as follower: no offset assignment, no timestamp rewriting)."""
+    buf = records if isinstance(records, (bytes, bytearray)) else memoryview(records).cast("B")
+    frames = _frames(buf)
+    entries = []
+    infos = []
+    count = 0
+    top = -1
+    expected = next_offset
+    try:
+        for i, b in enumerate(iter_batches(buf, validate_crc=True)):
+            if b.size > config.segment_bytes:
+                raise MessageTooLarge(f"batch of {b.size} bytes is larger than segment.bytes", i)
+            first = b.base_offset
+            if first < expected or b.last_offset < first:
+                raise InvalidRecord(f"replicated batch offsets {first}-{b.last_offset} do not "
+                                    f"follow {expected - 1}", i)
+            expected = b.last_offset + 1
+            entries.append((b.position, b.last_offset, b.max_timestamp))
+            infos.append(BatchInfo(first, b.last_offset, b.producer_id, b.producer_epoch,
+                                   b.base_sequence, b.is_transactional, b.is_control))
+            count += b.record_count
+            top = max(top, b.max_timestamp)
+    except KcodecError as exc:
+        if isinstance(exc, (InvalidRecord, MessageTooLarge)):
+            raise
+        raise _decode_failure(exc, "replicated records") from None
+    if len(entries) != len(frames):
+        raise CorruptMessage("replicated records end inside a batch", len(entries))
+    result = AppendResult(infos[0].base_offset, infos[-1].last_offset, -1, top, count, infos)
+    return Validated(buf if isinstance(buf, (bytes, bytearray)) else bytes(buf), entries, result)

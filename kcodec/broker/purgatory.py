@@ -1,0 +1,146 @@
+"""Delayed operations: answers that wait for an event or a deadline (Kafka's purgatory).
+
+A :class:`Delayed` operation has a ``future``; ``try_complete()`` answers it when it can
+(returns True), ``expire()`` answers it at the deadline. Operations watch keys (a partition,
+a group); ``notify(key)`` retries the operations watching it. One timer thread fires the
+deadlines, also used for periodic work (session timeouts, retention).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Hashable
+from typing import Any, Callable
+
+__all__ = ["Delayed", "Purgatory", "Timer"]
+
+log = logging.getLogger("kcodec.broker")
+
+
+class Timer:
+    """One thread running callbacks at their deadlines (monotonic seconds)."""
+
+    def __init__(self, name: str = "kcodec-broker-timer") -> None:
+        self._heap: list[tuple[float, int, Callable[[], Any]]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def call_at(self, deadline: float, fn: Callable[[], Any]) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (deadline, next(self._seq), fn))
+            self._cond.notify()
+
+    def call_later(self, delay_s: float, fn: Callable[[], Any]) -> None:
+        self.call_at(time.monotonic() + delay_s, fn)
+
+    def every(self, period_s: float, fn: Callable[[], Any]) -> None:
+        def tick() -> None:
+            try:
+                fn()
+            finally:
+                if not self._stopped:
+                    self.call_later(period_s, tick)
+        self.call_later(period_s, tick)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    timeout = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(timeout)
+                if self._stopped:
+                    return
+                _, _, fn = heapq.heappop(self._heap)
+            try:
+                fn()
+            except Exception:
+                log.exception("kcodec broker: a timed task failed")
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._thread.join(5)
+
+
+class Delayed:
+    """An answer that is not ready yet. Subclasses define ``try_complete`` and ``expire``."""
+
+    def __init__(self) -> None:
+        self.future: concurrent.futures.Future = concurrent.futures.Future()
+        self._lock = threading.Lock()
+        self.done = False
+
+    def complete(self, answer: Any) -> bool:
+        """Answer once; later calls do nothing. True if this call answered."""
+        with self._lock:
+            if self.done:
+                return False
+            self.done = True
+        self.future.set_result(answer)
+        return True
+
+    def try_complete(self) -> bool:   # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def expire(self) -> None:   # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Purgatory:
+    def __init__(self, timer: Timer) -> None:
+        self.timer = timer
+        self._watchers: dict[Hashable, list[Delayed]] = defaultdict(list)
+        self._lock = threading.Lock()
+
+    def watch(self, op: Delayed, keys: list[Hashable], timeout_s: float) -> concurrent.futures.Future:
+        """Park ``op`` until a notify on one of ``keys`` completes it, or the timeout."""
+        with self._lock:
+            for k in keys:
+                self._watchers[k].append(op)
+        # an event may have happened between the caller's check and the watch
+        if not op.try_complete():
+            self.timer.call_later(timeout_s, lambda: self._expire(op, keys))
+        else:
+            self._forget(op, keys)
+        return op.future
+
+    def _expire(self, op: Delayed, keys: list[Hashable]) -> None:
+        if not op.done:
+            op.expire()
+        self._forget(op, keys)
+
+    def _forget(self, op: Delayed, keys: list[Hashable]) -> None:
+        with self._lock:
+            for k in keys:
+                ops = self._watchers.get(k)
+                if ops is not None:
+                    try:
+                        ops.remove(op)
+                    except ValueError:
+                        pass
+                    if not ops:
+                        del self._watchers[k]
+
+    def notify(self, key: Hashable) -> None:
+        with self._lock:
+            ops = list(self._watchers.get(key, ()))
+        for op in ops:
+            if not op.done and op.try_complete():
+                pass
+        if ops:
+            with self._lock:
+                live = [o for o in self._watchers.get(key, ()) if not o.done]
+                if live:
+                    self._watchers[key] = live
+                else:
+                    self._watchers.pop(key, None)

@@ -1,0 +1,29 @@
+"""Broker-side security building blocks, sans-I/O: SASL mechanisms and per-connection
+authentication state, and TLS contexts for listeners.
+
+    from kcodec.broker.security import SaslAuthenticator, PlainServer, ScramServer
+    auth = SaslAuthenticator({"PLAIN": lambda: PlainServer({"alice": "secret"})})
+"""
+
+from kcodec.broker.security.authenticator import (
+    SASL_APIS,
+    UNAUTHENTICATED_APIS,
+    SaslAuthenticator,
+)
+from kcodec.broker.security.listener import ListenerSecurity, SaslGate
+from kcodec.broker.security.sasl import (
+    OAuthBearerServer,
+    PlainServer,
+    SaslAuthenticationFailed,
+    ScramCredential,
+    ScramServer,
+    ServerMechanism,
+    TokenInfo,
+    make_scram_credential,
+)
+from kcodec.broker.security.tls import peer_principal, server_context
+
+__all__ = ["ListenerSecurity", "SaslGate", "SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS", "ServerMechanism",
+           "PlainServer", "ScramServer", "ScramCredential", "make_scram_credential",
+           "OAuthBearerServer", "TokenInfo", "SaslAuthenticationFailed", "server_context",
+           "peer_principal"]

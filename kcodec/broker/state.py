@@ -1,0 +1,164 @@
+"""What every node of one in-process cluster shares: topics, partition leaders, the logs.
+
+The cluster is single-replica: each partition has one log (in the cluster's
+:class:`~kcodec.broker.log.LogManager`) and one leader node, which is a label that the test
+controls can move; only the leader serves the partition. Topic metadata (ids, partition
+counts, configs set by users) is kept in ``topics.json`` next to the logs, so a restart on
+the same data dir finds its topics again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.broker.coordinator.producers import ProducerState
+from kcodec.broker.log import LogConfig, LogManager, PartitionLog
+
+__all__ = ["ClusterState", "Partition", "Topic", "now_ms"]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    leader: int
+    log: PartitionLog
+    leader_epoch: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    producers: ProducerState = field(default_factory=ProducerState)
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str]                       # configs set explicitly (not defaults)
+    partitions: dict[int, Partition] = field(default_factory=dict)
+
+    def log_config(self) -> LogConfig:
+        return LogConfig.from_topic_configs(self.configs)
+
+
+class ClusterState:
+    def __init__(self, data_dir: str | os.PathLike | None, *, cluster_id: str | None = None,
+                 num_partitions: int = 1, auto_create_topics: bool = True) -> None:
+        self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        self.cluster_id = cluster_id or uuid.uuid4().hex[:22]
+        self.num_partitions = num_partitions
+        self.auto_create_topics = auto_create_topics
+        self.lock = threading.RLock()
+        self.topics: dict[str, Topic] = {}
+        self.nodes: list[int] = []          # node ids, in order
+        self.alive: set[int] = set()
+        self.controller_id = 0
+        self.logs = LogManager(None if self.data_dir is None else os.path.join(self.data_dir, "logs"))
+
+    # ---------------------------------------------------------------- persistence
+    def _meta_path(self) -> str | None:
+        return None if self.data_dir is None else os.path.join(self.data_dir, "topics.json")
+
+    def open(self) -> None:
+        """Load topics and logs from the data dir (recovering the logs)."""
+        if self.data_dir is not None:
+            os.makedirs(self.data_dir, exist_ok=True)
+        self.logs.open()
+        meta: dict[str, Any] = {}
+        path = self._meta_path()
+        if path and os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                meta = json.load(f)
+            self.cluster_id = meta.get("cluster_id", self.cluster_id)
+        saved = meta.get("topics", {})
+        found: dict[str, list[int]] = {}
+        for t, p in self.logs.partitions():
+            found.setdefault(t, []).append(p)
+        for name in sorted(set(saved) | set(found)):
+            info = saved.get(name, {})
+            topic = Topic(name, uuid.UUID(info["id"]) if "id" in info else uuid.uuid4(),
+                          dict(info.get("configs", {})))
+            cfg = topic.log_config()
+            count = max(info.get("partitions", 0), max(found.get(name, [-1])) + 1)
+            for i in range(count):
+                log = self.logs.get(name, i) or self.logs.create(name, i, cfg)
+                log.update_config(cfg)
+                topic.partitions[i] = Partition(name, i, self._pick_leader(name, i), log)
+            self.topics[name] = topic
+        self.save()
+
+    def save(self) -> None:
+        path = self._meta_path()
+        if path is None:
+            return
+        with self.lock:
+            meta = {"cluster_id": self.cluster_id, "topics": {
+                t.name: {"id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
+                for t in self.topics.values()}}
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    # ---------------------------------------------------------------- topics
+    def _pick_leader(self, topic: str, index: int) -> int:
+        nodes = self.nodes or [0]
+        start = sum(topic.encode()) % len(nodes)
+        return nodes[(start + index) % len(nodes)]
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+                     leaders: dict[int, int] | None = None) -> Topic:
+        """Create a topic (the caller has checked the name and that it is new)."""
+        configs = dict(configs or {})
+        cfg = LogConfig.from_topic_configs(configs)   # raises InvalidConfig
+        with self.lock:
+            topic = Topic(name, uuid.uuid4(), configs)
+            for i in range(partitions):
+                leader = (leaders or {}).get(i)
+                if leader is None:
+                    leader = self._pick_leader(name, i)
+                topic.partitions[i] = Partition(name, i, leader, self.logs.create(name, i, cfg))
+            self.topics[name] = topic
+        self.save()
+        return topic
+
+    def add_partitions(self, name: str, count: int) -> None:
+        with self.lock:
+            topic = self.topics[name]
+            cfg = topic.log_config()
+            for i in range(len(topic.partitions), count):
+                topic.partitions[i] = Partition(name, i, self._pick_leader(name, i),
+                                                self.logs.create(name, i, cfg))
+        self.save()
+
+    def delete_topic(self, name: str) -> None:
+        with self.lock:
+            self.topics.pop(name, None)
+            self.logs.delete_topic(name)
+        self.save()
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        with self.lock:
+            topic = self.topics[name]
+            cfg = LogConfig.from_topic_configs(configs)
+            topic.configs = configs
+            self.logs.update_config(name, cfg)
+        self.save()
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        t = self.topics.get(topic)
+        return None if t is None else t.partitions.get(index)
+
+    def close(self) -> None:
+        self.logs.flush()
+        self.logs.close()

@@ -1,0 +1,148 @@
+"""TLS and SASL options of the client sub-commands (``kcodec.client.security``).
+
+Secrets never go on the command line (other users see it in ``ps``): the SASL password
+comes from ``$KCODEC_SASL_PASSWORD`` or ``--sasl-password-file``, the private key's from
+``$KCODEC_SSL_PASSWORD``, an OAUTHBEARER token from ``--sasl-oauth-token-file`` (read again
+whenever the client refreshes it). Every option also has a ``$KCODEC_...`` default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from kcodec.client.sasl import MECHANISMS
+from kcodec.client.security import PROTOCOLS
+
+__all__ = ["add_security", "security_config"]
+
+
+def add_security(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    g = parser.add_argument_group("security (TLS and SASL)")
+    g.add_argument("--security-protocol", type=str.upper, choices=PROTOCOLS,
+                   default=env("KCODEC_SECURITY_PROTOCOL", "PLAINTEXT").upper(),
+                   help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL "
+                        "($KCODEC_SECURITY_PROTOCOL)")
+    g.add_argument("--ssl-cafile", metavar="PEM", default=env("KCODEC_SSL_CAFILE"),
+                   help="CA certificates to trust (default: the system's)")
+    g.add_argument("--ssl-certfile", metavar="PEM", default=env("KCODEC_SSL_CERTFILE"),
+                   help="client certificate (mutual TLS)")
+    g.add_argument("--ssl-keyfile", metavar="PEM", default=env("KCODEC_SSL_KEYFILE"),
+                   help="client private key; its password from $KCODEC_SSL_PASSWORD")
+    g.add_argument("--ssl-no-hostname-check", action="store_true",
+                   help="accept a certificate that does not name the broker's host")
+    g.add_argument("--sasl-mechanism", type=str.upper, choices=MECHANISMS,
+                   default=env("KCODEC_SASL_MECHANISM", "PLAIN").upper(),
+                   help="PLAIN (default), SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+    g.add_argument("--sasl-username", default=env("KCODEC_SASL_USERNAME"),
+                   help="SASL user; the password from $KCODEC_SASL_PASSWORD or "
+                        "--sasl-password-file")
+    g.add_argument("--sasl-password-file", metavar="FILE",
+                   help="read the SASL password from the first line of FILE")
+    g.add_argument("--sasl-oauth-token-file", metavar="FILE",
+                   default=env("KCODEC_SASL_OAUTH_TOKEN_FILE"),
+                   help="OAUTHBEARER: the token (a JWT's exp is honoured), read again on refresh")
+
+
+def _first_line(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip()
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def security_config(args: argparse.Namespace) -> dict[str, Any]:
+    """Config entries for the client from the parsed options (nothing for PLAINTEXT)."""
+    proto = getattr(args, "security_protocol", "PLAINTEXT")
+    if proto == "PLAINTEXT":
+        return {}
+    cfg: dict[str, Any] = {"security_protocol": proto}
+    if proto in ("SSL", "SASL_SSL"):
+        cfg.update(ssl_cafile=args.ssl_cafile, ssl_certfile=args.ssl_certfile,
+                   ssl_keyfile=args.ssl_keyfile, ssl_password=os.environ.get("KCODEC_SSL_PASSWORD"))
+        if args.ssl_no_hostname_check:
+            cfg["ssl_endpoint_identification_algorithm"] = ""
+    if proto.startswith("SASL_"):
+        mech = args.sasl_mechanism
+        cfg["sasl_mechanism"] = mech
+        if mech == "OAUTHBEARER":
+            path = args.sasl_oauth_token_file
+            if not path:
+                raise ValueError("--sasl-mechanism OAUTHBEARER needs --sasl-oauth-token-file")
+            _first_line(path, "--sasl-oauth-token-file")
+            cfg["sasl_oauth_token_provider"] = lambda: _first_line(path, "--sasl-oauth-token-file")
+        else:
+            password = os.environ.get("KCODEC_SASL_PASSWORD")
+            if args.sasl_password_file:
+                password = _first_line(args.sasl_password_file, "--sasl-password-file")
+            if not args.sasl_username or not password:
+                raise ValueError(f"SASL {mech} needs --sasl-username and a password "
+                                 "($KCODEC_SASL_PASSWORD or --sasl-password-file)")
+            cfg.update(sasl_username=args.sasl_username, sasl_password=password)
+    return cfg
+
+
+# ------------------------------------------------------------------ `kcodec broker`
+def add_broker_security(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("security (TLS and SASL listeners)")
+    g.add_argument("--ssl-certfile", metavar="PEM", help="serve TLS with this certificate chain")
+    g.add_argument("--ssl-keyfile", metavar="PEM", help="its private key ($KCODEC_SSL_PASSWORD)")
+    g.add_argument("--sasl-users", metavar="FILE",
+                   help="require SASL: 'user:password' lines; PLAIN and SCRAM-SHA-256/512 "
+                        "(salted credentials made at start; the passwords are not kept)")
+    g.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                   help="comma-separated mechanisms to enable with --sasl-users")
+    g.add_argument("--connections-max-reauth-ms", type=int, default=0,
+                   help="SASL session lifetime; clients re-authenticate (KIP-368; 0: none)")
+
+
+def broker_security(args: argparse.Namespace) -> Any:
+    """A ``ListenerSecurity`` from the options, or None for PLAINTEXT."""
+    from kcodec.broker.security import (
+        ListenerSecurity,
+        PlainServer,
+        ScramServer,
+        make_scram_credential,
+        server_context,
+    )
+
+    ctx = None
+    if args.ssl_certfile:
+        ctx = server_context(args.ssl_certfile, args.ssl_keyfile,
+                             os.environ.get("KCODEC_SSL_PASSWORD"))
+    elif args.ssl_keyfile:
+        raise ValueError("--ssl-keyfile needs --ssl-certfile")
+    sasl: dict[str, Any] = {}
+    if args.sasl_users:
+        users: dict[str, str] = {}
+        try:
+            with open(args.sasl_users, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    line = line.strip()
+                    if not line or line.startswith("#"):
+                        continue
+                    user, sep, pw = line.partition(":")
+                    if not sep or not user or not pw:
+                        raise ValueError(f"--sasl-users {args.sasl_users}:{n}: expected "
+                                         "user:password")
+                    users[user] = pw
+        except OSError as exc:
+            raise ValueError(f"--sasl-users: cannot read {args.sasl_users!r}: "
+                             f"{exc.strerror or exc}") from None
+        for mech in (m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()):
+            if mech == "PLAIN":
+                plain = dict(users)
+                sasl[mech] = lambda plain=plain: PlainServer(plain)
+            elif mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                creds = {u: make_scram_credential(mech, p) for u, p in users.items()}
+                sasl[mech] = lambda mech=mech, creds=creds: ScramServer(mech, creds)
+            else:
+                raise ValueError(f"--sasl-mechanisms: {mech!r} needs a token validator "
+                                 "(OAUTHBEARER: use kcodec.broker.security from Python)")
+    if ctx is None and not sasl:
+        return None
+    return ListenerSecurity(ssl_context=ctx, sasl=sasl,
+                            connections_max_reauth_ms=args.connections_max_reauth_ms)

@@ -1,0 +1,96 @@
+"""``kcodec broker``: run a kcodec broker node (or a small cluster) until Ctrl-C.
+
+    kcodec broker                                  # one node, memory, a free port
+    kcodec broker --port 9092 --data-dir ./kdata   # on disk: restarts find their topics
+    kcodec broker --nodes 3 --port 9092            # nodes on 9092, 9093, 9094
+
+Prints the bootstrap address (``--json``: one JSON line) once it is serving; Ctrl-C or
+SIGTERM stops it cleanly (logs flushed, marked clean). A development broker, not a
+production Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from kcodec.cli._client import UsageError, guarded, json_line
+
+NAME = "broker"
+HELP = "run a local kcodec Kafka broker (one node or --nodes N) until Ctrl-C"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=1, help="number of nodes (default 1)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="port of the first node, the next nodes take the following ports "
+                             "(default: free ports)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="keep the logs in DIR (default: memory only)")
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="partitions of auto-created topics (default 1)")
+    parser.add_argument("--no-auto-create", action="store_true",
+                        help="do not create topics on first Metadata request")
+    parser.add_argument("--processors", type=int, default=2,
+                        help="network threads per node (default 2)")
+    parser.add_argument("--handlers", type=int, default=4,
+                        help="request handler threads per node (default 4)")
+    parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
+    from kcodec.cli._security import add_broker_security
+
+    add_broker_security(parser)
+
+
+@guarded
+def run(args: argparse.Namespace) -> int:
+    from kcodec.broker import Cluster
+
+    if args.nodes < 1:
+        raise UsageError(f"--nodes must be at least 1, got {args.nodes}")
+    if not 0 <= args.port <= 65535 - args.nodes + 1:
+        raise UsageError(f"--port {args.port} out of range")
+    if args.partitions < 1:
+        raise UsageError(f"--partitions must be at least 1, got {args.partitions}")
+    if args.verbose:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    ports = [args.port + i for i in range(args.nodes)] if args.port else None
+    if args.processors < 1 or args.handlers < 1:
+        raise UsageError("--processors and --handlers must be at least 1")
+    from kcodec.cli._security import broker_security
+
+    cluster = Cluster(args.nodes, data_dir=args.data_dir, host=args.host, ports=ports,
+                      processors=args.processors, handlers=args.handlers,
+                      num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
+                      security=broker_security(args))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+    old = signal.signal(signal.SIGTERM, on_signal)
+    cluster.start()
+    try:
+        if args.json:
+            json_line({"bootstrap": cluster.bootstrap, "nodes": args.nodes,
+                       "storage": args.data_dir or "memory"})
+        else:
+            print(f"kcodec broker: {args.nodes} node(s), "
+                  f"{'data dir ' + args.data_dir if args.data_dir else 'memory storage'}; "
+                  f"Ctrl-C stops", file=sys.stderr, flush=True)
+            print(cluster.bootstrap, flush=True)
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+        signal.signal(signal.SIGTERM, old)
+        if not args.json:
+            print("kcodec broker: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,166 @@
+"""The group coordinator: rebalances, session timeouts, static membership, offsets, and the
+group APIs through kcodec's admin client."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import pytest
+
+from kcodec.broker.coordinator import GroupCoordinator
+from kcodec.broker.purgatory import Timer
+from kcodec.protocol import ErrorCode
+
+E = ErrorCode
+PROTO = [("range", b"meta")]
+
+
+@pytest.fixture
+def gc():
+    timer = Timer()
+    yield GroupCoordinator(timer)
+    timer.stop()
+
+
+def result(x, timeout=5):
+    return x.result(timeout) if isinstance(x, concurrent.futures.Future) else x
+
+
+def join(gc, member="", instance=None, session=10_000, rebalance=2_000):
+    return gc.join("g", member, instance, "consumer", PROTO, session, rebalance, "c", "/127.0.0.1")
+
+
+def test_two_members_rebalance_sync_and_heartbeat(gc):
+    a = result(join(gc))
+    assert a.error_code == 0 and a.leader == a.member_id and len(a.members) == 1
+    assert result(gc.sync("g", a.generation_id, a.member_id, None, {a.member_id: b"A"})) == (0, b"A")
+    fb = join(gc)                                      # a second member: a rebalance starts
+    assert gc.heartbeat("g", a.generation_id, a.member_id, None) == E.REBALANCE_IN_PROGRESS
+    fa = join(gc, a.member_id)                         # the first one rejoins: it completes
+    a2, b = result(fa), result(fb)
+    assert a2.generation_id == b.generation_id == a.generation_id + 1
+    assert a2.leader == a.member_id and len(a2.members) == 2 and b.members == []
+    fs_b = gc.sync("g", b.generation_id, b.member_id, None, {})
+    assert isinstance(fs_b, concurrent.futures.Future) and not fs_b.done()   # waits for the leader
+    assert result(gc.sync("g", a2.generation_id, a.member_id, None,
+                          {a.member_id: b"A2", b.member_id: b"B2"})) == (0, b"A2")
+    assert result(fs_b) == (0, b"B2")
+    assert gc.heartbeat("g", b.generation_id, b.member_id, None) == 0
+    assert gc.heartbeat("g", b.generation_id - 1, b.member_id, None) == E.ILLEGAL_GENERATION
+    assert gc.heartbeat("g", b.generation_id, "nobody", None) == E.UNKNOWN_MEMBER_ID
+    assert gc.groups["g"].state == "Stable"
+
+
+def test_rebalance_timeout_removes_members_that_do_not_rejoin(gc):
+    a = result(join(gc, rebalance=300))
+    gc.sync("g", a.generation_id, a.member_id, None, {})
+    t0 = time.monotonic()
+    b = result(join(gc, rebalance=300))                # a never rejoins
+    assert time.monotonic() - t0 >= 0.25
+    assert b.leader == b.member_id and [m[0] for m in b.members] == [b.member_id]
+    assert a.member_id not in gc.groups["g"].members
+
+
+def test_session_timeout_expires_a_silent_member(gc):
+    a = result(join(gc, session=400))
+    gc.sync("g", a.generation_id, a.member_id, None, {a.member_id: b"x"})
+    time.sleep(1.0)
+    g = gc.groups["g"]
+    assert a.member_id not in g.members and g.state == "Empty"
+
+
+def test_leave_group(gc):
+    a = result(join(gc))
+    gc.sync("g", a.generation_id, a.member_id, None, {})
+    assert gc.leave("g", [(a.member_id, None), ("ghost", None)]) == (0, [0, E.UNKNOWN_MEMBER_ID])
+    assert gc.groups["g"].state == "Empty"
+
+
+def test_static_member_rejoins_without_a_rebalance(gc):
+    a = result(join(gc, instance="i-1"))
+    gen = a.generation_id
+    gc.sync("g", gen, a.member_id, "i-1", {a.member_id: b"A"})
+    f2 = join(gc, instance="i-2")
+    fa = join(gc, a.member_id, instance="i-1")
+    a2, m2 = result(fa), result(f2)
+    leader = a2 if a2.leader == a2.member_id else m2
+    gc.sync("g", leader.generation_id, leader.member_id, None,
+            {a2.member_id: b"A", m2.member_id: b"B"})
+    gen = m2.generation_id
+    # i-2 restarts: same instance id, new member id, no rebalance, its assignment kept
+    again = result(join(gc, instance="i-2"))
+    assert again.error_code == 0 and again.generation_id == gen and again.member_id != m2.member_id
+    assert result(gc.sync("g", gen, again.member_id, "i-2", {})) == (0, b"B")
+    # the old instance is fenced
+    assert gc.heartbeat("g", gen, m2.member_id, "i-2") == E.FENCED_INSTANCE_ID
+    assert gc.groups["g"].state == "Stable"
+
+
+def test_offsets_commit_fetch_delete_and_persistence(tmp_path):
+    timer = Timer()
+    try:
+        gc = GroupCoordinator(timer, str(tmp_path))
+        assert gc.commit("g", -1, "", None, [("t", 0, 42, 3, "m"), ("t", 1, 7, -1, None)]) == 0
+        assert gc.committed("g") == {("t", 0): (42, 3, "m"), ("t", 1): (7, -1, None)}
+        a = result(join(gc))
+        assert gc.commit("g", a.generation_id + 5, a.member_id, None, [("t", 0, 1, -1, "")]) \
+            == E.ILLEGAL_GENERATION
+        assert gc.delete_offsets("g", [("t", 1)]) == E.NON_EMPTY_GROUP
+        assert gc.delete_group("g") == E.NON_EMPTY_GROUP
+        gc.leave("g", [(a.member_id, None)])
+        assert gc.delete_offsets("g", [("t", 1)]) == 0
+        gc.close()
+        gc2 = GroupCoordinator(timer, str(tmp_path))   # a restart reads them back
+        assert gc2.committed("g") == {("t", 0): (42, 3, "m")}
+        assert gc2.delete_group("g") == 0 and gc2.delete_group("g") == E.GROUP_ID_NOT_FOUND
+        gc2.close()
+        assert GroupCoordinator(timer, str(tmp_path)).committed("g") == {}
+    finally:
+        timer.stop()
+
+
+@pytest.mark.peers
+def test_static_membership_with_confluent_kafka():
+    import confluent_kafka as ck
+
+    from kcodec.broker import Cluster
+
+    with Cluster(1) as c:
+        c.create_topic("s", 2)
+
+        def consumer():
+            con = ck.Consumer({"bootstrap.servers": c.bootstrap, "group.id": "static",
+                               "group.instance.id": "worker-1", "session.timeout.ms": 6000,
+                               "auto.offset.reset": "earliest"})
+            con.subscribe(["s"])
+            deadline = time.monotonic() + 20
+            while not con.assignment() and time.monotonic() < deadline:
+                con.poll(0.2)
+            return con
+        first = consumer()
+        assert len(first.assignment()) == 2
+        gen = c.groups.groups["static"].generation
+        first.close()              # a static member does not leave on close
+        assert len(c.groups.groups["static"].members) == 1
+        second = consumer()        # same instance id: takes over, no new generation
+        assert len(second.assignment()) == 2
+        assert c.groups.groups["static"].generation == gen
+        second.close()
+
+
+def test_group_apis_through_the_admin_client():
+    from kcodec.broker import Cluster
+    from kcodec.client import Admin, Consumer
+
+    with Cluster(3) as c:
+        c.create_topic("t", 3)
+        with Consumer(bootstrap_servers=c.bootstrap, group_id="adm", auto_offset_reset="earliest") as con:
+            con.subscribe(["t"])
+            deadline = time.monotonic() + 20
+            while not con.assignment() and time.monotonic() < deadline:
+                con.poll(0.2)
+            with Admin(bootstrap_servers=c.bootstrap) as admin:
+                (desc,) = admin.describe_groups(["adm"])
+                assert desc.state == "Stable" and len(desc.members) == 1
+                assert [g.group_id for g in admin.list_groups()] == ["adm"]
