@@ -192,7 +192,10 @@ def log_dir(tmp_path_factory):
     target = LOG_MB << 20
     seg_max = 128 << 20
     written = 0
-    value = bytes(range(100)) * 1
+    import random
+
+    rnd = random.Random(20240601)
+    pool = [rnd.randbytes(100) for _ in range(1024)]   # 100 KiB: lz4 finds little to share
     for p in range(PARTITIONS):
         d = root / f"bench-log-{p}"
         d.mkdir()
@@ -206,7 +209,8 @@ def log_dir(tmp_path_factory):
                                            max_size=256 * 1024)
                     ts = 1_700_000_000_000 + off
                     i = 0
-                    while b.append(b"%016d" % (off + i), value, [], timestamp=ts) is not None:
+                    while b.append(b"%016d" % (off + i), pool[(off + i) & 1023], [],
+                                   timestamp=ts) is not None:
                         i += 1
                         if i >= 2000:
                             break

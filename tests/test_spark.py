@@ -125,6 +125,14 @@ def test_min_partitions_and_max_records(spark, broker, data) -> None:
     assert df.count() == 603
 
 
+def test_empty_results(spark, broker, data) -> None:
+    topic, _ = data
+    assert _read(spark, broker, subscribe="no-such-topic-" + uuid.uuid4().hex[:6]).count() == 0
+    df = _read(spark, broker, subscribe=topic, startingOffsets=f'{{"{topic}": {{"0": 3, '
+               f'"1": 3, "2": 3}}}}', endingOffsets=f'{{"{topic}": {{"0": 3, "1": 3, "2": 3}}}}')
+    assert df.count() == 0
+
+
 def test_bad_options_fail_clearly(spark, broker, data) -> None:
     topic, _ = data
     with pytest.raises(Exception, match="startingOffsets"):
@@ -150,6 +158,27 @@ def test_pushdown_narrows_ranges(spark, broker, data) -> None:
         assert [r[:2] for r in spark_rows(q)] == [(2, o) for o in range(5)]
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+
+
+@pytest.mark.slow
+def test_broker_gone_fails_the_query(spark) -> None:
+    """A broker that is gone when the query runs fails it with the client's error, never an
+    empty or partial result."""
+    from tests.broker import Tansu
+
+    with Tansu() as b:
+        name = f"gone-{uuid.uuid4().hex[:6]}"
+        with Admin(bootstrap_servers=b.bootstrap) as a:
+            a.create_topics([name], num_partitions=2)
+        fence(b.bootstrap, name, 2)
+        df = (spark.read.format("kcodec").option("kafka.bootstrap.servers", b.bootstrap)
+              .option("subscribe", name).option("kafka.default.api.timeout.ms", "3000")
+              .option("kafka.request.timeout.ms", "2000")
+              .option("kafkaConsumer.pollTimeoutMs", "3000").load())
+        assert df.count() == 2
+        b.stop()
+        with pytest.raises(Exception, match="no broker reachable|within"):
+            df.count()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +211,7 @@ def test_sink_round_trip(spark, broker) -> None:
     assert by_value[b"v-10"][2] is None
 
 
+@pytest.mark.slow
 def test_sink_topic_and_partition_columns(spark, broker) -> None:
     a, b = _topic(broker, 2), _topic(broker, 2)
     rows = [(a if i % 2 else b, i % 2, f"v{i}") for i in range(40)]
@@ -263,6 +293,43 @@ def test_stream_restart_from_checkpoint(spark, broker, tmp_path) -> None:
     values = sorted(r.v for r in got)
     assert values == sorted(f"a{i}" for i in range(800))        # nothing lost, none twice
     assert len({(r.partition, r.offset) for r in got}) == 800
+
+
+@pytest.mark.slow
+def test_stream_pattern_new_topic_and_stream_sink(spark, broker, tmp_path) -> None:
+    """subscribePattern picks up a topic created after the query started; writeStream
+    through the kcodec sink copies every record once per run."""
+    prefix = f"pat-{uuid.uuid4().hex[:6]}"
+    first, second, out = f"{prefix}-a", f"{prefix}-b", _topic(broker, 1)
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        a.create_topics([first], num_partitions=2)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=2) as p:
+        for i in range(100):
+            p.send(first, b"a%d" % i, partition=i % 2)
+    fence(broker.bootstrap, first, 2)
+
+    def run() -> None:
+        q = (spark.readStream.format("kcodec")
+             .option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("subscribePattern", prefix + "-.*").option("startingOffsets", "earliest")
+             .load().where(f"value != X'{FENCE.hex()}'").select("key", "value")
+             .writeStream.format("kcodec").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("topic", out).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(180)
+        assert q.exception() is None, q.exception()
+
+    run()
+    with Admin(bootstrap_servers=broker.bootstrap) as a:
+        a.create_topics([second], num_partitions=3)
+    with Producer(bootstrap_servers=broker.bootstrap, linger_ms=2) as p:
+        for i in range(60):
+            p.send(second, b"b%d" % i, partition=i % 3)
+    fence(broker.bootstrap, second, 3)
+    run()
+    fence(broker.bootstrap, out, 1)
+    got = sorted(r[3] for r in confluent_read(broker.bootstrap, out, 1))
+    assert got == sorted([b"a%d" % i for i in range(100)] + [b"b%d" % i for i in range(60)])
 
 
 # ---------------------------------------------------------------------------------------------

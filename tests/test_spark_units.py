@@ -319,3 +319,84 @@ def test_send_columns_through_the_broker(broker, topic_name: str) -> None:
     assert len(got) == n
     assert sorted(v for _p, _o, _k, v in got) == sorted(values.to_pylist())
     assert {p: max(o for q, o, _k, _v in got if q == p) for p, *_ in got} == last
+
+
+def test_discovery_modules_are_packaged() -> None:
+    """Spark registers DefaultSource of every installed top-level ``pyspark_*`` module."""
+    import pyspark_kcodec
+    import pyspark_kcodec_log
+    from kcodec.spark import KafkaLogSource, KafkaSource
+
+    assert pyspark_kcodec.DefaultSource is KafkaSource
+    assert pyspark_kcodec_log.DefaultSource is KafkaLogSource
+    assert KafkaSource.name() == "kcodec" and KafkaLogSource.name() == "kcodec-log"
+    try:
+        import tomllib
+    except ImportError:   # Python < 3.11
+        import tomli as tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if pyproject.exists():   # (a wheel test run has the tests only)
+        cfg = tomllib.loads(pyproject.read_text())
+        assert "pyspark_kcodec*" in cfg["tool"]["setuptools"]["packages"]["find"]["include"]
+        assert any(d.startswith("pyspark") for d in cfg["project"]["optional-dependencies"]
+                   ["spark"])
+
+
+def _txn_blob(commit: bool) -> bytes:
+    from kcodec.records import RecordBatchBuilder
+
+    b = RecordBatchBuilder(base_offset=0, producer_id=7, producer_epoch=0,
+                           is_transactional=True)
+    for i in range(5):
+        b.append(b"k", b"t%d" % i, [], timestamp=1000 + i)
+    c = RecordBatchBuilder(base_offset=5, is_control=True, is_transactional=True,
+                           producer_id=7, producer_epoch=0)
+    c.append_control(1 if commit else 0, coordinator_epoch=0, timestamp=2000)
+    d = RecordBatchBuilder(base_offset=6)
+    for i in range(3):
+        d.append(None, b"p%d" % i, [("h", b"1")], timestamp=3000 + i)
+    return b.build() + c.build() + d.build()
+
+
+@pytest.mark.parametrize("committed", [False, True])
+@pytest.mark.parametrize("aborted", [False, True])
+def test_range_decode_gaps_and_isolation(committed: bool, aborted: bool) -> None:
+    """A fetched blob with a transaction marker (a gap at offset 5), an aborted or committed
+    transaction, and a range that ends inside the blob: the rows Spark gets."""
+    from types import SimpleNamespace
+
+    from kcodec.spark._kafka import _RangeReader
+
+    opts = src(subscribe="t", includeheaders="true",
+               **({"kafka.isolation.level": "read_committed"} if committed else {}))
+    r = _RangeReader(KafkaRange("t", 0, 1, 8), opts)
+    r.config = SimpleNamespace(check_crcs=True)
+    part = SimpleNamespace(aborted_transactions=[SimpleNamespace(producer_id=7, first_offset=0)]
+                           if aborted else [])
+    rb, nxt = r._decode(part, _txn_blob(commit=not aborted))
+    assert nxt == 8                         # the range's end, inside the blob
+    offsets = rb.column("offset").to_pylist()
+    if committed and aborted:
+        assert offsets == [6, 7]
+    else:
+        assert offsets == [1, 2, 3, 4, 6, 7]
+    assert rb.schema.field("timestampType").type == pa.int32()
+    assert rb.column("headers").to_pylist()[-1] == [{"key": "h", "value": b"1"}]
+
+
+def test_pipeline_without_java_says_how_to_get_it(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)            # no java on it
+    proc = subprocess.run([sys.executable, "-m", "kcodec", "pipeline", "-n", "10"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "no Java found" in proc.stderr and "openjdk-17" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "kcodec", "pipeline", "-n", "1"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--events must be at least 2" in proc.stderr

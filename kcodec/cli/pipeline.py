@@ -120,10 +120,11 @@ def _produce(bootstrap: str, topic: str, events: list[tuple[bytes, bytes, int]])
 
 
 def _fence(bootstrap: str, topic: str, partitions: int) -> None:
-    """End each partition with one record in a batch of its own. A real broker does not
-    need it; the local Tansu broker answers ListOffsets LATEST with the start of the last
-    batch + 1 when that batch holds several records, which would leave the tail of each
-    phase unread until more data arrives. The query filters these markers out."""
+    """End each partition with one record in a batch of its own. A correct broker does not
+    need it; the Tansu broker (``--bootstrap`` to one) answers ListOffsets LATEST with the
+    start of the last batch + 1 when that batch holds several records, which would leave
+    the tail of each phase unread until more data arrives. The query filters these
+    markers out."""
     from kcodec.client import Producer
 
     with Producer(bootstrap_servers=bootstrap, linger_ms=0, client_id="kcodec-pipeline") as p:

@@ -105,6 +105,8 @@ class KafkaBatchReader(DataSourceReader):
         ranges = narrow(self, ranges)
         ranges = _kafka.split_ranges(ranges, self.opts.min_partitions,
                                      self.opts.max_records_per_partition)
+        if not ranges:     # nothing to read: one empty task rather than none at all
+            ranges = [KafkaRange("", 0, 0, 0)]
         return [KafkaRangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
