@@ -125,6 +125,7 @@ class RecordBatch:
     _data: Any
     _max_size: int
     _validate: bool
+    _it: Iterator[Record] | None
 
     @property
     def size(self) -> int:

@@ -76,6 +76,7 @@ class LegacyBatch:
     _validate: bool
     _max_size: int
     _inner: Any
+    _it: Iterator[Record] | None
 
     partition_leader_epoch = -1
     producer_id = -1

@@ -64,7 +64,7 @@ class BrokerConnection:
         """
         addr = f"{self.host}:{self.port}"
         sec = self.security
-        tls = {} if sec is None or sec.ssl_context is None else {
+        tls: dict[str, Any] = {} if sec is None or sec.ssl_context is None else {
             "ssl": sec.ssl_context, "server_hostname": self.host}
         try:
             self._reader, self._writer = await asyncio.wait_for(

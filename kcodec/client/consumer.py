@@ -112,7 +112,7 @@ class _Engine:
         self.adata = asyncio.Event()
         self.wake = asyncio.Event()
         self.fetcher: asyncio.Task | None = None
-        self.sessions: dict[int, FetchSession] = {}     # fetch sessions by broker (KIP-227)
+        self.sessions: dict[int, FetchSession[TopicPartition]] = {}     # fetch sessions by broker (KIP-227)
         self.inflight: set[int] = set()
         self.closed = False
         self.error: BaseException | None = None
@@ -304,7 +304,7 @@ class _Engine:
         cfg = self.config
         session = self.sessions.get(node)
         if session is None:
-            session = self.sessions[node] = FetchSession()
+            session = self.sessions[node] = FetchSession[TopicPartition]()
         try:
             topics: dict[str, list] = {}
             epochs = {}

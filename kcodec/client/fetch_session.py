@@ -18,6 +18,7 @@ fetch is full and sessionless (epoch -1), as before KIP-227.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 __all__ = ["FetchSession", "SESSION_ERRORS"]
 
@@ -26,8 +27,10 @@ SESSIONLESS = -1
 INITIAL = 0
 MAX_EPOCH = 0x7FFFFFFF
 
+K = TypeVar("K", bound=Hashable)   # how the caller names a partition
 
-class FetchSession:
+
+class FetchSession(Generic[K]):
     """Session state with one broker. Use: ``build``, send, then ``on_response`` (or
     ``on_error`` if no answer came)."""
 
@@ -35,8 +38,8 @@ class FetchSession:
         self.enabled = enabled          # False: the broker has no sessions (or too old)
         self.session_id = 0
         self.epoch = INITIAL if enabled else SESSIONLESS
-        self.offsets: dict[Hashable, int] = {}   # what the broker's session holds
-        self._pending: dict[Hashable, int] | None = None
+        self.offsets: dict[K, int] = {}   # what the broker's session holds
+        self._pending: dict[K, int] | None = None
         self.full_fetches = 0
         self.incremental_fetches = 0
         self.topic_ids = False          # this session names topics by id (Fetch v13+)
@@ -49,7 +52,7 @@ class FetchSession:
     def incremental(self) -> bool:
         return self.enabled and self.session_id != 0 and self.epoch > 0
 
-    def build(self, wanted: dict[Hashable, int]) -> tuple[int, int, dict[Hashable, int], list]:
+    def build(self, wanted: dict[K, int]) -> tuple[int, int, dict[K, int], list[K]]:
         """(session_id, epoch, partitions to send with their offsets, partitions to forget)
         for a fetch of ``wanted`` ({partition: fetch offset})."""
         self._pending = dict(wanted)
@@ -61,7 +64,7 @@ class FetchSession:
         forget = [tp for tp in self.offsets if tp not in wanted]
         return self.session_id, self.epoch, send, forget
 
-    def fetched_offset(self, tp: Hashable) -> int | None:
+    def fetched_offset(self, tp: K) -> int | None:
         """The offset an answer for ``tp`` to the request just built refers to."""
         return None if self._pending is None else self._pending.get(tp)
 

@@ -221,7 +221,7 @@ class _Engine:
             tp = (topic, partition)
             b = self.open.get(tp)
             meta = None if b is None else b.builder.append(key, value, headers, timestamp)
-            if meta is None:
+            if b is None or meta is None:
                 if b is not None:      # full: send it, start another
                     self._seal(tp, b)
                 b = self._new_batch(tp)

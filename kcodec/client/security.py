@@ -173,8 +173,9 @@ class Security:
             body = r.body
             if body.error_code:
                 detail = body.error_message or f"error {body.error_code}"
-                if getattr(mech, "server_error", None):
-                    detail += f" ({mech.server_error})"
+                server_error = getattr(mech, "server_error", None)  # OAUTHBEARER: the JSON
+                if server_error:
+                    detail += f" ({server_error})"
                 who = (f" as {self.username!r}" if self.mechanism != "OAUTHBEARER"
                        else "")
                 raise SaslAuthenticationError(

@@ -201,7 +201,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                 self._kb = RecordBatch.from_bytes(buffer, validate_crc=False)
             except DecodeError as exc:
                 raise _map(exc) from exc
-            self._kit = None
+            self._kit: Any = None  # the decoding iterator, made on first use
 
         # header fields, as the peer names them
         base_offset = property(lambda self: self._kb.base_offset)
@@ -325,7 +325,8 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                      producer_id: int, producer_epoch: int, base_sequence: int,
                      batch_size: int) -> None:
             assert magic >= 2
-            self._kmagic = self._magic = magic
+            # _magic is a slot of the stock base class, which mypy sees as Any
+            self._kmagic = self._magic = magic  # type: ignore[misc]
             codec = self._kcodec = compression_type & 0x07
             self._kbuilder = RecordBatchBuilder(
                 # an unknown codec fails in build(), as the peers' builders do
@@ -334,7 +335,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                 partition_leader_epoch=leader_epoch, max_size=batch_size,
                 compress_only_if_smaller=True)
             self._kappend = self._kbuilder.append
-            self._built = None
+            self._built: bytearray | None = None
             self._first_ts = None
 
         def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
@@ -401,9 +402,12 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                 return record_size(key, value, headers, offset,
                                    0 if first is None else timestamp - first)
         else:
+            # kafka-python's is a classmethod taking deltas, aiokafka's a method: the
+            # signatures differ on purpose, one per peer
             @classmethod
-            def size_in_bytes(cls, offset_delta: int, timestamp_delta: int, key: Any,
-                              value: Any, headers: Any) -> int:
+            def size_in_bytes(  # type: ignore[misc]
+                    cls, offset_delta: int, timestamp_delta: int, key: Any, value: Any,
+                    headers: Any) -> int:
                 return record_size(key, value, headers, offset_delta, timestamp_delta)
 
         @classmethod
@@ -415,13 +419,14 @@ def make_classes(peer: str, *, corrupt: type[Exception],
 
         def __init__(self, magic: int, compression_type: int, batch_size: int) -> None:
             assert magic in (0, 1)
-            self._kmagic = self._magic = magic  # the stock size helpers read _magic
+            # the stock size helpers read _magic, a slot of the stock base (Any to mypy)
+            self._kmagic = self._magic = magic  # type: ignore[misc]
             self._kcodec = compression_type
             self._kbuilder = MessageSetBuilder(
                 magic=magic, compression=compression_type if compression_type <= 3 else 0,
                 max_size=batch_size,
                 wrapper_overhead=False, full_at_max=True, zero_wrapper=True)
-            self._built = None
+            self._built: bytearray | None = None
 
         def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
                    headers: Any = None) -> Any:
@@ -444,8 +449,8 @@ def make_classes(peer: str, *, corrupt: type[Exception],
         def build(self) -> bytearray:
             if self._kcodec and self._kbuilder.record_count:
                 has_codec(self._kcodec, self._kmagic)
-            self._built = bytearray(self._kbuilder.build())
-            return self._built
+            built = self._built = bytearray(self._kbuilder.build())
+            return built
 
         def size(self) -> int:
             return self._kbuilder.size if self._built is None else len(self._built)

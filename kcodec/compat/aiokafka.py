@@ -71,7 +71,7 @@ class LegacyRecordMetadata(tuple):
 _legacy_metadata = partial(tuple.__new__, LegacyRecordMetadata)
 
 
-def _make_builder(stock: type, has_codec: Any) -> type:
+def _make_builder(stock: Any, has_codec: Any) -> type:
     """aiokafka's DefaultRecordBatchBuilder as a subclass of kcodec's builder: ``append`` is
     kcodec's own ``append_with_offset`` (no Python frame per record) returning
     DefaultRecordMetadata; wrong types raise kcodec's EncodeTypeError, a TypeError."""

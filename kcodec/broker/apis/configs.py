@@ -99,6 +99,8 @@ def alter_configs(node: Any, req: Any) -> Any:
     out = []
     for r in req.body.resources:
         topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        code: int
+        msg: str | None
         if topic is None:
             code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "only topic configs can be changed"
         else:

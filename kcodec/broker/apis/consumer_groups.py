@@ -15,7 +15,9 @@ from typing import Any
 from kcodec.broker.apis.registry import api
 from kcodec.errors import KcodecError
 from kcodec.protocol import (
-    CLASSES,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerProtocolAssignment,
     ErrorCode,
     HeartbeatResponse,
     JoinGroupResponse,
@@ -23,7 +25,6 @@ from kcodec.protocol import (
     SyncGroupResponse,
 )
 from kcodec.protocol.consumer import (
-    ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
     decode_versioned,
     encode_versioned,
@@ -32,8 +33,8 @@ from kcodec.protocol.consumer import (
 __all__: list[str] = []
 
 E = ErrorCode
-HB = CLASSES["ConsumerGroupHeartbeatResponse"]
-DESC = CLASSES["ConsumerGroupDescribeResponse"]
+HB = ConsumerGroupHeartbeatResponse
+DESC = ConsumerGroupDescribeResponse
 
 
 def _not_coordinator(node: Any, group_id: str) -> int:
@@ -58,7 +59,7 @@ def consumer_group_heartbeat(node: Any, req: Any) -> Any:
         code = E.GROUP_ID_NOT_FOUND
     if code:
         return HB(error_code=code, member_epoch=b.member_epoch, heartbeat_interval_ms=0)
-    owned = None
+    owned: dict[str, set[int]] | None = None
     if b.topic_partitions is not None:
         owned = {}
         for tp in b.topic_partitions:
@@ -117,7 +118,7 @@ def listed_groups(node: Any, states: set, types: set) -> list:
     from kcodec.protocol import ListGroupsResponse as L
 
     coord = node.cluster.consumer_groups
-    out = []
+    out: list[L.ListedGroup] = []
     if types and "consumer" not in types:
         return out
     with coord.lock:

@@ -52,7 +52,7 @@ def find_coordinator(node: Any, req: Any) -> Any:
     R = FindCoordinatorResponse
     body = req.body
     keys = [body.key] if req.api_version < 4 else list(body.coordinator_keys)
-    out = []
+    out: list[tuple[str, int, int, str, int]] = []
     for key in keys:
         if body.key_type not in (0, 1):
             out.append((key, E.INVALID_REQUEST, -1, "", -1))
@@ -198,7 +198,7 @@ def _fetch_offsets(node: Any, group_id: str, topics: Any, stable: bool = False) 
     pending = node.cluster.txns.pending_offsets(group_id) if stable else set()
     out = []
     for name, parts in topics:
-        rows = []
+        rows: list[tuple[int, int, int, str, int]] = []
         for p in parts:
             if (name, p) in pending:
                 rows.append((p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT))

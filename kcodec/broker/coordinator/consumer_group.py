@@ -189,7 +189,7 @@ class ConsumerGroupCoordinator:
                 self._bump(g)
             else:
                 m = g.members.get(member_id) if g is not None else None
-                if m is None:
+                if g is None or m is None:
                     return E.UNKNOWN_MEMBER_ID, None, member_id, epoch, None
                 if epoch < 0:   # -1 leave, -2 static leave: both give the partitions up here
                     self._remove(g, member_id)

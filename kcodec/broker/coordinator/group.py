@@ -353,7 +353,7 @@ class GroupCoordinator:
             g = self.groups.get(group_id)
             if g is None:
                 return E.UNKNOWN_MEMBER_ID, [E.UNKNOWN_MEMBER_ID] * len(members)
-            codes = []
+            codes: list[int] = []
             for member_id, instance_id in members:
                 mid = member_id
                 if instance_id is not None:

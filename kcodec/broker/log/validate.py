@@ -95,7 +95,7 @@ def _frames(buf: Any) -> list[tuple[int, int, int]]:
     n = len(buf)
     if n == 0:
         raise InvalidRecord("the records hold no batches")
-    out = []
+    out: list[tuple[int, int, int]] = []
     pos = 0
     while pos < n:
         if n - pos < 17:
