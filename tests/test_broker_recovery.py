@@ -117,6 +117,23 @@ def test_cli_prints_bootstrap_and_stops_cleanly_on_ctrl_c(tmp_path):
     assert "stopped" in proc.stderr.read()
 
 
+def test_cli_stops_on_sigint_even_when_started_with_sigint_ignored():
+    """A script's background job inherits SIGINT ignored (`kcodec broker &` in a script);
+    `kill -INT` must still stop it cleanly, as Ctrl-C does at a terminal."""
+    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "broker"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout.readline().strip().startswith("127.0.0.1:")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "stopped" in proc.stderr.read()
+
+
 def test_cli_rejects_bad_arguments():
     r = subprocess.run([sys.executable, "-m", "kcodec", "broker", "--nodes", "0"],
                        capture_output=True, text=True, timeout=60)

@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, frame: Any) -> None:
         stop.set()
-    old = signal.signal(signal.SIGTERM, on_signal)
+    # SIGINT too, explicitly: a broker started in the background by a script inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt for it
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     cluster.start()
     try:
         if args.json:
@@ -90,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         cluster.stop()
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
         if not args.json:
             print("kcodec broker: stopped", file=sys.stderr, flush=True)
     return 0
