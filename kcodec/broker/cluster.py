@@ -127,6 +127,7 @@ class Cluster:
         self.groups = GroupCoordinator(self.timer, self.data_dir,
                                        initial_rebalance_delay_ms=self._initial_delay)
         self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
+        self.txns.recover()     # producer state and open transactions, from the data dir
         self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
         for n in self.nodes.values():
             n.start()
@@ -141,6 +142,7 @@ class Cluster:
         for n in self.nodes.values():
             n.stop()
         self.groups.close()
+        self.txns.close()
         assert self.timer is not None
         self.timer.stop()
         self.state.close()
