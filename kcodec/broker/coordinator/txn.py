@@ -33,11 +33,13 @@ drop the aborted records.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.broker.coordinator.txn_log import TxnStateLog, rebuild_partition
+from kcodec.broker.log import LogError
 from kcodec.broker.log.txnindex import TxnIndex
 from kcodec.broker.state import now_ms
 from kcodec.protocol import ErrorCode as E
@@ -45,6 +47,7 @@ from kcodec.records import ControlType, RecordBatchBuilder
 
 __all__ = ["TxnCoordinator", "PartitionTxns", "MAX_TIMEOUT_MS", "write_marker"]
 
+log = logging.getLogger("kcodec.broker")
 MAX_TIMEOUT_MS = 15 * 60_000   # transaction.max.timeout.ms
 
 
@@ -272,7 +275,11 @@ class TxnCoordinator:
         for topic, index in sorted(t.partitions):
             if recovering and t.producer_id not in self.partition(topic, index).open:
                 continue    # this marker was written before the broker stopped
-            write_marker(self.cluster, topic, index, t.producer_id, t.epoch, commit)
+            code = write_marker(self.cluster, topic, index, t.producer_id, t.epoch, commit)
+            if code and code != E.UNKNOWN_TOPIC_OR_PARTITION:     # (a deleted topic: none due)
+                log.warning("kcodec broker: transaction %r: no %s marker in %s-%d: %s",
+                            t.transactional_id, "COMMIT" if commit else "ABORT", topic, index,
+                            E(code).name)
         if commit:
             for group_id, offsets in t.offsets.items():
                 _commit_group_offsets(self.cluster.groups, group_id, offsets)
@@ -345,13 +352,16 @@ def write_marker(cluster: Any, topic: str, index: int, pid: int, epoch: int,
         known = part.producers.producers.get(pid)
         if known is not None and known.epoch > epoch:
             return E.INVALID_PRODUCER_EPOCH
-        result = part.log.append(b.build(), now_ms=ts, leader_epoch=part.leader_epoch)
+        try:
+            result = part.log.append(b.build(), now_ms=ts, leader_epoch=part.leader_epoch)
+        except LogError as exc:     # the disk failed: the marker is not written
+            return exc.error_code
         pt = cluster.txns.partition(topic, index)
         first = pt.open.pop(pid, None)
         if not commit and first is not None:
-            log = part.log
-            pt.index.append(log.segments[-1], pid, first, result.base_offset,
-                            pt.stable_offset(log.high_watermark))
+            plog = part.log
+            pt.index.append(plog.segments[-1], pid, first, result.base_offset,
+                            pt.stable_offset(plog.high_watermark))
     cluster.purgatory.notify((topic, index))
     return 0
 
