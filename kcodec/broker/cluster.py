@@ -78,7 +78,8 @@ class Cluster:
                  security: Any = None, listeners: str | list[Listener] | None = None,
                  listener_security_protocol_map: str | dict[str, str] | None = None,
                  advertised_listeners: str | None = None,
-                 listener_security: dict[str, Any] | None = None) -> None:
+                 listener_security: dict[str, Any] | None = None,
+                 group_consumer_migration_policy: str = "bidirectional") -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -104,6 +105,10 @@ class Cluster:
                     queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s,
                     security=security, listeners=_for_node(listeners, i))
             for i in range(nodes)}
+        from kcodec.broker.coordinator.migration import check_policy
+
+        #: Kafka's group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
+        self.group_consumer_migration_policy = check_policy(group_consumer_migration_policy)
         self._initial_delay = initial_rebalance_delay_ms
         self._retention_s = retention_check_s
         self.version_caps: dict[int, int] = {}
@@ -127,6 +132,8 @@ class Cluster:
         self.groups = GroupCoordinator(self.timer, self.data_dir,
                                        initial_rebalance_delay_ms=self._initial_delay)
         self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
+        self.consumer_groups.classic = self.groups
+        self.consumer_groups.migration_policy = self.group_consumer_migration_policy
         self.txns.recover()     # producer state and open transactions, from the data dir
         self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
         for n in self.nodes.values():
