@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--advertised-listeners", metavar="LIST",
                         help="NAME://host:port,... the addresses clients are told (port 0: the "
                              "bound port)")
+    parser.add_argument("--group-consumer-migration-policy", default="bidirectional",
+                        choices=("bidirectional", "upgrade", "downgrade", "disabled"),
+                        help="classic <-> consumer protocol group conversion (Kafka's "
+                             "group.consumer.migration.policy; default bidirectional)")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
     from kcodec.cli._security import add_broker_security
@@ -79,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     from kcodec.cli._security import broker_security
 
     common = dict(data_dir=args.data_dir, processors=args.processors, handlers=args.handlers,
-                  num_partitions=args.partitions, auto_create_topics=not args.no_auto_create)
+                  num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
+                  group_consumer_migration_policy=args.group_consumer_migration_policy)
     if args.listeners:
         if args.port or args.host != "127.0.0.1":
             raise UsageError("--listeners replaces --host and --port; give one or the other")
