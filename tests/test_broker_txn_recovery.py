@@ -296,8 +296,85 @@ def test_an_abort_marker_missing_from_the_index_is_indexed_on_restart(tmp_path):
             p.send(topic, b"kept", partition=0)
             p.commit_transaction()
     (idx,) = (tmp_path / "logs" / f"{topic}-0").glob("*.txnindex")
-    idx.unlink()      # as if killed between the ABORT marker and its index entry
+    idx.unlink()      # as if killed between the ABORT marker and its index entry,
+    (tmp_path / "producer_snapshot.json").unlink()     # so without a clean stop's snapshot
     with Cluster(data_dir=tmp_path) as c:
         assert kcodec_read(c.bootstrap, topic, "read_committed", 1) == [b"kept"]
         assert confluent_read(c.bootstrap, topic, 1) == [b"kept"]
     assert idx.stat().st_size == 34
+
+
+# ---------------------------------------------------------------- snapshots and the state log
+def _idempotent(raw: Raw) -> tuple[int, int]:
+    ip = raw.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), 4)
+    return ip.producer_id, ip.producer_epoch
+
+
+def test_a_clean_stop_writes_a_snapshot_the_next_start_reads_instead_of_the_log(tmp_path):
+    with Cluster(data_dir=tmp_path) as c:
+        c.create_topic("s", partitions=1)
+        with Raw(c.bootstrap) as raw:
+            pid, ep = _idempotent(raw)
+            for i in range(30):
+                assert produce(raw, "s", 0, batch([b"%d" % i], pid=pid, epoch=ep, seq=i)).error_code == 0
+        p = Producer(bootstrap_servers=c.bootstrap, transactional_id="snap", **FAST)
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("s", b"open", partition=0)
+        p.flush()
+        p.close(0)
+    assert (tmp_path / "producer_snapshot.json").exists()
+    with Cluster(data_dir=tmp_path) as c:
+        assert c.txns.recovered == {"partitions": 1, "from_snapshot": 1, "batches_read": 0}
+        assert not (tmp_path / "producer_snapshot.json").exists()     # used once
+        with Raw(c.bootstrap) as raw:
+            dup = produce(raw, "s", 0, batch([b"29"], pid=pid, epoch=ep, seq=29))
+            assert (dup.error_code, dup.base_offset) == (E.DUPLICATE_SEQUENCE_NUMBER, 29)
+            assert produce(raw, "s", 0, batch([b"x"], pid=pid, epoch=ep, seq=31)).error_code == \
+                E.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert _offsets(c.bootstrap, "s", 0) == (30, 31)          # the open one holds
+            assert produce(raw, "s", 0, batch([b"30"], pid=pid, epoch=ep, seq=30)).base_offset == 31
+    with Cluster(data_dir=tmp_path) as c:                 # the second clean stop's snapshot
+        assert c.txns.recovered == {"partitions": 1, "from_snapshot": 1, "batches_read": 0}
+
+
+@pytest.mark.parametrize("damage", ["offset past the log end", "topic recreated", "garbage"])
+def test_a_snapshot_that_does_not_fit_the_log_is_ignored(tmp_path, damage):
+    with Cluster(data_dir=tmp_path) as c:
+        c.create_topic("s", partitions=1)
+        with Raw(c.bootstrap) as raw:
+            pid, ep = _idempotent(raw)
+            for i in range(3):
+                assert produce(raw, "s", 0, batch([b"%d" % i], pid=pid, epoch=ep, seq=i)).error_code == 0
+    path = tmp_path / "producer_snapshot.json"
+    snap = json.loads(path.read_text())
+    entry = snap["partitions"]["s/0"]
+    entry["producers"] = {}        # a wrong table: it must not be used
+    if damage == "offset past the log end":
+        entry["offset"] = 1000
+    elif damage == "topic recreated":
+        entry["topic_id"] = str(uuid.uuid4())
+    else:
+        entry["producers"] = "nonsense"
+    path.write_text(json.dumps(snap))
+    with Cluster(data_dir=tmp_path) as c:
+        assert c.txns.recovered == {"partitions": 1, "from_snapshot": 0, "batches_read": 3}
+        with Raw(c.bootstrap) as raw:
+            dup = produce(raw, "s", 0, batch([b"2"], pid=pid, epoch=ep, seq=2))
+            assert (dup.error_code, dup.base_offset) == (E.DUPLICATE_SEQUENCE_NUMBER, 2)
+
+
+def test_the_transaction_state_log_is_compacted(tmp_path):
+    from kcodec.broker.coordinator.txn_log import FILE, TxnStateLog
+
+    log = TxnStateLog(str(tmp_path))
+    assert log.load() == {}
+    for i in range(25_000):
+        log.write({"id": f"tx-{i % 3}", "n": i})
+    lines = (tmp_path / FILE).read_text().splitlines()
+    assert len(lines) <= 10_001
+    log.close()
+    log = TxnStateLog(str(tmp_path))
+    assert {k: v["n"] for k, v in log.load().items()} == {"tx-0": 24999, "tx-1": 24997, "tx-2": 24998}
+    log.close()
+    assert len((tmp_path / FILE).read_text().splitlines()) == 3

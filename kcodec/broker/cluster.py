@@ -149,9 +149,9 @@ class Cluster:
         for n in self.nodes.values():
             n.stop()
         self.groups.close()
-        self.txns.close()
         assert self.timer is not None
         self.timer.stop()
+        self.txns.close()       # after the timer: no transaction expires past the snapshot
         self.state.close()
 
     close = stop
