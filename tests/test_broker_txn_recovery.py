@@ -378,3 +378,74 @@ def test_the_transaction_state_log_is_compacted(tmp_path):
     assert {k: v["n"] for k, v in log.load().items()} == {"tx-0": 24999, "tx-1": 24997, "tx-2": 24998}
     log.close()
     assert len((tmp_path / FILE).read_text().splitlines()) == 3
+
+
+@pytest.mark.slow
+def test_consume_transform_produce_with_the_broker_killed_at_random_points(broker):
+    """A consume-transform-produce loop (one transaction per poll: records and consumed
+    offsets) whose broker is killed with SIGKILL and restarted at random points: records sent
+    but not flushed, flushed but not committed, offsets added, just committed. The same
+    producer goes on after a restart when it can; a round that fails starts over with a new
+    producer of the same transactional id (fencing the old one). At the end kcodec's and
+    confluent-kafka's read_committed consumers see exactly one copy of every input."""
+    import random
+
+    from kcodec.client import Consumer
+    from kcodec.errors import KcodecError
+
+    rng = random.Random(2468)
+    src, dst = _topic(broker.bootstrap, 1), _topic(broker.bootstrap, 1)
+    n = 80
+    with Producer(bootstrap_servers=broker.bootstrap, **FAST) as p:
+        for i in range(n):
+            p.send(src, f"{i}".encode(), partition=0)
+    kills: list[str] = []
+
+    def maybe_kill(where: str) -> None:
+        if len(kills) < 6 and rng.random() < 0.12:
+            broker.kill9()
+            kills.append(where)
+            broker.start()
+
+    done, rounds = False, 0
+    deadline = time.monotonic() + 150
+    while not done and time.monotonic() < deadline:
+        rounds += 1
+        c = Consumer(bootstrap_servers=broker.bootstrap, group_id=f"g-{src}",
+                     auto_offset_reset="earliest", enable_auto_commit=False,
+                     isolation_level="read_committed", max_poll_records=5, **FAST)
+        p = Producer(bootstrap_servers=broker.bootstrap, transactional_id=f"k9-{src}", **FAST)
+        try:
+            p.init_transactions()
+            c.assign([(src, 0)])
+            idle = 0
+            while True:
+                polled = c.poll(0.3)
+                if not polled:
+                    idle += 1
+                    if idle >= 4:
+                        done = True
+                        break
+                    continue
+                idle = 0
+                p.begin_transaction()
+                for recs in polled.values():
+                    for r in recs:
+                        p.send(dst, b"x" + r.value, partition=0)
+                maybe_kill("sent")
+                p.flush()
+                maybe_kill("flushed")
+                p.send_offsets_to_transaction(
+                    {tp: recs[-1].offset + 1 for tp, recs in polled.items()}, c.group_metadata())
+                maybe_kill("offsets added")
+                p.commit_transaction()
+                maybe_kill("committed")
+        except (KcodecError, TimeoutError, ConnectionError):
+            pass        # this round cannot go on: start over
+        finally:
+            p.close(0)
+            c.close()
+    assert done and len(kills) >= 3, (done, kills, rounds)
+    expected = [b"x" + f"{i}".encode() for i in range(n)]
+    assert kcodec_read(broker.bootstrap, dst, "read_committed", n, timeout=30) == expected
+    assert confluent_read(broker.bootstrap, dst, n, timeout=30) == expected
