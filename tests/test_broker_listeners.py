@@ -110,6 +110,9 @@ def test_a_listener_whose_security_does_not_match_its_protocol(certs):
         Listener("PLAINTEXT", "PLAINTEXT", security=ListenerSecurity(ssl_context=ctx))
     with pytest.raises(ValueError, match="either listeners= or security="):
         Cluster(1, listeners="PLAINTEXT://127.0.0.1:0", security=ListenerSecurity())
+    with pytest.raises(ValueError, match="at least 2 apart"):
+        Cluster(2, listeners="PLAINTEXT://127.0.0.1:9092,OTHER://127.0.0.1:9093",
+                listener_security_protocol_map="PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT")
 
 
 # ------------------------------------------------------------------ metadata per listener

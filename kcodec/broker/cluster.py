@@ -94,6 +94,12 @@ class Cluster:
                              "advertised address")
         if listeners is not None and (security is not None or ports is not None):
             raise ValueError("give either listeners= or security=/ports=, not both")
+        if listeners is not None and nodes > 1:
+            fixed = [(ls.host, ls.port + i) for i in range(nodes) for ls in listeners if ls.port]
+            if len(fixed) != len(set(fixed)):
+                raise ValueError(f"listeners: node i binds each fixed port plus i, so with "
+                                 f"{nodes} nodes the listeners' ports must be at least {nodes} "
+                                 f"apart")
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
                                   num_partitions=num_partitions,
