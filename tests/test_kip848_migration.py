@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from kcodec.broker.coordinator.group import GroupCoordinator
 from kcodec.broker.coordinator.migration import upgrade
 from kcodec.broker.purgatory import Timer
 from kcodec.client import Admin, Consumer, Producer
+from kcodec.client.consumer import RebalanceListener
 from kcodec.protocol import CLASSES, ConsumerProtocolAssignment, ErrorCode
 from kcodec.protocol.consumer import ConsumerProtocolSubscription, encode_versioned
 from tests.broker_raw import Raw
@@ -49,30 +51,37 @@ def _server_owners(c: Cluster, gid: str) -> list[tuple[str, int]]:
 class _Runner(threading.Thread):
     """One consumer polled in its own thread (a classic consumer's poll blocks through a
     rebalance, so members sharing a thread would wait for each other): what it reads goes
-    to ``seen``, its assignment to ``view``; ``commit()`` and ``close()`` run in the thread."""
+    to ``seen``; ``view`` is what it owns, kept by its rebalance callbacks (revoked before a
+    partition moves, assigned after), so two views sharing a partition is a double
+    assignment; ``commit()`` and ``close()`` run in the thread."""
 
-    def __init__(self, con, kind: str, seen: list, lock: threading.Lock) -> None:
+    def __init__(self, kind: str, seen: list, lock: threading.Lock) -> None:
         super().__init__(daemon=True)
-        self.con, self.kind, self.seen, self.lock = con, kind, seen, lock
+        self.con: Any = None
+        self.kind, self.seen, self.lock = kind, seen, lock
         self.view: set[tuple[str, int]] = set()
         self.todo: list[tuple[str, threading.Event]] = []
         self.error: BaseException | None = None
         self.stopped = False
-        self.start()
+
+    def gained(self, tps) -> None:
+        with self.lock:
+            self.view |= {(tp.topic, tp.partition) for tp in tps}
+
+    def dropped(self, tps) -> None:
+        with self.lock:
+            self.view -= {(tp.topic, tp.partition) for tp in tps}
 
     def run(self) -> None:
         try:
             while not self.stopped:
                 if self.kind == "kcodec":
                     got = [r.value for recs in self.con.poll(0.05).values() for r in recs]
-                    view = {tuple(tp) for tp in self.con.assignment()}
                 else:
                     msg = self.con.poll(0.05)
                     got = [msg.value()] if msg is not None and msg.error() is None else []
-                    view = {(tp.topic, tp.partition) for tp in self.con.assignment()}
                 with self.lock:
                     self.seen.extend(got)
-                    self.view = view
                 while self.todo:
                     what, done = self.todo.pop(0)
                     getattr(self, "_" + what)()
@@ -116,10 +125,20 @@ class Members:
 
     def add_kcodec(self, name: str, **kw) -> None:
         kw.setdefault("heartbeat_interval_ms", 100)
-        con = Consumer(bootstrap_servers=self.c.bootstrap, group_id=self.gid,
-                       auto_offset_reset="earliest", enable_auto_commit=False, **kw)
-        con.subscribe([TOPIC])
-        self.runners[name] = _Runner(con, "kcodec", self.seen, self.lock)
+        r = _Runner("kcodec", self.seen, self.lock)
+        r.con = Consumer(bootstrap_servers=self.c.bootstrap, group_id=self.gid,
+                         auto_offset_reset="earliest", enable_auto_commit=False, **kw)
+
+        class Listener(RebalanceListener):
+            def on_partitions_assigned(self, tps):
+                r.gained(tps)
+
+            def on_partitions_revoked(self, tps):
+                r.dropped(tps)
+
+        r.con.subscribe([TOPIC], Listener())
+        self.runners[name] = r
+        r.start()
 
     def add_confluent(self, name: str, protocol: str) -> None:
         ck = pytest.importorskip("confluent_kafka")
@@ -128,9 +147,13 @@ class Members:
                 "group.protocol": protocol}
         if protocol == "classic":
             conf.update({"heartbeat.interval.ms": 200, "partition.assignment.strategy": "range"})
-        con = ck.Consumer(conf)
-        con.subscribe([TOPIC])
-        self.runners[name] = _Runner(con, "confluent", self.seen, self.lock)
+        r = _Runner("confluent", self.seen, self.lock)
+        r.con = ck.Consumer(conf)
+        r.con.subscribe([TOPIC], on_assign=lambda _c, tps: r.gained(tps),
+                        on_revoke=lambda _c, tps: r.dropped(tps),
+                        on_lost=lambda _c, tps: r.dropped(tps))
+        self.runners[name] = r
+        r.start()
 
     def views(self) -> dict[str, set[tuple[str, int]]]:
         with self.lock:
@@ -382,19 +405,30 @@ def test_conversion_keeps_each_classic_assignment_and_moves_nothing_before_revoc
             "g", new_id, epoch, instance_id=None, rack_id=None, rebalance_timeout_ms=10000,
             topics=None, assignor=None, owned={}, client_id="n", client_host="/h")
         assert code == 0 and not got                        # not released yet: nothing moves
-        # ... and once they rejoin owning only that, the new member gets the rest
-        for mid in (leader.member_id, other.member_id):
-            assert consumer.classic_heartbeat("g", mid, g.members[mid].epoch) == \
-                E.REBALANCE_IN_PROGRESS
-            code, _, _ = consumer.classic_join("g", mid, 10000, 10000, [TOPIC], kept[mid],
-                                               "c", "/h")
+        # ... and once they rejoin owning only that, the rest moves, round by round (a
+        # classic member may have to wait for a partition the other still gives up)
+        assert consumer.classic_heartbeat("g", leader.member_id, g.members[leader.member_id].epoch) \
+            == E.REBALANCE_IN_PROGRESS
+        for _ in range(6):
+            for mid in (leader.member_id, other.member_id):
+                x = g.members[mid]
+                if consumer.classic_heartbeat("g", mid, x.epoch) == E.REBALANCE_IN_PROGRESS:
+                    code, _, _ = consumer.classic_join("g", mid, 10000, 10000, [TOPIC],
+                                                       dict(x.assigned), "c", "/h")
+                    assert code == 0
+                owners = _owners_of(consumer, "g")
+                assert sorted(owners) == sorted(set(owners))     # never two holders
+            code, msg, _, epoch, got = consumer.heartbeat(
+                "g", new_id, epoch, instance_id=None, rack_id=None, rebalance_timeout_ms=10000,
+                topics=None, assignor=None, owned=g.members[new_id].assigned, client_id="n",
+                client_host="/h")
             assert code == 0
-        code, msg, _, epoch, got = consumer.heartbeat(
-            "g", new_id, epoch, instance_id=None, rack_id=None, rebalance_timeout_ms=10000,
-            topics=None, assignor=None, owned={}, client_id="n", client_host="/h")
-        assert code == 0 and got and sum(len(ps) for ps in got.values()) >= 1
-        owners = _owners_of(consumer, "g")
-        assert sorted(owners) == sorted(set(owners)) and len(owners) == 4
+            owners = _owners_of(consumer, "g")
+            assert sorted(owners) == sorted(set(owners))
+            if g.state == "Stable":
+                break
+        assert g.state == "Stable" and len(_owners_of(consumer, "g")) == 4
+        assert g.members[new_id].assigned                   # the new member got its share
         state.close()
     finally:
         timer.stop()
