@@ -176,6 +176,7 @@ def test_after_sigkill_a_new_instance_fences_the_old_producer_and_aborts_its_tra
     assert lso0 == hw0 == 6      # c0 c2 COMMIT o0 o2 ABORT
 
 
+@pytest.mark.slow
 def test_after_sigkill_an_open_transaction_is_aborted_when_its_timeout_is_up(broker):
     topic = _topic(broker.bootstrap)
     p = _open_transaction(broker.bootstrap, topic, f"timeout-{topic}",

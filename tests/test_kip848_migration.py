@@ -263,6 +263,7 @@ def _phases(c: Cluster, m: Members, gid: str, add_joiner) -> None:
     assert m.overlaps == []
 
 
+@pytest.mark.slow
 def test_kcodec_classic_group_upgraded_and_downgraded_online(cluster):
     gid = f"up-{uuid.uuid4().hex[:6]}"
     m = Members(cluster, gid)
@@ -279,6 +280,7 @@ def test_kcodec_classic_group_upgraded_and_downgraded_online(cluster):
         m.close_all()
 
 
+@pytest.mark.slow
 @pytest.mark.peers
 def test_confluent_kafka_member_upgrades_a_mixed_classic_group(cluster):
     """A classic group of a kcodec and a confluent-kafka member; a confluent-kafka consumer
