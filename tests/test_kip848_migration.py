@@ -451,3 +451,116 @@ def _owners_of(consumer: ConsumerGroupCoordinator, gid: str) -> list[tuple[str, 
     g = consumer.groups[gid]
     return [(t, p) for x in g.members.values() for o in (x.assigned, x.revoking)
             for t, ps in o.items() for p in ps]
+
+
+# ------------------------------------------------- describing a group on either protocol
+DGReq = CLASSES["DescribeGroupsRequest"]
+
+
+def _raw_describe(c: Cluster, gid: str, version: int) -> Any:
+    with Raw(c.bootstrap) as raw:
+        (g,) = raw.call(DGReq(groups=[gid], include_authorized_operations=False), version).groups
+    return g
+
+
+def _ck_describe(c: Cluster, gid: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    return admin.describe_consumer_groups([gid], request_timeout=10)[gid].result(20)
+
+
+def test_describe_groups_answers_dead_for_a_converted_group():
+    """The quick form of the test below: a classic group converted by a raw heartbeat."""
+    with Cluster(1) as c:
+        c.create_topic(TOPIC, 4)
+        con = _classic_member(c, "q")
+        try:
+            with Raw(c.bootstrap) as raw:
+                assert _heartbeat(raw, "q").error_code == 0
+                g = _raw_describe(c, "q", 5)
+                assert (g.error_code, g.group_state, g.protocol_type, g.members) == \
+                    (0, "Dead", "", [])
+                g = _raw_describe(c, "q", 6)
+                assert (g.error_code, g.error_message) == \
+                    (E.GROUP_ID_NOT_FOUND, "Group q is not a classic group.")
+                with Admin(bootstrap_servers=c.bootstrap) as admin:
+                    (d,) = admin.describe_groups(["q"])
+                assert (d.type, d.protocol_type, d.protocol) == ("consumer", "consumer", "uniform")
+                assert sorted(m.client_id for m in d.members) == ["kcodec", "raw"]
+        finally:
+            con.close()
+
+
+@pytest.mark.peers
+@pytest.mark.slow
+def test_describe_a_group_before_and_after_its_upgrade_as_kafka_4_does():
+    """DescribeGroups describes classic groups only: once converted to the consumer
+    protocol the group is ``Dead`` there (v6: GROUP_ID_NOT_FOUND, "not a classic group") and
+    ConsumerGroupDescribe shows it with its classic member; kcodec's Admin and
+    confluent-kafka's AdminClient ask that first and show the group whichever its protocol."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+
+    from tests.test_kip848 import _consumer, _poll_until
+
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 100
+        c.create_topic(TOPIC, 4)
+        old = _classic_member(c, "d")
+        new = None
+        try:
+            # classic: DescribeGroups describes it; ConsumerGroupDescribe does not know it
+            g = _raw_describe(c, "d", 5)
+            assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == \
+                (0, "Stable", "consumer", "range")
+            assert len(g.members) == 1 and g.members[0].member_assignment
+            with Admin(bootstrap_servers=c.bootstrap) as admin:
+                (d,) = admin.describe_groups(["d"])
+            assert (d.type, d.state, d.protocol) == ("classic", "Stable", "range")
+            assert d.members[0].assignment == {TOPIC: [0, 1, 2, 3]}
+            ck = _ck_describe(c, "d")
+            assert (ck.type, ck.state, ck.partition_assignor) == \
+                (ConsumerGroupType.CLASSIC, ConsumerGroupState.STABLE, "range")
+            # a consumer-protocol member joins: the group converts and both share it
+            new = _consumer(c, "d")
+            assert _poll_until([old, new], lambda: (
+                len(old.assignment()) == 2 and len(new.assignment()) == 2
+                and c.consumer_groups.describe("d").state == "Stable"), [])
+            # the classic API: Dead, no members (v6 says why)
+            g = _raw_describe(c, "d", 5)
+            assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data, g.members) == \
+                (0, "Dead", "", "", [])
+            g = _raw_describe(c, "d", 6)
+            assert (g.error_code, g.group_state, g.members) == (E.GROUP_ID_NOT_FOUND, "Dead", [])
+            assert g.error_message == "Group d is not a classic group."
+            assert _raw_describe(c, "absent", 6).error_message == "Group absent not found."
+            # the admin clients: a consumer group whose members are both, with assignments
+            with Admin(bootstrap_servers=c.bootstrap) as admin:
+                (d,) = admin.describe_groups(["d"])
+            assert (d.type, d.state, d.protocol_type, d.protocol) == \
+                ("consumer", "Stable", "consumer", "uniform")
+            assert d.epoch is not None and d.epoch >= 2 and len(d.members) == 2
+            got = sorted(p for m in d.members for p in m.assignment[TOPIC])
+            assert got == [0, 1, 2, 3]
+            assert sorted(sorted(m.assignment[TOPIC]) for m in d.members) == sorted(
+                sorted(tp.partition for tp in con.assignment()) for con in (old, new))
+            ck = _ck_describe(c, "d")
+            assert (ck.type, ck.state, ck.partition_assignor) == \
+                (ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE, "uniform")
+            assert sorted((m.member_id, sorted(tp.partition for tp in m.assignment.topic_partitions))
+                          for m in ck.members) == sorted(
+                (m.member_id, m.assignment[TOPIC]) for m in d.members)
+            # the consumer-protocol member leaves: classic again, described by DescribeGroups
+            new.close()
+            new = None
+            assert _poll_until([old], lambda: len(old.assignment()) == 4
+                               and c.groups.groups["d"].state == "Stable", [])
+            assert _raw_describe(c, "d", 6).group_state == "Stable"
+            with Admin(bootstrap_servers=c.bootstrap) as admin:
+                (d,) = admin.describe_groups(["d"])
+            assert (d.type, d.state) == ("classic", "Stable")
+            assert _ck_describe(c, "d").type == ConsumerGroupType.CLASSIC
+        finally:
+            if new is not None:
+                new.close()
+            old.close()

@@ -246,8 +246,24 @@ def offset_delete(node: Any, req: Any) -> Any:
         for p in t.partitions]) for t in b.topics] if not code else [])
 
 
-@api(15, 0, 5)
+def _dead(req: Any, gid: str, why: str) -> Any:
+    """The row for a group that is not a classic group, as Kafka 4 answers it: ``Dead`` with
+    no members; from v6 also GROUP_ID_NOT_FOUND and why (``describe_groups`` below)."""
+    D = DescribeGroupsResponse
+    v6 = req.api_version >= 6
+    return D.DescribedGroup(error_code=E.GROUP_ID_NOT_FOUND if v6 else 0,
+                            error_message=why if v6 else None, group_id=gid,
+                            group_state="Dead", protocol_type="", protocol_data="")
+
+
+@api(15, 0, 6)
 def describe_groups(node: Any, req: Any) -> Any:
+    """DescribeGroups, the classic API, as Kafka 4's group coordinator answers it: it
+    describes classic groups only. A consumer-protocol group (KIP-848), also one converted
+    from a classic group or one with classic members, is ``Dead`` here, with no members (v6:
+    GROUP_ID_NOT_FOUND, "Group <id> is not a classic group."); ConsumerGroupDescribe
+    describes it, and admin clients ask that first and fall back to this API for classic
+    groups."""
     D = DescribeGroupsResponse
     coord = node.cluster.groups
     out = []
@@ -257,11 +273,13 @@ def describe_groups(node: Any, req: Any) -> Any:
             out.append(D.DescribedGroup(error_code=code, group_id=gid, group_state="",
                                         protocol_type="", protocol_data=""))
             continue
+        if node.cluster.consumer_groups.is_consumer_group(gid):
+            out.append(_dead(req, gid, f"Group {gid} is not a classic group."))
+            continue
         with coord.lock:
             g = coord.groups.get(gid)
-            if g is None:
-                out.append(D.DescribedGroup(error_code=0, group_id=gid, group_state="Dead",
-                                            protocol_type="", protocol_data=""))
+            if g is None or g.state == "Dead":
+                out.append(_dead(req, gid, f"Group {gid} not found."))
                 continue
             stable = g.state == "Stable"
             out.append(D.DescribedGroup(
