@@ -91,6 +91,8 @@ def test_parse_listeners_with_a_protocol_map_and_advertised_addresses():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(listeners="PLAINTEXT://:0,PLAINTEXT://:0"), "PLAINTEXT repeats"),
     (dict(listeners="INTERNAL://:0"), "INTERNAL has no security protocol"),
+    (dict(listeners="PLAINTEXT://:0,I://:0", protocol_map="I:SSL"),
+     "replaces the default map, so add PLAINTEXT:PLAINTEXT to it"),
     (dict(listeners="PLAINTEXT://:9092,SSL://:9092"), "two listeners on one port"),
     (dict(listeners="PLAINTEXT//:9092"), "is not NAME://host:port"),
     (dict(listeners="A://:0", protocol_map="A:TLS"), "unknown protocol 'TLS'"),
@@ -267,3 +269,37 @@ def test_cli_broker_refuses_a_listener_it_cannot_secure(tmp_path):
                           "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "SASL_PLAINTEXT: give --sasl-users" in out.stderr
+
+
+@pytest.mark.parametrize("address, cause", [
+    ("127.0.0.1:{taken}", "Address already in use: the port is taken"),
+    ("nosuchhost.invalid:0", "unknown host 'nosuchhost.invalid'"),
+    ("192.0.2.1:0", "no network interface of this machine has that address"),
+])
+def test_a_listener_that_cannot_bind_names_its_address_and_what_to_do(address, cause):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = address.format(taken=taken.getsockname()[1])
+        c = Cluster(1, listeners=f"PLAINTEXT://127.0.0.1:0,INTERNAL://{address}",
+                    listener_security_protocol_map="PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT")
+        with pytest.raises(OSError, match=f"cannot listen on {address} for listener INTERNAL "
+                                          f"of node 0: .*{cause}"):
+            c.start()
+        c.stop()
+
+
+def test_cli_broker_on_a_port_in_use_says_so_and_exits(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "kcodec", "broker", "--port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and not out.stdout
+    assert f"cannot listen on 127.0.0.1:{port} for listener PLAINTEXT of node 0" in out.stderr
+    assert "choose another port" in out.stderr and "Traceback" not in out.stderr

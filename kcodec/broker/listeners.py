@@ -103,6 +103,15 @@ def _protocol_map(value: str | dict[str, str] | None) -> dict[str, str]:
     return out
 
 
+def _no_protocol(name: str, protocol_map: Any) -> str:
+    if protocol_map is None or name not in PROTOCOLS:
+        return (f"listeners: {name} has no security protocol (name it in "
+                "listener_security_protocol_map, or use a protocol as the name)")
+    # as in Kafka, a map given replaces the default one, which maps each protocol to itself
+    return (f"listeners: {name} has no security protocol: listener_security_protocol_map "
+            f"replaces the default map, so add {name}:{name} to it")
+
+
 def listener_protocols(listeners: str, protocol_map: str | dict[str, str] | None = None
                        ) -> dict[str, str]:
     """``{listener name: security protocol}`` of Kafka's ``listeners`` setting (checked)."""
@@ -110,8 +119,7 @@ def listener_protocols(listeners: str, protocol_map: str | dict[str, str] | None
     out = {}
     for name, _, _ in _endpoints(listeners, "listeners"):
         if name not in pmap:
-            raise ValueError(f"listeners: {name} has no security protocol (name it in "
-                             "listener_security_protocol_map, or use a protocol as the name)")
+            raise ValueError(_no_protocol(name, protocol_map))
         out[name] = pmap[name]
     return out
 
@@ -144,8 +152,7 @@ def parse_listeners(listeners: str, *, protocol_map: str | dict[str, str] | None
     out = []
     for name, host, port in eps:
         if name not in pmap:
-            raise ValueError(f"listeners: {name} has no security protocol (name it in "
-                             "listener_security_protocol_map, or use a protocol as the name)")
+            raise ValueError(_no_protocol(name, protocol_map))
         a_host, a_port = adv.get(name, (None, 0))
         out.append(Listener(name, pmap[name], host or "0.0.0.0", port, sec.get(name),
                             a_host or None, a_port))

@@ -74,7 +74,7 @@ class Node:
         try:
             for ls in self.listeners:
                 host, port = self.bound[ls.name]
-                socks.append(listen(host, port))
+                socks.append(listen(host, port, f"listener {ls.name} of node {self.id}"))
         except BaseException:
             for s in socks:
                 s.close()

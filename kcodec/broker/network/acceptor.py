@@ -3,6 +3,7 @@ to the next processor in turn (round-robin), as Kafka's ``Acceptor`` does."""
 
 from __future__ import annotations
 
+import errno
 import select
 import socket
 import threading
@@ -12,12 +13,35 @@ from kcodec.broker.network.processor import Processor
 __all__ = ["Acceptor", "listen"]
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (port 0: a free port)."""
+_HINTS = {
+    errno.EADDRINUSE: "the port is taken (another broker, or another program?): stop that, "
+                      "or choose another port (0: a free one)",
+    errno.EADDRNOTAVAIL: "no network interface of this machine has that address: use one "
+                         "of its own (127.0.0.1; 0.0.0.0 for all)",
+    errno.EACCES: "ports below 1024 need privileges: choose a port from 1024 up "
+                  "(0: a free one)",
+}
+
+
+def listen(host: str, port: int, what: str = "") -> socket.socket:
+    """A listening TCP socket (port 0: a free port). A failure is an ``OSError`` (its errno
+    kept) that names the address, ``what`` listens there and what to do."""
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    where = f"cannot listen on {shown}{' for ' + what if what else ''}"
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(512)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(512)
+    except socket.gaierror as exc:
+        sock.close()
+        raise OSError(errno.EADDRNOTAVAIL, f"{where}: unknown host {host!r} ({exc.strerror}): "
+                      "give an address or a name this machine resolves") from None
+    except OSError as exc:
+        sock.close()
+        hint = _HINTS.get(exc.errno or 0, "")
+        raise OSError(exc.errno, f"{where}: {exc.strerror}{': ' + hint if hint else ''}") \
+            from None
     sock.setblocking(False)
     return sock
 
