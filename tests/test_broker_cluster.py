@@ -199,3 +199,42 @@ def test_restart_on_data_dir_keeps_topics_logs_and_offsets(tmp_path):
         assert sum(p.log.log_end_offset for p in t.partitions.values()) == 50
         with Admin(bootstrap_servers=c.bootstrap) as admin:
             assert sum(admin.committed_offsets("gk").values()) == 50
+
+
+def test_a_data_dir_in_use_is_refused_and_free_again_after_stop(tmp_path):
+    from kcodec.broker.log.errors import KafkaStorageError
+
+    with Cluster(1, data_dir=tmp_path) as c:
+        c.create_topic("kept", 1)
+        second = Cluster(1, data_dir=tmp_path)
+        with pytest.raises(KafkaStorageError, match=f"data dir {tmp_path} is in use by another "
+                                                    "kcodec broker.*stop that one first"):
+            second.start()
+        assert not second.started
+        assert "kept" in c.state.topics              # the first one runs on, untouched
+    with Cluster(1, data_dir=tmp_path) as c:         # stopped: the lock was let go
+        assert "kept" in c.state.topics
+
+
+def test_a_failed_start_lets_go_of_the_data_dir(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        c = Cluster(1, data_dir=tmp_path, ports=[taken.getsockname()[1]])
+        with pytest.raises(OSError, match="cannot listen on"):
+            c.start()
+    with Cluster(1, data_dir=tmp_path) as c:
+        assert c.started
+
+
+def test_cli_second_broker_on_a_data_dir_in_use_exits_with_the_cause(tmp_path):
+    import subprocess
+    import sys
+
+    with Cluster(1, data_dir=tmp_path):
+        out = subprocess.run([sys.executable, "-m", "kcodec", "broker", "--data-dir",
+                              str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and not out.stdout and "Traceback" not in out.stderr
+    assert f"data dir {tmp_path} is in use by another kcodec broker" in out.stderr

@@ -129,21 +129,32 @@ class Cluster:
     def start(self) -> Cluster:
         if self.started:
             return self
+        self.state.lock_data_dir()   # first: a data dir in use stops here, nothing started
         self.timer = Timer()
         self.purgatory = Purgatory(self.timer)
         self.hooks = Hooks(self.timer)
         self.producer_ids = ProducerIds()
         self.txns = TxnCoordinator(self)
-        self.state.open()
+        try:
+            self.state.open()
+        except BaseException:
+            self.timer.stop()
+            raise
         self.groups = GroupCoordinator(self.timer, self.data_dir,
                                        initial_rebalance_delay_ms=self._initial_delay)
         self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
         self.consumer_groups.classic = self.groups
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
-        self.txns.recover()     # producer state and open transactions, from the data dir
-        self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
-        for n in self.nodes.values():
-            n.start()
+        try:
+            self.txns.recover()     # producer state and open transactions, from the data dir
+            self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
+            for n in self.nodes.values():
+                n.start()
+        except BaseException:
+            # e.g. a port taken: let go of what was started (threads, sockets, the data dir)
+            self.started = True
+            self.stop()
+            raise
         self.started = True
         return self
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from kcodec.broker.coordinator.producers import ProducerState
 from kcodec.broker.log import LogConfig, LogManager, PartitionLog
+from kcodec.broker.log.errors import KafkaStorageError
 
 __all__ = ["ClusterState", "Partition", "Topic", "now_ms"]
 
@@ -62,15 +63,47 @@ class ClusterState:
         self.alive: set[int] = set()
         self.controller_id = 0
         self.logs = LogManager(None if self.data_dir is None else os.path.join(self.data_dir, "logs"))
+        self._lock_fd: int | None = None
 
     # ---------------------------------------------------------------- persistence
     def _meta_path(self) -> str | None:
         return None if self.data_dir is None else os.path.join(self.data_dir, "topics.json")
 
+    def lock_data_dir(self) -> None:
+        """Hold ``.lock`` in the data dir while open, as Kafka locks its log dirs: a second
+        broker on the same directory would interleave writes into the same segments. The
+        kernel lets go of it when the process ends, even by SIGKILL."""
+        import fcntl
+
+        if self.data_dir is None or self._lock_fd is not None:
+            return
+        os.makedirs(self.data_dir, exist_ok=True)
+        fd = os.open(os.path.join(self.data_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise KafkaStorageError(
+                f"data dir {self.data_dir} is in use by another kcodec broker (in this or "
+                f"another process; it holds {os.path.join(self.data_dir, '.lock')}): stop "
+                f"that one first, or give this one another --data-dir") from None
+        self._lock_fd = fd
+
     def open(self) -> None:
         """Load topics and logs from the data dir (recovering the logs)."""
-        if self.data_dir is not None:
-            os.makedirs(self.data_dir, exist_ok=True)
+        self.lock_data_dir()
+        try:
+            self._open()
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _unlock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)       # closing the descriptor releases the lock
+
+    def _open(self) -> None:
         self.logs.open()
         meta: dict[str, Any] = {}
         path = self._meta_path()
@@ -160,5 +193,8 @@ class ClusterState:
         return None if t is None else t.partitions.get(index)
 
     def close(self) -> None:
-        self.logs.flush()
-        self.logs.close()
+        try:
+            self.logs.flush()
+            self.logs.close()
+        finally:
+            self._unlock()
