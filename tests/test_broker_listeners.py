@@ -303,3 +303,21 @@ def test_cli_broker_on_a_port_in_use_says_so_and_exits(tmp_path):
     assert out.returncode == 1 and not out.stdout
     assert f"cannot listen on 127.0.0.1:{port} for listener PLAINTEXT of node 0" in out.stderr
     assert "choose another port" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_ipv6_listener_is_printed_as_clients_take_it():
+    import socket
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    with Cluster(1, listeners="PLAINTEXT://[::1]:0") as c:
+        assert c.bootstrap.startswith("[::1]:")
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            p.send("v6", b"x").result(10)
+        with Admin(bootstrap_servers=c.bootstrap) as admin:
+            assert "v6" in admin.list_topics()

@@ -119,11 +119,15 @@ class Node:
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return _host_port(self.host, self.port)
 
     def addresses(self) -> dict[str, str]:
-        """``{listener name: "host:port"}``."""
-        return {ls.name: "{}:{}".format(*self.address_of(ls.name)) for ls in self.listeners}
+        """``{listener name: "host:port"}`` (an IPv6 host in brackets, as clients take it)."""
+        return {ls.name: _host_port(*self.address_of(ls.name)) for ls in self.listeners}
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.address}, {'up' if self.running else 'down'})"
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
