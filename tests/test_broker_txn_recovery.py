@@ -40,6 +40,7 @@ class BrokerProcess:
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
+        self.started: dict = {}       # the broker's JSON line
 
     def start(self) -> BrokerProcess:
         for _ in range(50):     # the port may linger a moment after a kill
@@ -49,7 +50,8 @@ class BrokerProcess:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             line = self.proc.stdout.readline()
             if line:
-                assert json.loads(line)["bootstrap"] == self.bootstrap
+                self.started = json.loads(line)
+                assert self.started["bootstrap"] == self.bootstrap
                 return self
             err = self.proc.stderr.read()
             self.proc.wait()
@@ -130,8 +132,11 @@ def test_open_transaction_survives_sigkill_and_its_producer_commits_it(broker):
         before = [_offsets(broker.bootstrap, topic, i) for i in (0, 1)]
         # c-records + their COMMIT marker are stable; the open o-records are not
         assert before == [(3, 5), (3, 5)]
+        assert broker.started["unclean_restart"] is False
         broker.kill9()
         broker.start()
+        # the broker says the data dir was left by a kill, with one transaction open
+        assert (broker.started["unclean_restart"], broker.started["open_transactions"]) == (True, 1)
         assert [_offsets(broker.bootstrap, topic, i) for i in (0, 1)] == before
         committed = sorted([b"c0", b"c1", b"c2", b"c3"])
         assert sorted(kcodec_read(broker.bootstrap, topic, "read_committed", 4, 2)) == committed

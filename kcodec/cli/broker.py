@@ -113,14 +113,25 @@ def run(args: argparse.Namespace) -> int:
     cluster.start()
     try:
         listeners = {ls.name: cluster.bootstrap_for(ls.name) for ls in cluster.nodes[0].listeners}
+        # a data dir left by a kill: say so, and what became of its open transactions
+        unclean = bool(args.data_dir and cluster.state.topics
+                       and not cluster.state.logs.clean_shutdown)
+        with cluster.txns.lock:
+            open_txns = sum(t.state == "Ongoing" for t in cluster.txns.txns.values())
         if args.json:
             json_line({"bootstrap": cluster.bootstrap, "nodes": args.nodes,
-                       "storage": args.data_dir or "memory", "listeners": listeners})
+                       "storage": args.data_dir or "memory", "listeners": listeners,
+                       "unclean_restart": unclean, "open_transactions": open_txns})
         else:
             print(f"kcodec broker: {args.nodes} node(s), "
                   f"{'data dir ' + args.data_dir if args.data_dir else 'memory storage'}; "
                   f"Ctrl-C stops", file=sys.stderr, flush=True)
             print(cluster.bootstrap, flush=True)
+            if unclean:
+                print(f"kcodec broker: the last stop was not clean (killed?): the logs were "
+                      f"recovered; {open_txns} open transaction(s) resumed, each committed or "
+                      f"aborted by its producer or aborted at its timeout",
+                      file=sys.stderr, flush=True)
             if len(listeners) > 1:
                 for name, addr in listeners.items():
                     print(f"  {name}: {addr}", file=sys.stderr, flush=True)
