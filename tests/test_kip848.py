@@ -303,6 +303,19 @@ def test_mixed_group_classic_member_joins_a_consumer_protocol_group(strategy) ->
         g = c.consumer_groups.describe("mix")
         assert sorted(m.classic for m in g.members.values()) == [False, True]
         assert g.state == "Stable"
+        # as Kafka 4: the classic API does not describe it, ConsumerGroupDescribe does
+        from kcodec.client import Admin
+        from tests.broker_raw import Raw
+
+        DG = CLASSES["DescribeGroupsRequest"]
+        with Raw(c.bootstrap) as raw:
+            (dg,) = raw.call(DG(groups=["mix"], include_authorized_operations=False), 5).groups
+        assert (dg.error_code, dg.group_state, dg.members) == (0, "Dead", [])
+        with Admin(bootstrap_servers=c.bootstrap) as admin:
+            (d,) = admin.describe_groups(["mix"])
+        assert (d.type, d.state, len(d.members)) == ("consumer", "Stable", 2)
+        assert sorted(tuple(p for p in m.assignment["t"]) for m in d.members) == sorted(
+            tuple(sorted(tp.partition for tp in con.assignment())) for con in (new, old))
         new.close()                                   # the classic member gets all four
         assert _poll_until([old], lambda: len(old.assignment()) == 4, seen)
         # the last consumer-protocol member left: the group went back to the classic protocol
