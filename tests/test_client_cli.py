@@ -282,7 +282,7 @@ def test_describe_groups_members_table_and_topic_filter(capsys, monkeypatch) -> 
         ["m-1", "app-a", "/10.0.0.1", "t", "0,1"], ["m-2", "app-b", "/10.0.0.2"]]
     rc, out, _ = run(capsys, "describe-groups", "-b", "127.0.0.1:1", "-g", "g1", "-t", "t", "--json")
     assert jl(out) == [{"group": "g1", "state": "Stable", "protocol_type": "consumer",
-                        "protocol": "range", "members": [
+                        "protocol": "range", "type": "classic", "members": [
                             {"member_id": "m-1", "client_id": "app-a", "host": "/10.0.0.1",
                              "assignment": {"t": [0, 1]}},
                             {"member_id": "m-2", "client_id": "app-b", "host": "/10.0.0.2",

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             members.append((m, parts))
         if args.json:
             json_line({"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type,
-                       "protocol": g.protocol,
+                       "protocol": g.protocol, "type": g.type,
                        "members": [{"member_id": m.member_id, "client_id": m.client_id,
                                     "host": m.host, "assignment": parts} for m, parts in members]})
             continue
