@@ -19,13 +19,16 @@ Only this package imports a peer, and only when asked to.
 from __future__ import annotations
 
 import struct
+from functools import partial
 from typing import Any, Callable
 
+from kcodec import _impl
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecodeError, EncodeError
 from kcodec.records import (
     LegacyBatch,
     MessageSetBuilder,
+    Record,
     RecordBatch,
     RecordBatchBuilder,
     estimate_batch_size,
@@ -33,8 +36,13 @@ from kcodec.records import (
 )
 from kcodec.varint import decode_varlong, encode_varlong, varlong_size
 
-__all__ = ["Patch", "make_classes", "helpers", "version_tuple", "LegacyRecord", "ControlRecord"]
+__all__ = ["Patch", "make_classes", "helpers", "version_tuple", "LegacyRecord",
+           "watched_record_classes", "control_record_maker", "copy_record", "remap_errors"]
 
+# an iterator turning kcodec's DecodeError into the peer's exception, in C in the compiled twin
+remap_errors = _impl.twin("remap").remap_errors
+
+_CONTROL_KEY = struct.Struct(">hh")  # a control record key's version and type
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _NO_TS_HEADER = struct.Struct(">iqq")  # last offset delta, first and max timestamp (at 23)
 
@@ -104,26 +112,47 @@ def helpers() -> dict[str, Callable[..., Any]]:
 
 class LegacyRecord:
     """A magic 0/1 record as both peers show it: no timestamp (None) for magic 0, ``crc`` and
-    ``checksum`` the message's CRC-32, ``validate_crc()`` checking it, no headers. Legacy
-    batches are rare; their records get this small object."""
+    ``checksum`` the message's CRC-32, ``validate_crc()`` checking it, no headers. Made with
+    kafka-python's constructor arguments (the adapter rebinds its name to this class, so it
+    can be patched as the stock one can), or from a kcodec record by ``of``. Legacy batches
+    are rare; their records get this small object."""
 
     __slots__ = ("magic", "offset", "timestamp", "timestamp_type", "key", "value", "crc",
-                 "size_in_bytes", "_r")
+                 "size_in_bytes", "_crc_bytes", "_valid")
 
-    def __init__(self, magic: int, r: Any) -> None:
+    def __init__(self, magic: int, offset: int, timestamp: int | None,
+                 timestamp_type: int | None, key: Any, value: Any, crc: int,
+                 crc_bytes: Any) -> None:
         self.magic = magic
-        self.offset = r.offset
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.crc = crc
+        self._crc_bytes = crc_bytes
+        self._valid = None
+        self.size_in_bytes = (12 + 4 + len(crc_bytes)) if crc_bytes is not None else 0
+
+    @classmethod
+    def of(cls, magic: int, r: Any) -> LegacyRecord:
+        """The record kcodec's legacy record ``r`` is, in the peers' shape."""
+        out = cls.__new__(cls)
+        out.magic = magic
+        out.offset = r.offset
         if magic == 0:
-            self.timestamp = None
-            self.timestamp_type = None
+            out.timestamp = None
+            out.timestamp_type = None
         else:
-            self.timestamp = r.timestamp
-            self.timestamp_type = r.timestamp_type
-        self.key = r.key
-        self.value = r.value
-        self.crc = r.checksum
-        self.size_in_bytes = r.size_in_bytes
-        self._r = r
+            out.timestamp = r.timestamp
+            out.timestamp_type = r.timestamp_type
+        out.key = r.key
+        out.value = r.value
+        out.crc = r.checksum
+        out.size_in_bytes = r.size_in_bytes
+        out._crc_bytes = None
+        out._valid = r.validate_crc()
+        return out
 
     @property
     def headers(self) -> list[Any]:
@@ -134,7 +163,9 @@ class LegacyRecord:
         return self.crc
 
     def validate_crc(self) -> bool:
-        return bool(self._r.validate_crc())
+        if self._valid is None:
+            return crc32(self._crc_bytes) == self.crc
+        return bool(self._valid)
 
     def __repr__(self) -> str:
         return (f"LegacyRecord(magic={self.magic!r} offset={self.offset!r}, "
@@ -142,48 +173,131 @@ class LegacyRecord:
                 f"key={self.key!r}, value={self.value!r}, crc={self.crc!r})")
 
 
-class ControlRecord:
-    """A control record as kafka-python shows it (``type``, ``version``, ``abort``,
-    ``commit``); made from kcodec's ControlRecord."""
+class _Watched(type):
+    """Metaclass of the v2 record classes an adapter puts in the peer's module: it notes
+    when the class is changed (``mock.patch.object`` sets, then restores or deletes, an
+    attribute), so the adapter's batches can yield instances of the class while it is, and
+    kcodec's own records, with no wrapper, while it is not. ``isinstance`` counts kcodec's
+    records as instances, as they stand for the peer's class."""
 
-    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers",
-                 "size_in_bytes", "version", "type")
+    _kc_snapshot: dict[str, Any]
+    _kc_modified: bool
+    _kc_plain: Any
 
-    checksum = None
+    def __init__(cls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> None:
+        super().__init__(name, bases, ns)
+        type.__setattr__(cls, "_kc_snapshot", dict(vars(cls)))
+        type.__setattr__(cls, "_kc_modified", False)
 
-    def __init__(self, r: Any) -> None:
-        self.offset = r.offset
-        self.timestamp = r.timestamp
-        self.timestamp_type = r.timestamp_type
-        self.key = r.key
-        self.value = r.value
-        self.headers = r.headers
-        self.size_in_bytes = r.size_in_bytes
-        self.version = r.version
-        self.type = r.control_type
+    def __setattr__(cls, name: str, value: Any) -> None:
+        type.__setattr__(cls, name, value)
+        cls._kc_recheck()
 
-    @property
-    def abort(self) -> bool:
-        return self.type == 0
+    def __delattr__(cls, name: str) -> None:
+        type.__delattr__(cls, name)
+        cls._kc_recheck()
 
-    @property
-    def commit(self) -> bool:
-        return self.type == 1
+    def _kc_recheck(cls) -> None:
+        snap = cls._kc_snapshot
+        now = {k: v for k, v in vars(cls).items() if k not in ("_kc_snapshot", "_kc_modified")}
+        snap = {k: v for k, v in snap.items() if k not in ("_kc_snapshot", "_kc_modified")}
+        changed = now.keys() != snap.keys() or any(now[k] is not v for k, v in snap.items())
+        type.__setattr__(cls, "_kc_modified", changed)
 
-    def validate_crc(self) -> bool:
-        return True
+    def __instancecheck__(cls, obj: Any) -> bool:
+        plain = vars(cls).get("_kc_plain")
+        return type.__instancecheck__(cls, obj) or (plain is not None and isinstance(obj, plain))
 
-    def __repr__(self) -> str:
-        return (f"ControlRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
-                f"timestamp_type={self.timestamp_type!r}, version={self.version!r}, "
-                f"type={self.type!r} <{'abort' if self.abort else 'commit'}>)")
+
+def watched_record_classes() -> tuple[Any, Any]:
+    """kafka-python's DefaultRecord and ControlRecord as Python subclasses of kcodec's Record,
+    so that they can be patched as the stock ones can (``mock.patch.object(DefaultRecord,
+    "validate_crc", ...)``). Control records are always made as ControlRecord (they are few);
+    a v2 data record is kcodec's own Record unless DefaultRecord has been changed, and then a
+    DefaultRecord with the same fields (see ``_Watched``)."""
+
+    class DefaultRecord(Record, metaclass=_Watched):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+        _kc_plain = Record
+
+        def __init__(self, size_in_bytes: int, offset: int, timestamp: int,
+                     timestamp_type: int, key: Any, value: Any, headers: Any) -> None:
+            # kafka-python's constructor arguments
+            Record.__init__(self, offset, timestamp, timestamp_type, key, value, headers, 0,
+                            size_in_bytes)
+
+        def __repr__(self) -> str:
+            return (f"DefaultRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                    f"timestamp_type={self.timestamp_type!r}, key={self.key!r}, "
+                    f"value={self.value!r}, headers={self.headers!r})")
+
+    class ControlRecord(DefaultRecord):  # type: ignore[misc,valid-type]
+        """A control record as kafka-python shows it (``type``, ``version``, ``abort``,
+        ``commit``)."""
+
+        __slots__ = ("version", "type")
+        _kc_plain = None
+
+        def __init__(self, size_in_bytes: int, offset: int, timestamp: int,
+                     timestamp_type: int, key: Any, value: Any, headers: Any) -> None:
+            DefaultRecord.__init__(self, size_in_bytes, offset, timestamp, timestamp_type, key,
+                                   value, headers)
+            self.version, self.type = _CONTROL_KEY.unpack(key)
+
+        @property
+        def abort(self) -> bool:
+            return self.type == 0
+
+        @property
+        def commit(self) -> bool:
+            return self.type == 1
+
+        def __repr__(self) -> str:
+            return (f"ControlRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                    f"timestamp_type={self.timestamp_type!r}, version={self.version!r}, "
+                    f"type={self.type!r} <{'abort' if self.abort else 'commit'}>)")
+
+    for cls in (DefaultRecord, ControlRecord):
+        type.__setattr__(cls, "__module__", "kcodec.compat.kafka_python")
+        type.__setattr__(cls, "_kc_snapshot", dict(vars(cls)))
+    return DefaultRecord, ControlRecord
+
+
+def copy_record(cls: Any, r: Any) -> Any:
+    """A ``cls`` (a subclass of kcodec's Record) with the fields of record ``r``."""
+    out = cls.__new__(cls)
+    try:
+        Record.__init__(out, r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+                        r.headers, r.attributes, r.size_in_bytes)
+    except AttributeError:
+        # The pure twin's __init__ assigns through the instance's class, where a patched
+        # field now sits: set the fields through kcodec's own slot descriptors instead.
+        for name, value in (("offset", r.offset), ("timestamp", r.timestamp),
+                            ("timestamp_type", r.timestamp_type), ("key", r.key),
+                            ("value", r.value), ("headers", r.headers),
+                            ("attributes", r.attributes), ("size_in_bytes", r.size_in_bytes),
+                            ("checksum", None), ("_computed_crc", None)):
+            vars(Record)[name].__set__(out, value)
+    return out
+
+
+def control_record_maker(cls: Any) -> Callable[[Any], Any]:
+    """kcodec ControlRecord -> the watched ControlRecord class ``cls``."""
+
+    def make(r: Any) -> Any:
+        out = copy_record(cls, r)
+        out.version = r.version
+        out.type = r.control_type
+        return out
+
+    return make
 
 
 def make_classes(peer: str, *, corrupt: type[Exception],
                  stock_default_batch: type, stock_legacy_batch: type,
                  stock_default_builder: type, stock_legacy_builder: type,
                  default_metadata: Callable[[tuple], Any], legacy_metadata: Callable[[tuple], Any],
-                 control_record: Callable[..., Any] | None,
+                 control_record: Callable[..., Any] | None, record_class: Any = None,
                  leader_epoch: int, has_codec: Callable[[int, int], None]) -> dict[str, type]:
     """Build the kcodec-backed classes for one peer. The stock classes are subclassed so
     ``isinstance`` checks and class constants keep working; every method is kcodec's."""
@@ -241,9 +355,14 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                     it = iter(kb)
                 except DecodeError as exc:
                     raise _map(exc) from exc
-                if kb.attributes & 0x20 and control_record is not None:
-                    it = map(control_record, it)
-                self._kit = it
+                if kb.attributes & 0x20:
+                    if control_record is not None:
+                        it = map(control_record, it)
+                elif record_class is not None and record_class._kc_modified:
+                    it = map(partial(copy_record, record_class), it)
+                # kcodec's decoding errors become the peer's, raised from kcodec's, at the
+                # record where they happen (no Python frame per record in the compiled twin)
+                it = self._kit = remap_errors(it, DecodeError, _map)
             return it
 
         def __iter__(self) -> Any:
@@ -252,10 +371,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             return self._records()
 
         def __next__(self) -> Any:
-            try:
-                return next(self._records())
-            except DecodeError as exc:
-                raise _map(exc) from exc
+            return next(self._records())
 
         next = __next__
 
@@ -316,7 +432,8 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             except DecodeError as exc:
                 raise _map(exc) from exc
             magic = kb.magic
-            return iter([LegacyRecord(magic, r) for r in records])
+            of = LegacyRecord.of
+            return iter([of(magic, r) for r in records])
 
     class DefaultRecordBatchBuilder(stock_default_builder):  # type: ignore[misc,valid-type]
         __slots__ = ("_kbuilder", "_kappend", "_kmagic", "_kcodec", "_built", "_first_ts")

@@ -15,8 +15,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from kcodec.compat._core import ControlRecord, Patch, helpers, make_classes, version_tuple
-from kcodec.records import Record
+from kcodec.compat._core import (
+    LegacyRecord,
+    Patch,
+    control_record_maker,
+    helpers,
+    make_classes,
+    version_tuple,
+    watched_record_classes,
+)
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
@@ -64,6 +71,7 @@ def install() -> None:
     def has_codec(codec: int, magic: int) -> None:
         base._assert_has_codec(codec)
 
+    DefaultRecord, ControlRecord = watched_record_classes()
     classes = make_classes(
         "kafka_python", corrupt=errors.CorruptRecordError,
         stock_default_batch=dr.DefaultRecordBatch, stock_legacy_batch=lr.LegacyRecordBatch,
@@ -71,7 +79,8 @@ def install() -> None:
         stock_legacy_builder=lr.LegacyRecordBatchBuilder,
         default_metadata=lambda t: dr.DefaultRecordMetadata(*t),
         legacy_metadata=lambda t: lr.LegacyRecordMetadata(*t),
-        control_record=ControlRecord, leader_epoch=0, has_codec=has_codec)
+        control_record=control_record_maker(ControlRecord), record_class=DefaultRecord,
+        leader_epoch=0, has_codec=has_codec)
     p = Patch()
     for mod in mods.values():
         for name in ("DefaultRecordBatch", "LegacyRecordBatch", "DefaultRecordBatchBuilder",
@@ -81,9 +90,11 @@ def install() -> None:
         for name, fn in helpers().items():
             if name in vars(mod):
                 p.set(mod, name, fn)
-    # The class of the v2 records the client now yields (for isinstance checks and mocks;
-    # the compiled twin's Record is an extension type, so it cannot be patched).
-    p.set(dr, "DefaultRecord", Record)
+    # The record classes, patchable as the stock ones are: a test's
+    # mock.patch.object(DefaultRecord, "validate_crc", ...) reaches the records it reads.
+    p.set(dr, "DefaultRecord", DefaultRecord)
+    p.set(dr, "ControlRecord", ControlRecord)
+    p.set(lr, "LegacyRecord", LegacyRecord)
     _patch = p
 
 
