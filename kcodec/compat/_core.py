@@ -1,5 +1,6 @@
-"""What both adapters share: kcodec-backed record batches, builders and helpers shaped like
-the record classes of kafka-python and aiokafka, and the patching that puts them in place.
+"""What both adapters share: kcodec-backed record batches and legacy builders shaped like
+the record classes of kafka-python and aiokafka, the errors and helpers, and the patching
+that puts them in place (``Adapter``: version check, install, uninstall).
 
 The shapes (peer API → kcodec):
 
@@ -7,17 +8,21 @@ The shapes (peer API → kcodec):
     DefaultRecordBatch(buffer)      → RecordBatch.from_bytes; iterating yields kcodec Records
                                       (they answer offset, timestamp, timestamp_type, key,
                                       value, headers, checksum, size_in_bytes, validate_crc)
+                                      through remap_errors: a DecodeError becomes the peer's
+                                      CorruptRecordError, raised from it
     LegacyRecordBatch(buffer, m)    → LegacyBatch.from_bytes; records keep the peer's None
                                       timestamp (type) for magic 0
-    DefaultRecordBatchBuilder(...)  → RecordBatchBuilder(compress_only_if_smaller=True)
     LegacyRecordBatchBuilder(...)   → MessageSetBuilder(wrapper_overhead=False,
                                       full_at_max=True, zero_wrapper=True)
 
-Only this package imports a peer, and only when asked to.
+The v2 builders differ (kafka-python: a wrapper of the stock class around a kcodec
+RecordBatchBuilder; aiokafka: a RecordBatchBuilder subclass, for speed) and live in each
+peer's module. Only this package imports a peer, and only when asked to.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
 from functools import partial
 from typing import Any, Callable
@@ -30,20 +35,17 @@ from kcodec.records import (
     MessageSetBuilder,
     Record,
     RecordBatch,
-    RecordBatchBuilder,
-    estimate_batch_size,
-    record_size,
 )
 from kcodec.varint import decode_varlong, encode_varlong, varlong_size
 
-__all__ = ["Patch", "make_classes", "helpers", "version_tuple", "LegacyRecord",
+__all__ = ["Adapter", "Patch", "rebind", "make_classes", "make_memory_records", "helpers",
+           "version_tuple", "fix_empty_batch", "has_codec_check", "LegacyRecord",
            "watched_record_classes", "control_record_maker", "copy_record", "remap_errors"]
 
 # an iterator turning kcodec's DecodeError into the peer's exception, in C in the compiled twin
 remap_errors = _impl.twin("remap").remap_errors
 
 _CONTROL_KEY = struct.Struct(">hh")  # a control record key's version and type
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _NO_TS_HEADER = struct.Struct(">iqq")  # last offset delta, first and max timestamp (at 23)
 
 
@@ -293,16 +295,90 @@ def control_record_maker(cls: Any) -> Callable[[Any], Any]:
     return make
 
 
+def fix_empty_batch(out: bytearray) -> None:
+    """An empty v2 batch as both peers write it: 0 for the last offset delta and both
+    timestamps where kcodec writes Java's -1 (the CRC-32C redone)."""
+    _NO_TS_HEADER.pack_into(out, 23, 0, 0, 0)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+
+
+def has_codec_check(stock_base: Any, *, no_lz4_magic0: type[Exception] | None = None
+                    ) -> Callable[[int, int], None]:
+    """The peer's own "is this codec's library installed" check (its UnsupportedCodecError),
+    through an instance of its record base class; aiokafka also refuses lz4 for magic 0."""
+
+    def has_codec(codec: int, magic: int) -> None:
+        if no_lz4_magic0 is not None and magic == 0 and codec == 3:
+            raise no_lz4_magic0("LZ4 is not supported for broker version 0.8/0.9")
+        stock_base._assert_has_codec(codec)
+
+    return has_codec
+
+
+class Adapter:
+    """``install()``, ``uninstall()`` and ``installed()`` for one peer: the peer's version is
+    checked before anything is patched; ``patch(p)`` rebinds the peer's names through ``p``
+    (a Patch), and uninstall undoes every rebinding. Idempotent both ways."""
+
+    def __init__(self, name: str, package: str, dist: str, lo: tuple[int, int],
+                 hi: tuple[int, int], patch: Callable[[Patch], None]) -> None:
+        self.name, self.package, self.dist = name, package, dist
+        self.lo, self.hi = lo, hi
+        self.supported = f">={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}"
+        self._patch_fn = patch
+        self._patch: Patch | None = None
+
+    def installed(self) -> bool:
+        return self._patch is not None
+
+    def check_version(self) -> Any:
+        try:
+            mod = importlib.import_module(self.package)
+        except ImportError as exc:
+            raise ImportError(f"kcodec.compat.{self.name} needs {self.dist} "
+                              "(pip install 'kcodec[compat]')") from exc
+        version = getattr(mod, "__version__", "0")
+        if not self.lo <= version_tuple(version)[:2] < self.hi:
+            raise ImportError(f"kcodec.compat.{self.name} supports {self.dist} "
+                              f"{self.supported}, not {version}: nothing was patched")
+        return mod
+
+    def install(self) -> None:
+        if self._patch is not None:
+            return
+        self.check_version()
+        p = Patch()
+        try:
+            self._patch_fn(p)
+        except BaseException:
+            p.undo()
+            raise
+        self._patch = p
+
+    def uninstall(self) -> None:
+        if self._patch is not None:
+            self._patch.undo()
+            self._patch = None
+
+
+def rebind(p: Patch, module_names: tuple[str, ...], values: dict[str, Any]) -> None:
+    """In each module, rebind those of ``values``' names that it has (the peers import
+    their record classes and helpers by name into the fetcher, producer and accumulator)."""
+    for name in module_names:
+        mod = importlib.import_module(name)
+        for key, value in values.items():
+            if key in vars(mod):
+                p.set(mod, key, value)
+
+
 def make_classes(peer: str, *, corrupt: type[Exception],
                  stock_default_batch: type, stock_legacy_batch: type,
-                 stock_default_builder: type, stock_legacy_builder: type,
-                 default_metadata: Callable[[tuple], Any], legacy_metadata: Callable[[tuple], Any],
+                 stock_legacy_builder: type, legacy_metadata: Callable[[tuple], Any],
                  control_record: Callable[..., Any] | None, record_class: Any = None,
-                 leader_epoch: int, has_codec: Callable[[int, int], None]) -> dict[str, type]:
-    """Build the kcodec-backed classes for one peer. The stock classes are subclassed so
-    ``isinstance`` checks and class constants keep working; every method is kcodec's."""
-
-    aiokafka = peer == "aiokafka"
+                 has_codec: Callable[[int, int], None]) -> dict[str, type]:
+    """The kcodec-backed batch readers and legacy builder for one peer (the v2 builders
+    differ between the peers and live in their modules). The stock classes are subclassed
+    so ``isinstance`` checks and class constants keep working; every method is kcodec's."""
 
     def _map(exc: DecodeError) -> Exception:
         return corrupt(f"Found invalid record structure: {exc}")
@@ -435,102 +511,6 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             of = LegacyRecord.of
             return iter([of(magic, r) for r in records])
 
-    class DefaultRecordBatchBuilder(stock_default_builder):  # type: ignore[misc,valid-type]
-        __slots__ = ("_kbuilder", "_kappend", "_kmagic", "_kcodec", "_built", "_first_ts")
-
-        def __init__(self, magic: int, compression_type: int, is_transactional: Any,
-                     producer_id: int, producer_epoch: int, base_sequence: int,
-                     batch_size: int) -> None:
-            assert magic >= 2
-            # _magic is a slot of the stock base class, which mypy sees as Any
-            self._kmagic = self._magic = magic  # type: ignore[misc]
-            codec = self._kcodec = compression_type & 0x07
-            self._kbuilder = RecordBatchBuilder(
-                # an unknown codec fails in build(), as the peers' builders do
-                compression=codec if codec <= 4 else 0, producer_id=producer_id, producer_epoch=producer_epoch,
-                base_sequence=base_sequence, is_transactional=bool(is_transactional),
-                partition_leader_epoch=leader_epoch, max_size=batch_size,
-                compress_only_if_smaller=True)
-            self._kappend = self._kbuilder.append
-            self._built: bytearray | None = None
-            self._first_ts = None
-
-        def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
-                   headers: Any, *_: Any) -> Any:
-            try:
-                meta = self._kappend(key, value, headers, timestamp, offset)
-            except EncodeError:
-                if type(offset) is not int:
-                    raise TypeError(offset) from None
-                if timestamp is not None and type(timestamp) is not int:
-                    raise TypeError(timestamp) from None
-                if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"Not supported type for key: {type(key)}") from None
-                if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"Not supported type for value: {type(value)}") from None
-                raise
-            if meta is None:
-                return None
-            if self._first_ts is None:
-                self._first_ts = meta.timestamp
-            return default_metadata((meta.offset_delta, meta.size, meta.timestamp))
-
-        def set_producer_state(self, producer_id: int, producer_epoch: int,
-                               base_sequence: int, is_transactional: Any = None) -> None:
-            if not aiokafka:
-                assert not is_transactional or producer_id != -1, \
-                    "Cannot write transactional messages without a valid producer ID"
-                assert producer_id == -1 or producer_epoch != -1, \
-                    "Invalid negative producer epoch"
-                assert producer_id == -1 or base_sequence != -1, \
-                    "Invalid negative sequence number"
-            self._kbuilder.set_producer_state(producer_id, producer_epoch, base_sequence,
-                                              is_transactional)
-
-        producer_id = property(lambda self: self._kbuilder.producer_id)
-        producer_epoch = property(lambda self: self._kbuilder.producer_epoch)
-        base_sequence = property(lambda self: self._kbuilder.base_sequence)
-
-        def build(self) -> bytearray:
-            codec = self._kcodec
-            if codec:
-                has_codec(codec, 2)
-            out = self._kbuilder.build(as_bytearray=True)
-            if not self._kbuilder.record_count:
-                # An empty batch: the peers write 0 for the last offset delta and both
-                # timestamps where kcodec writes Java's -1.
-                _NO_TS_HEADER.pack_into(out, 23, 0, 0, 0)
-                struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
-            self._built = out
-            return out
-
-        def size(self) -> int:
-            built = self._built
-            return self._kbuilder.size if built is None else len(built)
-
-        @classmethod
-        def header_size_in_bytes(cls) -> int:
-            return 61
-
-        if aiokafka:
-            def size_in_bytes(self, offset: int, timestamp: int, key: Any, value: Any,
-                              headers: Any) -> int:
-                first = self._first_ts
-                return record_size(key, value, headers, offset,
-                                   0 if first is None else timestamp - first)
-        else:
-            # kafka-python's is a classmethod taking deltas, aiokafka's a method: the
-            # signatures differ on purpose, one per peer
-            @classmethod
-            def size_in_bytes(  # type: ignore[misc]
-                    cls, offset_delta: int, timestamp_delta: int, key: Any, value: Any,
-                    headers: Any) -> int:
-                return record_size(key, value, headers, offset_delta, timestamp_delta)
-
-        @classmethod
-        def estimate_size_in_bytes(cls, key: Any, value: Any, headers: Any) -> int:
-            return estimate_batch_size(key, value, headers)
-
     class LegacyRecordBatchBuilder(stock_legacy_builder):  # type: ignore[misc,valid-type]
         __slots__ = ("_kbuilder", "_kmagic", "_kcodec", "_built")
 
@@ -573,7 +553,6 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             return self._kbuilder.size if self._built is None else len(self._built)
 
     out = {"DefaultRecordBatch": DefaultRecordBatch, "LegacyRecordBatch": LegacyRecordBatch,
-           "DefaultRecordBatchBuilder": DefaultRecordBatchBuilder,
            "LegacyRecordBatchBuilder": LegacyRecordBatchBuilder}
     for name, cls in out.items():
         cls.__qualname__ = cls.__name__ = name

@@ -13,28 +13,28 @@ another version is refused with ImportError before anything is patched.
 
 from __future__ import annotations
 
-import importlib
-import struct
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
 from kcodec.compat._core import (
+    Adapter,
     Patch,
+    fix_empty_batch,
+    has_codec_check,
     helpers,
     make_classes,
     make_memory_records,
-    version_tuple,
+    rebind,
 )
-from kcodec.crc import crc32c
 from kcodec.records import RecordBatchBuilder, RecordMetadata, estimate_batch_size, record_size
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
-SUPPORTED = ">=0.14,<0.15"
-_MIN, _MAX = (0, 14), (0, 15)
-
-_patch: Patch | None = None
+_MODULES = ("aiokafka.record", "aiokafka.record.util", "aiokafka.record.default_records",
+            "aiokafka.record.legacy_records", "aiokafka.record.memory_records",
+            "aiokafka.consumer.fetcher", "aiokafka.producer.producer",
+            "aiokafka.producer.message_accumulator")
 
 
 class DefaultRecordMetadata(RecordMetadata):  # type: ignore[misc,valid-type]
@@ -104,10 +104,7 @@ def _make_builder(stock: Any, has_codec: Any) -> type:
                 has_codec(self._kcodec, 2)
             out = RecordBatchBuilder.build(self, as_bytearray=True)
             if not self.record_count:
-                # An empty batch: aiokafka writes 0 for the last offset delta and both
-                # timestamps where kcodec writes Java's -1.
-                _EMPTY.pack_into(out, 23, 0, 0, 0)
-                struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+                fix_empty_batch(out)
             self._built = out
             return out
 
@@ -137,59 +134,19 @@ def _make_builder(stock: Any, has_codec: Any) -> type:
     return DefaultRecordBatchBuilder
 
 
-_EMPTY = struct.Struct(">iqq")
-
-
-def installed() -> bool:
-    """Whether aiokafka currently uses kcodec."""
-    return _patch is not None
-
-
-def _check_version() -> Any:
-    try:
-        import aiokafka
-    except ImportError as exc:
-        raise ImportError("kcodec.compat.aiokafka needs aiokafka "
-                          "(pip install 'kcodec[compat]')") from exc
-    version = getattr(aiokafka, "__version__", "0")
-    if not _MIN <= version_tuple(version)[:2] < _MAX:
-        raise ImportError(f"kcodec.compat.aiokafka supports aiokafka {SUPPORTED}, "
-                          f"not {version}: nothing was patched")
-    return aiokafka
-
-
-def install() -> None:
-    """Make aiokafka use kcodec for its records, CRCs and varints (idempotent)."""
-    global _patch
-    if _patch is not None:
-        return
-    _check_version()
+def _patch(p: Patch) -> None:
     from aiokafka import errors
     from aiokafka.record import default_records as dr
     from aiokafka.record import legacy_records as lr
 
-    mods = [importlib.import_module(name) for name in (
-        "aiokafka.record", "aiokafka.record.util", "aiokafka.record.default_records",
-        "aiokafka.record.legacy_records", "aiokafka.record.memory_records",
-        "aiokafka.consumer.fetcher", "aiokafka.producer.producer",
-        "aiokafka.producer.message_accumulator")]
-    base = dr._DefaultRecordBatchPy.__new__(dr._DefaultRecordBatchPy)
-
-    def has_codec(codec: int, magic: int) -> None:
-        if magic == 0 and codec == 3:
-            raise errors.UnsupportedCodecError(
-                "LZ4 is not supported for broker version 0.8/0.9")
-        base._assert_has_codec(codec)
-
-    classes = make_classes(
+    has_codec = has_codec_check(dr._DefaultRecordBatchPy.__new__(dr._DefaultRecordBatchPy),
+                                no_lz4_magic0=errors.UnsupportedCodecError)
+    classes: dict[str, Any] = make_classes(
         "aiokafka", corrupt=errors.CorruptRecordException,
         stock_default_batch=dr._DefaultRecordBatchPy,
         stock_legacy_batch=lr._LegacyRecordBatchPy,
-        stock_default_builder=dr._DefaultRecordBatchBuilderPy,
         stock_legacy_builder=lr._LegacyRecordBatchBuilderPy,
-        default_metadata=lambda t: DefaultRecordMetadata(t[0], t[2], t[1]),
-        legacy_metadata=_legacy_metadata,
-        control_record=None, leader_epoch=-1, has_codec=has_codec)
+        legacy_metadata=_legacy_metadata, control_record=None, has_codec=has_codec)
     classes["MemoryRecords"] = make_memory_records(
         "aiokafka", errors.CorruptRecordException, classes["DefaultRecordBatch"],
         classes["LegacyRecordBatch"])
@@ -197,24 +154,23 @@ def install() -> None:
                                                          has_codec)
     classes["DefaultRecordMetadata"] = DefaultRecordMetadata
     classes["LegacyRecordMetadata"] = LegacyRecordMetadata
-    p = Patch()
-    names = ("MemoryRecords", "DefaultRecordBatch", "LegacyRecordBatch",
-             "DefaultRecordBatchBuilder", "LegacyRecordBatchBuilder", "DefaultRecordMetadata",
-             "LegacyRecordMetadata")
-    fns = helpers()
-    for mod in mods:
-        for name in names:
-            if name in vars(mod):
-                p.set(mod, name, classes[name])
-        for name, fn in fns.items():
-            if name in vars(mod):
-                p.set(mod, name, fn)
-    _patch = p
+    rebind(p, _MODULES, {**classes, **helpers()})
+
+
+_adapter = Adapter("aiokafka", "aiokafka", "aiokafka", (0, 14), (0, 15), _patch)
+SUPPORTED = _adapter.supported
+
+
+def installed() -> bool:
+    """Whether aiokafka currently uses kcodec."""
+    return _adapter.installed()
+
+
+def install() -> None:
+    """Make aiokafka use kcodec for its records, CRCs and varints (idempotent)."""
+    _adapter.install()
 
 
 def uninstall() -> None:
     """Give aiokafka its own record classes and helpers back."""
-    global _patch
-    if _patch is not None:
-        _patch.undo()
-        _patch = None
+    _adapter.uninstall()
