@@ -51,7 +51,7 @@ def _failing(n: int, exc: BaseException):
 
 @pytest.mark.parametrize("which", [0, 1], ids=["compiled", "pure"])
 def test_remap_errors_passes_items_and_maps_the_caught_class(pair, which: int) -> None:
-    remap = pair("remap")[which].remap_errors
+    remap = pair("peer")[which].remap_errors
     assert list(remap([1, 2, 3], DecodeError, Mapped)) == [1, 2, 3]
     assert list(remap(iter(()), DecodeError, Mapped)) == []
 
@@ -81,7 +81,7 @@ def test_remap_errors_passes_items_and_maps_the_caught_class(pair, which: int) -
 
 
 def test_remap_errors_twins_agree_on_random_failures(pair) -> None:
-    cy, py = pair("remap")
+    cy, py = pair("peer")
     for n in range(4):
         for exc in (CorruptDataError("c", 1), KcodecError("k"), ValueError("v")):
             got = []
@@ -376,3 +376,37 @@ def test_uninstall_gives_kafka_python_its_record_classes_back() -> None:
     assert (dr.DefaultRecord, dr.ControlRecord, lr.LegacyRecord) != stock
     kp_adapter.uninstall()
     assert (dr.DefaultRecord, dr.ControlRecord, lr.LegacyRecord) == stock
+
+
+# -- aiokafka's append metadata, both twins --------------------------------------------------
+
+@pytest.mark.parametrize("which", [0, 1], ids=["compiled", "pure"])
+def test_default_record_metadata_answers_as_aiokafkas(pair, which: int) -> None:
+    mod = pair("peer")[which]
+    cls = mod.DefaultRecordMetadata
+    builder = importlib.import_module(
+        "kcodec._cy.batch" if mod.__name__.startswith("kcodec._cy") else "kcodec._py.batch")
+    b = builder.RecordBatchBuilder(metadata_class=cls, max_size=1 << 20)
+    metas = [b.append_with_offset(i, 1000 + i, b"k", b"v%d" % i, []) for i in range(300)]
+    assert all(type(m) is cls for m in metas)
+    assert [(m.offset, m.timestamp, m.crc) for m in metas] == [
+        (i, 1000 + i, None) for i in range(300)]
+    assert metas[12].size == metas[0].size + 1  # b"v12" is one byte longer than b"v0"
+    assert repr(metas[3]) == f"DefaultRecordMetadata(offset=3, size={metas[3].size}, timestamp=1003)"
+
+
+def test_aiokafka_builder_metadata_matches_stock() -> None:
+    """The metadata the patched aiokafka builder returns answers as aiokafka's own."""
+    from aiokafka.record import default_records as dr
+
+    def run() -> list[tuple[Any, ...]]:
+        b = dr.DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+        out = []
+        for i in range(50):
+            m = b.append(i, 1_700_000_000_000 + i, b"k" * (i % 7), b"v" * i, [("h", b"x")])
+            out.append((m.offset, m.size, m.timestamp, m.crc, repr(m)))
+        return out
+
+    stock = run()
+    aio_adapter.install()
+    assert run() == stock

@@ -40,10 +40,13 @@ from kcodec.varint import decode_varlong, encode_varlong, varlong_size
 
 __all__ = ["Adapter", "Patch", "rebind", "make_classes", "make_memory_records", "helpers",
            "version_tuple", "fix_empty_batch", "has_codec_check", "LegacyRecord",
-           "watched_record_classes", "control_record_maker", "copy_record", "remap_errors"]
+           "watched_record_classes", "control_record_maker", "copy_record", "remap_errors",
+           "DefaultRecordMetadata"]
 
-# an iterator turning kcodec's DecodeError into the peer's exception, in C in the compiled twin
-remap_errors = _impl.twin("remap").remap_errors
+# an iterator turning kcodec's DecodeError into the peer's exception, and aiokafka's v2
+# append metadata: both in C in the compiled twin
+remap_errors = _impl.twin("peer").remap_errors
+DefaultRecordMetadata = _impl.twin("peer").DefaultRecordMetadata
 
 _CONTROL_KEY = struct.Struct(">hh")  # a control record key's version and type
 _NO_TS_HEADER = struct.Struct(">iqq")  # last offset delta, first and max timestamp (at 23)

@@ -19,6 +19,7 @@ from typing import Any
 
 from kcodec.compat._core import (
     Adapter,
+    DefaultRecordMetadata,
     Patch,
     fix_empty_batch,
     has_codec_check,
@@ -27,7 +28,7 @@ from kcodec.compat._core import (
     make_memory_records,
     rebind,
 )
-from kcodec.records import RecordBatchBuilder, RecordMetadata, estimate_batch_size, record_size
+from kcodec.records import RecordBatchBuilder, estimate_batch_size, record_size
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
@@ -35,21 +36,6 @@ _MODULES = ("aiokafka.record", "aiokafka.record.util", "aiokafka.record.default_
             "aiokafka.record.legacy_records", "aiokafka.record.memory_records",
             "aiokafka.consumer.fetcher", "aiokafka.producer.producer",
             "aiokafka.producer.message_accumulator")
-
-
-class DefaultRecordMetadata(RecordMetadata):  # type: ignore[misc,valid-type]
-    """What aiokafka's v2 builder's ``append`` returns: ``offset``, ``size``, ``timestamp``
-    and ``crc`` (None). kcodec's builder makes it in C (its ``metadata_class``)."""
-
-    __slots__ = ()
-
-    @property
-    def offset(self) -> int:
-        return self.offset_delta
-
-    def __repr__(self) -> str:
-        return (f"DefaultRecordMetadata(offset={self.offset_delta!r}, size={self.size!r}, "
-                f"timestamp={self.timestamp!r})")
 
 
 class LegacyRecordMetadata(tuple):

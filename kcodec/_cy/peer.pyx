@@ -1,13 +1,16 @@
-"""An iterator that hands on another iterator's items and turns one family of exceptions
-into another on the way (see the pure twin, kcodec/_py/remap.py, for the contract). Each
-step is one C call into the wrapped iterator: no Python frame per item.
+"""What the adapters in kcodec.compat need from the hot paths (see the pure twin,
+kcodec/_py/peer.py, for the contract): remap_errors, an iterator whose each step is one C
+call into the wrapped iterator (no Python frame per item), and DefaultRecordMetadata, a C
+subclass of RecordMetadata (no GC tracking per object, as a Python subclass would have).
 """
 
 cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 
-__all__ = ["remap_errors"]
+from kcodec._cy._record cimport RecordMetadata
+
+__all__ = ["remap_errors", "DefaultRecordMetadata"]
 
 
 cdef extern from "Python.h":
@@ -57,3 +60,17 @@ def remap_errors(iterator, catch, convert):
     r._catch = catch
     r._convert = convert
     return r
+
+
+@cython.no_gc
+cdef class DefaultRecordMetadata(RecordMetadata):
+    """What aiokafka's v2 builder's ``append`` returns: ``offset``, ``size``, ``timestamp``
+    and ``crc`` (None)."""
+
+    @property
+    def offset(self):
+        return self.offset_delta
+
+    def __repr__(self):
+        return (f"DefaultRecordMetadata(offset={self.offset_delta!r}, size={self.size!r}, "
+                f"timestamp={self.timestamp!r})")
