@@ -410,3 +410,24 @@ def test_aiokafka_builder_metadata_matches_stock() -> None:
     stock = run()
     aio_adapter.install()
     assert run() == stock
+
+
+def test_aiokafka_metadata_patchable_when_aiokafka_runs_its_python_classes() -> None:
+    """With AIOKAFKA_NO_EXTENSIONS aiokafka's own metadata class is a Python class that can
+    be patched; the adapter's is then too (with aiokafka's Cython classes neither is)."""
+    code = (
+        "import kcodec.compat.aiokafka as a; a.install()\n"
+        "from unittest import mock\n"
+        "from aiokafka.record import default_records as dr\n"
+        "b = dr.DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)\n"
+        "with mock.patch.object(dr.DefaultRecordMetadata, 'offset', 'patched'):\n"
+        "    print(b.append(0, 1, None, b'v', []).offset)\n"
+        "print(b.append(1, 1, None, b'v', []).offset)\n")
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, AIOKAFKA_NO_EXTENSIONS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["patched", "1"]

@@ -57,7 +57,24 @@ class LegacyRecordMetadata(tuple):
 _legacy_metadata = partial(tuple.__new__, LegacyRecordMetadata)
 
 
-def _make_builder(stock: Any, has_codec: Any) -> type:
+def _metadata_class(dr: Any) -> type:
+    """The class aiokafka's v2 ``append`` returns: kcodec's C one while aiokafka runs its own
+    Cython classes (whose metadata type cannot be patched either), a Python subclass of it
+    while aiokafka runs its Python classes (AIOKAFKA_NO_EXTENSIONS), where
+    ``mock.patch.object(DefaultRecordMetadata, ...)`` works on the stock class too."""
+    if dr.DefaultRecordMetadata is not dr._DefaultRecordMetadataPy:
+        return DefaultRecordMetadata
+
+    class PyDefaultRecordMetadata(DefaultRecordMetadata):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+    PyDefaultRecordMetadata.__name__ = PyDefaultRecordMetadata.__qualname__ = \
+        "DefaultRecordMetadata"
+    PyDefaultRecordMetadata.__module__ = __name__
+    return PyDefaultRecordMetadata
+
+
+def _make_builder(stock: Any, metadata: type, has_codec: Any) -> type:
     """aiokafka's DefaultRecordBatchBuilder as a subclass of kcodec's builder: ``append`` is
     kcodec's own ``append_with_offset`` (no Python frame per record) returning
     DefaultRecordMetadata; wrong types raise kcodec's EncodeTypeError, a TypeError."""
@@ -73,7 +90,7 @@ def _make_builder(stock: Any, has_codec: Any) -> type:
                 producer_epoch=producer_epoch, base_sequence=base_sequence,
                 is_transactional=bool(is_transactional), partition_leader_epoch=-1,
                 max_size=batch_size, compress_only_if_smaller=True,
-                metadata_class=DefaultRecordMetadata)
+                metadata_class=metadata)
             self._magic = magic
             self._kcodec = codec
             self._built: bytearray | None = None
@@ -136,9 +153,10 @@ def _patch(p: Patch) -> None:
     classes["MemoryRecords"] = make_memory_records(
         "aiokafka", errors.CorruptRecordException, classes["DefaultRecordBatch"],
         classes["LegacyRecordBatch"])
+    metadata = _metadata_class(dr)
     classes["DefaultRecordBatchBuilder"] = _make_builder(dr._DefaultRecordBatchBuilderPy,
-                                                         has_codec)
-    classes["DefaultRecordMetadata"] = DefaultRecordMetadata
+                                                         metadata, has_codec)
+    classes["DefaultRecordMetadata"] = metadata
     classes["LegacyRecordMetadata"] = LegacyRecordMetadata
     rebind(p, _MODULES, {**classes, **helpers()})
 
