@@ -17,8 +17,8 @@ from kcodec._cy._reader cimport (
     raise_corrupt, read_i8, read_varint, read_varlong, uvar_size, zigzag32, zigzag64,
 )
 from kcodec._cy._record cimport (
-    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_metadata_of, new_record,
-    take_bytes,
+    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_metadata_of,
+    new_metadata_ts, new_record, take_bytes,
 )
 from kcodec._cy._record import parse_control
 from kcodec._cy._record cimport Record as CRecord
@@ -751,14 +751,21 @@ cdef inline int _put_len(Growable g, Py_ssize_t n, str what) except -1:
     return 0
 
 
+cdef inline int _reserve(Growable g, Py_ssize_t extra) except -1:
+    # the capacity check inline; growing is the rare call
+    if g.length + extra > g.capacity:
+        g.reserve(extra)
+    return 0
+
+
 cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what) except -1:
     """Length (zigzag varint, -1 for null) and bytes."""
     if n < 0:
-        g.reserve(1)
+        _reserve(g, 1)
         g.data[g.length] = 1
         g.length += 1
         return 0
-    g.reserve(5 + n)
+    _reserve(g, 5 + n)
     _put_len(g, n, what)
     memcpy(g.data + g.length, p, n)
     g.length += n
@@ -767,9 +774,33 @@ cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what)
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
 
-cdef int _put_header(Growable g, object h) except -1:
+cdef inline int _put_header(Growable g, object h) except -1:
+    """One (key, value) header: the common (ASCII str, bytes) pair written inline."""
+    cdef Py_ssize_t kn, vn
+    cdef uint8_t* w
+    if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+        hk = <object>PyTuple_GET_ITEM(h, 0)
+        hv = <object>PyTuple_GET_ITEM(h, 1)
+        if type(hk) is str and type(hv) is bytes and PyUnicode_IS_COMPACT_ASCII(hk):
+            kn = PyUnicode_GET_LENGTH(hk)
+            vn = PyBytes_GET_SIZE(hv)
+            if kn <= _I32_MAX and vn <= _I32_MAX:
+                _reserve(g, 10 + kn + vn)
+                w = g.data + g.length
+                w += put_uvar(w, <uint32_t>(<uint64_t>kn << 1))
+                memcpy(w, PyUnicode_DATA(hk), kn)
+                w += kn
+                w += put_uvar(w, <uint32_t>(<uint64_t>vn << 1))
+                memcpy(w, PyBytes_AS_STRING(hv), vn)
+                g.length = (w + vn) - g.data
+                return 0
+    return _put_header_any(g, h)
+
+
+cdef int _put_header_any(Growable g, object h) except -1:
     """One (key, value) header: key str (UTF-8) or bytes, value bytes-like or None."""
     cdef const uint8_t* p
     cdef Py_ssize_t n
@@ -799,6 +830,21 @@ cdef int _put_header(Growable g, object h) except -1:
     keep = take_bytes(hv, "header value", &p, &n)
     _put_bytes(g, p, n, "header value")
     return 0
+
+
+cdef inline Py_ssize_t _len_guess(Py_ssize_t kl, Py_ssize_t vl) noexcept:
+    """The likely size of a record's length varint from its key and value sizes (the other
+    fields of a typical record add ~10-40 bytes); a wrong guess costs one memmove."""
+    cdef Py_ssize_t est = (kl if kl > 0 else 0) + (vl if vl > 0 else 0) + 24
+    if est < 64:
+        return 1
+    if est < 8192:
+        return 2
+    if est < 1048576:
+        return 3
+    if est < 134217728:
+        return 4
+    return 5
 
 
 cdef class RecordBatchBuilder:
@@ -911,9 +957,12 @@ cdef class RecordBatchBuilder:
         cdef int64_t od, ts, first_ts, delta
         cdef const uint8_t* kp
         cdef const uint8_t* vp
-        cdef Py_ssize_t kl, vl, start, body_start, body, lsz, size, hcount
-        cdef Py_ssize_t hkl
-        cdef const char* hkp
+        cdef Py_ssize_t kl, vl, start, body_start, body, lsz, guess, size
+        cdef int overflow = 0
+        cdef object kh = None
+        cdef object vh = None
+        cdef object ts_obj = None
+        cdef uint8_t* w
         cdef Growable g = self._buf
         if offset_delta is None:
             if self._last_delta >= _I32_MAX:
@@ -926,36 +975,67 @@ cdef class RecordBatchBuilder:
                 raise EncodeError(f"offset delta {od} not above the previous {self._last_delta}")
         if timestamp is None:
             ts = <int64_t>(time.time() * 1000)
+        elif type(timestamp) is int:
+            ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
+            if overflow:
+                check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")   # raises
+            ts_obj = timestamp   # the metadata shares the caller's int (same value, no new one)
         else:
             ts = check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")
-        kh = take_bytes(key, "record key", &kp, &kl)
-        vh = take_bytes(value, "record value", &vp, &vl)
+        if type(key) is bytes:
+            kp = <const uint8_t*>PyBytes_AS_STRING(key)
+            kl = PyBytes_GET_SIZE(key)
+        else:
+            kh = take_bytes(key, "record key", &kp, &kl)
+        if type(value) is bytes:
+            vp = <const uint8_t*>PyBytes_AS_STRING(value)
+            vl = PyBytes_GET_SIZE(value)
+        else:
+            vh = take_bytes(value, "record value", &vp, &vl)
         first_ts = ts if self._count == 0 else self._first_ts
         if (first_ts < 0 and ts > _I64_MAX + first_ts) or (
                 first_ts > 0 and ts < _I64_MIN + first_ts):
             raise EncodeError(f"timestamp delta {(<object>ts) - first_ts} out of range "
                               f"({_I64_MIN}..{_I64_MAX})")
         delta = ts - first_ts
+        if kl > _I32_MAX:
+            raise EncodeError(f"record key of {kl} bytes too long")
+        if vl > _I32_MAX:
+            raise EncodeError(f"record value of {vl} bytes too long")
         # Anything written past the committed length by a failed append is overwritten by
-        # the next one: no rollback needed on errors.
+        # the next one: no rollback needed on errors. The record is written after room for
+        # its length varint of the guessed size; the length goes in front at the end.
         start = self._committed
         g.length = start
-        g.reserve(5 + 1 + 10 + 5)
-        g.length += 5
-        body_start = g.length
-        g.data[g.length] = 0
-        g.length += 1
-        g.length += put_uvar(g.data + g.length, zigzag64(delta))
-        g.length += put_uvar(g.data + g.length, zigzag32(<int32_t>od))
-        _put_bytes(g, kp, kl, "record key")
-        _put_bytes(g, vp, vl, "record value")
-        if headers is None:
-            g.reserve(1)
-            g.data[g.length] = 0
-            g.length += 1
+        guess = _len_guess(kl, vl)
+        _reserve(g, guess + 1 + 10 + 5 + 5 + (kl if kl > 0 else 0) + 5 + (vl if vl > 0 else 0)
+                 + 5)
+        body_start = start + guess
+        w = g.data + body_start
+        w[0] = 0
+        w += 1
+        w += put_uvar(w, zigzag64(delta))
+        w += put_uvar(w, zigzag32(<int32_t>od))
+        if kl < 0:
+            w[0] = 1
+            w += 1
         else:
+            w += put_uvar(w, <uint32_t>(<uint64_t>kl << 1))
+            memcpy(w, kp, kl)
+            w += kl
+        if vl < 0:
+            w[0] = 1
+            w += 1
+        else:
+            w += put_uvar(w, <uint32_t>(<uint64_t>vl << 1))
+            memcpy(w, vp, vl)
+            w += vl
+        if headers is None:
+            w[0] = 0
+            g.length = (w + 1) - g.data
+        else:
+            g.length = w - g.data
             hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
-            g.reserve(5)
             _put_len(g, len(hs), "header count")
             for h in hs:
                 _put_header(g, h)
@@ -967,9 +1047,11 @@ cdef class RecordBatchBuilder:
         if self._count and HEADER_SIZE + start + size > self._max_size:
             g.length = start
             return None
-        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
-        if lsz != 5:
+        if lsz != guess:
+            if lsz > guess:
+                _reserve(g, lsz - guess)
             memmove(g.data + start + lsz, g.data + body_start, body)
+        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
         g.length = start + size
         self._committed = g.length
         if self._count == 0:
@@ -980,8 +1062,8 @@ cdef class RecordBatchBuilder:
         self._count += 1
         self._last_delta = od
         if self._meta_cls is not None:
-            return new_metadata_of(self._meta_cls, od, ts, size)
-        return new_metadata(od, ts, size)
+            return new_metadata_of(self._meta_cls, od, ts, size, ts_obj)
+        return new_metadata_ts(od, ts, size, ts_obj)
 
     def append_with_offset(self, offset, timestamp, key, value, headers=None):
         """``append`` in the argument order of Java's appendWithOffset (and of the Python
