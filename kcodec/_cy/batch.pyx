@@ -359,7 +359,8 @@ cdef extern from *:
     static inline int kc_str_equal(PyObject* o, const uint8_t* p, Py_ssize_t n) {
         return (o != NULL && PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)
                 && PyUnicode_GET_LENGTH(o) == n
-                && (n == 0 || memcmp(PyUnicode_DATA(o), p, (size_t)n) == 0));
+                && (n == 0 || (((const uint8_t*)PyUnicode_DATA(o))[0] == p[0]
+                               && memcmp(PyUnicode_DATA(o), p, (size_t)n) == 0)));
     }
     /* Rewrite the str `o` with the n ASCII bytes at p when nothing else holds it. */
     static int kc_str_refill(PyObject* o, const uint8_t* p, Py_ssize_t n) {
@@ -381,6 +382,40 @@ cdef extern from *:
     #if defined(__GNUC__) || defined(__clang__)
     #pragma GCC diagnostic pop
     #endif
+    /* A new reference to an int of value v: `old` rewritten in place when nothing else
+       holds it and it has the same sign and number of digits (ints made by
+       PyLong_FromLongLong; the digit layout of CPython 3.11, and of 3.12+ with its tag). */
+    static PyObject* kc_long(PyObject* old, long long v) {
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030F0000 && PyLong_SHIFT == 30
+        if (v != 0 && KC_SOLE(old) && PyLong_CheckExact(old)) {
+            unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+            digit d[3];
+            Py_ssize_t n = 0, i;
+            while (a) {
+                d[n++] = (digit)(a & PyLong_MASK);
+                a >>= PyLong_SHIFT;
+            }
+            /* n <= 3: 64 bits in 30-bit digits */
+    #if PY_VERSION_HEX < 0x030C0000
+            if (Py_SIZE(old) == (v < 0 ? -n : n)) {
+                for (i = 0; i < n; i++)
+                    ((PyLongObject*)old)->ob_digit[i] = d[i];
+                Py_INCREF(old);
+                return old;
+            }
+    #else
+            if (((PyLongObject*)old)->long_value.lv_tag
+                    == (((uintptr_t)n << 3) | (uintptr_t)(v < 0 ? 2 : 0))) {
+                for (i = 0; i < n; i++)
+                    ((PyLongObject*)old)->long_value.ob_digit[i] = d[i];
+                Py_INCREF(old);
+                return old;
+            }
+    #endif
+        }
+    #endif
+        return PyLong_FromLongLong(v);
+    }
     /* A list of exactly n items nobody else holds; a (key, value) tuple likewise. */
     #define KC_LIST_REUSABLE(o, n) (KC_SOLE(o) && PyList_CheckExact(o) && PyList_GET_SIZE(o) == (n))
     #define KC_PAIR_REUSABLE(o) (KC_SOLE(o) && PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2)
@@ -393,6 +428,7 @@ cdef extern from *:
     #endif
     """
     bint KC_SOLE(PyObject* o) noexcept
+    object kc_long(PyObject* old, long long v)
     object kc_bytes(PyObject* old, const char* p, Py_ssize_t n)
     bint kc_str_equal(PyObject* o, const uint8_t* p, Py_ssize_t n) noexcept
     bint kc_str_refill(PyObject* o, const uint8_t* p, Py_ssize_t n) noexcept
@@ -407,7 +443,13 @@ cdef extern from *:
 cdef inline object _refill_key(PyObject* old, list cache, Py_ssize_t j, const uint8_t* p,
                                Py_ssize_t n, Py_ssize_t where):
     """A header key str for the n bytes at p: the old one when equal or rewritable."""
-    if kc_str_equal(old, p, n) or kc_str_refill(old, p, n):
+    if kc_str_equal(old, p, n):
+        return <object>old
+    if j < 4 and PyList_GET_ITEM(cache, j) == old:
+        # The key changed: the cache lets go of the old str, so that it can be rewritten
+        # when the pair was its only other holder (else every changing key is a new str).
+        cache[j] = None
+    if kc_str_refill(old, p, n):
         return <object>old
     return _cached_key(cache, j, p, n, where)
 
@@ -586,8 +628,8 @@ cdef class RecordIterator:
             rec = new_record(offset, ts, self.ts_type, key, value, headers, attr, r.pos - rstart)
         else:
             rec.size_ = r.pos - rstart
-            rec.offset = PyLong_FromLongLong(offset)
-            rec.timestamp = PyLong_FromLongLong(ts)
+            rec.offset = kc_long(<PyObject*>rec.offset, offset)
+            rec.timestamp = kc_long(<PyObject*>rec.timestamp, ts)
             rec.timestamp_type = self.ts_type
             rec.key = key
             rec.value = value
