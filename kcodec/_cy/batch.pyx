@@ -1141,8 +1141,17 @@ cdef class RecordBatchBuilder:
         cdef uint8_t* o
         cdef object payload = None
         if codec:
-            payload = _compress(codec, PyBytes_FromStringAndSize(<char*>self._buf.data,
-                                                                 self._committed), self._level)
+            # The codec reads the records straight from the builder's buffer (a view
+            # released right after: no codec keeps its input), not from a copy.
+            if self._committed == 0:
+                src = memoryview(b"")
+            else:
+                src = PyMemoryView_FromMemory(<char*>self._buf.data, self._committed,
+                                              PyBUF_READ)
+            try:
+                payload = _compress(codec, src, self._level)
+            finally:
+                src.release()
             if type(payload) is not bytes:
                 payload = bytes(payload)
             pp = <const uint8_t*>PyBytes_AS_STRING(payload)
