@@ -437,6 +437,7 @@ cdef extern from *:
     bint KC_SOLE_RECORD(PyObject* o, PyObject* t) noexcept
     void KC_PAIR_REHASH(PyObject* o) noexcept
     PyObject* kc_item "PyTuple_GET_ITEM" (PyObject* t, Py_ssize_t i) noexcept
+    void PyObject_GC_UnTrack(object o) noexcept
     void kc_set_item "PyTuple_SET_ITEM" (PyObject* t, Py_ssize_t i, PyObject* o) noexcept
 
 
@@ -603,6 +604,10 @@ cdef class RecordIterator:
             PyTuple_SET_ITEM(pair, 0, hk)
             Py_INCREF(hv)
             PyTuple_SET_ITEM(pair, 1, hv)
+            # A str and bytes (or None) cannot form a cycle: the collector would untrack the
+            # pair at its first pass anyway (as CPython does for such tuples); untracked now,
+            # a consumer keeping its records does not have every pair traversed meanwhile.
+            PyObject_GC_UnTrack(pair)
             Py_INCREF(pair)
             if reuse:
                 old = PyList_GET_ITEM(headers, j)
