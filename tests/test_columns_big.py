@@ -1,4 +1,4 @@
-"""decode_columns at real fetch sizes: columns of 1 MiB and more come from src_c/kcbuf.c,
+"""decode_columns at real fetch sizes: columns of 256 KiB and more come from src_c/kcbuf.c,
 whose released blocks (with whatever an earlier call wrote in them) serve the next call.
 Results must not depend on what the memory held before: the same columns as the record
 reader, call after call, with earlier results alive or freed, nulls (validity bitmaps
@@ -58,7 +58,7 @@ def reader_rows(blob: bytes) -> Any:
 
 
 def test_big_blobs_reuse_memory_and_stay_right(cols) -> None:
-    # 1-2 MB blobs: offsets, timestamps, keys, values and headers columns pass 1 MiB.
+    # 1-2 MB blobs: offsets, timestamps, keys, values and headers columns pass 256 KiB.
     blobs = [_blob(6, 4000, seed, nulls=bool(seed % 2)) for seed in (0, 1, 2)]
     want = [reader_rows(b) for b in blobs]
     kept = []
