@@ -40,8 +40,10 @@ cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
                          Py_ssize_t where, Py_ssize_t size)
 cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
                          int64_t crc=*)
+cdef object new_metadata_ts(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
+                            object ts_obj)
 cdef object new_metadata_of(type cls, int64_t offset_delta, int64_t timestamp,
-                            Py_ssize_t size)
+                            Py_ssize_t size, object ts_obj=*)
 
 
 cdef class ByteHolder:

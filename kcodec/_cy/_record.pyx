@@ -268,12 +268,24 @@ cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t siz
 cdef tuple _NO_ARGS = ()
 
 
+cdef object new_metadata_ts(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
+                            object ts_obj):
+    """A v2 append's RecordMetadata; ``ts_obj`` (an exact int equal to ``timestamp``, or
+    None) is stored as the timestamp instead of a new int."""
+    cdef RecordMetadata m = RecordMetadata.__new__(RecordMetadata)
+    m.offset_delta = PyLong_FromLongLong(offset_delta)
+    m.timestamp = PyLong_FromLongLong(timestamp) if ts_obj is None else ts_obj
+    m.size = size
+    m.crc = None
+    return m
+
+
 cdef object new_metadata_of(type cls, int64_t offset_delta, int64_t timestamp,
-                            Py_ssize_t size):
+                            Py_ssize_t size, object ts_obj=None):
     """A RecordMetadata of subclass ``cls`` (a builder's metadata_class)."""
     cdef RecordMetadata m = (<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, _NO_ARGS, NULL)
     m.offset_delta = PyLong_FromLongLong(offset_delta)
-    m.timestamp = PyLong_FromLongLong(timestamp)
+    m.timestamp = PyLong_FromLongLong(timestamp) if ts_obj is None else ts_obj
     m.size = size
     m.crc = None
     return m
