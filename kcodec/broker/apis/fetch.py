@@ -21,7 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from kcodec.broker.apis.registry import api
-from kcodec.broker.log import LogError
+from kcodec.broker.log import LogError, down_convert, magic_for_fetch_version
 from kcodec.broker.purgatory import Delayed
 from kcodec.protocol import ErrorCode, FetchResponse
 
@@ -68,7 +68,7 @@ class FetchSessions:
 
 
 def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: int,
-                    leader_epoch: int, read_committed: bool, min_one: bool) -> Any:
+                    leader_epoch: int, read_committed: bool, min_one: bool, to_magic: int = 2) -> Any:
     state = node.cluster.state
     p = state.partition(topic, index)
     if p is None:
@@ -92,6 +92,9 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
         records = b""
         if offset != upper or offset < log.log_start_offset:
             records = log.read(offset, max_bytes, upper_bound=upper, min_one=min_one)
+            if to_magic < 2 and records:
+                # Fetch v0-v3 cannot carry v2 batches: converted as Kafka 3.x did
+                records = down_convert(records, to_magic, first_offset=offset)
     except LogError as exc:
         return F.PartitionData(partition_index=index, error_code=exc.error_code, high_watermark=hw,
                                last_stable_offset=lso, log_start_offset=log.log_start_offset,
@@ -105,7 +108,8 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
                            aborted_transactions=aborted, records=records)
 
 
-def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]) -> tuple[list, int, bool]:
+def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]],
+              to_magic: int = 2) -> tuple[list, int, bool]:
     """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, error)."""
     remaining = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
     out = []
@@ -115,7 +119,7 @@ def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]
     for topic, index, offset, pmax, epoch in wanted:
         limit = max(0, min(pmax, remaining))
         pd = _read_partition(node, topic, index, offset, limit, epoch, read_committed,
-                             min_one=total == 0)
+                             min_one=total == 0, to_magic=to_magic)
         n = len(pd.records) if pd.records else 0
         total += n
         remaining -= n
@@ -137,17 +141,19 @@ class _DelayedFetch(Delayed):
         self.node, self.req, self.wanted, self.respond = node, req, wanted, respond
 
     def try_complete(self) -> bool:
-        results, total, error = _read_all(self.node, self.req.body, self.wanted)
+        results, total, error = _read_all(self.node, self.req.body, self.wanted,
+                                          magic_for_fetch_version(self.req.api_version))
         if total >= self.req.body.min_bytes or error:
             return self.complete(self.respond(results))
         return False
 
     def expire(self) -> None:
-        results, _, _ = _read_all(self.node, self.req.body, self.wanted)
+        results, _, _ = _read_all(self.node, self.req.body, self.wanted,
+                                  magic_for_fetch_version(self.req.api_version))
         self.complete(self.respond(results))
 
 
-@api(1, 4, 12)
+@api(1, 0, 12)
 def fetch(node: Any, req: Any) -> Any:
     body = req.body
     v = req.api_version
@@ -210,7 +216,7 @@ def fetch(node: Any, req: Any) -> Any:
                         st[2], st[3] = pd.high_watermark, pd.log_start_offset
         return F(error_code=0, session_id=sid, responses=_group(results))
 
-    results, total, error = _read_all(node, body, wanted)
+    results, total, error = _read_all(node, body, wanted, magic_for_fetch_version(v))
     if total >= body.min_bytes or error or body.max_wait_ms <= 0 or not wanted:
         return respond(results)
     op = _DelayedFetch(node, req, wanted, respond)

@@ -71,7 +71,7 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
                                       log_start_offset=log.log_start_offset)
 
 
-@api(0, 3, 12)
+@api(0, 0, 12)
 def produce(node: Any, req: Any) -> Any:
     body = req.body
     if body.acks not in (0, 1, -1):
