@@ -343,7 +343,8 @@ def test_consume_several_topics(broker, topic_name) -> None:
 def test_dump_log_directory_without_segments(tmp_path) -> None:
     rc, out, err, _ = run("dump-log", str(tmp_path))
     assert rc == 1 and err.strip() == \
-        f"kcodec dump-log: error: no log segments (.log files) in directory {tmp_path}"
+        f"kcodec dump-log: error: no log segments (.log files) in directory {tmp_path}, nor in " \
+        "partition directories (<topic>-<partition>/) in it or under its logs/"
 
 
 @pytest.mark.slow   # ~4 s; the fake-cluster twin of this runs by default
