@@ -45,7 +45,9 @@ class PartitionLog:
     def __init__(self, topic: str, partition: int, config: LogConfig,
                  directory: str | None = None, *, log_start_offset: int = 0,
                  on_start_offset: Callable[[PartitionLog], None] | None = None,
-                 hooks: list[SegmentHook] | None = None, _load: bool = False) -> None:
+                 hooks: list[SegmentHook] | None = None, _load: bool = False,
+                 recovery_point: int = 0,
+                 on_truncated: Callable[[PartitionLog], None] | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -57,6 +59,9 @@ class PartitionLog:
         self.hooks: list[SegmentHook] = list(hooks or ())
         self._lock = threading.RLock()
         self._on_start_offset = on_start_offset
+        self._on_truncated = on_truncated
+        #: every offset below it is on disk (flushed): the recovery-point checkpoint's value
+        self.recovery_point = recovery_point
         self._last_flush_ms = _now_ms()
         self.segments: list[Segment] = []
         self._bases: list[int] = []
@@ -73,6 +78,7 @@ class PartitionLog:
             self._truncate_fully(self._log_start)
         self._epochs.truncate_from_start(self._log_start)
         self._hw = self.log_end_offset
+        self.recovery_point = self.log_end_offset   # loaded: trusted or checked up to here
 
     # -- loading and segments -------------------------------------------------------------
 
@@ -85,7 +91,8 @@ class PartitionLog:
         for name in names:
             path = os.path.join(self.directory, name)
             segs.append(Segment.load(path, created_ms=now,
-                                     index_interval=self.config.index_interval_bytes))
+                                     index_interval=self.config.index_interval_bytes,
+                                     recovery_point=self.recovery_point))
         # a segment whose recovery cut it short ends the log: later segments are dropped
         # (their offsets would not follow); so is one that overlaps its predecessor, and an
         # empty segment that is not the last
@@ -445,6 +452,15 @@ class PartitionLog:
             end = self.log_end_offset
             self._epochs.truncate_from_end(end)
             self._hw = min(self._hw, end)
+            self._lower_recovery_point(end)
+
+    def _lower_recovery_point(self, end: int) -> None:
+        # what is appended after a truncation is not flushed yet: the checkpoint must not
+        # vouch for it (the manager rewrites the checkpoint at once)
+        if self.recovery_point > end:
+            self.recovery_point = end
+            if self._on_truncated is not None:
+                self._on_truncated(self)
 
     def _truncate_fully(self, offset: int) -> None:
         for seg in self.segments:
@@ -457,6 +473,10 @@ class PartitionLog:
         if self._on_start_offset is not None:
             self._on_start_offset(self)
         self._hw = offset
+        lowered = self.recovery_point > offset
+        self.recovery_point = offset          # nothing below it is left to vouch for
+        if lowered and self._on_truncated is not None:
+            self._on_truncated(self)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -476,6 +496,7 @@ class PartitionLog:
         except OSError as exc:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
         self._last_flush_ms = _now_ms() if now_ms is None else now_ms
+        self.recovery_point = self.log_end_offset
 
     def flush(self) -> None:
         """fsync every segment written since the last flush (no-op in memory)."""
