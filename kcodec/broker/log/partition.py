@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
+from kcodec.broker.log.cleaner import CleanStats, clean_segments
 from kcodec.broker.log.config import LONG_MAX, LogConfig
 from kcodec.broker.log.epochs import LeaderEpochCache
 from kcodec.broker.log.errors import KafkaStorageError, OffsetOutOfRange, RecordListTooLarge
@@ -62,6 +63,8 @@ class PartitionLog:
         self._on_truncated = on_truncated
         #: every offset below it is on disk (flushed): the recovery-point checkpoint's value
         self.recovery_point = recovery_point
+        self._clean_state: Any = None          # what the last cleaner pass saw
+        self._tombstones_waiting = False
         self._last_flush_ms = _now_ms()
         self.segments: list[Segment] = []
         self._bases: list[int] = []
@@ -109,6 +112,9 @@ class PartitionLog:
         # orphaned index files of segments that no longer exist
         bases = {s.base_offset for s in keep}
         for n in os.listdir(self.directory):
+            if n.endswith(".cleaned"):          # a cleaner pass cut short: the old one stays
+                os.unlink(os.path.join(self.directory, n))
+                continue
             stem, _, suffix = n.partition(".")
             if stem.isdigit() and suffix in ("index", "timeindex", "txnindex") \
                     and int(stem) not in bases:
@@ -406,13 +412,13 @@ class PartitionLog:
             segs = self.segments
             deleted = self._delete_segments(self._below_start())
             n = 0
-            if cfg.retention_ms >= 0:
+            if cfg.delete and cfg.retention_ms >= 0:
                 for seg in segs:
                     if (not len(seg) or seg.next_offset > self._hw
                             or now_ms - seg.largest_timestamp <= cfg.retention_ms):
                         break
                     n += 1
-            if cfg.retention_bytes >= 0:
+            if cfg.delete and cfg.retention_bytes >= 0:
                 excess = self.size_bytes - cfg.retention_bytes
                 m = 0
                 for seg in segs[:-1]:
@@ -422,10 +428,32 @@ class PartitionLog:
                     m += 1
                 n = max(n, m)
             deleted += self._delete_segments(n)
+            if cfg.compact:
+                self._clean(now_ms)
             if (self.directory is not None and self.config.flush_ms != LONG_MAX
                     and now_ms - self._last_flush_ms >= self.config.flush_ms):
                 self._flush(now_ms)
             return deleted
+
+    def clean(self, now_ms: int | None = None) -> CleanStats:
+        """One compaction pass now (see ``kcodec.broker.log.cleaner``), whatever the
+        cleanup.policy; ``run_retention`` runs it on compacted topics when there is new
+        data to clean or tombstones waiting."""
+        with self._lock:
+            self._check_open()
+            return self._clean(_now_ms() if now_ms is None else now_ms, force=True)
+
+    def _clean(self, now_ms: int, force: bool = False) -> CleanStats:
+        state = (self.segments[-1].base_offset, self.high_watermark, self.config)
+        if not force and state == self._clean_state and not self._tombstones_waiting:
+            return CleanStats()
+        try:
+            stats = clean_segments(self, now_ms)
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
+        self._clean_state = state
+        self._tombstones_waiting = stats.tombstones_kept > 0
+        return stats
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= ``offset`` (a batch is removed whole, so

@@ -94,6 +94,20 @@ def _walk_headers(buf: Any, base: int, entries: list[tuple[int, int, int]],
     return end
 
 
+def _fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where the platform allows opening it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 class Segment:
     """A segment's bytes and batch table. Not thread-safe: the partition log locks."""
 
@@ -383,6 +397,46 @@ class Segment:
                 raise OSError(f"{self.path}: unexpected end of file at {start + len(out)}")
             out += more
         return out
+
+    def replace(self, data: bytes) -> None:
+        """Swap in new contents with the same base offset (the cleaner's output: the same
+        offsets, fewer records). On disk: written to ``<name>.cleaned``, fsynced, renamed
+        over the segment; the table and both indexes rebuilt."""
+        entries: list[tuple[int, int, int]] = []
+        epochs: list[tuple[int, int]] = []
+        if data and _walk_headers(data, self.base_offset, entries, epochs) != len(data):
+            raise ValueError(f"segment {self.base_offset}: the new contents do not walk cleanly")
+        sealed = self._ifd < 0
+        if self._buf is not None:
+            self._buf = bytearray(data)
+        else:
+            assert self.path is not None and self.directory is not None
+            tmp = self.path + ".cleaned"
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o644)
+            try:
+                view, n = memoryview(data), 0
+                while n < len(data):
+                    n += _pwrite(fd, view[n:], n)
+                os.fsync(fd)
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.close(fd)
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+            old, self._fd = self._fd, fd
+            os.close(old)
+            _fsync_dir(self.directory)
+        self._lasts, self._pos, self._ts = array("q"), array("q"), array("q")
+        for pos, last, ts in entries:
+            self._add(pos, last, ts, 0)
+        self.size = len(data)
+        self._rebuild_index()
+        if self.directory is not None:
+            self._open_indexes(truncate=True)
+            self._write_indexes(self._index, self._tindex)
+            if sealed:
+                self.seal()
 
     def truncate_batches(self, i: int) -> None:
         """Drop batch ``i`` and everything after it."""
