@@ -222,3 +222,31 @@ def test_api_versions_advertise_the_old_versions():
         ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     for key in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14):   # what the old clients use
         assert ranges[key][0] == 0, key
+
+
+@pytest.mark.parametrize("api_version", [(0, 10), (0, 9)])
+def test_kcodec_consumer_reads_what_old_kafka_python_wrote(api_version):
+    """Magic 0/1 message sets stored as written, served as-is to kcodec's modern Fetch."""
+    import kafka
+
+    from kcodec.client import Consumer
+
+    with Cluster(1, num_partitions=1) as c:
+        p = kafka.KafkaProducer(bootstrap_servers=c.bootstrap, api_version=api_version,
+                                compression_type="gzip", linger_ms=5)
+        for i in range(N):
+            p.send("t", b"v%05d" % i, key=b"k")
+        p.flush(30)
+        p.close()
+        con = Consumer(bootstrap_servers=c.bootstrap, auto_offset_reset="earliest")
+        con.assign([("t", 0)])
+        got = []
+        deadline = time.monotonic() + 30
+        try:
+            while len(got) < N and time.monotonic() < deadline:
+                for recs in con.poll(0.2).values():
+                    got += recs
+        finally:
+            con.close()
+    assert [r.value for r in got] == expected() and [r.offset for r in got] == list(range(N))
+    assert all((r.timestamp is None or r.timestamp < 0) == (api_version == (0, 9)) for r in got)
