@@ -8,6 +8,7 @@ A hook is ``fn(request) -> action``; ``request`` has ``node_id``, ``api_key``,
   (a Produce answered so is not written);
 * a response message: sent as the answer;
 * ``Delay(seconds)``: carry on after that long (then the handler answers);
+  ``Delay(seconds, then=code)`` answers with that error code after the delay instead;
 * ``DROP``: close the connection without answering (nothing is done);
 * ``LOSE_ANSWER``: do the work (a Produce is written), then close the connection instead of
   answering -- the answer is lost, as when a network fails after the broker acted;
@@ -37,6 +38,7 @@ NEVER = "never"
 @dataclass(frozen=True)
 class Delay:
     seconds: float
+    then: int | None = None     # an error code to answer with after the delay
 
 
 def _set_errors(obj: Any, code: int) -> None:
@@ -150,7 +152,7 @@ class Hooks:
 
             def later() -> None:
                 try:
-                    a = proceed()
+                    a = proceed() if action.then is None else with_error(req, action.then, proceed)
                 except Exception as exc:   # pragma: no cover - handler bug
                     out.set_exception(exc)
                     return
