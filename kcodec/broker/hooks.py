@@ -64,7 +64,7 @@ def with_error(request: Any, code: int, proceed: Callable[[], Any]) -> Any:
         P = ProduceResponse
         if request.body.acks == 0:
             return NO_RESPONSE
-        return P(responses=[P.TopicProduceResponse(name=t.name, partition_responses=[
+        return P(responses=[P.TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
             P.PartitionProduceResponse(index=p.index, error_code=int(code), base_offset=-1)
             for p in t.partition_data]) for t in request.body.topic_data])
     answer = proceed()
