@@ -3,6 +3,8 @@
     python -m kcodec.protocol.generate --specs DIR            # (re)write the modules
     python -m kcodec.protocol.generate --specs DIR --check    # exit 1 if any module drifted
     python -m kcodec.protocol.generate --stubs [--check]      # the stub only, no specs needed
+    python -m kcodec.protocol.generate --specs DIR --legacy-specs OLD --legacy-source NAME
+                                                # fold in the versions Kafka 4.0 removed
 
 With ``--specs`` it also writes ``kcodec/protocol/__init__.pyi``, the type stub of the
 ``kcodec.protocol`` package: every message class with its nested struct classes and every
@@ -17,6 +19,12 @@ holds names, types, version ranges, tags and defaults only; no comment or ``abou
 from the specs is copied. Nested structs are flattened into a per-message ``structs`` map and
 common structs are resolved into it. Spec quirks are fixed in :data:`FIXUPS`, keyed by field
 path (``Message.Struct.Field``), never by position.
+
+Versions below a spec's lowest valid one come from ``--legacy-specs`` (an older copy, e.g.
+Apache Kafka 3.9.0's, from before KIP-896 removed them), merged field by field by
+:mod:`kcodec.protocol._specmerge`; the declaration records them as ``legacy='0-2',
+legacy_source=NAME``. Without ``--legacy-specs``, a committed module's old versions are kept
+as committed (reported as not checked) and the rest is checked against DIR.
 
 A generated module (one carrying the header below) whose specs are not in DIR is kept and
 listed, not checked: DIR may hold only some specs (e.g. a copy that predates an API). Such a
