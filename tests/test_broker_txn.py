@@ -14,12 +14,12 @@ import uuid
 import pytest
 
 from kcodec.broker import Cluster
-from kcodec.client import Admin, Consumer, Producer, ProducerFencedError, TopicPartition
+from kcodec.client import Admin, Producer, ProducerFencedError, TopicPartition
 from kcodec.protocol import ListOffsetsRequest
 from tests.broker_raw import Raw
+from tests.txn_util import FAST, confluent_read, consume_transform_produce, kcodec_read
 
 pytestmark = [pytest.mark.broker]
-FAST = dict(api_timeout_ms=20000, request_timeout_ms=10000)
 
 
 @pytest.fixture(scope="module")
@@ -37,45 +37,12 @@ def _topic(broker: str, partitions: int = 1) -> str:
 
 def _kcodec_read(bootstrap: str, topic: str, isolation: str, n: int, partitions: int = 1,
                  timeout: float = 10) -> list[bytes]:
-    c = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                 isolation_level=isolation, **FAST)
-    try:
-        c.assign([(topic, p) for p in range(partitions)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + timeout
-        quiet = 0
-        while time.monotonic() < deadline and (len(got) < n or quiet < 2):
-            polled = c.poll(0.3)
-            quiet = 0 if polled else quiet + 1
-            for tp in sorted(polled):
-                got += [r.value for r in polled[tp]]
-        return got
-    finally:
-        c.close()
+    return kcodec_read(bootstrap, topic, isolation, n, partitions, timeout)
 
 
 def _confluent_read(bootstrap: str, topic: str, n: int, partitions: int = 1,
                     isolation: str = "read_committed") -> list[bytes]:
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    cc = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                                   "auto.offset.reset": "earliest",
-                                   "isolation.level": isolation})
-    try:
-        cc.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + 10
-        quiet = 0
-        while time.monotonic() < deadline and (len(got) < n or quiet < 4):
-            m = cc.poll(0.3)
-            if m is None:
-                quiet += 1
-                continue
-            quiet = 0
-            if not m.error():
-                got.append(m.value())
-        return got
-    finally:
-        cc.close()
+    return confluent_read(bootstrap, topic, n, partitions, isolation, timeout=10)
 
 
 def _latest(broker: str, topic: str, isolation: int) -> int:
@@ -340,63 +307,13 @@ def test_consume_transform_produce_killed_at_random_points(broker):
     transactional id) fences the dead one's transaction. At the end kcodec's and
     confluent-kafka's read_committed consumers see one copy of every input record in
     order: no duplicate, nothing lost."""
-    import random
-
-    rng = random.Random(4321)
     src, dst = _topic(broker), _topic(broker)
-    group, tid = f"g-{src}", f"ctp-{src}"
     n = 40
     with Producer(bootstrap_servers=broker, **FAST) as p:
         for i in range(n):
             p.send(src, f"{i}".encode(), partition=0)
-    kills = 0
-    deadline = time.monotonic() + 60
-    done = False
-    while not done and time.monotonic() < deadline:
-        c = Consumer(bootstrap_servers=broker, group_id=group, auto_offset_reset="earliest",
-                     enable_auto_commit=False, isolation_level="read_committed",
-                     max_poll_records=6, **FAST)
-        p = Producer(bootstrap_servers=broker, transactional_id=tid, **FAST)
-        killed = False
-        try:
-            p.init_transactions()
-            c.assign([(src, 0)])
-            idle = 0
-            while not killed:
-                polled = c.poll(0.3)
-                if not polled:
-                    idle += 1
-                    if idle >= 3:
-                        done = True
-                        break
-                    continue
-                idle = 0
-                p.begin_transaction()
-                offsets = {}
-                for tp, recs in polled.items():
-                    for r in recs:
-                        p.send(dst, b"x" + r.value, partition=0)
-                        if rng.random() < 0.05:
-                            killed = True        # dies after sending part of the batch
-                            break
-                    offsets[tp] = recs[-1].offset + 1
-                    if killed:
-                        break
-                if killed:
-                    break
-                if rng.random() < 0.2:
-                    p.flush()
-                    killed = True                # dies before committing
-                    break
-                p.send_offsets_to_transaction(offsets, group)
-                p.commit_transaction()
-        finally:
-            if killed:
-                kills += 1
-                p.close(0)
-            else:
-                p.close()
-            c.close()
+    done, kills = consume_transform_produce(broker, src, dst, seed=4321, kill_mid_send=0.05,
+                                            kill_before_commit=0.2, max_poll_records=6)
     assert done and kills >= 2
     expected = [b"x" + f"{i}".encode() for i in range(n)]
     assert _kcodec_read(broker, dst, "read_committed", n) == expected

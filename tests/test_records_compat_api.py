@@ -222,6 +222,27 @@ def test_append_with_offset_metadata_class_and_first_timestamp(twin) -> None:
         b.RecordBatchBuilder(metadata_class=dict)
 
 
+@pytest.mark.parametrize("base", [0, 5])
+def test_append_with_offset_checks_the_delta_range_at_any_base(pair, base: int) -> None:
+    """The same values and errors from both twins, with the base offset 0 that the clients'
+    builders use (the compiled twin passes the offset through as the delta) and another."""
+    got = []
+    for b in pair("batch"):
+        builder = b.RecordBatchBuilder(base_offset=base)
+        out = [builder.append_with_offset(base + 3, 1, None, b"v").offset_delta,
+               builder.append_with_offset(base + 2**31 - 1, 1, None, b"v").offset_delta]
+        for offset in (base + 2**31, base - 2**31 - 1, 2**63, True):
+            try:
+                builder.append_with_offset(offset, 1, None, b"v")
+                out.append("ok")
+            except EncodeError as exc:
+                out.append((type(exc).__name__, str(exc)))
+        got.append(out)
+    assert got[0] == got[1]
+    assert got[0][:2] == [3, 2**31 - 1]
+    assert all(isinstance(x, tuple) for x in got[0][2:])
+
+
 @pytest.mark.parametrize("bad", [
     dict(offset="0"), dict(timestamp="1"), dict(key="str"), dict(value=1.5)])
 def test_wrong_types_raise_an_encode_error_that_is_a_type_error(twin, bad) -> None:

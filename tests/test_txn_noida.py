@@ -5,16 +5,14 @@ killed at random points."""
 
 from __future__ import annotations
 
-import random
-import time
 import uuid
 
 import pytest
 
-from kcodec.client import Admin, Consumer, Producer
+from kcodec.client import Admin, Producer
+from tests.txn_util import FAST, confluent_read, consume_transform_produce, kcodec_read
 
 pytestmark = [pytest.mark.broker, pytest.mark.peers]
-FAST = dict(api_timeout_ms=20000, request_timeout_ms=10000)
 
 
 @pytest.fixture(scope="module")
@@ -25,49 +23,6 @@ def noida():
         pytest.skip("noida-db is not installed (the test extra installs it on x86-64 Linux)")
     with Noida() as n:
         yield n.bootstrap
-
-
-def _kcodec_read(bootstrap: str, topic: str, isolation: str, n: int, partitions: int = 1,
-                 timeout: float = 15) -> list[bytes]:
-    c = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                 isolation_level=isolation, **FAST)
-    try:
-        c.assign([(topic, p) for p in range(partitions)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + timeout
-        quiet = 0
-        while time.monotonic() < deadline and (len(got) < n or quiet < 2):
-            polled = c.poll(0.5)
-            quiet = 0 if polled else quiet + 1
-            for recs in polled.values():
-                got += [r.value for r in recs]
-        return got
-    finally:
-        c.close()
-
-
-def _confluent_read(bootstrap: str, topic: str, n: int, partitions: int = 1) -> list[bytes]:
-    import confluent_kafka
-
-    cc = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                                   "auto.offset.reset": "earliest",
-                                   "isolation.level": "read_committed"})
-    try:
-        cc.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + 15
-        quiet = 0
-        while time.monotonic() < deadline and (len(got) < n or quiet < 4):
-            m = cc.poll(0.5)
-            if m is None:
-                quiet += 1
-                continue
-            quiet = 0
-            if not m.error():
-                got.append(m.value())
-        return got
-    finally:
-        cc.close()
 
 
 def test_read_committed_hides_aborted_transactions(noida):
@@ -89,9 +44,9 @@ def test_read_committed_hides_aborted_transactions(noida):
         p.send(topic, b"d0", partition=0)
         p.commit_transaction()
     committed = [b"c0", b"c1", b"c2", b"d0"]
-    assert _kcodec_read(noida, topic, "read_committed", 4) == committed
-    assert _confluent_read(noida, topic, 4) == committed
-    assert _kcodec_read(noida, topic, "read_uncommitted", 7) == \
+    assert kcodec_read(noida, topic, "read_committed", 4) == committed
+    assert confluent_read(noida, topic, 4) == committed
+    assert kcodec_read(noida, topic, "read_uncommitted", 7) == \
         [b"c0", b"c1", b"c2", b"a0", b"a1", b"a2", b"d0"]
 
 
@@ -101,64 +56,17 @@ def test_consume_transform_produce_killed_at_random_points(noida):
     close) at a random point. A restarted producer with the same transactional_id fences
     the dead one's transaction. At the end the read_committed output is exactly one
     transformed copy of every input record: no duplicate, nothing lost."""
-    rng = random.Random(1234)
     src, dst = f"in-{uuid.uuid4().hex[:8]}", f"out-{uuid.uuid4().hex[:8]}"
-    group, tid = f"g-{src}", f"ctp-{src}"
     n = 60
     with Admin(bootstrap_servers=noida, **FAST) as admin:
         admin.create_topics([src, dst], num_partitions=1)
     with Producer(bootstrap_servers=noida, **FAST) as p:
         for i in range(n):
             p.send(src, f"{i}".encode(), partition=0)
-    kills = 0
-    deadline = time.monotonic() + 90
-    done = False
-    while not done and time.monotonic() < deadline:
-        c = Consumer(bootstrap_servers=noida, group_id=group, auto_offset_reset="earliest",
-                     enable_auto_commit=False, isolation_level="read_committed",
-                     max_poll_records=7, **FAST)
-        p = Producer(bootstrap_servers=noida, transactional_id=tid, **FAST)
-        killed = False
-        try:
-            p.init_transactions()
-            c.assign([(src, 0)])
-            idle = 0
-            while not killed:
-                polled = c.poll(0.5)
-                if not polled:
-                    idle += 1
-                    if idle >= 4:
-                        done = True
-                        break
-                    continue
-                idle = 0
-                p.begin_transaction()
-                offsets = {}
-                for tp, recs in polled.items():
-                    for r in recs:
-                        p.send(dst, b"x" + r.value, partition=0)
-                        if rng.random() < 0.04:
-                            killed = True       # dies after sending part of the batch
-                            break
-                    offsets[tp] = recs[-1].offset + 1
-                    if killed:
-                        break
-                if killed:
-                    break
-                if rng.random() < 0.15:
-                    p.flush()
-                    killed = True               # dies before committing
-                    break
-                p.send_offsets_to_transaction(offsets, group)
-                p.commit_transaction()
-        finally:
-            if killed:
-                kills += 1
-                p.close(0)                      # no commit, no abort: a dead process
-            else:
-                p.close()
-            c.close()
+    done, kills = consume_transform_produce(noida, src, dst, seed=1234, kill_mid_send=0.04,
+                                            kill_before_commit=0.15, max_poll_records=7,
+                                            poll_s=0.5, idle_polls=4, budget_s=90)
     assert done and kills >= 2
     expected = [b"x" + f"{i}".encode() for i in range(n)]
-    assert _kcodec_read(noida, dst, "read_committed", n) == expected
-    assert _confluent_read(noida, dst, n) == expected
+    assert kcodec_read(noida, dst, "read_committed", n) == expected
+    assert confluent_read(noida, dst, n) == expected

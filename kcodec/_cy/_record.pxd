@@ -1,4 +1,5 @@
 # Record objects shared by the compiled record twins (batch, legacy); see kcodec/_py/_record.py.
+cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 
@@ -21,6 +22,14 @@ cdef class ControlRecord(Record):
     cdef object control_type
     cdef object version
     cdef object coordinator_epoch
+
+
+@cython.no_gc
+cdef class RecordMetadata:
+    cdef object offset_delta
+    cdef object timestamp
+    cdef object size
+    cdef object crc
 
 
 # Record, ControlRecord and RecordMetadata (defined in _record.pyx) are made through these.

@@ -126,12 +126,8 @@ cdef class ControlRecord(Record):
 cdef class RecordMetadata:
     """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
     ``timestamp`` (as written), ``size`` (bytes the record takes in the batch) and ``crc``
-    (a legacy message's CRC-32; None for v2 records)."""
-
-    cdef object offset_delta
-    cdef object timestamp
-    cdef object size
-    cdef object crc
+    (a legacy message's CRC-32; None for v2 records). Its fields are declared in
+    _record.pxd, so that kcodec._cy.peer can subclass it in C."""
 
     def __init__(self, offset_delta, timestamp, size, crc=None):
         self.offset_delta = offset_delta

@@ -988,6 +988,9 @@ cdef class RecordBatchBuilder:
         clients' builders): ``offset`` is absolute, its delta from ``base_offset`` is used."""
         if type(offset) is not int:
             check_i64(offset, _I64_MIN, _I64_MAX, "offset")
+        if self._base_offset == 0:
+            # the clients' builders all start at 0: no int object made for the delta
+            return self._append(key, value, headers, timestamp, offset)
         return self._append(key, value, headers, timestamp, offset - self._base_offset)
 
     def append_control(self, control_type, coordinator_epoch=0, timestamp=None):

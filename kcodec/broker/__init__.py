@@ -1,7 +1,8 @@
 """kcodec.broker: a single-process Kafka broker for development, tests, CI and demos.
 
 Not a replacement for a production Kafka cluster: one process, single-replica partitions,
-TLS and SASL listeners (``security=``, see ``kcodec.broker.security``). It speaks the real
+TLS and SASL listeners (``security=``, see ``kcodec.broker.security``; several named
+listeners per node with ``listeners=``, see ``kcodec.broker.listeners``). It speaks the real
 protocol on real sockets, so any Kafka client works.
 
     from kcodec.broker import Cluster
@@ -10,7 +11,7 @@ protocol on real sockets, so any Kafka client works.
 
 Layout: ``network`` (acceptor, processors, request channel, handler pool), ``apis`` (one
 handler per API), ``log`` (partition logs of segments, recovery, retention),
-``coordinator`` (groups, producer ids), ``hooks`` (test fault injection), ``cluster``
+``coordinator`` (groups, producer ids, transactions), ``listeners``, ``hooks`` (test fault injection), ``cluster``
 (nodes and test controls), ``state`` (what the nodes share).
 """
 

@@ -13,6 +13,12 @@
         c.cap_versions("Fetch", 11)
         c.record(); ...; c.requests                   # every request seen
 
+    # several listeners with different protocols on every node (see listeners.py)
+    Cluster(listeners="PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            listener_security={"SSL": ListenerSecurity(ssl_context=ctx),
+                               "SASL_SSL": ListenerSecurity(ssl_context=ctx, sasl=mechs)})
+    c.bootstrap_for("SSL")                            # the nodes' SSL addresses
+
 The nodes share one :class:`~kcodec.broker.state.ClusterState` (topics, single-replica
 logs, leaders), one group coordinator and one producer-id table; a partition is served only
 by its leader, a group only by its coordinator.
@@ -20,6 +26,7 @@ by its leader, a group only by its coordinator.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -31,6 +38,7 @@ from kcodec.broker.coordinator.group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.producers import ProducerIds
 from kcodec.broker.coordinator.txn import TxnCoordinator
 from kcodec.broker.hooks import Hooks
+from kcodec.broker.listeners import Listener, parse_listeners
 from kcodec.broker.node import Node
 from kcodec.broker.purgatory import Purgatory, Timer
 from kcodec.broker.state import ClusterState, now_ms
@@ -67,11 +75,31 @@ class Cluster:
                  max_request_bytes: int = 100 * 1024 * 1024,
                  queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
                  retention_check_s: float = 30.0, cluster_id: str | None = None,
-                 security: Any = None) -> None:
+                 security: Any = None, listeners: str | list[Listener] | None = None,
+                 listener_security_protocol_map: str | dict[str, str] | None = None,
+                 advertised_listeners: str | None = None,
+                 listener_security: dict[str, Any] | None = None,
+                 group_consumer_migration_policy: str = "bidirectional") -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
             raise ValueError(f"{len(ports)} ports for {nodes} nodes")
+        if isinstance(listeners, str):
+            listeners = parse_listeners(listeners, protocol_map=listener_security_protocol_map,
+                                        advertised=advertised_listeners,
+                                        security=listener_security)
+        elif listeners is not None and (listener_security_protocol_map or advertised_listeners
+                                        or listener_security):
+            raise ValueError("Listener objects carry their own protocol, security and "
+                             "advertised address")
+        if listeners is not None and (security is not None or ports is not None):
+            raise ValueError("give either listeners= or security=/ports=, not both")
+        if listeners is not None and nodes > 1:
+            fixed = [(ls.host, ls.port + i) for i in range(nodes) for ls in listeners if ls.port]
+            if len(fixed) != len(set(fixed)):
+                raise ValueError(f"listeners: node i binds each fixed port plus i, so with "
+                                 f"{nodes} nodes the listeners' ports must be at least {nodes} "
+                                 f"apart")
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
                                   num_partitions=num_partitions,
@@ -81,8 +109,12 @@ class Cluster:
             i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
                     handlers=handlers, max_request_bytes=max_request_bytes,
                     queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s,
-                    security=security)
+                    security=security, listeners=_for_node(listeners, i))
             for i in range(nodes)}
+        from kcodec.broker.coordinator.migration import check_policy
+
+        #: Kafka's group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
+        self.group_consumer_migration_policy = check_policy(group_consumer_migration_policy)
         self._initial_delay = initial_rebalance_delay_ms
         self._retention_s = retention_check_s
         self.version_caps: dict[int, int] = {}
@@ -106,6 +138,9 @@ class Cluster:
         self.groups = GroupCoordinator(self.timer, self.data_dir,
                                        initial_rebalance_delay_ms=self._initial_delay)
         self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
+        self.consumer_groups.classic = self.groups
+        self.consumer_groups.migration_policy = self.group_consumer_migration_policy
+        self.txns.recover()     # producer state and open transactions, from the data dir
         self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
         for n in self.nodes.values():
             n.start()
@@ -122,6 +157,7 @@ class Cluster:
         self.groups.close()
         assert self.timer is not None
         self.timer.stop()
+        self.txns.close()       # after the timer: no transaction expires past the snapshot
         self.state.close()
 
     close = stop
@@ -134,8 +170,17 @@ class Cluster:
 
     @property
     def bootstrap(self) -> str:
-        """``host:port,...`` of the running nodes."""
+        """``host:port,...`` of the running nodes (on their first listener)."""
         return ",".join(n.address for n in self.nodes.values() if n.running)
+
+    def bootstrap_for(self, listener: str) -> str:
+        """``host:port,...`` of the running nodes on the listener named ``listener``."""
+        name = listener.upper()
+        out = [n.addresses()[name] for n in self.nodes.values()
+               if n.running and n.listener(name) is not None]
+        if not out and all(n.listener(name) is None for n in self.nodes.values()):
+            raise KeyError(f"no listener named {listener!r}")
+        return ",".join(out)
 
     def live_nodes(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.running]
@@ -243,3 +288,12 @@ class Cluster:
         key = None if api is None else api_key_of(api)
         with self._rec_lock:
             return [r for r in self.requests if key is None or r.api_key == key]
+
+
+def _for_node(listeners: list[Listener] | None, index: int) -> list[Listener] | None:
+    """Node ``index``'s copy of the listeners: fixed ports (bound and advertised) plus index."""
+    if listeners is None:
+        return None
+    return [dataclasses.replace(ls, port=ls.port + index if ls.port else 0,
+                                advertised_port=ls.advertised_port + index
+                                if ls.advertised_port else 0) for ls in listeners]

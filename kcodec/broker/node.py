@@ -1,5 +1,5 @@
-"""One broker node: an acceptor, its processors, a request channel and a handler pool,
-serving the cluster's shared state under its own node id and port."""
+"""One broker node: per listener an acceptor and its processors, one request channel and one
+handler pool, serving the cluster's shared state under its own node id."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from kcodec.broker.apis import dispatch
 from kcodec.broker.apis.fetch import FetchSessions
+from kcodec.broker.listeners import Listener
 from kcodec.broker.network import Acceptor, HandlerPool, Processor, RequestChannel
 from kcodec.broker.network.acceptor import listen
 
@@ -17,12 +18,15 @@ class Node:
     def __init__(self, cluster: Any, node_id: int, host: str, port: int, *, processors: int = 2,
                  handlers: int = 4, max_request_bytes: int = 100 * 1024 * 1024,
                  queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
-                 security: Any = None) -> None:
+                 security: Any = None, listeners: list[Listener] | None = None) -> None:
         self.cluster = cluster
-        self.security = security   # kcodec.broker.security.ListenerSecurity (TLS, SASL)
         self.id = node_id
-        self.host = host
-        self.port = port
+        if not listeners:
+            proto = "PLAINTEXT" if security is None else security.protocol
+            listeners = [Listener(proto, proto, host, port, security)]
+        self.listeners = listeners
+        # bound (host, port) per listener name, kept for a restart on the same ports
+        self.bound: dict[str, tuple[str, int]] = {ls.name: (ls.host, ls.port) for ls in listeners}
         self.n_processors = processors
         self.n_handlers = handlers
         self.max_request_bytes = max_request_bytes
@@ -32,24 +36,67 @@ class Node:
         self.fetch_sessions = FetchSessions()
         self._parts: tuple = ()
 
+    # the first listener is the node's default address (bootstrap, repr)
+    @property
+    def host(self) -> str:
+        return self.address_of(self.listeners[0].name)[0]
+
+    @property
+    def port(self) -> int:
+        return self.address_of(self.listeners[0].name)[1]
+
+    @property
+    def security(self) -> Any:
+        return self.listeners[0].security
+
+    def listener(self, name: str | None) -> Listener | None:
+        for ls in self.listeners:
+            if name is None or ls.name == name:
+                return ls
+        return None
+
+    def address_of(self, name: str | None) -> tuple[str, int]:
+        """The advertised ``(host, port)`` of this node on listener ``name`` (KeyError if it
+        has no such listener)."""
+        ls = self.listener(name)
+        if ls is None:
+            raise KeyError(f"node {self.id} has no listener {name!r}")
+        host, port = self.bound[ls.name]
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1" if host != "::" else "::1"
+        return ls.advertised_host or host, ls.advertised_port or port
+
     def start(self) -> None:
         if self.running:
             return
-        sock = listen(self.host, self.port)
-        self.port = sock.getsockname()[1]   # kept for a restart on the same port
         channel = RequestChannel(self.queued_max_bytes)
-        procs = [Processor(self.id, i, channel, max_request_bytes=self.max_request_bytes,
-                           idle_timeout_s=self.idle_timeout_s, security=self.security)
-                 for i in range(self.n_processors)]
+        socks = []
+        try:
+            for ls in self.listeners:
+                host, port = self.bound[ls.name]
+                socks.append(listen(host, port))
+        except BaseException:
+            for s in socks:
+                s.close()
+            raise
+        acceptors, all_procs = [], []
+        for ls, sock in zip(self.listeners, socks):
+            self.bound[ls.name] = (self.bound[ls.name][0], sock.getsockname()[1])
+            procs = [Processor(self.id, i, channel, max_request_bytes=self.max_request_bytes,
+                               idle_timeout_s=self.idle_timeout_s, security=ls.security,
+                               listener=ls.name)
+                     for i in range(self.n_processors)]
+            all_procs += procs
+            acceptors.append(Acceptor(sock, procs, f"kcodec-broker-{self.id}-{ls.name}-acceptor"))
         pool = HandlerPool(channel, lambda req: dispatch(self, req), self.n_handlers,
                            f"kcodec-broker-{self.id}")
-        acceptor = Acceptor(sock, procs, f"kcodec-broker-{self.id}-acceptor")
-        for p in procs:
+        for p in all_procs:
             p.start()
         pool.start()
-        acceptor.start()
+        for a in acceptors:
+            a.start()
         self.channel = channel
-        self._parts = (acceptor, procs, pool)
+        self._parts = (acceptors, all_procs, pool)
         self.fetch_sessions = FetchSessions()
         self.running = True
 
@@ -62,8 +109,9 @@ class Node:
         if not self.running:
             return
         self.running = False
-        acceptor, procs, pool = self._parts
-        acceptor.stop()
+        acceptors, procs, pool = self._parts
+        for a in acceptors:
+            a.stop()
         for p in procs:
             p.stop()
         pool.stop()
@@ -72,6 +120,10 @@ class Node:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def addresses(self) -> dict[str, str]:
+        """``{listener name: "host:port"}``."""
+        return {ls.name: "{}:{}".format(*self.address_of(ls.name)) for ls in self.listeners}
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.address}, {'up' if self.running else 'down'})"

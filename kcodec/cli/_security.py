@@ -99,6 +99,31 @@ def add_broker_security(parser: argparse.ArgumentParser) -> None:
                    help="SASL session lifetime; clients re-authenticate (KIP-368; 0: none)")
 
 
+def listener_securities(args: argparse.Namespace) -> dict[str, Any]:
+    """For ``--listeners``: each listener's ``ListenerSecurity`` from the one set of TLS and
+    SASL options, by the protocol of the listener (PLAINTEXT listeners get none)."""
+    from kcodec.broker.listeners import listener_protocols
+    from kcodec.broker.security import ListenerSecurity
+
+    protos = listener_protocols(args.listeners, args.listener_security_protocol_map)
+    both = broker_security(args)
+    ctx = both.ssl_context if both is not None else None
+    sasl = both.sasl if both is not None else {}
+    reauth = args.connections_max_reauth_ms
+    out: dict[str, Any] = {}
+    for name, proto in protos.items():
+        if proto == "PLAINTEXT":
+            continue
+        if "SSL" in proto and ctx is None:
+            raise ValueError(f"listener {name} is {proto}: give --ssl-certfile/--ssl-keyfile")
+        if proto.startswith("SASL") and not sasl:
+            raise ValueError(f"listener {name} is {proto}: give --sasl-users")
+        out[name] = ListenerSecurity(ssl_context=ctx if "SSL" in proto else None,
+                                     sasl=sasl if proto.startswith("SASL") else {},
+                                     connections_max_reauth_ms=reauth)
+    return out
+
+
 def broker_security(args: argparse.Namespace) -> Any:
     """A ``ListenerSecurity`` from the options, or None for PLAINTEXT."""
     from kcodec.broker.security import (

@@ -3,6 +3,8 @@
     kcodec broker                                  # one node, memory, a free port
     kcodec broker --port 9092 --data-dir ./kdata   # on disk: restarts find their topics
     kcodec broker --nodes 3 --port 9092            # nodes on 9092, 9093, 9094
+    kcodec broker --listeners PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094 \
+        --ssl-certfile cert.pem --ssl-keyfile key.pem --sasl-users users.txt
 
 Prints the bootstrap address (``--json``: one JSON line) once it is serving; Ctrl-C or
 SIGTERM stops it cleanly (logs flushed, marked clean). A development broker, not a
@@ -39,6 +41,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="network threads per node (default 2)")
     parser.add_argument("--handlers", type=int, default=4,
                         help="request handler threads per node (default 4)")
+    parser.add_argument("--listeners", metavar="LIST",
+                        help="NAME://host:port,... several listeners per node, each with its own "
+                             "protocol (names PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or any "
+                             "name given in --listener-security-protocol-map); replaces "
+                             "--host/--port; TLS and SASL options apply to the listeners whose "
+                             "protocol needs them")
+    parser.add_argument("--listener-security-protocol-map", metavar="MAP",
+                        help="NAME:PROTOCOL,... as Kafka's listener.security.protocol.map")
+    parser.add_argument("--advertised-listeners", metavar="LIST",
+                        help="NAME://host:port,... the addresses clients are told (port 0: the "
+                             "bound port)")
+    parser.add_argument("--group-consumer-migration-policy", default="bidirectional",
+                        choices=("bidirectional", "upgrade", "downgrade", "disabled"),
+                        help="classic <-> consumer protocol group conversion (Kafka's "
+                             "group.consumer.migration.policy; default bidirectional)")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
     from kcodec.cli._security import add_broker_security
@@ -65,10 +82,27 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--processors and --handlers must be at least 1")
     from kcodec.cli._security import broker_security
 
-    cluster = Cluster(args.nodes, data_dir=args.data_dir, host=args.host, ports=ports,
-                      processors=args.processors, handlers=args.handlers,
-                      num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
-                      security=broker_security(args))
+    common = dict(data_dir=args.data_dir, processors=args.processors, handlers=args.handlers,
+                  num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
+                  group_consumer_migration_policy=args.group_consumer_migration_policy)
+    if args.listeners:
+        if args.port or args.host != "127.0.0.1":
+            raise UsageError("--listeners replaces --host and --port; give one or the other")
+        from kcodec.cli._security import listener_securities
+
+        try:
+            cluster = Cluster(args.nodes, listeners=args.listeners,
+                              listener_security_protocol_map=args.listener_security_protocol_map,
+                              advertised_listeners=args.advertised_listeners,
+                              listener_security=listener_securities(args), **common)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        if args.listener_security_protocol_map or args.advertised_listeners:
+            raise UsageError("--listener-security-protocol-map and --advertised-listeners "
+                             "need --listeners")
+        cluster = Cluster(args.nodes, host=args.host, ports=ports,
+                          security=broker_security(args), **common)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -78,14 +112,18 @@ def run(args: argparse.Namespace) -> int:
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     cluster.start()
     try:
+        listeners = {ls.name: cluster.bootstrap_for(ls.name) for ls in cluster.nodes[0].listeners}
         if args.json:
             json_line({"bootstrap": cluster.bootstrap, "nodes": args.nodes,
-                       "storage": args.data_dir or "memory"})
+                       "storage": args.data_dir or "memory", "listeners": listeners})
         else:
             print(f"kcodec broker: {args.nodes} node(s), "
                   f"{'data dir ' + args.data_dir if args.data_dir else 'memory storage'}; "
                   f"Ctrl-C stops", file=sys.stderr, flush=True)
             print(cluster.bootstrap, flush=True)
+            if len(listeners) > 1:
+                for name, addr in listeners.items():
+                    print(f"  {name}: {addr}", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             pass
     except KeyboardInterrupt:

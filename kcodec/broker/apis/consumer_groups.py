@@ -1,7 +1,9 @@
 """The consumer-protocol group APIs (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe.
 
 The work is done by :class:`~kcodec.broker.coordinator.consumer_group.ConsumerGroupCoordinator`;
-a group id used by classic members (JoinGroup) answers GROUP_ID_NOT_FOUND here.
+a joining member converts a classic group with members into a consumer group when the
+migration policy allows (:mod:`kcodec.broker.coordinator.migration`), else the group id
+answers GROUP_ID_NOT_FOUND here.
 
 Mixed groups: the ``mixed_*`` functions answer JoinGroup, SyncGroup, Heartbeat and
 LeaveGroup for classic members of a group that consumer-protocol members created (the
@@ -55,8 +57,9 @@ def consumer_group_heartbeat(node: Any, req: Any) -> Any:
     b = req.body
     coord = node.cluster.consumer_groups
     code = _not_coordinator(node, b.group_id)
-    if not code and _classic_in_use(node, b.group_id):
-        code = E.GROUP_ID_NOT_FOUND
+    if not code and _classic_in_use(node, b.group_id) and (
+            b.member_epoch != 0 or not coord.upgrade_classic(b.group_id)):
+        code = E.GROUP_ID_NOT_FOUND   # a classic group this member may not convert
     if code:
         return HB(error_code=code, member_epoch=b.member_epoch, heartbeat_interval_ms=0)
     owned: dict[str, set[int]] | None = None
@@ -151,7 +154,8 @@ def mixed_join(node: Any, req: Any) -> Any:
         b.group_id, b.member_id, b.session_timeout_ms,
         b.rebalance_timeout_ms if req.api_version >= 1 else b.session_timeout_ms,
         list(sub.topics), owned, req.header.client_id or "",
-        "/" + req.connection.peer.rsplit(":", 1)[0])
+        "/" + req.connection.peer.rsplit(":", 1)[0],
+        [(p.name, p.metadata) for p in b.protocols])
     # the broker assigns: no member is the leader, so no client runs an assignor
     return R(error_code=code, generation_id=gen, protocol_type="consumer",
              protocol_name=proto.name if not code else "", leader="", member_id=member_id,

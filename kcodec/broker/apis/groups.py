@@ -59,10 +59,11 @@ def find_coordinator(node: Any, req: Any) -> Any:
             continue
         cid = node.cluster.coordinator_for(key)
         target = node.cluster.nodes.get(cid) if cid is not None else None
-        if target is None:
+        listener = getattr(req.connection, "listener", None) or node.listeners[0].name
+        if target is None or target.listener(listener) is None:
             out.append((key, E.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
         else:
-            out.append((key, 0, target.id, target.host, target.port))
+            out.append((key, 0, target.id, *target.address_of(listener)))
     if req.api_version < 4:
         key, code, nid, host, port = out[0]
         return R(error_code=code, error_message=None, node_id=nid, host=host, port=port)

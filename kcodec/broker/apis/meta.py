@@ -25,8 +25,16 @@ def api_versions(node: Any, req: Any) -> Any:
                                      for k, (lo, hi) in sorted(advertised_versions(node).items())])
 
 
-def _brokers(node: Any) -> list[tuple[int, str, int]]:
-    return [(n.id, n.host, n.port) for n in node.cluster.live_nodes()]
+def listener_of(req: Any) -> str | None:
+    """The listener the request came through (None: the node's first)."""
+    return getattr(req.connection, "listener", None)
+
+
+def _brokers(node: Any, req: Any) -> list[tuple[int, str, int]]:
+    """Every live node's address on the request's listener (nodes without it left out)."""
+    name = listener_of(req) or node.listeners[0].name
+    return [(n.id, *n.address_of(name)) for n in node.cluster.live_nodes()
+            if n.listener(name) is not None]
 
 
 @api(3, 0, 12)
@@ -68,7 +76,7 @@ def metadata(node: Any, req: Any) -> Any:
         topics.append(M.MetadataResponseTopic(error_code=0, name=name, topic_id=topic.topic_id,
                                               partitions=parts))
     return M(brokers=[M.MetadataResponseBroker(node_id=i, host=h, port=port)
-                      for i, h, port in _brokers(node)],
+                      for i, h, port in _brokers(node, req)],
              cluster_id=state.cluster_id, controller_id=node.cluster.controller_id(),
              topics=topics)
 
@@ -78,4 +86,4 @@ def describe_cluster(node: Any, req: Any) -> Any:
     D = DescribeClusterResponse
     return D(error_code=0, cluster_id=node.cluster.state.cluster_id,
              controller_id=node.cluster.controller_id(),
-             brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p) for i, h, p in _brokers(node)])
+             brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p) for i, h, p in _brokers(node, req)])

@@ -1,8 +1,16 @@
-"""The transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit.
+"""The transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, and
+WriteTxnMarkers.
 
-They check that this node coordinates the transactional id (or, for TxnOffsetCommit, the
-group) and hand over to :class:`kcodec.broker.coordinator.txn.TxnCoordinator`.
-InitProducerId (apis/producers.py) calls the coordinator for a transactional id.
+The first four check that this node coordinates the transactional id (or, for
+TxnOffsetCommit, the group) and hand over to
+:class:`kcodec.broker.coordinator.txn.TxnCoordinator`. InitProducerId (apis/producers.py) calls
+the coordinator for a transactional id.
+
+WriteTxnMarkers is the partition leader's side: Kafka's coordinator sends it to the leaders,
+and admin tools (``kafka-transactions.sh abort``) send it to end a hanging transaction. Each
+partition this node leads gets the COMMIT or ABORT marker of the producer (last stable offset
+and aborted index updated, :func:`~kcodec.broker.coordinator.txn.write_marker`); the others
+answer NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -10,12 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.util import leader_error
+from kcodec.broker.coordinator.txn import write_marker
 from kcodec.protocol import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnResponse,
     EndTxnResponse,
     ErrorCode,
     TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
 )
 
 __all__: list[str] = []
@@ -96,3 +107,23 @@ def txn_offset_commit(node: Any, req: Any) -> Any:
             error_code=code or (0 if state.partition(t.name, p.partition_index) is not None
                                 else E.UNKNOWN_TOPIC_OR_PARTITION))
         for p in t.partitions]) for t in b.topics])
+
+
+@api(27, 1, 2)
+def write_txn_markers(node: Any, req: Any) -> Any:
+    R = WriteTxnMarkersResponse
+    out = []
+    for m in req.body.markers:
+        topics = []
+        for t in m.topics:
+            parts = []
+            for index in t.partition_indexes:
+                code, part = leader_error(node, t.name, index)
+                if part is not None:
+                    code = write_marker(node.cluster, t.name, index, m.producer_id,
+                                        m.producer_epoch, bool(m.transaction_result))
+                parts.append(R.WritableTxnMarkerPartitionResult(partition_index=index,
+                                                                error_code=code))
+            topics.append(R.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
+        out.append(R.WritableTxnMarkerResult(producer_id=m.producer_id, topics=topics))
+    return R(markers=out)

@@ -16,6 +16,11 @@ JoinGroup metadata, its generation is its member epoch, its assignment is reconc
 each JoinGroup and handed out in SyncGroup, and when it must change, its Heartbeat answers
 REBALANCE_IN_PROGRESS so that it rejoins (reporting what it still owns).
 
+Migration (:mod:`kcodec.broker.coordinator.migration`): with ``classic`` set to the classic
+coordinator, a consumer-protocol member joining a non-empty classic group converts it into a
+consumer group (``upgrade_classic``), and a group left with classic members only goes back
+to the classic protocol, as ``migration_policy`` allows.
+
 A member that does not heartbeat for the session timeout, or does not revoke within its
 rebalance timeout, is removed (its partitions become free). A heartbeat at a stale epoch
 answers FENCED_MEMBER_EPOCH; the member rejoins at epoch 0 with its member id.
@@ -106,6 +111,7 @@ class ConsumerMember:
     revoke_deadline: float = 0.0
     classic: bool = False            # joined with JoinGroup (a mixed group, as Kafka allows)
     session_timeout_ms: int = 0      # classic members bring their own
+    protocols: list = field(default_factory=list)   # a classic member's (name, metadata)
 
 
 @dataclass
@@ -140,6 +146,8 @@ class ConsumerGroupCoordinator:
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.default_assignor = assignor
+        self.classic: Any = None               # the classic GroupCoordinator (migration)
+        self.migration_policy = "bidirectional"
         timer.every(0.25, self._expire)
 
     # ------------------------------------------------------------------ topics
@@ -194,6 +202,7 @@ class ConsumerGroupCoordinator:
                 if epoch < 0:   # -1 leave, -2 static leave: both give the partitions up here
                     self._remove(g, member_id)
                     self._bump(g)
+                    self._maybe_downgrade(g)
                     return 0, None, member_id, epoch, None
                 if epoch != m.epoch and not (epoch == m.previous_epoch and owned is not None
                                              and not _minus(owned, m.assigned)):
@@ -268,6 +277,25 @@ class ConsumerGroupCoordinator:
                     self._remove(g, mid)
                 if dead:
                     self._bump(g)
+                    self._maybe_downgrade(g)
+
+    # ------------------------------------------------------------------ migration
+    def upgrade_classic(self, group_id: str) -> bool:
+        """Convert the classic group ``group_id`` (members of protocol type ``consumer``) into
+        a consumer group, if the policy allows; False if it may not or cannot be."""
+        from kcodec.broker.coordinator import migration
+
+        if self.classic is None or not migration.upgrade_allowed(self.migration_policy):
+            return False
+        with self.lock:
+            return migration.upgrade(self, self.classic, group_id)
+
+    def _maybe_downgrade(self, g: ConsumerGroup) -> None:
+        from kcodec.broker.coordinator import migration
+
+        if (self.classic is not None and g.members and migration.downgrade_allowed(
+                self.migration_policy) and all(m.classic for m in g.members.values())):
+            migration.downgrade(self, self.classic, g)
 
     # ------------------------------------------------------------------ classic members
     def has_members(self, group_id: str) -> bool:
@@ -277,7 +305,8 @@ class ConsumerGroupCoordinator:
 
     def classic_join(self, group_id: str, member_id: str, session_timeout_ms: int,
                      rebalance_timeout_ms: int, topics: list[str], owned: Owned,
-                     client_id: str, client_host: str) -> tuple[int, str, int]:
+                     client_id: str, client_host: str,
+                     protocols: list | None = None) -> tuple[int, str, int]:
         """``(error, member_id, generation)`` for a classic JoinGroup in a consumer group."""
         with self.lock:
             g = self.groups.get(group_id)
@@ -297,6 +326,8 @@ class ConsumerGroupCoordinator:
                 self._bump(g)
             m.session_timeout_ms = session_timeout_ms
             m.rebalance_timeout_ms = rebalance_timeout_ms
+            if protocols is not None:
+                m.protocols = list(protocols)
             m.last_seen = time.monotonic()
             self._check_partition_counts(g)
             if m.state == "UNREVOKED_PARTITIONS" and not _and(owned, m.revoking):

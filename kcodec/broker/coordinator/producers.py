@@ -13,8 +13,10 @@ Before an append, ``check(batches)`` finds, for each batch of an idempotent prod
 * a first sequence other than last sequence + 1 (or 0 after an epoch bump):
   OUT_OF_ORDER_SEQUENCE_NUMBER.
 
-A producer the partition has no state for (new, or state lost in a restart) may start at
-any sequence, as Kafka accepts.
+A producer the partition has no state for (new, or expired) may start at any sequence, as
+Kafka accepts. After a restart the table is rebuilt from the log
+(:func:`kcodec.broker.coordinator.txn_log.rebuild_partition`), and ``ProducerIds.restore`` gets
+back each id's newest epoch.
 """
 
 from __future__ import annotations
@@ -68,6 +70,16 @@ class ProducerIds:
                 self.transactional[transactional_id] = (pid, epoch)
             self.epochs[pid] = epoch
             return pid, epoch
+
+    def restore(self, transactional_id: str | None, pid: int, epoch: int) -> None:
+        """After a restart: what the transaction state log (``transactional_id`` given) or a
+        partition log (None) says of a producer id, so fencing and KIP-360 bumps go on."""
+        with self._lock:
+            if transactional_id is not None:
+                self.transactional[transactional_id] = (pid, epoch)
+            if epoch > self.epochs.get(pid, -1):
+                self.epochs[pid] = epoch
+            self._next = max(self._next, pid)
 
     def _new(self) -> int:
         self._next += 1

@@ -14,6 +14,16 @@ WriteTxnMarkers to the leaders):
 * a transaction open longer than its timeout is aborted by the timer and the epoch bumped,
   so the producer's next call is fenced.
 
+Every state change is written to the data dir's transaction state log before the answer
+(:mod:`kcodec.broker.coordinator.txn_log`); ``recover()`` at start-up rebuilds each partition's
+producers and open transactions from its log, reloads the transactional ids and finishes what
+a killed broker left: a decided transaction (``PrepareCommit``/``PrepareAbort``) gets its
+remaining markers, an open one gets its timer back (counted from when it began) and its
+producer may go on, add partitions, commit or abort, or be fenced by a new instance.
+
+``write_marker`` is also what WriteTxnMarkers (the inter-broker API that admin tools use to
+abort a hanging transaction) runs per partition.
+
 Per partition, ``PartitionTxns`` keeps the first offset of each open transaction (the last
 stable offset is the smallest of them, else the high watermark) and the partition log's
 aborted-transactions index (:mod:`kcodec.broker.log.txnindex`, ``.txnindex`` files kept
@@ -23,17 +33,27 @@ drop the aborted records.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.broker.coordinator.txn_log import (
+    TxnStateLog,
+    read_snapshot,
+    rebuild_partition,
+    restore_partition,
+    write_snapshot,
+)
+from kcodec.broker.log import LogError
 from kcodec.broker.log.txnindex import TxnIndex
 from kcodec.broker.state import now_ms
 from kcodec.protocol import ErrorCode as E
 from kcodec.records import ControlType, RecordBatchBuilder
 
-__all__ = ["TxnCoordinator", "PartitionTxns", "MAX_TIMEOUT_MS"]
+__all__ = ["TxnCoordinator", "PartitionTxns", "MAX_TIMEOUT_MS", "write_marker"]
 
+log = logging.getLogger("kcodec.broker")
 MAX_TIMEOUT_MS = 15 * 60_000   # transaction.max.timeout.ms
 
 
@@ -71,6 +91,23 @@ class _Txn:
     started_ms: int = 0
     token: int = 0
 
+    def record(self) -> dict:
+        """The JSON line of this state (transaction_state.jsonl)."""
+        return {"id": self.transactional_id, "pid": self.producer_id, "epoch": self.epoch,
+                "timeout": self.timeout_ms, "state": self.state, "started": self.started_ms,
+                "parts": sorted([t, p] for t, p in self.partitions), "groups": sorted(self.groups),
+                "offsets": {g: [[t, p, o, e, m] for (t, p), (o, e, m) in sorted(offs.items())]
+                            for g, offs in self.offsets.items()}}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> _Txn:
+        t = cls(rec["id"], int(rec["pid"]), int(rec["epoch"]), int(rec["timeout"]),
+                str(rec["state"]), {(tp[0], int(tp[1])) for tp in rec.get("parts", [])},
+                set(rec.get("groups", [])), started_ms=int(rec.get("started", 0)))
+        t.offsets = {g: {(x[0], int(x[1])): (int(x[2]), int(x[3]), x[4]) for x in offs}
+                     for g, offs in rec.get("offsets", {}).items()}
+        return t
+
 
 class TxnCoordinator:
     def __init__(self, cluster: Any) -> None:
@@ -80,6 +117,8 @@ class TxnCoordinator:
         self.by_pid: dict[int, _Txn] = {}
         self._parts: dict[tuple[str, int], PartitionTxns] = {}
         self._parts_lock = threading.Lock()
+        self.state_log = TxnStateLog(cluster.data_dir)
+        self.recovered: dict[str, int] = {}    # what recover() read (partitions, batches)
         # every partition log gets its aborted-transactions index as a segment hook (a
         # restarted cluster replaces the factory of its previous coordinator)
         hooks = cluster.state.logs.segment_hooks
@@ -138,6 +177,7 @@ class TxnCoordinator:
                 t.producer_id, t.epoch, t.timeout_ms = pid, epoch, timeout_ms
                 t.state = "Empty"
             self.by_pid[pid] = t
+            self._save(t)
             return 0, pid, epoch
 
     def _check(self, transactional_id: str, pid: int, epoch: int) -> tuple[int, _Txn | None]:
@@ -155,11 +195,17 @@ class TxnCoordinator:
             t.state = "Ongoing"
             t.partitions, t.groups, t.offsets = set(), set(), {}
             t.started_ms = now_ms()
-            t.token += 1
-            token = t.token
-            timer = self.cluster.timer
-            if timer is not None:
-                timer.call_later(t.timeout_ms / 1000, lambda: self._expire(t, token))
+            self._arm(t, t.timeout_ms)
+
+    def _arm(self, t: _Txn, delay_ms: int) -> None:
+        t.token += 1
+        token = t.token
+        timer = self.cluster.timer
+        if timer is not None:
+            timer.call_later(max(delay_ms, 0) / 1000, lambda: self._expire(t, token))
+
+    def _save(self, t: _Txn) -> None:
+        self.state_log.write(t.record())
 
     # ------------------------------------------------------------------ the APIs
     def add_partitions(self, transactional_id: str, pid: int, epoch: int,
@@ -173,8 +219,11 @@ class TxnCoordinator:
             if missing:
                 return {tp: (E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
                              else E.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+            fresh = t.state != "Ongoing"
             self._open(t)
-            t.partitions.update(partitions)
+            if fresh or not t.partitions.issuperset(partitions):
+                t.partitions.update(partitions)
+                self._save(t)
             return {tp: 0 for tp in partitions}
 
     def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> int:
@@ -184,6 +233,7 @@ class TxnCoordinator:
                 return code
             self._open(t)
             t.groups.add(group_id)
+            self._save(t)
             return 0
 
     def txn_offset_commit(self, transactional_id: str, group_id: str, pid: int, epoch: int,
@@ -197,6 +247,7 @@ class TxnCoordinator:
             pending = t.offsets.setdefault(group_id, {})
             for topic, part, offset, leader_epoch, meta in offsets:
                 pending[(topic, part)] = (offset, leader_epoch, meta)
+            self._save(t)
             return 0
 
     def pending_offsets(self, group_id: str) -> set[tuple[str, int]]:
@@ -223,33 +274,83 @@ class TxnCoordinator:
             return E.INVALID_TXN_STATE
 
     # ------------------------------------------------------------------ completion
-    def _complete(self, t: _Txn, commit: bool) -> None:
+    def _complete(self, t: _Txn, commit: bool, *, recovering: bool = False) -> None:
+        # the decision first: a broker killed while writing the markers finishes them
+        t.state = "PrepareCommit" if commit else "PrepareAbort"
+        t.token += 1
+        self._save(t)
         for topic, index in sorted(t.partitions):
-            self._write_marker(topic, index, t.producer_id, t.epoch, commit)
+            if recovering and t.producer_id not in self.partition(topic, index).open:
+                continue    # this marker was written before the broker stopped
+            code = write_marker(self.cluster, topic, index, t.producer_id, t.epoch, commit)
+            if code and code != E.UNKNOWN_TOPIC_OR_PARTITION:     # (a deleted topic: none due)
+                log.warning("kcodec broker: transaction %r: no %s marker in %s-%d: %s",
+                            t.transactional_id, "COMMIT" if commit else "ABORT", topic, index,
+                            E(code).name)
         if commit:
             for group_id, offsets in t.offsets.items():
                 _commit_group_offsets(self.cluster.groups, group_id, offsets)
         t.partitions, t.groups, t.offsets = set(), set(), {}
         t.state = "CompleteCommit" if commit else "CompleteAbort"
-        t.token += 1
+        self._save(t)
 
-    def _write_marker(self, topic: str, index: int, pid: int, epoch: int, commit: bool) -> None:
-        part = self.cluster.state.partition(topic, index)
-        if part is None:
+    # ------------------------------------------------------------------ restart
+    def recover(self) -> None:
+        """After the logs are open (and before any node serves): rebuild every partition's
+        producer state and open transactions from its log, reload the transactional ids,
+        finish decided transactions and re-arm the timers of open ones."""
+        state = self.cluster.state
+        epochs: dict[int, int] = {}
+        snap = read_snapshot(self.cluster.data_dir)
+        saved = snap.get("partitions", {}) if isinstance(snap.get("partitions"), dict) else {}
+        with state.lock:
+            parts = [(t.topic_id, p) for t in state.topics.values() for p in t.partitions.values()]
+        scanned = from_snapshot = 0
+        for topic_id, part in parts:
+            with part.lock:
+                pt = self.partition(part.topic, part.index)
+                entry = saved.get(f"{part.topic}/{part.index}")
+                start = None if entry is None else restore_partition(
+                    entry, topic_id, part.log, part.producers, pt)
+                from_snapshot += start is not None
+                scanned += rebuild_partition(part.log, part.producers, pt, epochs, start)
+        self.recovered = {"partitions": len(parts), "from_snapshot": from_snapshot,
+                          "batches_read": scanned}
+        ids = self.cluster.producer_ids
+        for pid, epoch in (snap.get("epochs") or {}).items():
+            try:
+                ids.restore(None, int(pid), int(epoch))
+            except (TypeError, ValueError):
+                continue
+        with self.lock:
+            for rec in self.state_log.load().values():
+                try:
+                    t = _Txn.from_record(rec)
+                except (KeyError, TypeError, ValueError, IndexError):
+                    continue
+                self.txns[t.transactional_id] = t
+                self.by_pid[t.producer_id] = t
+                ids.restore(t.transactional_id, t.producer_id, t.epoch)
+            for pid, epoch in epochs.items():
+                ids.restore(None, pid, epoch)
+            for t in list(self.txns.values()):
+                if t.state in ("PrepareCommit", "PrepareAbort"):
+                    self._complete(t, t.state == "PrepareCommit", recovering=True)
+                elif t.state == "Ongoing":
+                    self._arm(t, t.started_ms + t.timeout_ms - now_ms())
+
+    def close(self) -> None:
+        """A clean stop (the nodes are stopped): the state log closed, the producer state of
+        every partition written as a snapshot for a quick start."""
+        self.state_log.close()
+        data_dir = self.cluster.data_dir
+        if data_dir is None:
             return
-        b = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, is_transactional=True,
-                               is_control=True)
-        ts = now_ms()
-        b.append_control(ControlType.COMMIT if commit else ControlType.ABORT, 0, ts)
-        with part.lock:
-            result = part.log.append(b.build(), now_ms=ts, leader_epoch=part.leader_epoch)
-            pt = self.partition(topic, index)
-            first = pt.open.pop(pid, None)
-            if not commit and first is not None:
-                log = part.log
-                pt.index.append(log.segments[-1], pid, first, result.base_offset,
-                                pt.stable_offset(log.high_watermark))
-        self.cluster.purgatory.notify((topic, index))
+        state = self.cluster.state
+        with state.lock:
+            parts = [(t.topic_id, p, self.partition(p.topic, p.index))
+                     for t in state.topics.values() for p in t.partitions.values()]
+        write_snapshot(data_dir, parts, dict(self.cluster.producer_ids.epochs))
 
     def _expire(self, t: _Txn, token: int) -> None:
         with self.lock:
@@ -261,6 +362,39 @@ class TxnCoordinator:
             self.by_pid.pop(t.producer_id, None)
             t.producer_id, t.epoch = pid, epoch
             self.by_pid[pid] = t
+            self._save(t)
+
+
+def write_marker(cluster: Any, topic: str, index: int, pid: int, epoch: int,
+                 commit: bool) -> int:
+    """Write a COMMIT or ABORT marker of ``pid`` into one partition: the transaction's
+    records stop holding back the last stable offset, an abort is indexed for
+    read_committed fetches, waiting fetches are woken. Returns an error code (0: written):
+    UNKNOWN_TOPIC_OR_PARTITION, or INVALID_PRODUCER_EPOCH for an epoch older than the
+    producer's newest on the partition (a zombie's marker)."""
+    part = cluster.state.partition(topic, index)
+    if part is None:
+        return E.UNKNOWN_TOPIC_OR_PARTITION
+    b = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, is_transactional=True,
+                           is_control=True)
+    ts = now_ms()
+    b.append_control(ControlType.COMMIT if commit else ControlType.ABORT, 0, ts)
+    with part.lock:
+        known = part.producers.producers.get(pid)
+        if known is not None and known.epoch > epoch:
+            return E.INVALID_PRODUCER_EPOCH
+        try:
+            result = part.log.append(b.build(), now_ms=ts, leader_epoch=part.leader_epoch)
+        except LogError as exc:     # the disk failed: the marker is not written
+            return exc.error_code
+        pt = cluster.txns.partition(topic, index)
+        first = pt.open.pop(pid, None)
+        if not commit and first is not None:
+            plog = part.log
+            pt.index.append(plog.segments[-1], pid, first, result.base_offset,
+                            pt.stable_offset(plog.high_watermark))
+    cluster.purgatory.notify((topic, index))
+    return 0
 
 
 def _commit_group_offsets(groups: Any, group_id: str, offsets: dict) -> None:

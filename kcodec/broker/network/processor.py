@@ -38,6 +38,7 @@ class ConnectionState:
     id: int
     node_id: int
     peer: str
+    listener: str | None = None         # the listener (name) the connection came through
     authenticated: bool = True          # no authentication yet: every connection is trusted
     client_id: str | None = None
     requests: int = 0
@@ -54,9 +55,11 @@ class ConnectionState:
 
 class Processor:
     def __init__(self, node_id: int, index: int, channel: RequestChannel, *,
-                 max_request_bytes: int, idle_timeout_s: float, security: Any = None) -> None:
+                 max_request_bytes: int, idle_timeout_s: float, security: Any = None,
+                 listener: str | None = None) -> None:
         self.node_id = node_id
         self.security = security
+        self.listener = listener
         self.index = index
         self.channel = channel
         self.max_request_bytes = max_request_bytes
@@ -125,7 +128,7 @@ class Processor:
             peer = "{}:{}".format(*writer.get_extra_info("peername")[:2])
         except Exception:
             peer = "?"
-        conn = ConnectionState(next(_ids), self.node_id, peer, writer=writer,
+        conn = ConnectionState(next(_ids), self.node_id, peer, self.listener, writer=writer,
                                last_active=time.monotonic())
         gate = sec.gate() if sec is not None else None
         if gate is not None:      # SASL: only ApiVersions and the SASL APIs until authenticated
