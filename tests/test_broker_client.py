@@ -255,3 +255,43 @@ def test_keyless_records_spread_over_partitions_when_linger_seals_small_batches(
         assert sum(per.values()) == 20000 and min(per.values()) > 0
         assert max(per.values()) < 0.4 * 20000, per
     run(go, nodes=2, partitions=4)
+
+
+def test_new_producer_id_waits_for_batches_in_flight_under_the_old_one() -> None:
+    """Partition 1's answer (UNKNOWN_PRODUCER_ID, on node 1) makes the producer fetch a new
+    producer id while partition 0's first batch is still in flight on node 0, held back and
+    then refused (retriable). Re-stamping the queues at once sent partition 0's second batch
+    under the new id first; the broker took it as that id's first sequence, and the first
+    batch was then written after it (out of order) or twice. The reset must wait for the
+    answers still out under the old id, then resend from the head, in order, once."""
+    from kcodec.broker import Delay
+
+    async def go(c: Cluster) -> None:
+        held: list[int] = []
+        refused: list[int] = []
+
+        def hook(req: Any) -> Any:
+            parts = {b[1] for b in batches(req.body)}
+            if req.node_id == 0 and 0 in parts and not held:
+                held.append(1)
+                return Delay(0.8, then=ErrorCode.NOT_ENOUGH_REPLICAS)
+            if req.node_id == 1 and 1 in parts and not refused:
+                refused.append(1)
+                return ErrorCode.UNKNOWN_PRODUCER_ID
+            return None
+
+        c.hook("Produce", hook)
+        async with producer(c, max_in_flight_requests_per_connection=5,
+                            delivery_timeout_ms=10000, request_timeout_ms=5000) as p:
+            first = await p.send("t", b"a0", partition=0)
+            await asyncio.sleep(0.1)                  # a0 is in flight, held on node 0
+            other = await p.send("t", b"b0", partition=1)
+            await asyncio.sleep(0.3)                  # b0 answered: a new producer id
+            second = await p.send("t", b"a1", partition=0)
+            await p.flush()
+            offsets = [(await f).offset for f in (first, second, other)]
+        assert held and refused
+        assert log_values(c, 0) == [b"a0", b"a1"] and log_values(c, 1) == [b"b0"]
+        assert offsets == [0, 1, 0]
+        assert len(c.recorded("InitProducerId")) == 2
+    run(go, nodes=2, partitions=2)
