@@ -215,11 +215,32 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
             rb = loop.run_until_complete(reader.next())
             if rb is None:
                 break
-            if rb.num_rows:
-                yield rb
+            yield from _slices(rb)
     finally:
         loop.run_until_complete(reader.close())
         loop.close()
+
+
+# Spark takes a Python source's Arrow batches best in pieces of a few MiB: a fetch decoded
+# whole (tens of MiB) makes the JVM wait for all of it before it starts, and allocate it
+# at once; slices share the fetch's memory (no copy). Measured on count() of 1M records
+# (bench/README.md): 4.2-4.6 s with one batch per fetch, 2.2-2.9 s in 50,000-row slices.
+_SLICE_BYTES = 4 << 20
+_SLICE_ROWS = (4096, 65536)
+
+
+def _slices(rb: Any) -> Iterator[Any]:
+    n = rb.num_rows
+    if not n:
+        return
+    size = rb.nbytes
+    step = _SLICE_ROWS[1] if size <= 0 else n * _SLICE_BYTES // size
+    step = min(max(step, _SLICE_ROWS[0]), _SLICE_ROWS[1])
+    if n <= step:
+        yield rb
+        return
+    for i in range(0, n, step):
+        yield rb.slice(i, step)
 
 
 class _RangeReader:
