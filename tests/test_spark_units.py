@@ -223,6 +223,127 @@ def test_big_fetches_reach_spark_in_slices() -> None:
     assert list(_kafka._slices(rb.slice(0, 0))) == []
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _stream_reader(monkeypatch, old_api: bool = False, **kw: str):
+    """A stream reader over a fake broker: ``reader.latest`` is what ListOffsets LATEST
+    answers for the two partitions of topic t (earliest is 0)."""
+    from kcodec.spark import stream
+
+    clock = _Clock()
+    monkeypatch.setattr(stream, "_now", clock)
+    base = stream._OldApiReader if old_api else stream.KafkaStreamReader
+
+    class Fake(base):  # type: ignore[misc, valid-type]
+        latest = {("t", 0): 0, ("t", 1): 0}
+
+        def _partitions(self):
+            return sorted(self.latest)
+
+        def _ends(self, tps):
+            return {tp: 0 for tp in tps}, {tp: self.latest[tp] for tp in tps}
+
+    r = Fake(parse_source({**BS, "subscribe": "t", "startingoffsets": "earliest", **kw},
+                          streaming=True))
+    return r, clock
+
+
+def _offs(a: int, b: int) -> dict:
+    return {"t": {"0": a, "1": b}}
+
+
+def test_min_offsets_per_trigger_waits_like_spark(monkeypatch) -> None:
+    """minOffsetsPerTrigger / maxTriggerDelay as Spark's Kafka source: the first trigger
+    runs; later ones are skipped (end = start) while fewer than the minimum new offsets
+    wait, until maxTriggerDelay has passed since the last trigger that ran."""
+    r, clock = _stream_reader(monkeypatch, minOffsetsPerTrigger="100", maxTriggerDelay="30s")
+    r.latest = {("t", 0): 10, ("t", 1): 5}
+    start = r.initialOffset()
+    assert start == _offs(0, 0)
+    end = r._next_end(start, None, 100)            # the first trigger never waits
+    assert end == _offs(10, 5)
+    r.latest = {("t", 0): 60, ("t", 1): 30}         # 75 new: fewer than 100
+    clock.t += 10
+    assert r._next_end(end, None, 100) == end
+    clock.t += 19.9                                 # 29.9 s since the last batch
+    assert r._next_end(end, None, 100) == end
+    r.latest = {("t", 0): 70, ("t", 1): 40}         # 95 new
+    clock.t += 0.1                                  # 30 s: maxTriggerDelay has passed
+    end2 = r._next_end(end, None, 100)
+    assert end2 == _offs(70, 40)
+    r.latest = {("t", 0): 140, ("t", 1): 80}        # 110 new, at once
+    clock.t += 1
+    end3 = r._next_end(end2, None, 100)
+    assert end3 == _offs(140, 80)
+    # with maxOffsetsPerTrigger as well: the minimum decides whether, the maximum how much
+    r.latest = {("t", 0): 440, ("t", 1): 180}       # 400 new
+    clock.t += 1
+    end4 = r._next_end(end3, 200, 100)
+    assert sum(end4["t"][p] - end3["t"][p] for p in ("0", "1")) == 200
+    r.latest = {("t", 0): 440, ("t", 1): 180}
+    clock.t += 1
+    assert r._next_end(end4, 200, 250) == end4      # 200 left: fewer than 250, wait
+
+
+def test_min_offsets_per_trigger_not_with_available_now(monkeypatch) -> None:
+    r, clock = _stream_reader(monkeypatch, minOffsetsPerTrigger="1000")
+    r.latest = {("t", 0): 3, ("t", 1): 4}
+    r._next_end(_offs(0, 0), None, 1000)
+    r.prepareForTriggerAvailableNow()
+    clock.t += 1
+    r.latest = {("t", 0): 9, ("t", 1): 9}           # past the AvailableNow target
+    assert r._next_end(_offs(0, 0), None, 1000) == _offs(3, 4)
+
+
+def test_new_api_read_limits(monkeypatch) -> None:
+    from kcodec.spark import stream
+
+    if not stream.NEW_API:
+        pytest.skip("ReadLimit arrives with pyspark 4.2")
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    r, clock = _stream_reader(monkeypatch, minOffsetsPerTrigger="50",
+                              maxOffsetsPerTrigger="80", maxTriggerDelay="1m")
+    assert r.getDefaultReadLimit() == ReadMaxRows(80)
+    r.latest = {("t", 0): 100, ("t", 1): 100}
+    end = r.latestOffset(_offs(0, 0), ReadMaxRows(80))
+    assert sum(end["t"].values()) == 80
+    clock.t += 1
+    r.latest = {("t", 0): 100, ("t", 1): 100}
+    end2 = r.latestOffset(end, ReadMaxRows(80))        # 120 waiting: at least 50
+    assert sum(end2["t"].values()) == 160
+    clock.t += 1
+    assert r.latestOffset(end2, ReadMaxRows(80)) == end2     # 40 waiting: fewer than 50
+    assert r.latestOffset(end2, ReadAllAvailable()) == _offs(100, 100)
+    r2, _ = _stream_reader(monkeypatch, minOffsetsPerTrigger="50")
+    assert r2.getDefaultReadLimit() == ReadMinRows(50)
+
+
+def test_old_api_reader_chains_ends_and_is_safe_on_restart(monkeypatch) -> None:
+    """pyspark 4.0/4.1: latestOffset() has no start; the reader chains the ends it hands
+    out. A reader for a restarted query (no initialOffset call) first reads to the
+    latest offsets, never to an end before the checkpoint's start."""
+    r, clock = _stream_reader(monkeypatch, old_api=True, maxOffsetsPerTrigger="10")
+    r.latest = {("t", 0): 30, ("t", 1): 30}
+    assert r.initialOffset() == _offs(0, 0)
+    ends = []
+    for _ in range(7):
+        clock.t += 1
+        ends.append(r.latestOffset())
+    assert [sum(e["t"].values()) for e in ends] == [10, 20, 30, 40, 50, 60, 60]
+    restarted, _ = _stream_reader(monkeypatch, old_api=True, maxOffsetsPerTrigger="10")
+    restarted.latest = {("t", 0): 30, ("t", 1): 30}
+    assert restarted.latestOffset() == _offs(30, 30)
+    restarted.latest = {("t", 0): 50, ("t", 1): 30}
+    assert restarted.latestOffset() == _offs(40, 30)
+
+
 # ---------------------------------------------------------------------------------------------
 # reading a range from the real broker
 
