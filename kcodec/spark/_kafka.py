@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kcodec.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
+from kcodec.spark.security import materialize
 
 __all__ = ["KafkaRange", "DataLossError", "plan_ranges", "split_ranges", "read_range",
            "topic_partitions", "list_offsets", "resolve"]
@@ -46,7 +47,7 @@ def _admin_kwargs(opts: SourceOptions) -> dict[str, Any]:
     from kcodec.client.config import AdminConfig
 
     names = {f.name for f in dataclasses.fields(AdminConfig)}
-    kw = {k: v for k, v in opts.client.items() if k in names}
+    kw = {k: v for k, v in materialize(opts.client).items() if k in names}
     kw.setdefault("client_id", "kcodec-spark")
     return {"bootstrap_servers": opts.bootstrap, **kw}
 
@@ -257,7 +258,7 @@ class _RangeReader:
         from kcodec.client.config import ConsumerConfig
 
         names = {f.name for f in dataclasses.fields(ConsumerConfig)}
-        kw = {k: v for k, v in self.opts.client.items() if k in names}
+        kw = {k: v for k, v in materialize(self.opts.client).items() if k in names}
         kw.setdefault("client_id", "kcodec-spark")
         kw.setdefault("fetch_max_wait_ms", 100)
         return ConsumerConfig.from_kwargs(bootstrap_servers=self.opts.bootstrap, **kw)

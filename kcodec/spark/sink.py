@@ -84,10 +84,11 @@ def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessa
     import pyarrow.compute as pc
 
     from kcodec.client import Producer
+    from kcodec.spark.security import materialize
 
     msg = KafkaCommitMessage()
     futures = []
-    kw = dict(opts.client)
+    kw = materialize(opts.client)
     kw.setdefault("client_id", "kcodec-spark-sink")
     with Producer(bootstrap_servers=opts.bootstrap, **kw) as producer:
         for rb in batches:
