@@ -345,6 +345,28 @@ def test_old_api_reader_chains_ends_and_is_safe_on_restart(monkeypatch) -> None:
     assert restarted.latestOffset() == _offs(40, 30)
 
 
+def test_pushdown_detection_fails_safe() -> None:
+    """Which reader the source hands Spark: the one with pushFilters only when the calling
+    pyspark worker is the pushdown one, or the planning worker says pushdown is on;
+    anything unrecognised means the plain reader (Spark then filters every row itself:
+    slower, never wrong). The Spark tests check both settings on each pyspark release."""
+    from kcodec.spark.source import pushdown_enabled
+
+    def call_from(filename: str, **local_vars: object) -> bool:
+        env: dict = {"detect": pushdown_enabled, **local_vars}
+        exec(compile("result = (lambda: detect())()", filename, "exec"), env)
+        return env["result"]
+
+    assert pushdown_enabled() is False
+    worker = "/x/site-packages/pyspark/sql/worker/"
+    assert call_from(worker + "data_source_pushdown_filters.py") is True
+    assert call_from(worker + "plan_data_source_read.py", enable_pushdown=True) is True
+    assert call_from(worker + "plan_data_source_read.py", enable_pushdown=False) is False
+    assert call_from(worker + "plan_data_source_read.py") is False
+    assert call_from(worker + "plan_data_source_read.py", enable_pushdown="yes") is False
+    assert call_from("/x/other/pushdown.py", enable_pushdown=True) is False
+
+
 # ---------------------------------------------------------------------------------------------
 # reading a range from the real broker
 
