@@ -403,3 +403,58 @@ def test_log_source_gaps_and_cut_tail(spark, tmp_path) -> None:
         spark.read.format("kcodec-log").load(str(d)).collect()
     got = spark.read.format("kcodec-log").option("failOnCorruption", "false").load(str(d))
     assert sorted(r.offset for r in got.collect()) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.slow
+def test_stream_min_offsets_per_trigger_and_max_trigger_delay(spark, broker) -> None:
+    """Spark passes the source's read limit through: a micro-batch waits for
+    minOffsetsPerTrigger new offsets or for maxTriggerDelay since the last one."""
+    import datetime as dt
+    import time
+
+    topic = _topic(broker, 1)
+
+    def produce(n: int, start: int) -> None:
+        # one record per batch: Tansu's ListOffsets LATEST is right then
+        with Producer(bootstrap_servers=broker.bootstrap, linger_ms=0) as p:
+            for i in range(start, start + n):
+                p.send(topic, b"m%d" % i, partition=0).result(30)
+
+    def batches() -> list[tuple[float, int]]:
+        out = []
+        for p in q.recentProgress:
+            if p["numInputRows"]:
+                ts = dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00"))
+                out.append((ts.timestamp(), p["numInputRows"]))
+        return out
+
+    def wait_for(k: int, timeout: float = 60) -> list[tuple[float, int]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = batches()
+            if len(got) >= k:
+                return got
+            time.sleep(0.1)
+        raise AssertionError(f"{k} micro-batches expected, got {batches()}")
+
+    produce(10, 0)
+    name = f"minoff_{uuid.uuid4().hex[:6]}"
+    q = (spark.readStream.format("kcodec").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("subscribe", topic).option("startingOffsets", "earliest")
+         .option("minOffsetsPerTrigger", "50").option("maxTriggerDelay", "8s").load()
+         .writeStream.format("memory").queryName(name)
+         .trigger(processingTime="100 milliseconds").start())
+    try:
+        first = wait_for(1)
+        assert first[0][1] == 10                  # the first trigger never waits
+        produce(20, 10)                           # fewer than 50: wait for the delay
+        second = wait_for(2)
+        assert second[1][1] == 20
+        assert second[1][0] - second[0][0] >= 8 * 0.95
+        produce(60, 30)                           # 60 >= 50: at the next trigger
+        third = wait_for(3)
+        assert 50 <= third[2][1] <= 60            # as soon as 50 wait (sends take time)
+        assert third[2][0] - third[1][0] < 8 * 0.95
+    finally:
+        q.stop()
+    assert spark.table(name).count() == sum(n for _, n in batches())
