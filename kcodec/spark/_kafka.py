@@ -270,7 +270,7 @@ class _RangeReader:
     async def next(self) -> Any:
         """The next batch of the range (maybe empty), or None when the range is done."""
         from kcodec.client.cluster import REFRESH_CODES, Cluster
-        from kcodec.client.errors import KafkaError
+        from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
 
         r, opts = self.r, self.opts
         if self.pos >= r.end:
@@ -281,13 +281,28 @@ class _RangeReader:
         cfg = self.config
         timeout = opts.poll_timeout_ms / 1000
         deadline = time.monotonic() + timeout
+        backoff = cfg.retry_backoff_ms / 1000
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"{r.topic}[{r.partition}]: no records for offsets {self.pos}..{r.end - 1} "
                     f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
-            part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
-                                           deadline=deadline)
+            try:
+                part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
+                                               deadline=deadline)
+            except (BrokerNotAvailableError, KafkaTimeoutError) as exc:
+                # a broker restarting, or a leader moving: go on trying, as Java's consumer
+                # polls on, until the poll timeout passes without progress
+                if time.monotonic() + backoff > deadline:
+                    raise BrokerNotAvailableError(
+                        f"{r.topic}[{r.partition}]: no records for offsets {self.pos}.."
+                        f"{r.end - 1} within kafkaConsumer.pollTimeoutMs="
+                        f"{opts.poll_timeout_ms}: {exc}", retriable=False) from exc
+                self.cluster.invalidate()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, max(cfg.reconnect_backoff_max_ms / 1000, 0.05))
+                continue
+            backoff = cfg.retry_backoff_ms / 1000
             code = part.error_code
             if code == 1:   # OFFSET_OUT_OF_RANGE: the offset is gone (or beyond the end)
                 if await self._lost(part):
