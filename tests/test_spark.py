@@ -14,6 +14,7 @@ pytest.importorskip("pyspark", reason="kcodec.spark needs pyspark (the spark/tes
 pytest.importorskip("confluent_kafka")
 
 from kcodec.client import Admin, Producer  # noqa: E402
+from kcodec.spark.stream import NEW_API  # noqa: E402
 from tests._segments import META_LOG, TOPIC_LOG, reference  # noqa: E402
 from tests.spark_support import (  # noqa: E402
     FENCE,
@@ -283,13 +284,17 @@ def test_stream_restart_from_checkpoint(spark, broker, tmp_path) -> None:
     q = _stream(spark, broker, topic, ck, out, maxOffsetsPerTrigger="150",
                 commitOffsetsToGroup="true")
     rows = [p["numInputRows"] for p in q.recentProgress]
-    assert sum(rows) == 502 and max(rows) <= 150       # rate limited, fences included
-    # Spark commits a micro-batch to its source when the next one starts: after 4 batches
-    # of 150 (75 per partition) the first 3 are committed to the group
+    assert sum(rows) == 502
     group = f"spark-kafka-source-{topic}"
-    with Admin(bootstrap_servers=broker.bootstrap) as a:
-        committed = a.committed_offsets(group, [topic])
-    assert {tp.partition: off for tp, off in committed.items()} == {0: 225, 1: 225}
+    if NEW_API:
+        assert max(rows) <= 150       # rate limited, fences included
+        # Spark commits a micro-batch to its source when the next one starts: after 4
+        # batches of 150 (75 per partition) the first 3 are committed to the group
+        with Admin(bootstrap_servers=broker.bootstrap) as a:
+            committed = a.committed_offsets(group, [topic])
+        assert {tp.partition: off for tp, off in committed.items()} == {0: 225, 1: 225}
+    # (pyspark 4.0/4.1 have no AvailableNow for Python sources: Spark asks for the latest
+    # offset once, before the initial one, and reads up to it in one micro-batch)
     # more data, then the same query again from its checkpoint
     with Producer(bootstrap_servers=broker.bootstrap, linger_ms=2) as p:
         for i in range(500, 800):
