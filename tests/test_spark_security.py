@@ -217,6 +217,7 @@ def test_spark_source_and_sink_over_sasl_ssl(spark, secure, tmp_path) -> None:
         c.close()
 
 
+@pytest.mark.slow
 def test_spark_wrong_password_fails_the_query_clearly(spark, secure) -> None:
     bootstrap, certs = secure
     opts = _opts(bootstrap, certs, "PLAIN", PLAIN.replace("alice-secret", "wrong-pass"))
