@@ -6,6 +6,11 @@
     C-kp-build <codec>    kafka-python's MemoryRecordsBuilder: 1,000 appends, close()
     C-aio-decode <codec>  the same through aiokafka's MemoryRecords
     C-aio-build <codec>   aiokafka's DefaultRecordBatchBuilder: 1,000 appends, build()
+    C-kp-fetch lz4        kafka-python's fetcher parsing one fetched partition: its
+                          Fetcher.PartitionRecords over MemoryRecords of 10 lz4 batches of
+                          100 R-* records, take() until empty (CRC checks on, as by default)
+    C-aio-fetch lz4       the same through aiokafka's fetcher PartitionRecords (it makes the
+                          ConsumerRecord objects getmany() returns)
 
 Rows: the stock peer (aiokafka's compiled classes and its pure-Python ones; kafka-python
 with its crc32c package), and the same peer API with ``kcodec.compat.<peer>.install()``,
@@ -177,6 +182,68 @@ def test_aio_build(benchmark, ratios, name: str, param: Any, codec: str) -> None
         aio_adapter.uninstall()
     assert _aio_decode()(out) == N
     ratios.add(f"C-aio-build {codec}", name, benchmark, amount=N, unit="rec")
+
+
+# -- the consumers' fetch-parsing path ---------------------------------------------------------
+#
+# What a consumer does per fetched partition besides the network: the codec's share of it is
+# what the adapter can change (the rest is the client's own Python per record).
+
+def _fetch_blob() -> bytes:
+    """10 lz4 batches of 100 R-* records, as a producer with a 16 KiB batch size sends."""
+    from kcodec.records import RecordBatchBuilder
+
+    out = bytearray()
+    for b in range(10):
+        builder = RecordBatchBuilder(compression=3, base_offset=b * 100, max_size=1 << 22)
+        for r in RECORDS[b * 100:(b + 1) * 100]:
+            builder.append(r.key, r.value, r.headers, r.timestamp)
+        out += builder.build()
+    return bytes(out)
+
+
+def _kp_fetch(data: bytes) -> int:
+    from kafka.consumer.fetcher import Fetcher
+    from kafka.record import MemoryRecords
+    from kafka.structs import TopicPartition as KTP
+
+    recs = Fetcher.PartitionRecords(0, KTP("t", 0), MemoryRecords(data), check_crcs=True)
+    n = 0
+    while True:
+        got = recs.take(500)
+        if not got:
+            return n
+        n += len(got)
+
+
+def _aio_fetch(data: bytes) -> int:
+    from aiokafka.consumer.fetcher import READ_UNCOMMITTED, PartitionRecords
+    from aiokafka.record.memory_records import MemoryRecords
+    from aiokafka.structs import TopicPartition as ATP
+
+    n = 0
+    for _ in PartitionRecords(ATP("t", 0), MemoryRecords(data), [], 0, None, None, True,
+                              READ_UNCOMMITTED):
+        n += 1
+    return n
+
+
+@pytest.mark.benchmark(group="C-fetch")
+@pytest.mark.parametrize(("peer", "name"), [
+    ("kafka-python", "kafka-python"), ("kafka-python", KCODEC),
+    ("aiokafka", "aiokafka C"), ("aiokafka", KCODEC)])
+def test_fetch_parse(benchmark, ratios, peer: str, name: str) -> None:
+    adapter = kp_adapter if peer == "kafka-python" else aio_adapter
+    run = _kp_fetch if peer == "kafka-python" else _aio_fetch
+    data = _fetch_blob()
+    if name == KCODEC:
+        adapter.install()
+    try:
+        assert benchmark(run, data) == N
+    finally:
+        adapter.uninstall()
+    short = "kp" if peer == "kafka-python" else "aio"
+    ratios.add(f"C-{short}-fetch lz4", name, benchmark, amount=N, unit="rec")
 
 
 # -- end to end: 1M records from the real broker ----------------------------------------------

@@ -46,9 +46,12 @@ def spark():
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     s = (SparkSession.builder.master("local[2]").appName("kcodec-bench")
+         .config("spark.driver.host", "127.0.0.1")    # loopback only
+         .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g")
          .getOrCreate())

@@ -11,12 +11,13 @@
 #  include <sys/mman.h>
 
 #  define KCBUF_UNIT ((size_t)2 << 20)
-#  define KCBUF_CACHE_BLOCKS 16
+#  define KCBUF_CACHE_BLOCKS 32
 #  define KCBUF_CACHE_BYTES ((size_t)256 << 20)
 
 static pthread_mutex_t kc_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *kc_cache_p[KCBUF_CACHE_BLOCKS];
 static size_t kc_cache_n[KCBUF_CACHE_BLOCKS];
+static unsigned kc_cache_t[KCBUF_CACHE_BLOCKS];
 static int kc_cached = 0;
 static size_t kc_cached_bytes = 0;
 
@@ -29,20 +30,22 @@ static size_t kc_units(size_t n)
     return (n + KCBUF_UNIT - 1) & ~(KCBUF_UNIT - 1);
 }
 
-/* Take the cached block that fits best (the smallest one large enough, else the largest);
- * NULL when the cache is empty. */
-static void *kc_take(size_t want, size_t *have)
+/* Take the cached block of the same tag (the one released last), else the one that fits best
+ * (the smallest one large enough, else the largest); NULL when the cache is empty. */
+static void *kc_take(size_t want, unsigned tag, size_t *have)
 {
-    int i, fit = -1, big = -1, best;
+    int i, fit = -1, big = -1, same = -1, best;
     void *p;
     pthread_mutex_lock(&kc_lock);
     for (i = 0; i < kc_cached; i++) {
+        if (tag != 0 && kc_cache_t[i] == tag)
+            same = i;
         if (kc_cache_n[i] >= want && (fit < 0 || kc_cache_n[i] < kc_cache_n[fit]))
             fit = i;
         if (big < 0 || kc_cache_n[i] > kc_cache_n[big])
             big = i;
     }
-    best = fit >= 0 ? fit : big;
+    best = same >= 0 ? same : fit >= 0 ? fit : big;
     if (best < 0) {
         pthread_mutex_unlock(&kc_lock);
         return NULL;
@@ -51,19 +54,23 @@ static void *kc_take(size_t want, size_t *have)
     *have = kc_cache_n[best];
     kc_cached_bytes -= kc_cache_n[best];
     kc_cached--;
-    kc_cache_p[best] = kc_cache_p[kc_cached];
-    kc_cache_n[best] = kc_cache_n[kc_cached];
+    /* keep the order of release (the same-tag search takes the last one) */
+    for (i = best; i < kc_cached; i++) {
+        kc_cache_p[i] = kc_cache_p[i + 1];
+        kc_cache_n[i] = kc_cache_n[i + 1];
+        kc_cache_t[i] = kc_cache_t[i + 1];
+    }
     pthread_mutex_unlock(&kc_lock);
     return p;
 }
 
-void *kcbuf_alloc(size_t *size)
+void *kcbuf_alloc(size_t *size, unsigned tag)
 {
     size_t want = kc_units(*size), have = 0;
     void *p;
     if (want == 0)
         return NULL;
-    p = kc_take(want, &have);
+    p = kc_take(want, tag, &have);
     if (p != NULL) {
         if (have < want) {   /* grow the cached block: its pages come along */
             void *q = mremap(p, have, want, MREMAP_MAYMOVE);
@@ -104,7 +111,7 @@ void *kcbuf_resize(void *p, size_t old, size_t *size)
     return q;
 }
 
-void kcbuf_free(void *p, size_t size)
+void kcbuf_free(void *p, size_t size, unsigned tag)
 {
     if (p == NULL)
         return;
@@ -112,6 +119,7 @@ void kcbuf_free(void *p, size_t size)
     if (kc_cached < KCBUF_CACHE_BLOCKS && size <= KCBUF_CACHE_BYTES - kc_cached_bytes) {
         kc_cache_p[kc_cached] = p;
         kc_cache_n[kc_cached] = size;
+        kc_cache_t[kc_cached] = tag;
         kc_cached++;
         kc_cached_bytes += size;
         p = NULL;
@@ -142,8 +150,9 @@ void kcbuf_trim(void)
 
 #else /* not Linux: the C allocator */
 
-void *kcbuf_alloc(size_t *size)
+void *kcbuf_alloc(size_t *size, unsigned tag)
 {
+    (void)tag;
     return malloc(*size ? *size : 1);
 }
 
@@ -153,9 +162,10 @@ void *kcbuf_resize(void *p, size_t old, size_t *size)
     return realloc(p, *size ? *size : 1);
 }
 
-void kcbuf_free(void *p, size_t size)
+void kcbuf_free(void *p, size_t size, unsigned tag)
 {
     (void)size;
+    (void)tag;
     free(p);
 }
 

@@ -7,9 +7,12 @@
  * mapping is unmapped when the arrays are freed): at 30-60 MB blobs that took more time
  * than the decode. Here a buffer of at least KCBUF_MIN bytes is an anonymous mapping of a
  * whole number of 2 MiB units that grows in place or by moving its pages (mremap: no copy),
- * and on release goes whole to a small process-wide cache (at most 16 blocks, 256 MiB) that
- * the next big allocation takes first (the smallest block that fits, else the largest one,
- * grown), pages and all. Pages never written cost nothing, so a generous reservation stays
+ * and on release goes whole to a small process-wide cache (at most 32 blocks, 256 MiB) that
+ * the next big allocation takes first, pages and all: the block last released under the same
+ * tag (a caller's name for one role, such as "the values column"), else the smallest block
+ * that fits, else the largest one, grown. Tags keep each column on the pages it wrote last
+ * time: without them two columns reserving the same size could swap blocks, and the one
+ * that writes more would fault in fresh pages at every call. Pages never written cost nothing, so a generous reservation stays
  * cheap. (No MADV_HUGEPAGE: with the usual defrag=madvise setting the first touch of such
  * memory may compact memory synchronously, which made first calls 2x slower and erratic.)
  * Elsewhere than Linux these are malloc, realloc and free, without a cache.
@@ -26,17 +29,18 @@
 extern "C" {
 #endif
 
-#define KCBUF_MIN ((size_t)1 << 20)
+#define KCBUF_MIN ((size_t)1 << 18)
 
-/* At least *size bytes (updated to the capacity), or NULL. Contents undefined. */
-void *kcbuf_alloc(size_t *size);
+/* At least *size bytes (updated to the capacity), or NULL. Contents undefined. ``tag``
+ * (0: none) prefers a cached block released under the same tag. */
+void *kcbuf_alloc(size_t *size, unsigned tag);
 
 /* Grow p (capacity old) to at least *size bytes keeping its contents; NULL on failure,
  * and p is then still valid with its old capacity. */
 void *kcbuf_resize(void *p, size_t old, size_t *size);
 
-/* Release a buffer (to the cache, or to the system). */
-void kcbuf_free(void *p, size_t size);
+/* Release a buffer (to the cache under ``tag``, or to the system). */
+void kcbuf_free(void *p, size_t size, unsigned tag);
 
 /* Drop every cached block (for tests and long idle periods). */
 void kcbuf_trim(void);

@@ -20,9 +20,12 @@ FENCE = b"__fence__"
 def make_session() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]")
+             .config("spark.driver.host", "127.0.0.1")    # loopback only
+             .config("spark.driver.bindAddress", "127.0.0.1")
              .appName("kcodec-tests")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2")

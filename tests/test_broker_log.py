@@ -496,7 +496,7 @@ def test_config_names() -> None:
     assert back["segment.bytes"] == "1000" and back["cleanup.policy"] == "delete"
     assert LogConfig.from_topic_configs(back) == cfg
     for bad in ({"segment.bytes": "x"}, {"segment.bytes": "5"},
-                {"message.timestamp.type": "Now"}, {"cleanup.policy": "compact"},
+                {"message.timestamp.type": "Now"}, {"cleanup.policy": "compacted"},
                 {"retention.ms": "-2"}):
         with pytest.raises(InvalidConfig) as ei:
             LogConfig.from_topic_configs(bad)

@@ -362,3 +362,24 @@ def test_directory_argument(tmp_path: Path, capsys) -> None:
     code, _, err = run(capsys, empty)
     assert code == 1 and "empty-dir" in err
 
+
+
+def test_broker_data_dir_finds_the_partition_logs(tmp_path: Path, capsys) -> None:
+    """A kcodec broker's data dir keeps its segments under logs/<topic>-<partition>/."""
+    from kcodec.broker import Cluster
+    from kcodec.client import Producer
+
+    with Cluster(1, data_dir=tmp_path) as c:
+        c.create_topic("a", 1)
+        c.create_topic("b", 2)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for topic, part in (("a", 0), ("b", 0), ("b", 1), ("b", 1)):
+                p.send(topic, b"x", partition=part).result(10)
+    code, out, err = run(capsys, "--json", "--verify", tmp_path)
+    assert code == 0, err
+    rows = jsonl(out)
+    files = [r["file"] for r in rows if "file" in r]
+    assert files == sorted(set(files), key=files.index)
+    parts = [os.path.basename(os.path.dirname(f)) for f in dict.fromkeys(files)]
+    assert parts == ["a-0", "b-0", "b-1"]
+    assert all(os.path.dirname(os.path.dirname(f)) == str(tmp_path / "logs") for f in files)

@@ -1,9 +1,8 @@
 """The ``kcodec`` command at the edges: the real command in a child process, against the
-real broker (Tansu) and the fake cluster, with real signals."""
+real brokers (Tansu, and the kcodec broker where one is killed), with real signals."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import signal
@@ -18,7 +17,6 @@ import pytest
 
 from kcodec.client import Admin, Producer, TopicPartition
 from tests.broker import free_port
-from tests.fake_kafka import FakeKafka
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -61,32 +59,29 @@ def run(*argv: str, timeout: float = 60, stdin: bytes | None = None) -> tuple[in
     return p.returncode, out.decode(), err.decode(), time.monotonic() - t0
 
 
-class FakeThread:
-    """The fake cluster on its own event loop thread, so a child process can talk to it."""
+class DyingBroker:
+    """A one-node kcodec broker the test can kill (its port stops answering, its
+    connections drop), with topic ``t``."""
 
-    def __init__(self, **kw: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.fake: FakeKafka = self.call(FakeKafka(**kw).start())
+    def __init__(self) -> None:
+        from kcodec.broker import Cluster
 
-    def call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+        self.cluster = Cluster(1).start()
+        self.cluster.create_topic("t")
+        self.bootstrap = self.cluster.bootstrap
 
     def kill(self) -> None:
-        self.call(self.fake.kill())
+        self.cluster.stop_node(0)
 
     def close(self) -> None:
-        self.call(self.fake.stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
+        self.cluster.stop()
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeThread]:
-    f = FakeThread(nodes=1, topics={"t": {0: 0}})
-    yield f
-    f.close()
+def dying() -> Iterator[DyingBroker]:
+    b = DyingBroker()
+    yield b
+    b.close()
 
 
 def _create(broker, topic: str, partitions: int) -> None:
@@ -343,10 +338,11 @@ def test_consume_several_topics(broker, topic_name) -> None:
 def test_dump_log_directory_without_segments(tmp_path) -> None:
     rc, out, err, _ = run("dump-log", str(tmp_path))
     assert rc == 1 and err.strip() == \
-        f"kcodec dump-log: error: no log segments (.log files) in directory {tmp_path}"
+        f"kcodec dump-log: error: no log segments (.log files) in directory {tmp_path}, nor in " \
+        "partition directories (<topic>-<partition>/) in it or under its logs/"
 
 
-@pytest.mark.slow   # ~4 s; the fake-cluster twin of this runs by default
+@pytest.mark.slow   # ~4 s; the in-process twin (tests/test_broker_client.py) runs by default
 def test_keyless_lines_spread_over_partitions(broker, topic_name) -> None:
     """seq 1 50000 | kcodec produce -t spread: KIP-794 moves on after batch_size bytes."""
     _create(broker, topic_name, 4)
@@ -362,14 +358,14 @@ def test_keyless_lines_spread_over_partitions(broker, topic_name) -> None:
 
 # ------------------------------------------------------------------ 6. every timeout honoured
 
-def test_produce_timeout_bounds_delivery_when_the_broker_dies(fake) -> None:
-    child = kcodec("produce", "-b", fake.fake.bootstrap, "-t", "t", "--timeout", "2",
+def test_produce_timeout_bounds_delivery_when_the_broker_dies(dying) -> None:
+    child = kcodec("produce", "-b", dying.bootstrap, "-t", "t", "--timeout", "2",
                    stdin=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
     child.stdin.write(b"before\n")
     child.stdin.flush()
     assert child.stdout.readline() == b"partition 0 offset 0\n"
-    fake.kill()
+    dying.kill()
     t0 = time.monotonic()
     child.stdin.write(b"after\n")
     child.stdin.flush()
@@ -381,13 +377,15 @@ def test_produce_timeout_bounds_delivery_when_the_broker_dies(fake) -> None:
     assert "1 lines confirmed" in text
 
 
-def test_consume_timeout_bounds_a_dead_broker(fake) -> None:
-    fake.fake.values[("t", 0)] = [b"a", b"b"]
-    child = kcodec("consume", "-b", fake.fake.bootstrap, "-t", "t", "--from-beginning",
+def test_consume_timeout_bounds_a_dead_broker(dying) -> None:
+    with Producer(bootstrap_servers=dying.bootstrap) as p:
+        for v in (b"a", b"b"):
+            p.send("t", v, partition=0).result(10)
+    child = kcodec("consume", "-b", dying.bootstrap, "-t", "t", "--from-beginning",
                    "--timeout", "2")
     assert child.stdout is not None
     assert child.stdout.readline() == b"0:0 a\n"
-    fake.kill()
+    dying.kill()
     t0 = time.monotonic()
     out, err = finish(child, 30)
     took = time.monotonic() - t0

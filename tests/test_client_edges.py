@@ -180,26 +180,32 @@ def test_poll_counts_everything_it_returned_as_consumed(broker, topic_name) -> N
 def test_consumer_poll_names_a_lost_broker_within_api_timeout() -> None:
     import asyncio
 
-    from kcodec.client import AsyncConsumer, TopicPartition
-    from tests.fake_kafka import FakeKafka
+    from kcodec.broker import Cluster
+    from kcodec.client import AsyncConsumer, Producer, TopicPartition
 
-    async def main() -> None:
-        fake = await FakeKafka(nodes=1).start()
-        fake.values[("t", 0)] = [b"a", b"b"]
-        async with AsyncConsumer(bootstrap_servers=fake.bootstrap, auto_offset_reset="earliest",
+    async def main(broker: Cluster) -> None:
+        async with AsyncConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
                                  api_timeout_ms=1000, request_timeout_ms=500,
                                  fetch_max_wait_ms=50) as c:
             c.assign([TopicPartition("t", 0)])
-            got = await c.poll(5)
-            assert [r.value for r in got[TopicPartition("t", 0)]] == [b"a", b"b"]
-            await fake.kill()
+            got: list = []
+            while len(got) < 2:
+                got += (await c.poll(5)).get(TopicPartition("t", 0), [])
+            assert [r.value for r in got] == [b"a", b"b"]
+            broker.stop_node(0)          # its port stops answering, its connections drop
             t0 = time.monotonic()
             with pytest.raises(BrokerNotAvailableError,
                                match=r"no broker answered for 1\.0 s; last error: .*127\.0\.0\.1"):
                 while time.monotonic() - t0 < 10:
                     await c.poll(0.2)
             assert time.monotonic() - t0 < 6   # before: never
-    asyncio.run(main())
+
+    with Cluster(1) as broker:
+        broker.create_topic("t")
+        with Producer(bootstrap_servers=broker.bootstrap) as p:
+            for v in (b"a", b"b"):
+                p.send("t", v, partition=0).result(10)
+        asyncio.run(main(broker))
 
 
 def test_an_old_failure_without_further_requests_is_not_a_lost_broker() -> None:
@@ -207,13 +213,11 @@ def test_an_old_failure_without_further_requests_is_not_a_lost_broker() -> None:
     application): poll must not call the broker lost."""
     import asyncio
 
-    from kcodec.client import AsyncConsumer, TopicPartition
-    from tests.fake_kafka import FakeKafka
+    from kcodec.broker import Cluster
+    from kcodec.client import AsyncConsumer, Producer, TopicPartition
 
-    async def main() -> None:
-        fake = await FakeKafka(nodes=1).start()
-        fake.values[("t", 0)] = [b"a"]
-        async with AsyncConsumer(bootstrap_servers=fake.bootstrap, auto_offset_reset="earliest",
+    async def main(broker: Cluster) -> None:
+        async with AsyncConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
                                  api_timeout_ms=300, fetch_max_wait_ms=50,
                                  reconnect_backoff_max_ms=100) as c:
             tp = TopicPartition("t", 0)
@@ -224,5 +228,9 @@ def test_an_old_failure_without_further_requests_is_not_a_lost_broker() -> None:
             t0 = time.monotonic()
             while time.monotonic() - t0 < 1.0:
                 assert await c.poll(0.1) == {}
-        await fake.stop()
-    asyncio.run(main())
+
+    with Cluster(1) as broker:
+        broker.create_topic("t")
+        with Producer(bootstrap_servers=broker.bootstrap) as p:
+            p.send("t", b"a", partition=0).result(10)
+        asyncio.run(main(broker))

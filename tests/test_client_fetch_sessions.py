@@ -1,7 +1,9 @@
-"""Incremental fetch sessions (KIP-227): the sans-I/O session, and the consumer against a
-fake broker that keeps sessions as Kafka does. (Tansu, noida-db and librdkafka's mock
-cluster all answer session id 0, "no sessions": against them the consumer stays on full,
-sessionless fetches, which the end-to-end tests cover.)"""
+"""Incremental fetch sessions (KIP-227): the sans-I/O session, and the consumer against the
+kcodec broker, which keeps sessions as Kafka does (its recorded requests show what the
+consumer asked). Tansu, noida-db and librdkafka's mock cluster all answer session id 0, "no
+sessions": against them the consumer stays on full, sessionless fetches, which the
+end-to-end tests cover; a fake broker answering that way checks every fetch stays full (the
+kcodec broker always keeps sessions from Fetch v7 on)."""
 
 from __future__ import annotations
 
@@ -128,47 +130,61 @@ async def _consume(c: AsyncConsumer, got: list, n: int, timeout: float = 5) -> N
 
 
 def test_consumer_uses_incremental_fetches_and_recovers_an_evicted_session():
-    async def main() -> None:
-        fake = await SessionFake(nodes=1, topics={"t": {0: 0, 1: 0, 2: 0}}).start()
-        for p in range(3):
-            fake.values[("t", p)] = [f"{p}-0".encode()]
-        try:
-            async with AsyncConsumer(bootstrap_servers=fake.bootstrap, auto_offset_reset="earliest",
-                                     fetch_max_wait_ms=50, retry_backoff_ms=20) as c:
-                c.assign([TopicPartition("t", p) for p in range(3)])
-                got: list[bytes] = []
-                await _consume(c, got, 3)
-                await asyncio.sleep(0.3)                     # idle: nothing moves
-                assert fake.seen[0][:2] == (0, 0)            # the first fetch creates it
-                sid = fake.seen[1][0]
-                assert sid != 0
-                idle = fake.seen[2:]
-                assert idle and all(s[0] == sid and s[2] == 0 for s in idle), fake.seen
-                n = len(fake.seen)
-                fake.values[("t", 1)].append(b"1-1")
-                await _consume(c, got, 4)
-                await asyncio.sleep(0.2)
-                # the fetch after the new record names only the partition that moved
-                assert [s[2] for s in fake.seen[n:]].count(1) == 1, fake.seen[n:]
-                assert all(s[2] <= 1 for s in fake.seen[n:])
-                epochs = [s[1] for s in fake.seen if s[0] == sid]
-                assert epochs == list(range(1, len(epochs) + 1))
-                fake.evict()                                  # the broker forgot it
-                fake.values[("t", 2)].append(b"2-1")
-                await _consume(c, got, 5)
-                assert sorted(got) == sorted([b"0-0", b"1-0", b"2-0", b"1-1", b"2-1"])
-                assert len(got) == 5                         # nothing twice
-                # a new session was created after FETCH_SESSION_ID_NOT_FOUND
-                assert sum(1 for s in fake.seen if s[:2] == (0, 0)) >= 2
-                n = len(fake.seen)
-                c.pause(TopicPartition("t", 0))
-                await asyncio.sleep(0.3)
-                # the paused partition leaves the session (forgotten), once
-                assert [s[3] for s in fake.seen[n:]].count(1) == 1, fake.seen[n:]
-        finally:
-            await fake.stop()
+    """On the kcodec broker, which keeps sessions as Kafka does; the requests it recorded
+    show what the consumer asked (session id, epoch, partitions, forgotten partitions)."""
+    from kcodec.broker import Cluster
+    from kcodec.client import Producer
 
-    asyncio.run(main())
+    def seen(b: Cluster) -> list[tuple[int, int, int, int]]:
+        return [(r.body.session_id, r.body.session_epoch,
+                 sum(len(t.partitions) for t in r.body.topics),
+                 sum(len(t.partitions) for t in r.body.forgotten_topics_data))
+                for r in b.recorded("Fetch")]
+
+    def send(b: Cluster, value: bytes, partition: int) -> None:
+        with Producer(bootstrap_servers=b.bootstrap) as p:
+            p.send("t", value, partition=partition).result(10)
+
+    async def main(b: Cluster) -> None:
+        async with AsyncConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
+                                 fetch_max_wait_ms=50, retry_backoff_ms=20) as c:
+            c.assign([TopicPartition("t", p) for p in range(3)])
+            got: list[bytes] = []
+            await _consume(c, got, 3)
+            await asyncio.sleep(0.3)                         # idle: nothing moves
+            assert seen(b)[0][:2] == (0, 0)                  # the first fetch creates it
+            sid = seen(b)[1][0]
+            assert sid != 0
+            idle = seen(b)[2:]
+            assert idle and all(x[0] == sid and x[2] == 0 for x in idle), seen(b)
+            n = len(seen(b))
+            await asyncio.to_thread(send, b, b"1-1", 1)
+            await _consume(c, got, 4)
+            await asyncio.sleep(0.2)
+            # the fetch after the new record names only the partition that moved
+            assert [x[2] for x in seen(b)[n:]].count(1) == 1, seen(b)[n:]
+            assert all(x[2] <= 1 for x in seen(b)[n:])
+            epochs = [x[1] for x in seen(b) if x[0] == sid]
+            assert epochs == list(range(1, len(epochs) + 1))
+            b.nodes[0].fetch_sessions.close(sid)             # the broker forgot it
+            await asyncio.to_thread(send, b, b"2-1", 2)
+            await _consume(c, got, 5)
+            assert sorted(got) == sorted([b"0-0", b"1-0", b"2-0", b"1-1", b"2-1"])
+            assert len(got) == 5                             # nothing twice
+            # a new session was created after FETCH_SESSION_ID_NOT_FOUND
+            assert sum(1 for x in seen(b) if x[:2] == (0, 0)) >= 2
+            n = len(seen(b))
+            c.pause(TopicPartition("t", 0))
+            await asyncio.sleep(0.3)
+            # the paused partition leaves the session (forgotten), once
+            assert [x[3] for x in seen(b)[n:]].count(1) == 1, seen(b)[n:]
+
+    with Cluster(1) as b:
+        b.create_topic("t", 3)
+        for part in range(3):
+            send(b, f"{part}-0".encode(), part)
+        b.record()
+        asyncio.run(main(b))
 
 
 def test_consumer_against_a_broker_without_sessions_fetches_in_full():

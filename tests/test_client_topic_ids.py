@@ -1,18 +1,17 @@
 """Topic ids (KIP-516): Fetch v13+ and Produce v13 name topics by id when the metadata
-gives ids, fall back to the last named version when it does not, and UNKNOWN_TOPIC_ID
-makes the client re-learn the metadata."""
+gives ids (the kcodec broker), fall back to the last named version when it does not (the
+scriptable fake, whose metadata has no ids, as brokers before Kafka 2.8), and
+UNKNOWN_TOPIC_ID makes the client re-learn the metadata."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from typing import Any
 
 import pytest
 
 from kcodec.client import AsyncConsumer, AsyncProducer, TopicPartition
-from kcodec.protocol import MetadataResponse, ProduceResponse, encode_response
+from kcodec.protocol import MetadataResponse
 from tests.fake_kafka import FakeKafka
 
 
@@ -52,94 +51,36 @@ def test_fetch_by_topic_id_against_tansu(broker, topic_name, versions):
     assert fetch_versions and min(fetch_versions) >= 13     # by topic id (Tansu: up to 17)
 
 
-class IdFake(FakeKafka):
-    """The fake cluster with topic ids in its metadata and Produce v13 (by id)."""
-
-    def __init__(self, *a: Any, **kw: Any) -> None:
-        super().__init__(*a, **kw)
-        self.ids = {t: uuid.uuid4() for t in self.topics}
-        self.unknown_id_fetches = 0           # answer this many fetches UNKNOWN_TOPIC_ID
-
-    def _answer(self, node: int, header: Any, body: Any) -> Any:
-        msg = super()._answer(node, header, body)
-        if header.request_api_key == 3:
-            for t in msg.topics:
-                if t.name in self.ids:
-                    t.topic_id = self.ids[t.name]
-        return msg
-
-    async def _produce(self, node: int, header: Any, body: Any, writer: Any) -> None:
-        if header.request_api_version < 13:
-            return await super()._produce(node, header, body, writer)
-        by_id = {v: k for k, v in self.ids.items()}
-        topics = []
-        for t in body.topic_data:
-            name = by_id[t.topic_id]
-            parts = []
-            for p in t.partition_data:
-                code, base = self.write(node, name, p.index, p.records)
-                parts.append(ProduceResponse.PartitionProduceResponse(
-                    index=p.index, error_code=code, base_offset=base, log_append_time_ms=-1))
-            topics.append(ProduceResponse.TopicProduceResponse(
-                topic_id=t.topic_id, partition_responses=parts))
-        writer.write(encode_response(ProduceResponse(responses=topics),
-                                     header.request_api_version, header.correlation_id))
-
-    async def _fetch(self, node: int, header: Any, body: Any, writer: Any) -> None:
-        from kcodec.protocol import FetchResponse as F
-        from kcodec.records import RecordBatchBuilder
-
-        by_id = {v: k for k, v in self.ids.items()}
-        topics = []
-        for t in body.topics:
-            name = t.topic if header.request_api_version < 13 else by_id.get(t.topic_id)
-            parts = []
-            for p in t.partitions:
-                vals = self.values.get((name, p.partition), [])
-                code, records = 0, b""
-                if self.unknown_id_fetches:
-                    self.unknown_id_fetches -= 1
-                    code = 100
-                elif p.fetch_offset < len(vals):
-                    b = RecordBatchBuilder(base_offset=p.fetch_offset)
-                    for v in vals[p.fetch_offset:]:
-                        b.append(None, v, None, 1000)
-                    records = b.build()
-                parts.append(F.PartitionData(partition_index=p.partition, error_code=code,
-                                             high_watermark=len(vals), records=records))
-            topics.append(F.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id,
-                                                   partitions=parts))
-        await asyncio.sleep(0.02)
-        writer.write(encode_response(F(responses=topics), header.request_api_version,
-                                     header.correlation_id))
-
-
 def test_produce_v13_and_fetch_by_id_with_unknown_topic_id_recovery(versions):
-    async def main() -> None:
-        fake = await IdFake(nodes=1, topics={"t": {0: 0}}).start()
-        try:
-            async with AsyncProducer(bootstrap_servers=fake.bootstrap) as p:
-                results = [await p.send_and_wait("t", f"v{i}".encode(), partition=0)
-                           for i in range(3)]
-            assert [r.offset for r in results] == [0, 1, 2]
-            assert (0, 13) in versions                     # Produce by topic id
-            fake.values[("t", 0)] = [b"v0", b"v1", b"v2"]
-            fake.unknown_id_fetches = 2
-            metadata_before = sum(1 for k, _ in versions if k == 3)
-            async with AsyncConsumer(bootstrap_servers=fake.bootstrap,
-                                     auto_offset_reset="earliest", retry_backoff_ms=20) as c:
-                c.assign([TopicPartition("t", 0)])
-                got: list[bytes] = []
-                deadline = time.monotonic() + 5
-                while len(got) < 3 and time.monotonic() < deadline:
-                    got += [r.value for rs in (await c.poll(0.1)).values() for r in rs]
-            assert got == [b"v0", b"v1", b"v2"]
-            assert {v for k, v in versions if k == 1} >= {17}   # Fetch by id
-            assert sum(1 for k, _ in versions if k == 3) > metadata_before + 1   # re-learnt
-        finally:
-            await fake.stop()
+    """On the kcodec broker (topic ids in Metadata, Produce v13 and Fetch v17 by id); two
+    fetches are answered UNKNOWN_TOPIC_ID (pushed errors), and the consumer re-learns the
+    metadata and goes on."""
+    from kcodec.broker import Cluster
 
-    asyncio.run(main())
+    async def main(b: Cluster) -> None:
+        async with AsyncProducer(bootstrap_servers=b.bootstrap) as p:
+            results = [await p.send_and_wait("t", f"v{i}".encode(), partition=0)
+                       for i in range(3)]
+        assert [r.offset for r in results] == [0, 1, 2]
+        assert (0, 13) in versions                     # Produce by topic id
+        assert {r.api_version for r in b.recorded("Produce")} == {13}
+        b.push_errors("Fetch", [100, 100])             # UNKNOWN_TOPIC_ID, twice
+        metadata_before = sum(1 for k, _ in versions if k == 3)
+        async with AsyncConsumer(bootstrap_servers=b.bootstrap,
+                                 auto_offset_reset="earliest", retry_backoff_ms=20) as c:
+            c.assign([TopicPartition("t", 0)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 5
+            while len(got) < 3 and time.monotonic() < deadline:
+                got += [r.value for rs in (await c.poll(0.1)).values() for r in rs]
+        assert got == [b"v0", b"v1", b"v2"]
+        assert {v for k, v in versions if k == 1} >= {17}   # Fetch by id
+        assert sum(1 for k, _ in versions if k == 3) > metadata_before + 1   # re-learnt
+
+    with Cluster(1) as b:
+        b.create_topic("t")
+        b.record()
+        asyncio.run(main(b))
 
 
 def test_without_topic_ids_the_named_versions_are_used(versions):

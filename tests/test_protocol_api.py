@@ -132,15 +132,17 @@ def test_version_negotiation() -> None:
     A = ApiVersionsResponse
     broker = A(api_keys=[A.ApiVersion(api_key=3, min_version=0, max_version=99),
                          A.ApiVersion(api_key=1, min_version=0, max_version=3),
+                         A.ApiVersion(api_key=2, min_version=90, max_version=99),
                          A.ApiVersion(api_key=18, min_version=0, max_version=3)])
     assert kp.pick_version(3, broker) == 13
     assert kp.pick_version(3, broker, max_version=9) == 9
     assert kp.pick_version(18, broker) == 3
-    with pytest.raises(UnsupportedVersionError, match="no common version of FetchRequest"):
-        kp.pick_version(1, broker)  # kcodec's FetchRequest starts at v4
+    assert kp.pick_version(1, broker) == 3  # Fetch v0-3 are declared (from the 3.x specs)
+    with pytest.raises(UnsupportedVersionError, match="no common version of ListOffsetsRequest"):
+        kp.pick_version(2, broker)
     with pytest.raises(UnsupportedVersionError, match="does not support ProduceRequest"):
         kp.pick_version(0, broker)
-    assert kp.negotiate(broker) == {3: 13, 18: 3}
+    assert kp.negotiate(broker) == {1: 3, 3: 13, 18: 3}
     # unstable latest versions are left out unless asked for
     lo, hi = kp.supported_versions(2)
     assert hi == kp.REQUESTS[2].MAX_VERSION - (1 if kp.REQUESTS[2].LATEST_UNSTABLE else 0)

@@ -222,6 +222,27 @@ def test_append_with_offset_metadata_class_and_first_timestamp(twin) -> None:
         b.RecordBatchBuilder(metadata_class=dict)
 
 
+@pytest.mark.parametrize("base", [0, 5])
+def test_append_with_offset_checks_the_delta_range_at_any_base(pair, base: int) -> None:
+    """The same values and errors from both twins, with the base offset 0 that the clients'
+    builders use (the compiled twin passes the offset through as the delta) and another."""
+    got = []
+    for b in pair("batch"):
+        builder = b.RecordBatchBuilder(base_offset=base)
+        out = [builder.append_with_offset(base + 3, 1, None, b"v").offset_delta,
+               builder.append_with_offset(base + 2**31 - 1, 1, None, b"v").offset_delta]
+        for offset in (base + 2**31, base - 2**31 - 1, 2**63, True):
+            try:
+                builder.append_with_offset(offset, 1, None, b"v")
+                out.append("ok")
+            except EncodeError as exc:
+                out.append((type(exc).__name__, str(exc)))
+        got.append(out)
+    assert got[0] == got[1]
+    assert got[0][:2] == [3, 2**31 - 1]
+    assert all(isinstance(x, tuple) for x in got[0][2:])
+
+
 @pytest.mark.parametrize("bad", [
     dict(offset="0"), dict(timestamp="1"), dict(key="str"), dict(value=1.5)])
 def test_wrong_types_raise_an_encode_error_that_is_a_type_error(twin, bad) -> None:
@@ -231,3 +252,33 @@ def test_wrong_types_raise_an_encode_error_that_is_a_type_error(twin, bad) -> No
     with pytest.raises(EncodeTypeError) as info:
         b.RecordBatchBuilder().append_with_offset(**args)
     assert isinstance(info.value, TypeError) and isinstance(info.value, EncodeError)
+
+
+@pytest.mark.parametrize("validate", [False, True])
+def test_legacy_inner_crc_of_a_wrapper(twin, validate: bool) -> None:
+    """An inner message with a wrong CRC-32 in a wrapper whose own CRC is right: without
+    validation its record says so through validate_crc(); with validation iterating the
+    wrapper raises (the compiled records then take the checked CRCs as computed)."""
+    import struct
+
+    from kcodec.compression import compress
+    from kcodec.errors import ChecksumError
+
+    legacy, batch = twin("legacy"), twin("batch")
+    ms = legacy.MessageSetBuilder(magic=1)
+    for i in range(3):
+        ms.append(b"key%d" % i, b"value" * (i + 1), 100 + i)
+    inner = bytearray(ms.build())
+    size = int.from_bytes(inner[8:12], "big")
+    inner[12 + size + 12] ^= 0xFF          # the second message's stored CRC
+    value = compress("gzip", bytes(inner))
+    body = struct.pack(">bbqi", 1, 1, 102, -1) + struct.pack(">i", len(value)) + value
+    wrapper = struct.pack(">qiI", 2, len(body) + 4, zlib.crc32(body)) + body
+    it = batch.iter_batches(wrapper, validate_crc=validate)
+    if validate:
+        with pytest.raises(ChecksumError):
+            [r for b in it for r in b]
+    else:
+        recs = [r for b in it for r in b]
+        assert [r.value for r in recs] == [b"value", b"value" * 2, b"value" * 3]
+        assert [r.validate_crc() for r in recs] == [True, False, True]

@@ -22,7 +22,11 @@ def _pair():
     return (py if NO_EXT else _impl.twin("batch", "cython")), py
 
 KEEP = ["nothing", "record", "key", "value", "headers", "pair", "hkey", "hvalue", "interned",
-        "hashes", "append"]
+        "hashes", "append", "offset", "timestamp"]
+# Offsets and timestamps of one, two and three 30-bit digits (ints are rewritten in place
+# only when nobody else holds them and the digit count and sign match).
+BASES = st.sampled_from([0, 1000, 2**31, 2**61 - 5])
+TIMESTAMPS = st.sampled_from([1_700_000_000_000, -(2**40), 2**60 + 3, 5])
 
 blob = st.one_of(st.none(), st.sampled_from([b"", b"x", b"ab", b"abcd", b"wxyz"]),
                  st.binary(min_size=0, max_size=12))
@@ -32,10 +36,10 @@ header = st.tuples(hkey, blob)
 row = st.tuples(blob, blob, st.lists(header, max_size=3))
 
 
-def _build(batch, rows):
-    b = batch.RecordBatchBuilder()
+def _build(batch, rows, base=0, ts=1_700_000_000_000):
+    b = batch.RecordBatchBuilder(base_offset=base)
     for i, (k, v, hs) in enumerate(rows):
-        b.append(k, v, hs, timestamp=1_700_000_000_000 + i)
+        b.append(k, v, hs, timestamp=ts + (i if i % 3 else -i))
     return b.build()
 
 
@@ -71,6 +75,10 @@ def _consume(mod, data, policy):
                 # Caches each object's hash: a reused object must not keep a stale one.
                 kept.append((hash(r.key), hash(r.value),
                              [(hash(k), hash(v)) for k, v in r.headers]))
+            elif what == "offset":
+                kept.append(r.offset)
+            elif what == "timestamp":
+                kept.append(r.timestamp)
             elif what == "append":
                 r.headers.append(("extra", b"!"))
                 seen[-1] = _fields(r)
@@ -91,10 +99,11 @@ def _snapshot(kept):
 
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(row, min_size=1, max_size=12),
-       policy=st.lists(st.sampled_from(KEEP), min_size=1, max_size=6))
-def test_kept_objects_keep_their_values(rows, policy) -> None:
+       policy=st.lists(st.sampled_from(KEEP), min_size=1, max_size=6), base=BASES,
+       ts=TIMESTAMPS)
+def test_kept_objects_keep_their_values(rows, policy, base, ts) -> None:
     cy, py = _pair()
-    data = _build(py, rows)
+    data = _build(py, rows, base, ts)
     kept_c, seen_c = _consume(cy, data, policy)
     kept_p, seen_p = _consume(py, data, policy)
     assert seen_c == seen_p

@@ -52,6 +52,34 @@ def test_twins_build_identical_bytes(pair) -> None:
         assert outs[0] == outs[1]
 
 
+# Key/value sizes on both sides of where a record's length varint grows (64, 8192, 2**20
+# bytes of body): the compiled builder writes a record after a guessed length size and moves
+# it when the guess is wrong.
+_EDGE_SIZES = [None, 0, 1, 20, 39, 40, 41, 63, 64, 100, 8100, 8150, 8166, 8170, 8191, 8192,
+               20000, 1048500, 1048546]
+_EDGE_HEADERS = [None, [], [("a", b"x")], [("\u00e9", None), (b"k", bytearray(b"q"))],
+                 (("t", b"1" * 60),), [("long" * 100, b"z" * 5000)]]
+
+
+def test_twins_build_identical_bytes_at_length_edges(pair) -> None:
+    import random
+
+    cy, py = pair("batch")
+    rnd = random.Random(7)
+    for _ in range(60):
+        builders = [m.RecordBatchBuilder(max_size=1 << 24) for m in (cy, py)]
+        for i in range(rnd.randint(1, 5)):
+            k, v = rnd.choice(_EDGE_SIZES), rnd.choice(_EDGE_SIZES)
+            key = None if k is None else bytes(range(256)) * (k // 256) + bytes(k % 256)
+            value = None if v is None else memoryview(b"v" * v) if i % 2 else b"v" * v
+            headers = rnd.choice(_EDGE_HEADERS)
+            ts = rnd.choice([TS + i, 0, -5, True])
+            metas = [bb.append(key, value, headers, ts) for bb in builders]
+            got = [(m.offset_delta, m.timestamp, type(m.timestamp), m.size) for m in metas]
+            assert got[0] == got[1]
+        assert builders[0].build() == builders[1].build()
+
+
 @pytest.mark.parametrize("magic", [0, 1])
 def test_legacy_round_trip(twin, magic: int) -> None:
     b, L = twin("batch"), twin("legacy")

@@ -60,7 +60,8 @@ def test_options_are_case_insensitive_strings() -> None:
     ({**BS, "subscribe": "a", "kafka.value.deserializer": "x"}, "always binary"),
     ({**BS, "subscribe": "a", "kafka.enable.auto.commit": "true"}, "commitOffsetsToGroup"),
     ({**BS, "subscribe": "a", "kafka.interceptor.classes": "x"}, "Java classes"),
-    ({**BS, "subscribe": "a", "kafka.sasl.mechanism": "PLAIN"}, "not supported by kcodec"),
+    ({**BS, "subscribe": "a", "kafka.sasl.mechanism": "PLAIN"}, "kafka.security.protocol is PLAINTEXT"),
+    ({**BS, "subscribe": "a", "kafka.sasl.kerberos.service.name": "x"}, "not supported by kcodec"),
     ({**BS, "subscribe": "a", "nosuchoption": "1"}, "unknown option 'nosuchoption'"),
     ({**BS, "subscribe": "a", "failondataloss": "maybe"}, "true or false"),
     ({**BS, "subscribe": "a", "minpartitions": "0"}, "at least 1"),
@@ -202,6 +203,168 @@ def test_limit_offsets_by_backlog() -> None:
     got = limit_offsets(start, latest, 7)
     assert sum(got[tp] - start[tp] for tp in got) == 7
     assert all(start[tp] <= got[tp] <= latest[tp] for tp in got)
+
+
+def test_big_fetches_reach_spark_in_slices() -> None:
+    """A fetch decoded whole is handed to Spark in slices of a few MiB that share its
+    memory, in order, with nothing lost or repeated; a small one as it is."""
+    import pyarrow as pa
+
+    n = 200_000
+    rb = pa.RecordBatch.from_arrays([pa.array(range(n), pa.int64()),
+                                     pa.array([b"v" * 100] * n, pa.binary())], ["o", "v"])
+    parts = list(_kafka._slices(rb))
+    assert len(parts) > 3
+    assert all(p.nbytes <= (_kafka._SLICE_BYTES * 11) // 10 for p in parts)
+    assert pa.Table.from_batches(parts).column("o").to_pylist() == list(range(n))
+    base = rb.column(1).buffers()[2].address
+    assert all(p.column(1).buffers()[2].address == base for p in parts)   # no copy
+    small = rb.slice(0, 100)
+    assert list(_kafka._slices(small)) == [small]
+    assert list(_kafka._slices(rb.slice(0, 0))) == []
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _stream_reader(monkeypatch, old_api: bool = False, **kw: str):
+    """A stream reader over a fake broker: ``reader.latest`` is what ListOffsets LATEST
+    answers for the two partitions of topic t (earliest is 0)."""
+    from kcodec.spark import stream
+
+    clock = _Clock()
+    monkeypatch.setattr(stream, "_now", clock)
+    base = stream._OldApiReader if old_api else stream.KafkaStreamReader
+
+    class Fake(base):  # type: ignore[misc, valid-type]
+        latest = {("t", 0): 0, ("t", 1): 0}
+
+        def _partitions(self):
+            return sorted(self.latest)
+
+        def _ends(self, tps):
+            return {tp: 0 for tp in tps}, {tp: self.latest[tp] for tp in tps}
+
+    r = Fake(parse_source({**BS, "subscribe": "t", "startingoffsets": "earliest", **kw},
+                          streaming=True))
+    return r, clock
+
+
+def _offs(a: int, b: int) -> dict:
+    return {"t": {"0": a, "1": b}}
+
+
+def test_min_offsets_per_trigger_waits_like_spark(monkeypatch) -> None:
+    """minOffsetsPerTrigger / maxTriggerDelay as Spark's Kafka source: the first trigger
+    runs; later ones are skipped (end = start) while fewer than the minimum new offsets
+    wait, until maxTriggerDelay has passed since the last trigger that ran."""
+    r, clock = _stream_reader(monkeypatch, minOffsetsPerTrigger="100", maxTriggerDelay="30s")
+    r.latest = {("t", 0): 10, ("t", 1): 5}
+    start = r.initialOffset()
+    assert start == _offs(0, 0)
+    end = r._next_end(start, None, 100)            # the first trigger never waits
+    assert end == _offs(10, 5)
+    r.latest = {("t", 0): 60, ("t", 1): 30}         # 75 new: fewer than 100
+    clock.t += 10
+    assert r._next_end(end, None, 100) == end
+    clock.t += 19.9                                 # 29.9 s since the last batch
+    assert r._next_end(end, None, 100) == end
+    r.latest = {("t", 0): 70, ("t", 1): 40}         # 95 new
+    clock.t += 0.1                                  # 30 s: maxTriggerDelay has passed
+    end2 = r._next_end(end, None, 100)
+    assert end2 == _offs(70, 40)
+    r.latest = {("t", 0): 140, ("t", 1): 80}        # 110 new, at once
+    clock.t += 1
+    end3 = r._next_end(end2, None, 100)
+    assert end3 == _offs(140, 80)
+    # with maxOffsetsPerTrigger as well: the minimum decides whether, the maximum how much
+    r.latest = {("t", 0): 440, ("t", 1): 180}       # 400 new
+    clock.t += 1
+    end4 = r._next_end(end3, 200, 100)
+    assert sum(end4["t"][p] - end3["t"][p] for p in ("0", "1")) == 200
+    r.latest = {("t", 0): 440, ("t", 1): 180}
+    clock.t += 1
+    assert r._next_end(end4, 200, 250) == end4      # 200 left: fewer than 250, wait
+
+
+def test_min_offsets_per_trigger_not_with_available_now(monkeypatch) -> None:
+    r, clock = _stream_reader(monkeypatch, minOffsetsPerTrigger="1000")
+    r.latest = {("t", 0): 3, ("t", 1): 4}
+    r._next_end(_offs(0, 0), None, 1000)
+    r.prepareForTriggerAvailableNow()
+    clock.t += 1
+    r.latest = {("t", 0): 9, ("t", 1): 9}           # past the AvailableNow target
+    assert r._next_end(_offs(0, 0), None, 1000) == _offs(3, 4)
+
+
+def test_new_api_read_limits(monkeypatch) -> None:
+    from kcodec.spark import stream
+
+    if not stream.NEW_API:
+        pytest.skip("ReadLimit arrives with pyspark 4.2")
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    r, clock = _stream_reader(monkeypatch, minOffsetsPerTrigger="50",
+                              maxOffsetsPerTrigger="80", maxTriggerDelay="1m")
+    assert r.getDefaultReadLimit() == ReadMaxRows(80)
+    r.latest = {("t", 0): 100, ("t", 1): 100}
+    end = r.latestOffset(_offs(0, 0), ReadMaxRows(80))
+    assert sum(end["t"].values()) == 80
+    clock.t += 1
+    r.latest = {("t", 0): 100, ("t", 1): 100}
+    end2 = r.latestOffset(end, ReadMaxRows(80))        # 120 waiting: at least 50
+    assert sum(end2["t"].values()) == 160
+    clock.t += 1
+    assert r.latestOffset(end2, ReadMaxRows(80)) == end2     # 40 waiting: fewer than 50
+    assert r.latestOffset(end2, ReadAllAvailable()) == _offs(100, 100)
+    r2, _ = _stream_reader(monkeypatch, minOffsetsPerTrigger="50")
+    assert r2.getDefaultReadLimit() == ReadMinRows(50)
+
+
+def test_old_api_reader_chains_ends_and_is_safe_on_restart(monkeypatch) -> None:
+    """pyspark 4.0/4.1: latestOffset() has no start; the reader chains the ends it hands
+    out. A reader for a restarted query (no initialOffset call) first reads to the
+    latest offsets, never to an end before the checkpoint's start."""
+    r, clock = _stream_reader(monkeypatch, old_api=True, maxOffsetsPerTrigger="10")
+    r.latest = {("t", 0): 30, ("t", 1): 30}
+    assert r.initialOffset() == _offs(0, 0)
+    ends = []
+    for _ in range(7):
+        clock.t += 1
+        ends.append(r.latestOffset())
+    assert [sum(e["t"].values()) for e in ends] == [10, 20, 30, 40, 50, 60, 60]
+    restarted, _ = _stream_reader(monkeypatch, old_api=True, maxOffsetsPerTrigger="10")
+    restarted.latest = {("t", 0): 30, ("t", 1): 30}
+    assert restarted.latestOffset() == _offs(30, 30)
+    restarted.latest = {("t", 0): 50, ("t", 1): 30}
+    assert restarted.latestOffset() == _offs(40, 30)
+
+
+def test_pushdown_detection_fails_safe() -> None:
+    """Which reader the source hands Spark: the one with pushFilters only when the calling
+    pyspark worker is the pushdown one, or the planning worker says pushdown is on;
+    anything unrecognised means the plain reader (Spark then filters every row itself:
+    slower, never wrong). The Spark tests check both settings on each pyspark release."""
+    from kcodec.spark.source import pushdown_enabled
+
+    def call_from(filename: str, **local_vars: object) -> bool:
+        env: dict = {"detect": pushdown_enabled, **local_vars}
+        exec(compile("result = (lambda: detect())()", filename, "exec"), env)
+        return env["result"]
+
+    assert pushdown_enabled() is False
+    worker = "/x/site-packages/pyspark/sql/worker/"
+    assert call_from(worker + "data_source_pushdown_filters.py") is True
+    assert call_from(worker + "plan_data_source_read.py", enable_pushdown=True) is True
+    assert call_from(worker + "plan_data_source_read.py", enable_pushdown=False) is False
+    assert call_from(worker + "plan_data_source_read.py") is False
+    assert call_from(worker + "plan_data_source_read.py", enable_pushdown="yes") is False
+    assert call_from("/x/other/pushdown.py", enable_pushdown=True) is False
 
 
 # ---------------------------------------------------------------------------------------------

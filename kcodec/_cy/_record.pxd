@@ -1,4 +1,5 @@
 # Record objects shared by the compiled record twins (batch, legacy); see kcodec/_py/_record.py.
+cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 
@@ -23,6 +24,14 @@ cdef class ControlRecord(Record):
     cdef object coordinator_epoch
 
 
+@cython.no_gc
+cdef class RecordMetadata:
+    cdef object offset_delta
+    cdef object timestamp
+    cdef object size
+    cdef object crc
+
+
 # Record, ControlRecord and RecordMetadata (defined in _record.pyx) are made through these.
 cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,
                        object value, list headers, int attributes, Py_ssize_t size)
@@ -31,8 +40,10 @@ cdef object make_control(int64_t offset, int64_t timestamp, int timestamp_type,
                          Py_ssize_t where, Py_ssize_t size)
 cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
                          int64_t crc=*)
+cdef object new_metadata_ts(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
+                            object ts_obj)
 cdef object new_metadata_of(type cls, int64_t offset_delta, int64_t timestamp,
-                            Py_ssize_t size)
+                            Py_ssize_t size, object ts_obj=*)
 
 
 cdef class ByteHolder:

@@ -126,12 +126,8 @@ cdef class ControlRecord(Record):
 cdef class RecordMetadata:
     """What a builder's ``append`` returns: ``offset_delta`` (from the base offset),
     ``timestamp`` (as written), ``size`` (bytes the record takes in the batch) and ``crc``
-    (a legacy message's CRC-32; None for v2 records)."""
-
-    cdef object offset_delta
-    cdef object timestamp
-    cdef object size
-    cdef object crc
+    (a legacy message's CRC-32; None for v2 records). Its fields are declared in
+    _record.pxd, so that kcodec._cy.peer can subclass it in C."""
 
     def __init__(self, offset_delta, timestamp, size, crc=None):
         self.offset_delta = offset_delta
@@ -272,12 +268,24 @@ cdef object new_metadata(int64_t offset_delta, int64_t timestamp, Py_ssize_t siz
 cdef tuple _NO_ARGS = ()
 
 
+cdef object new_metadata_ts(int64_t offset_delta, int64_t timestamp, Py_ssize_t size,
+                            object ts_obj):
+    """A v2 append's RecordMetadata; ``ts_obj`` (an exact int equal to ``timestamp``, or
+    None) is stored as the timestamp instead of a new int."""
+    cdef RecordMetadata m = RecordMetadata.__new__(RecordMetadata)
+    m.offset_delta = PyLong_FromLongLong(offset_delta)
+    m.timestamp = PyLong_FromLongLong(timestamp) if ts_obj is None else ts_obj
+    m.size = size
+    m.crc = None
+    return m
+
+
 cdef object new_metadata_of(type cls, int64_t offset_delta, int64_t timestamp,
-                            Py_ssize_t size):
+                            Py_ssize_t size, object ts_obj=None):
     """A RecordMetadata of subclass ``cls`` (a builder's metadata_class)."""
     cdef RecordMetadata m = (<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, _NO_ARGS, NULL)
     m.offset_delta = PyLong_FromLongLong(offset_delta)
-    m.timestamp = PyLong_FromLongLong(timestamp)
+    m.timestamp = PyLong_FromLongLong(timestamp) if ts_obj is None else ts_obj
     m.size = size
     m.crc = None
     return m

@@ -17,8 +17,8 @@ from kcodec._cy._reader cimport (
     raise_corrupt, read_i8, read_varint, read_varlong, uvar_size, zigzag32, zigzag64,
 )
 from kcodec._cy._record cimport (
-    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_metadata_of, new_record,
-    take_bytes,
+    Growable, check_i64, crc32_ieee, make_control, new_metadata, new_metadata_of,
+    new_metadata_ts, new_record, take_bytes,
 )
 from kcodec._cy._record import parse_control
 from kcodec._cy._record cimport Record as CRecord
@@ -26,7 +26,7 @@ from cpython.ref cimport Py_XDECREF
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy.legacy cimport LegacyBatch, message_at
 
-import time
+from cpython.time cimport PyTime_TimeRaw
 
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 
@@ -359,7 +359,8 @@ cdef extern from *:
     static inline int kc_str_equal(PyObject* o, const uint8_t* p, Py_ssize_t n) {
         return (o != NULL && PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)
                 && PyUnicode_GET_LENGTH(o) == n
-                && (n == 0 || memcmp(PyUnicode_DATA(o), p, (size_t)n) == 0));
+                && (n == 0 || (((const uint8_t*)PyUnicode_DATA(o))[0] == p[0]
+                               && memcmp(PyUnicode_DATA(o), p, (size_t)n) == 0)));
     }
     /* Rewrite the str `o` with the n ASCII bytes at p when nothing else holds it. */
     static int kc_str_refill(PyObject* o, const uint8_t* p, Py_ssize_t n) {
@@ -381,6 +382,40 @@ cdef extern from *:
     #if defined(__GNUC__) || defined(__clang__)
     #pragma GCC diagnostic pop
     #endif
+    /* A new reference to an int of value v: `old` rewritten in place when nothing else
+       holds it and it has the same sign and number of digits (ints made by
+       PyLong_FromLongLong; the digit layout of CPython 3.11, and of 3.12+ with its tag). */
+    static PyObject* kc_long(PyObject* old, long long v) {
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030F0000 && PyLong_SHIFT == 30
+        if (v != 0 && KC_SOLE(old) && PyLong_CheckExact(old)) {
+            unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+            digit d[3];
+            Py_ssize_t n = 0, i;
+            while (a) {
+                d[n++] = (digit)(a & PyLong_MASK);
+                a >>= PyLong_SHIFT;
+            }
+            /* n <= 3: 64 bits in 30-bit digits */
+    #if PY_VERSION_HEX < 0x030C0000
+            if (Py_SIZE(old) == (v < 0 ? -n : n)) {
+                for (i = 0; i < n; i++)
+                    ((PyLongObject*)old)->ob_digit[i] = d[i];
+                Py_INCREF(old);
+                return old;
+            }
+    #else
+            if (((PyLongObject*)old)->long_value.lv_tag
+                    == (((uintptr_t)n << 3) | (uintptr_t)(v < 0 ? 2 : 0))) {
+                for (i = 0; i < n; i++)
+                    ((PyLongObject*)old)->long_value.ob_digit[i] = d[i];
+                Py_INCREF(old);
+                return old;
+            }
+    #endif
+        }
+    #endif
+        return PyLong_FromLongLong(v);
+    }
     /* A list of exactly n items nobody else holds; a (key, value) tuple likewise. */
     #define KC_LIST_REUSABLE(o, n) (KC_SOLE(o) && PyList_CheckExact(o) && PyList_GET_SIZE(o) == (n))
     #define KC_PAIR_REUSABLE(o) (KC_SOLE(o) && PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2)
@@ -393,6 +428,7 @@ cdef extern from *:
     #endif
     """
     bint KC_SOLE(PyObject* o) noexcept
+    object kc_long(PyObject* old, long long v)
     object kc_bytes(PyObject* old, const char* p, Py_ssize_t n)
     bint kc_str_equal(PyObject* o, const uint8_t* p, Py_ssize_t n) noexcept
     bint kc_str_refill(PyObject* o, const uint8_t* p, Py_ssize_t n) noexcept
@@ -401,13 +437,20 @@ cdef extern from *:
     bint KC_SOLE_RECORD(PyObject* o, PyObject* t) noexcept
     void KC_PAIR_REHASH(PyObject* o) noexcept
     PyObject* kc_item "PyTuple_GET_ITEM" (PyObject* t, Py_ssize_t i) noexcept
+    void PyObject_GC_UnTrack(object o) noexcept
     void kc_set_item "PyTuple_SET_ITEM" (PyObject* t, Py_ssize_t i, PyObject* o) noexcept
 
 
 cdef inline object _refill_key(PyObject* old, list cache, Py_ssize_t j, const uint8_t* p,
                                Py_ssize_t n, Py_ssize_t where):
     """A header key str for the n bytes at p: the old one when equal or rewritable."""
-    if kc_str_equal(old, p, n) or kc_str_refill(old, p, n):
+    if kc_str_equal(old, p, n):
+        return <object>old
+    if j < 4 and PyList_GET_ITEM(cache, j) == old:
+        # The key changed: the cache lets go of the old str, so that it can be rewritten
+        # when the pair was its only other holder (else every changing key is a new str).
+        cache[j] = None
+    if kc_str_refill(old, p, n):
         return <object>old
     return _cached_key(cache, j, p, n, where)
 
@@ -561,6 +604,10 @@ cdef class RecordIterator:
             PyTuple_SET_ITEM(pair, 0, hk)
             Py_INCREF(hv)
             PyTuple_SET_ITEM(pair, 1, hv)
+            # A str and bytes (or None) cannot form a cycle: the collector would untrack the
+            # pair at its first pass anyway (as CPython does for such tuples); untracked now,
+            # a consumer keeping its records does not have every pair traversed meanwhile.
+            PyObject_GC_UnTrack(pair)
             Py_INCREF(pair)
             if reuse:
                 old = PyList_GET_ITEM(headers, j)
@@ -586,8 +633,8 @@ cdef class RecordIterator:
             rec = new_record(offset, ts, self.ts_type, key, value, headers, attr, r.pos - rstart)
         else:
             rec.size_ = r.pos - rstart
-            rec.offset = PyLong_FromLongLong(offset)
-            rec.timestamp = PyLong_FromLongLong(ts)
+            rec.offset = kc_long(<PyObject*>rec.offset, offset)
+            rec.timestamp = kc_long(<PyObject*>rec.timestamp, ts)
             rec.timestamp_type = self.ts_type
             rec.key = key
             rec.value = value
@@ -751,14 +798,21 @@ cdef inline int _put_len(Growable g, Py_ssize_t n, str what) except -1:
     return 0
 
 
+cdef inline int _reserve(Growable g, Py_ssize_t extra) except -1:
+    # the capacity check inline; growing is the rare call
+    if g.length + extra > g.capacity:
+        g.reserve(extra)
+    return 0
+
+
 cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what) except -1:
     """Length (zigzag varint, -1 for null) and bytes."""
     if n < 0:
-        g.reserve(1)
+        _reserve(g, 1)
         g.data[g.length] = 1
         g.length += 1
         return 0
-    g.reserve(5 + n)
+    _reserve(g, 5 + n)
     _put_len(g, n, what)
     memcpy(g.data + g.length, p, n)
     g.length += n
@@ -767,9 +821,33 @@ cdef inline int _put_bytes(Growable g, const uint8_t* p, Py_ssize_t n, str what)
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
 
-cdef int _put_header(Growable g, object h) except -1:
+cdef inline int _put_header(Growable g, object h) except -1:
+    """One (key, value) header: the common (ASCII str, bytes) pair written inline."""
+    cdef Py_ssize_t kn, vn
+    cdef uint8_t* w
+    if type(h) is tuple and PyTuple_GET_SIZE(h) == 2:
+        hk = <object>PyTuple_GET_ITEM(h, 0)
+        hv = <object>PyTuple_GET_ITEM(h, 1)
+        if type(hk) is str and type(hv) is bytes and PyUnicode_IS_COMPACT_ASCII(hk):
+            kn = PyUnicode_GET_LENGTH(hk)
+            vn = PyBytes_GET_SIZE(hv)
+            if kn <= _I32_MAX and vn <= _I32_MAX:
+                _reserve(g, 10 + kn + vn)
+                w = g.data + g.length
+                w += put_uvar(w, <uint32_t>(<uint64_t>kn << 1))
+                memcpy(w, PyUnicode_DATA(hk), kn)
+                w += kn
+                w += put_uvar(w, <uint32_t>(<uint64_t>vn << 1))
+                memcpy(w, PyBytes_AS_STRING(hv), vn)
+                g.length = (w + vn) - g.data
+                return 0
+    return _put_header_any(g, h)
+
+
+cdef int _put_header_any(Growable g, object h) except -1:
     """One (key, value) header: key str (UTF-8) or bytes, value bytes-like or None."""
     cdef const uint8_t* p
     cdef Py_ssize_t n
@@ -799,6 +877,21 @@ cdef int _put_header(Growable g, object h) except -1:
     keep = take_bytes(hv, "header value", &p, &n)
     _put_bytes(g, p, n, "header value")
     return 0
+
+
+cdef inline Py_ssize_t _len_guess(Py_ssize_t kl, Py_ssize_t vl) noexcept:
+    """The likely size of a record's length varint from its key and value sizes (the other
+    fields of a typical record add ~10-40 bytes); a wrong guess costs one memmove."""
+    cdef Py_ssize_t est = (kl if kl > 0 else 0) + (vl if vl > 0 else 0) + 24
+    if est < 64:
+        return 1
+    if est < 8192:
+        return 2
+    if est < 1048576:
+        return 3
+    if est < 134217728:
+        return 4
+    return 5
 
 
 cdef class RecordBatchBuilder:
@@ -911,9 +1004,12 @@ cdef class RecordBatchBuilder:
         cdef int64_t od, ts, first_ts, delta
         cdef const uint8_t* kp
         cdef const uint8_t* vp
-        cdef Py_ssize_t kl, vl, start, body_start, body, lsz, size, hcount
-        cdef Py_ssize_t hkl
-        cdef const char* hkp
+        cdef Py_ssize_t kl, vl, start, body_start, body, lsz, guess, size
+        cdef int overflow = 0
+        cdef object kh = None
+        cdef object vh = None
+        cdef object ts_obj = None
+        cdef uint8_t* w
         cdef Growable g = self._buf
         if offset_delta is None:
             if self._last_delta >= _I32_MAX:
@@ -925,37 +1021,70 @@ cdef class RecordBatchBuilder:
             if od <= self._last_delta:
                 raise EncodeError(f"offset delta {od} not above the previous {self._last_delta}")
         if timestamp is None:
-            ts = <int64_t>(time.time() * 1000)
+            # now, in ms: the interpreter's wall clock read in C (time.time() through
+            # Python costs a module attribute lookup and a float per record)
+            ts = <int64_t>(PyTime_TimeRaw() // 1000000)
+        elif type(timestamp) is int:
+            ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
+            if overflow:
+                check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")   # raises
+            ts_obj = timestamp   # the metadata shares the caller's int (same value, no new one)
         else:
             ts = check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")
-        kh = take_bytes(key, "record key", &kp, &kl)
-        vh = take_bytes(value, "record value", &vp, &vl)
+        if type(key) is bytes:
+            kp = <const uint8_t*>PyBytes_AS_STRING(key)
+            kl = PyBytes_GET_SIZE(key)
+        else:
+            kh = take_bytes(key, "record key", &kp, &kl)
+        if type(value) is bytes:
+            vp = <const uint8_t*>PyBytes_AS_STRING(value)
+            vl = PyBytes_GET_SIZE(value)
+        else:
+            vh = take_bytes(value, "record value", &vp, &vl)
         first_ts = ts if self._count == 0 else self._first_ts
         if (first_ts < 0 and ts > _I64_MAX + first_ts) or (
                 first_ts > 0 and ts < _I64_MIN + first_ts):
             raise EncodeError(f"timestamp delta {(<object>ts) - first_ts} out of range "
                               f"({_I64_MIN}..{_I64_MAX})")
         delta = ts - first_ts
+        if kl > _I32_MAX:
+            raise EncodeError(f"record key of {kl} bytes too long")
+        if vl > _I32_MAX:
+            raise EncodeError(f"record value of {vl} bytes too long")
         # Anything written past the committed length by a failed append is overwritten by
-        # the next one: no rollback needed on errors.
+        # the next one: no rollback needed on errors. The record is written after room for
+        # its length varint of the guessed size; the length goes in front at the end.
         start = self._committed
         g.length = start
-        g.reserve(5 + 1 + 10 + 5)
-        g.length += 5
-        body_start = g.length
-        g.data[g.length] = 0
-        g.length += 1
-        g.length += put_uvar(g.data + g.length, zigzag64(delta))
-        g.length += put_uvar(g.data + g.length, zigzag32(<int32_t>od))
-        _put_bytes(g, kp, kl, "record key")
-        _put_bytes(g, vp, vl, "record value")
-        if headers is None:
-            g.reserve(1)
-            g.data[g.length] = 0
-            g.length += 1
+        guess = _len_guess(kl, vl)
+        _reserve(g, guess + 1 + 10 + 5 + 5 + (kl if kl > 0 else 0) + 5 + (vl if vl > 0 else 0)
+                 + 5)
+        body_start = start + guess
+        w = g.data + body_start
+        w[0] = 0
+        w += 1
+        w += put_uvar(w, zigzag64(delta))
+        w += put_uvar(w, zigzag32(<int32_t>od))
+        if kl < 0:
+            w[0] = 1
+            w += 1
         else:
+            w += put_uvar(w, <uint32_t>(<uint64_t>kl << 1))
+            memcpy(w, kp, kl)
+            w += kl
+        if vl < 0:
+            w[0] = 1
+            w += 1
+        else:
+            w += put_uvar(w, <uint32_t>(<uint64_t>vl << 1))
+            memcpy(w, vp, vl)
+            w += vl
+        if headers is None:
+            w[0] = 0
+            g.length = (w + 1) - g.data
+        else:
+            g.length = w - g.data
             hs = headers if type(headers) is list or type(headers) is tuple else list(headers)
-            g.reserve(5)
             _put_len(g, len(hs), "header count")
             for h in hs:
                 _put_header(g, h)
@@ -967,9 +1096,11 @@ cdef class RecordBatchBuilder:
         if self._count and HEADER_SIZE + start + size > self._max_size:
             g.length = start
             return None
-        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
-        if lsz != 5:
+        if lsz != guess:
+            if lsz > guess:
+                _reserve(g, lsz - guess)
             memmove(g.data + start + lsz, g.data + body_start, body)
+        put_uvar(g.data + start, <uint32_t>(<uint64_t>body << 1))
         g.length = start + size
         self._committed = g.length
         if self._count == 0:
@@ -980,14 +1111,17 @@ cdef class RecordBatchBuilder:
         self._count += 1
         self._last_delta = od
         if self._meta_cls is not None:
-            return new_metadata_of(self._meta_cls, od, ts, size)
-        return new_metadata(od, ts, size)
+            return new_metadata_of(self._meta_cls, od, ts, size, ts_obj)
+        return new_metadata_ts(od, ts, size, ts_obj)
 
     def append_with_offset(self, offset, timestamp, key, value, headers=None):
         """``append`` in the argument order of Java's appendWithOffset (and of the Python
         clients' builders): ``offset`` is absolute, its delta from ``base_offset`` is used."""
         if type(offset) is not int:
             check_i64(offset, _I64_MIN, _I64_MAX, "offset")
+        if self._base_offset == 0:
+            # the clients' builders all start at 0: no int object made for the delta
+            return self._append(key, value, headers, timestamp, offset)
         return self._append(key, value, headers, timestamp, offset - self._base_offset)
 
     def append_control(self, control_type, coordinator_epoch=0, timestamp=None):
@@ -1017,8 +1151,17 @@ cdef class RecordBatchBuilder:
         cdef uint8_t* o
         cdef object payload = None
         if codec:
-            payload = _compress(codec, PyBytes_FromStringAndSize(<char*>self._buf.data,
-                                                                 self._committed), self._level)
+            # The codec reads the records straight from the builder's buffer (a view
+            # released right after: no codec keeps its input), not from a copy.
+            if self._committed == 0:
+                src = memoryview(b"")
+            else:
+                src = PyMemoryView_FromMemory(<char*>self._buf.data, self._committed,
+                                              PyBUF_READ)
+            try:
+                payload = _compress(codec, src, self._level)
+            finally:
+                src.release()
             if type(payload) is not bytes:
                 payload = bytes(payload)
             pp = <const uint8_t*>PyBytes_AS_STRING(payload)

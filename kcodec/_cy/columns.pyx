@@ -5,8 +5,10 @@ become numpy arrays without a copy at the end (no Python object per record). Gro
 amortized doubling, and each batch reserves up front what its header and its size justify:
 offsets for its record count (checked against its bytes first), and key, value and header
 data for its records section (for an uncompressed blob, keys and values reserve the rest of
-the blob up to 64 MiB, once); header offsets grow as met. Buffers from 1 MiB on come from
-src_c/kcbuf.c, which keeps released blocks with their pages for the next call.
+the blob up to 64 MiB, once; from 1 MB the per-record columns are sized once for the
+records the batch headers declare); header offsets grow as met. Buffers from 256 KiB on come
+from src_c/kcbuf.c, which keeps released blocks with their pages for the next call, each for
+the same column.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
 for the usual one- and two-byte varints, the exact reads of _reader.pxd otherwise), with the
 record reader's checks in its order so both twins raise what iter_batches raises.
@@ -54,22 +56,23 @@ def _set_wide_limit(limit):
 
 cdef extern from "kcbuf.h":
     size_t KCBUF_MIN
-    void* kcbuf_alloc(size_t* size) nogil
+    void* kcbuf_alloc(size_t* size, unsigned tag) nogil
     void* kcbuf_resize(void* p, size_t old, size_t* size) nogil
-    void kcbuf_free(void* p, size_t size) nogil
+    void kcbuf_free(void* p, size_t size, unsigned tag) nogil
 
 
 cdef struct Grow:
     char* p
     Py_ssize_t n        # bytes used
     Py_ssize_t cap      # bytes allocated: from KCBUF_MIN on, kcbuf memory, else malloc's
+    unsigned tag        # the column's role (kcbuf gives it back the block it used last)
 
 
 # Big columns come from src_c/kcbuf.c, whose released blocks keep their pages for the next
 # call: at 30-60 MB blobs, page faults on fresh memory took more time than the decode.
-cdef inline void _release(char* p, Py_ssize_t cap) noexcept:
+cdef inline void _release(char* p, Py_ssize_t cap, unsigned tag) noexcept:
     if <size_t>cap >= KCBUF_MIN:
-        kcbuf_free(p, <size_t>cap)
+        kcbuf_free(p, <size_t>cap, tag)
     else:
         free(p)
 
@@ -87,7 +90,7 @@ cdef int _grow(Grow* g, Py_ssize_t want) except -1:
         if <size_t>g.cap >= KCBUF_MIN:
             p = <char*>kcbuf_resize(g.p, <size_t>g.cap, &size)
         else:
-            p = <char*>kcbuf_alloc(&size)
+            p = <char*>kcbuf_alloc(&size, g.tag)
             if p != NULL:
                 if g.n:
                     memcpy(p, g.p, <size_t>g.n)
@@ -158,11 +161,12 @@ cdef int bin_widen(BinCol* c) except -1:
     g.p = NULL
     g.n = 0
     g.cap = 0
+    g.tag = c.offs.tag
     _grow(&g, cap)
     for i in range(n):
         (<int64_t*>g.p)[i] = (<int32_t*>c.offs.p)[i]
     g.n = n * 8
-    _release(c.offs.p, c.offs.cap)
+    _release(c.offs.p, c.offs.cap, c.offs.tag)
     c.offs = g
     c.wide = True
     c.lim = -1
@@ -298,11 +302,12 @@ cdef int cols_headers_widen(Cols* c) except -1:
     g.p = NULL
     g.n = 0
     g.cap = 0
+    g.tag = c.hoffs.tag
     _grow(&g, cap)
     for i in range(n):
         (<int64_t*>g.p)[i] = (<int32_t*>c.hoffs.p)[i]
     g.n = n * 8
-    _release(c.hoffs.p, c.hoffs.cap)
+    _release(c.hoffs.p, c.hoffs.cap, c.hoffs.tag)
     c.hoffs = g
     c.hwide = True
     return 0
@@ -327,9 +332,10 @@ cdef class _Block:
     cdef char* p
     cdef Py_ssize_t n
     cdef Py_ssize_t cap
+    cdef unsigned tag
 
     def __dealloc__(self):
-        _release(self.p, self.cap)
+        _release(self.p, self.cap, self.tag)
         self.p = NULL
 
     def __getbuffer__(self, Py_buffer* view, int flags):
@@ -360,6 +366,7 @@ cdef object _take(Grow* g, object dtype):
     b.p = p
     b.n = n
     b.cap = cap
+    b.tag = g.tag
     return _ndarray((n // dtype.itemsize,), dtype, b)
 
 
@@ -376,9 +383,18 @@ cdef object _take_bin(BinCol* c, bint utf8):
 
 
 cdef void _free_bin(BinCol* c) noexcept:
-    _release(c.offs.p, c.offs.cap)
-    _release(c.data.p, c.data.cap)
-    _release(c.bits.p, c.bits.cap)
+    _release(c.offs.p, c.offs.cap, c.offs.tag)
+    _release(c.data.p, c.data.cap, c.data.tag)
+    _release(c.bits.p, c.bits.cap, c.bits.tag)
+
+
+cdef void _tag_all(Cols* c) noexcept:
+    """Name every column's role for kcbuf (1-17; 0 is no tag)."""
+    c.offset.tag, c.timestamp.tag, c.tstype.tag, c.control.tag, c.hoffs.tag = 1, 2, 3, 4, 5
+    c.key.offs.tag, c.key.data.tag, c.key.bits.tag = 6, 7, 8
+    c.value.offs.tag, c.value.data.tag, c.value.bits.tag = 9, 10, 11
+    c.hkey.offs.tag, c.hkey.data.tag, c.hkey.bits.tag = 12, 13, 14
+    c.hval.offs.tag, c.hval.data.tag, c.hval.bits.tag = 15, 16, 17
 
 
 cdef class _Builder:
@@ -387,6 +403,7 @@ cdef class _Builder:
 
     def __cinit__(self, bint include_control, bint large, bint spark):
         memset(&self.c, 0, sizeof(Cols))
+        _tag_all(&self.c)
         self.c.with_control = include_control
         self.c.spark = spark
         self.c.hwide = False
@@ -399,11 +416,11 @@ cdef class _Builder:
         self.c.hoffs.n = 4
 
     def __dealloc__(self):
-        _release(self.c.offset.p, self.c.offset.cap)
-        _release(self.c.timestamp.p, self.c.timestamp.cap)
-        _release(self.c.tstype.p, self.c.tstype.cap)
-        _release(self.c.control.p, self.c.control.cap)
-        _release(self.c.hoffs.p, self.c.hoffs.cap)
+        _release(self.c.offset.p, self.c.offset.cap, self.c.offset.tag)
+        _release(self.c.timestamp.p, self.c.timestamp.cap, self.c.timestamp.tag)
+        _release(self.c.tstype.p, self.c.tstype.cap, self.c.tstype.tag)
+        _release(self.c.control.p, self.c.control.cap, self.c.control.tag)
+        _release(self.c.hoffs.p, self.c.hoffs.cap, self.c.hoffs.tag)
         _free_bin(&self.c.key)
         _free_bin(&self.c.value)
         _free_bin(&self.c.hkey)
@@ -464,6 +481,7 @@ cdef int _push_obj(BinCol* c, object v) except -1:
 
 
 cdef Py_ssize_t _BLOB_RESERVE = 64 * 1024 * 1024
+cdef Py_ssize_t _PRESIZE_AT = 1024 * 1024     # blobs from this size are pre-scanned
 cdef object _MAXSIZE = sys.maxsize   # check_max_size() leaves ints in [0, sys.maxsize) as they are
 cdef object _np = None              # numpy, imported on the first call
 cdef object _ndarray = None
@@ -902,6 +920,27 @@ cdef object _legacy(_Builder builder, object buf, Py_ssize_t pos, bint validate_
     return it.consumed, entry.next_offset
 
 
+cdef Py_ssize_t _declared_records(const uint8_t* p, Py_ssize_t size) noexcept:
+    """The records the v2 batch headers of a blob declare, up to the first entry that is not
+    a complete v2 batch; a guess for sizing only (bounded by what the bytes can hold, 7 per
+    uncompressed record, and by 64 MiB of int64s), never trusted for anything else."""
+    cdef Py_ssize_t pos = 0, total = 0
+    cdef int32_t length, count
+    while size - pos >= 61:
+        length = <int32_t>be_u32(p + pos + 8)
+        if length < 49 or length > size - pos - 12 or p[pos + 16] != 2:
+            break
+        count = <int32_t>be_u32(p + pos + 57)
+        if count > 0:
+            total += count
+        pos += length + 12
+    if total > size // 7:
+        total = size // 7
+    if total > _BLOB_RESERVE // 8:
+        total = _BLOB_RESERVE // 8
+    return total
+
+
 def decode_columns(buf, *, validate_crc=True, include_control=False, large=False,
                    max_decompressed_size=DEFAULT_MAX_SIZE, layout="kcodec"):
     """Decode every record of a records blob into columns; see kcodec.records.columns."""
@@ -916,8 +955,15 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
     cdef int32_t length
     cdef uint8_t magic
     cdef _Builder builder = _Builder(include_control, large, spark)
+    cdef Py_ssize_t declared
     view = None
     next_offset = None
+    if size >= _PRESIZE_AT:
+        # The per-record columns sized once for the whole blob instead of doubling batch
+        # by batch (each doubling a copy, or fresh pages).
+        declared = _declared_records(p, size)
+        if declared:
+            cols_reserve(&builder.c, declared)
     while True:
         rem = size - pos
         if rem < 12:

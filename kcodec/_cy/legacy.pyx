@@ -239,7 +239,9 @@ cdef class LegacyBatch:
                            _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
                            self.attributes, 12 + self.message_size)
             r.crc_ = self.crc
-            r.computed_crc_ = _crc32(self._buf.ptr + self.position + 16, self.message_size - 4)
+            # With validation the iterator checked this CRC before handing out the batch
+            r.computed_crc_ = self.crc if self._validate else _crc32(
+                self._buf.ptr + self.position + 16, self.message_size - 4)
             return iter((r,))
         self._prepare()
         it = LegacyIterator.__new__(LegacyIterator)
@@ -251,6 +253,7 @@ cdef class LegacyBatch:
         it.shift = self._shift
         it.log_append = self.magic == 1 and (self.attributes >> 3) & 1
         it.wts = self.timestamp
+        it.checked = self._validate   # _prepare checked every inner CRC then
         return it
 
     def __next__(self):
@@ -337,6 +340,7 @@ cdef class LegacyIterator:
     cdef int64_t shift
     cdef bint log_append
     cdef int64_t wts
+    cdef bint checked
 
     def __iter__(self):
         return self
@@ -363,12 +367,14 @@ cdef class LegacyIterator:
                        _bytes_or_none(self.data, m.vpos, m.vlen), [], m.attributes,
                        m.end - start)
         r.crc_ = m.crc
-        r.computed_crc_ = _crc32(self.data + start + 16, m.end - start - 16)
+        r.computed_crc_ = m.crc if self.checked else _crc32(self.data + start + 16,
+                                                              m.end - start - 16)
         return r
 
 
 cdef LegacyBatch message_at(Buf buf, Py_ssize_t pos, bint validate, Py_ssize_t max_size):
-    """The top-level message at ``pos`` (whose framing the caller checked)."""
+    """The top-level message at ``pos`` (whose framing the caller checked, and with
+    ``validate`` its CRC-32: its records then take the stored CRC as computed)."""
     cdef Msg m
     cdef LegacyBatch b = LegacyBatch.__new__(LegacyBatch)
     _parse(buf.ptr, pos, buf.size, 0, &m)

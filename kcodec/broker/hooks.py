@@ -8,6 +8,7 @@ A hook is ``fn(request) -> action``; ``request`` has ``node_id``, ``api_key``,
   (a Produce answered so is not written);
 * a response message: sent as the answer;
 * ``Delay(seconds)``: carry on after that long (then the handler answers);
+  ``Delay(seconds, then=code)`` answers with that error code after the delay instead;
 * ``DROP``: close the connection without answering (nothing is done);
 * ``LOSE_ANSWER``: do the work (a Produce is written), then close the connection instead of
   answering -- the answer is lost, as when a network fails after the broker acted;
@@ -37,6 +38,7 @@ NEVER = "never"
 @dataclass(frozen=True)
 class Delay:
     seconds: float
+    then: int | None = None     # an error code to answer with after the delay
 
 
 def _set_errors(obj: Any, code: int) -> None:
@@ -62,7 +64,7 @@ def with_error(request: Any, code: int, proceed: Callable[[], Any]) -> Any:
         P = ProduceResponse
         if request.body.acks == 0:
             return NO_RESPONSE
-        return P(responses=[P.TopicProduceResponse(name=t.name, partition_responses=[
+        return P(responses=[P.TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
             P.PartitionProduceResponse(index=p.index, error_code=int(code), base_offset=-1)
             for p in t.partition_data]) for t in request.body.topic_data])
     answer = proceed()
@@ -150,7 +152,7 @@ class Hooks:
 
             def later() -> None:
                 try:
-                    a = proceed()
+                    a = proceed() if action.then is None else with_error(req, action.then, proceed)
                 except Exception as exc:   # pragma: no cover - handler bug
                     out.set_exception(exc)
                     return

@@ -531,13 +531,40 @@ def dump_index(path: str, args: argparse.Namespace, out: _Out, time_index: bool)
     return 1 if problems else 0
 
 
+def _segments(d: str) -> list[str]:
+    return [os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith(".log")]
+
+
+def _partition_key(d: str) -> tuple[str, int, str]:
+    topic, _, part = os.path.basename(d).rpartition("-")
+    return (topic, int(part), d) if part.isdigit() else (d, -1, d)
+
+
+def _partition_dirs(d: str) -> list[str]:
+    """The partition directories (``<topic>-<partition>``, holding .log files) in a data
+    directory: directly in it (a Kafka log dir) or under its ``logs/`` (a kcodec broker's
+    data dir), in topic then partition order."""
+    found = []
+    for base in (d, os.path.join(d, "logs")):
+        if not os.path.isdir(base):
+            continue
+        for n in os.listdir(base):
+            sub = os.path.join(base, n)
+            if os.path.isdir(sub) and any(x.endswith(".log") for x in os.listdir(sub)):
+                found.append(sub)
+    return sorted(found, key=_partition_key)
+
+
 def _expand(paths: list[str]) -> list[str]:
-    """A directory stands for the .log segments in it, in offset (name) order."""
+    """A directory stands for the .log segments in it, in offset (name) order; a data
+    directory (no segments of its own) for those of every partition directory in it."""
     out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
-            logs = sorted(n for n in os.listdir(p) if n.endswith(".log"))
-            out += [os.path.join(p, n) for n in logs] or [p]
+            logs = _segments(p)
+            if not logs:
+                logs = [s for d in _partition_dirs(p) for s in _segments(d)]
+            out += logs or [p]
         else:
             out.append(p)
     return out
@@ -552,7 +579,8 @@ def run(args: argparse.Namespace) -> int:
         name = os.path.basename(path)
         try:
             if os.path.isdir(path):
-                raise OSError(f"no log segments (.log files) in directory {path}")
+                raise OSError(f"no log segments (.log files) in directory {path}, nor in "
+                              "partition directories (<topic>-<partition>/) in it or under its logs/")
             if ".timeindex" in name:
                 status |= dump_index(path, args, out, time_index=True)
             elif ".index" in name:

@@ -175,9 +175,12 @@ def run(args: argparse.Namespace) -> int:
 def _session() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("kcodec-pipeline")
+             .config("spark.driver.host", "127.0.0.1")    # loopback only
+             .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")

@@ -1,5 +1,6 @@
-"""What both adapters share: kcodec-backed record batches, builders and helpers shaped like
-the record classes of kafka-python and aiokafka, and the patching that puts them in place.
+"""What both adapters share: kcodec-backed record batches and legacy builders shaped like
+the record classes of kafka-python and aiokafka, the errors and helpers, and the patching
+that puts them in place (``Adapter``: version check, install, uninstall).
 
 The shapes (peer API → kcodec):
 
@@ -7,35 +8,47 @@ The shapes (peer API → kcodec):
     DefaultRecordBatch(buffer)      → RecordBatch.from_bytes; iterating yields kcodec Records
                                       (they answer offset, timestamp, timestamp_type, key,
                                       value, headers, checksum, size_in_bytes, validate_crc)
+                                      through remap_errors: a DecodeError becomes the peer's
+                                      CorruptRecordError, raised from it
     LegacyRecordBatch(buffer, m)    → LegacyBatch.from_bytes; records keep the peer's None
                                       timestamp (type) for magic 0
-    DefaultRecordBatchBuilder(...)  → RecordBatchBuilder(compress_only_if_smaller=True)
     LegacyRecordBatchBuilder(...)   → MessageSetBuilder(wrapper_overhead=False,
                                       full_at_max=True, zero_wrapper=True)
 
-Only this package imports a peer, and only when asked to.
+The v2 builders differ (kafka-python: a wrapper of the stock class around a kcodec
+RecordBatchBuilder; aiokafka: a RecordBatchBuilder subclass, for speed) and live in each
+peer's module. Only this package imports a peer, and only when asked to.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
+from functools import partial
 from typing import Any, Callable
 
+from kcodec import _impl
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecodeError, EncodeError
 from kcodec.records import (
     LegacyBatch,
     MessageSetBuilder,
+    Record,
     RecordBatch,
-    RecordBatchBuilder,
-    estimate_batch_size,
-    record_size,
 )
 from kcodec.varint import decode_varlong, encode_varlong, varlong_size
 
-__all__ = ["Patch", "make_classes", "helpers", "version_tuple", "LegacyRecord", "ControlRecord"]
+__all__ = ["Adapter", "Patch", "rebind", "make_classes", "make_memory_records", "helpers",
+           "version_tuple", "fix_empty_batch", "has_codec_check", "LegacyRecord",
+           "watched_record_classes", "control_record_maker", "copy_record", "remap_errors",
+           "DefaultRecordMetadata"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+# an iterator turning kcodec's DecodeError into the peer's exception, and aiokafka's v2
+# append metadata: both in C in the compiled twin
+remap_errors = _impl.twin("peer").remap_errors
+DefaultRecordMetadata = _impl.twin("peer").DefaultRecordMetadata
+
+_CONTROL_KEY = struct.Struct(">hh")  # a control record key's version and type
 _NO_TS_HEADER = struct.Struct(">iqq")  # last offset delta, first and max timestamp (at 23)
 
 
@@ -104,26 +117,47 @@ def helpers() -> dict[str, Callable[..., Any]]:
 
 class LegacyRecord:
     """A magic 0/1 record as both peers show it: no timestamp (None) for magic 0, ``crc`` and
-    ``checksum`` the message's CRC-32, ``validate_crc()`` checking it, no headers. Legacy
-    batches are rare; their records get this small object."""
+    ``checksum`` the message's CRC-32, ``validate_crc()`` checking it, no headers. Made with
+    kafka-python's constructor arguments (the adapter rebinds its name to this class, so it
+    can be patched as the stock one can), or from a kcodec record by ``of``. Legacy batches
+    are rare; their records get this small object."""
 
     __slots__ = ("magic", "offset", "timestamp", "timestamp_type", "key", "value", "crc",
-                 "size_in_bytes", "_r")
+                 "size_in_bytes", "_crc_bytes", "_valid")
 
-    def __init__(self, magic: int, r: Any) -> None:
+    def __init__(self, magic: int, offset: int, timestamp: int | None,
+                 timestamp_type: int | None, key: Any, value: Any, crc: int,
+                 crc_bytes: Any) -> None:
         self.magic = magic
-        self.offset = r.offset
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.crc = crc
+        self._crc_bytes = crc_bytes
+        self._valid = None
+        self.size_in_bytes = (12 + 4 + len(crc_bytes)) if crc_bytes is not None else 0
+
+    @classmethod
+    def of(cls, magic: int, r: Any) -> LegacyRecord:
+        """The record kcodec's legacy record ``r`` is, in the peers' shape."""
+        out = cls.__new__(cls)
+        out.magic = magic
+        out.offset = r.offset
         if magic == 0:
-            self.timestamp = None
-            self.timestamp_type = None
+            out.timestamp = None
+            out.timestamp_type = None
         else:
-            self.timestamp = r.timestamp
-            self.timestamp_type = r.timestamp_type
-        self.key = r.key
-        self.value = r.value
-        self.crc = r.checksum
-        self.size_in_bytes = r.size_in_bytes
-        self._r = r
+            out.timestamp = r.timestamp
+            out.timestamp_type = r.timestamp_type
+        out.key = r.key
+        out.value = r.value
+        out.crc = r.checksum
+        out.size_in_bytes = r.size_in_bytes
+        out._crc_bytes = None
+        out._valid = r.validate_crc()
+        return out
 
     @property
     def headers(self) -> list[Any]:
@@ -134,7 +168,9 @@ class LegacyRecord:
         return self.crc
 
     def validate_crc(self) -> bool:
-        return bool(self._r.validate_crc())
+        if self._valid is None:
+            return crc32(self._crc_bytes) == self.crc
+        return bool(self._valid)
 
     def __repr__(self) -> str:
         return (f"LegacyRecord(magic={self.magic!r} offset={self.offset!r}, "
@@ -142,53 +178,210 @@ class LegacyRecord:
                 f"key={self.key!r}, value={self.value!r}, crc={self.crc!r})")
 
 
-class ControlRecord:
-    """A control record as kafka-python shows it (``type``, ``version``, ``abort``,
-    ``commit``); made from kcodec's ControlRecord."""
+class _Watched(type):
+    """Metaclass of the v2 record classes an adapter puts in the peer's module: it notes
+    when the class is changed (``mock.patch.object`` sets, then restores or deletes, an
+    attribute), so the adapter's batches can yield instances of the class while it is, and
+    kcodec's own records, with no wrapper, while it is not. ``isinstance`` counts kcodec's
+    records as instances, as they stand for the peer's class."""
 
-    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers",
-                 "size_in_bytes", "version", "type")
+    _kc_snapshot: dict[str, Any]
+    _kc_modified: bool
+    _kc_plain: Any
 
-    checksum = None
+    def __init__(cls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> None:
+        super().__init__(name, bases, ns)
+        type.__setattr__(cls, "_kc_snapshot", dict(vars(cls)))
+        type.__setattr__(cls, "_kc_modified", False)
 
-    def __init__(self, r: Any) -> None:
-        self.offset = r.offset
-        self.timestamp = r.timestamp
-        self.timestamp_type = r.timestamp_type
-        self.key = r.key
-        self.value = r.value
-        self.headers = r.headers
-        self.size_in_bytes = r.size_in_bytes
-        self.version = r.version
-        self.type = r.control_type
+    def __setattr__(cls, name: str, value: Any) -> None:
+        type.__setattr__(cls, name, value)
+        cls._kc_recheck()
 
-    @property
-    def abort(self) -> bool:
-        return self.type == 0
+    def __delattr__(cls, name: str) -> None:
+        type.__delattr__(cls, name)
+        cls._kc_recheck()
 
-    @property
-    def commit(self) -> bool:
-        return self.type == 1
+    def _kc_recheck(cls) -> None:
+        snap = cls._kc_snapshot
+        now = {k: v for k, v in vars(cls).items() if k not in ("_kc_snapshot", "_kc_modified")}
+        snap = {k: v for k, v in snap.items() if k not in ("_kc_snapshot", "_kc_modified")}
+        changed = now.keys() != snap.keys() or any(now[k] is not v for k, v in snap.items())
+        type.__setattr__(cls, "_kc_modified", changed)
 
-    def validate_crc(self) -> bool:
-        return True
+    def __instancecheck__(cls, obj: Any) -> bool:
+        plain = vars(cls).get("_kc_plain")
+        return type.__instancecheck__(cls, obj) or (plain is not None and isinstance(obj, plain))
 
-    def __repr__(self) -> str:
-        return (f"ControlRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
-                f"timestamp_type={self.timestamp_type!r}, version={self.version!r}, "
-                f"type={self.type!r} <{'abort' if self.abort else 'commit'}>)")
+
+def watched_record_classes() -> tuple[Any, Any]:
+    """kafka-python's DefaultRecord and ControlRecord as Python subclasses of kcodec's Record,
+    so that they can be patched as the stock ones can (``mock.patch.object(DefaultRecord,
+    "validate_crc", ...)``). Control records are always made as ControlRecord (they are few);
+    a v2 data record is kcodec's own Record unless DefaultRecord has been changed, and then a
+    DefaultRecord with the same fields (see ``_Watched``)."""
+
+    class DefaultRecord(Record, metaclass=_Watched):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+        _kc_plain = Record
+
+        def __init__(self, size_in_bytes: int, offset: int, timestamp: int,
+                     timestamp_type: int, key: Any, value: Any, headers: Any) -> None:
+            # kafka-python's constructor arguments
+            Record.__init__(self, offset, timestamp, timestamp_type, key, value, headers, 0,
+                            size_in_bytes)
+
+        def __repr__(self) -> str:
+            return (f"DefaultRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                    f"timestamp_type={self.timestamp_type!r}, key={self.key!r}, "
+                    f"value={self.value!r}, headers={self.headers!r})")
+
+    class ControlRecord(DefaultRecord):  # type: ignore[misc,valid-type]
+        """A control record as kafka-python shows it (``type``, ``version``, ``abort``,
+        ``commit``)."""
+
+        __slots__ = ("version", "type")
+        _kc_plain = None
+
+        def __init__(self, size_in_bytes: int, offset: int, timestamp: int,
+                     timestamp_type: int, key: Any, value: Any, headers: Any) -> None:
+            DefaultRecord.__init__(self, size_in_bytes, offset, timestamp, timestamp_type, key,
+                                   value, headers)
+            self.version, self.type = _CONTROL_KEY.unpack(key)
+
+        @property
+        def abort(self) -> bool:
+            return self.type == 0
+
+        @property
+        def commit(self) -> bool:
+            return self.type == 1
+
+        def __repr__(self) -> str:
+            return (f"ControlRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                    f"timestamp_type={self.timestamp_type!r}, version={self.version!r}, "
+                    f"type={self.type!r} <{'abort' if self.abort else 'commit'}>)")
+
+    for cls in (DefaultRecord, ControlRecord):
+        type.__setattr__(cls, "__module__", "kcodec.compat.kafka_python")
+        type.__setattr__(cls, "_kc_snapshot", dict(vars(cls)))
+    return DefaultRecord, ControlRecord
+
+
+def copy_record(cls: Any, r: Any) -> Any:
+    """A ``cls`` (a subclass of kcodec's Record) with the fields of record ``r``."""
+    out = cls.__new__(cls)
+    try:
+        Record.__init__(out, r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+                        r.headers, r.attributes, r.size_in_bytes)
+    except AttributeError:
+        # The pure twin's __init__ assigns through the instance's class, where a patched
+        # field now sits: set the fields through kcodec's own slot descriptors instead.
+        for name, value in (("offset", r.offset), ("timestamp", r.timestamp),
+                            ("timestamp_type", r.timestamp_type), ("key", r.key),
+                            ("value", r.value), ("headers", r.headers),
+                            ("attributes", r.attributes), ("size_in_bytes", r.size_in_bytes),
+                            ("checksum", None), ("_computed_crc", None)):
+            vars(Record)[name].__set__(out, value)
+    return out
+
+
+def control_record_maker(cls: Any) -> Callable[[Any], Any]:
+    """kcodec ControlRecord -> the watched ControlRecord class ``cls``."""
+
+    def make(r: Any) -> Any:
+        out = copy_record(cls, r)
+        out.version = r.version
+        out.type = r.control_type
+        return out
+
+    return make
+
+
+def fix_empty_batch(out: bytearray) -> None:
+    """An empty v2 batch as both peers write it: 0 for the last offset delta and both
+    timestamps where kcodec writes Java's -1 (the CRC-32C redone)."""
+    _NO_TS_HEADER.pack_into(out, 23, 0, 0, 0)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+
+
+def has_codec_check(stock_base: Any, *, no_lz4_magic0: type[Exception] | None = None
+                    ) -> Callable[[int, int], None]:
+    """The peer's own "is this codec's library installed" check (its UnsupportedCodecError),
+    through an instance of its record base class; aiokafka also refuses lz4 for magic 0."""
+
+    def has_codec(codec: int, magic: int) -> None:
+        if no_lz4_magic0 is not None and magic == 0 and codec == 3:
+            raise no_lz4_magic0("LZ4 is not supported for broker version 0.8/0.9")
+        stock_base._assert_has_codec(codec)
+
+    return has_codec
+
+
+class Adapter:
+    """``install()``, ``uninstall()`` and ``installed()`` for one peer: the peer's version is
+    checked before anything is patched; ``patch(p)`` rebinds the peer's names through ``p``
+    (a Patch), and uninstall undoes every rebinding. Idempotent both ways."""
+
+    def __init__(self, name: str, package: str, dist: str, lo: tuple[int, int],
+                 hi: tuple[int, int], patch: Callable[[Patch], None]) -> None:
+        self.name, self.package, self.dist = name, package, dist
+        self.lo, self.hi = lo, hi
+        self.supported = f">={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}"
+        self._patch_fn = patch
+        self._patch: Patch | None = None
+
+    def installed(self) -> bool:
+        return self._patch is not None
+
+    def check_version(self) -> Any:
+        try:
+            mod = importlib.import_module(self.package)
+        except ImportError as exc:
+            raise ImportError(f"kcodec.compat.{self.name} needs {self.dist} "
+                              "(pip install 'kcodec[compat]')") from exc
+        version = getattr(mod, "__version__", "0")
+        if not self.lo <= version_tuple(version)[:2] < self.hi:
+            raise ImportError(f"kcodec.compat.{self.name} supports {self.dist} "
+                              f"{self.supported}, not {version}: nothing was patched")
+        return mod
+
+    def install(self) -> None:
+        if self._patch is not None:
+            return
+        self.check_version()
+        p = Patch()
+        try:
+            self._patch_fn(p)
+        except BaseException:
+            p.undo()
+            raise
+        self._patch = p
+
+    def uninstall(self) -> None:
+        if self._patch is not None:
+            self._patch.undo()
+            self._patch = None
+
+
+def rebind(p: Patch, module_names: tuple[str, ...], values: dict[str, Any]) -> None:
+    """In each module, rebind those of ``values``' names that it has (the peers import
+    their record classes and helpers by name into the fetcher, producer and accumulator)."""
+    for name in module_names:
+        mod = importlib.import_module(name)
+        for key, value in values.items():
+            if key in vars(mod):
+                p.set(mod, key, value)
 
 
 def make_classes(peer: str, *, corrupt: type[Exception],
                  stock_default_batch: type, stock_legacy_batch: type,
-                 stock_default_builder: type, stock_legacy_builder: type,
-                 default_metadata: Callable[[tuple], Any], legacy_metadata: Callable[[tuple], Any],
-                 control_record: Callable[..., Any] | None,
-                 leader_epoch: int, has_codec: Callable[[int, int], None]) -> dict[str, type]:
-    """Build the kcodec-backed classes for one peer. The stock classes are subclassed so
-    ``isinstance`` checks and class constants keep working; every method is kcodec's."""
-
-    aiokafka = peer == "aiokafka"
+                 stock_legacy_builder: type, legacy_metadata: Callable[[tuple], Any],
+                 control_record: Callable[..., Any] | None, record_class: Any = None,
+                 has_codec: Callable[[int, int], None]) -> dict[str, type]:
+    """The kcodec-backed batch readers and legacy builder for one peer (the v2 builders
+    differ between the peers and live in their modules). The stock classes are subclassed
+    so ``isinstance`` checks and class constants keep working; every method is kcodec's."""
 
     def _map(exc: DecodeError) -> Exception:
         return corrupt(f"Found invalid record structure: {exc}")
@@ -241,9 +434,14 @@ def make_classes(peer: str, *, corrupt: type[Exception],
                     it = iter(kb)
                 except DecodeError as exc:
                     raise _map(exc) from exc
-                if kb.attributes & 0x20 and control_record is not None:
-                    it = map(control_record, it)
-                self._kit = it
+                if kb.attributes & 0x20:
+                    if control_record is not None:
+                        it = map(control_record, it)
+                elif record_class is not None and record_class._kc_modified:
+                    it = map(partial(copy_record, record_class), it)
+                # kcodec's decoding errors become the peer's, raised from kcodec's, at the
+                # record where they happen (no Python frame per record in the compiled twin)
+                it = self._kit = remap_errors(it, DecodeError, _map)
             return it
 
         def __iter__(self) -> Any:
@@ -252,10 +450,7 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             return self._records()
 
         def __next__(self) -> Any:
-            try:
-                return next(self._records())
-            except DecodeError as exc:
-                raise _map(exc) from exc
+            return next(self._records())
 
         next = __next__
 
@@ -316,103 +511,8 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             except DecodeError as exc:
                 raise _map(exc) from exc
             magic = kb.magic
-            return iter([LegacyRecord(magic, r) for r in records])
-
-    class DefaultRecordBatchBuilder(stock_default_builder):  # type: ignore[misc,valid-type]
-        __slots__ = ("_kbuilder", "_kappend", "_kmagic", "_kcodec", "_built", "_first_ts")
-
-        def __init__(self, magic: int, compression_type: int, is_transactional: Any,
-                     producer_id: int, producer_epoch: int, base_sequence: int,
-                     batch_size: int) -> None:
-            assert magic >= 2
-            # _magic is a slot of the stock base class, which mypy sees as Any
-            self._kmagic = self._magic = magic  # type: ignore[misc]
-            codec = self._kcodec = compression_type & 0x07
-            self._kbuilder = RecordBatchBuilder(
-                # an unknown codec fails in build(), as the peers' builders do
-                compression=codec if codec <= 4 else 0, producer_id=producer_id, producer_epoch=producer_epoch,
-                base_sequence=base_sequence, is_transactional=bool(is_transactional),
-                partition_leader_epoch=leader_epoch, max_size=batch_size,
-                compress_only_if_smaller=True)
-            self._kappend = self._kbuilder.append
-            self._built: bytearray | None = None
-            self._first_ts = None
-
-        def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
-                   headers: Any, *_: Any) -> Any:
-            try:
-                meta = self._kappend(key, value, headers, timestamp, offset)
-            except EncodeError:
-                if type(offset) is not int:
-                    raise TypeError(offset) from None
-                if timestamp is not None and type(timestamp) is not int:
-                    raise TypeError(timestamp) from None
-                if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"Not supported type for key: {type(key)}") from None
-                if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"Not supported type for value: {type(value)}") from None
-                raise
-            if meta is None:
-                return None
-            if self._first_ts is None:
-                self._first_ts = meta.timestamp
-            return default_metadata((meta.offset_delta, meta.size, meta.timestamp))
-
-        def set_producer_state(self, producer_id: int, producer_epoch: int,
-                               base_sequence: int, is_transactional: Any = None) -> None:
-            if not aiokafka:
-                assert not is_transactional or producer_id != -1, \
-                    "Cannot write transactional messages without a valid producer ID"
-                assert producer_id == -1 or producer_epoch != -1, \
-                    "Invalid negative producer epoch"
-                assert producer_id == -1 or base_sequence != -1, \
-                    "Invalid negative sequence number"
-            self._kbuilder.set_producer_state(producer_id, producer_epoch, base_sequence,
-                                              is_transactional)
-
-        producer_id = property(lambda self: self._kbuilder.producer_id)
-        producer_epoch = property(lambda self: self._kbuilder.producer_epoch)
-        base_sequence = property(lambda self: self._kbuilder.base_sequence)
-
-        def build(self) -> bytearray:
-            codec = self._kcodec
-            if codec:
-                has_codec(codec, 2)
-            out = self._kbuilder.build(as_bytearray=True)
-            if not self._kbuilder.record_count:
-                # An empty batch: the peers write 0 for the last offset delta and both
-                # timestamps where kcodec writes Java's -1.
-                _NO_TS_HEADER.pack_into(out, 23, 0, 0, 0)
-                struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
-            self._built = out
-            return out
-
-        def size(self) -> int:
-            built = self._built
-            return self._kbuilder.size if built is None else len(built)
-
-        @classmethod
-        def header_size_in_bytes(cls) -> int:
-            return 61
-
-        if aiokafka:
-            def size_in_bytes(self, offset: int, timestamp: int, key: Any, value: Any,
-                              headers: Any) -> int:
-                first = self._first_ts
-                return record_size(key, value, headers, offset,
-                                   0 if first is None else timestamp - first)
-        else:
-            # kafka-python's is a classmethod taking deltas, aiokafka's a method: the
-            # signatures differ on purpose, one per peer
-            @classmethod
-            def size_in_bytes(  # type: ignore[misc]
-                    cls, offset_delta: int, timestamp_delta: int, key: Any, value: Any,
-                    headers: Any) -> int:
-                return record_size(key, value, headers, offset_delta, timestamp_delta)
-
-        @classmethod
-        def estimate_size_in_bytes(cls, key: Any, value: Any, headers: Any) -> int:
-            return estimate_batch_size(key, value, headers)
+            of = LegacyRecord.of
+            return iter([of(magic, r) for r in records])
 
     class LegacyRecordBatchBuilder(stock_legacy_builder):  # type: ignore[misc,valid-type]
         __slots__ = ("_kbuilder", "_kmagic", "_kcodec", "_built")
@@ -456,7 +556,6 @@ def make_classes(peer: str, *, corrupt: type[Exception],
             return self._kbuilder.size if self._built is None else len(self._built)
 
     out = {"DefaultRecordBatch": DefaultRecordBatch, "LegacyRecordBatch": LegacyRecordBatch,
-           "DefaultRecordBatchBuilder": DefaultRecordBatchBuilder,
            "LegacyRecordBatchBuilder": LegacyRecordBatchBuilder}
     for name, cls in out.items():
         cls.__qualname__ = cls.__name__ = name

@@ -13,43 +13,29 @@ another version is refused with ImportError before anything is patched.
 
 from __future__ import annotations
 
-import importlib
-import struct
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
 from kcodec.compat._core import (
+    Adapter,
+    DefaultRecordMetadata,
     Patch,
+    fix_empty_batch,
+    has_codec_check,
     helpers,
     make_classes,
     make_memory_records,
-    version_tuple,
+    rebind,
 )
-from kcodec.crc import crc32c
-from kcodec.records import RecordBatchBuilder, RecordMetadata, estimate_batch_size, record_size
+from kcodec.records import RecordBatchBuilder, estimate_batch_size, record_size
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
-SUPPORTED = ">=0.14,<0.15"
-_MIN, _MAX = (0, 14), (0, 15)
-
-_patch: Patch | None = None
-
-
-class DefaultRecordMetadata(RecordMetadata):  # type: ignore[misc,valid-type]
-    """What aiokafka's v2 builder's ``append`` returns: ``offset``, ``size``, ``timestamp``
-    and ``crc`` (None). kcodec's builder makes it in C (its ``metadata_class``)."""
-
-    __slots__ = ()
-
-    @property
-    def offset(self) -> int:
-        return self.offset_delta
-
-    def __repr__(self) -> str:
-        return (f"DefaultRecordMetadata(offset={self.offset_delta!r}, size={self.size!r}, "
-                f"timestamp={self.timestamp!r})")
+_MODULES = ("aiokafka.record", "aiokafka.record.util", "aiokafka.record.default_records",
+            "aiokafka.record.legacy_records", "aiokafka.record.memory_records",
+            "aiokafka.consumer.fetcher", "aiokafka.producer.producer",
+            "aiokafka.producer.message_accumulator")
 
 
 class LegacyRecordMetadata(tuple):
@@ -71,7 +57,24 @@ class LegacyRecordMetadata(tuple):
 _legacy_metadata = partial(tuple.__new__, LegacyRecordMetadata)
 
 
-def _make_builder(stock: Any, has_codec: Any) -> type:
+def _metadata_class(dr: Any) -> type:
+    """The class aiokafka's v2 ``append`` returns: kcodec's C one while aiokafka runs its own
+    Cython classes (whose metadata type cannot be patched either), a Python subclass of it
+    while aiokafka runs its Python classes (AIOKAFKA_NO_EXTENSIONS), where
+    ``mock.patch.object(DefaultRecordMetadata, ...)`` works on the stock class too."""
+    if dr.DefaultRecordMetadata is not dr._DefaultRecordMetadataPy:
+        return DefaultRecordMetadata
+
+    class PyDefaultRecordMetadata(DefaultRecordMetadata):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+    PyDefaultRecordMetadata.__name__ = PyDefaultRecordMetadata.__qualname__ = \
+        "DefaultRecordMetadata"
+    PyDefaultRecordMetadata.__module__ = __name__
+    return PyDefaultRecordMetadata
+
+
+def _make_builder(stock: Any, metadata: type, has_codec: Any) -> type:
     """aiokafka's DefaultRecordBatchBuilder as a subclass of kcodec's builder: ``append`` is
     kcodec's own ``append_with_offset`` (no Python frame per record) returning
     DefaultRecordMetadata; wrong types raise kcodec's EncodeTypeError, a TypeError."""
@@ -87,7 +90,7 @@ def _make_builder(stock: Any, has_codec: Any) -> type:
                 producer_epoch=producer_epoch, base_sequence=base_sequence,
                 is_transactional=bool(is_transactional), partition_leader_epoch=-1,
                 max_size=batch_size, compress_only_if_smaller=True,
-                metadata_class=DefaultRecordMetadata)
+                metadata_class=metadata)
             self._magic = magic
             self._kcodec = codec
             self._built: bytearray | None = None
@@ -104,10 +107,7 @@ def _make_builder(stock: Any, has_codec: Any) -> type:
                 has_codec(self._kcodec, 2)
             out = RecordBatchBuilder.build(self, as_bytearray=True)
             if not self.record_count:
-                # An empty batch: aiokafka writes 0 for the last offset delta and both
-                # timestamps where kcodec writes Java's -1.
-                _EMPTY.pack_into(out, 23, 0, 0, 0)
-                struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+                fix_empty_batch(out)
             self._built = out
             return out
 
@@ -137,84 +137,44 @@ def _make_builder(stock: Any, has_codec: Any) -> type:
     return DefaultRecordBatchBuilder
 
 
-_EMPTY = struct.Struct(">iqq")
-
-
-def installed() -> bool:
-    """Whether aiokafka currently uses kcodec."""
-    return _patch is not None
-
-
-def _check_version() -> Any:
-    try:
-        import aiokafka
-    except ImportError as exc:
-        raise ImportError("kcodec.compat.aiokafka needs aiokafka "
-                          "(pip install 'kcodec[compat]')") from exc
-    version = getattr(aiokafka, "__version__", "0")
-    if not _MIN <= version_tuple(version)[:2] < _MAX:
-        raise ImportError(f"kcodec.compat.aiokafka supports aiokafka {SUPPORTED}, "
-                          f"not {version}: nothing was patched")
-    return aiokafka
-
-
-def install() -> None:
-    """Make aiokafka use kcodec for its records, CRCs and varints (idempotent)."""
-    global _patch
-    if _patch is not None:
-        return
-    _check_version()
+def _patch(p: Patch) -> None:
     from aiokafka import errors
     from aiokafka.record import default_records as dr
     from aiokafka.record import legacy_records as lr
 
-    mods = [importlib.import_module(name) for name in (
-        "aiokafka.record", "aiokafka.record.util", "aiokafka.record.default_records",
-        "aiokafka.record.legacy_records", "aiokafka.record.memory_records",
-        "aiokafka.consumer.fetcher", "aiokafka.producer.producer",
-        "aiokafka.producer.message_accumulator")]
-    base = dr._DefaultRecordBatchPy.__new__(dr._DefaultRecordBatchPy)
-
-    def has_codec(codec: int, magic: int) -> None:
-        if magic == 0 and codec == 3:
-            raise errors.UnsupportedCodecError(
-                "LZ4 is not supported for broker version 0.8/0.9")
-        base._assert_has_codec(codec)
-
-    classes = make_classes(
+    has_codec = has_codec_check(dr._DefaultRecordBatchPy.__new__(dr._DefaultRecordBatchPy),
+                                no_lz4_magic0=errors.UnsupportedCodecError)
+    classes: dict[str, Any] = make_classes(
         "aiokafka", corrupt=errors.CorruptRecordException,
         stock_default_batch=dr._DefaultRecordBatchPy,
         stock_legacy_batch=lr._LegacyRecordBatchPy,
-        stock_default_builder=dr._DefaultRecordBatchBuilderPy,
         stock_legacy_builder=lr._LegacyRecordBatchBuilderPy,
-        default_metadata=lambda t: DefaultRecordMetadata(t[0], t[2], t[1]),
-        legacy_metadata=_legacy_metadata,
-        control_record=None, leader_epoch=-1, has_codec=has_codec)
+        legacy_metadata=_legacy_metadata, control_record=None, has_codec=has_codec)
     classes["MemoryRecords"] = make_memory_records(
         "aiokafka", errors.CorruptRecordException, classes["DefaultRecordBatch"],
         classes["LegacyRecordBatch"])
+    metadata = _metadata_class(dr)
     classes["DefaultRecordBatchBuilder"] = _make_builder(dr._DefaultRecordBatchBuilderPy,
-                                                         has_codec)
-    classes["DefaultRecordMetadata"] = DefaultRecordMetadata
+                                                         metadata, has_codec)
+    classes["DefaultRecordMetadata"] = metadata
     classes["LegacyRecordMetadata"] = LegacyRecordMetadata
-    p = Patch()
-    names = ("MemoryRecords", "DefaultRecordBatch", "LegacyRecordBatch",
-             "DefaultRecordBatchBuilder", "LegacyRecordBatchBuilder", "DefaultRecordMetadata",
-             "LegacyRecordMetadata")
-    fns = helpers()
-    for mod in mods:
-        for name in names:
-            if name in vars(mod):
-                p.set(mod, name, classes[name])
-        for name, fn in fns.items():
-            if name in vars(mod):
-                p.set(mod, name, fn)
-    _patch = p
+    rebind(p, _MODULES, {**classes, **helpers()})
+
+
+_adapter = Adapter("aiokafka", "aiokafka", "aiokafka", (0, 14), (0, 15), _patch)
+SUPPORTED = _adapter.supported
+
+
+def installed() -> bool:
+    """Whether aiokafka currently uses kcodec."""
+    return _adapter.installed()
+
+
+def install() -> None:
+    """Make aiokafka use kcodec for its records, CRCs and varints (idempotent)."""
+    _adapter.install()
 
 
 def uninstall() -> None:
     """Give aiokafka its own record classes and helpers back."""
-    global _patch
-    if _patch is not None:
-        _patch.undo()
-        _patch = None
+    _adapter.uninstall()

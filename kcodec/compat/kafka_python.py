@@ -4,92 +4,166 @@
     kcodec.compat.kafka_python.install()     # before creating consumers and producers
 
 ``install()`` rebinds kafka-python's record classes (``DefaultRecordBatch``,
-``LegacyRecordBatch``, their builders) and its varint and CRC helpers, in ``kafka.record.*``
-and in the fetcher, producer and accumulator modules that imported them, to kcodec-backed
-classes of the same shapes; ``uninstall()`` puts the originals back. Supported: kafka-python
-3.0.x; another version is refused with ImportError before anything is patched.
+``LegacyRecordBatch``, their builders, ``DefaultRecord``, ``ControlRecord``, ``LegacyRecord``)
+and its varint and CRC helpers, in ``kafka.record.*`` and in the fetcher, producer and
+accumulator modules that imported them, to kcodec-backed classes of the same shapes;
+``uninstall()`` puts the originals back. Supported: kafka-python 3.0.x; another version is
+refused with ImportError before anything is patched.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from kcodec.compat._core import ControlRecord, Patch, helpers, make_classes, version_tuple
-from kcodec.records import Record
+from kcodec.compat._core import (
+    Adapter,
+    LegacyRecord,
+    Patch,
+    control_record_maker,
+    fix_empty_batch,
+    has_codec_check,
+    helpers,
+    make_classes,
+    rebind,
+    watched_record_classes,
+)
+from kcodec.errors import EncodeError
+from kcodec.records import RecordBatchBuilder, estimate_batch_size, record_size
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
-SUPPORTED = ">=3.0,<3.1"
-_MIN, _MAX = (3, 0), (3, 1)
-
-_patch: Patch | None = None
-
-
-def installed() -> bool:
-    """Whether kafka-python currently uses kcodec."""
-    return _patch is not None
+_MODULES = ("kafka.record", "kafka.record.util", "kafka.record.default_records",
+            "kafka.record.legacy_records", "kafka.record.memory_records",
+            "kafka.consumer.fetcher", "kafka.producer.kafka",
+            "kafka.producer.record_accumulator")
 
 
-def _check_version() -> Any:
-    try:
-        import kafka
-    except ImportError as exc:
-        raise ImportError("kcodec.compat.kafka_python needs kafka-python "
-                          "(pip install 'kcodec[compat]')") from exc
-    version = getattr(kafka, "__version__", "0")
-    if not _MIN <= version_tuple(version)[:2] < _MAX:
-        raise ImportError(f"kcodec.compat.kafka_python supports kafka-python {SUPPORTED}, "
-                          f"not {version}: nothing was patched")
-    return kafka
+def _make_builder(stock: type, metadata: type, has_codec: Any) -> type:
+    """kafka-python's DefaultRecordBatchBuilder: a subclass of the stock one (its constants
+    and isinstance checks) around a kcodec RecordBatchBuilder."""
+
+    class DefaultRecordBatchBuilder(stock):  # type: ignore[misc,valid-type]
+        __slots__ = ("_kbuilder", "_kappend", "_kcodec", "_built")
+
+        def __init__(self, magic: int, compression_type: int, is_transactional: Any,
+                     producer_id: int, producer_epoch: int, base_sequence: int,
+                     batch_size: int) -> None:
+            assert magic >= 2
+            # _magic is a slot of the stock base class, which mypy sees as Any
+            self._magic = magic  # type: ignore[misc]
+            codec = self._kcodec = compression_type & 0x07
+            self._kbuilder = RecordBatchBuilder(
+                # an unknown codec fails in build(), as kafka-python's builder does
+                compression=codec if codec <= 4 else 0, producer_id=producer_id,
+                producer_epoch=producer_epoch, base_sequence=base_sequence,
+                is_transactional=bool(is_transactional), partition_leader_epoch=0,
+                max_size=batch_size, compress_only_if_smaller=True)
+            self._kappend = self._kbuilder.append
+            self._built: bytearray | None = None
+
+        def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
+                   headers: Any, *_: Any) -> Any:
+            try:
+                meta = self._kappend(key, value, headers, timestamp, offset)
+            except EncodeError:
+                if type(offset) is not int:
+                    raise TypeError(offset) from None
+                if timestamp is not None and type(timestamp) is not int:
+                    raise TypeError(timestamp) from None
+                if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"Not supported type for key: {type(key)}") from None
+                if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"Not supported type for value: {type(value)}") from None
+                raise
+            if meta is None:
+                return None
+            return metadata(meta.offset_delta, meta.size, meta.timestamp)
+
+        def set_producer_state(self, producer_id: int, producer_epoch: int,
+                               base_sequence: int, is_transactional: Any = None) -> None:
+            # kafka-python's own checks, with its messages
+            assert not is_transactional or producer_id != -1, \
+                "Cannot write transactional messages without a valid producer ID"
+            assert producer_id == -1 or producer_epoch != -1, \
+                "Invalid negative producer epoch"
+            assert producer_id == -1 or base_sequence != -1, \
+                "Invalid negative sequence number"
+            self._kbuilder.set_producer_state(producer_id, producer_epoch, base_sequence,
+                                              is_transactional)
+
+        producer_id = property(lambda self: self._kbuilder.producer_id)
+        producer_epoch = property(lambda self: self._kbuilder.producer_epoch)
+        base_sequence = property(lambda self: self._kbuilder.base_sequence)
+
+        def build(self) -> bytearray:
+            codec = self._kcodec
+            if codec:
+                has_codec(codec, 2)
+            out = self._kbuilder.build(as_bytearray=True)
+            if not self._kbuilder.record_count:
+                fix_empty_batch(out)
+            self._built = out
+            return out
+
+        def size(self) -> int:
+            built = self._built
+            return self._kbuilder.size if built is None else len(built)
+
+        @classmethod
+        def header_size_in_bytes(cls) -> int:
+            return 61
+
+        @classmethod
+        def size_in_bytes(cls, offset_delta: int, timestamp_delta: int, key: Any, value: Any,
+                          headers: Any) -> int:
+            return record_size(key, value, headers, offset_delta, timestamp_delta)
+
+        @classmethod
+        def estimate_size_in_bytes(cls, key: Any, value: Any, headers: Any) -> int:
+            return estimate_batch_size(key, value, headers)
+
+    DefaultRecordBatchBuilder.__module__ = __name__
+    return DefaultRecordBatchBuilder
 
 
-def install() -> None:
-    """Make kafka-python use kcodec for its records, CRCs and varints (idempotent)."""
-    global _patch
-    if _patch is not None:
-        return
-    _check_version()
+def _patch(p: Patch) -> None:
     from kafka import errors
     from kafka.record import default_records as dr
     from kafka.record import legacy_records as lr
 
-    mods = {name: importlib.import_module(name) for name in (
-        "kafka.record", "kafka.record.util", "kafka.record.default_records",
-        "kafka.record.legacy_records", "kafka.record.memory_records",
-        "kafka.consumer.fetcher", "kafka.producer.kafka", "kafka.producer.record_accumulator")}
-
-    base = dr.DefaultRecordBase()
-
-    def has_codec(codec: int, magic: int) -> None:
-        base._assert_has_codec(codec)
-
-    classes = make_classes(
+    has_codec = has_codec_check(dr.DefaultRecordBase())
+    DefaultRecord, ControlRecord = watched_record_classes()
+    classes: dict[str, Any] = make_classes(
         "kafka_python", corrupt=errors.CorruptRecordError,
         stock_default_batch=dr.DefaultRecordBatch, stock_legacy_batch=lr.LegacyRecordBatch,
-        stock_default_builder=dr.DefaultRecordBatchBuilder,
         stock_legacy_builder=lr.LegacyRecordBatchBuilder,
-        default_metadata=lambda t: dr.DefaultRecordMetadata(*t),
         legacy_metadata=lambda t: lr.LegacyRecordMetadata(*t),
-        control_record=ControlRecord, leader_epoch=0, has_codec=has_codec)
-    p = Patch()
-    for mod in mods.values():
-        for name in ("DefaultRecordBatch", "LegacyRecordBatch", "DefaultRecordBatchBuilder",
-                     "LegacyRecordBatchBuilder"):
-            if name in vars(mod):
-                p.set(mod, name, classes[name])
-        for name, fn in helpers().items():
-            if name in vars(mod):
-                p.set(mod, name, fn)
-    # The class of the v2 records the client now yields (for isinstance checks and mocks;
-    # the compiled twin's Record is an extension type, so it cannot be patched).
-    p.set(dr, "DefaultRecord", Record)
-    _patch = p
+        control_record=control_record_maker(ControlRecord), record_class=DefaultRecord,
+        has_codec=has_codec)
+    classes["DefaultRecordBatchBuilder"] = _make_builder(
+        dr.DefaultRecordBatchBuilder, dr.DefaultRecordMetadata, has_codec)
+    rebind(p, _MODULES, {**classes, **helpers()})
+    # The record classes, patchable as the stock ones are: a test's
+    # mock.patch.object(DefaultRecord, "validate_crc", ...) reaches the records it reads.
+    p.set(dr, "DefaultRecord", DefaultRecord)
+    p.set(dr, "ControlRecord", ControlRecord)
+    p.set(lr, "LegacyRecord", LegacyRecord)
+
+
+_adapter = Adapter("kafka_python", "kafka", "kafka-python", (3, 0), (3, 1), _patch)
+SUPPORTED = _adapter.supported
+
+
+def installed() -> bool:
+    """Whether kafka-python currently uses kcodec."""
+    return _adapter.installed()
+
+
+def install() -> None:
+    """Make kafka-python use kcodec for its records, CRCs and varints (idempotent)."""
+    _adapter.install()
 
 
 def uninstall() -> None:
     """Give kafka-python its own record classes and helpers back."""
-    global _patch
-    if _patch is not None:
-        _patch.undo()
-        _patch = None
+    _adapter.uninstall()

@@ -62,6 +62,9 @@ class MessageDecl(NamedTuple):
     fields: tuple[Field, ...]
     structs: dict[str, tuple[Field, ...]]
     latest_unstable: bool = False
+    # versions taken from an older copy of the specs (KIP-896 removed them), and that copy
+    legacy: str | None = None
+    legacy_source: str | None = None
 
 
 _NO_DEFAULT = object()
@@ -94,8 +97,10 @@ def M(
     api_key: int | None = None,
     structs: dict[str, list[Field]] | None = None,
     latest_unstable: bool = False,
+    legacy: str | None = None,
+    legacy_source: str | None = None,
 ) -> MessageDecl:
     return MessageDecl(
         name, kind, api_key, valid, flexible, tuple(fields),
-        {k: tuple(v) for k, v in (structs or {}).items()}, latest_unstable,
+        {k: tuple(v) for k, v in (structs or {}).items()}, latest_unstable, legacy, legacy_source,
     )

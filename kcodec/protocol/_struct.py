@@ -185,6 +185,8 @@ class Message(Struct):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSIONS: ClassVar[tuple[int, int] | None] = None
     LATEST_UNSTABLE: ClassVar[bool] = False
+    # versions generated from an older copy of the specs (those Kafka 4.0 removed), or None
+    LEGACY_VERSIONS: ClassVar[tuple[int, int] | None] = None
     STRUCTS: ClassVar[dict[str, type[Struct]]] = {}
     _vplans: ClassVar[dict[int, P.StructPlan]]
 
@@ -345,6 +347,7 @@ def build_message(decl: MessageDecl) -> type[Message]:
     cls.MIN_VERSION, cls.MAX_VERSION = valid
     cls.FLEXIBLE_VERSIONS = parse_range(decl.flexible)
     cls.LATEST_UNSTABLE = decl.latest_unstable
+    cls.LEGACY_VERSIONS = parse_range(decl.legacy)
     structs: dict[str, type[Struct]] = {}
     for sname, sfields in decl.structs.items():
         structs[sname] = _make_struct(sname, sfields, Struct)

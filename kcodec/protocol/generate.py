@@ -3,6 +3,8 @@
     python -m kcodec.protocol.generate --specs DIR            # (re)write the modules
     python -m kcodec.protocol.generate --specs DIR --check    # exit 1 if any module drifted
     python -m kcodec.protocol.generate --stubs [--check]      # the stub only, no specs needed
+    python -m kcodec.protocol.generate --specs DIR --legacy-specs OLD --legacy-source NAME
+                                                # fold in the versions Kafka 4.0 removed
 
 With ``--specs`` it also writes ``kcodec/protocol/__init__.pyi``, the type stub of the
 ``kcodec.protocol`` package: every message class with its nested struct classes and every
@@ -17,6 +19,12 @@ holds names, types, version ranges, tags and defaults only; no comment or ``abou
 from the specs is copied. Nested structs are flattened into a per-message ``structs`` map and
 common structs are resolved into it. Spec quirks are fixed in :data:`FIXUPS`, keyed by field
 path (``Message.Struct.Field``), never by position.
+
+Versions below a spec's lowest valid one come from ``--legacy-specs`` (an older copy, e.g.
+Apache Kafka 3.9.0's, from before KIP-896 removed them), merged field by field by
+:mod:`kcodec.protocol._specmerge`; the declaration records them as ``legacy='0-2',
+legacy_source=NAME``. Without ``--legacy-specs``, a committed module's old versions are kept
+as committed (reported as not checked) and the rest is checked against DIR.
 
 A generated module (one carrying the header below) whose specs are not in DIR is kept and
 listed, not checked: DIR may hold only some specs (e.g. a copy that predates an API). Such a
@@ -189,6 +197,9 @@ class Collector:
         lines.append(f"    valid={spec['validVersions']!r}, flexible={spec['flexibleVersions']!r},")
         if spec.get("latestVersionUnstable"):
             lines.append("    latest_unstable=True,")
+        if "_legacy" in spec:
+            versions, source = spec["_legacy"]
+            lines.append(f"    legacy={versions!r}, legacy_source={source!r},")
         lines.append("    fields=[")
         lines += [f"        {x}," for x in fields]
         lines.append("    ],")
@@ -353,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on drift")
     ap.add_argument("--prune", action="store_true",
                     help="remove generated modules whose specs are not in --specs")
+    ap.add_argument("--legacy-specs", type=Path, default=None,
+                    help="an older copy of the specs (Kafka 3.x): the versions below each --specs "
+                         "spec's lowest one are taken from it")
+    ap.add_argument("--legacy-source", default="Apache Kafka 3.x",
+                    help="the name of that copy, recorded in the generated modules")
     args = ap.parse_args(argv)
     out: Path = args.out
     stub: Path | None = args.stub
@@ -371,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--specs DIR is required (or --stubs)")
     specs = load_specs(args.specs)
     existing = {p.name for p in out.glob("*.py")} if out.is_dir() else set()
+    legacy = load_specs(args.legacy_specs) if args.legacy_specs is not None else []
+    specs = fold_legacy(specs, legacy, args.legacy_source, out, existing)
     own = set(render_all(specs))
     kept = [] if args.prune else sorted(
         n for n in existing - own
@@ -403,6 +421,41 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {len(drift)} of {len(files)} modules in {out}" + (f", removed {len(stale)}" if stale else "")
           + (f"; wrote {stub}" if stub_drift else ""))
     return 0
+
+
+def fold_legacy(specs: list[dict[str, Any]], legacy: list[dict[str, Any]], source: str,
+                out: Path, existing: set[str]) -> list[dict[str, Any]]:
+    """The specs with the versions the older copy adds folded in (see ``_specmerge``).
+
+    A spec the older copy (``legacy``) lacks, whose committed module in ``out`` already
+    carries old versions, keeps those as committed (checked against the reference for the
+    rest), so ``--check`` works with the reference copy alone.
+    """
+    from kcodec.protocol._specmerge import merge_spec, spec_from_decl
+
+    old = {s["name"]: s for s in legacy}
+    committed: dict[str, Any] = {}
+    for name in sorted(existing):
+        text = (out / name).read_text(encoding="utf-8")
+        if name != "__init__.py" and text.startswith(HEADER) and "legacy=" in text:
+            try:
+                committed.update({d.name: d for d in decls_from_texts({name: text})})
+            except Exception as exc:  # a broken module is drift, reported by --check
+                print(f"cannot read {out / name}: {exc}", file=sys.stderr)
+    merged = []
+    for spec in specs:
+        try:
+            if spec["name"] in old:
+                spec = merge_spec(spec, old[spec["name"]], source)
+            elif spec["name"] in committed and committed[spec["name"]].legacy:
+                d = committed[spec["name"]]
+                spec = merge_spec(spec, spec_from_decl(d), d.legacy_source or source)
+                print(f"not checked: versions {d.legacy} of {d.name} kept as committed "
+                      "(no --legacy-specs copy of it)", file=sys.stderr)
+        except ValueError as exc:
+            raise SystemExit(f"cannot fold the older specs into {spec['name']}: {exc}") from None
+        merged.append(spec)
+    return merged
 
 
 def _sync(path: Path, text: str, check: bool) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kcodec.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
+from kcodec.spark.security import materialize
 
 __all__ = ["KafkaRange", "DataLossError", "plan_ranges", "split_ranges", "read_range",
            "topic_partitions", "list_offsets", "resolve"]
@@ -46,7 +47,7 @@ def _admin_kwargs(opts: SourceOptions) -> dict[str, Any]:
     from kcodec.client.config import AdminConfig
 
     names = {f.name for f in dataclasses.fields(AdminConfig)}
-    kw = {k: v for k, v in opts.client.items() if k in names}
+    kw = {k: v for k, v in materialize(opts.client).items() if k in names}
     kw.setdefault("client_id", "kcodec-spark")
     return {"bootstrap_servers": opts.bootstrap, **kw}
 
@@ -215,11 +216,32 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
             rb = loop.run_until_complete(reader.next())
             if rb is None:
                 break
-            if rb.num_rows:
-                yield rb
+            yield from _slices(rb)
     finally:
         loop.run_until_complete(reader.close())
         loop.close()
+
+
+# Spark takes a Python source's Arrow batches best in pieces of a few MiB: a fetch decoded
+# whole (tens of MiB) makes the JVM wait for all of it before it starts, and allocate it
+# at once; slices share the fetch's memory (no copy). Measured on count() of 1M records
+# (bench/README.md): 4.2-4.6 s with one batch per fetch, 2.2-2.9 s in 50,000-row slices.
+_SLICE_BYTES = 4 << 20
+_SLICE_ROWS = (4096, 65536)
+
+
+def _slices(rb: Any) -> Iterator[Any]:
+    n = rb.num_rows
+    if not n:
+        return
+    size = rb.nbytes
+    step = _SLICE_ROWS[1] if size <= 0 else n * _SLICE_BYTES // size
+    step = min(max(step, _SLICE_ROWS[0]), _SLICE_ROWS[1])
+    if n <= step:
+        yield rb
+        return
+    for i in range(0, n, step):
+        yield rb.slice(i, step)
 
 
 class _RangeReader:
@@ -236,7 +258,7 @@ class _RangeReader:
         from kcodec.client.config import ConsumerConfig
 
         names = {f.name for f in dataclasses.fields(ConsumerConfig)}
-        kw = {k: v for k, v in self.opts.client.items() if k in names}
+        kw = {k: v for k, v in materialize(self.opts.client).items() if k in names}
         kw.setdefault("client_id", "kcodec-spark")
         kw.setdefault("fetch_max_wait_ms", 100)
         return ConsumerConfig.from_kwargs(bootstrap_servers=self.opts.bootstrap, **kw)
@@ -248,7 +270,7 @@ class _RangeReader:
     async def next(self) -> Any:
         """The next batch of the range (maybe empty), or None when the range is done."""
         from kcodec.client.cluster import REFRESH_CODES, Cluster
-        from kcodec.client.errors import KafkaError
+        from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
 
         r, opts = self.r, self.opts
         if self.pos >= r.end:
@@ -259,13 +281,28 @@ class _RangeReader:
         cfg = self.config
         timeout = opts.poll_timeout_ms / 1000
         deadline = time.monotonic() + timeout
+        backoff = cfg.retry_backoff_ms / 1000
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"{r.topic}[{r.partition}]: no records for offsets {self.pos}..{r.end - 1} "
                     f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
-            part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
-                                           deadline=deadline)
+            try:
+                part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
+                                               deadline=deadline)
+            except (BrokerNotAvailableError, KafkaTimeoutError) as exc:
+                # a broker restarting, or a leader moving: go on trying, as Java's consumer
+                # polls on, until the poll timeout passes without progress
+                if time.monotonic() + backoff > deadline:
+                    raise BrokerNotAvailableError(
+                        f"{r.topic}[{r.partition}]: no records for offsets {self.pos}.."
+                        f"{r.end - 1} within kafkaConsumer.pollTimeoutMs="
+                        f"{opts.poll_timeout_ms}: {exc}", retriable=False) from exc
+                self.cluster.invalidate()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, max(cfg.reconnect_backoff_max_ms / 1000, 0.05))
+                continue
+            backoff = cfg.retry_backoff_ms / 1000
             code = part.error_code
             if code == 1:   # OFFSET_OUT_OF_RANGE: the offset is gone (or beyond the end)
                 if await self._lost(part):

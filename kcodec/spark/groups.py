@@ -21,11 +21,12 @@ def commit_offsets(opts: SourceOptions, group_id: str, offsets: dict[tuple[str, 
     from kcodec.client.cluster import Cluster
     from kcodec.client.config import ConsumerConfig
     from kcodec.client.group import GroupMember, TopicPartition
+    from kcodec.spark.security import materialize
 
     if not offsets:
         return
     names = {f.name for f in dataclasses.fields(ConsumerConfig)}
-    kw = {k: v for k, v in opts.client.items() if k in names}
+    kw = {k: v for k, v in materialize(opts.client).items() if k in names}
     kw.setdefault("client_id", "kcodec-spark")
     cfg = ConsumerConfig.from_kwargs(bootstrap_servers=opts.bootstrap, group_id=group_id,
                                      enable_auto_commit=False, **kw)

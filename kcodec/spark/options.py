@@ -217,17 +217,24 @@ def client_config(opts: dict[str, str], role: str) -> dict[str, Any]:
     """The ``kafka.*`` options as kcodec client keyword arguments (snake_case)."""
     allowed = _CLIENT_COMMON | (_CLIENT_CONSUMER if role == "consumer" else _CLIENT_PRODUCER)
     rejected = _REJECTED_SOURCE if role == "consumer" else _REJECTED_SINK
+    from kcodec.spark.security import SECURITY_NAMES, security_config
+
     out: dict[str, Any] = {}
+    security: dict[str, str] = {}
     for k, v in opts.items():
         if not k.startswith("kafka."):
             continue
         name = k[6:]
+        if name in SECURITY_NAMES:
+            security[name] = v
+            continue
         if name in rejected:
             raise ValueError(f"Kafka option 'kafka.{name}' is not supported: {rejected[name]}")
         if name not in allowed:
             raise ValueError(
                 f"Kafka option 'kafka.{name}' is not supported by kcodec's {role} (it "
-                f"understands kafka.{', kafka.'.join(sorted(allowed))})")
+                f"understands kafka.{', kafka.'.join(sorted(allowed))} and the security "
+                "settings kafka.security.protocol, kafka.sasl.* and kafka.ssl.*)")
         if name in ("bootstrap.servers", "group.id"):
             continue
         if name in _INT_SETTINGS:
@@ -237,6 +244,7 @@ def client_config(opts: dict[str, str], role: str) -> dict[str, Any]:
         else:
             value = v
         out[_RENAME.get(name, name.replace(".", "_"))] = value
+    out.update(security_config(security))
     return out
 
 
@@ -312,6 +320,13 @@ def parse_source(raw: Any, streaming: bool = False) -> SourceOptions:
         commit_group = "" if commit.strip().lower() == "true" else commit.strip()
     client = client_config(opts, "consumer")
     client.pop("isolation_level", None)
+    try:
+        from kcodec.client.config import ConsumerConfig
+
+        ConsumerConfig.from_kwargs(bootstrap_servers=bootstrap,
+                                   **{k: v for k, v in client.items() if not k.endswith("_pem")})
+    except ValueError as exc:
+        raise ValueError(f"kafka.* consumer settings: {exc}") from None
     return SourceOptions(
         bootstrap=bootstrap, subscribe=subscribe, pattern=pattern, assign=assign,
         starting=starting, ending=ending, timestamp_strategy=strategy,
@@ -353,7 +368,8 @@ def parse_sink(raw: Any) -> SinkOptions:
     try:
         from kcodec.client.config import ProducerConfig
 
-        ProducerConfig.from_kwargs(bootstrap_servers=bootstrap, **client)
+        ProducerConfig.from_kwargs(bootstrap_servers=bootstrap,
+                                   **{k: v for k, v in client.items() if not k.endswith('_pem')})
     except ValueError as exc:
         raise ValueError(f"kafka.* producer settings: {exc}") from None
     topic = opts.get("topic")

@@ -79,17 +79,38 @@ def _column(rb: Any, name: str) -> Any:
     return None
 
 
+def _producer(make: Any, bootstrap: str, kw: dict[str, Any]) -> Any:
+    """A started producer. A broker that cannot be reached (restarting) is tried again
+    within ``kafka.default.api.timeout.ms``; then its error, naming the cause, fails the
+    task."""
+    import time
+
+    from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
+
+    deadline = time.monotonic() + kw.get("api_timeout_ms", 60000) / 1000
+    backoff = 0.1
+    while True:
+        try:
+            return make(bootstrap_servers=bootstrap, **kw)
+        except (BrokerNotAvailableError, KafkaTimeoutError):
+            if time.monotonic() + backoff > deadline:
+                raise
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
+
 def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessage:
     """Produce every row of ``batches`` (pyarrow RecordBatches); wait for all acks."""
     import pyarrow.compute as pc
 
     from kcodec.client import Producer
+    from kcodec.spark.security import materialize
 
     msg = KafkaCommitMessage()
     futures = []
-    kw = dict(opts.client)
+    kw = materialize(opts.client)
     kw.setdefault("client_id", "kcodec-spark-sink")
-    with Producer(bootstrap_servers=opts.bootstrap, **kw) as producer:
+    with _producer(Producer, opts.bootstrap, kw) as producer:
         for rb in batches:
             if not rb.num_rows:
                 continue

@@ -42,6 +42,8 @@ __all__ = ["KafkaStreamReader", "make_stream_reader", "limit_offsets"]
 
 Offsets = dict[str, dict[str, int]]
 
+_now = time.monotonic        # the trigger clock (seconds); tests replace it
+
 
 def _flat(o: Offsets) -> dict[tuple[str, int], int]:
     return {(t, int(p)): int(v) for t, ps in (o or {}).items() for p, v in ps.items()}
@@ -90,7 +92,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._admin: Any = None
         self._latest: dict[tuple[str, int], int] = {}
         self._target: dict[tuple[str, int], int] | None = None    # Trigger.AvailableNow
-        self._last_trigger = time.monotonic()
+        self._last_trigger: float | None = None                  # minOffsetsPerTrigger
         self._last_end: Offsets | None = None                     # 4.0/4.1 API
 
     def __getstate__(self) -> dict[str, Any]:
@@ -132,20 +134,35 @@ class KafkaStreamReader(DataSourceStreamReader):
         if self._target is not None:
             latest = {tp: min(v, self._target.get(tp, begin[tp])) for tp, v in latest.items()}
             latest = {tp: max(v, begin[tp]) for tp, v in latest.items()}
-        if min_rows is not None:
-            backlog = sum(max(latest[tp] - begin[tp], 0) for tp in latest)
-            waited = (time.monotonic() - self._last_trigger) * 1000
-            if backlog < min_rows and waited < self.opts.max_trigger_delay_ms:
-                return _nested(begin)
+        # minOffsetsPerTrigger: not with Trigger.AvailableNow, which would wait for records
+        # that are not to come (Spark's ReadMinRows leaves that case to the source)
+        if min_rows is not None and self._target is None and \
+                self._delay(begin, latest, min_rows):
+            return _nested(begin)
         end = limit_offsets(begin, latest, max_rows)
         # never move backwards (a partition whose log shrank stays at its position; the
         # data-loss check in partitions() reports it)
         for tp, v in begin.items():
             if tp in end and end[tp] < v:
                 end[tp] = v
-        if end != begin:
-            self._last_trigger = time.monotonic()
         return _nested(end)
+
+    def _delay(self, begin: dict[tuple[str, int], int], latest: dict[tuple[str, int], int],
+               min_rows: int) -> bool:
+        """Whether to skip this trigger, as Spark's Kafka source decides it for
+        minOffsetsPerTrigger: never once maxTriggerDelay has passed since the last trigger
+        that ran (nor on the first trigger of the reader); else while fewer than
+        ``min_rows`` new offsets are waiting across all partitions."""
+        now = _now()
+        last = self._last_trigger
+        if last is None or (now - last) * 1000 >= self.opts.max_trigger_delay_ms:
+            self._last_trigger = now
+            return False
+        waiting = sum(max(v - begin.get(tp, 0), 0) for tp, v in latest.items())
+        if waiting < min_rows:
+            return True
+        self._last_trigger = now
+        return False
 
     def getDefaultReadLimit(self) -> Any:
         if self.opts.max_offsets_per_trigger is not None:
@@ -225,27 +242,46 @@ class KafkaStreamReader(DataSourceStreamReader):
             yield from _kafka.read_range(r, self.opts)
 
 
+class _OldApiReader(KafkaStreamReader):
+    """pyspark 4.0/4.1 call ``latestOffset()`` without the batch's start: the end this
+    reader handed out last is the next start. Spark calls ``initialOffset()`` only for
+    a new query; a reader made for a query restarted from its checkpoint has handed
+    out nothing and cannot know where the checkpoint resumes, so its first trigger
+    reads up to the latest offsets without ``maxOffsetsPerTrigger`` (an end before the
+    checkpoint's start would read records twice)."""
+
+    def getDefaultReadLimit(self) -> Any:
+        raise NotImplementedError
+
+    def initialOffset(self) -> Offsets:
+        off = super().initialOffset()
+        if self._last_end is None:
+            self._last_end = off
+        return off
+
+    def latestOffset(self) -> Offsets:  # type: ignore[override]
+        if self._last_end is None:
+            end = self._next_end({}, None, None)
+        else:
+            end = self._next_end(self._last_end, self.opts.max_offsets_per_trigger,
+                                 self.opts.min_offsets_per_trigger)
+        self._last_end = end
+        return end
+
+    def commit(self, end: Offsets) -> None:
+        if self._last_end is None:
+            self._last_end = end
+        super().commit(end)
+
+
 if NEW_API:
     class _AvailableNowReader(KafkaStreamReader, SupportsTriggerAvailableNow):
         pass
 
-    def make_stream_reader(opts: SourceOptions) -> DataSourceStreamReader:
+
+def make_stream_reader(opts: SourceOptions) -> DataSourceStreamReader:
+    """The stream reader for the installed pyspark: ``latestOffset(start, limit)`` and
+    Trigger.AvailableNow from 4.2, ``latestOffset()`` before."""
+    if NEW_API:
         return _AvailableNowReader(opts)
-else:  # pragma: no cover - pyspark 4.0 / 4.1
-    class _OldApiReader(KafkaStreamReader):
-        def getDefaultReadLimit(self) -> Any:
-            raise NotImplementedError
-
-        def latestOffset(self) -> Offsets:  # type: ignore[override]
-            start = self._last_end if self._last_end is not None else self.initialOffset()
-            end = self._next_end(start, self.opts.max_offsets_per_trigger,
-                                 self.opts.min_offsets_per_trigger)
-            self._last_end = end
-            return end
-
-        def commit(self, end: Offsets) -> None:
-            self._last_end = end if self._last_end is None else self._last_end
-            super().commit(end)
-
-    def make_stream_reader(opts: SourceOptions) -> DataSourceStreamReader:
-        return _OldApiReader(opts)
+    return _OldApiReader(opts)  # pragma: no cover - pyspark 4.0 / 4.1

@@ -22,7 +22,7 @@ DYNAMIC_TOPIC, DEFAULT = 1, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-@api(32, 1, 4)
+@api(32, 0, 4)
 def describe_configs(node: Any, req: Any) -> Any:
     D = DescribeConfigsResponse
     state = node.cluster.state

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import itertools
 import threading
+import uuid
 from collections import OrderedDict
 from typing import Any
 
 from kcodec.broker.apis.registry import api
-from kcodec.broker.log import LogError
+from kcodec.broker.log import LogError, down_convert, magic_for_fetch_version
 from kcodec.broker.purgatory import Delayed
 from kcodec.protocol import ErrorCode, FetchResponse
 
@@ -29,6 +30,7 @@ __all__ = ["FetchSessions"]
 
 F = FetchResponse
 MAX_SESSIONS = 1000
+_NO_ID = uuid.UUID(int=0)
 
 
 class _Session:
@@ -68,7 +70,7 @@ class FetchSessions:
 
 
 def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: int,
-                    leader_epoch: int, read_committed: bool, min_one: bool) -> Any:
+                    leader_epoch: int, read_committed: bool, min_one: bool, to_magic: int = 2) -> Any:
     state = node.cluster.state
     p = state.partition(topic, index)
     if p is None:
@@ -92,6 +94,9 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
         records = b""
         if offset != upper or offset < log.log_start_offset:
             records = log.read(offset, max_bytes, upper_bound=upper, min_one=min_one)
+            if to_magic < 2 and records:
+                # Fetch v0-v3 cannot carry v2 batches: converted as Kafka 3.x did
+                records = down_convert(records, to_magic, first_offset=offset)
     except LogError as exc:
         return F.PartitionData(partition_index=index, error_code=exc.error_code, high_watermark=hw,
                                last_stable_offset=lso, log_start_offset=log.log_start_offset,
@@ -105,7 +110,8 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
                            aborted_transactions=aborted, records=records)
 
 
-def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]) -> tuple[list, int, bool]:
+def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]],
+              to_magic: int = 2) -> tuple[list, int, bool]:
     """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, error)."""
     remaining = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
     out = []
@@ -115,7 +121,7 @@ def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]
     for topic, index, offset, pmax, epoch in wanted:
         limit = max(0, min(pmax, remaining))
         pd = _read_partition(node, topic, index, offset, limit, epoch, read_committed,
-                             min_one=total == 0)
+                             min_one=total == 0, to_magic=to_magic)
         n = len(pd.records) if pd.records else 0
         total += n
         remaining -= n
@@ -124,11 +130,20 @@ def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]
     return out, total, error
 
 
-def _group(results: list) -> list:
+def _group(results: list, id_of: dict[str, Any]) -> list:
     topics: OrderedDict[str, list] = OrderedDict()
     for topic, pd in results:
         topics.setdefault(topic, []).append(pd)
-    return [F.FetchableTopicResponse(topic=t, partitions=ps) for t, ps in topics.items()]
+    # the name goes out up to v12, the id from v13 (each field is dropped where it is not)
+    return [F.FetchableTopicResponse(topic=t, topic_id=id_of.get(t, _NO_ID), partitions=ps)
+            for t, ps in topics.items()]
+
+
+def _unknown_ids(topics: list) -> list:
+    """Fetch v13+: the answer for topics named by an id the broker does not know."""
+    return [F.FetchableTopicResponse(topic_id=t.topic_id, partitions=[
+        F.PartitionData(partition_index=p.partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                        high_watermark=-1, records=None) for p in t.partitions]) for t in topics]
 
 
 class _DelayedFetch(Delayed):
@@ -137,20 +152,33 @@ class _DelayedFetch(Delayed):
         self.node, self.req, self.wanted, self.respond = node, req, wanted, respond
 
     def try_complete(self) -> bool:
-        results, total, error = _read_all(self.node, self.req.body, self.wanted)
+        results, total, error = _read_all(self.node, self.req.body, self.wanted,
+                                          magic_for_fetch_version(self.req.api_version))
         if total >= self.req.body.min_bytes or error:
             return self.complete(self.respond(results))
         return False
 
     def expire(self) -> None:
-        results, _, _ = _read_all(self.node, self.req.body, self.wanted)
+        results, _, _ = _read_all(self.node, self.req.body, self.wanted,
+                                  magic_for_fetch_version(self.req.api_version))
         self.complete(self.respond(results))
 
 
-@api(1, 4, 12)
+@api(1, 0, 17)
 def fetch(node: Any, req: Any) -> Any:
     body = req.body
     v = req.api_version
+    # v13+ names topics by id (KIP-516): map them to names; unknown ids are answered apart
+    names: dict[Any, str] = {}
+    id_of: dict[str, Any] = {}
+    if v >= 13:
+        for name, topic in list(node.cluster.state.topics.items()):
+            names[topic.topic_id] = name
+            id_of[name] = topic.topic_id
+    unknown = [t for t in body.topics if t.topic_id not in names] if v >= 13 else []
+
+    def name_of(t: Any) -> Any:      # the topic's name, None for an unknown id
+        return t.topic if v < 13 else names.get(t.topic_id)
     session = None
     new_session = False
     if v >= 7 and (body.session_id != 0 or body.session_epoch != -1):
@@ -170,18 +198,20 @@ def fetch(node: Any, req: Any) -> Any:
                 return F(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     epochs: dict[tuple[str, int], int] = {}
     if session is None:
-        wanted = [(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
-                  for t in body.topics for p in t.partitions]
+        wanted = [(name_of(t), p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+                  for t in body.topics if name_of(t) is not None for p in t.partitions]
     else:
         with node.fetch_sessions._lock:
             if not new_session:
                 session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
             for t in body.forgotten_topics_data:
                 for idx in t.partitions:
-                    session.parts.pop((t.topic, idx), None)
+                    session.parts.pop((name_of(t), idx), None)
             for t in body.topics:
+                if name_of(t) is None:
+                    continue
                 for p in t.partitions:
-                    key = (t.topic, p.partition)
+                    key = (name_of(t), p.partition)
                     prev = session.parts.get(key)
                     session.parts[key] = [p.fetch_offset, p.partition_max_bytes,
                                           prev[2] if prev else -2, prev[3] if prev else -2]
@@ -208,10 +238,10 @@ def fetch(node: Any, req: Any) -> Any:
                     st = session.parts.get((topic, pd.partition_index))
                     if st is not None:
                         st[2], st[3] = pd.high_watermark, pd.log_start_offset
-        return F(error_code=0, session_id=sid, responses=_group(results))
+        return F(error_code=0, session_id=sid, responses=_group(results, id_of) + _unknown_ids(unknown))
 
-    results, total, error = _read_all(node, body, wanted)
-    if total >= body.min_bytes or error or body.max_wait_ms <= 0 or not wanted:
+    results, total, error = _read_all(node, body, wanted, magic_for_fetch_version(v))
+    if total >= body.min_bytes or error or body.max_wait_ms <= 0 or not wanted or unknown:
         return respond(results)
     op = _DelayedFetch(node, req, wanted, respond)
     return node.cluster.purgatory.watch(op, [(w[0], w[1]) for w in wanted], body.max_wait_ms / 1000)

@@ -154,7 +154,7 @@ def leave_group(node: Any, req: Any) -> Any:
                                        for (m, i), c in zip(members, codes)])
 
 
-@api(8, 2, 9)
+@api(8, 0, 9)
 def offset_commit(node: Any, req: Any) -> Any:
     R = OffsetCommitResponse
     b = req.body
@@ -210,7 +210,7 @@ def _fetch_offsets(node: Any, group_id: str, topics: Any, stable: bool = False) 
     return 0, out
 
 
-@api(9, 1, 9)
+@api(9, 0, 9)
 def offset_fetch(node: Any, req: Any) -> Any:
     R = OffsetFetchResponse
     b = req.body

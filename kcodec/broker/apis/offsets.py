@@ -49,7 +49,7 @@ def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int,
              leader_epoch=p.leader_epoch, old_style_offsets=[found[0]])
 
 
-@api(2, 1, 9)
+@api(2, 0, 9)
 def list_offsets(node: Any, req: Any) -> Any:
     L = ListOffsetsResponse
     return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
@@ -58,7 +58,7 @@ def list_offsets(node: Any, req: Any) -> Any:
         for p in t.partitions]) for t in req.body.topics])
 
 
-@api(23, 2, 4)
+@api(23, 0, 4)
 def offset_for_leader_epoch(node: Any, req: Any) -> Any:
     R = OffsetForLeaderEpochResponse
     out = []

@@ -71,15 +71,26 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
                                       log_start_offset=log.log_start_offset)
 
 
-@api(0, 3, 12)
+def _failed(t: Any, code: int) -> Any:
+    return P.TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
+        P.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1)
+        for p in t.partition_data])
+
+
+@api(0, 0, 13)
 def produce(node: Any, req: Any) -> Any:
     body = req.body
     if body.acks not in (0, 1, -1):
-        return P(responses=[P.TopicProduceResponse(name=t.name, partition_responses=[
-            P.PartitionProduceResponse(index=p.index, error_code=ErrorCode.INVALID_REQUIRED_ACKS,
-                                       base_offset=-1) for p in t.partition_data])
-            for t in body.topic_data])
-    out = [P.TopicProduceResponse(name=t.name, partition_responses=[
-        append_records(node, t.name, p.index, p.records) for p in t.partition_data])
-        for t in body.topic_data]
+        return P(responses=[_failed(t, ErrorCode.INVALID_REQUIRED_ACKS) for t in body.topic_data])
+    names: dict[Any, str] = {}
+    if req.api_version >= 13:      # topics named by id (KIP-516)
+        names = {topic.topic_id: name for name, topic in list(node.cluster.state.topics.items())}
+    out = []
+    for t in body.topic_data:
+        name = t.name if req.api_version < 13 else names.get(t.topic_id)
+        if name is None:
+            out.append(_failed(t, ErrorCode.UNKNOWN_TOPIC_ID))
+            continue
+        out.append(P.TopicProduceResponse(name=name, topic_id=t.topic_id, partition_responses=[
+            append_records(node, name, p.index, p.records) for p in t.partition_data]))
     return NO_RESPONSE if body.acks == 0 else P(responses=out)

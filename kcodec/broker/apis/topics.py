@@ -54,7 +54,7 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
 KNOWN_CONFIGS = set(LogConfig().to_topic_configs()) | {"message.timestamp.difference.max.ms"}
 
 
-@api(19, 2, 7)
+@api(19, 0, 7)
 def create_topics(node: Any, req: Any) -> Any:
     R = CreateTopicsResponse
     out = []
@@ -82,7 +82,7 @@ def create_topics(node: Any, req: Any) -> Any:
     return R(topics=out)
 
 
-@api(20, 1, 6)
+@api(20, 0, 6)
 def delete_topics(node: Any, req: Any) -> Any:
     R = DeleteTopicsResponse
     state = node.cluster.state

@@ -193,7 +193,9 @@ class GroupCoordinator:
                         return res
                 return self._rejoin(g, m)
             if not member_id:
-                member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+                # Kafka names a static member after its instance id, a dynamic one after its client id
+                prefix = instance_id if instance_id is not None else client_id or "member"
+                member_id = f"{prefix}-{uuid.uuid4()}"
                 m = Member(member_id, instance_id, client_id, client_host, session_timeout_ms,
                            rebalance_timeout_ms, list(protocols))
                 g.members[member_id] = m

@@ -10,10 +10,12 @@
 Modules: ``config`` (topic configs), ``errors`` (LogError and its Kafka error codes),
 ``validate`` (the produce checks and in-place offset assignment), ``convert``
 (down-conversion for Fetch v0-v3), ``segment`` (one segment's bytes, table and index
-files), ``partition`` (PartitionLog: roll, read, retention, truncation), ``epochs`` (the
+files), ``partition`` (PartitionLog: roll, read, retention, truncation), ``cleaner``
+(compaction), ``epochs`` (the
 leader epoch cache), ``manager`` (LogManager: the data directory, checkpoints, recovery).
 """
 
+from kcodec.broker.log.cleaner import CleanStats
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.convert import down_convert, magic_for_fetch_version
 from kcodec.broker.log.errors import (
@@ -36,6 +38,7 @@ from kcodec.broker.log.validate import AppendResult, BatchInfo, peek_batches
 __all__ = [
     "LogManager",
     "LogConfig",
+    "CleanStats",
     "PartitionLog",
     "AppendResult",
     "BatchInfo",

@@ -10,7 +10,9 @@
     message_timestamp_before_max_ms      message.timestamp.before.max.ms       no limit
     message_timestamp_after_max_ms       message.timestamp.after.max.ms        no limit
     index_interval_bytes                 index.interval.bytes                  4096
-    cleanup_policy                       cleanup.policy                        delete (only)
+    cleanup_policy                       cleanup.policy                        delete (compact, compact,delete)
+    delete_retention_ms                  delete.retention.ms                   1 day
+    min_compaction_lag_ms                min.compaction.lag.ms                 0
     flush_messages                       flush.messages                        no fsync per append
     flush_ms                             flush.ms                              no timed fsync
 
@@ -45,7 +47,11 @@ _NAMES: dict[str, tuple[str, int]] = {
     "index.interval.bytes": ("index_interval_bytes", 0),
     "flush.messages": ("flush_messages", 1),
     "flush.ms": ("flush_ms", 0),
+    "delete.retention.ms": ("delete_retention_ms", 0),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", 0),
 }
+_POLICIES = {"delete": "delete", "compact": "compact", "compact,delete": "compact,delete",
+             "delete,compact": "compact,delete"}
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 
@@ -65,6 +71,8 @@ class LogConfig:
     cleanup_policy: str = "delete"
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
+    delete_retention_ms: int = _DAY_MS
+    min_compaction_lag_ms: int = 0
 
     def __post_init__(self) -> None:
         for name, (field, minimum) in _NAMES.items():
@@ -78,9 +86,21 @@ class LogConfig:
         if self.message_timestamp_type not in _TIMESTAMP_TYPES:
             raise InvalidConfig(f"message.timestamp.type {self.message_timestamp_type!r}: "
                                 f"expected one of {', '.join(_TIMESTAMP_TYPES)}")
-        if self.cleanup_policy != "delete":
-            raise InvalidConfig(f"cleanup.policy {self.cleanup_policy!r}: only 'delete' is "
-                                f"supported (no log compaction)")
+        policy = _POLICIES.get(str(self.cleanup_policy).replace(" ", ""))
+        if policy is None:
+            raise InvalidConfig(f"cleanup.policy {self.cleanup_policy!r}: expected delete, "
+                                f"compact or compact,delete")
+        object.__setattr__(self, "cleanup_policy", policy)
+
+    @property
+    def compact(self) -> bool:
+        """True when the cleaner compacts the log (cleanup.policy has compact)."""
+        return self.cleanup_policy.startswith("compact")
+
+    @property
+    def delete(self) -> bool:
+        """True when time and size retention delete segments (cleanup.policy has delete)."""
+        return self.cleanup_policy.endswith("delete")
 
     @property
     def log_append_time(self) -> bool:

@@ -11,8 +11,13 @@ Data directory layout (Kafka's, plus one file of kcodec's own):
 
     checkpoint := "0\\n" count "\\n" { topic " " partition " " offset "\\n" }*
 
-Opening recovers every segment (whole batches, good CRCs; a torn or corrupt tail is
-truncated and the indexes rebuilt), whether or not the last shutdown was clean.
+Opening loads every segment. As Kafka does, a segment that ends at or below its partition's
+recovery point (the offset flushed when the checkpoint was last written: at every flush and
+at a clean close) is trusted: its batch headers are walked to rebuild the indexes, its CRCs
+are not checked. Every segment past the recovery point, and every segment of a partition
+without one (no checkpoint: an unclean shutdown before any flush), is recovered: whole
+batches, good CRCs, increasing offsets; a torn or corrupt tail is truncated and the indexes
+rebuilt. A truncation below the recovery point lowers it and rewrites the checkpoint at once.
 """
 
 from __future__ import annotations
@@ -114,6 +119,7 @@ class LogManager:
             marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN)
             self.clean_shutdown = os.path.exists(marker)
             starts = read_checkpoint(os.path.join(self.data_dir, LOG_START_CHECKPOINT))
+            points = read_checkpoint(os.path.join(self.data_dir, RECOVERY_CHECKPOINT))
             configs = self._read_configs()
             for name in sorted(os.listdir(self.data_dir)):
                 path = os.path.join(self.data_dir, name)
@@ -136,7 +142,9 @@ class LogManager:
                     log = PartitionLog(topic, key[1], cfg, path,
                                        log_start_offset=starts.get(key, 0),
                                        on_start_offset=self._start_moved,
-                                       hooks=self._hooks_for(topic, key[1]), _load=True)
+                                       hooks=self._hooks_for(topic, key[1]), _load=True,
+                                       recovery_point=points.get(key, 0),
+                                       on_truncated=self._recovery_lowered)
                 except OSError as exc:
                     raise KafkaStorageError(f"cannot load {path}: {exc}") from exc
                 self._logs[key] = log
@@ -147,6 +155,7 @@ class LogManager:
             if os.path.exists(marker):
                 os.unlink(marker)
             self._checkpoint_starts()
+            self._checkpoint_recovery()     # what is loaded is on disk and vouched for
 
     def close(self) -> None:
         """Flush and close every log; on disk, checkpoint and mark the shutdown clean."""
@@ -209,7 +218,8 @@ class LogManager:
             try:
                 log = PartitionLog(topic, partition, cfg, path,
                                    on_start_offset=self._start_moved,
-                                   hooks=self._hooks_for(topic, partition))
+                                   hooks=self._hooks_for(topic, partition),
+                                   on_truncated=self._recovery_lowered)
             except OSError as exc:
                 raise KafkaStorageError(f"cannot create {path}: {exc}") from exc
             self._logs[key] = log
@@ -266,11 +276,18 @@ class LogManager:
         except OSError as exc:
             raise KafkaStorageError(f"cannot write the log start checkpoint: {exc}") from exc
 
+    def _recovery_lowered(self, log: PartitionLog) -> None:
+        if self.data_dir is not None and (log.topic, log.partition) in self._logs:
+            try:
+                self._checkpoint_recovery()
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot write the recovery point checkpoint: {exc}") from exc
+
     def _checkpoint_recovery(self) -> None:
         assert self.data_dir is not None
         with self._file_lock:
             write_checkpoint(os.path.join(self.data_dir, RECOVERY_CHECKPOINT),
-                             [(t, p, log.log_end_offset)
+                             [(t, p, log.recovery_point)
                               for (t, p), log in list(self._logs.items())])
 
     def _read_configs(self) -> dict[str, dict[str, str]]:

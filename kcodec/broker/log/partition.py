@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
+from kcodec.broker.log.cleaner import CleanStats, clean_segments
 from kcodec.broker.log.config import LONG_MAX, LogConfig
 from kcodec.broker.log.epochs import LeaderEpochCache
 from kcodec.broker.log.errors import KafkaStorageError, OffsetOutOfRange, RecordListTooLarge
@@ -45,7 +46,9 @@ class PartitionLog:
     def __init__(self, topic: str, partition: int, config: LogConfig,
                  directory: str | None = None, *, log_start_offset: int = 0,
                  on_start_offset: Callable[[PartitionLog], None] | None = None,
-                 hooks: list[SegmentHook] | None = None, _load: bool = False) -> None:
+                 hooks: list[SegmentHook] | None = None, _load: bool = False,
+                 recovery_point: int = 0,
+                 on_truncated: Callable[[PartitionLog], None] | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -57,6 +60,11 @@ class PartitionLog:
         self.hooks: list[SegmentHook] = list(hooks or ())
         self._lock = threading.RLock()
         self._on_start_offset = on_start_offset
+        self._on_truncated = on_truncated
+        #: every offset below it is on disk (flushed): the recovery-point checkpoint's value
+        self.recovery_point = recovery_point
+        self._clean_state: Any = None          # what the last cleaner pass saw
+        self._tombstones_waiting = False
         self._last_flush_ms = _now_ms()
         self.segments: list[Segment] = []
         self._bases: list[int] = []
@@ -73,6 +81,7 @@ class PartitionLog:
             self._truncate_fully(self._log_start)
         self._epochs.truncate_from_start(self._log_start)
         self._hw = self.log_end_offset
+        self.recovery_point = self.log_end_offset   # loaded: trusted or checked up to here
 
     # -- loading and segments -------------------------------------------------------------
 
@@ -85,7 +94,8 @@ class PartitionLog:
         for name in names:
             path = os.path.join(self.directory, name)
             segs.append(Segment.load(path, created_ms=now,
-                                     index_interval=self.config.index_interval_bytes))
+                                     index_interval=self.config.index_interval_bytes,
+                                     recovery_point=self.recovery_point))
         # a segment whose recovery cut it short ends the log: later segments are dropped
         # (their offsets would not follow); so is one that overlaps its predecessor, and an
         # empty segment that is not the last
@@ -102,6 +112,9 @@ class PartitionLog:
         # orphaned index files of segments that no longer exist
         bases = {s.base_offset for s in keep}
         for n in os.listdir(self.directory):
+            if n.endswith(".cleaned"):          # a cleaner pass cut short: the old one stays
+                os.unlink(os.path.join(self.directory, n))
+                continue
             stem, _, suffix = n.partition(".")
             if stem.isdigit() and suffix in ("index", "timeindex", "txnindex") \
                     and int(stem) not in bases:
@@ -399,13 +412,13 @@ class PartitionLog:
             segs = self.segments
             deleted = self._delete_segments(self._below_start())
             n = 0
-            if cfg.retention_ms >= 0:
+            if cfg.delete and cfg.retention_ms >= 0:
                 for seg in segs:
                     if (not len(seg) or seg.next_offset > self._hw
                             or now_ms - seg.largest_timestamp <= cfg.retention_ms):
                         break
                     n += 1
-            if cfg.retention_bytes >= 0:
+            if cfg.delete and cfg.retention_bytes >= 0:
                 excess = self.size_bytes - cfg.retention_bytes
                 m = 0
                 for seg in segs[:-1]:
@@ -415,10 +428,32 @@ class PartitionLog:
                     m += 1
                 n = max(n, m)
             deleted += self._delete_segments(n)
+            if cfg.compact:
+                self._clean(now_ms)
             if (self.directory is not None and self.config.flush_ms != LONG_MAX
                     and now_ms - self._last_flush_ms >= self.config.flush_ms):
                 self._flush(now_ms)
             return deleted
+
+    def clean(self, now_ms: int | None = None) -> CleanStats:
+        """One compaction pass now (see ``kcodec.broker.log.cleaner``), whatever the
+        cleanup.policy; ``run_retention`` runs it on compacted topics when there is new
+        data to clean or tombstones waiting."""
+        with self._lock:
+            self._check_open()
+            return self._clean(_now_ms() if now_ms is None else now_ms, force=True)
+
+    def _clean(self, now_ms: int, force: bool = False) -> CleanStats:
+        state = (self.segments[-1].base_offset, self.high_watermark, self.config)
+        if not force and state == self._clean_state and not self._tombstones_waiting:
+            return CleanStats()
+        try:
+            stats = clean_segments(self, now_ms)
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
+        self._clean_state = state
+        self._tombstones_waiting = stats.tombstones_kept > 0
+        return stats
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= ``offset`` (a batch is removed whole, so
@@ -445,6 +480,15 @@ class PartitionLog:
             end = self.log_end_offset
             self._epochs.truncate_from_end(end)
             self._hw = min(self._hw, end)
+            self._lower_recovery_point(end)
+
+    def _lower_recovery_point(self, end: int) -> None:
+        # what is appended after a truncation is not flushed yet: the checkpoint must not
+        # vouch for it (the manager rewrites the checkpoint at once)
+        if self.recovery_point > end:
+            self.recovery_point = end
+            if self._on_truncated is not None:
+                self._on_truncated(self)
 
     def _truncate_fully(self, offset: int) -> None:
         for seg in self.segments:
@@ -457,6 +501,10 @@ class PartitionLog:
         if self._on_start_offset is not None:
             self._on_start_offset(self)
         self._hw = offset
+        lowered = self.recovery_point > offset
+        self.recovery_point = offset          # nothing below it is left to vouch for
+        if lowered and self._on_truncated is not None:
+            self._on_truncated(self)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -476,6 +524,7 @@ class PartitionLog:
         except OSError as exc:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {exc}") from exc
         self._last_flush_ms = _now_ms() if now_ms is None else now_ms
+        self.recovery_point = self.log_end_offset
 
     def flush(self) -> None:
         """fsync every segment written since the last flush (no-op in memory)."""

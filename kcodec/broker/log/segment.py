@@ -25,7 +25,7 @@ from array import array
 from bisect import bisect_left
 from typing import Any, Protocol
 
-from kcodec.errors import CorruptDataError
+from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.records import iter_batches
 from kcodec.records.segment import LogSegment, RecoveryResult
 
@@ -71,6 +71,43 @@ class SegmentHook(Protocol):
     def on_close(self, segment: Segment) -> None: ...
 
 
+def _walk_headers(buf: Any, base: int, entries: list[tuple[int, int, int]],
+                  epochs: list[tuple[int, int]]) -> int:
+    """Walk the batch headers of ``buf`` (no CRC checks), filling ``entries`` (position,
+    last offset, max timestamp) and ``epochs``; the bytes walked, or -1 if the batches do
+    not follow each other (a gap, offsets not increasing, a malformed header)."""
+    prev, end = base - 1, 0
+    try:
+        for batch in iter_batches(buf, validate_crc=False):
+            v2 = batch.magic == 2
+            first = batch.base_offset if v2 else batch.last_offset
+            if first <= prev or batch.position != end:
+                return -1
+            prev, end = batch.last_offset, batch.position + batch.size
+            entries.append((batch.position, prev, batch.max_timestamp))
+            if v2:
+                epoch = batch.partition_leader_epoch
+                if epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
+                    epochs.append((epoch, first))
+    except KcodecError:
+        return -1
+    return end
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where the platform allows opening it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 class Segment:
     """A segment's bytes and batch table. Not thread-safe: the partition log locks."""
 
@@ -94,6 +131,8 @@ class Segment:
         self.unflushed = 0
         self.closed = False
         self.recovery: RecoveryResult | None = None
+        #: False for a segment loaded below the recovery point without re-validation
+        self.checked = True
         #: (leader epoch, first offset) where the partition leader epoch of the v2 batches
         #: went up, as found by ``load`` (the partition log keeps the live list)
         self.loaded_epochs: list[tuple[int, int]] = []
@@ -127,20 +166,54 @@ class Segment:
         self._tfd = os.open(self.file(".timeindex"), flags, 0o644)
 
     @classmethod
-    def load(cls, path: str, *, created_ms: int, index_interval: int = 4096) -> Segment:
+    def load(cls, path: str, *, created_ms: int, index_interval: int = 4096,
+             recovery_point: int = 0) -> Segment:
         """Open an existing ``.log`` file: the broker's recovery (whole batches, good CRCs,
         offsets that fit the segment; the rest truncated), then the table and both indexes
-        rebuilt from what is valid. ``segment.recovery`` says what was found."""
+        rebuilt from what is valid. ``segment.recovery`` says what was found.
+
+        A segment that ends at or below ``recovery_point`` (everything before it was flushed
+        when the checkpoint was written) is trusted as Kafka trusts it: its batch headers are
+        walked to rebuild the table, without CRC checks (``segment.checked`` is False). A
+        header walk that does not end cleanly at the end of the file, or a segment reaching
+        past the point, gets the full recovery."""
         directory, name = os.path.split(path)
         base = int(name.split(".", 1)[0])
         seg = cls(base, directory, created_ms=created_ms, index_interval=index_interval,
                   _load=True)
         try:
+            if recovery_point > base and seg._trusted_load(path, recovery_point):
+                return seg
             seg._recover(path)
         except BaseException:
             seg.close()
             raise
         return seg
+
+    def _trusted_load(self, path: str, recovery_point: int) -> bool:
+        """The header walk of a segment below the recovery point; False (nothing changed)
+        if it must be recovered instead."""
+        size = os.fstat(self._fd).st_size
+        entries: list[tuple[int, int, int]] = []
+        epochs: list[tuple[int, int]] = []
+        if size:
+            ls = LogSegment(path, base_offset=self.base_offset, indexes=False, use_mmap=_MMAP_ON_LOAD)
+            try:
+                end = _walk_headers(ls.buffer, self.base_offset, entries, epochs)
+            finally:
+                ls.close()
+            if end != size or entries[-1][1] + 1 > recovery_point:
+                return False
+        self.loaded_epochs = epochs
+        self.checked = False
+        for pos, last, ts in entries:
+            self._add(pos, last, ts, 0)
+        self.size = size
+        self._rebuild_index()
+        self._open_indexes(truncate=True)
+        self._write_indexes(self._index, self._tindex)
+        self.created_ms = int(os.stat(path).st_mtime * 1000)
+        return True
 
     def _recover(self, path: str) -> None:
         seg, base = self, self.base_offset
@@ -324,6 +397,46 @@ class Segment:
                 raise OSError(f"{self.path}: unexpected end of file at {start + len(out)}")
             out += more
         return out
+
+    def replace(self, data: bytes) -> None:
+        """Swap in new contents with the same base offset (the cleaner's output: the same
+        offsets, fewer records). On disk: written to ``<name>.cleaned``, fsynced, renamed
+        over the segment; the table and both indexes rebuilt."""
+        entries: list[tuple[int, int, int]] = []
+        epochs: list[tuple[int, int]] = []
+        if data and _walk_headers(data, self.base_offset, entries, epochs) != len(data):
+            raise ValueError(f"segment {self.base_offset}: the new contents do not walk cleanly")
+        sealed = self._ifd < 0
+        if self._buf is not None:
+            self._buf = bytearray(data)
+        else:
+            assert self.path is not None and self.directory is not None
+            tmp = self.path + ".cleaned"
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o644)
+            try:
+                view, n = memoryview(data), 0
+                while n < len(data):
+                    n += _pwrite(fd, view[n:], n)
+                os.fsync(fd)
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.close(fd)
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+            old, self._fd = self._fd, fd
+            os.close(old)
+            _fsync_dir(self.directory)
+        self._lasts, self._pos, self._ts = array("q"), array("q"), array("q")
+        for pos, last, ts in entries:
+            self._add(pos, last, ts, 0)
+        self.size = len(data)
+        self._rebuild_index()
+        if self.directory is not None:
+            self._open_indexes(truncate=True)
+            self._write_indexes(self._index, self._tindex)
+            if sealed:
+                self.seal()
 
     def truncate_batches(self, i: int) -> None:
         """Drop batch ``i`` and everything after it."""

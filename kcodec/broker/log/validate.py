@@ -151,8 +151,28 @@ def validate(records: Any, next_offset: int, now_ms: int, config: LogConfig,
     if magic0 == 2:
         if len(frames) > 1:
             raise InvalidRecord(f"a v2 append must hold exactly one batch, not {len(frames)}")
-        return _validate_v2(buf, next_offset, now_ms, config, leader_epoch)
-    return _validate_legacy(buf, frames, next_offset, now_ms, config)
+        out = _validate_v2(buf, next_offset, now_ms, config, leader_epoch)
+    else:
+        out = _validate_legacy(buf, frames, next_offset, now_ms, config)
+    if config.compact:
+        _require_keys(out.data)
+    return out
+
+
+def _require_keys(buf: Any) -> None:
+    """A compacted topic refuses records without a key, as Kafka does (INVALID_RECORD)."""
+    try:
+        for i, batch in enumerate(iter_batches(buf, validate_crc=False)):
+            if batch.is_control:
+                continue
+            for r in batch:
+                if r.key is None:
+                    raise InvalidRecord(f"compacted topic cannot accept a record without a "
+                                        f"key (offset {r.offset})", i)
+    except KcodecError as exc:
+        if isinstance(exc, InvalidRecord):
+            raise
+        raise CorruptMessage(f"cannot read the records: {exc}", 0) from None
 
 
 def _check_ts(ts: int, now_ms: int, config: LogConfig, where: str) -> None:

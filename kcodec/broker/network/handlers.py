@@ -20,13 +20,23 @@ __all__ = ["HandlerPool"]
 log = logging.getLogger("kcodec.broker")
 
 
+def _answer(dst: concurrent.futures.Future, value: Any) -> None:
+    """Hand the answer to the processor; a request whose connection has gone meanwhile
+    (its future cancelled: the client left, the node is stopping) has nobody to answer."""
+    try:
+        dst.set_result(value)
+    except concurrent.futures.InvalidStateError:
+        pass
+
+
 def _chain(src: concurrent.futures.Future, dst: concurrent.futures.Future) -> None:
     def done(f: concurrent.futures.Future) -> None:
         try:
-            dst.set_result(f.result())
+            value = f.result()
         except Exception:
             log.exception("kcodec broker: a delayed request failed")
-            dst.set_result(CLOSE)
+            value = CLOSE
+        _answer(dst, value)
     src.add_done_callback(done)
 
 
@@ -55,7 +65,7 @@ class HandlerPool:
             if isinstance(answer, concurrent.futures.Future):
                 _chain(answer, req.future)
             else:
-                req.future.set_result(answer)
+                _answer(req.future, answer)
 
     def stop(self) -> None:
         self.channel.shutdown(len(self._threads))

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 ALTER_REPLICA_LOG_DIRS_REQUEST = M(
     'AlterReplicaLogDirsRequest', 'request',
     api_key=34,
-    valid='1-2', flexible='2+',
+    valid='0-2', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('dirs', '[]AlterReplicaLogDir', '0+'),
     ],
@@ -25,7 +26,8 @@ ALTER_REPLICA_LOG_DIRS_REQUEST = M(
 ALTER_REPLICA_LOG_DIRS_RESPONSE = M(
     'AlterReplicaLogDirsResponse', 'response',
     api_key=34,
-    valid='1-2', flexible='2+',
+    valid='0-2', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('results', '[]AlterReplicaLogDirTopicResult', '0+'),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 CREATE_ACLS_REQUEST = M(
     'CreateAclsRequest', 'request',
     api_key=30,
-    valid='1-3', flexible='2+',
+    valid='0-3', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('creations', '[]AclCreation', '0+'),
     ],
@@ -26,7 +27,8 @@ CREATE_ACLS_REQUEST = M(
 CREATE_ACLS_RESPONSE = M(
     'CreateAclsResponse', 'response',
     api_key=30,
-    valid='1-3', flexible='2+',
+    valid='0-3', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('results', '[]AclCreationResult', '0+'),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 CREATE_TOPICS_REQUEST = M(
     'CreateTopicsRequest', 'request',
     api_key=19,
-    valid='2-7', flexible='5+',
+    valid='0-7', flexible='5+',
+    legacy='0-1', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('topics', '[]CreatableTopic', '0+'),
         F('timeout_ms', 'int32', '0+', default=60000),
@@ -34,7 +35,8 @@ CREATE_TOPICS_REQUEST = M(
 CREATE_TOPICS_RESPONSE = M(
     'CreateTopicsResponse', 'response',
     api_key=19,
-    valid='2-7', flexible='5+',
+    valid='0-7', flexible='5+',
+    legacy='0-1', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '2+', ignorable=True),
         F('topics', '[]CreatableTopicResult', '0+'),

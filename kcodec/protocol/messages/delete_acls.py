@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 DELETE_ACLS_REQUEST = M(
     'DeleteAclsRequest', 'request',
     api_key=31,
-    valid='1-3', flexible='2+',
+    valid='0-3', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('filters', '[]DeleteAclsFilter', '0+'),
     ],
@@ -26,7 +27,8 @@ DELETE_ACLS_REQUEST = M(
 DELETE_ACLS_RESPONSE = M(
     'DeleteAclsResponse', 'response',
     api_key=31,
-    valid='1-3', flexible='2+',
+    valid='0-3', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('filter_results', '[]DeleteAclsFilterResult', '0+'),

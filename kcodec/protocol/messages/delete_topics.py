@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 DELETE_TOPICS_REQUEST = M(
     'DeleteTopicsRequest', 'request',
     api_key=20,
-    valid='1-6', flexible='4+',
+    valid='0-6', flexible='4+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('topics', '[]DeleteTopicState', '6+'),
         F('topic_names', '[]string', '0-5', ignorable=True),
@@ -23,7 +24,8 @@ DELETE_TOPICS_REQUEST = M(
 DELETE_TOPICS_RESPONSE = M(
     'DeleteTopicsResponse', 'response',
     api_key=20,
-    valid='1-6', flexible='4+',
+    valid='0-6', flexible='4+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '1+', ignorable=True),
         F('responses', '[]DeletableTopicResult', '0+'),

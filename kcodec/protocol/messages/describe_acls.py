@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 DESCRIBE_ACLS_REQUEST = M(
     'DescribeAclsRequest', 'request',
     api_key=29,
-    valid='1-3', flexible='2+',
+    valid='0-3', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('resource_type_filter', 'int8', '0+'),
         F('resource_name_filter', 'string', '0+', nullable='0+'),
@@ -21,7 +22,8 @@ DESCRIBE_ACLS_REQUEST = M(
 DESCRIBE_ACLS_RESPONSE = M(
     'DescribeAclsResponse', 'response',
     api_key=29,
-    valid='1-3', flexible='2+',
+    valid='0-3', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '0+'),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 DESCRIBE_CONFIGS_REQUEST = M(
     'DescribeConfigsRequest', 'request',
     api_key=32,
-    valid='1-4', flexible='4+',
+    valid='0-4', flexible='4+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('resources', '[]DescribeConfigsResource', '0+'),
         F('include_synonyms', 'bool', '1+', default=False),
@@ -24,7 +25,8 @@ DESCRIBE_CONFIGS_REQUEST = M(
 DESCRIBE_CONFIGS_RESPONSE = M(
     'DescribeConfigsResponse', 'response',
     api_key=32,
-    valid='1-4', flexible='4+',
+    valid='0-4', flexible='4+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('results', '[]DescribeConfigsResult', '0+'),

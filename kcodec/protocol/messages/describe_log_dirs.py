@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 DESCRIBE_LOG_DIRS_REQUEST = M(
     'DescribeLogDirsRequest', 'request',
     api_key=35,
-    valid='1-5', flexible='2+',
+    valid='0-5', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('topics', '[]DescribableLogDirTopic', '0+', nullable='0+'),
     ],
@@ -21,7 +22,8 @@ DESCRIBE_LOG_DIRS_REQUEST = M(
 DESCRIBE_LOG_DIRS_RESPONSE = M(
     'DescribeLogDirsResponse', 'response',
     api_key=35,
-    valid='1-5', flexible='2+',
+    valid='0-5', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '3+', ignorable=True),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 FETCH_REQUEST = M(
     'FetchRequest', 'request',
     api_key=1,
-    valid='4-18', flexible='12+',
+    valid='0-18', flexible='12+',
+    legacy='0-3', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('cluster_id', 'string', '12+', nullable='12+', tag=0, tagged='12+', default=None, ignorable=True),
         F('replica_id', 'int32', '0-14', default=-1),
@@ -52,7 +53,8 @@ FETCH_REQUEST = M(
 FETCH_RESPONSE = M(
     'FetchResponse', 'response',
     api_key=1,
-    valid='4-18', flexible='12+',
+    valid='0-18', flexible='12+',
+    legacy='0-3', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '1+', ignorable=True),
         F('error_code', 'int16', '7+', ignorable=True),

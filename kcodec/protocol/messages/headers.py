@@ -5,7 +5,8 @@ from kcodec.protocol._decl import F, M
 
 REQUEST_HEADER = M(
     'RequestHeader', 'header',
-    valid='1-2', flexible='2+',
+    valid='0-2', flexible='2+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('request_api_key', 'int16', '0+'),
         F('request_api_version', 'int16', '0+'),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 LIST_OFFSETS_REQUEST = M(
     'ListOffsetsRequest', 'request',
     api_key=2,
-    valid='1-11', flexible='6+',
+    valid='0-11', flexible='6+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('replica_id', 'int32', '0+'),
         F('isolation_level', 'int8', '2+'),
@@ -30,7 +31,8 @@ LIST_OFFSETS_REQUEST = M(
 LIST_OFFSETS_RESPONSE = M(
     'ListOffsetsResponse', 'response',
     api_key=2,
-    valid='1-11', flexible='6+',
+    valid='0-11', flexible='6+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '2+', ignorable=True),
         F('topics', '[]ListOffsetsTopicResponse', '0+'),

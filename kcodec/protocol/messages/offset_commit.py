@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 OFFSET_COMMIT_REQUEST = M(
     'OffsetCommitRequest', 'request',
     api_key=8,
-    valid='2-10', flexible='8+',
+    valid='0-10', flexible='8+',
+    legacy='0-1', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('group_id', 'string', '0+'),
         F('generation_id_or_member_epoch', 'int32', '1+', default=-1, ignorable=True),
@@ -34,7 +35,8 @@ OFFSET_COMMIT_REQUEST = M(
 OFFSET_COMMIT_RESPONSE = M(
     'OffsetCommitResponse', 'response',
     api_key=8,
-    valid='2-10', flexible='8+',
+    valid='0-10', flexible='8+',
+    legacy='0-1', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '3+', ignorable=True),
         F('topics', '[]OffsetCommitResponseTopic', '0+'),

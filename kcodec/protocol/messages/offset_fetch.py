@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 OFFSET_FETCH_REQUEST = M(
     'OffsetFetchRequest', 'request',
     api_key=9,
-    valid='1-10', flexible='6+',
+    valid='0-10', flexible='6+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('group_id', 'string', '0-7'),
         F('topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7'),
@@ -35,7 +36,8 @@ OFFSET_FETCH_REQUEST = M(
 OFFSET_FETCH_RESPONSE = M(
     'OffsetFetchResponse', 'response',
     api_key=9,
-    valid='1-10', flexible='6+',
+    valid='0-10', flexible='6+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '3+', ignorable=True),
         F('topics', '[]OffsetFetchResponseTopic', '0-7'),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 OFFSET_FOR_LEADER_EPOCH_REQUEST = M(
     'OffsetForLeaderEpochRequest', 'request',
     api_key=23,
-    valid='2-4', flexible='4+',
+    valid='0-4', flexible='4+',
+    legacy='0-1', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('replica_id', 'int32', '3+', default=-2, ignorable=True),
         F('topics', '[]OffsetForLeaderTopic', '0+'),
@@ -27,7 +28,8 @@ OFFSET_FOR_LEADER_EPOCH_REQUEST = M(
 OFFSET_FOR_LEADER_EPOCH_RESPONSE = M(
     'OffsetForLeaderEpochResponse', 'response',
     api_key=23,
-    valid='2-4', flexible='4+',
+    valid='0-4', flexible='4+',
+    legacy='0-1', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('throttle_time_ms', 'int32', '2+', ignorable=True),
         F('topics', '[]OffsetForLeaderTopicResult', '0+'),

@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 PRODUCE_REQUEST = M(
     'ProduceRequest', 'request',
     api_key=0,
-    valid='3-13', flexible='9+',
+    valid='0-13', flexible='9+',
+    legacy='0-2', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('transactional_id', 'string', '3+', nullable='3+', default=None),
         F('acks', 'int16', '0+'),
@@ -29,7 +30,8 @@ PRODUCE_REQUEST = M(
 PRODUCE_RESPONSE = M(
     'ProduceResponse', 'response',
     api_key=0,
-    valid='3-13', flexible='9+',
+    valid='0-13', flexible='9+',
+    legacy='0-2', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('responses', '[]TopicProduceResponse', '0+'),
         F('throttle_time_ms', 'int32', '1+', default=0, ignorable=True),

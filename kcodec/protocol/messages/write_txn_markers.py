@@ -6,7 +6,8 @@ from kcodec.protocol._decl import F, M
 WRITE_TXN_MARKERS_REQUEST = M(
     'WriteTxnMarkersRequest', 'request',
     api_key=27,
-    valid='1-2', flexible='1+',
+    valid='0-2', flexible='1+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('markers', '[]WritableTxnMarker', '0+'),
     ],
@@ -29,7 +30,8 @@ WRITE_TXN_MARKERS_REQUEST = M(
 WRITE_TXN_MARKERS_RESPONSE = M(
     'WriteTxnMarkersResponse', 'response',
     api_key=27,
-    valid='1-2', flexible='1+',
+    valid='0-2', flexible='1+',
+    legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('markers', '[]WritableTxnMarkerResult', '0+'),
     ],
