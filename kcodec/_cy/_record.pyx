@@ -5,14 +5,14 @@ input checks and a growable buffer for the builders.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 
-from kcodec._cy._reader cimport be_u16, be_u32, raise_corrupt
+from kcodec._cy._reader cimport be_u16, be_u32, put_u32, put_u64, raise_corrupt
 
 from kcodec.errors import EncodeError, EncodeTypeError
 
@@ -81,6 +81,8 @@ cdef class Record:
 
     def validate_crc(self):
         """Whether a legacy message's stored CRC-32 matches its bytes (True for v2 records)."""
+        if self.computed_crc_ <= -2:
+            self.computed_crc_ = _message_crc(self)
         return self.crc_ == self.computed_crc_
 
     @property
@@ -206,6 +208,32 @@ cdef int _install_all() except -1:
 
 
 _install_all()
+
+
+cdef int64_t _message_crc(Record r) except? -1:
+    """The CRC-32 of the legacy message a record was read from, rebuilt from what it kept:
+    magic, attributes, [timestamp], key length, key, value length, value (the message's
+    bytes after its CRC, exactly, since the reader checked that its fields fill it)."""
+    cdef int64_t code = -2 - r.computed_crc_
+    cdef uint8_t head[14]
+    cdef Py_ssize_t n = 2
+    cdef uint32_t c
+    cdef object key = r.raw_key_, value = r.raw_value_
+    head[0] = <uint8_t>(code & 1)
+    head[1] = <uint8_t>(code >> 1)
+    if code & 1:
+        put_u64(head + 2, <uint64_t>r.raw_ts_)
+        n = 10
+    put_u32(head + n, 0xFFFFFFFF if key is None else <uint32_t>PyBytes_GET_SIZE(key))
+    c = crc32_ieee(0, head, <size_t>(n + 4))
+    if key is not None:
+        c = crc32_ieee(c, <const uint8_t*>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key))
+    put_u32(head, 0xFFFFFFFF if value is None else <uint32_t>PyBytes_GET_SIZE(value))
+    c = crc32_ieee(c, head, 4)
+    if value is not None:
+        c = crc32_ieee(c, <const uint8_t*>PyBytes_AS_STRING(value),
+                       <size_t>PyBytes_GET_SIZE(value))
+    return c
 
 
 cdef object new_record(int64_t offset, int64_t timestamp, int timestamp_type, object key,

@@ -134,6 +134,15 @@ cdef inline object _bytes_or_none(const uint8_t* data, Py_ssize_t pos, Py_ssize_
     return PyBytes_FromStringAndSize(<const char*>data + pos, n)
 
 
+cdef inline void _lazy_crc(CRecord r, int magic, int attributes, int64_t timestamp) noexcept:
+    # What the record needs to compute its message's CRC-32 on demand (see _record.pyx):
+    # no second pass over the bytes for a check most consumers never make
+    r.computed_crc_ = -2 - (magic | ((attributes & 0xFF) << 1))
+    r.raw_key_ = r.key
+    r.raw_value_ = r.value
+    r.raw_ts_ = timestamp
+
+
 @cython.freelist(64)
 cdef class LegacyBatch:
     """One top-level legacy message: a plain message (one record) or a compressed wrapper
@@ -239,9 +248,12 @@ cdef class LegacyBatch:
                            _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
                            self.attributes, 12 + self.message_size)
             r.crc_ = self.crc
-            # With validation the iterator checked this CRC before handing out the batch
-            r.computed_crc_ = self.crc if self._validate else _crc32(
-                self._buf.ptr + self.position + 16, self.message_size - 4)
+            # With validation the iterator checked this CRC before handing out the batch;
+            # without, it is computed when validate_crc() first asks
+            if self._validate:
+                r.computed_crc_ = self.crc
+            else:
+                _lazy_crc(r, self.magic, self.attributes, self.timestamp)
             return iter((r,))
         self._prepare()
         it = LegacyIterator.__new__(LegacyIterator)
@@ -367,8 +379,10 @@ cdef class LegacyIterator:
                        _bytes_or_none(self.data, m.vpos, m.vlen), [], m.attributes,
                        m.end - start)
         r.crc_ = m.crc
-        r.computed_crc_ = m.crc if self.checked else _crc32(self.data + start + 16,
-                                                              m.end - start - 16)
+        if self.checked:
+            r.computed_crc_ = m.crc
+        else:
+            _lazy_crc(r, m.magic, m.attributes, m.timestamp)
         return r
 
 
