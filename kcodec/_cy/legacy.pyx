@@ -241,6 +241,7 @@ cdef class LegacyBatch:
     def __iter__(self):
         cdef LegacyIterator it
         cdef CRecord r
+        cdef One one
         if self.attributes & 0x07 == 0:
             r = new_record(self.offset, self.timestamp,
                            -1 if self.magic == 0 else (self.attributes >> 3) & 1,
@@ -254,7 +255,9 @@ cdef class LegacyBatch:
                 r.computed_crc_ = self.crc
             else:
                 _lazy_crc(r, self.magic, self.attributes, self.timestamp)
-            return iter((r,))
+            one = One.__new__(One)
+            one.record = r
+            return one
         self._prepare()
         it = LegacyIterator.__new__(LegacyIterator)
         it.inner = self._inner
@@ -341,6 +344,50 @@ cdef class LegacyBatch:
 
 
 @cython.final
+@cython.freelist(16)
+cdef class One:
+    """The one record of a plain message (one object where iter((r,)) makes two)."""
+
+    cdef object record
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        r = self.record
+        if r is None:
+            raise StopIteration
+        self.record = None
+        return r
+
+
+cdef inline void _reparse(const uint8_t* data, Py_ssize_t pos, Msg* m) noexcept:
+    # _parse for a message _prepare already parsed and checked: the same fields, no checks
+    cdef Py_ssize_t p = pos + 18
+    cdef int32_t n
+    m.offset = <int64_t>be_u64(data + pos)
+    m.size = <int32_t>be_u32(data + pos + 8)
+    m.crc = be_u32(data + pos + 12)
+    m.magic = <int8_t>data[pos + 16]
+    m.attributes = <int8_t>data[pos + 17]
+    m.timestamp = -1
+    if m.magic == 1:
+        m.timestamp = <int64_t>be_u64(data + p)
+        p += 8
+    n = <int32_t>be_u32(data + p)
+    p += 4
+    m.kpos = p
+    m.klen = n
+    if n != -1:
+        p += n
+    n = <int32_t>be_u32(data + p)
+    p += 4
+    m.vpos = p
+    m.vlen = n
+    m.end = pos + 12 + m.size
+
+
+@cython.final
 cdef class LegacyIterator:
     """The records of a checked, decompressed wrapper, one per step."""
 
@@ -365,7 +412,7 @@ cdef class LegacyIterator:
         cdef Py_ssize_t start = self.pos
         if self.left <= 0:
             raise StopIteration
-        _parse(self.data, self.pos, self.end, 0, &m)  # checked by _prepare: cannot fail
+        _reparse(self.data, self.pos, &m)  # parsed and checked by _prepare
         self.pos = m.end
         self.left -= 1
         ts = m.timestamp
