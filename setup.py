@@ -27,6 +27,7 @@ def _truthy(name: str) -> bool:
 # Plain C helpers (no Python API) that an extension links, by module name.
 C_SOURCES = {
     "crc": ["src_c/crc32c.c"],
+    "_record": ["src_c/crc32ieee.c"],
     "columns": ["src_c/kcbuf.c"],
 }
 

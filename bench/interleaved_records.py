@@ -7,7 +7,7 @@ sides alike (pytest-benchmark times each row in sequence; here the rows swing to
 Prints, per workload, the median time of each side and the ratio of the medians (and of the
 minimums); > 1: kcodec faster. ``--keep`` keeps every record of a batch in a list before
 touching them (what ``batch.records()`` does) instead of dropping each one as it goes.
-``--all`` adds R-build (every codec) and L-decode / L-build (none, snappy) against
+``--all`` adds R-build (every codec) and L-decode / L-build (none, gzip, snappy, lz4) against
 aiokafka's compiled builders and legacy reader; ``-k`` keeps the workloads whose name
 contains SUBSTRING. The cyclic GC is off while timing (its passes land on either side at
 random), unless ``--gc``: a consumer keeping its records has the GC on in real life.
@@ -60,7 +60,7 @@ def _more() -> list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
         out.append((f"R-build {codec}", BUILDERS["kcodec cython"](codec),
                     BUILDERS["aiokafka C"](codec), ()))
-    for codec in ("none", "snappy"):
+    for codec in ("none", "gzip", "snappy", "lz4"):
         data = _input_legacy(codec)
         out.append((f"L-decode {codec}", L_DECODERS["kcodec cython"](),
                     L_DECODERS["aiokafka C"](), (data,)))

@@ -287,3 +287,28 @@ def test_builder_offsets_must_increase(pair) -> None:
         b.append(None, b"", 1, offset_delta=2)
         with pytest.raises(errors.EncodeError, match="not above the previous 2"):
             b.append(None, b"", 1, offset_delta=1)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_record_crc_unchecked_then_asked(pair, magic: int) -> None:
+    # Read without validation, a legacy record's validate_crc() answers on demand (from what
+    # the record kept of its message): right for good and bad CRCs, null and empty keys and
+    # values, negative timestamps and attribute bits, top level and inside a wrapper, and
+    # unchanged by later edits of the record's fields.
+    cases = [(None, b"a", 0, 0), (b"", b"", -1, 0x08), (b"k" * 300, None, 2**62, 0x10),
+             (None, None, -2**63, 0x80)]
+    msgs = []
+    for i, (k, v, ts, attrs) in enumerate(cases):
+        good = legacy(magic, i, k, v, ts=ts, attributes=attrs)
+        msgs.append((good, True))
+        crc = struct.unpack(">I", good[12:16])[0]
+        msgs.append((legacy(magic, i, k, v, ts=ts, attributes=attrs, crc=crc ^ 1), False))
+    blob = b"".join(m for m, _ in msgs)
+    wrapped = legacy(magic, len(msgs) - 1, None, gzip.compress(blob), attributes=1)
+    for data in (blob, wrapped):
+        for mod in pair("batch"):
+            recs = [r for b in mod.iter_batches(data, validate_crc=False) for r in b]
+            assert [r.validate_crc() for r in recs] == [ok for _, ok in msgs]
+            for r in recs:
+                r.key, r.value, r.timestamp = b"x", b"y", 5
+            assert [r.validate_crc() for r in recs] == [ok for _, ok in msgs]

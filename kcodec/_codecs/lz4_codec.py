@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcodec._codecs._util import drain
+from kcodec._codecs._util import MIN_CHUNK, drain
 from kcodec._codecs.xxhash32 import xxh32
 from kcodec.errors import (
     ChecksumError,
@@ -172,6 +172,11 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
             if repair:
                 frame = bytearray(frame)
                 frame[hc_pos - pos] = header_checksum(bytes(data[pos:hc_pos]))
+            # Without a declared size, the blocks' bound (what they can make at most) caps
+            # drain's usual guess (8x the input): a Java-style frame of 64 KiB blocks is then
+            # read in one call into a buffer about its size, not one of 8x its input.
+            if size < 0 and bound:
+                size = min(bound, max(8 * (end - pos), MIN_CHUNK))
             got, produced, rest = drain(
                 lz4f.LZ4FrameDecompressor(), frame, max_size - total, max(size, 0),
                 NAME, max_size, pos, (RuntimeError, ValueError),

@@ -16,6 +16,11 @@ cdef class Record:
     cdef Py_ssize_t size_
     cdef int64_t crc_
     cdef int64_t computed_crc_
+    # A legacy message whose CRC-32 is computed on first use (computed_crc_ <= -2 holds
+    # -2 - (magic | attributes << 1)): its key and value as read and its own timestamp.
+    cdef object raw_key_
+    cdef object raw_value_
+    cdef int64_t raw_ts_
 
 
 cdef class ControlRecord(Record):

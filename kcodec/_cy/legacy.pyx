@@ -134,6 +134,15 @@ cdef inline object _bytes_or_none(const uint8_t* data, Py_ssize_t pos, Py_ssize_
     return PyBytes_FromStringAndSize(<const char*>data + pos, n)
 
 
+cdef inline void _lazy_crc(CRecord r, int magic, int attributes, int64_t timestamp) noexcept:
+    # What the record needs to compute its message's CRC-32 on demand (see _record.pyx):
+    # no second pass over the bytes for a check most consumers never make
+    r.computed_crc_ = -2 - (magic | ((attributes & 0xFF) << 1))
+    r.raw_key_ = r.key
+    r.raw_value_ = r.value
+    r.raw_ts_ = timestamp
+
+
 @cython.freelist(64)
 cdef class LegacyBatch:
     """One top-level legacy message: a plain message (one record) or a compressed wrapper
@@ -232,6 +241,7 @@ cdef class LegacyBatch:
     def __iter__(self):
         cdef LegacyIterator it
         cdef CRecord r
+        cdef One one
         if self.attributes & 0x07 == 0:
             r = new_record(self.offset, self.timestamp,
                            -1 if self.magic == 0 else (self.attributes >> 3) & 1,
@@ -239,10 +249,15 @@ cdef class LegacyBatch:
                            _bytes_or_none(self._buf.ptr, self._vpos, self._vlen), [],
                            self.attributes, 12 + self.message_size)
             r.crc_ = self.crc
-            # With validation the iterator checked this CRC before handing out the batch
-            r.computed_crc_ = self.crc if self._validate else _crc32(
-                self._buf.ptr + self.position + 16, self.message_size - 4)
-            return iter((r,))
+            # With validation the iterator checked this CRC before handing out the batch;
+            # without, it is computed when validate_crc() first asks
+            if self._validate:
+                r.computed_crc_ = self.crc
+            else:
+                _lazy_crc(r, self.magic, self.attributes, self.timestamp)
+            one = One.__new__(One)
+            one.record = r
+            return one
         self._prepare()
         it = LegacyIterator.__new__(LegacyIterator)
         it.inner = self._inner
@@ -329,6 +344,50 @@ cdef class LegacyBatch:
 
 
 @cython.final
+@cython.freelist(16)
+cdef class One:
+    """The one record of a plain message (one object where iter((r,)) makes two)."""
+
+    cdef object record
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        r = self.record
+        if r is None:
+            raise StopIteration
+        self.record = None
+        return r
+
+
+cdef inline void _reparse(const uint8_t* data, Py_ssize_t pos, Msg* m) noexcept:
+    # _parse for a message _prepare already parsed and checked: the same fields, no checks
+    cdef Py_ssize_t p = pos + 18
+    cdef int32_t n
+    m.offset = <int64_t>be_u64(data + pos)
+    m.size = <int32_t>be_u32(data + pos + 8)
+    m.crc = be_u32(data + pos + 12)
+    m.magic = <int8_t>data[pos + 16]
+    m.attributes = <int8_t>data[pos + 17]
+    m.timestamp = -1
+    if m.magic == 1:
+        m.timestamp = <int64_t>be_u64(data + p)
+        p += 8
+    n = <int32_t>be_u32(data + p)
+    p += 4
+    m.kpos = p
+    m.klen = n
+    if n != -1:
+        p += n
+    n = <int32_t>be_u32(data + p)
+    p += 4
+    m.vpos = p
+    m.vlen = n
+    m.end = pos + 12 + m.size
+
+
+@cython.final
 cdef class LegacyIterator:
     """The records of a checked, decompressed wrapper, one per step."""
 
@@ -353,7 +412,7 @@ cdef class LegacyIterator:
         cdef Py_ssize_t start = self.pos
         if self.left <= 0:
             raise StopIteration
-        _parse(self.data, self.pos, self.end, 0, &m)  # checked by _prepare: cannot fail
+        _reparse(self.data, self.pos, &m)  # parsed and checked by _prepare
         self.pos = m.end
         self.left -= 1
         ts = m.timestamp
@@ -367,8 +426,10 @@ cdef class LegacyIterator:
                        _bytes_or_none(self.data, m.vpos, m.vlen), [], m.attributes,
                        m.end - start)
         r.crc_ = m.crc
-        r.computed_crc_ = m.crc if self.checked else _crc32(self.data + start + 16,
-                                                              m.end - start - 16)
+        if self.checked:
+            r.computed_crc_ = m.crc
+        else:
+            _lazy_crc(r, m.magic, m.attributes, m.timestamp)
         return r
 
 
