@@ -208,18 +208,96 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
     clear error, never partial data silently: a broker that stays unreachable or answers
     nothing new for ``kafkaConsumer.pollTimeoutMs``, data lost to retention (with
     failOnDataLoss), a broker error that is not retriable.
+
+    Pipelined: a thread fetches and decodes the next batch while Spark takes the slices of
+    the current one (at most one decoded batch waits, so memory stays bounded). Closing the
+    generator early (a ``limit()``) cancels the fetch in flight and closes the client.
     """
-    loop = asyncio.new_event_loop()
-    reader = _RangeReader(r, opts)
+    pre = _Prefetch(_RangeReader(r, opts))
     try:
         while True:
-            rb = loop.run_until_complete(reader.next())
+            rb = pre.get()
             if rb is None:
                 break
             yield from _slices(rb)
     finally:
-        loop.run_until_complete(reader.close())
-        loop.close()
+        pre.stop()
+
+
+class _Prefetch:
+    """Runs a ``_RangeReader`` on its own event loop in a thread, one batch ahead."""
+
+    def __init__(self, reader: Any) -> None:
+        import queue
+        import threading
+
+        self.reader = reader
+        self.q: Any = queue.Queue(maxsize=1)
+        self.halt = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        self.task: Any = None
+        self.thread = threading.Thread(target=self._run, name="kcodec-spark-fetch",
+                                       daemon=True)
+        self.thread.start()
+
+    def _put(self, item: tuple[bool, Any]) -> None:
+        import queue
+
+        while not self.halt.is_set():
+            try:
+                self.q.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def _run(self) -> None:
+        loop = self.loop
+        asyncio.set_event_loop(loop)
+        try:
+            while not self.halt.is_set():
+                self.task = loop.create_task(self.reader.next())
+                if self.halt.is_set():
+                    self.task.cancel()
+                try:
+                    rb = loop.run_until_complete(self.task)
+                except BaseException as exc:   # noqa: BLE001 - handed to the consumer
+                    if not self.halt.is_set():
+                        self._put((False, exc))
+                    return
+                self._put((True, rb))
+                if rb is None:
+                    return
+        finally:
+            try:
+                loop.run_until_complete(self.reader.close())
+            except Exception:   # noqa: BLE001 - closing after an error: the first one counts
+                pass
+            loop.close()
+
+    def get(self) -> Any:
+        import queue
+
+        while True:
+            try:
+                ok, v = self.q.get(timeout=0.5)
+            except queue.Empty:
+                if not self.thread.is_alive() and self.q.empty():
+                    raise RuntimeError(
+                        "kcodec: the fetch thread ended without an answer") from None
+                continue
+            if not ok:
+                raise v
+            return v
+
+    def stop(self) -> None:
+        self.halt.set()
+        task = self.task
+        if task is not None and self.thread.is_alive():
+            try:
+                self.loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:     # the loop closed meanwhile
+                pass
+        self.thread.join()
 
 
 # Spark takes a Python source's Arrow batches best in pieces of a few MiB: a fetch decoded
@@ -244,6 +322,9 @@ def _slices(rb: Any) -> Iterator[Any]:
         yield rb.slice(i, step)
 
 
+_FIRST_FETCH_BYTES = 1 << 20
+
+
 class _RangeReader:
     def __init__(self, r: KafkaRange, opts: SourceOptions) -> None:
         self.r = r
@@ -252,7 +333,10 @@ class _RangeReader:
         self.cluster: Any = None
         # larger fetches than a consumer's 1 MiB default: a task reads one range straight
         # through, and fewer, larger Arrow batches cost Spark less
-        self.max_bytes = int(opts.client.get("max_partition_fetch_bytes", 8 << 20))
+        self.cap = int(opts.client.get("max_partition_fetch_bytes", 8 << 20))
+        # the first fetch small, so that Spark has rows to take while the thread fetches and
+        # decodes the rest (read_range's pipeline); the next ones at the full size
+        self.max_bytes = min(self.cap, _FIRST_FETCH_BYTES)
 
     def _config(self) -> Any:
         from kcodec.client.config import ConsumerConfig
@@ -333,6 +417,7 @@ class _RangeReader:
                     rb.column("offset")[0].as_py() > self.pos:
                 await self._data_loss(self.pos, log_start)
             self.pos = nxt
+            self.max_bytes = max(self.max_bytes, self.cap)
             return rb
 
     async def _fetch(self, cfg: Any) -> Any:
