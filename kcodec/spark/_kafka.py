@@ -323,6 +323,28 @@ def _slices(rb: Any) -> Iterator[Any]:
 
 
 _FIRST_FETCH_BYTES = 1 << 20
+_CHUNK_BYTES = 1 << 20
+
+
+def _chunks(blob: Any, size: int) -> list[Any]:
+    """``blob`` cut at batch boundaries into pieces of about ``size`` bytes (views, no
+    copy). Every batch, v2 or legacy, starts with an int64 offset and an int32 length; a
+    length that does not fit (a partial last batch, or garbage) ends the cutting there, and
+    the rest goes whole to ``decode_columns``, which knows what to make of it."""
+    view = memoryview(blob)
+    n = len(view)
+    out = []
+    start = pos = 0
+    while pos + 12 <= n:
+        length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
+        if length < 0 or pos + 12 + length > n:
+            break
+        pos += 12 + length
+        if pos - start >= size and pos < n:
+            out.append(view[start:pos])
+            start = pos
+    out.append(view[start:])
+    return out
 
 
 class _RangeReader:
@@ -331,6 +353,7 @@ class _RangeReader:
         self.opts = opts
         self.pos = r.start
         self.cluster: Any = None
+        self.pending: list[tuple[Any, int]] = []    # fetched pieces not decoded yet
         # larger fetches than a consumer's 1 MiB default: a task reads one range straight
         # through, and fewer, larger Arrow batches cost Spark less
         self.cap = int(opts.client.get("max_partition_fetch_bytes", 8 << 20))
@@ -357,6 +380,9 @@ class _RangeReader:
         from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
 
         r, opts = self.r, self.opts
+        if self.pending:
+            blob, lo_pos = self.pending.pop(0)
+            return self._columns(blob, lo_pos)
         if self.pos >= r.end:
             return None
         if self.cluster is None:
@@ -410,6 +436,7 @@ class _RangeReader:
             log_start = getattr(part, "log_start_offset", -1)
             rb, nxt = self._decode(part, data)
             if nxt <= self.pos:
+                self.pending = []
                 # one batch larger than the fetch size: ask for more bytes
                 self.max_bytes = min(self.max_bytes * 4, 1 << 30)
                 continue
@@ -458,25 +485,35 @@ class _RangeReader:
         raise KafkaError_(3)
 
     def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
-        import numpy as np
-
         from kcodec.client.consumer import _Fetched, _next_offset, _visible_blob
         from kcodec.client.group import TopicPartition
-        from kcodec.records import decode_columns
 
         r = self.r
         nxt = _next_offset(data, self.pos)
         f = _Fetched(TopicPartition(r.topic, r.partition), self.pos, data,
                      part.aborted_transactions, 0)
         blob, _ = _visible_blob(f, self.opts.read_committed)
+        # decoded a piece at a time (whole batches of about _CHUNK_BYTES): the first piece
+        # now, the others on the next calls, so Spark takes rows while the rest decodes
+        chunks = _chunks(blob, _CHUNK_BYTES)
+        self.pending = [(c, self.pos) for c in chunks[1:]]
+        rb = self._columns(chunks[0], self.pos)
+        return rb, min(nxt, r.end) if nxt >= r.end else nxt
+
+    def _columns(self, blob: Any, lo_pos: int) -> Any:
+        import numpy as np
+
+        from kcodec.records import decode_columns
+
+        r = self.r
         cols = decode_columns(blob, validate_crc=self.config.check_crcs, layout="spark")
         rb = cols.to_spark(r.topic, r.partition, include_headers=self.opts.include_headers)
         offs = cols.offset
-        lo = int(np.searchsorted(offs, self.pos)) if len(offs) else 0
+        lo = int(np.searchsorted(offs, lo_pos)) if len(offs) else 0
         hi = int(np.searchsorted(offs, r.end)) if len(offs) else 0
         if lo or hi < len(offs):
             rb = rb.slice(lo, hi - lo)
-        return rb, min(nxt, r.end) if nxt >= r.end else nxt
+        return rb
 
     async def _lost(self, part: Any, end: int | None = None) -> bool:
         """The fetch offset is out of range: data loss (or the partition shrank). Returns
