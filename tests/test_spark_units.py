@@ -4,6 +4,9 @@ producer's columnar send path."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 pytest.importorskip("pyspark", reason="kcodec.spark needs pyspark (the spark/test extras)")
@@ -392,6 +395,11 @@ def test_read_range_and_broker_going_away(topic_name: str) -> None:
         r = KafkaRange(topic_name, 0, 10, 390)
         rows = [x for rb in _kafka.read_range(r, opts) for x in rb.column("offset").to_pylist()]
         assert rows == list(range(10, 390))
+        # closed early (a limit()): the fetch thread ends with the generator
+        it = _kafka.read_range(r, opts)
+        assert next(it).column("offset")[0].as_py() == 10
+        it.close()
+        assert not [t for t in threading.enumerate() if t.name == "kcodec-spark-fetch"]
         # the broker goes away after planning, before the task's fetches (Tansu answers the
         # whole range in one fetch, so this is the moment a read can lose it)
         it = _kafka.read_range(r, opts)
@@ -402,6 +410,14 @@ def test_read_range_and_broker_going_away(topic_name: str) -> None:
         text = str(e.value)
         assert any(w in text for w in ("no broker reachable", "within", "pollTimeoutMs",
                                        "closed", "timed out")), text
+        # stopped while its thread retries the gone broker: the retry is cancelled at once,
+        # not waited out (kafkaConsumer.pollTimeoutMs is 3 s here)
+        pre = _kafka._Prefetch(_kafka._RangeReader(r, opts))
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        pre.stop()
+        assert time.monotonic() - t0 < 1.5
+        assert not pre.thread.is_alive()
 
 
 # ---------------------------------------------------------------------------------------------
