@@ -4,6 +4,9 @@ producer's columnar send path."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 pytest.importorskip("pyspark", reason="kcodec.spark needs pyspark (the spark/test extras)")
@@ -392,6 +395,11 @@ def test_read_range_and_broker_going_away(topic_name: str) -> None:
         r = KafkaRange(topic_name, 0, 10, 390)
         rows = [x for rb in _kafka.read_range(r, opts) for x in rb.column("offset").to_pylist()]
         assert rows == list(range(10, 390))
+        # closed early (a limit()): the fetch thread ends with the generator
+        it = _kafka.read_range(r, opts)
+        assert next(it).column("offset")[0].as_py() == 10
+        it.close()
+        assert not [t for t in threading.enumerate() if t.name == "kcodec-spark-fetch"]
         # the broker goes away after planning, before the task's fetches (Tansu answers the
         # whole range in one fetch, so this is the moment a read can lose it)
         it = _kafka.read_range(r, opts)
@@ -402,6 +410,14 @@ def test_read_range_and_broker_going_away(topic_name: str) -> None:
         text = str(e.value)
         assert any(w in text for w in ("no broker reachable", "within", "pollTimeoutMs",
                                        "closed", "timed out")), text
+        # stopped while its thread retries the gone broker: the retry is cancelled at once,
+        # not waited out (kafkaConsumer.pollTimeoutMs is 3 s here)
+        pre = _kafka._Prefetch(_kafka._RangeReader(r, opts))
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        pre.stop()
+        assert time.monotonic() - t0 < 1.5
+        assert not pre.thread.is_alive()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,3 +579,38 @@ def test_pipeline_without_java_says_how_to_get_it(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "kcodec", "pipeline", "-n", "1"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--events must be at least 2" in proc.stderr
+
+
+def test_chunks_cut_at_batch_boundaries_and_decode_the_same() -> None:
+    """The pieces a fetch is decoded in: whole batches, no byte lost or doubled, and the
+    pieces' rows together are the whole blob's; a partial last batch stays in the last piece."""
+    import pyarrow as pa
+
+    from kcodec.records import RecordBatchBuilder, decode_columns
+
+    blob = b""
+    off = 0
+    for i in range(40):
+        b = RecordBatchBuilder(compression=3 if i % 2 else 0, base_offset=off)
+        for j in range(50):
+            b.append(b"k%d" % (off + j), b"v" * 200, [], timestamp=1_700_000_000_000 + off + j)
+        off += 50
+        blob += b.build()
+    whole = decode_columns(blob, layout="spark").to_spark("t", 0)
+    for size in (1, 1000, 5000, len(blob), 1 << 30):
+        parts = _kafka._chunks(blob, size)
+        assert b"".join(bytes(p) for p in parts) == blob
+        assert len(parts) == (40 if size == 1 else 1 if size >= len(blob) else len(parts))
+        got = pa.Table.from_batches(
+            [decode_columns(p, layout="spark").to_spark("t", 0) for p in parts])
+        assert got.equals(pa.Table.from_batches([whole]))
+    # a partial last batch: the cut stops before it, decode_columns sees it whole
+    cut = blob[:-10]
+    parts = _kafka._chunks(cut, 1000)
+    assert b"".join(bytes(p) for p in parts) == cut
+    assert decode_columns(parts[-1], layout="spark").to_spark("t", 0).num_rows >= 0
+    # garbage length: no cutting past it
+    first = 12 + int.from_bytes(blob[8:12], "big")
+    bad = blob[:first + 8] + b"\xff\xff\xff\xff" + blob[first + 12:]
+    parts = _kafka._chunks(bad, 1)
+    assert [len(p) for p in parts] == [first, len(bad) - first]

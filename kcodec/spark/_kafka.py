@@ -208,18 +208,96 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
     clear error, never partial data silently: a broker that stays unreachable or answers
     nothing new for ``kafkaConsumer.pollTimeoutMs``, data lost to retention (with
     failOnDataLoss), a broker error that is not retriable.
+
+    Pipelined: a thread fetches and decodes the next batch while Spark takes the slices of
+    the current one (at most one decoded batch waits, so memory stays bounded). Closing the
+    generator early (a ``limit()``) cancels the fetch in flight and closes the client.
     """
-    loop = asyncio.new_event_loop()
-    reader = _RangeReader(r, opts)
+    pre = _Prefetch(_RangeReader(r, opts))
     try:
         while True:
-            rb = loop.run_until_complete(reader.next())
+            rb = pre.get()
             if rb is None:
                 break
             yield from _slices(rb)
     finally:
-        loop.run_until_complete(reader.close())
-        loop.close()
+        pre.stop()
+
+
+class _Prefetch:
+    """Runs a ``_RangeReader`` on its own event loop in a thread, one batch ahead."""
+
+    def __init__(self, reader: Any) -> None:
+        import queue
+        import threading
+
+        self.reader = reader
+        self.q: Any = queue.Queue(maxsize=1)
+        self.halt = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        self.task: Any = None
+        self.thread = threading.Thread(target=self._run, name="kcodec-spark-fetch",
+                                       daemon=True)
+        self.thread.start()
+
+    def _put(self, item: tuple[bool, Any]) -> None:
+        import queue
+
+        while not self.halt.is_set():
+            try:
+                self.q.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def _run(self) -> None:
+        loop = self.loop
+        asyncio.set_event_loop(loop)
+        try:
+            while not self.halt.is_set():
+                self.task = loop.create_task(self.reader.next())
+                if self.halt.is_set():
+                    self.task.cancel()
+                try:
+                    rb = loop.run_until_complete(self.task)
+                except BaseException as exc:   # noqa: BLE001 - handed to the consumer
+                    if not self.halt.is_set():
+                        self._put((False, exc))
+                    return
+                self._put((True, rb))
+                if rb is None:
+                    return
+        finally:
+            try:
+                loop.run_until_complete(self.reader.close())
+            except Exception:   # noqa: BLE001 - closing after an error: the first one counts
+                pass
+            loop.close()
+
+    def get(self) -> Any:
+        import queue
+
+        while True:
+            try:
+                ok, v = self.q.get(timeout=0.5)
+            except queue.Empty:
+                if not self.thread.is_alive() and self.q.empty():
+                    raise RuntimeError(
+                        "kcodec: the fetch thread ended without an answer") from None
+                continue
+            if not ok:
+                raise v
+            return v
+
+    def stop(self) -> None:
+        self.halt.set()
+        task = self.task
+        if task is not None and self.thread.is_alive():
+            try:
+                self.loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:     # the loop closed meanwhile
+                pass
+        self.thread.join()
 
 
 # Spark takes a Python source's Arrow batches best in pieces of a few MiB: a fetch decoded
@@ -244,15 +322,44 @@ def _slices(rb: Any) -> Iterator[Any]:
         yield rb.slice(i, step)
 
 
+_FIRST_FETCH_BYTES = 1 << 20
+_CHUNK_BYTES = 1 << 20
+
+
+def _chunks(blob: Any, size: int) -> list[Any]:
+    """``blob`` cut at batch boundaries into pieces of about ``size`` bytes (views, no
+    copy). Every batch, v2 or legacy, starts with an int64 offset and an int32 length; a
+    length that does not fit (a partial last batch, or garbage) ends the cutting there, and
+    the rest goes whole to ``decode_columns``, which knows what to make of it."""
+    view = memoryview(blob)
+    n = len(view)
+    out = []
+    start = pos = 0
+    while pos + 12 <= n:
+        length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
+        if length < 0 or pos + 12 + length > n:
+            break
+        pos += 12 + length
+        if pos - start >= size and pos < n:
+            out.append(view[start:pos])
+            start = pos
+    out.append(view[start:])
+    return out
+
+
 class _RangeReader:
     def __init__(self, r: KafkaRange, opts: SourceOptions) -> None:
         self.r = r
         self.opts = opts
         self.pos = r.start
         self.cluster: Any = None
+        self.pending: list[tuple[Any, int]] = []    # fetched pieces not decoded yet
         # larger fetches than a consumer's 1 MiB default: a task reads one range straight
         # through, and fewer, larger Arrow batches cost Spark less
-        self.max_bytes = int(opts.client.get("max_partition_fetch_bytes", 8 << 20))
+        self.cap = int(opts.client.get("max_partition_fetch_bytes", 8 << 20))
+        # the first fetch small, so that Spark has rows to take while the thread fetches and
+        # decodes the rest (read_range's pipeline); the next ones at the full size
+        self.max_bytes = min(self.cap, _FIRST_FETCH_BYTES)
 
     def _config(self) -> Any:
         from kcodec.client.config import ConsumerConfig
@@ -273,6 +380,9 @@ class _RangeReader:
         from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
 
         r, opts = self.r, self.opts
+        if self.pending:
+            blob, lo_pos = self.pending.pop(0)
+            return self._columns(blob, lo_pos)
         if self.pos >= r.end:
             return None
         if self.cluster is None:
@@ -326,6 +436,7 @@ class _RangeReader:
             log_start = getattr(part, "log_start_offset", -1)
             rb, nxt = self._decode(part, data)
             if nxt <= self.pos:
+                self.pending = []
                 # one batch larger than the fetch size: ask for more bytes
                 self.max_bytes = min(self.max_bytes * 4, 1 << 30)
                 continue
@@ -333,6 +444,7 @@ class _RangeReader:
                     rb.column("offset")[0].as_py() > self.pos:
                 await self._data_loss(self.pos, log_start)
             self.pos = nxt
+            self.max_bytes = max(self.max_bytes, self.cap)
             return rb
 
     async def _fetch(self, cfg: Any) -> Any:
@@ -373,25 +485,35 @@ class _RangeReader:
         raise KafkaError_(3)
 
     def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
-        import numpy as np
-
         from kcodec.client.consumer import _Fetched, _next_offset, _visible_blob
         from kcodec.client.group import TopicPartition
-        from kcodec.records import decode_columns
 
         r = self.r
         nxt = _next_offset(data, self.pos)
         f = _Fetched(TopicPartition(r.topic, r.partition), self.pos, data,
                      part.aborted_transactions, 0)
         blob, _ = _visible_blob(f, self.opts.read_committed)
+        # decoded a piece at a time (whole batches of about _CHUNK_BYTES): the first piece
+        # now, the others on the next calls, so Spark takes rows while the rest decodes
+        chunks = _chunks(blob, _CHUNK_BYTES)
+        self.pending = [(c, self.pos) for c in chunks[1:]]
+        rb = self._columns(chunks[0], self.pos)
+        return rb, min(nxt, r.end) if nxt >= r.end else nxt
+
+    def _columns(self, blob: Any, lo_pos: int) -> Any:
+        import numpy as np
+
+        from kcodec.records import decode_columns
+
+        r = self.r
         cols = decode_columns(blob, validate_crc=self.config.check_crcs, layout="spark")
         rb = cols.to_spark(r.topic, r.partition, include_headers=self.opts.include_headers)
         offs = cols.offset
-        lo = int(np.searchsorted(offs, self.pos)) if len(offs) else 0
+        lo = int(np.searchsorted(offs, lo_pos)) if len(offs) else 0
         hi = int(np.searchsorted(offs, r.end)) if len(offs) else 0
         if lo or hi < len(offs):
             rb = rb.slice(lo, hi - lo)
-        return rb, min(nxt, r.end) if nxt >= r.end else nxt
+        return rb
 
     async def _lost(self, part: Any, end: int | None = None) -> bool:
         """The fetch offset is out of range: data loss (or the partition shrank). Returns
