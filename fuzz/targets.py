@@ -396,13 +396,15 @@ def _column(col: Any) -> Any:
 
 
 def target_columns(data: bytes) -> None:
-    """decode_columns (compiled C decode vs the pure reference over the pure reader), and
-    agreement with record iteration when it succeeds."""
+    """decode_columns (compiled C decode vs the pure reference over the pure reader), in
+    kcodec's layout (also large) or Spark's; every column as long as the row count."""
     cy, py = twins("columns")
     payload, kw = _record_options(data)
     o = _opt(data, 0)
     kw["include_control"] = bool(o & 0x40)
     kw["large"] = bool(o & 0x80)
+    if o & 0x20 and not o & 0x80:   # Spark's layout (the kcodec and kcodec-log sources)
+        kw["layout"] = "spark"
     a = columns_outcome(cy.decode_columns, payload, kw, "decode_columns[cy]")
     with pure_records():
         b = columns_outcome(py.decode_columns, payload, kw, "decode_columns[py]")
