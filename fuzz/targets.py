@@ -697,9 +697,15 @@ def canon(v: Any) -> Any:
         return ("f", struct.pack(">d", v)) if math.isnan(v) else v
     if isinstance(v, list):
         return [canon(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(canon(x) for x in v)
     if isinstance(v, dict):
         return {k: canon(x) for k, x in v.items()}
-    if hasattr(v, "__dict__") and not isinstance(v, type):
+    if isinstance(v, type):
+        return v
+    if hasattr(v, "_slots") and hasattr(v, "_values"):   # protocol structs (__slots__)
+        return (type(v).__name__, canon(dict(zip(v._slots, v._values()))))
+    if hasattr(v, "__dict__"):
         return (type(v).__name__, canon(vars(v)))
     return v
 
