@@ -682,6 +682,44 @@ def target_sparklog(data: bytes) -> None:
     same("kcodec-log", a, b, data)
 
 
+def _sparkkafka_outcome(payload: bytes, o: int, o1: int) -> list[Any]:
+    from types import SimpleNamespace as NS
+
+    from kcodec.spark._kafka import _RangeReader
+
+    start = o1 & 0x0F                       # the range's fetch position and end
+    end = start + 1 + (o1 >> 4) * 3 if o & 0x10 else 1 << 62
+    aborted = ([NS(producer_id=7, first_offset=o1 & 0x07), NS(producer_id=-1, first_offset=0)]
+               if o & 0x40 else None)
+    reader = NS(r=NS(topic="t", partition=0, end=end), pos=start,
+                opts=NS(read_committed=bool(o & 0x04), include_headers=bool(o & 0x08)),
+                config=NS(check_crcs=bool(o & 0x01)))
+    try:
+        rb, nxt = _RangeReader._decode(reader, NS(aborted_transactions=aborted), payload)
+    except KcodecError as exc:
+        return [err(exc)]
+    except Exception as exc:
+        raise Finding(f"kcodec source _decode: leaked {type(exc).__name__}: {exc}") from exc
+    return [("ok", _arrow_rows(rb), nxt)]
+
+
+def target_sparkkafka(data: bytes) -> None:
+    """The Spark ``kcodec`` (Kafka) source's decoding of one fetched partition blob
+    (``_RangeReader._decode``: the next offset, read_committed's aborted-transaction filter,
+    ``decode_columns`` in Spark's layout with or without CRC checks, ``to_spark`` with or
+    without headers, the slice to the range): an Arrow batch or a kcodec error, the same
+    from the compiled and the pure readers. Needs pyspark (the spark extra)."""
+    import kcodec.records as R
+
+    o, o1 = _opt(data, 0), _opt(data, 1)
+    payload, _ = _record_options(data, 2)
+    pycols = _impl.twin("columns", "python")
+    a = _sparkkafka_outcome(payload, o, o1)
+    with pure_records(), _patched(R, decode_columns=pycols.decode_columns):
+        b = _sparkkafka_outcome(payload, o, o1)
+    same("kcodec source", a, b, data)
+
+
 # ---------------------------------------------------------------------------- protocol
 
 
@@ -904,6 +942,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "dumplog": target_dumplog,
     "dumplogdir": target_dumplogdir,
     "sparklog": target_sparklog,
+    "sparkkafka": target_sparkkafka,
     "protocol": target_protocol,
     "framing": target_framing,
     "client": target_client,
