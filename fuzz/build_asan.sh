@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-$here/fuzz/.asan}"
-py="${PYTHON:-/work/venv/bin/python}"
+py="${PYTHON:-$here/.venv/bin/python}"
 mkdir -p "$dest"
 # Copy the tracked sources (and uncommitted edits) of kcodec, src_c and the build script.
 (cd "$here" && git ls-files -co --exclude-standard kcodec src_c setup.py pyproject.toml |

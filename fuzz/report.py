@@ -20,17 +20,18 @@ def main(argv: list[str]) -> int:
     path = argv[0] if argv else "fuzz/logs/campaign.tsv"
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    by: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    by: dict[str, list[dict[str, str]]] = defaultdict(list)
     for r in rows:
-        by[(r["target"], r["build"])].append(r)
-    print("| target | build | runs | executions | seconds | exec/s | cov / ft (last) "
+        by[r["target"]].append(r)
+    print("| target | builds | runs | executions | seconds | exec/s | cov / ft (last) "
           "| UBSan | exits | commits |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |")
-    for (target, build), rs in sorted(by.items()):
+    for target, rs in sorted(by.items()):
         n = sum(int(r["executions"] or 0) for r in rs)
         s = sum(int(r["seconds"] or 0) for r in rs)
         last = rs[-1]
-        print(f"| {target} | {build} | {len(rs)} | {n:,} | {s:,} | {n / max(s, 1):,.0f} "
+        builds = " ".join(sorted({r["build"] for r in rs}))
+        print(f"| {target} | {builds} | {len(rs)} | {n:,} | {s:,} | {n / max(s, 1):,.0f} "
               f"| {last['cov'] or '-'} / {last['ft'] or '-'} "
               f"| {sum(int(r['ubsan'] or 0) for r in rs)} "
               f"| {' '.join(sorted({r['exit'] for r in rs}))} "
