@@ -8,4 +8,4 @@ tree="${ASAN_TREE:-$here/fuzz/.asan}"
 PYTHONPATH="$tree" LD_PRELOAD="$tree/asan_with_fuzzer.so" \
 ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1:handle_segv=1}" \
 UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=0:report_error_type=1}" \
-    exec "${PYTHON:-/work/venv/bin/python}" "$here/fuzz/run.py" "$@"
+    exec "${PYTHON:-$here/.venv/bin/python}" "$here/fuzz/run.py" "$@"

@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-$here/fuzz/.asan}"
-py="${PYTHON:-/work/venv/bin/python}"
+py="${PYTHON:-$here/.venv/bin/python}"
 mkdir -p "$dest"
 # Copy the tracked sources (and uncommitted edits) of kcodec, src_c and the build script.
 (cd "$here" && git ls-files -co --exclude-standard kcodec src_c setup.py pyproject.toml |
@@ -18,6 +18,8 @@ mkdir -p "$dest"
 # must not stop the search. ASan errors always abort.
 san="-fsanitize=address,undefined,fuzzer-no-link -fsanitize-recover=undefined"
 san="$san -fno-sanitize=function,vptr -fno-omit-frame-pointer"
+# Column buffers from malloc with exact sizes (src_c/kcbuf.h), so ASan checks their bounds.
+san="$san -DKCODEC_KCBUF_MALLOC=1"
 cd "$dest"
 CC="${CC:-clang}" LDSHARED="${CC:-clang} -shared" \
 CFLAGS="$san -O1 -g" LDFLAGS="$san -shared-libasan" KCODEC_BUILD_JOBS="${JOBS:-2}" \

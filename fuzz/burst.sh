@@ -8,7 +8,7 @@ set -u
 here="$(cd "$(dirname "$0")/.." && pwd)"
 secs="${1:-120}"; shift || true
 targets="${*:-varint xerial compression records columns segscan segment protocol framing}"
-py="${PYTHON:-/work/venv/bin/python}"
+py="${PYTHON:-$here/.venv/bin/python}"
 cd "$here"
 [ -d fuzz/corpus ] || "$py" -m fuzz.seeds fuzz/corpus
 mkdir -p fuzz/artifacts fuzz/logs

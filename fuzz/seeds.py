@@ -226,6 +226,17 @@ def _client() -> list[bytes]:
     return out
 
 
+def _sparkkafka() -> list[bytes]:
+    txn = _py("batch").RecordBatchBuilder(compression=0, base_offset=0, is_transactional=True,
+                                          producer_id=7)
+    for i in range(3):
+        txn.append(b"k", b"v%d" % i, [("h", b"1")], 1_700_000_000_000 + i)
+    blobs = [txn.build() + _v2(0, base=3, control=True) + _v2(0, base=4)]
+    blobs += [_v2(0) + _v2(2, base=3), _v2(4, rows=5), _legacy(1, 0) + _v2(0, base=12)]
+    return [bytes([o, o1]) + b for b in blobs
+            for o, o1 in ((0x00, 0x00), (0x0d, 0x21), (0x45, 0x00), (0x5c, 0x13))]
+
+
 SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "varint": _varint,
     "xerial": _xerial,
@@ -242,6 +253,7 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "sparklog": lambda: [bytes([o, c]) + s[2:] for s in _segment()
                          for o, c in ((0x00, 0x00), (0x0c, 0x03), (0x24, 0x30), (0x34, 0x84),
                                       (0x4c, 0x00), (0x9b, 0x46))],
+    "sparkkafka": _sparkkafka,
     "protocol": _protocol,
     "framing": _framing,
     "client": _client,

@@ -1,12 +1,12 @@
 /* Large column buffers that keep their pages between calls. See kcbuf.h. */
-#if defined(__linux__) && !defined(_GNU_SOURCE)
+#if defined(__linux__) && !defined(KCODEC_KCBUF_MALLOC) && !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE 1   /* mremap */
 #endif
 #include "kcbuf.h"
 
 #include <stdlib.h>
 
-#if defined(__linux__)
+#if defined(__linux__) && !defined(KCODEC_KCBUF_MALLOC)
 #  include <pthread.h>
 #  include <sys/mman.h>
 
@@ -148,7 +148,7 @@ void kcbuf_trim(void)
     }
 }
 
-#else /* not Linux: the C allocator */
+#else /* not Linux, or a sanitizer build: the C allocator */
 
 void *kcbuf_alloc(size_t *size, unsigned tag)
 {

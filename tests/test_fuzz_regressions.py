@@ -297,3 +297,30 @@ def test_log_source_skips_a_folder_named_like_a_segment(tmp_path) -> None:
     rows = [row for ref in refs for rb in logsource.read_segment(
         ref, headers=False, producer=False, fail=True, validate_crc=True) for row in rb.to_pylist()]
     assert [(r["key"], r["value"], r["offset"]) for r in rows] == [(b"k", b"v", 0)]
+
+
+# -- F8 (harness): a NaN float64 inside a nested protocol struct (AlterClientQuotasRequest
+# v1, op value 0xffffffffffffffff). Both twins decode the same bits; the target compared the
+# nested structs with ==, where NaN != NaN, and reported a disagreement. The comparison now
+# looks inside __slots__ structs and compares NaN by its bits.
+
+NAN_QUOTA = bytes.fromhex("04010002020" "56e616d65056e616d650002056e616d65ffffffffffffffff010000010" "0")
+
+
+def test_nan_in_a_nested_struct_is_the_same_in_both_twins() -> None:
+    import math
+
+    from fuzz.targets import TARGETS, canon
+    from kcodec.protocol import AlterClientQuotasRequest
+
+    cy, py = pair("protocol")
+    plan = AlterClientQuotasRequest.plan(1)
+    a, b = (m.decode_struct(plan, NAN_QUOTA[3:], 0, True) for m in (cy, py))
+    assert a[1] == b[1] == len(NAN_QUOTA) - 3
+    va, vb = a[0].entries[0].ops[0].value, b[0].entries[0].ops[0].value
+    assert math.isnan(va) and struct.pack(">d", va) == struct.pack(">d", vb) == b"\xff" * 8
+    assert a[0] != b[0]                  # plain == says NaN != NaN ...
+    assert canon(a) == canon(b)          # ... the target's comparison does not
+    other_nan = NAN_QUOTA[3:].replace(b"\xff" * 8, b"\x7f" + b"\xff" * 7)   # other bits
+    assert canon(a) != canon(py.decode_struct(plan, other_nan, 0, True))
+    TARGETS["protocol"](NAN_QUOTA)       # the whole target: decode, re-encode, decode again

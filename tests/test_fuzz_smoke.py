@@ -19,10 +19,11 @@ from fuzz.seeds import SEEDS
 from fuzz.targets import TARGETS, Finding, memory_cap
 
 # inputs per target (LogSegment writes temporary files: fewer)
-COUNTS = {"segment": 60, "dumplog": 20, "dumplogdir": 20, "sparklog": 20, "columns": 250,
+COUNTS = {"segment": 60, "dumplog": 20, "dumplogdir": 20, "sparklog": 20, "sparkkafka": 100,
+          "columns": 250,
           "protocol": 400}
 # targets over an optional dependency: the module they need
-NEEDS = {"sparklog": "pyspark"}
+NEEDS = {"sparklog": "pyspark", "sparkkafka": "pyspark"}
 DEFAULT_COUNT = 300
 RANDOM_SEED = 20261121
 
@@ -109,7 +110,7 @@ def test_targets_hypothesis(name: str, seeds: dict[str, list[bytes]]) -> None:
         pytest.importorskip(NEEDS[name], reason=f"the {name} target needs {NEEDS[name]}")
 
     @settings(max_examples={"segment": 300, "dumplog": 100, "dumplogdir": 100,
-                            "sparklog": 100}.get(name, 1000), deadline=None,
+                            "sparklog": 100, "sparkkafka": 300}.get(name, 1000), deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.one_of(
         st.binary(max_size=600),
