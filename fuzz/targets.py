@@ -691,16 +691,23 @@ def _sparkkafka_outcome(payload: bytes, o: int, o1: int) -> list[Any]:
     end = start + 1 + (o1 >> 4) * 3 if o & 0x10 else 1 << 62
     aborted = ([NS(producer_id=7, first_offset=o1 & 0x07), NS(producer_id=-1, first_offset=0)]
                if o & 0x40 else None)
-    reader = NS(r=NS(topic="t", partition=0, end=end), pos=start,
-                opts=NS(read_committed=bool(o & 0x04), include_headers=bool(o & 0x08)),
-                config=NS(check_crcs=bool(o & 0x01)))
+    reader = _RangeReader.__new__(_RangeReader)     # the decoding state only, no client
+    reader.r = NS(topic="t", partition=0, end=end)
+    reader.pos = start
+    reader.pending = []
+    reader.opts = NS(read_committed=bool(o & 0x04), include_headers=bool(o & 0x08))
+    reader.config = NS(check_crcs=bool(o & 0x01))
     try:
-        rb, nxt = _RangeReader._decode(reader, NS(aborted_transactions=aborted), payload)
+        rb, nxt = reader._decode(NS(aborted_transactions=aborted), payload)
+        pieces = [_arrow_rows(rb)]
+        while reader.pending:                      # the pieces decoded on later calls
+            blob, lo_pos = reader.pending.pop(0)
+            pieces.append(_arrow_rows(reader._columns(blob, lo_pos)))
     except KcodecError as exc:
         return [err(exc)]
     except Exception as exc:
         raise Finding(f"kcodec source _decode: leaked {type(exc).__name__}: {exc}") from exc
-    return [("ok", _arrow_rows(rb), nxt)]
+    return [("ok", pieces, nxt)]
 
 
 def target_sparkkafka(data: bytes) -> None:
