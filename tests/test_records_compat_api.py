@@ -282,3 +282,52 @@ def test_legacy_inner_crc_of_a_wrapper(twin, validate: bool) -> None:
         recs = [r for b in it for r in b]
         assert [r.value for r in recs] == [b"value", b"value" * 2, b"value" * 3]
         assert [r.validate_crc() for r in recs] == [True, False, True]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_add_writes_what_append_writes(pair, seed: int) -> None:
+    """``add`` (the producer's append) writes the same bytes as ``append``, returns the
+    record's size, puts its timestamp on the list, returns 0 when the batch is full, and
+    raises what ``append`` raises; the same from both twins."""
+    rng = random.Random(seed)
+    recs = _records(rng, 60) + [(b"k", b"v", None, None), (None, None, (), True)]
+    got = []
+    for b in pair("batch"):
+        via_append = b.RecordBatchBuilder(max_size=4000)
+        via_add = b.RecordBatchBuilder(max_size=4000)
+        sizes, stamps, metas = [], [], []
+        for key, value, headers, ts in recs:
+            if ts is None:
+                ts = 1_700_000_000_123
+            try:
+                m = via_append.append(key, value, headers, ts)
+            except EncodeError as exc:
+                with pytest.raises(type(exc), match="."):
+                    via_add.add(key, value, headers, ts, stamps)
+                metas.append(type(exc).__name__)
+                continue
+            sizes.append(via_add.add(key, value, headers, ts, stamps))
+            metas.append(None if m is None else (m.size, m.timestamp))
+        assert [m for m in metas if isinstance(m, tuple)] == [
+            (s, t) for s, t in zip([s for s in sizes if s], stamps)]
+        assert 0 in sizes           # the batch filled up
+        assert via_add.build() == via_append.build()
+        now = b.RecordBatchBuilder()
+        assert now.add(b"k", b"v", None, None, stamps) > 0 and type(stamps[-1]) is int
+        with pytest.raises(TypeError, match="timestamps must be a list"):
+            now.add(b"k", b"v", None, 5, ())
+        got.append((sizes, stamps[:-1], metas))
+    assert got[0] == got[1]
+
+
+def test_partition_for_key_twins_agree_at_any_count(pair) -> None:
+    cy, py = pair("murmur")
+    for n in (1, 3, 2**31 - 1, 2**31, 2**63 - 1, 2**63, 2**80):
+        for key in (b"", b"k", b"0123456789abcdef", bytearray(b"xyz")):
+            assert cy.partition_for_key(key, n) == py.partition_for_key(key, n)
+    for mod in (cy, py):
+        for bad in (0, -1, -(2**70)):
+            with pytest.raises(ValueError, match="partition count must be positive"):
+                mod.partition_for_key(b"k", bad)
+        with pytest.raises(TypeError):
+            mod.partition_for_key(b"k", "4")

@@ -998,9 +998,36 @@ cdef class RecordBatchBuilder:
         """Add a record; its metadata, or None if the batch is full."""
         return self._append(key, value, headers, timestamp, offset_delta)
 
+    def add(self, key, value, headers, timestamp, timestamps):
+        """The producer's append: as ``append`` (the next offset delta), but the record's
+        timestamp goes on the end of ``timestamps`` and its size in bytes is returned (0:
+        the batch is full, nothing added). No metadata object is made."""
+        cdef int64_t ts, od
+        cdef Py_ssize_t size
+        if type(timestamps) is not list:
+            raise TypeError(f"timestamps must be a list, not {type(timestamps).__name__}")
+        size = self._put(key, value, headers, timestamp, None, &ts, &od)
+        if size == 0:
+            return 0
+        (<list>timestamps).append(timestamp if type(timestamp) is int else ts)
+        return size
+
     cdef object _append(self, object key, object value, object headers, object timestamp,
                         object offset_delta):
         # append's body, also reached from append_with_offset without a Python call
+        cdef int64_t ts, od
+        cdef Py_ssize_t size = self._put(key, value, headers, timestamp, offset_delta, &ts, &od)
+        if size == 0:
+            return None
+        # the metadata shares the caller's timestamp int (same value, no new one)
+        ts_obj = timestamp if type(timestamp) is int else None
+        if self._meta_cls is not None:
+            return new_metadata_of(self._meta_cls, od, ts, size, ts_obj)
+        return new_metadata_ts(od, ts, size, ts_obj)
+
+    cdef Py_ssize_t _put(self, object key, object value, object headers, object timestamp,
+                         object offset_delta, int64_t* ts_out, int64_t* od_out) except -1:
+        # writes one record; its size (0: the batch is full), its timestamp and offset delta
         cdef int64_t od, ts, first_ts, delta
         cdef const uint8_t* kp
         cdef const uint8_t* vp
@@ -1008,7 +1035,6 @@ cdef class RecordBatchBuilder:
         cdef int overflow = 0
         cdef object kh = None
         cdef object vh = None
-        cdef object ts_obj = None
         cdef uint8_t* w
         cdef Growable g = self._buf
         if offset_delta is None:
@@ -1028,7 +1054,6 @@ cdef class RecordBatchBuilder:
             ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
             if overflow:
                 check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")   # raises
-            ts_obj = timestamp   # the metadata shares the caller's int (same value, no new one)
         else:
             ts = check_i64(timestamp, _I64_MIN, _I64_MAX, "timestamp")
         if type(key) is bytes:
@@ -1095,7 +1120,7 @@ cdef class RecordBatchBuilder:
         size = lsz + body
         if self._count and HEADER_SIZE + start + size > self._max_size:
             g.length = start
-            return None
+            return 0
         if lsz != guess:
             if lsz > guess:
                 _reserve(g, lsz - guess)
@@ -1110,9 +1135,9 @@ cdef class RecordBatchBuilder:
             self._max_ts = ts
         self._count += 1
         self._last_delta = od
-        if self._meta_cls is not None:
-            return new_metadata_of(self._meta_cls, od, ts, size, ts_obj)
-        return new_metadata_ts(od, ts, size, ts_obj)
+        ts_out[0] = ts
+        od_out[0] = od
+        return size
 
     def append_with_offset(self, offset, timestamp, key, value, headers=None):
         """``append`` in the argument order of Java's appendWithOffset (and of the Python

@@ -777,6 +777,19 @@ class RecordBatchBuilder:
             return self._meta_cls(od, ts, size)
         return RecordMetadata(od, ts, size)
 
+    def add(self, key: Any, value: Any, headers: Iterable[Any] | None, timestamp: int | None,
+            timestamps: list[int]) -> int:
+        """The producer's append: as ``append`` (the next offset delta), but the record's
+        timestamp goes on the end of ``timestamps`` and its size in bytes is returned (0:
+        the batch is full, nothing added). No metadata object is made."""
+        if type(timestamps) is not list:
+            raise TypeError(f"timestamps must be a list, not {type(timestamps).__name__}")
+        meta = self.append(key, value, headers, timestamp)
+        if meta is None:
+            return 0
+        timestamps.append(meta.timestamp)
+        return meta.size
+
     def append_with_offset(self, offset: int, timestamp: int | None, key: Any, value: Any,
                            headers: Iterable[Any] | None = None) -> RecordMetadata | None:
         """``append`` in the argument order of Java's appendWithOffset (and of the Python

@@ -230,21 +230,20 @@ class _Engine:
                 self.sticky_topics[topic] = partitions
             tp = (topic, partition)
             b = self.open.get(tp)
-            meta = None if b is None else b.builder.append(key, value, headers, timestamp)
-            if b is None or meta is None:
+            # add: the record's size (0: the batch is full), its timestamp put on the list
+            size = 0 if b is None else b.builder.add(key, value, headers, timestamp, b.timestamps)
+            if not size:
                 if b is not None:      # full: send it, start another
                     self._seal(tp, b)
                 b = self._new_batch(tp)
-                meta = b.builder.append(key, value, headers, timestamp)
-                if meta is None:
+                size = b.builder.add(key, value, headers, timestamp, b.timestamps)
+                if not size:
                     self._seal(tp, b)
                     b = self._new_batch(tp)
-                    meta = b.builder.append(key, value, headers, timestamp)
+                    size = b.builder.add(key, value, headers, timestamp, b.timestamps)
                 self._kick()
-            b.timestamps.append(meta.timestamp)
             idx = b.count
             b.count = idx + 1
-            size = meta.size
             b.size += size
             self.pending += 1
             self.buffered += size
