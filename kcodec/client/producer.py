@@ -119,16 +119,14 @@ class _Batch:
                 pass
 
 
-_new_object = object.__new__
-
-
 class RecordFuture:
-    """The delivery of one record: ``result(timeout)``, ``await``, ``add_callback``."""
+    """The delivery of one record: ``result(timeout)``, ``await``, ``add_callback``.
+
+    Made by the producer as ``RecordFuture()`` with ``_batch`` and ``_index`` set after:
+    a class without ``__init__`` is called without a Python frame (and without
+    ``object.__new__``'s argument parsing), ~60 ns of a ~1.2 us ``send``."""
 
     __slots__ = ("_batch", "_index")
-
-    def __init__(self, batch: _Batch, index: int) -> None:
-        self._batch, self._index = batch, index
 
     def done(self) -> bool:
         return self._batch.event.is_set()
@@ -255,8 +253,7 @@ class _Engine:
                                                   tp not in self.open)
         finally:
             lock.release()
-        # made without the Python-level __init__ (half the cost of the call)
-        fut = _new_object(RecordFuture)
+        fut = RecordFuture()
         fut._batch = b
         fut._index = idx
         return fut
@@ -787,7 +784,9 @@ class Producer(_Base):
             if eng.buffered > self._buffer_memory:
                 self._wait_for_space()
             b = eng.append_built(topic, p, built, size)
-            out.append(RecordFuture(b, b.count - 1))
+            fut = RecordFuture()
+            fut._batch, fut._index = b, b.count - 1
+            out.append(fut)
         return out
 
     def _wait_for_space(self) -> None:
