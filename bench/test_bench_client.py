@@ -118,12 +118,15 @@ def add_phases(ratios: Any, workload: str, who: str, runs: list[Phases]) -> None
 
 # lz4 at its fast level on every side: librdkafka's default; kcodec (like Java) defaults to 9.
 LEVEL = {"none": None, "lz4": 1}
+# kcodec and confluent-kafka: librdkafka's default batch.size (acks=all, linger 5 ms and 5
+# requests in flight are both clients' defaults or set alike)
+BATCH = 1_000_000
 
 
 def kcodec_produce(bootstrap: str, topic: str, codec: str) -> None:
     ph = phases()
     with Producer(bootstrap_servers=bootstrap, compression_type=codec, linger_ms=5,
-                  compression_level=LEVEL[codec], batch_size=256 * 1024) as p:
+                  compression_level=LEVEL[codec], batch_size=BATCH) as p:
         send = p.send
         send(topic, VALUE, KEYS[0]).add_callback(lambda err, res: ph.got(1))
         for k in KEYS[1:]:
@@ -134,7 +137,8 @@ def kcodec_produce(bootstrap: str, topic: str, codec: str) -> None:
 
 def confluent_produce(bootstrap: str, topic: str, codec: str) -> None:
     conf = {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5,
-            "acks": "all", "enable.idempotence": True, "queue.buffering.max.messages": 2_000_000}
+            "acks": "all", "enable.idempotence": True, "batch.size": BATCH,
+            "queue.buffering.max.messages": 2_000_000}
     if LEVEL[codec] is not None:
         conf["compression.level"] = LEVEL[codec]
     ph = phases()
@@ -315,11 +319,11 @@ class _Warm:
         if who == "kcodec cython":
             self.p: Any = Producer(bootstrap_servers=bootstrap, compression_type=codec,
                                    linger_ms=5, compression_level=LEVEL[codec],
-                                   batch_size=256 * 1024)
+                                   batch_size=BATCH)
             self.p.send(topic, VALUE, KEYS[0]).result(30)
         else:
             conf = {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5,
-                    "acks": "all", "enable.idempotence": True,
+                    "acks": "all", "enable.idempotence": True, "batch.size": BATCH,
                     "queue.buffering.max.messages": 2_000_000}
             if LEVEL[codec] is not None:
                 conf["compression.level"] = LEVEL[codec]

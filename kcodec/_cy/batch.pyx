@@ -903,25 +903,7 @@ cdef class RecordBatchBuilder:
     (a codec id 0-4) at ``compression_level`` (None: the codec's default).
     """
 
-    cdef int _codec
-    cdef object _level
-    cdef int64_t _base_offset
-    cdef int _ts_type
-    cdef int64_t _producer_id
-    cdef int _producer_epoch
-    cdef int32_t _base_sequence
-    cdef bint _transactional
-    cdef bint _control
-    cdef int32_t _leader_epoch
-    cdef Py_ssize_t _max_size
-    cdef Growable _buf
-    cdef Py_ssize_t _committed
-    cdef int32_t _count
-    cdef int64_t _last_delta
-    cdef int64_t _first_ts
-    cdef int64_t _max_ts
-    cdef bint _only_smaller
-    cdef object _meta_cls
+    # fields: see batch.pxd (the producer's appender writes records without a Python call)
 
     def __init__(self, *, compression=0, compression_level=None, base_offset=0,
                  timestamp_type=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,

@@ -1,0 +1,143 @@
+"""The producer's per-record step (kcodec._cy.accum / kcodec._py.accum), both twins, on a
+stand-in engine: what it writes, when it leaves the record to the producer's own path, and
+that it seals full batches and never keeps the lock after an error."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from kcodec.errors import EncodeError
+
+SEAL = 600        # the builder's size (header in) at which a batch is sealed
+
+
+class Batch:
+    __slots__ = ("builder", "timestamps")
+
+    def __init__(self, builder: Any) -> None:
+        self.builder, self.timestamps = builder, []
+
+
+class Future:
+    __slots__ = ("_batch", "_index")
+
+
+class Engine:
+    def __init__(self, batch_mod: Any) -> None:
+        self.Builder = batch_mod.RecordBatchBuilder
+        self.lock = threading.Lock()
+        self.open: dict[tuple[str, int], Batch] = {}
+        self.counts = {"t": 4}
+        self.buffered = 0
+        self.closed = False
+        self.fatal: BaseException | None = None
+        self.sealed: list[tuple[tuple[str, int], Batch]] = []
+        self.kicks = 0
+
+    def new(self, p: int, max_size: int = 1 << 20) -> Batch:
+        b = self.open[("t", p)] = Batch(self.Builder(max_size=max_size))
+        return b
+
+    def _seal(self, tp: tuple[str, int], b: Batch) -> None:
+        assert self.lock.locked()
+        del self.open[tp]
+        self.sealed.append((tp, b))
+
+    def _kick(self) -> None:
+        self.kicks += 1
+
+
+def _run(accum: Any, batch_mod: Any, murmur: Any) -> list[Any]:
+    """Everything observable, as plain values, for comparing the twins."""
+    out: list[Any] = []
+    eng = Engine(batch_mod)
+    keyed = accum.Appender(eng, Future, SEAL, 1000).keyed
+    for p in range(4):
+        eng.new(p)
+    keys = [b"key-%d" % i for i in range(12)]
+    for i, k in enumerate(keys):
+        fut = keyed("t", k, b"v" * i, [("h", b"x")] if i % 3 else None, 1_700_000_000_000 + i)
+        p = murmur.partition_for_key(k, 4)
+        assert type(fut) is Future and fut._batch is eng.open[("t", p)]
+        out.append((p, fut._index))
+    assert not eng.lock.locked() and not eng.sealed
+    # a batch reaching SEAL bytes is sealed (under the lock) and the sender woken
+    big = b"key-1"
+    pb = murmur.partition_for_key(big, 4)
+    first = keyed("t", big, b"w" * 300, None, 1)
+    assert first._batch is eng.open[("t", pb)]
+    second = keyed("t", big, b"w" * 300, None, 2)
+    assert second._batch is first._batch and ("t", pb) not in eng.open
+    assert keyed("t", big, b"w", None, 3) is None      # no open batch now
+    # sealed once the builder reached SEAL bytes, the sender woken for each
+    out.append([(tp, len(b.timestamps), b.builder.size >= SEAL) for tp, b in eng.sealed])
+    assert eng.kicks == len(eng.sealed)
+    out.append(sorted((tp, b.timestamps, b.builder.build()) for tp, b in
+                      list(eng.open.items()) + eng.sealed))
+    # left to the producer's own path, nothing added
+    before = {tp: len(b.timestamps) for tp, b in eng.open.items()}
+    k0 = b"key-0"
+    p0 = murmur.partition_for_key(k0, 4)
+    eng.new(p0)
+    cases = [("t", "str key", b"v"), ("t", None, b"v"), ("t", bytearray(b"k"), b"v"),
+             ("t", k0, "str value"), ("t", k0, memoryview(b"v")), ("nope", k0, b"v")]
+    out.append([keyed(t, k, v, None, None) for t, k, v in cases])
+    eng.counts["t"] = 0
+    out.append(keyed("t", k0, b"v", None, None))
+    eng.counts["t"] = 4
+    eng.buffered = 1001
+    out.append(keyed("t", k0, b"v", None, None))
+    eng.buffered = 1000
+    eng.closed = True
+    out.append(keyed("t", k0, b"v", None, None))
+    eng.closed, eng.fatal = False, RuntimeError("x")
+    out.append(keyed("t", k0, b"v", None, None))
+    eng.fatal = None
+    del eng.open[("t", p0)]
+    out.append(keyed("t", k0, b"v", None, None))
+    full = eng.new(p0, max_size=100)
+    assert keyed("t", k0, b"v" * 10, None, 5) is not None      # the first always goes in
+    out.append(keyed("t", k0, b"v" * 60, None, 5))             # full: None, nothing added
+    out.append(len(full.timestamps))
+    assert {tp: len(b.timestamps) for tp, b in eng.open.items() if tp != ("t", p0)} == {
+        tp: n for tp, n in before.items() if tp != ("t", p0)}
+    # a bad record: the builder's error, the lock released, nothing added
+    for bad in ([("h",)], [(1, b"v")], 7):
+        with pytest.raises((EncodeError, TypeError)) as info:
+            keyed("t", k0, b"v", bad, 5)
+        out.append((type(info.value).__name__, str(info.value)))
+        assert not eng.lock.locked()
+    with pytest.raises(EncodeError):
+        keyed("t", k0, b"v", None, "late")
+    out.append(len(full.timestamps))
+    # the clock's timestamp when none is given, the caller's int when given
+    eng.new(p0)
+    keyed("t", k0, b"v", None, None)
+    keyed("t", k0, b"v", None, 123)
+    stamps = eng.open[("t", p0)].timestamps
+    assert stamps[0] > 1_600_000_000_000 and stamps[1] == 123
+    return out
+
+
+def test_appender_twins_agree(pair) -> None:
+    accums, batches, murmurs = pair("accum"), pair("batch"), pair("murmur")
+    got = [_run(a, b, m) for a, b, m in zip(accums, batches, murmurs)]
+    assert got[0] == got[1]
+    none_cases = got[0][14:]      # after 12 (partition, index) pairs, the seals, the bytes
+    assert none_cases[0] == [None] * 6
+    assert none_cases[1:6] == [None] * 5
+    assert none_cases[6] is None and none_cases[7] == 1 and none_cases[-1] == 1
+
+
+def test_producer_counts_a_batch_when_it_leaves_open() -> None:
+    """The producer's bookkeeping after the change: pending and buffered count a batch
+    when it is sealed (not per record), and a batch's count is its timestamps."""
+    from kcodec.client.producer import _Batch
+
+    b = _Batch("t", 0, None, 0.0, 0, None)
+    assert b.count == 0
+    b.timestamps.extend([1, 2, 3])
+    assert b.count == 3
