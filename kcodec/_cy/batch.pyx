@@ -25,6 +25,7 @@ from kcodec._cy._record cimport Record as CRecord
 from cpython.ref cimport Py_XDECREF
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy._zstd cimport zstd_bound, zstd_compress_into
+from kcodec._cy._lz4 cimport lz4_frame
 from cpython.bytearray cimport PyByteArray_Resize
 from cpython.bytes cimport _PyBytes_Resize
 
@@ -84,6 +85,11 @@ cdef object _compression():
 
 
 cdef object _decompress(int codec, object data, Py_ssize_t max_size):
+    cdef object out
+    if codec == 3:
+        out = lz4_frame(data, max_size, 2)   # None: not a plain frame, the general path
+        if out is not None:
+            return out
     return _compression().decompress(codec, data, max_size)
 
 
