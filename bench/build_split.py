@@ -16,7 +16,8 @@ Rows (1,000 R-* records, the records section 150,872 bytes):
     <side> build none/zstd  the whole build through each side's own API, uncompressed and zstd
   lz4, the legacy (magic 1) wrapper's 88 KB frame of 64 KiB blocks:
     lz4.frame / cramjam     the frame libraries alone (the pure twin's; aiokafka's)
-    kcodec lz4 decompress   kcodec.compression.decompress of the same frame
+    kcodec lz4 from C alone the compiled fast path alone (what the legacy decoder calls)
+    kcodec lz4 decompress   kcodec.compression.decompress of the same frame (Python dispatch)
     <side> L-decode lz4     the whole L-decode lz4 cell
 
 Then, per side: rest = total - encoding - compression alone, and for the zstd cells the
@@ -193,7 +194,7 @@ def main(argv: list[str]) -> int:
               f"{pl:.0f} / {cl:.0f} = {pl / cl:.2f}x)")
     print("L-decode lz4 split (minimums): the frame library call, and the rest (parsing the "
           "wrapper and its 1,000 inner messages, the record objects)")
-    for side, lib in (("kcodec", "kcodec lz4 decompress"), ("aiokafka C", "cramjam lz4 alone")):
+    for side, lib in (("kcodec", "kcodec lz4 from C alone"), ("aiokafka C", "cramjam lz4 alone")):
         tot, d = low[f"{side} L-decode lz4"], low[lib]
         print(f"  {side:30s} decompress {d:6.0f} ({lib})  rest {tot - d:6.0f}  total {tot:6.0f}")
     print(f"  kcodec vs aiokafka C: {med['aiokafka C L-decode lz4'] / med['kcodec L-decode lz4']:.2f}x"
