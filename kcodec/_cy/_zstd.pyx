@@ -73,8 +73,19 @@ cdef int _load() except -1:
     except Exception:  # noqa: BLE001
         return 0
     _library = ("zstandard._cffi", lib.ZSTD_versionNumber())
+    import os
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
     _state = 1
     return 0
+
+
+def _after_fork_in_child():
+    """A fork taken while another thread compressed leaves the shared context marked busy in
+    the child, where that thread does not exist: the child takes it back (each call resets
+    the context's session first)."""
+    global _busy
+    _busy = False
 
 
 cdef Py_ssize_t zstd_bound(Py_ssize_t n, object level) except -2:
