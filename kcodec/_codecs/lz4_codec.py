@@ -161,8 +161,10 @@ def _fast_path() -> Any:
 
         _fast = None
         if _impl.IMPLEMENTATION == "cython":
-            from kcodec._cy._lz4 import decompress as fast
-
+            try:
+                from kcodec._cy._lz4 import decompress as fast
+            except ImportError:  # the compiled batch modules need it: not expected
+                return None
             _fast = fast
     return _fast
 
