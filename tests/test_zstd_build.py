@@ -120,3 +120,32 @@ def test_threads_build_at_once(pair) -> None:
         t.join()
     assert not errors
     assert got == expected
+
+
+@pytest.mark.skipif(NO_EXT, reason="no compiled twin")
+def test_direct_path_needs_no_cffi_package() -> None:
+    """The library's functions are found in zstandard's CFFI module's shared object without
+    importing that module, so a process without the cffi package gets them too."""
+    import subprocess
+    import sys
+
+    from kcodec._codecs import zstd_codec
+    if zstd_codec.backend().name != "zstandard":
+        pytest.skip("another zstd backend: the direct path is not used")
+    code = (
+        "import sys; sys.modules['_cffi_backend'] = None\n"
+        "import zstandard\n"
+        "from kcodec._cy import _zstd\n"
+        "from kcodec._cy.batch import RecordBatchBuilder\n"
+        "b = RecordBatchBuilder(compression=4)\n"
+        "b.append(b'k', b'v' * 500, [], 1)\n"
+        "out = b.build()\n"
+        "ref = RecordBatchBuilder()\n"
+        "ref.append(b'k', b'v' * 500, [], 1)\n"
+        "assert out[61:] == zstandard.ZstdCompressor(level=3).compress(ref.build()[61:])\n"
+        "print(_zstd.library()[0])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "zstandard._cffi"

@@ -2,9 +2,10 @@
 compressed straight from the builder's buffer into the batch's output (no intermediate
 bytes object, no copy of the compressed payload), through one reused compression context.
 
-Which libzstd: the one the ``zstandard`` package carries, reached through its CFFI module's
-exported functions (``zstandard._cffi``; cffi's ``ffi.addressof`` gives each function's
-address). That is the same library version the pure twin's ``zstandard`` backend runs, so
+Which libzstd: the one the ``zstandard`` package carries, in the shared object of its CFFI
+module ``zstandard._cffi``, which exports the libzstd functions: loaded with ``ctypes`` as a
+plain library (no import of the module, so the cffi package is not needed), each function's
+address taken once. That is the same library version the pure twin's ``zstandard`` backend runs, so
 both twins write the same bytes: a single frame with its content size, no checksum, at the
 given level, with the source size pledged (``ZSTD_compress2``), exactly what
 ``zstandard.ZstdCompressor(level=L).compress(data)`` writes. When that module is missing,
@@ -38,41 +39,52 @@ cdef void* _cctx = NULL      # the shared context, used by one call at a time
 cdef bint _busy = False      # (taken and given back with the GIL held)
 cdef const uint8_t _empty = 0
 
+_handle = None
 _library = None  # what was found, for tests and diagnostics: (module, version) or None
 
 
 cdef int _load() except -1:
     global _state, _create, _free, _setparam, _compress2, _bound, _iserror, _errname
-    global _library
+    global _library, _handle
     _state = -1
     try:
+        import ctypes
+        import importlib.util
+
         from kcodec._codecs import zstd_codec
-        backend = zstd_codec.backend()
-        if backend.name != "zstandard":
+        if zstd_codec.backend().name != "zstandard":
             return 0
         import zstandard
-        from zstandard import _cffi
+        spec = importlib.util.find_spec("zstandard._cffi")
+        if spec is None or not spec.origin:
+            return 0
+        # the extension module's shared object, loaded as a library: its exported libzstd
+        # functions, without importing the module (which would need the cffi package)
+        lib = ctypes.CDLL(spec.origin)
+        major, minor, patch = zstandard.ZSTD_VERSION
+        version = lib.ZSTD_versionNumber()
+        if version != major * 10000 + minor * 100 + patch:
+            return 0
+
+        def addr(name):
+            return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+
+        funcs = [addr(n) for n in ("ZSTD_createCCtx", "ZSTD_freeCCtx", "ZSTD_CCtx_setParameter",
+                                   "ZSTD_compress2", "ZSTD_compressBound", "ZSTD_isError",
+                                   "ZSTD_getErrorName")]
     except Exception:  # noqa: BLE001 - any failure: the Python call is used
         return 0
-    ffi, lib = _cffi.ffi, _cffi.lib
-    major, minor, patch = zstandard.ZSTD_VERSION
-    if lib.ZSTD_versionNumber() != major * 10000 + minor * 100 + patch:
+    if not all(funcs):
         return 0
-
-    def addr(name):
-        return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
-
-    try:
-        _create = <create_t><uintptr_t>addr("ZSTD_createCCtx")
-        _free = <free_t><uintptr_t>addr("ZSTD_freeCCtx")
-        _setparam = <setparam_t><uintptr_t>addr("ZSTD_CCtx_setParameter")
-        _compress2 = <compress2_t><uintptr_t>addr("ZSTD_compress2")
-        _bound = <bound_t><uintptr_t>addr("ZSTD_compressBound")
-        _iserror = <iserror_t><uintptr_t>addr("ZSTD_isError")
-        _errname = <errname_t><uintptr_t>addr("ZSTD_getErrorName")
-    except Exception:  # noqa: BLE001
-        return 0
-    _library = ("zstandard._cffi", lib.ZSTD_versionNumber())
+    _create = <create_t><uintptr_t>funcs[0]
+    _free = <free_t><uintptr_t>funcs[1]
+    _setparam = <setparam_t><uintptr_t>funcs[2]
+    _compress2 = <compress2_t><uintptr_t>funcs[3]
+    _bound = <bound_t><uintptr_t>funcs[4]
+    _iserror = <iserror_t><uintptr_t>funcs[5]
+    _errname = <errname_t><uintptr_t>funcs[6]
+    _handle = lib   # kept, so the library stays loaded
+    _library = ("zstandard._cffi", version)
     import os
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
