@@ -55,3 +55,5 @@ cdef class RecordBatchBuilder:
     # one record written: its size (0: the batch is full), timestamp and offset delta
     cdef Py_ssize_t _put(self, object key, object value, object headers, object timestamp,
                          object offset_delta, int64_t* ts_out, int64_t* od_out) except -1
+    # build() for zstd with libzstd called from C (kcodec._cy._zstd)
+    cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray)

@@ -24,6 +24,15 @@ from kcodec._cy._record import parse_control
 from kcodec._cy._record cimport Record as CRecord
 from cpython.ref cimport Py_XDECREF
 from kcodec._cy.crc cimport crc32c_update
+from kcodec._cy._zstd cimport zstd_bound, zstd_compress_into
+from kcodec._cy._lz4 cimport lz4_frame
+from cpython.bytearray cimport PyByteArray_Resize
+from cpython.bytes cimport _PyBytes_Resize
+
+
+cdef extern from "Python.h":
+    # PyBytes_FromStringAndSize as an owned PyObject* that _PyBytes_Resize can take
+    PyObject* _bytes_new "PyBytes_FromStringAndSize"(const char* s, Py_ssize_t n) except NULL
 from kcodec._cy.legacy cimport LegacyBatch, message_at
 
 from cpython.time cimport PyTime_TimeRaw
@@ -76,6 +85,11 @@ cdef object _compression():
 
 
 cdef object _decompress(int codec, object data, Py_ssize_t max_size):
+    cdef object out
+    if codec == 3:
+        out = lz4_frame(data, max_size, 2)   # None: not a plain frame, the general path
+        if out is not None:
+            return out
     return _compression().decompress(codec, data, max_size)
 
 
@@ -1157,6 +1171,11 @@ cdef class RecordBatchBuilder:
         cdef object out
         cdef uint8_t* o
         cdef object payload = None
+        cdef Py_ssize_t cap
+        if codec == 4:
+            cap = zstd_bound(self._committed, self._level)
+            if cap >= 0:
+                return self._build_zstd(cap, as_bytearray)
         if codec:
             # The codec reads the records straight from the builder's buffer (a view
             # released right after: no codec keeps its input), not from a copy.
@@ -1208,6 +1227,64 @@ cdef class RecordBatchBuilder:
         put_u32(o + 57, <uint32_t>self._count)
         if plen:
             memcpy(o + HEADER_SIZE, pp, plen)
+        put_u32(o + 17, _crc32c(o + 21, HEADER_SIZE - 21 + plen))
+        return out
+
+    cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray):
+        """``build`` for zstd through libzstd called from C: the records are compressed
+        from the builder's buffer straight into the output, after room for the header, and
+        the output is then shrunk to size (no payload bytes object, no copy of it)."""
+        cdef Py_ssize_t plen, length
+        cdef int codec = 4
+        cdef int attrs
+        cdef uint8_t* o
+        cdef PyObject* raw = NULL
+        cdef object out
+        if as_bytearray:
+            out = PyByteArray_FromStringAndSize(NULL, HEADER_SIZE + cap)
+            o = <uint8_t*>PyByteArray_AS_STRING(out)
+        else:
+            raw = _bytes_new(NULL, HEADER_SIZE + cap)
+            o = <uint8_t*>PyBytes_AS_STRING(<object>raw)
+        try:
+            plen = zstd_compress_into(o + HEADER_SIZE, cap, self._buf.data, self._committed,
+                                      self._level)
+        except BaseException:
+            Py_XDECREF(raw)
+            raise
+        if self._only_smaller and plen >= self._committed:
+            codec = 0
+            plen = self._committed
+            if plen:
+                memcpy(o + HEADER_SIZE, self._buf.data, plen)
+        if as_bytearray:
+            PyByteArray_Resize(out, HEADER_SIZE + plen)
+            o = <uint8_t*>PyByteArray_AS_STRING(out)
+        else:
+            _PyBytes_Resize(&raw, HEADER_SIZE + plen)  # on failure raw is freed and NULL
+            out = <object>raw
+            Py_DECREF(out)  # the cast took a reference of its own
+            o = <uint8_t*>PyBytes_AS_STRING(out)
+        attrs = codec | (self._ts_type << 3)
+        if self._transactional:
+            attrs |= 0x10
+        if self._control:
+            attrs |= 0x20
+        length = HEADER_SIZE - 12 + plen
+        if length > _I32_MAX:
+            raise EncodeError(f"batch of {length + 12} bytes too large")
+        put_u64(o, <uint64_t>self._base_offset)
+        put_u32(o + 8, <uint32_t>length)
+        put_u32(o + 12, <uint32_t>self._leader_epoch)
+        o[16] = 2
+        put_u16(o + 21, <uint16_t>attrs)
+        put_u32(o + 23, <uint32_t><int32_t>self._last_delta)
+        put_u64(o + 27, <uint64_t>self._first_ts)
+        put_u64(o + 35, <uint64_t>self._max_ts)
+        put_u64(o + 43, <uint64_t>self._producer_id)
+        put_u16(o + 51, <uint16_t><int16_t>self._producer_epoch)
+        put_u32(o + 53, <uint32_t>self._base_sequence)
+        put_u32(o + 57, <uint32_t>self._count)
         put_u32(o + 17, _crc32c(o + 21, HEADER_SIZE - 21 + plen))
         return out
 

@@ -11,6 +11,7 @@ from cpython.buffer cimport PyBUF_READ
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from kcodec._cy._lz4 cimport lz4_frame
 from kcodec._cy._reader cimport (
     Buf, be_u32, be_u64, put_u32, put_u64, raise_corrupt, raise_truncated, get_buf,
 )
@@ -62,6 +63,11 @@ cdef object _compression():
 
 
 cdef object _decompress(int codec, object data, Py_ssize_t max_size, int magic):
+    cdef object out
+    if codec == 3:
+        out = lz4_frame(data, max_size, magic)   # None: not a plain frame, the general path
+        if out is not None:
+            return out
     return _compression().decompress(codec, data, max_size, magic=magic)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from kcodec.compat._core import (
     Adapter,
+    DefaultRecordMetadata,
     LegacyRecord,
     Patch,
     control_record_maker,
@@ -27,7 +28,6 @@ from kcodec.compat._core import (
     rebind,
     watched_record_classes,
 )
-from kcodec.errors import EncodeError
 from kcodec.records import RecordBatchBuilder, estimate_batch_size, record_size
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
@@ -43,7 +43,12 @@ def _make_builder(stock: type, metadata: type, has_codec: Any) -> type:
     and isinstance checks) around a kcodec RecordBatchBuilder."""
 
     class DefaultRecordBatchBuilder(stock):  # type: ignore[misc,valid-type]
-        __slots__ = ("_kbuilder", "_kappend", "_kcodec", "_built")
+        # ``append`` is a slot holding the kcodec builder's bound ``append_with_offset``
+        # (the clients' argument order): kafka-python's MemoryRecordsBuilder calls it with
+        # no Python frame of the adapter's in between, and it returns kcodec's C
+        # DefaultRecordMetadata (offset, size, timestamp, crc None; kafka-python's repr).
+        # Wrong types raise kcodec's EncodeTypeError, a TypeError, as kafka-python raises.
+        __slots__ = ("_kbuilder", "_kcodec", "_built", "append")
 
         def __init__(self, magic: int, compression_type: int, is_transactional: Any,
                      producer_id: int, producer_epoch: int, base_sequence: int,
@@ -57,27 +62,10 @@ def _make_builder(stock: type, metadata: type, has_codec: Any) -> type:
                 compression=codec if codec <= 4 else 0, producer_id=producer_id,
                 producer_epoch=producer_epoch, base_sequence=base_sequence,
                 is_transactional=bool(is_transactional), partition_leader_epoch=0,
-                max_size=batch_size, compress_only_if_smaller=True)
-            self._kappend = self._kbuilder.append
+                max_size=batch_size, compress_only_if_smaller=True,
+                metadata_class=metadata)
+            self.append = self._kbuilder.append_with_offset
             self._built: bytearray | None = None
-
-        def append(self, offset: int, timestamp: int | None, key: Any, value: Any,
-                   headers: Any, *_: Any) -> Any:
-            try:
-                meta = self._kappend(key, value, headers, timestamp, offset)
-            except EncodeError:
-                if type(offset) is not int:
-                    raise TypeError(offset) from None
-                if timestamp is not None and type(timestamp) is not int:
-                    raise TypeError(timestamp) from None
-                if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"Not supported type for key: {type(key)}") from None
-                if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"Not supported type for value: {type(value)}") from None
-                raise
-            if meta is None:
-                return None
-            return metadata(meta.offset_delta, meta.size, meta.timestamp)
 
         def set_producer_state(self, producer_id: int, producer_epoch: int,
                                base_sequence: int, is_transactional: Any = None) -> None:
@@ -141,7 +129,7 @@ def _patch(p: Patch) -> None:
         control_record=control_record_maker(ControlRecord), record_class=DefaultRecord,
         has_codec=has_codec)
     classes["DefaultRecordBatchBuilder"] = _make_builder(
-        dr.DefaultRecordBatchBuilder, dr.DefaultRecordMetadata, has_codec)
+        dr.DefaultRecordBatchBuilder, DefaultRecordMetadata, has_codec)
     rebind(p, _MODULES, {**classes, **helpers()})
     # The record classes, patchable as the stock ones are: a test's
     # mock.patch.object(DefaultRecord, "validate_crc", ...) reaches the records it reads.
