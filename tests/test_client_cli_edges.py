@@ -134,20 +134,24 @@ def test_consume_group_interrupted_commits_exactly_what_it_printed(broker, topic
     with Admin(bootstrap_servers=broker.bootstrap) as a:
         committed = a.committed_offsets(group, [topic_name])
     assert committed == {TopicPartition(topic_name, 0): len(offsets)}   # = last printed + 1
+    assert err.decode().strip() == (f"kcodec consume: interrupted ({sig.name}): {len(offsets)} "
+                                    f"records printed; group {group!r} committed up to the "
+                                    f"last printed line")
 
 
 # ------------------------------------------------------------------ 3. produce and signals
 
-def test_produce_interrupted_waiting_for_input_reports_and_loses_nothing(broker, topic_name) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_produce_interrupted_waiting_for_input_reports_and_loses_nothing(broker, topic_name, sig) -> None:
     _create(broker, topic_name, 1)
     child = kcodec("produce", "-b", broker.bootstrap, "-t", topic_name, stdin=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
     child.stdin.write(b"".join(b"line %d\n" % i for i in range(3000)))
     child.stdin.flush()
     lines = [child.stdout.readline() for _ in range(3000)]   # all confirmed; stdin stays open
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sig)
     rest, err = finish(child, 30)
-    assert child.returncode == 130 and rest == b""
+    assert child.returncode == 128 + sig and rest == b""
     assert all(re.fullmatch(rb"partition 0 offset \d+\n", x) for x in lines)
     assert err.decode().strip() == (
         f"kcodec produce: interrupted: 3000 lines confirmed, 0 sent but unconfirmed (they may "
@@ -230,12 +234,12 @@ def test_consume_progress_line_on_a_terminal(broker, topic_name) -> None:
 
     _create(broker, topic_name, 1)
     with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
-        for i in range(500):
+        for i in range(5000):
             p.send(topic_name, b"%d" % i, partition=0)
         p.flush()
     master, slave = pty.openpty()
     p = kcodec("consume", "-b", broker.bootstrap, "-t", topic_name, "--from-beginning",
-               "-n", "500", stderr=slave)
+               "--idle", "1.5", stderr=slave)
     os.close(slave)
     out, _ = p.communicate(timeout=60)
     chunks = []
@@ -249,8 +253,9 @@ def test_consume_progress_line_on_a_terminal(broker, topic_name) -> None:
         chunks.append(data)
     os.close(master)
     err = b"".join(chunks).decode()
-    assert p.returncode == 0 and out.count(b"\n") == 500
-    assert re.search(r"\rconsumed \d+ records in \d+ s", err), err
+    assert p.returncode == 0 and out.count(b"\n") == 5000
+    # the last count drawn is the total (it stayed at the first poll's count while idle)
+    assert re.findall(r"\rconsumed (\d+) records in \d+ s", err)[-1] == "5000", err
 
 
 # ------------------------------------------------------------------ 4. errors name the cause
@@ -378,7 +383,9 @@ def test_produce_timeout_bounds_delivery_when_the_broker_dies(dying) -> None:
     text = err.decode()
     assert child.returncode == 1 and took < 2 + 8, (took, text)   # it took 120 s
     assert "timed out after 2000 ms" in text and "last error:" in text
-    assert "1 lines confirmed" in text
+    # line 2 failed: resume there (it said "input after line 2 never read (resume from line 3)")
+    assert "1 lines confirmed, 0 sent but unconfirmed" in text and "1 failed" in text
+    assert "input ended after line 2 (resume from line 2)" in text, text
 
 
 def test_consume_timeout_bounds_a_dead_broker(dying) -> None:
@@ -395,3 +402,27 @@ def test_consume_timeout_bounds_a_dead_broker(dying) -> None:
     took = time.monotonic() - t0
     assert child.returncode == 1 and took < 2 + 8, (took, err)   # it never ended
     assert "no broker answered for 2.0 s; last error:" in err.decode()
+
+
+def test_produce_resume_line_is_the_first_line_not_confirmed() -> None:
+    """The report's resume line: every line before it is in the topic."""
+    import argparse
+
+    from kcodec.cli.produce import _rest, _Tally
+
+    def tally(read: int, confirmed: int, failed: int, first_failed: int, eof: bool) -> _Tally:
+        n = _Tally()
+        n.read = n.sent = read
+        n.confirmed, n.failed, n.first_failed, n.eof = confirmed, failed, first_failed, eof
+        return n
+    stdin = argparse.Namespace(messages=[])
+    assert _rest(stdin, tally(10, 10, 0, 0, False), None) == \
+        "input after line 10 never read (resume from line 11)"
+    assert _rest(stdin, tally(10, 10, 0, 0, True), None) == "input ended after line 10"
+    # line 4 failed, lines 5-6 were confirmed after it (another partition), 7-10 pending
+    assert _rest(stdin, tally(10, 5, 1, 4, True), None) == \
+        "input ended after line 10 (resume from line 4); 2 confirmed lines after it would be sent again"
+    n = tally(10, 6, 0, 0, False)       # 7-10 sent, unconfirmed
+    assert _rest(stdin, n, None) == "input after line 10 never read (resume from line 7)"
+    args = argparse.Namespace(messages=["a"] * 12)
+    assert _rest(args, tally(10, 10, 0, 0, False), 2) == "2 never sent (resume from message 11)"

@@ -10,6 +10,7 @@ committed, and it exits 130 (SIGINT) or 143 (SIGTERM); a second signal exits at 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from typing import Any
@@ -122,7 +123,7 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                         printed[tp] = r.offset + 1
                         n += 1
                 out.flush()
-                ticker.update(n=n)
+            ticker.update(n=n)       # also while idle: the line shows the last count
             if args.group and time.monotonic() - last_commit >= COMMIT_EVERY:
                 commit(quiet=True)
                 last_commit = time.monotonic()
@@ -136,6 +137,10 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                 commit()
         finally:
             _close(c, args.timeout if ok else 1.0)
+    if sig.stop:
+        name = signal.Signals(sig.signum).name
+        done = f"; group {args.group!r} committed up to the last printed line" if args.group else ""
+        print(f"kcodec consume: interrupted ({name}): {n} records printed{done}", file=sys.stderr)
     return sig.exit_code
 
 
