@@ -77,6 +77,39 @@ class DyingBroker:
         self.cluster.stop()
 
 
+class CliBroker:
+    """kcodec's broker as the README starts it for its examples: ``kcodec broker --port P``
+    in a process of its own, stopped with SIGINT."""
+
+    def __init__(self) -> None:
+        port = free_port()
+        self.proc = kcodec("broker", "--port", str(port), stderr=subprocess.DEVNULL)
+        assert self.proc.stdout is not None
+        self.bootstrap = self.proc.stdout.readline().decode().strip()
+        assert self.bootstrap == f"127.0.0.1:{port}", self.bootstrap
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def kbroker() -> Iterator[CliBroker]:
+    b = CliBroker()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(params=["tansu", "kcodec"])
+def either(request):
+    """Tansu (the ``broker`` fixture) and kcodec's broker started by its command."""
+    return request.getfixturevalue("broker" if request.param == "tansu" else "kbroker")
+
+
 @pytest.fixture
 def dying() -> Iterator[DyingBroker]:
     b = DyingBroker()
@@ -108,7 +141,8 @@ def _end_offsets(broker, topic: str, partitions: int) -> list[int]:
 # ------------------------------------------------------------------ 1. consume -g and signals
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
-def test_consume_group_interrupted_commits_exactly_what_it_printed(broker, topic_name, sig) -> None:
+def test_consume_group_interrupted_commits_exactly_what_it_printed(either, topic_name, sig) -> None:
+    broker = either
     _create(broker, topic_name, 1)
     with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
         for i in range(30000):
@@ -142,7 +176,8 @@ def test_consume_group_interrupted_commits_exactly_what_it_printed(broker, topic
 # ------------------------------------------------------------------ 3. produce and signals
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_produce_interrupted_waiting_for_input_reports_and_loses_nothing(broker, topic_name, sig) -> None:
+def test_produce_interrupted_waiting_for_input_reports_and_loses_nothing(either, topic_name, sig) -> None:
+    broker = either
     _create(broker, topic_name, 1)
     child = kcodec("produce", "-b", broker.bootstrap, "-t", topic_name, stdin=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
@@ -426,3 +461,34 @@ def test_produce_resume_line_is_the_first_line_not_confirmed() -> None:
     assert _rest(stdin, n, None) == "input after line 10 never read (resume from line 7)"
     args = argparse.Namespace(messages=["a"] * 12)
     assert _rest(args, tally(10, 10, 0, 0, False), 2) == "2 never sent (resume from message 11)"
+
+
+# ------------------------------------------------------------------ 11. a broker for the examples
+
+@pytest.mark.slow   # ~8 s: a dozen commands, one idle wait
+def test_readme_broker_serves_the_command_line_examples() -> None:
+    """The README's "A broker for the examples" and its command list, as written (with -b
+    for the free port the test takes instead of 9092)."""
+    b = CliBroker()
+    try:
+        bs = ["-b", b.bootstrap]
+
+        def ok(*argv: str, stdin: bytes | None = None) -> list[str]:
+            rc, out, err, _ = run(*argv, *bs, stdin=stdin)
+            assert rc == 0, (argv, err)
+            return out.splitlines()
+        assert ok("topics", "create", "-p", "4", "events") == ["events: created"]
+        assert len(ok("produce", "-t", "events", "-k", "user-42", "-c", "lz4", "-H", "source=cli",
+                      "hello", "world")) == 2
+        assert len(ok("produce", "-t", "events", stdin=b"".join(b"%d\n" % i for i in range(1, 1001)))) == 1000
+        assert ok("produce", "-t", "events", "-p", "2", "--acks", "1", "m") == ["partition 2 offset 0"]
+        assert len(ok("consume", "-t", "events", "--from-beginning", "-n", "10")) == 10
+        ok("topics", "create", "audit")
+        assert len(ok("consume", "-t", "events", "-t", "audit", "-g", "reports", "--from-beginning",
+                      "--idle", "2")) == 1003
+        assert len(ok("metadata", "brokers")) == 2 and len(ok("metadata", "topics", "-t", "events")) == 5
+        assert ok("describe-groups", "-g", "reports", "-t", "events")[1].split()[:2] == ["reports", "Empty"]
+        assert {r.split()[-1] for r in ok("offsets", "-g", "reports", "-t", "events")[1:]} == {"0"}
+        assert ok("lag", "-g", "reports") == ["reports: lag 0 (4 partitions)"]
+    finally:
+        assert b.stop() == 0      # kill -INT %1: a clean stop
