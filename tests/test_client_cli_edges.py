@@ -492,3 +492,20 @@ def test_readme_broker_serves_the_command_line_examples() -> None:
         assert ok("lag", "-g", "reports") == ["reports: lag 0 (4 partitions)"]
     finally:
         assert b.stop() == 0      # kill -INT %1: a clean stop
+
+
+def test_consume_group_timeout_bounds_a_dead_broker(dying) -> None:
+    """consume -g: the lost broker is named within --timeout (leaving the group did not
+    wait for a commit to the dead coordinator: 3.3 times --timeout)."""
+    with Producer(bootstrap_servers=dying.bootstrap) as p:
+        p.send("t", b"a", partition=0).result(10)
+    child = kcodec("consume", "-b", dying.bootstrap, "-t", "t", "-g", "g", "--from-beginning",
+                   "--timeout", "4")
+    assert child.stdout is not None
+    assert child.stdout.readline() == b"0:0 a\n"
+    dying.kill()
+    t0 = time.monotonic()
+    out, err = finish(child, 60)
+    took = time.monotonic() - t0
+    assert child.returncode == 1 and took < 4 + 4, (took, err)
+    assert "no broker answered for 4.0 s; last error:" in err.decode()
