@@ -509,3 +509,18 @@ def test_consume_group_timeout_bounds_a_dead_broker(dying) -> None:
     took = time.monotonic() - t0
     assert child.returncode == 1 and took < 4 + 4, (took, err)
     assert "no broker answered for 4.0 s; last error:" in err.decode()
+
+
+def test_interrupt_while_starting_exits_130_without_a_traceback() -> None:
+    """Ctrl-C while the commands are imported (over a second on a loaded machine): it
+    printed a KeyboardInterrupt traceback and died of the signal."""
+    code = ("import os, signal, sys, kcodec.cli as cli\n"
+            "real = cli.build_parser\n"
+            "def slow():\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real()\n"
+            "cli.build_parser = slow\n"
+            "sys.exit(cli.main(['info']))\n")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (130, b"", b"")
