@@ -177,7 +177,8 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
             _close(c, args.timeout if ok else 1.0)
     if sig.stop:
         name = signal.Signals(sig.signum).name
-        done = f"; group {args.group!r} committed up to the last printed line" if args.group else ""
+        done = f"; group {args.group!r} committed up to the last printed line" \
+            if args.group and printed else ""
         print(f"kcodec consume: interrupted ({name}): {n} records printed{done}", file=sys.stderr)
     return sig.exit_code
 
