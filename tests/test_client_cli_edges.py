@@ -524,3 +524,33 @@ def test_interrupt_while_starting_exits_130_without_a_traceback() -> None:
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
     assert (p.returncode, p.stdout, p.stderr) == (130, b"", b"")
+
+
+@pytest.mark.slow   # ~8 s
+def test_produce_flood_fails_within_the_timeout_when_the_broker_dies(dying) -> None:
+    """Lines without end, the broker killed mid-flood, --timeout 5: it fails about 5 s after
+    the kill, naming the cause, with a resume line right after the last confirmed one (it
+    waited another --timeout for the records behind the first failure: 2.2 times it)."""
+    child = kcodec("produce", "-b", dying.bootstrap, "-t", "t", "--timeout", "5",
+                   stdin=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+
+    def feed() -> None:
+        try:
+            for start in range(0, FLOOD, 10_000):
+                child.stdin.write(b"".join(b"%d\n" % i for i in range(start, start + 10_000)))
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+    threading.Thread(target=feed, daemon=True).start()
+    first = [child.stdout.readline() for _ in range(2000)]
+    dying.kill()
+    t0 = time.monotonic()
+    rest, err = finish(child, 60)
+    took = time.monotonic() - t0
+    text = err.decode()
+    assert child.returncode == 1 and took < 5 + 3, (took, text)
+    confirmed = len(first) + rest.count(b"\n")
+    m = re.match(r"kcodec produce: stopped: (\d+) lines confirmed, .* \(resume from line (\d+)\)",
+                 text)
+    assert m and int(m.group(1)) == confirmed and int(m.group(2)) == confirmed + 1, text
+    assert "timed out after 5000 ms" in text

@@ -121,6 +121,7 @@ class _Reporter(threading.Thread):
 
 def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: Graceful) -> int:
     from kcodec.client import Producer
+    from kcodec.errors import KcodecError
 
     key = args.key.encode() if args.key is not None else None
     n = _Tally()
@@ -143,15 +144,23 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
                 n.eof = True
                 break
             n.read += 1
-            reporter.queue.put(producer.send(args.topic, msg.encode(), key=key,
-                                             partition=args.partition, headers=headers or None))
+            try:
+                fut = producer.send(args.topic, msg.encode(), key=key,
+                                    partition=args.partition, headers=headers or None)
+            except KcodecError as exc:   # e.g. the buffer stayed full for --timeout
+                n.read -= 1              # not sent: the resume line is this one
+                n.error = n.error or exc
+                break
+            reporter.queue.put(fut)
             n.sent += 1
             ticker.update(sent=n.sent, confirmed=n.confirmed)
         # what was sent: wait for its confirmations, at most --timeout from here (their
         # own delivery timeouts, named, come first), keeping the progress line current
         reporter.queue.put(None)
         deadline = time.monotonic() + args.timeout + 1
-        while reporter.is_alive() and time.monotonic() < deadline:
+        # after a failure the others are not waited for: the report's resume line is the
+        # first line not confirmed, whatever becomes of the lines after it
+        while reporter.is_alive() and time.monotonic() < deadline and n.error is None:
             reporter.join(0.25)
             ticker.update(sent=n.sent, confirmed=n.confirmed)
     finally:
