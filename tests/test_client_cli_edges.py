@@ -554,3 +554,41 @@ def test_produce_flood_fails_within_the_timeout_when_the_broker_dies(dying) -> N
                  text)
     assert m and int(m.group(1)) == confirmed and int(m.group(2)) == confirmed + 1, text
     assert "timed out after 5000 ms" in text
+
+
+def test_produce_send_refused_is_reported_with_the_resume_line(monkeypatch, capsys) -> None:
+    """``send`` itself failing (the buffer stayed full for --timeout): the report and the
+    resume line, not an error that escapes without them."""
+    import argparse
+    import concurrent.futures
+
+    import kcodec.client
+    from kcodec.cli._client import Graceful
+    from kcodec.cli.produce import _produce
+    from kcodec.client import KafkaTimeoutError, SendResult
+
+    class Refusing:
+        def __init__(self, **cfg: Any) -> None:
+            self.n = 0
+
+        def send(self, topic: str, value: bytes, **kw: Any) -> concurrent.futures.Future:
+            self.n += 1
+            if self.n == 3:
+                raise KafkaTimeoutError("buffer_memory stayed full for 5000 ms")
+            fut: concurrent.futures.Future = concurrent.futures.Future()
+            fut.set_result(SendResult(0, self.n - 1, 0))
+            return fut
+
+        def close(self, timeout: float | None = None) -> None:
+            pass
+    monkeypatch.setattr(kcodec.client, "Producer", Refusing)
+    args = argparse.Namespace(topic="t", key=None, partition=None, json=False, timeout=5.0,
+                              messages=["a", "b", "c", "d"])
+    with Graceful() as sig:
+        rc = _produce(args, {}, [], sig)
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == "partition 0 offset 0\npartition 0 offset 1\n"
+    assert err.splitlines() == [
+        "kcodec produce: stopped: 2 lines confirmed, 0 sent but unconfirmed (they may or may "
+        "not be in 't'), 0 failed, 2 never sent (resume from message 3)",
+        "kcodec produce: error: buffer_memory stayed full for 5000 ms"]
