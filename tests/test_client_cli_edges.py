@@ -481,7 +481,8 @@ def test_readme_broker_serves_the_command_line_examples() -> None:
         assert len(ok("produce", "-t", "events", "-k", "user-42", "-c", "lz4", "-H", "source=cli",
                       "hello", "world")) == 2
         assert len(ok("produce", "-t", "events", stdin=b"".join(b"%d\n" % i for i in range(1, 1001)))) == 1000
-        assert ok("produce", "-t", "events", "-p", "2", "--acks", "1", "m") == ["partition 2 offset 0"]
+        (line,) = ok("produce", "-t", "events", "-p", "2", "--acks", "1", "m")
+        assert re.fullmatch(r"partition 2 offset \d+", line), line   # (keyless lines may be there too)
         assert len(ok("consume", "-t", "events", "--from-beginning", "-n", "10")) == 10
         ok("topics", "create", "audit")
         assert len(ok("consume", "-t", "events", "-t", "audit", "-g", "reports", "--from-beginning",
