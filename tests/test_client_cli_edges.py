@@ -495,6 +495,7 @@ def test_readme_broker_serves_the_command_line_examples() -> None:
         assert b.stop() == 0      # kill -INT %1: a clean stop
 
 
+@pytest.mark.slow   # ~6 s: a --timeout of 4 s waited out
 def test_consume_group_timeout_bounds_a_dead_broker(dying) -> None:
     """consume -g: the lost broker is named within --timeout (leaving the group did not
     wait for a commit to the dead coordinator: 3.3 times --timeout)."""
