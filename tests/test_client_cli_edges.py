@@ -77,6 +77,39 @@ class DyingBroker:
         self.cluster.stop()
 
 
+class CliBroker:
+    """kcodec's broker as the README starts it for its examples: ``kcodec broker --port P``
+    in a process of its own, stopped with SIGINT."""
+
+    def __init__(self) -> None:
+        port = free_port()
+        self.proc = kcodec("broker", "--port", str(port), stderr=subprocess.DEVNULL)
+        assert self.proc.stdout is not None
+        self.bootstrap = self.proc.stdout.readline().decode().strip()
+        assert self.bootstrap == f"127.0.0.1:{port}", self.bootstrap
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def kbroker() -> Iterator[CliBroker]:
+    b = CliBroker()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(params=["tansu", "kcodec"])
+def either(request):
+    """Tansu (the ``broker`` fixture) and kcodec's broker started by its command."""
+    return request.getfixturevalue("broker" if request.param == "tansu" else "kbroker")
+
+
 @pytest.fixture
 def dying() -> Iterator[DyingBroker]:
     b = DyingBroker()
@@ -108,7 +141,8 @@ def _end_offsets(broker, topic: str, partitions: int) -> list[int]:
 # ------------------------------------------------------------------ 1. consume -g and signals
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
-def test_consume_group_interrupted_commits_exactly_what_it_printed(broker, topic_name, sig) -> None:
+def test_consume_group_interrupted_commits_exactly_what_it_printed(either, topic_name, sig) -> None:
+    broker = either
     _create(broker, topic_name, 1)
     with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
         for i in range(30000):
@@ -134,20 +168,25 @@ def test_consume_group_interrupted_commits_exactly_what_it_printed(broker, topic
     with Admin(bootstrap_servers=broker.bootstrap) as a:
         committed = a.committed_offsets(group, [topic_name])
     assert committed == {TopicPartition(topic_name, 0): len(offsets)}   # = last printed + 1
+    assert err.decode().strip() == (f"kcodec consume: interrupted ({sig.name}): {len(offsets)} "
+                                    f"records printed; group {group!r} committed up to the "
+                                    f"last printed line")
 
 
 # ------------------------------------------------------------------ 3. produce and signals
 
-def test_produce_interrupted_waiting_for_input_reports_and_loses_nothing(broker, topic_name) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_produce_interrupted_waiting_for_input_reports_and_loses_nothing(either, topic_name, sig) -> None:
+    broker = either
     _create(broker, topic_name, 1)
     child = kcodec("produce", "-b", broker.bootstrap, "-t", topic_name, stdin=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
     child.stdin.write(b"".join(b"line %d\n" % i for i in range(3000)))
     child.stdin.flush()
     lines = [child.stdout.readline() for _ in range(3000)]   # all confirmed; stdin stays open
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sig)
     rest, err = finish(child, 30)
-    assert child.returncode == 130 and rest == b""
+    assert child.returncode == 128 + sig and rest == b""
     assert all(re.fullmatch(rb"partition 0 offset \d+\n", x) for x in lines)
     assert err.decode().strip() == (
         f"kcodec produce: interrupted: 3000 lines confirmed, 0 sent but unconfirmed (they may "
@@ -230,12 +269,12 @@ def test_consume_progress_line_on_a_terminal(broker, topic_name) -> None:
 
     _create(broker, topic_name, 1)
     with Producer(bootstrap_servers=broker.bootstrap, linger_ms=20) as p:
-        for i in range(500):
+        for i in range(5000):
             p.send(topic_name, b"%d" % i, partition=0)
         p.flush()
     master, slave = pty.openpty()
     p = kcodec("consume", "-b", broker.bootstrap, "-t", topic_name, "--from-beginning",
-               "-n", "500", stderr=slave)
+               "--idle", "1.5", stderr=slave)
     os.close(slave)
     out, _ = p.communicate(timeout=60)
     chunks = []
@@ -249,8 +288,9 @@ def test_consume_progress_line_on_a_terminal(broker, topic_name) -> None:
         chunks.append(data)
     os.close(master)
     err = b"".join(chunks).decode()
-    assert p.returncode == 0 and out.count(b"\n") == 500
-    assert re.search(r"\rconsumed \d+ records in \d+ s", err), err
+    assert p.returncode == 0 and out.count(b"\n") == 5000
+    # the last count drawn is the total (it stayed at the first poll's count while idle)
+    assert re.findall(r"\rconsumed (\d+) records in \d+ s", err)[-1] == "5000", err
 
 
 # ------------------------------------------------------------------ 4. errors name the cause
@@ -378,7 +418,9 @@ def test_produce_timeout_bounds_delivery_when_the_broker_dies(dying) -> None:
     text = err.decode()
     assert child.returncode == 1 and took < 2 + 8, (took, text)   # it took 120 s
     assert "timed out after 2000 ms" in text and "last error:" in text
-    assert "1 lines confirmed" in text
+    # line 2 failed: resume there (it said "input after line 2 never read (resume from line 3)")
+    assert "1 lines confirmed, 0 sent but unconfirmed" in text and "1 failed" in text
+    assert "input ended after line 2 (resume from line 2)" in text, text
 
 
 def test_consume_timeout_bounds_a_dead_broker(dying) -> None:
@@ -395,3 +437,160 @@ def test_consume_timeout_bounds_a_dead_broker(dying) -> None:
     took = time.monotonic() - t0
     assert child.returncode == 1 and took < 2 + 8, (took, err)   # it never ended
     assert "no broker answered for 2.0 s; last error:" in err.decode()
+
+
+def test_produce_resume_line_is_the_first_line_not_confirmed() -> None:
+    """The report's resume line: every line before it is in the topic."""
+    import argparse
+
+    from kcodec.cli.produce import _rest, _Tally
+
+    def tally(read: int, confirmed: int, failed: int, first_failed: int, eof: bool) -> _Tally:
+        n = _Tally()
+        n.read = n.sent = read
+        n.confirmed, n.failed, n.first_failed, n.eof = confirmed, failed, first_failed, eof
+        return n
+    stdin = argparse.Namespace(messages=[])
+    assert _rest(stdin, tally(10, 10, 0, 0, False), None) == \
+        "input after line 10 never read (resume from line 11)"
+    assert _rest(stdin, tally(10, 10, 0, 0, True), None) == "input ended after line 10"
+    # line 4 failed, lines 5-6 were confirmed after it (another partition), 7-10 pending
+    assert _rest(stdin, tally(10, 5, 1, 4, True), None) == \
+        "input ended after line 10 (resume from line 4); 2 confirmed lines after it would be sent again"
+    n = tally(10, 6, 0, 0, False)       # 7-10 sent, unconfirmed
+    assert _rest(stdin, n, None) == "input after line 10 never read (resume from line 7)"
+    args = argparse.Namespace(messages=["a"] * 12)
+    assert _rest(args, tally(10, 10, 0, 0, False), 2) == "2 never sent (resume from message 11)"
+
+
+# ------------------------------------------------------------------ 11. a broker for the examples
+
+@pytest.mark.slow   # ~8 s: a dozen commands, one idle wait
+def test_readme_broker_serves_the_command_line_examples() -> None:
+    """The README's "A broker for the examples" and its command list, as written (with -b
+    for the free port the test takes instead of 9092)."""
+    b = CliBroker()
+    try:
+        bs = ["-b", b.bootstrap]
+
+        def ok(*argv: str, stdin: bytes | None = None) -> list[str]:
+            rc, out, err, _ = run(*argv, *bs, stdin=stdin)
+            assert rc == 0, (argv, err)
+            return out.splitlines()
+        assert ok("topics", "create", "-p", "4", "events") == ["events: created"]
+        assert len(ok("produce", "-t", "events", "-k", "user-42", "-c", "lz4", "-H", "source=cli",
+                      "hello", "world")) == 2
+        assert len(ok("produce", "-t", "events", stdin=b"".join(b"%d\n" % i for i in range(1, 1001)))) == 1000
+        (line,) = ok("produce", "-t", "events", "-p", "2", "--acks", "1", "m")
+        assert re.fullmatch(r"partition 2 offset \d+", line), line   # (keyless lines may be there too)
+        assert len(ok("consume", "-t", "events", "--from-beginning", "-n", "10")) == 10
+        ok("topics", "create", "audit")
+        assert len(ok("consume", "-t", "events", "-t", "audit", "-g", "reports", "--from-beginning",
+                      "--idle", "2")) == 1003
+        assert len(ok("metadata", "brokers")) == 2 and len(ok("metadata", "topics", "-t", "events")) == 5
+        assert ok("describe-groups", "-g", "reports", "-t", "events")[1].split()[:2] == ["reports", "Empty"]
+        assert {r.split()[-1] for r in ok("offsets", "-g", "reports", "-t", "events")[1:]} == {"0"}
+        assert ok("lag", "-g", "reports") == ["reports: lag 0 (4 partitions)"]
+    finally:
+        assert b.stop() == 0      # kill -INT %1: a clean stop
+
+
+@pytest.mark.slow   # ~6 s: a --timeout of 4 s waited out
+def test_consume_group_timeout_bounds_a_dead_broker(dying) -> None:
+    """consume -g: the lost broker is named within --timeout (leaving the group did not
+    wait for a commit to the dead coordinator: 3.3 times --timeout)."""
+    with Producer(bootstrap_servers=dying.bootstrap) as p:
+        p.send("t", b"a", partition=0).result(10)
+    child = kcodec("consume", "-b", dying.bootstrap, "-t", "t", "-g", "g", "--from-beginning",
+                   "--timeout", "4")
+    assert child.stdout is not None
+    assert child.stdout.readline() == b"0:0 a\n"
+    dying.kill()
+    t0 = time.monotonic()
+    out, err = finish(child, 60)
+    took = time.monotonic() - t0
+    assert child.returncode == 1 and took < 4 + 4, (took, err)
+    assert "no broker answered for 4.0 s; last error:" in err.decode()
+
+
+def test_interrupt_while_starting_exits_130_without_a_traceback() -> None:
+    """Ctrl-C while the commands are imported (over a second on a loaded machine): it
+    printed a KeyboardInterrupt traceback and died of the signal."""
+    code = ("import os, signal, sys, kcodec.cli as cli\n"
+            "real = cli.build_parser\n"
+            "def slow():\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real()\n"
+            "cli.build_parser = slow\n"
+            "sys.exit(cli.main(['info']))\n")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (130, b"", b"")
+
+
+@pytest.mark.slow   # ~8 s
+def test_produce_flood_fails_within_the_timeout_when_the_broker_dies(dying) -> None:
+    """Lines without end, the broker killed mid-flood, --timeout 5: it fails about 5 s after
+    the kill, naming the cause, with a resume line right after the last confirmed one (it
+    waited another --timeout for the records behind the first failure: 2.2 times it)."""
+    child = kcodec("produce", "-b", dying.bootstrap, "-t", "t", "--timeout", "5",
+                   stdin=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+
+    def feed() -> None:
+        try:
+            for start in range(0, FLOOD, 10_000):
+                child.stdin.write(b"".join(b"%d\n" % i for i in range(start, start + 10_000)))
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+    threading.Thread(target=feed, daemon=True).start()
+    first = [child.stdout.readline() for _ in range(2000)]
+    dying.kill()
+    t0 = time.monotonic()
+    rest, err = finish(child, 60)
+    took = time.monotonic() - t0
+    text = err.decode()
+    assert child.returncode == 1 and took < 5 + 3, (took, text)
+    confirmed = len(first) + rest.count(b"\n")
+    m = re.match(r"kcodec produce: stopped: (\d+) lines confirmed, .* \(resume from line (\d+)\)",
+                 text)
+    assert m and int(m.group(1)) == confirmed and int(m.group(2)) == confirmed + 1, text
+    assert "timed out after 5000 ms" in text or "buffer_memory full" in text, text
+
+
+def test_produce_send_refused_is_reported_with_the_resume_line(monkeypatch, capsys) -> None:
+    """``send`` itself failing (the buffer stayed full for --timeout): the report and the
+    resume line, not an error that escapes without them."""
+    import argparse
+    import concurrent.futures
+
+    import kcodec.client
+    from kcodec.cli._client import Graceful
+    from kcodec.cli.produce import _produce
+    from kcodec.client import KafkaTimeoutError, SendResult
+
+    class Refusing:
+        def __init__(self, **cfg: Any) -> None:
+            self.n = 0
+
+        def send(self, topic: str, value: bytes, **kw: Any) -> concurrent.futures.Future:
+            self.n += 1
+            if self.n == 3:
+                raise KafkaTimeoutError("buffer_memory stayed full for 5000 ms")
+            fut: concurrent.futures.Future = concurrent.futures.Future()
+            fut.set_result(SendResult(0, self.n - 1, 0))
+            return fut
+
+        def close(self, timeout: float | None = None) -> None:
+            pass
+    monkeypatch.setattr(kcodec.client, "Producer", Refusing)
+    args = argparse.Namespace(topic="t", key=None, partition=None, json=False, timeout=5.0,
+                              messages=["a", "b", "c", "d"])
+    with Graceful() as sig:
+        rc = _produce(args, {}, [], sig)
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == "partition 0 offset 0\npartition 0 offset 1\n"
+    assert err.splitlines() == [
+        "kcodec produce: stopped: 2 lines confirmed, 0 sent but unconfirmed (they may or may "
+        "not be in 't'), 0 failed, 2 never sent (resume from message 3)",
+        "kcodec produce: error: buffer_memory stayed full for 5000 ms"]

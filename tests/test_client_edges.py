@@ -80,6 +80,36 @@ def test_a_peer_that_is_not_kafka_fails_as_soon_as_its_answer_does_not_parse(kin
     assert time.monotonic() - t0 < 1.0
 
 
+def test_a_peer_that_resets_the_connection_is_named_once() -> None:
+    """A listener that answers the handshake with a reset (RST): the cause, said once (it
+    read "connection to X lost: connection to X lost: [Errno 104] ...")."""
+    import struct
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.recv(65536)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()                      # linger 0: a reset, not a clean close
+    threading.Thread(target=serve, daemon=True).start()
+    port = srv.getsockname()[1]
+    try:
+        with pytest.raises(BrokerNotAvailableError) as ei:
+            _make("admin", f"127.0.0.1:{port}")
+    finally:
+        srv.close()
+    msg = str(ei.value)
+    assert f"127.0.0.1:{port} closed the connection during the Kafka handshake" in msg, msg
+    assert msg.count(f"connection to 127.0.0.1:{port} lost") == 1, msg
+
+
 @pytest.mark.parametrize("addr", ["127.0.0.1:9092:9093", "a b:9092", "host:", "host:0",
                                   "host:70000", ":9092", "[zz]:1", "-x:1"])
 def test_malformed_address_is_a_value_error_before_any_connection(addr: str) -> None:

@@ -49,8 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:   # Ctrl-C while starting (importing the commands takes a while): no traceback
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

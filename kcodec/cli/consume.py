@@ -10,6 +10,7 @@ committed, and it exits 130 (SIGINT) or 143 (SIGTERM); a second signal exits at 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from typing import Any
@@ -89,9 +90,45 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                 return               # e.g. a rebalance under way: the next commit has it
             committed.update(todo)
 
+    inflight: list = []              # the periodic commit in the background, if any
+    closing = False
+
+    def commit_in_background() -> None:
+        """The periodic commit, without waiting for it: a broker that stopped answering is
+        noticed by the polls within --timeout, not after a commit's own wait."""
+        if inflight and not inflight[0].done():
+            return
+        inflight.clear()
+        todo = {tp: o for tp, o in printed.items() if committed.get(tp) != o}
+        if not todo:
+            return
+        out.flush()                  # commit nothing that is not out of the process yet
+
+        def done(fut: Any) -> None:
+            if not fut.cancelled() and fut.exception() is None:
+                for tp, o in todo.items():   # (a later commit may have gone further)
+                    if committed.get(tp, -1) < o:
+                        committed[tp] = o
+        fut = c.commit_async(todo)
+        fut.add_done_callback(done)
+        inflight.append(fut)
+
+    def settle() -> None:
+        """Wait (at most --timeout) for a background commit, so that it cannot land after
+        the final one."""
+        if inflight:
+            try:
+                inflight[0].result(args.timeout)
+            except Exception:        # noqa: BLE001 - its failure: the final commit has it
+                pass
+            inflight.clear()
+
     class Listener(RebalanceListener):
         def on_partitions_revoked(self, revoked: list) -> None:
-            if not sig.stop:           # the next owner starts after the last printed line
+            # the next owner starts after the last printed line; not when closing: the end
+            # commits (or the brokers are gone, and a commit would only wait for them)
+            if not sig.stop and not closing:
+                settle()
                 commit(set(revoked), quiet=True)
 
         def on_partitions_lost(self, lost: list) -> None:
@@ -122,9 +159,9 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                         printed[tp] = r.offset + 1
                         n += 1
                 out.flush()
-                ticker.update(n=n)
+            ticker.update(n=n)       # also while idle: the line shows the last count
             if args.group and time.monotonic() - last_commit >= COMMIT_EVERY:
-                commit(quiet=True)
+                commit_in_background()
                 last_commit = time.monotonic()
         ok = True
     except BrokerNotAvailableError:
@@ -133,9 +170,16 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
         ticker.close()
         try:
             if ok and args.group:
+                settle()
                 commit()
         finally:
+            closing = True
             _close(c, args.timeout if ok else 1.0)
+    if sig.stop:
+        name = signal.Signals(sig.signum).name
+        done = f"; group {args.group!r} committed up to the last printed line" \
+            if args.group and printed else ""
+        print(f"kcodec consume: interrupted ({name}): {n} records printed{done}", file=sys.stderr)
     return sig.exit_code
 
 

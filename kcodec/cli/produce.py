@@ -78,7 +78,16 @@ def run(args: argparse.Namespace) -> int:
 class _Tally:
     def __init__(self) -> None:
         self.read = self.sent = self.confirmed = self.failed = 0
+        self.first_failed = 0        # line number of the first record that failed (0: none)
+        self.eof = False             # the input ended (as opposed to: reading stopped)
         self.error: BaseException | None = None
+
+    def first_unconfirmed(self) -> int:
+        """Line number of the first line sent but not confirmed (0: none). Confirmations
+        are handled in input order, so it is the failed one or the next one to handle."""
+        pending = self.sent - self.confirmed - self.failed
+        nxt = self.confirmed + self.failed + 1 if pending else 0
+        return min([x for x in (self.first_failed, nxt) if x], default=0)
 
 
 class _Reporter(threading.Thread):
@@ -112,6 +121,7 @@ class _Reporter(threading.Thread):
 
 def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: Graceful) -> int:
     from kcodec.client import Producer
+    from kcodec.errors import KcodecError
 
     key = args.key.encode() if args.key is not None else None
     n = _Tally()
@@ -131,15 +141,28 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
             finally:
                 sig.interruptible = False
             if msg is None:
+                n.eof = True
                 break
             n.read += 1
-            reporter.queue.put(producer.send(args.topic, msg.encode(), key=key,
-                                             partition=args.partition, headers=headers or None))
+            try:
+                fut = producer.send(args.topic, msg.encode(), key=key,
+                                    partition=args.partition, headers=headers or None)
+            except KcodecError as exc:   # e.g. the buffer stayed full for --timeout
+                n.read -= 1              # not sent: the resume line is this one
+                n.error = n.error or exc
+                break
+            reporter.queue.put(fut)
             n.sent += 1
             ticker.update(sent=n.sent, confirmed=n.confirmed)
-        # what was sent: wait for its confirmations, at most --timeout from here
+        # what was sent: wait for its confirmations, at most --timeout from here (their
+        # own delivery timeouts, named, come first), keeping the progress line current
         reporter.queue.put(None)
-        reporter.join(args.timeout + 1)   # their own delivery timeouts (named) come first
+        deadline = time.monotonic() + args.timeout + 1
+        # after a failure the others are not waited for: the report's resume line is the
+        # first line not confirmed, whatever becomes of the lines after it
+        while reporter.is_alive() and time.monotonic() < deadline and n.error is None:
+            reporter.join(0.25)
+            ticker.update(sent=n.sent, confirmed=n.confirmed)
     finally:
         reporter.give_up.set()
         reporter.queue.put(None)
@@ -151,11 +174,9 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
     secs = time.monotonic() - t0
     if sig.stop or n.error is not None or unconfirmed:
         what = "interrupted" if sig.stop else "stopped"
-        rest = f"{never} never sent" if never is not None else \
-            f"input after line {n.read} never read (resume from line {n.read + 1})"
         print(f"kcodec produce: {what}: {n.confirmed} lines confirmed, {unconfirmed} sent but "
               f"unconfirmed (they may or may not be in {args.topic!r}), {n.failed} failed, "
-              f"{rest}", file=sys.stderr)
+              f"{_rest(args, n, never)}", file=sys.stderr)
         if n.error is not None:
             print(f"kcodec produce: error: {n.error}", file=sys.stderr)
             return 1
@@ -170,6 +191,27 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
     return 0
 
 
+def _rest(args: argparse.Namespace, n: _Tally, never: int | None) -> str:
+    """What became of the rest of the input, and the line to resume from: the first line
+    not confirmed (every line before it is in the topic)."""
+    bad = n.first_unconfirmed()
+    if never is not None:
+        rest = f"{never} never sent"
+        resume = bad or (n.read + 1 if never else 0)
+    else:
+        rest = f"input ended after line {n.read}" if n.eof else \
+            f"input after line {n.read} never read"
+        resume = bad or (0 if n.eof else n.read + 1)
+    if not resume:
+        return rest
+    what = "line" if never is None else "message"
+    rest += f" (resume from {what} {resume})"
+    again = n.confirmed - (resume - 1)
+    if again > 0:
+        rest += f"; {again} confirmed lines after it would be sent again"
+    return rest
+
+
 def _lines(stream: Any):
     for line in stream:
         yield line[:-1] if line.endswith("\n") else line
@@ -182,6 +224,8 @@ def _report(args: argparse.Namespace, fut: Any, n: _Tally) -> None:
         r = fut.result(0)
     except KcodecError as exc:
         n.failed += 1
+        if not n.first_failed:
+            n.first_failed = n.confirmed + n.failed   # its line: futures come in input order
         if n.error is None:
             n.error = exc
         return

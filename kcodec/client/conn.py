@@ -168,6 +168,9 @@ class BrokerConnection:
             self.close(err)
             raise err from None
         except (ConnectionError, OSError) as exc:
+            if isinstance(exc, KcodecError):   # the read loop's own error: already named
+                self.close(exc)
+                raise
             lost = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
             self.close(lost)
             raise lost from None
