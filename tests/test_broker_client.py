@@ -295,3 +295,32 @@ def test_new_producer_id_waits_for_batches_in_flight_under_the_old_one() -> None
         assert offsets == [0, 1, 0]
         assert len(c.recorded("InitProducerId")) == 2
     run(go, nodes=2, partitions=2)
+
+
+def test_a_batch_waiting_for_its_connection_is_not_overtaken_by_the_next_one() -> None:
+    """The first request to a node waits for its connection; the partition's next batch,
+    made meanwhile, must not reach the broker first. (It did, on the connection the first
+    one was waiting for or on a second one: the broker refused it as out of order, and an
+    idempotent producer then reset its id and wrote records twice.)"""
+    async def go(c: Cluster) -> None:
+        async with producer(c, max_in_flight_requests_per_connection=5) as p:
+            cluster = p._engine.cluster
+            real = cluster.connection
+            slow = [True]
+
+            async def connection(node_id: int) -> Any:
+                if node_id == 0 and slow[0]:      # the first produce's connection is slow
+                    slow[0] = False
+                    await asyncio.sleep(0.3)
+                return await real(node_id)
+
+            cluster.connection = connection
+            first = await p.send("t", b"a0")
+            await asyncio.sleep(0.1)              # a0's request waits for its connection
+            second = await p.send("t", b"a1")
+            await p.flush()
+            offsets = [(await f).offset for f in (first, second)]
+        assert offsets == [0, 1]
+        assert [b[4] for r in c.recorded("Produce") for b in batches(r.body)] == [0, 1]
+        assert log_values(c) == [b"a0", b"a1"]
+    run(go, nodes=1)

@@ -248,3 +248,34 @@ def test_retriable_error_is_retried_with_backoff() -> None:
             await cluster.close()
 
     asyncio.run(main())
+
+
+def test_a_finished_connect_is_seen_by_the_next_caller_at_once() -> None:
+    """When a connect ends, the connection is the node's for every later caller before the
+    first caller's coroutine resumes. It was registered only when that coroutine resumed, a
+    few loop steps later; a caller in between opened a second connection to the same node,
+    and an idempotent producer's batches of one partition went out on both, out of order."""
+    from kcodec.broker import Cluster as BrokerCluster
+
+    async def main(bootstrap: str) -> None:
+        cluster = Cluster(ClientConfig(bootstrap_servers=bootstrap, api_timeout_ms=5000))
+        first = asyncio.get_running_loop().create_task(cluster.connection(-1))
+        await asyncio.sleep(0)                 # the first caller starts the connect
+        connecting = cluster._connecting[-1]
+        seen: list = []
+        second: list = []
+
+        def right_after(task: asyncio.Task) -> None:
+            # runs after the cluster's own callback, before the first caller resumes
+            seen.append(cluster._conns.get(-1))
+            second.append(asyncio.get_running_loop().create_task(cluster.connection(-1)))
+
+        connecting.add_done_callback(right_after)
+        conn = await first
+        assert seen == [conn]
+        assert await second[0] is conn
+        assert len(cluster._made) == 1
+        await cluster.close()
+
+    with BrokerCluster(1) as broker:
+        asyncio.run(main(broker.bootstrap))

@@ -99,14 +99,25 @@ class Cluster:
         if self.closed:          # closed while connecting: this connection is nobody's
             new.close(ClientClosedError("the client is closed"))
             raise ClientClosedError("the client is closed")
-        self.reached = True
-        self._conns[node_id] = new
+        self.reached = True       # (the connect task's callback made it the node's)
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
         return new
 
     def _connected(self, node_id: int) -> Any:
-        return lambda _task: self._connecting.pop(node_id, None)
+        def done(task: asyncio.Task) -> None:
+            # The new connection is registered here, as the connect task ends, not when its
+            # first awaiter resumes: between the two, another caller found neither a
+            # connection nor a connect in progress and opened a second one. A producer's
+            # next batch then went out on the first connection while an earlier batch of
+            # the same partition waited for the second, and the broker saw the sequence
+            # numbers out of order (an idempotent producer then reset its id and wrote the
+            # records again).
+            self._connecting.pop(node_id, None)
+            if task.cancelled() or task.exception() is not None or self.closed:
+                return
+            self._conns[node_id] = task.result()
+        return done
 
     async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
         """A connection to any broker: known brokers first, then the bootstrap list, with backoff.

@@ -212,6 +212,7 @@ class _Engine:
         self.counts: dict[str, int] = {}       # partition counts, read without the loop
         self.seal_at = max(config.batch_size - 61, 1)
         self.seal_size = self.seal_at + 61     # the same, as the builder's size (header in)
+        self.node_turns: dict[int, asyncio.Future] = {}   # the last request made per node
         self.txn: TransactionManager | None = (
             TransactionManager(self) if config.transactional_id else None)
 
@@ -427,7 +428,13 @@ class _Engine:
             await sem.acquire()
             for b in batches:
                 b.inflight = True
-            self.loop.create_task(self._produce(node, batches, sem))
+            # Requests to a node are written in the order they are made here: a partition's
+            # batches must reach the broker in sequence order. Each request waits for the
+            # one before it to be written (a request can wait for its connection, and one
+            # made after it must not overtake it on the connection once that is up).
+            turn = self.loop.create_future()
+            prev, self.node_turns[node] = self.node_turns.get(node), turn
+            self.loop.create_task(self._produce(node, batches, sem, prev, turn))
             launched += 1
         return launched
 
@@ -441,7 +448,9 @@ class _Engine:
             self.refreshing.discard(topic)
         self.wake.set()
 
-    async def _produce(self, node: int, batches: list[_Batch], sem: asyncio.Semaphore) -> None:
+    async def _produce(self, node: int, batches: list[_Batch], sem: asyncio.Semaphore,
+                       prev: asyncio.Future | None = None,
+                       turn: asyncio.Future | None = None) -> None:
         cfg = self.config
         try:
             topics: dict[str, list] = {}
@@ -459,9 +468,16 @@ class _Engine:
             wait = min(cfg.request_timeout_ms / 1000,
                        max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
             try:
+                if prev is not None and not prev.done():
+                    await asyncio.wait([prev])    # (wait, not await: never cancels it)
+                conn = await self.cluster.connection(node)
                 if version is not None:
-                    conn = await self.cluster.connection(node)
                     version = min(conn.core.version(0), version)
+                if turn is not None:
+                    # the next request's turn: it runs once this task yields, and this
+                    # request is written before that (the connection is up, so sending
+                    # writes at once)
+                    turn.set_result(None)
                 resp = await self.cluster.send(node, 0, req, timeout=wait,
                                                expect_response=cfg.acks != 0, version=version)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
@@ -515,6 +531,8 @@ class _Engine:
                 if not b.event.is_set():
                     self._drop(b, exc)
         finally:
+            if turn is not None and not turn.done():
+                turn.set_result(None)
             for b in batches:
                 b.inflight = False
             sem.release()
