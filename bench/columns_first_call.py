@@ -55,7 +55,7 @@ def main() -> None:
                              env={**os.environ, "PYTHONHASHSEED": "0"})
         r = json.loads(got.stdout)
 
-        def warm(what: str) -> float:
+        def warm(what: str, r: dict = r) -> float:
             return sorted(r[f"warm{i}_{what}"] for i in (1, 2, 3))[1]
 
         print(f"{k:>7} {r['bytes'] / 1e6:6.1f} | {r['first_user'] * 1e3:10.1f}"

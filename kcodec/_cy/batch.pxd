@@ -57,3 +57,5 @@ cdef class RecordBatchBuilder:
                          object offset_delta, int64_t* ts_out, int64_t* od_out) except -1
     # build() for zstd with libzstd called from C (kcodec._cy._zstd)
     cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray)
+    # the header (CRC included) before plen bytes of records at o + HEADER_SIZE
+    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int attrs, Py_ssize_t plen)

@@ -1213,21 +1213,9 @@ cdef class RecordBatchBuilder:
         else:
             out = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + plen)
             o = <uint8_t*>PyBytes_AS_STRING(out)
-        put_u64(o, <uint64_t>self._base_offset)
-        put_u32(o + 8, <uint32_t>length)
-        put_u32(o + 12, <uint32_t>self._leader_epoch)
-        o[16] = 2
-        put_u16(o + 21, <uint16_t>attrs)
-        put_u32(o + 23, <uint32_t><int32_t>self._last_delta)
-        put_u64(o + 27, <uint64_t>self._first_ts)
-        put_u64(o + 35, <uint64_t>self._max_ts)
-        put_u64(o + 43, <uint64_t>self._producer_id)
-        put_u16(o + 51, <uint16_t><int16_t>self._producer_epoch)
-        put_u32(o + 53, <uint32_t>self._base_sequence)
-        put_u32(o + 57, <uint32_t>self._count)
         if plen:
             memcpy(o + HEADER_SIZE, pp, plen)
-        put_u32(o + 17, _crc32c(o + 21, HEADER_SIZE - 21 + plen))
+        self._put_header(o, length, attrs, plen)
         return out
 
     cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray):
@@ -1273,6 +1261,12 @@ cdef class RecordBatchBuilder:
         length = HEADER_SIZE - 12 + plen
         if length > _I32_MAX:
             raise EncodeError(f"batch of {length + 12} bytes too large")
+        self._put_header(o, length, attrs, plen)
+        return out
+
+    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int attrs, Py_ssize_t plen):
+        """The batch header at ``o``, before ``plen`` bytes of records already in place at
+        ``o + HEADER_SIZE``; the CRC-32C last, over both."""
         put_u64(o, <uint64_t>self._base_offset)
         put_u32(o + 8, <uint32_t>length)
         put_u32(o + 12, <uint32_t>self._leader_epoch)
@@ -1286,7 +1280,6 @@ cdef class RecordBatchBuilder:
         put_u32(o + 53, <uint32_t>self._base_sequence)
         put_u32(o + 57, <uint32_t>self._count)
         put_u32(o + 17, _crc32c(o + 21, HEADER_SIZE - 21 + plen))
-        return out
 
 
 cdef inline Py_ssize_t _field_size(object b, str what) except -1:
