@@ -222,6 +222,44 @@ def test_peer_built_segment(tmp_path: Path) -> None:
         assert seg.find_offset(16).magic == 0
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_closed_segment_is_unmapped_while_its_recovery_result_lives(tmp_path: Path) -> None:
+    """``close()`` unmaps the file even though the result (and the error in it) is kept:
+    the error must not carry the scan's frames, whose views held the map, and with it the
+    file's descriptor, until the garbage collector ran."""
+    import gc
+
+    def open_fds(path: Path) -> int:
+        n = 0
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                n += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+        return n
+
+    good = b"".join(simple_batches(n_batches=3))
+    bad_crc = bytearray(v2_batch(6, [(1, b"k", b"v", [])]))
+    bad_crc[-1] ^= 0xFF
+    bad_record = bytearray(v2_batch(6, [(1, b"k", b"v", [])]))
+    bad_record[61 + 4] = 3    # after the header: length, attributes, deltas, key length -2
+    fix_crc(bad_record)
+    results = []
+    gc.disable()
+    try:
+        for tail, deep, reason in ((bad_crc, False, "checksum mismatch"),
+                                   (bad_record, True, "bad record")):
+            d = tmp_path / reason.replace(" ", "-")
+            d.mkdir()
+            log = write_segment(d, 0, [good, bytes(tail)])
+            with LogSegment(log) as seg:
+                res = seg.recover(deep=deep)
+            assert (res.reason, res.valid_bytes) == (reason, len(good)), res
+            assert isinstance(res.error, KcodecError)
+            assert open_fds(log) == 0, f"{log} still open after close() ({reason})"
+            results.append(res)
+    finally:
+        gc.enable()
+
+
 def test_empty_segment(tmp_path: Path) -> None:
     log = write_segment(tmp_path, 42, [], index=b"", timeindex=bytes(120))
     with LogSegment(log) as seg:

@@ -226,10 +226,11 @@ class RecordBatch:
 
 
 class _Unusual(Exception):
-    """The optimistic record reader met something it does not handle: re-read exactly."""
+    """The optimistic record reader met something it does not handle: re-read exactly.
 
-
-_UNUSUAL = _Unusual()
+    Raised as the class, a new instance each time: raising one shared instance would chain
+    every raise's frames onto its ``__traceback__`` for good, keeping each buffer read (a
+    segment's mapped file too) alive for the life of the process."""
 
 
 def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
@@ -264,7 +265,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
             length = (b >> 1) ^ -(b & 1)
             rec_end = i + length
             if length < 0 or rec_end > end:
-                raise _UNUSUAL
+                raise _Unusual
             attributes = data[i]
             i += 1
             b = data[i]
@@ -306,7 +307,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
             elif n == -1:
                 key = None
             else:
-                raise _UNUSUAL
+                raise _Unusual
             b = data[i]
             if b < 0x80:
                 i += 1
@@ -324,7 +325,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
             elif n == -1:
                 value = None
             else:
-                raise _UNUSUAL
+                raise _Unusual
             b = data[i]
             if b < 0x80:
                 i += 1
@@ -339,7 +340,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
             headers: list[tuple[str, bytes | None]] = []
             if hc:
                 if hc < 0 or hc > (rec_end - i) // 2:
-                    raise _UNUSUAL
+                    raise _Unusual
                 for _ in range(hc):
                     b = data[i]
                     if b < 0x80:
@@ -353,7 +354,7 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
                             b, i = uvar(data, i, end, 5, 32, "", 0)
                     n = (b >> 1) ^ -(b & 1)
                     if n < 0:
-                        raise _UNUSUAL
+                        raise _Unusual
                     hk = data[i:i + n].decode()
                     i += n
                     b = data[i]
@@ -373,9 +374,9 @@ def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
                     elif n == -1:
                         headers.append((hk, None))
                     else:
-                        raise _UNUSUAL
+                        raise _Unusual
             if i != rec_end:
-                raise _UNUSUAL
+                raise _Unusual
             if attributes > 127:
                 attributes -= 256
             offset = base_offset + od

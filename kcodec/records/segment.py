@@ -211,6 +211,12 @@ class RecoveryTracker:
         """The final result; an early end of iteration counts as a torn tail."""
         seg = self.segment
         reason, error = self.reason, self.error
+        # the result keeps the error, not the scan's frames: their views of the mapped file
+        # would keep it mapped (and its descriptor open) after close()
+        e: BaseException | None = error
+        while e is not None:
+            e.__traceback__ = None
+            e = e.__cause__ or e.__context__
         if reason in (None, "corrupt batch") and self.valid_bytes < seg.size:
             rest = seg.size - self.valid_bytes
             if rest >= 12 and seg._all_zero(self.valid_bytes):

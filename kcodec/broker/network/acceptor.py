@@ -1,16 +1,32 @@
 """The acceptor: one thread that accepts connections on a listening socket and hands each
-to the next processor in turn (round-robin), as Kafka's ``Acceptor`` does."""
+to the next processor in turn (round-robin), as Kafka's ``Acceptor`` does.
+
+It waits with ``selectors.DefaultSelector`` (epoll, kqueue or poll), never ``select.select``:
+``select`` cannot watch a descriptor numbered 1024 or more, so in a process that already holds
+many open files the listening socket gets such a number. The acceptor then stopped at once
+while the kernel went on completing handshakes into the listen backlog, and clients saw a
+broker that accepted connections and never answered. A failed ``accept`` (out of
+descriptors: EMFILE, ENFILE; out of buffers) is logged and retried after a short pause, as
+Kafka's acceptor does; only ``stop()`` ends the thread, and any other end is logged.
+"""
 
 from __future__ import annotations
 
 import errno
-import select
+import logging
+import selectors
 import socket
 import threading
 
 from kcodec.broker.network.processor import Processor
 
 __all__ = ["Acceptor", "listen"]
+
+log = logging.getLogger("kcodec.broker")
+
+# accept() failures that pass (the backlog keeps the connection until a retry takes it)
+_RETRY_ACCEPT = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_RETRY_PAUSE_S = 0.1
 
 
 _HINTS = {
@@ -51,9 +67,14 @@ class Acceptor:
         self.sock = sock
         self.processors = processors
         self._next = 0
+        self._starved = False               # accept() is failing for want of descriptors
         self._stop = threading.Event()
-        # stop() wakes the blocking select through this pair: no polling while idle
+        # stop() wakes the blocking wait through this pair: no polling while idle
         self._wake_r, self._wake_w = socket.socketpair()
+        # made here, not in the thread: the thread then needs no new descriptor to run
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.sock, selectors.EVENT_READ)
+        self._sel.register(self._wake_r, selectors.EVENT_READ)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     @property
@@ -64,24 +85,54 @@ class Acceptor:
         self._thread.start()
 
     def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for key, _ in self._sel.select():
+                    if key.fileobj is self.sock:
+                        self._accept()
+        except Exception:
+            if not self._stop.is_set():
+                log.exception("kcodec broker: acceptor %s stopped; no new connections will "
+                              "be accepted on %s", self._thread.name, self._where())
+
+    def _accept(self) -> None:
+        """Accept every connection waiting in the backlog (the socket is non-blocking)."""
         while not self._stop.is_set():
-            try:
-                ready, _, _ = select.select([self.sock, self._wake_r], [], [])
-            except (OSError, ValueError):
-                return
-            if self.sock not in ready:
-                continue
             try:
                 conn, _addr = self.sock.accept()
             except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
                 return
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.setblocking(False)
+            except ConnectionAbortedError:     # the client gave up while it waited
+                continue
+            except OSError as exc:
+                if exc.errno not in _RETRY_ACCEPT:
+                    raise
+                if not self._starved:     # once per shortage, not every retry
+                    self._starved = True
+                    log.warning("kcodec broker: cannot accept connections on %s: %s; "
+                                "retrying every %.1f s", self._where(), exc.strerror or exc,
+                                _RETRY_PAUSE_S)
+                self._stop.wait(_RETRY_PAUSE_S)
+                return
+            if self._starved:
+                self._starved = False
+                log.info("kcodec broker: accepting connections on %s again", self._where())
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                conn.setblocking(False)
+            except OSError:                    # reset before we looked at it
+                conn.close()
+                continue
             proc = self.processors[self._next % len(self.processors)]
             self._next += 1
             proc.assign(conn)
+
+    def _where(self) -> str:
+        try:
+            host, port = self.sock.getsockname()[:2]
+        except OSError:
+            return "a closed socket"
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def stop(self) -> None:
         self._stop.set()
@@ -90,6 +141,7 @@ class Acceptor:
         except OSError:
             pass
         self._thread.join(5)
+        self._sel.close()
         self.sock.close()
         self._wake_r.close()
         self._wake_w.close()
