@@ -374,6 +374,7 @@ def test_pushdown_detection_fails_safe() -> None:
 # reading a range from the real broker
 
 
+@pytest.mark.broker        # starts Tansu itself (not through the broker fixture)
 def test_read_range_and_broker_going_away(topic_name: str) -> None:
     """A range read fails with a clear error when its broker goes away mid-read (no partial
     result returned as if complete)."""
