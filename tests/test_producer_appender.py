@@ -5,6 +5,7 @@ that it seals full batches and never keeps the lock after an error."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -141,3 +142,93 @@ def test_producer_counts_a_batch_when_it_leaves_open() -> None:
     assert b.count == 0
     b.timestamps.extend([1, 2, 3])
     assert b.count == 3
+
+
+def _send_calls(accum: Any, batch_mod: Any) -> list[Any]:
+    """``Appender.send``: Producer.send's signature; a keyed record goes in through
+    ``keyed``, anything else reaches ``slow`` with the arguments as given."""
+    eng = Engine(batch_mod)
+    calls: list[tuple[Any, ...]] = []
+
+    def slow(*args: Any) -> str:
+        calls.append(args)
+        return "slow"
+
+    a = accum.Appender(eng, Future, SEAL, 1000, slow)
+    for p in range(4):
+        eng.new(p)
+    out: list[Any] = []
+    fut = a.send("t", b"v", b"k")
+    out.append((type(fut).__name__, fut._index, not calls))
+    fut = a.send("t", value=b"v2", key=b"k", headers=[("h", b"x")], timestamp=7)
+    out.append((fut._index, fut._batch.timestamps[-1]))
+    # a chosen partition, a keyless or non-bytes record, an unknown topic: the slow path,
+    # with the arguments in send's order and nothing added to any batch
+    sizes = {tp: len(b.timestamps) for tp, b in eng.open.items()}
+    out.append(a.send("t", b"v", b"k", 2, None, 5))
+    out.append(a.send("t", b"v"))
+    out.append(a.send("t", "text", "key", headers=[("h", b"x")]))
+    out.append(a.send("other", b"v", b"k"))
+    out.append(calls)
+    assert {tp: len(b.timestamps) for tp, b in eng.open.items()} == sizes
+    with pytest.raises(TypeError):
+        a.send()
+    with pytest.raises(TypeError):
+        a.send("t", b"v", b"k", nope=1)
+    return out
+
+
+def test_appender_send_twins_agree(pair) -> None:
+    got = [_send_calls(a, b) for a, b in zip(pair("accum"), pair("batch"))]
+    assert got[0] == got[1]
+    assert got[0][0] == ("Future", 0, True)
+    assert got[0][-1] == [("t", b"v", b"k", 2, None, 5), ("t", b"v", None, None, None, None),
+                          ("t", "text", "key", None, [("h", b"x")], None),
+                          ("other", b"v", b"k", None, None, None)]
+
+
+
+def test_producer_send_is_one_call_into_the_appender_and_delivers_every_kind() -> None:
+    """Without transactions a producer's ``send`` is its appender's (no Python frame of the
+    producer's per keyed record); every kind of record still arrives: keyed, keyless,
+    chosen partition, str key and value, headers, timestamp; and a transactional producer
+    keeps the class's ``send``."""
+    from kcodec.broker import Cluster
+    from kcodec.client import Consumer, Producer
+    from kcodec.client._accum import Appender
+
+    with Cluster(1) as c:
+        c.create_topic("ap", 3)
+        with Producer(bootstrap_servers=c.bootstrap, linger_ms=2) as p:
+            assert type(p.send.__self__) is Appender
+            futs = [p.send("ap", b"v%d" % i, key=b"k%d" % i) for i in range(300)]
+            futs.append(p.send("ap", b"keyless"))
+            futs.append(p.send("ap", b"chosen", key=b"k1", partition=2, timestamp=1234))
+            futs.append(p.send("ap", "text", key="str-key", headers=[("h", b"x")]))
+            futs.append(p.send(topic="ap", value=b"kw", key=b"kw", headers=None))
+            results = [f.result(20) for f in futs]
+        assert results[-3].partition == 2 and results[-3].timestamp == 1234
+        assert all(r.offset >= 0 for r in results)
+        with Consumer(bootstrap_servers=c.bootstrap, auto_offset_reset="earliest") as con:
+            con.assign([("ap", i) for i in range(3)])
+            got: dict[bytes | None, Any] = {}
+            deadline = time.monotonic() + 20
+            while len(got) < 304 and time.monotonic() < deadline:
+                for _tp, rs in con.poll(0.3).items():
+                    got.update({r.value: r for r in rs})
+        assert len(got) == 304
+        assert got[b"chosen"].key == b"k1" and got[b"text"].key == b"str-key"
+        assert got[b"text"].headers == [("h", b"x")]
+        with Producer(bootstrap_servers=c.bootstrap, transactional_id="ap-txn") as tp:
+            assert "send" not in vars(tp)
+
+        class Logged(Producer):
+            seen: list[Any] = []
+
+            def send(self, *args: Any, **kwargs: Any) -> Any:
+                self.seen.append(args)
+                return super().send(*args, **kwargs)
+
+        with Logged(bootstrap_servers=c.bootstrap) as lp:
+            assert lp.send("ap", b"sub", key=b"k").result(20).offset >= 0
+            assert Logged.seen == [("ap", b"sub")]

@@ -24,9 +24,11 @@ cdef class Appender:
     cdef Py_ssize_t _seal_size
     cdef dict _counts
     cdef object _limit
+    cdef object _slow
 
-    def __init__(self, engine, future_type, seal_size, buffer_memory):
+    def __init__(self, engine, future_type, seal_size, buffer_memory, slow=None):
         self._engine = engine
+        self._slow = slow
         self._counts = engine.counts
         self._limit = buffer_memory
         self._acquire = engine.lock.acquire
@@ -37,6 +39,20 @@ cdef class Appender:
 
     def keyed(self, topic, key, value, headers, timestamp):
         """The record's future, or None: the producer's own path must take it."""
+        return self._keyed(topic, key, value, headers, timestamp)
+
+    def send(self, topic, value=None, key=None, partition=None, headers=None, timestamp=None):
+        """``Producer.send`` itself: ``keyed`` when no partition is given, else (or when
+        ``keyed`` returns None) ``slow(topic, value, key, partition, headers, timestamp)``.
+        The producer binds this as its instance's ``send``, so a send is one C call."""
+        cdef object fut
+        if partition is None:
+            fut = self._keyed(topic, key, value, headers, timestamp)
+            if fut is not None:
+                return fut
+        return self._slow(topic, value, key, partition, headers, timestamp)
+
+    cdef object _keyed(self, topic, key, value, headers, timestamp):
         cdef object eng = self._engine
         cdef long n
         cdef int overflow = 0

@@ -1,8 +1,9 @@
 """The producer's per-record step for a record whose partition is chosen (the reference
 twin of kcodec._cy.accum).
 
-    a = Appender(engine, future_type, seal_size, buffer_memory)
+    a = Appender(engine, future_type, seal_size, buffer_memory, slow=None)
     a.keyed(topic, key, value, headers, timestamp) -> future | None
+    a.send(topic, value=None, key=None, partition=None, headers=None, timestamp=None)
 
 ``keyed`` takes a record with a bytes key and no chosen partition: its value bytes or None, its topic's partition count known
 (``engine.counts``), ``engine.buffered`` not above ``buffer_memory``; the partition is the
@@ -13,6 +14,11 @@ sender woken (``engine._kick``). The result is ``future_type()`` (a class withou
 ``__init__``) with ``_batch`` and ``_index`` set, or None when the engine must take the
 record itself: closed or failed, no open batch, or the open batch full. An error in the
 record (``add``'s) propagates with the lock released and nothing added.
+
+``send`` has ``Producer.send``'s signature and is bound as the producer instance's ``send``
+(one call per record, no Python frame of the producer's in between): ``keyed`` when no
+partition is given, else (or when ``keyed`` returns None) ``slow`` with the same arguments
+(the producer's general path).
 """
 
 from __future__ import annotations
@@ -27,17 +33,28 @@ __all__ = ["Appender"]
 class Appender:
     """The fast path of the producer's ``append`` (no transaction, partition chosen)."""
 
-    __slots__ = ("_engine", "_lock", "_open", "_fut", "_seal_size", "_counts", "_limit")
+    __slots__ = ("_engine", "_lock", "_open", "_fut", "_seal_size", "_counts", "_limit",
+                 "_slow")
 
     def __init__(self, engine: Any, future_type: type, seal_size: int,
-                 buffer_memory: int) -> None:
+                 buffer_memory: int, slow: Any = None) -> None:
         self._engine = engine
+        self._slow = slow
         self._counts = engine.counts
         self._limit = buffer_memory
         self._lock = engine.lock
         self._open = engine.open
         self._fut = future_type
         self._seal_size = seal_size
+
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: Any = None,
+             headers: Any = None, timestamp: Any = None) -> Any:
+        """See the module's docstring."""
+        if partition is None:
+            fut = self.keyed(topic, key, value, headers, timestamp)
+            if fut is not None:
+                return fut
+        return self._slow(topic, value, key, partition, headers, timestamp)
 
     def keyed(self, topic: str, key: bytes, value: Any, headers: Any, timestamp: Any) -> Any:
         """The record's future, or None: the producer's own path must take it."""
