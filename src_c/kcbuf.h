@@ -35,7 +35,7 @@ extern "C" {
  * 256 bytes on, so fuzz-sized columns take the big-column paths of their callers too. */
 #  define KCBUF_MIN ((size_t)256)
 #else
-#  define KCBUF_MIN ((size_t)1 << 18)
+#  define KCBUF_MIN ((size_t)1 << 17)
 #endif
 
 /* At least *size bytes (updated to the capacity), or NULL. Contents undefined. ``tag``
