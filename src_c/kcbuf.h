@@ -35,7 +35,11 @@ extern "C" {
  * 256 bytes on, so fuzz-sized columns take the big-column paths of their callers too. */
 #  define KCBUF_MIN ((size_t)256)
 #else
-#  define KCBUF_MIN ((size_t)1 << 17)
+/* 64 KiB: below glibc's mapping threshold too, because malloc can hand a freed column's
+ * pages back by trimming the top of its heap as well, and whether it does depends on the
+ * process's heap layout: columns of 64-256 KiB faulted in afresh at every call in one
+ * process and not in another. */
+#  define KCBUF_MIN ((size_t)1 << 16)
 #endif
 
 /* At least *size bytes (updated to the capacity), or NULL. Contents undefined. ``tag``

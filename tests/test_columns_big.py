@@ -1,4 +1,4 @@
-"""decode_columns at real fetch sizes: columns of 128 KiB and more come from src_c/kcbuf.c,
+"""decode_columns at real fetch sizes: columns of 64 KiB and more come from src_c/kcbuf.c,
 whose released blocks (with whatever an earlier call wrote in them) serve the next call.
 Results must not depend on what the memory held before: the same columns as the record
 reader, call after call, with earlier results alive or freed, nulls (validity bitmaps
@@ -124,11 +124,13 @@ for _ in range(4):
 
 
 def test_warm_calls_of_a_mid_size_blob_fault_no_fresh_pages(cols) -> None:
-    """Columns between glibc's mapping threshold (128 KiB) and 256 KiB came from malloc,
-    which mapped and unmapped them at every call: a warm decode of 20,000 records (offset
-    and timestamp columns of 160 KB) faulted in 188 of its 356 pages each time, and a
-    7.5 MB blob ran at 7-14 M records/s against 20 M for smaller and larger ones. Such
-    columns are kcbuf's now (KCBUF_MIN 128 KiB). Measured in a fresh interpreter."""
+    """Columns under kcbuf's minimum came from malloc, which can give their pages back at
+    every free: those of 128-256 KiB as mappings of their own, smaller ones when the heap's
+    top is trimmed (which depends on the process's heap layout: an installed wheel trimmed
+    where the in-place build did not). A warm decode of 20,000 records (columns of 20-180
+    KB) faulted in 150-190 of its 356 pages each time, and a 7.5 MB blob ran at 7-14 M
+    records/s against 20 M for smaller and larger ones. Columns from 64 KiB are kcbuf's
+    now. Measured in a fresh interpreter."""
     import subprocess
     import sys
 

@@ -6,7 +6,7 @@ amortized doubling, and each batch reserves up front what its header and its siz
 offsets for its record count (checked against its bytes first), and key, value and header
 data for its records section (for an uncompressed blob, keys and values reserve the rest of
 the blob up to 64 MiB, once; from 1 MB the per-record columns are sized once for the
-records the batch headers declare); header offsets grow as met. Buffers from 128 KiB on come
+records the batch headers declare); header offsets grow as met. Buffers from 64 KiB on come
 from src_c/kcbuf.c, which keeps released blocks with their pages for the next call, each for
 the same column.
 The buffer is acquired once per call; every read of untrusted bytes is bounded (fast paths
