@@ -90,22 +90,18 @@ def test_growth_past_the_reservation(cols) -> None:
         assert _same(got, want)
 
 
-def test_warm_calls_write_into_pages_they_already_have(cols) -> None:
-    """Each column gets back the kcbuf block it used in the previous call (blocks are cached
-    under the column's role), and the per-record columns are sized once from the batch
-    headers: a warm call faults in few fresh pages. Before, the columns under 1 MiB doubled
-    through malloc (fresh mappings at every call in a new process) and key and value data
-    could swap their equal-sized blocks: about 75 % of the pages faulted at every call.
-    Measured in a fresh interpreter, where the C allocator's state is the same every time."""
+def _faults_per_call(batches: int, per_batch: int) -> tuple[list[int], int]:
+    """Minor page faults of four decode_columns calls in a fresh interpreter (where the C
+    allocator's state is the same every time), and the pages the columns take."""
     import subprocess
     import sys
 
-    code = """
+    code = f"""
 import resource, numpy as np
 from tests.test_columns_big import _blob, _arrays
 from kcodec import _impl
 cols = _impl.twin("columns", "cython")
-blob = _blob(40, 1500, 3, nulls=False)
+blob = _blob({batches}, {per_batch}, 3, nulls=False)
 for _ in range(4):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     got = cols.decode_columns(blob)
@@ -116,8 +112,16 @@ for _ in range(4):
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
-    faults = [int(x) for x in out[0::2]]
-    pages = int(out[1])
+    return [int(x) for x in out[0::2]], int(out[1])
+
+
+def test_warm_calls_write_into_pages_they_already_have(cols) -> None:
+    """Each column gets back the kcbuf block it used in the previous call (blocks are cached
+    under the column's role), and the per-record columns are sized once from the batch
+    headers: a warm call faults in few fresh pages. Before, the columns under 1 MiB doubled
+    through malloc (fresh mappings at every call in a new process) and key and value data
+    could swap their equal-sized blocks: about 75 % of the pages faulted at every call."""
+    faults, pages = _faults_per_call(40, 1500)
     # Before: ~75 % of the pages faulted at every call. An installed wheel measured ~30 %
     # (326 of 1,095) where the in-place build stays under 25 %.
     assert min(faults[1:]) < pages // 3, (faults, pages)
@@ -131,25 +135,5 @@ def test_warm_calls_of_a_mid_size_blob_fault_no_fresh_pages(cols) -> None:
     KB) faulted in 150-190 of its 356 pages each time, and a 7.5 MB blob ran at 7-14 M
     records/s against 20 M for smaller and larger ones. Columns from 64 KiB are kcbuf's
     now. Measured in a fresh interpreter."""
-    import subprocess
-    import sys
-
-    code = """
-import resource, numpy as np
-from tests.test_columns_big import _blob, _arrays
-from kcodec import _impl
-cols = _impl.twin("columns", "cython")
-blob = _blob(20, 1000, 3, nulls=False)
-for _ in range(4):
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    got = cols.decode_columns(blob)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-    pages = sum(np.asarray(a).nbytes for a in _arrays(got) if a is not None) // 4096
-    print(faults, pages)
-    del got
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.split()
-    faults = [int(x) for x in out[0::2]]
-    pages = int(out[1])
+    faults, pages = _faults_per_call(20, 1000)
     assert max(faults[1:]) < pages // 10, (faults, pages)
