@@ -14,16 +14,42 @@ member that says it is bigger than the budget is either too big or corrupt, so a
 gzip bomb fails before any inflating.
 
 Levels: Kafka's, 1..9 or -1 for zlib's default (6).
+
+Inflating uses zlib-ng (the ``zlib-ng`` package, a dependency wherever it has wheels) when it
+is importable, ~1.5x faster than zlib on Kafka's level-6 batches, and the standard library's
+zlib otherwise; ``KCODEC_GZIP_INFLATE=zlib`` (read at import) selects zlib. zlib-ng has
+zlib's API and checks, so both give the same bytes for every stream and the same errors for
+every bad one (tests/test_gzip_inflate.py checks that differentially). Compressing is always
+zlib's, whose levels and output are Kafka's (Java's GZIPOutputStream is zlib too).
 """
 
 from __future__ import annotations
 
+import os
 import zlib
+from typing import Any, cast
 
 from kcodec.errors import CorruptDataError, DecompressionLimitError
 
 NAME = "gzip"
-PACKAGE = None  # the standard library's zlib
+PACKAGE = None  # the standard library's zlib; zlib-ng only speeds up inflating
+
+
+def _pick_inflater() -> tuple[Any, str, tuple[type[BaseException], ...]]:
+    """(module with zlib's decompressobj API, its name, the errors it raises)."""
+    if os.environ.get("KCODEC_GZIP_INFLATE", "").strip().lower() != "zlib":
+        try:
+            from zlib_ng import zlib_ng
+        except ImportError:
+            pass
+        else:
+            # (zlib-ng's stubs declare ``error`` as an instance; it is the exception class)
+            ng_error = cast("type[BaseException]", zlib_ng.error)
+            return zlib_ng, "zlib-ng", (ng_error, zlib.error)
+    return zlib, "zlib", (zlib.error,)
+
+
+_inflate, INFLATER, _INFLATE_ERRORS = _pick_inflater()
 LEVELS = range(1, 10)
 EXTRA_LEVELS = (-1,)
 DEFAULT_LEVEL = 6
@@ -34,6 +60,8 @@ _MAX_FEED = 1 << 20
 
 
 def library() -> tuple[str, str]:
+    if INFLATER == "zlib-ng":
+        return "zlib + zlib-ng (inflate)", f"{zlib.ZLIB_RUNTIME_VERSION} + {_inflate.ZLIBNG_VERSION}"
     return "zlib", zlib.ZLIB_RUNTIME_VERSION
 
 
@@ -53,7 +81,7 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
     pos = 0
     while True:
         start = pos
-        d = zlib.decompressobj(_WBITS)
+        d = _inflate.decompressobj(_WBITS)
         # The first member gets the whole stream (one call, one output chunk: Kafka writes
         # one member). Later ones get growing pieces, not the whole rest: zlib copies the
         # input left after a member (unused_data), which made a stream of many small members
@@ -64,7 +92,7 @@ def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
             pos += len(piece)
             try:
                 out = d.decompress(piece, max_size - total + 1)
-            except zlib.error as exc:
+            except _INFLATE_ERRORS as exc:
                 raise CorruptDataError(f"corrupt gzip member: {exc}", start) from exc
             total += len(out)
             if total > max_size:
