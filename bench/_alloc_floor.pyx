@@ -23,6 +23,34 @@ cdef class Rec:
     cdef object raw_key_, raw_value_
 
 
+cdef class LazyInts(Rec):
+    """aiokafka's choice: offset and timestamp kept as C integers, made into ints when read."""
+    cdef int64_t offset_, timestamp_
+
+    @property
+    def offset(self):
+        return PyLong_FromLongLong(self.offset_)
+
+    @property
+    def timestamp(self):
+        return PyLong_FromLongLong(self.timestamp_)
+
+
+def lazy(Py_ssize_t n):
+    """n LazyInts records (no other field set): what reading offset and timestamp costs
+    when they are made on access."""
+    cdef list out = PyList_New(n)
+    cdef LazyInts r
+    cdef Py_ssize_t i
+    for i in range(n):
+        r = LazyInts.__new__(LazyInts)
+        r.offset_ = i
+        r.timestamp_ = 1700000000000 + i
+        Py_INCREF(r)
+        PyList_SET_ITEM(out, i, r)
+    return out
+
+
 def make(Py_ssize_t n, bytes spans, bytes data, bint ints):
     """n Recs from ``spans``, native int32s per record: key at, key length, value at, value
     length, header count, then at, length of each header's key and value (into ``data``).
