@@ -22,6 +22,10 @@ from kcodec.client.errors import (
 )
 from kcodec.errors import KcodecError, ProtocolError
 
+# The client's own generator (bootstrap order, backoff jitter): a library must not draw from
+# the application's global ``random``, whose sequence a program may have seeded.
+_RNG = random.Random()
+
 __all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
 
 # Codes after which the metadata is stale: the partition moved or the topic is new/gone.
@@ -125,7 +129,9 @@ class Cluster:
         A client that has never reached a broker gives up at once when every address
         answered definitely (refused, unknown host, not Kafka); otherwise it retries until
         ``deadline`` (default: ``api_timeout_ms`` from now). Either way the error names
-        every address's last failure.
+        every address's last failure. Waiting for one address's connection (socket and
+        handshake, up to ``socket_connection_setup_timeout_ms``) stops at the deadline too;
+        the attempt itself goes on, for whoever asks next.
         """
         start = time.monotonic()
         if deadline is None:
@@ -137,12 +143,24 @@ class Cluster:
                 if conn.alive:
                     return conn
             nodes = list(self.brokers) + [-(i + 1) for i in range(len(self.config.bootstrap))]
-            random.shuffle(nodes)
+            _RNG.shuffle(nodes)
             definite = True
             for node in nodes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    definite = False
+                    break
                 try:
-                    return await self.connection(node)
-                except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, OSError) as exc:
+                    return await asyncio.wait_for(self.connection(node), left)
+                except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, OSError,
+                        asyncio.TimeoutError) as exc:
+                    # wait_for's timeout (asyncio's own class before Python 3.11); a
+                    # KafkaTimeoutError is a TimeoutError too, with a cause of its own: kept
+                    if (isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+                            and not isinstance(exc, KcodecError)):
+                        exc = KafkaTimeoutError(
+                            f"{self._address(node)}: not connected (socket and Kafka "
+                            f"handshake) within the {left:.1f} s left before the deadline")
                     self.last_fail = time.monotonic()
                     last[self._address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
@@ -152,7 +170,7 @@ class Cluster:
             if time.monotonic() + backoff > deadline:
                 raise BrokerNotAvailableError(
                     f"no broker reachable within {time.monotonic() - start:.1f} s "
-                    f"(last error: {causes})")
+                    f"(last error: {causes or 'no address could be tried in time'})")
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
 
@@ -199,7 +217,7 @@ class Cluster:
                 if not getattr(exc, "retriable", True) or time.monotonic() + backoff > deadline:
                     raise
                 self.invalidate()
-            await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+            await asyncio.sleep(backoff * (0.8 + 0.4 * _RNG.random()))
             backoff = min(backoff * 2, 1.0)
 
     # --------------------------------------------------------------- metadata

@@ -33,6 +33,9 @@ from typing import TYPE_CHECKING, Callable
 from kcodec.client.errors import SaslAuthenticationError, SslAuthenticationError
 from kcodec.client.sasl import MECHANISMS, SaslMechanismError, TokenCache, make_mechanism
 
+# The re-authentication jitter's own generator (not the application's global ``random``).
+_RNG = random.Random()
+
 if TYPE_CHECKING:
     from kcodec.client.config import ClientConfig
     from kcodec.client.core import Response
@@ -189,5 +192,5 @@ class Security:
             raise SaslAuthenticationError(
                 f"SASL {self.mechanism} authentication at {where} did not complete")
         if lifetime > 0:
-            return started + lifetime / 1000 * random.uniform(0.85, 0.95)
+            return started + lifetime / 1000 * _RNG.uniform(0.85, 0.95)
         return None
