@@ -159,8 +159,9 @@ class Cluster:
                     if (isinstance(exc, (TimeoutError, asyncio.TimeoutError))
                             and not isinstance(exc, KcodecError)):
                         exc = KafkaTimeoutError(
-                            f"{self._address(node)}: not connected (socket and Kafka "
-                            f"handshake) within the {left:.1f} s left before the deadline")
+                            f"{self._address(node)}: the connection and Kafka handshake did "
+                            f"not complete within the {left:.1f} s left before the deadline; "
+                            f"is a Kafka broker listening there?")
                     self.last_fail = time.monotonic()
                     last[self._address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
