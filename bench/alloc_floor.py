@@ -71,6 +71,14 @@ def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def _span(batch: bytes, pos: int, out: list[int]) -> int:
+    """Append (at, length) of the length-prefixed field at pos; returns the position after it
+    (the workload has no null fields)."""
+    n, pos = _zigzag(batch, pos)
+    out += [pos, n]
+    return pos + n
+
+
 def _spans(batch: bytes) -> tuple[int, bytes]:
     """(record count, the int32 spans _alloc_floor.make reads) of an uncompressed v2 batch."""
     count = struct.unpack_from(">i", batch, 57)[0]
@@ -81,21 +89,13 @@ def _spans(batch: bytes) -> tuple[int, bytes]:
         pos += 1                               # attributes
         _, pos = _zigzag(batch, pos)           # timestamp delta
         _, pos = _zigzag(batch, pos)           # offset delta
-        klen, pos = _zigzag(batch, pos)
-        out += [pos, klen]
-        pos += klen
-        vlen, pos = _zigzag(batch, pos)
-        out += [pos, vlen]
-        pos += vlen
+        pos = _span(batch, pos, out)           # key
+        pos = _span(batch, pos, out)           # value
         hc, pos = _zigzag(batch, pos)
         out.append(hc)
         for _ in range(hc):
-            n, pos = _zigzag(batch, pos)
-            out += [pos, n]
-            pos += n
-            n, pos = _zigzag(batch, pos)
-            out += [pos, n]
-            pos += n
+            pos = _span(batch, pos, out)       # header key
+            pos = _span(batch, pos, out)       # header value
     return count, struct.pack(f"={len(out)}i", *out)
 
 
