@@ -118,7 +118,7 @@ def _kcodec_broker() -> Iterator[str]:
 
 @contextlib.contextmanager
 def _tansu() -> Iterator[str]:
-    from kcodec.client._tansu import Tansu
+    from kcodec.testing.tansu import Tansu
 
     with Tansu() as broker:
         yield broker.bootstrap

@@ -29,7 +29,7 @@ from typing import Any
 import confluent_kafka
 
 from kcodec.client import Admin, Producer
-from kcodec.client._tansu import Tansu
+from kcodec.testing.tansu import Tansu
 
 PARTITIONS = 4
 VALUE = (b'{"event":"click","user":"u00042","page":"/a/b/c","tag":"' + b"7" * 100)[:100]

@@ -1,4 +1,4 @@
-"""S-read (issue 9) interleaved: the kcodec source, the memory floor and (unless
+"""S-read interleaved: the kcodec source, the memory floor and (unless
 ``--no-confluent``) the confluent-kafka source take turns query by query, so that load from
 other work on the shared machine falls on all of them alike.
 

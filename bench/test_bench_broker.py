@@ -1,4 +1,4 @@
-"""The kcodec broker vs Tansu, side by side in one run (issue 10).
+"""The kcodec broker vs Tansu, side by side in one run.
 
     B-produce   confluent-kafka produces N records (16-byte key, 100-byte value) to a
                 4-partition topic, acks=all, lz4, idempotent; time until every delivery
@@ -54,7 +54,7 @@ class KcodecBrokerProcess:
 
 
 def _tansu():
-    from kcodec.client._tansu import BrokerUnavailable, Tansu
+    from kcodec.testing.tansu import BrokerUnavailable, Tansu
 
     try:
         return Tansu().start()

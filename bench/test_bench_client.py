@@ -21,8 +21,8 @@ creating the producer to the first acknowledgement) and the steady state after i
 after the first poll or acknowledgement ÷ the time they took, as msgs/s). librdkafka spends
 most of a short run starting up, so totals mostly compare start-up costs.
 
-Targets (issue 5): E-consume >= 1.0x, E-consume-columns >= 3x, E-produce >= 0.8x confluent.
-Targets (issue 12), steady state: E-consume >= 1.5x, E-consume-columns >= 3x,
+Targets: E-consume >= 1.0x, E-consume-columns >= 3x, E-produce >= 0.8x confluent.
+Targets, steady state: E-consume >= 1.5x, E-consume-columns >= 3x,
 E-produce >= 1x confluent; time to first record no worse than confluent's.
 """
 
@@ -40,7 +40,7 @@ import pytest
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from kcodec.client import Admin, Consumer, Producer, TopicPartition  # noqa: E402
-from kcodec.client._tansu import BrokerUnavailable, Tansu  # noqa: E402
+from kcodec.testing.tansu import BrokerUnavailable, Tansu  # noqa: E402
 
 N = int(os.environ.get("KCODEC_BENCH_E_RECORDS", "1000000"))
 PARTITIONS = 4

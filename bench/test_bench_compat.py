@@ -15,7 +15,7 @@
 Rows: the stock peer (aiokafka's compiled classes and its pure-Python ones; kafka-python
 with its crc32c package), and the same peer API with ``kcodec.compat.<peer>.install()``,
 named after the kcodec twin this process runs ("kcodec cython"; run again with
-KCODEC_NO_EXTENSIONS=1 for "kcodec python"). Targets (issue 13): aiokafka + kcodec >= 1.5x
+KCODEC_NO_EXTENSIONS=1 for "kcodec python"). Targets: aiokafka + kcodec >= 1.5x
 aiokafka's Cython; kafka-python + kcodec >= 5x stock kafka-python.
 
     python -m pytest bench/test_bench_compat.py --benchmark-disable-gc -q
@@ -260,7 +260,7 @@ E2E_N = int(__import__("os").environ.get("KCODEC_BENCH_E2E_N", "1000000"))
 @pytest.fixture(scope="module")
 def loaded_topic():
     from kcodec.client import Admin, Producer
-    from kcodec.client._tansu import Tansu
+    from kcodec.testing.tansu import Tansu
 
     with Tansu() as broker:
         topic = "compat-e2e"

@@ -7,7 +7,7 @@
                kcodec bulk (compiled, pure) and per value, kafka-python, aiokafka (C and py).
     C-crc32c-threads  4 x 1 MiB CRC-32C in 2 threads vs 1: does releasing the GIL pay?
 
-Targets (issue 2): compiled CRC-32C >= 0.9x the crc32c package; compiled varint >= 10x pure.
+Targets: compiled CRC-32C >= 0.9x the crc32c package; compiled varint >= 10x pure.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ kcodec (compiled and pure twins) side by side with kafka-python 3.x's protocol c
 (the peer) at the highest version both have, and with aiokafka's protocol classes (a second
 peer) at the highest version aiokafka has (Metadata v5, Fetch v11, Produce v8): those rows
 are separate workloads ("... @ aiokafka version"), kcodec measured at the same version.
-Target (issue 4): compiled encode and decode >= 3x kafka-python.
+Target: compiled encode and decode >= 3x kafka-python.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from bench.conftest import rng, twin
 from kcodec.protocol import FetchResponse, MetadataResponse, ProduceRequest
 from kcodec.protocol import _plan as P
-from tests.kafka_python_peer import PEER, to_peer
+from tests.support.kafka_python_peer import PEER, to_peer
 
 
 def metadata() -> Any:

@@ -11,7 +11,7 @@ Peers: aiokafka's compiled records (the default), aiokafka's pure-Python classes
 classes AIOKAFKA_NO_EXTENSIONS=1 selects; they import side by side, so no subprocess is
 needed), kafka-python. kcodec runs both twins.
 
-Targets (issue 3): R-decode none compiled >= 1.5x aiokafka C (aim 2x), pure >= 1.5x
+Targets: R-decode none compiled >= 1.5x aiokafka C (aim 2x), pure >= 1.5x
 kafka-python; R-build none >= 1.5x aiokafka C; each codec >= 1.2x; R-decode-crc >= 1.5x;
 L-decode and L-build >= 1.2x aiokafka C.
 

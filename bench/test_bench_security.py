@@ -36,7 +36,13 @@ VALUE = (b'{"event":"click","user":"u00042","page":"/a/b/c","tag":"' + b"7" * 10
 @pytest.fixture(scope="module")
 def tls():
     """(plaintext bootstrap, TLS bootstrap, cafile) of one Tansu, the TLS side via stunnel."""
-    from tests.security_util import Certs, Stunnel, TansuAdvertising, free_port, stunnel_binary
+    from tests.support.security_util import (
+        Certs,
+        Stunnel,
+        TansuAdvertising,
+        free_port,
+        stunnel_binary,
+    )
 
     if stunnel_binary() is None:
         pytest.skip("stunnel is not installed (apt-get install stunnel4)")
@@ -44,7 +50,7 @@ def tls():
     port = free_port()
     # Tansu advertises the stunnel port, so the plaintext side may only bootstrap there;
     # a second Tansu serves the plaintext runs with its own advertised address
-    from kcodec.client._tansu import Tansu
+    from kcodec.testing.tansu import Tansu
 
     with TansuAdvertising(port) as behind, Tansu() as plain:
         st = Stunnel(port, behind.port, certs).start()
@@ -185,7 +191,7 @@ def test_s_consume(benchmark, ratios, tls, filled, row, who, kind) -> None:
 
 @pytest.fixture(scope="module")
 def noida():
-    from tests.noida import Noida, noida_binary
+    from kcodec.testing.noida import Noida, noida_binary
 
     if noida_binary() is None:
         pytest.skip("noida-db is not installed")
@@ -240,7 +246,7 @@ KINDS = ("PLAINTEXT", "SSL", "SASL_SSL")
 
 @pytest.fixture(scope="module")
 def kbrokers():
-    from tests.security_util import Certs
+    from tests.support.security_util import Certs
 
     certs = Certs()
     started = {k: _BrokerProcess(k, certs) for k in KINDS}

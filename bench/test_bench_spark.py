@@ -1,4 +1,4 @@
-"""Spark benchmarks (issue 9): the kcodec source and sink against how users do it today.
+"""Spark benchmarks: the kcodec source and sink against how users do it today.
 
 Workload S-read: N records (default 1,000,000; KCODEC_BENCH_SPARK_N) of a 16-byte key and a
 100-byte value, 4 partitions, lz4, written once to the local Tansu broker; Spark local[2].
@@ -66,7 +66,7 @@ def spark():
 
 @pytest.fixture(scope="module")
 def broker():
-    from kcodec.client._tansu import Tansu
+    from kcodec.testing.tansu import Tansu
 
     with Tansu() as b:
         yield b

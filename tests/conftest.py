@@ -62,7 +62,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def broker():
-    from tests.broker import Tansu
+    from kcodec.testing.tansu import Tansu
 
     with Tansu() as b:
         yield b

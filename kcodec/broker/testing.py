@@ -1,35 +1,13 @@
-"""pytest fixtures for the kcodec broker.
+"""Deprecated: the fixtures moved to ``kcodec.testing.fixtures``.
 
-    # conftest.py
-    pytest_plugins = ["kcodec.broker.testing"]
-
-    def test_roundtrip(kafka_broker):           # one node, memory storage, a free port
-        produce_to(kafka_broker.bootstrap) ...
-
-    def test_failover(kafka_cluster):           # three nodes
-        kafka_cluster.stop_node(1) ...
-
-Each test gets its own broker; it is stopped after the test.
+    pytest_plugins = ["kcodec.testing.fixtures"]     # was ["kcodec.broker.testing"]
 """
 
-from __future__ import annotations
+import warnings
 
-from collections.abc import Iterator
+from kcodec.testing.fixtures import kafka_broker, kafka_cluster
 
-import pytest
-
-from kcodec.broker.cluster import Cluster
+warnings.warn("kcodec.broker.testing is deprecated; use pytest_plugins = "
+              "[\"kcodec.testing.fixtures\"]", DeprecationWarning, stacklevel=2)
 
 __all__ = ["kafka_broker", "kafka_cluster"]
-
-
-@pytest.fixture
-def kafka_broker() -> Iterator[Cluster]:
-    with Cluster(1) as c:
-        yield c
-
-
-@pytest.fixture
-def kafka_cluster() -> Iterator[Cluster]:
-    with Cluster(3) as c:
-        yield c

@@ -200,7 +200,7 @@ _ROWS = _rows()
 _INFO = {code: (r, m, desc) for code, _name, r, m, desc in _ROWS}
 if TYPE_CHECKING:
     # The members are made from the table at import time, which type checkers cannot
-    # follow; this class tells them the members (tests/test_protocol_errors.py keeps it
+    # follow; this class tells them the members (tests/protocol/test_protocol_errors.py keeps it
     # equal to the table).
     class ErrorCode(_Base):
         UNKNOWN_SERVER_ERROR = -1

@@ -94,7 +94,7 @@ class LogManager:
                  segment_hooks: Iterable[Callable[[str, int], SegmentHook]] = ()) -> None:
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         #: factories of per-segment hooks, called with (topic, partition) for every log
-        #: created or loaded (the aborted-transactions index of issue 11 plugs in here)
+        #: created or loaded (the aborted-transactions index plugs in here)
         self.segment_hooks = list(segment_hooks)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._lock = threading.RLock()

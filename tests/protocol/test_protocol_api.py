@@ -1,0 +1,181 @@
+"""The protocol's public helpers: generator check, frames, splitter, versions, error codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kcodec.protocol as kp
+from kcodec.errors import ProtocolError, TruncatedError, UnsupportedVersionError
+from kcodec.protocol import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ErrorCode,
+    FrameSplitter,
+    MetadataRequest,
+    MetadataResponse,
+)
+from kcodec.protocol.consumer import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    decode_versioned,
+    encode_versioned,
+)
+from tests.support import REPO
+
+ROOT = REPO
+
+
+def specs_dir() -> Path:
+    """../shared/reference/kafka-message-specs beside the clone (or beside the worktrees)."""
+    env = os.environ.get("KCODEC_SPECS")
+    candidates = [Path(env)] if env else []
+    candidates += [ROOT.parent / "shared/reference/kafka-message-specs",
+                   ROOT.parent.parent / "shared/reference/kafka-message-specs"]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    pytest.fail(f"Kafka message specs not found (looked in {', '.join(map(str, candidates))}); "
+                "set KCODEC_SPECS")
+
+
+def run_generate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.gen_protocol", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.reference
+def test_generated_declarations_match_the_specs() -> None:
+    r = run_generate("--specs", str(specs_dir()), "--check")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.reference
+def test_check_names_the_drifted_file(tmp_path: Path) -> None:
+    out = tmp_path / "messages"
+    assert run_generate("--specs", str(specs_dir()), "--out", str(out)).returncode == 0
+    (out / "metadata.py").write_text((out / "metadata.py").read_text().replace("'0-13'", "'0-12'"))
+    (out / "stale.py").write_text("")
+    r = run_generate("--specs", str(specs_dir()), "--out", str(out), "--check")
+    assert r.returncode == 1
+    assert "metadata.py differs" in r.stderr and "stale.py is not generated" in r.stderr
+
+
+def test_generated_code_has_no_spec_prose() -> None:
+    import kcodec.protocol.messages as generated  # the installed package, or the tree
+
+    files = sorted(Path(generated.__file__).parent.glob("*.py"))
+    assert len(files) > 50
+    text = "".join(p.read_text(encoding="utf-8") for p in files)
+    assert "about" not in text and "//" not in text
+    assert "Generated — do not edit" in text
+
+
+def test_registries_and_names() -> None:
+    assert kp.REQUESTS[3] is MetadataRequest and kp.RESPONSES[3] is MetadataResponse
+    assert len(kp.REQUESTS) == len(kp.RESPONSES) == 54
+    assert MetadataResponse.MetadataResponseBroker().port == 0
+    assert MetadataResponse().controller_id == -1  # spec default
+    assert (MetadataResponse.MIN_VERSION, MetadataResponse.MAX_VERSION) == (0, 13)
+    assert MetadataResponse.is_flexible(9) and not MetadataResponse.is_flexible(8)
+    assert [f.name for f in MetadataResponse.MetadataResponseBroker.fields()] == ["node_id", "host", "port", "rack"]
+    a, b = MetadataResponse(), MetadataResponse()
+    a.topics.append(MetadataResponse.MetadataResponseTopic())
+    assert b.topics == []  # no shared mutable defaults
+
+
+def test_header_versions() -> None:
+    assert kp.request_header_version(18, 3) == 2 and kp.request_header_version(18, 2) == 1
+    assert kp.response_header_version(18, 3) == 0  # ApiVersions: always v0
+    assert kp.response_header_version(3, 9) == 1 and kp.response_header_version(3, 8) == 0
+
+
+def test_frames_round_trip_and_correlation_check() -> None:
+    frame = kp.encode_request(MetadataRequest(topics=None), 12, 42, "me")
+    hdr, req = kp.decode_request(frame[4:])
+    assert (hdr.correlation_id, hdr.client_id, req.topics) == (42, "me", None)
+    resp = MetadataResponse(controller_id=1)
+    out = kp.encode_response(resp, 12, 42)
+    assert kp.decode_response(out[4:], 3, 12, 42) == (42, resp)
+    with pytest.raises(ProtocolError, match="correlation id mismatch: expected 7, got 42"):
+        kp.decode_response(out[4:], 3, 12, 7)
+    with pytest.raises(TruncatedError):
+        kp.decode_request(b"\x00")
+
+
+def test_api_versions_response_falls_back_to_v0() -> None:
+    # a broker that does not know the requested version answers with a v0 body
+    v0 = ApiVersionsResponse(error_code=35, api_keys=[ApiVersionsResponse.ApiVersion(api_key=18, max_version=2)])
+    frame = kp.encode_response(v0, 0, 1)
+    assert kp.decode_response(frame[4:], 18, 3, 1) == (1, v0)
+
+
+def test_frame_splitter() -> None:
+    frames = [kp.encode_request(MetadataRequest(), v, v, "c") for v in (1, 9, 12)]
+    stream = b"".join(frames)
+    s = FrameSplitter()
+    got = []
+    for i in range(0, len(stream), 5):
+        got += s.feed(stream[i:i + 5])
+    assert got == [f[4:] for f in frames] and s.pending == 0
+    assert FrameSplitter().feed(stream[:-1]) == [f[4:] for f in frames[:2]]
+    with pytest.raises(ProtocolError, match="frame size 2147483647 outside 0..1000"):
+        FrameSplitter(max_frame_size=1000).feed(b"\x7f\xff\xff\xff")
+    with pytest.raises(ProtocolError, match="frame size -1"):
+        FrameSplitter().feed(b"\xff\xff\xff\xff")
+
+
+def test_version_negotiation() -> None:
+    A = ApiVersionsResponse
+    broker = A(api_keys=[A.ApiVersion(api_key=3, min_version=0, max_version=99),
+                         A.ApiVersion(api_key=1, min_version=0, max_version=3),
+                         A.ApiVersion(api_key=2, min_version=90, max_version=99),
+                         A.ApiVersion(api_key=18, min_version=0, max_version=3)])
+    assert kp.pick_version(3, broker) == 13
+    assert kp.pick_version(3, broker, max_version=9) == 9
+    assert kp.pick_version(18, broker) == 3
+    assert kp.pick_version(1, broker) == 3  # Fetch v0-3 are declared (from the 3.x specs)
+    with pytest.raises(UnsupportedVersionError, match="no common version of ListOffsetsRequest"):
+        kp.pick_version(2, broker)
+    with pytest.raises(UnsupportedVersionError, match="does not support ProduceRequest"):
+        kp.pick_version(0, broker)
+    assert kp.negotiate(broker) == {1: 3, 3: 13, 18: 3}
+    # unstable latest versions are left out unless asked for
+    lo, hi = kp.supported_versions(2)
+    assert hi == kp.REQUESTS[2].MAX_VERSION - (1 if kp.REQUESTS[2].LATEST_UNSTABLE else 0)
+
+
+def test_error_codes() -> None:
+    assert ErrorCode(0) is ErrorCode.NONE and ErrorCode.NONE.ok
+    assert ErrorCode(3).name == "UNKNOWN_TOPIC_OR_PARTITION" and ErrorCode(3).retriable
+    assert ErrorCode(3).invalid_metadata
+    assert not ErrorCode.TOPIC_AUTHORIZATION_FAILED.retriable
+    assert ErrorCode.NOT_LEADER_OR_FOLLOWER == 6
+    assert ErrorCode.of(-1) is ErrorCode.UNKNOWN_SERVER_ERROR
+    assert ErrorCode.of(31337) is ErrorCode.UNKNOWN_SERVER_ERROR
+    assert all(e.description for e in ErrorCode)
+    with pytest.raises(ValueError):
+        ErrorCode(31337)
+
+
+def test_consumer_protocol_versioned() -> None:
+    sub = ConsumerProtocolSubscription(topics=["a", "b"], user_data=b"u")
+    data = encode_versioned(sub, 1)
+    assert data[:2] == b"\x00\x01"
+    assert decode_versioned(ConsumerProtocolSubscription, data) == (1, sub)
+    # a newer version is read as the newest known, ignoring extra trailing fields
+    newer = b"\x00\x63" + sub.encode(ConsumerProtocolSubscription.MAX_VERSION) + b"future"
+    v, got = decode_versioned(ConsumerProtocolSubscription, newer)
+    assert v == 99 and got.topics == ["a", "b"]
+    asg = ConsumerProtocolAssignment(
+        assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic="a", partitions=[0, 1])])
+    assert decode_versioned(ConsumerProtocolAssignment, encode_versioned(asg, 0)) == (0, asg)
+
+
+def test_api_versions_request_v4_matches_v3_layout() -> None:
+    assert ApiVersionsRequest(client_software_name="a").encode(4) == ApiVersionsRequest(
+        client_software_name="a").encode(3)
