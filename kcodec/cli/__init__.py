@@ -40,7 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcodec", description="Apache Kafka wire codec tools")
     parser.add_argument("--version", action="version", version=f"kcodec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
     for mod in _commands():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
@@ -54,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
         return 130
+    if args.command is None:         # plain `kcodec`: what there is, not only a usage error
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
