@@ -8,7 +8,9 @@ Each sub-command is one small module of this package that defines::
     def run(args) -> int: ...              # the exit code
 
 Modules are discovered, so adding a command is adding a file. Exit codes: 0 success,
-1 the work failed (bad data, broker error), 2 bad usage (argparse), 130 interrupted.
+1 the work failed (bad data, broker error), 2 bad usage (argparse; also a command, or a
+command of sub-commands, given without one: what there is is listed), 130 SIGINT, 143
+SIGTERM.
 """
 
 from __future__ import annotations

@@ -201,6 +201,24 @@ def test_a_record_the_broker_refuses_is_named_with_the_resume_line(kbroker, topi
     assert [r.value for r in _records(kbroker.bootstrap, topic_name)] == [b"a", b"b"]
 
 
+def test_a_line_over_the_brokers_default_limit(kbroker, topic_name) -> None:
+    """2 MB in one line, --max-line-bytes raised to let it through: the broker's own limit
+    (max.message.bytes, 1 MB by default) refuses it, and the report says where to resume."""
+    create(kbroker, topic_name, 1)
+    big = b"q" * 2_000_000
+    rc, out, err, _ = run_bytes("produce", "-b", kbroker.bootstrap, "-t", topic_name,
+                                "--max-line-bytes", "3000000", stdin=big + b"\n")
+    assert (rc, out) == (1, b"")
+    # refused by the broker (failed), or by a producer that checks its max_request_size
+    # first (not sent): either way nothing is in the topic and line 1 is where to resume
+    first = err.splitlines()[0]
+    assert first.startswith("kcodec produce: stopped: 0 lines confirmed, 0 sent but unconfirmed")
+    assert first.endswith(("1 failed, input ended after line 1 (resume from line 1)",
+                           "line 1 not sent, input after it never read (resume from line 1)"))
+    assert "MESSAGE_TOO_LARGE" in err or "max_request_size" in err, err
+    assert _records(kbroker.bootstrap, topic_name) == []
+
+
 def test_interrupted_while_finding_the_broker_says_nothing_was_sent() -> None:
     """Ctrl-C while the broker does not answer yet: a report, not a traceback or a wait."""
     srv = socket.socket()
