@@ -8,7 +8,9 @@ Each sub-command is one small module of this package that defines::
     def run(args) -> int: ...              # the exit code
 
 Modules are discovered, so adding a command is adding a file. Exit codes: 0 success,
-1 the work failed (bad data, broker error), 2 bad usage (argparse), 130 interrupted.
+1 the work failed (bad data, broker error), 2 bad usage (argparse; also a command, or a
+command of sub-commands, given without one: what there is is listed), 130 SIGINT, 143
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcodec", description="Apache Kafka wire codec tools")
     parser.add_argument("--version", action="version", version=f"kcodec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
     for mod in _commands():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
@@ -54,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
         return 130
+    if args.command is None:         # plain `kcodec`: what there is, not only a usage error
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

@@ -98,10 +98,13 @@ def json_line(obj: Any, out=None, flush: bool = True) -> None:
     print(json.dumps(obj, separators=(",", ":")), file=out or sys.stdout, flush=flush)
 
 
-def text(b: bytes | None) -> Any:
-    """bytes for JSON: a str when UTF-8, else {"base64": ...}; None stays None."""
+def text(b: bytes | None, b64: bool = False) -> Any:
+    """bytes for JSON: a str when UTF-8, else {"base64": ...}; with ``b64`` always a base64
+    str; None stays None."""
     if b is None:
         return None
+    if b64:
+        return base64.b64encode(b).decode()
     try:
         return b.decode("utf-8")
     except UnicodeDecodeError:
@@ -127,13 +130,49 @@ def _raw_byte(m: re.Match) -> str:
     return f"\\x{ord(m.group()) - 0xDC00:02x}"
 
 
-def group_exists(admin: Any, group: str) -> bool:
-    """Whether the cluster knows ``group``: listed, or described with members or a state
-    other than Dead/Empty (brokers describe an unknown group as Dead, or as Empty)."""
-    if group in {g.group_id for g in admin.list_groups()}:
-        return True
-    d = admin.describe_groups([group])[0]
-    return bool(d.members) or d.state not in ("Dead", "Empty", "")
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when one of ``known`` is close to ``name``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [k for k in known if k != name], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def no_such_topics(missing: Sequence[str], known: Iterable[str]) -> str:
+    """The error for topics the cluster does not have, with near names and what to do."""
+    known = list(known)
+    what = "; ".join(f"topic {t!r} does not exist{did_you_mean(t, known)}" for t in missing)
+    return f"{what}: 'kcodec topics list' shows the topics, 'kcodec topics create NAME' makes one"
+
+
+def require_topics(admin: Any, topics: list[str]) -> Any:
+    """The cluster metadata of ``topics``; an error naming every one that does not exist
+    (with a near name where there is one) instead of the broker's error code."""
+    from kcodec.client import KafkaError
+    from kcodec.errors import KcodecError
+    from kcodec.protocol import ErrorCode
+
+    try:
+        return admin.describe_cluster(topics)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise
+    known = [t.name for t in admin.describe_cluster().topics]
+    missing = [t for t in topics if t not in known]
+    if not missing:                  # created in the meantime
+        return admin.describe_cluster(topics)
+    raise KcodecError(no_such_topics(missing, known))
+
+
+def which_one(command: str, choices: dict[str, str], options_each: bool = True) -> int:
+    """A command of several sub-commands given none: list them (stderr), exit code 2."""
+    width = max(map(len, choices))
+    lines = [f"kcodec {command}: give one of these:"]
+    lines += [f"  kcodec {command} {name.ljust(width)}  {what}" for name, what in choices.items()]
+    lines.append(f"('kcodec {command} NAME --help' lists the options of each)" if options_each
+                 else f"('kcodec {command} --help' lists the options)")
+    print("\n".join(lines), file=sys.stderr)
+    return USAGE
 
 
 class Interrupted(Exception):

@@ -1,5 +1,16 @@
 """``kcodec consume``: print the records of topics.
 
+Output (stdout's binary buffer): by default each record's value as the bytes it is and a
+newline (``-D`` another delimiter), with ``-K DELIM`` its key and DELIM first, as kcat
+prints them; ``--format text`` one escaped line per record with partition, offset, key and
+headers; ``--json`` JSON lines (bytes as UTF-8 text or ``{"base64": ...}``; ``--base64``:
+always a base64 string).
+
+Where to start, per partition (all of the topics', or ``-p``'s): ``-o`` as kcat takes it
+(beginning, end, stored, an offset N, -N before the end, s@TS), and e@TS stops before the
+first record at or after TS. On stderr, a notice when a partition's end is reached
+(``-e``: exit once every partition has reached it).
+
 With ``-g`` it is a group member that commits exactly what it printed: never a record it
 did not print (commits happen after the lines are flushed: every 5 s, when partitions are
 revoked, and at the end), so a resumed consume starts right after the last printed line.
@@ -10,9 +21,11 @@ committed, and it exits 130 (SIGINT) or 143 (SIGTERM); a second signal exits at 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kcodec.cli._client import (
@@ -23,15 +36,18 @@ from kcodec.cli._client import (
     add_connection,
     client_config,
     guarded,
-    json_line,
+    require_topics,
     required,
     show,
     text,
 )
+from kcodec.cli._io import parse_delimiter
+from kcodec.cli._positions import Ends, parse_offsets, start_offsets
 
 NAME = "consume"
 HELP = "print records of topics (as a group member with -g)"
 COMMIT_EVERY = 5.0   # seconds between commits of what was printed (-g)
+FORMATS = ("raw", "text", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,43 +55,125 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                   help="topic to read (repeatable)")
     parser.add_argument("-g", "--group", action=Once,
                         help="consumer group: join it and commit what was printed")
-    parser.add_argument("--from-beginning", action="store_true",
-                        help="start at the earliest offset when there is no committed one")
+    parser.add_argument("-p", "--partition", type=int, action="append",
+                        help="only this partition (repeatable; with one -t, without -g)")
+    parser.add_argument("-o", "--offset", action="append", metavar="OFFSET",
+                        help="where to start, as kcat takes it: beginning, end (the default), "
+                             "stored (the group's committed offsets), N (that offset), -N (N "
+                             "records before the end), s@MS (the first record at or after MS, "
+                             "milliseconds since the epoch); and e@MS, besides one of those: "
+                             "stop before the first record at or after MS. With -g only "
+                             "beginning or end (where nothing is committed), stored and e@MS")
+    parser.add_argument("--from-beginning", action="store_true", help="the same as -o beginning")
+    parser.add_argument("-e", "--exit", action="store_true",
+                        help="exit once every partition has reached its end")
     parser.add_argument("-n", "--count", type=int, help="stop after this many records")
     parser.add_argument("--idle", type=float, metavar="SECONDS",
                         help="stop when no record came for this long")
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS,
+                     help="raw (the default): each value as the bytes it is, then -D; text: "
+                          "one line per record, partition:offset key=... headers=[...] value, "
+                          "with control characters, backslashes and bytes that are not UTF-8 "
+                          "escaped; json: the same as --json")
+    out.add_argument("-K", "--key-delimiter", metavar="DELIM",
+                     help="raw: print each key and DELIM before the value (kcat's -K); "
+                          "escapes \\t \\n \\r \\0 \\\\ \\xNN")
+    out.add_argument("-D", "--delimiter", metavar="DELIM",
+                     help="raw: what follows each message (default \\n)")
+    out.add_argument("--base64", action="store_true",
+                     help="json: keys, values and header values always as base64 strings "
+                          "(by default UTF-8 text, or {\"base64\": ...} when not UTF-8)")
+    out.add_argument("-q", "--quiet", action="store_true",
+                     help="no notices on stderr (a partition's end reached, a start offset "
+                          "moved into the log)")
     add_connection(parser)
 
 
 @guarded
 def run(args: argparse.Namespace) -> int:
     from kcodec.client import Admin
+    from kcodec.errors import KcodecError
 
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count must be positive, got {args.count}")
+    fmt = args.format or ("json" if args.json else "raw")
+    if args.json and fmt != "json":
+        raise UsageError(f"--json and --format {fmt}: give one")
+    for flag, value, needs in (("-K", args.key_delimiter, "raw"), ("-D", args.delimiter, "raw"),
+                               ("--base64", args.base64 or None, "json")):
+        if value is not None and fmt != needs:
+            raise UsageError(f"{flag} applies to --format {needs} output, not {fmt}")
+    start, stop = parse_offsets(args)
     topics = list(dict.fromkeys(args.topic))
-    cfg = client_config(args, auto_offset_reset="earliest" if args.from_beginning else "latest",
-                        fetch_max_wait_ms=100)
+    if args.partition and args.group:
+        raise UsageError("-p picks partitions without a group; a group member (-g) reads "
+                         "the partitions the group assigns it")
+    if args.partition and len(topics) > 1:
+        raise UsageError("-p picks partitions of one topic: give one -t")
+    if any(p < 0 for p in args.partition or []):
+        raise UsageError(f"partition must be non-negative, got {min(args.partition)}")
+    reset = "earliest" if start.kind == "beginning" else "latest"
+    cfg = client_config(args, auto_offset_reset=reset, fetch_max_wait_ms=100)
     with Admin(**client_config(args)) as admin:
-        md = admin.describe_cluster(topics)   # a missing topic fails here, naming it
-    parts = [(t.name, p.partition) for t in md.topics for p in t.partitions]
+        md = require_topics(admin, topics)   # a missing topic fails here, naming it
+        parts = [(t.name, p.partition) for t in md.topics for p in t.partitions]
+        if args.partition:
+            have = {p for _, p in parts}
+            bad = [p for p in dict.fromkeys(args.partition) if p not in have]
+            if bad:
+                raise KcodecError(f"topic {topics[0]!r} has partitions 0..{len(have) - 1}: no "
+                                  f"partition {', '.join(map(str, bad))}")
+            parts = [(topics[0], p) for p in dict.fromkeys(args.partition)]
+        seeks = start_offsets(admin, parts, start, args.quiet)
     if args.group:
         cfg.update(group_id=args.group, session_timeout_ms=10000, heartbeat_interval_ms=1000,
                    enable_auto_commit=False)
     with Graceful() as sig:
-        return _consume(args, cfg, topics, parts, sig)
+        return _consume(args, cfg, topics, parts, seeks, stop, _writer(args, fmt, len(topics) > 1), sig)
+
+
+def _writer(args: argparse.Namespace, fmt: str, many: bool) -> Callable[[Any, Any], bytes]:
+    """The bytes printed for one record (``(partition, record)``) in the chosen format."""
+    if fmt == "raw":
+        end = b"\n" if args.delimiter is None else parse_delimiter(args.delimiter, "-D")
+        if args.key_delimiter is None:
+            return lambda tp, r: (r.value or b"") + end
+        kd = parse_delimiter(args.key_delimiter, "-K")
+        return lambda tp, r: (r.key or b"") + kd + (r.value or b"") + end
+    if fmt == "json":
+        b64 = args.base64
+
+        def as_json(tp: Any, r: Any) -> bytes:
+            return json.dumps({"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
+                               "timestamp": r.timestamp, "key": text(r.key, b64),
+                               "value": text(r.value, b64),
+                               "headers": [[k, text(v, b64)] for k, v in r.headers]},
+                              separators=(",", ":")).encode() + b"\n"
+        return as_json
+
+    def as_text(tp: Any, r: Any) -> bytes:
+        where = f"{tp.topic}:{tp.partition}:{r.offset}" if many else f"{tp.partition}:{r.offset}"
+        key = "" if r.key is None else f" key={show(r.key)}"
+        hdrs = ""
+        if r.headers:
+            hdrs = " headers=[" + ", ".join(f"{show(k.encode() if isinstance(k, str) else k)}="
+                                            f"{show(v)}" for k, v in r.headers) + "]"
+        return f"{where}{key}{hdrs} {show(r.value)}\n".encode()
+    return as_text
 
 
 def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
-             parts: list[tuple[str, int]], sig: Graceful) -> int:
+             parts: list[tuple[str, int]], seeks: dict[Any, int], stop: int | None,
+             render: Callable[[Any, Any], bytes], sig: Graceful) -> int:
     from kcodec.client import BrokerNotAvailableError, Consumer, RebalanceListener, TopicPartition
     from kcodec.errors import KcodecError
 
     printed: dict[Any, int] = {}     # partition -> offset after its last printed record
     committed: dict[Any, int] = {}
     c = Consumer(**cfg)
-    out = sys.stdout
-    many = len(topics) > 1
+    sys.stdout.flush()
+    out = sys.stdout.buffer          # records are bytes: printed as they are
 
     def commit(only: Any = None, quiet: bool = False) -> None:
         todo = {tp: o for tp, o in printed.items()
@@ -138,12 +236,16 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
     n = 0
     last = last_commit = time.monotonic()
     ticker = Ticker("consumed {n} records in {secs:.0f} s")
+    ends = Ends(c, args.quiet)
+    stopped: set = set()             # partitions that reached the stop time (-o e@MS)
     ok = False
     try:
         if args.group:
             c.subscribe(topics, Listener())
         else:
             c.assign([TopicPartition(t, p) for t, p in parts])
+            for tp, offset in seeks.items():
+                c.seek(tp, offset)
         while (args.count is None or n < args.count) and not sig.stop:
             batch = c.poll(0.2, max_records=None if args.count is None else args.count - n)
             if not batch:
@@ -152,14 +254,31 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
             else:
                 last = time.monotonic()
                 for tp, recs in sorted(batch.items()):
+                    if tp in stopped:
+                        continue
                     for r in recs:
                         if sig.stop:
                             break
-                        _print(args, tp, r, many, out)
+                        if stop is not None and r.timestamp >= stop:
+                            stopped.add(tp)
+                            c.pause(tp)
+                            ends.notice(f"reached the stop time in {tp.topic}[{tp.partition}] "
+                                        f"at offset {r.offset}")
+                            break
+                        out.write(render(tp, r))
                         printed[tp] = r.offset + 1
                         n += 1
                 out.flush()
             ticker.update(n=n)       # also while idle: the line shows the last count
+            assigned = c.assignment()
+            if args.exit or not args.quiet:
+                ends.check(assigned - stopped, batch, printed)
+            done = assigned and (stop is not None or args.exit) and \
+                assigned <= stopped | (ends.reached if args.exit else set())
+            if done:
+                ends.say(": exiting")
+                break
+            ends.say()
             if args.group and time.monotonic() - last_commit >= COMMIT_EVERY:
                 commit_in_background()
                 last_commit = time.monotonic()
@@ -190,18 +309,3 @@ def _close(c: Any, timeout: float) -> None:
         c.close(timeout)
     except KcodecError:
         pass   # leaving the group is a courtesy; the session timeout does it too
-
-
-def _print(args: argparse.Namespace, tp: Any, r: Any, many: bool, out: Any) -> None:
-    if args.json:
-        json_line({"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
-                   "timestamp": r.timestamp, "key": text(r.key), "value": text(r.value),
-                   "headers": [[k, text(v)] for k, v in r.headers]}, out, flush=False)
-        return
-    where = f"{tp.topic}:{tp.partition}:{r.offset}" if many else f"{tp.partition}:{r.offset}"
-    key = "" if r.key is None else f" key={show(r.key)}"
-    hdrs = ""
-    if r.headers:
-        hdrs = " headers=[" + ", ".join(f"{show(k.encode() if isinstance(k, str) else k)}="
-                                        f"{show(v)}" for k, v in r.headers) + "]"
-    out.write(f"{where}{key}{hdrs} {show(r.value)}\n")

@@ -7,13 +7,12 @@ import argparse
 from kcodec.cli._client import (
     add_connection,
     client_config,
-    group_exists,
     guarded,
     json_line,
+    require_topics,
     required,
     table,
 )
-from kcodec.errors import KcodecError
 
 NAME = "describe-groups"
 HELP = "show a group's state, protocol and members with their partitions"
@@ -29,14 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @guarded
 def run(args: argparse.Namespace) -> int:
+    from kcodec.cli._groups import describe
     from kcodec.client import Admin
 
     with Admin(**client_config(args)) as admin:
-        groups = admin.describe_groups(list(dict.fromkeys(args.group)))
-        missing = [g.group_id for g in groups
-                   if not g.members and g.state in ("Dead", "Empty", "") and not group_exists(admin, g.group_id)]
-        if missing:
-            raise KcodecError(", ".join(f"group {g!r}" for g in missing) + " does not exist")
+        if args.topic:
+            require_topics(admin, args.topic)
+        groups = describe(admin, list(dict.fromkeys(args.group)))
     for g in groups:
         members = []
         for m in g.members:

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from kcodec.cli._client import UsageError, add_connection, client_config, guarded, json_line, table
+from kcodec.cli._client import (
+    UsageError,
+    add_connection,
+    client_config,
+    guarded,
+    json_line,
+    require_topics,
+    table,
+    which_one,
+)
 
 NAME = "metadata"
 HELP = "show brokers, or topics with partitions, leaders, replicas and ISR"
+WHAT = {"brokers": "node, host, port, rack and controller of each broker",
+        "topics": "each partition's leader, replicas and ISR (-t TOPIC: only those)"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=["brokers", "topics"])
+    # a positional rather than sub-parsers: the options may come before or after it
+    parser.add_argument("what", nargs="?", choices=list(WHAT), metavar="{brokers,topics}",
+                        help="; ".join(f"{k}: {v}" for k, v in WHAT.items()))
     parser.add_argument("-t", "--topic", action="append",
                         help="only this topic (repeatable; metadata topics only)")
     add_connection(parser)
@@ -25,10 +38,12 @@ def _ids(xs: list[int]) -> str:
 def run(args: argparse.Namespace) -> int:
     from kcodec.client import Admin
 
+    if args.what is None:
+        return which_one(args.command, WHAT, options_each=False)
     if args.what == "brokers" and args.topic:
         raise UsageError("-t/--topic applies to 'metadata topics', not to 'metadata brokers'")
     with Admin(**client_config(args)) as admin:
-        md = admin.describe_cluster(args.topic)
+        md = require_topics(admin, args.topic) if args.topic else admin.describe_cluster()
     if args.what == "brokers":
         if args.json:
             for b in md.brokers:

@@ -1,20 +1,25 @@
-"""``kcodec offsets -g GROUP``: committed offset, end offset and remaining per partition."""
+"""``kcodec offsets -g GROUP``: committed offset, end offset and remaining per partition.
+
+The partitions are those assigned to the group's members and those it committed offsets
+for (see ``_groups``); where nothing is committed yet, committed and remaining are ``-``
+(``null`` in JSON).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from kcodec.cli._client import (
     Once,
     add_connection,
     client_config,
-    group_exists,
     guarded,
     json_line,
+    require_topics,
     required,
     table,
 )
-from kcodec.errors import KcodecError
 
 NAME = "offsets"
 HELP = "committed offset, end offset and remaining records per partition of a group"
@@ -28,18 +33,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @guarded
 def run(args: argparse.Namespace) -> int:
+    from kcodec.cli._groups import describe, partition_offsets, why_none
     from kcodec.client import Admin
 
+    topics = None if not args.topic else list(dict.fromkeys(args.topic))
     with Admin(**client_config(args)) as admin:
-        if not group_exists(admin, args.group):
-            raise KcodecError(f"group {args.group!r} does not exist")
-        lags = admin.lag(args.group, args.topic)
+        if topics:
+            require_topics(admin, topics)
+        (group,) = describe(admin, [args.group])
+        rows = partition_offsets(admin, group, topics)
+    if not rows:
+        print(f"kcodec offsets: group {args.group!r}: {why_none(group, topics)}", file=sys.stderr)
     if args.json:
-        for x in lags:
+        for x in rows:
             json_line({"topic": x.topic, "partition": x.partition, "committed": x.committed,
                        "end_offset": x.end_offset, "remaining": x.lag})
-    else:
+    elif rows:
         table(["topic", "partition", "committed", "end offset", "remaining"],
-              [(x.topic, x.partition, "-" if x.committed is None else x.committed, x.end_offset, x.lag)
-               for x in lags])
+              [(x.topic, x.partition, "-" if x.committed is None else x.committed, x.end_offset,
+                "-" if x.lag is None else x.lag) for x in rows])
     return 0

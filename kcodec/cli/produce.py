@@ -1,11 +1,18 @@
-"""``kcodec produce``: send messages (arguments, or lines of stdin) to a topic.
+"""``kcodec produce``: send messages (arguments, or records of stdin) to a topic.
 
-Prints one line per confirmed record (in input order) and a summary on stderr. Each record
-must be confirmed within ``--timeout`` (the producer's ``delivery_timeout_ms``); a failure
-names its cause. SIGINT or SIGTERM stops reading, waits (at most ``--timeout``) for what
-was sent, prints those confirmations, then says on stderr how many lines were confirmed,
-how many were sent but not confirmed (they may or may not be in the topic) and how many
-were never sent, and where to resume; exit code 130 (SIGINT) or 143 (SIGTERM).
+Messages, keys and header values are bytes, sent exactly as given (bytes that are not
+UTF-8, NULs): stdin is split at newlines (``-D`` another delimiter) and ``-K`` takes each
+key from its line, as kcat does. Prints one line per confirmed record (in input order) and
+a summary on stderr. A topic that does not exist is created if the broker does that (a
+notice says so, with a near existing name) or is an error before any input is read.
+
+Each record must be confirmed within ``--timeout`` (the producer's ``delivery_timeout_ms``).
+Every stop before the end of the input -- a record that failed or was refused, an input
+line over ``--max-line-bytes``, SIGINT, SIGTERM -- waits (at most ``--timeout``) for what
+was sent (not after a failure), prints those confirmations, then says on stderr how many
+lines were confirmed, how many were sent but not confirmed (they may or may not be in the
+topic), what became of the rest of the input, and the line to resume from; exit code 1
+(a failure), 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import queue
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kcodec.cli._client import (
@@ -25,14 +33,18 @@ from kcodec.cli._client import (
     UsageError,
     add_connection,
     client_config,
+    did_you_mean,
     guarded,
     json_line,
     required,
+    show,
 )
+from kcodec.cli._io import TooLong, arg_bytes, parse_delimiter, read_records, split_key
 from kcodec.client.config import COMPRESSION_TYPES
 
 NAME = "produce"
 HELP = "send messages to a topic (arguments, or one per line of stdin)"
+MAX_LINE = 1048576   # Kafka's max.request.size default: a larger record seldom gets through
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,15 +52,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                   help="topic to write to")
     parser.add_argument("-p", "--partition", type=int,
                         help="partition (default: by key; keyless records: sticky, KIP-794)")
-    parser.add_argument("-k", "--key", help="key of every message")
+    parser.add_argument("-k", "--key", help="key of every message (the bytes as typed)")
+    parser.add_argument("-K", "--key-delimiter", metavar="DELIM",
+                        help="each line is KEY DELIM VALUE (kcat's -K): the key is what comes "
+                             "before the first DELIM; a line without DELIM gets -k's key, or "
+                             "none. Escapes: \\t \\n \\r \\0 \\\\ \\xNN")
+    parser.add_argument("-D", "--delimiter", metavar="DELIM",
+                        help="what ends each message on stdin (default \\n; e.g. '\\x00' "
+                             "for values that hold newlines); escapes as for -K")
+    parser.add_argument("--max-line-bytes", type=int, default=MAX_LINE, metavar="BYTES",
+                        help="stop at an input line longer than this, before reading it "
+                             "whole (default %(default)s, Kafka's max.request.size)")
     parser.add_argument("-c", "--compression", default="none",
                         help=f"compression codec: {', '.join(COMPRESSION_TYPES)} (default none)")
     parser.add_argument("-H", "--header", action="append", default=[], metavar="KEY=VALUE",
-                        help="a header on every message (repeatable)")
+                        help="a header on every message (repeatable; the value is bytes as "
+                             "typed, the key must be UTF-8)")
     parser.add_argument("--acks", default="all", help="0, 1 or all (default all)")
     parser.add_argument("messages", nargs="*", metavar="MESSAGE",
                         help="messages to send; none: read lines from stdin")
     add_connection(parser)
+
+
+@dataclass
+class _Options:
+    key: bytes | None                 # -k
+    key_delimiter: bytes | None       # -K
+    delimiter: bytes                  # -D
+    headers: list[tuple[str, bytes]]  # -H
 
 
 @guarded
@@ -60,25 +91,82 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"partition must be non-negative, got {args.partition}")
     if args.partition is not None and args.key is not None:
         raise UsageError("give either -p PARTITION or -k KEY, not both")
-    headers = []
-    for h in args.header:
-        k, sep, v = h.partition("=")
-        if not sep or not k:
-            raise UsageError(f"header {h!r} is not KEY=VALUE")
-        headers.append((k, v.encode()))
+    if args.partition is not None and args.key_delimiter is not None:
+        raise UsageError("give either -p PARTITION or -K DELIM (keys pick partitions), not both")
+    if args.messages and args.delimiter is not None:
+        raise UsageError("-D splits stdin; MESSAGE arguments are one message each")
+    if args.max_line_bytes < 1:
+        raise UsageError(f"--max-line-bytes must be positive, got {args.max_line_bytes}")
+    opts = _Options(
+        key=None if args.key is None else arg_bytes(args.key),
+        key_delimiter=None if args.key_delimiter is None else parse_delimiter(args.key_delimiter, "-K"),
+        delimiter=b"\n" if args.delimiter is None else parse_delimiter(args.delimiter, "-D"),
+        headers=_headers(args.header))
     acks = args.acks
     ms = int(args.timeout * 1000)
     cfg = client_config(args, compression_type=args.compression, acks=acks,
                         enable_idempotence=acks in ("all", "-1"), linger_ms=5,
                         delivery_timeout_ms=ms)
+    from kcodec.client import ProducerConfig
+
+    ProducerConfig.from_kwargs(cfg)  # a bad value (--acks 2) is a usage error before connecting
     with Graceful() as sig:
-        return _produce(args, cfg, headers, sig)
+        return _produce(args, opts, cfg, client_config(args), sig)
+
+
+def _headers(specs: list[str]) -> list[tuple[str, bytes]]:
+    out = []
+    for h in specs:
+        k, sep, v = h.partition("=")
+        if not sep or not k:
+            raise UsageError(f"header {h!r} is not KEY=VALUE")
+        try:
+            k.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"header key {show(arg_bytes(k))} is not UTF-8: Kafka header keys "
+                             "are text (their values may be any bytes)") from None
+        out.append((k, arg_bytes(v)))
+    return out
+
+
+def _find_topic(args: argparse.Namespace, admin_cfg: dict[str, Any]) -> tuple[int | None, str | None]:
+    """``(partitions, near)`` of the topic: ``near`` is None when it existed, else the
+    " (did you mean ...)" part ("" if no name is near) and the broker has just created it
+    (``partitions`` None: still being created). A topic the broker does not create is an
+    error that says how to make it."""
+    from kcodec.client import Admin, KafkaError
+    from kcodec.errors import KcodecError
+    from kcodec.protocol import ErrorCode
+
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    with Admin(**admin_cfg) as admin:
+        try:
+            md = admin.describe_cluster([args.topic])
+            return len(md.topics[0].partitions), None
+        except KafkaError as exc:
+            if exc.code != unknown:
+                if exc.retriable:            # e.g. its leader is moving: the producer waits
+                    return None, None
+                raise
+        near = did_you_mean(args.topic, [t.name for t in admin.describe_cluster().topics])
+        try:
+            md = admin.describe_cluster([args.topic], allow_auto_create=True)
+            return len(md.topics[0].partitions), near
+        except KafkaError as exc:
+            if exc.code == unknown:
+                raise KcodecError(f"topic {args.topic!r} does not exist{near}, and the broker does "
+                                  "not create topics on first use: 'kcodec topics create "
+                                  f"{args.topic}' makes it") from None
+            if not exc.retriable:
+                raise
+            return None, near                # being created: the producer waits for it
 
 
 class _Tally:
     def __init__(self) -> None:
         self.read = self.sent = self.confirmed = self.failed = 0
         self.first_failed = 0        # line number of the first record that failed (0: none)
+        self.longest = (0, 0)        # (bytes, line number) of the longest line sent
         self.eof = False             # the input ended (as opposed to: reading stopped)
         self.error: BaseException | None = None
 
@@ -119,39 +207,95 @@ class _Reporter(threading.Thread):
         out.flush()
 
 
-def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: Graceful) -> int:
+def _produce(args: argparse.Namespace, opts: _Options, cfg: dict[str, Any],
+             admin_cfg: dict[str, Any], sig: Graceful) -> int:
     from kcodec.client import Producer
     from kcodec.errors import KcodecError
 
-    key = args.key.encode() if args.key is not None else None
+    producer = None
+    sig.interruptible = True         # finding the topic and the brokers: a signal stops it
+    try:
+        count, near = _find_topic(args, admin_cfg)
+        producer = Producer(**cfg)
+        if count is None:            # being created: wait for its partitions
+            count = len(producer.partitions_for(args.topic))
+    except Interrupted:
+        if producer is not None:
+            producer.close(0)
+        print("kcodec produce: interrupted before any input was read: nothing sent",
+              file=sys.stderr)
+        return sig.exit_code
+    except KcodecError as exc:
+        if producer is not None:
+            producer.close(0)
+        raise KcodecError(f"{exc} (nothing sent, no input read)") from None
+    finally:
+        sig.interruptible = False
+    if near is not None:
+        undo = f"; 'kcodec topics delete {args.topic}' removes it" if near else ""
+        print(f"kcodec produce: topic {args.topic!r} did not exist: the broker created it with "
+              f"{count} partition{'s' * (count != 1)}{near}{undo}", file=sys.stderr)
+    try:
+        if args.partition is not None and args.partition >= count:
+            raise UsageError(f"partition {args.partition} out of range for {args.topic!r} "
+                             f"({count} partitions)")
+        return _send_all(args, opts, producer, sig)
+    finally:
+        producer.close(0)            # what is still unconfirmed stays unconfirmed
+
+
+def _send_all(args: argparse.Namespace, opts: _Options, producer: Any, sig: Graceful) -> int:
+    from kcodec.errors import KcodecError
+
     n = _Tally()
+    stopped_reading: BaseException | None = None   # the input's fault: what was sent is awaited
+    what = "message" if args.messages else "line"
+    limit = args.max_line_bytes
     ticker = Ticker("sent {sent} records, {confirmed} confirmed, {secs:.0f} s")
     t0 = time.monotonic()
-    producer = Producer(**cfg)
     reporter = _Reporter(args, n)
     reporter.start()
+    send, topic, partition = producer.send, args.topic, args.partition
+    key_delimiter, key, headers = opts.key_delimiter, opts.key, opts.headers or None
+    enqueue = reporter.queue.put
     try:
-        source = iter(args.messages) if args.messages else _lines(sys.stdin)
+        source = (map(arg_bytes, args.messages) if args.messages
+                  else read_records(sys.stdin.buffer, opts.delimiter, limit))
         while not sig.stop and n.error is None:
             sig.interruptible = True     # blocked on input: a signal may stop the read
             try:
-                msg = next(source, None)
+                line = next(source, None)
             except Interrupted:
+                break
+            except TooLong:
+                n.read += 1
+                stopped_reading = _too_long(what, n.read, limit)
+                break
+            except OSError as exc:
+                stopped_reading = KcodecError(f"reading stdin after line {n.read}: {exc}")
                 break
             finally:
                 sig.interruptible = False
-            if msg is None:
+            if line is None:
                 n.eof = True
                 break
             n.read += 1
-            try:
-                fut = producer.send(args.topic, msg.encode(), key=key,
-                                    partition=args.partition, headers=headers or None)
-            except KcodecError as exc:   # e.g. the buffer stayed full for --timeout
-                n.read -= 1              # not sent: the resume line is this one
-                n.error = n.error or exc
+            size = len(line)
+            if size > limit:             # (message arguments: stdin stops in read_records)
+                stopped_reading = _too_long(what, n.read, limit)
                 break
-            reporter.queue.put(fut)
+            if size > n.longest[0]:
+                n.longest = (size, n.read)
+            if key_delimiter is not None:
+                key, value = split_key(line, key_delimiter, opts.key)
+            else:
+                value = line
+            try:
+                fut = send(topic, value, key=key, partition=partition, headers=headers)
+            except (KcodecError, ValueError, TypeError) as exc:   # e.g. no buffer space in time
+                n.error = exc                # not sent: the resume line is this one
+                break
+            enqueue(fut)
             n.sent += 1
             ticker.update(sent=n.sent, confirmed=n.confirmed)
         # what was sent: wait for its confirmations, at most --timeout from here (their
@@ -163,22 +307,22 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
         while reporter.is_alive() and time.monotonic() < deadline and n.error is None:
             reporter.join(0.25)
             ticker.update(sent=n.sent, confirmed=n.confirmed)
+        n.error = n.error or stopped_reading
     finally:
         reporter.give_up.set()
         reporter.queue.put(None)
         reporter.join(5)
         ticker.close()
-        producer.close(0)            # what is still unconfirmed stays unconfirmed
     unconfirmed = n.sent - n.confirmed - n.failed
     never = (len(args.messages) - n.read) if args.messages else None
     secs = time.monotonic() - t0
     if sig.stop or n.error is not None or unconfirmed:
-        what = "interrupted" if sig.stop else "stopped"
-        print(f"kcodec produce: {what}: {n.confirmed} lines confirmed, {unconfirmed} sent but "
+        stop = "interrupted" if sig.stop else "stopped"
+        print(f"kcodec produce: {stop}: {n.confirmed} lines confirmed, {unconfirmed} sent but "
               f"unconfirmed (they may or may not be in {args.topic!r}), {n.failed} failed, "
               f"{_rest(args, n, never)}", file=sys.stderr)
         if n.error is not None:
-            print(f"kcodec produce: error: {n.error}", file=sys.stderr)
+            print(f"kcodec produce: error: {n.error}{_advice(n.error, n, what)}", file=sys.stderr)
             return 1
         if unconfirmed and not sig.stop:
             print(f"kcodec produce: error: {unconfirmed} records not confirmed within "
@@ -191,17 +335,45 @@ def _produce(args: argparse.Namespace, cfg: dict[str, Any], headers: list, sig: 
     return 0
 
 
+def _too_long(what: str, number: int, limit: int) -> BaseException:
+    from kcodec.errors import KcodecError
+
+    return KcodecError(
+        f"{what} {number} is longer than {limit} bytes (--max-line-bytes): not sent; brokers "
+        "refuse records over their max.message.bytes (about 1 MB unless raised): split it, or "
+        "raise --max-line-bytes and, if need be, the broker's or the topic's max.message.bytes")
+
+
+def _advice(exc: BaseException, n: _Tally, what: str) -> str:
+    """What to do about records the broker refused for their size (the batch that held
+    them was: the longest line sent says which one is likely too large)."""
+    from kcodec.protocol import ErrorCode
+
+    if getattr(exc, "code", None) in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        size, line = n.longest
+        return (f" (the longest {what} sent is {what} {line}, {size} bytes: records larger than "
+                "the broker's or the topic's max.message.bytes are refused with the batch "
+                "that holds them; send smaller records, or raise that limit, e.g. 'kcodec "
+                "topics create --config max.message.bytes=N' for a new topic)")
+    return ""
+
+
 def _rest(args: argparse.Namespace, n: _Tally, never: int | None) -> str:
     """What became of the rest of the input, and the line to resume from: the first line
     not confirmed (every line before it is in the topic)."""
     bad = n.first_unconfirmed()
+    unsent = n.read - n.sent         # 1: the last line read was refused before sending
     if never is not None:
-        rest = f"{never} never sent"
-        resume = bad or (n.read + 1 if never else 0)
+        rest = f"{never + unsent} never sent"
+        resume = bad or (n.sent + 1 if never + unsent else 0)
     else:
-        rest = f"input ended after line {n.read}" if n.eof else \
-            f"input after line {n.read} never read"
-        resume = bad or (0 if n.eof else n.read + 1)
+        if unsent:
+            rest = f"line {n.read} not sent, input after it never read"
+        elif n.eof:
+            rest = f"input ended after line {n.read}"
+        else:
+            rest = f"input after line {n.read} never read"
+        resume = bad or (0 if n.eof else n.sent + 1)
     if not resume:
         return rest
     what = "line" if never is None else "message"
@@ -210,11 +382,6 @@ def _rest(args: argparse.Namespace, n: _Tally, never: int | None) -> str:
     if again > 0:
         rest += f"; {again} confirmed lines after it would be sent again"
     return rest
-
-
-def _lines(stream: Any):
-    for line in stream:
-        yield line[:-1] if line.endswith("\n") else line
 
 
 def _report(args: argparse.Namespace, fut: Any, n: _Tally) -> None:

@@ -65,6 +65,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    type: str = ""                       # "classic", "consumer" ...: ListGroups v5+ only
 
 
 @dataclass
@@ -164,9 +165,11 @@ class AsyncAdmin:
         md = await self.describe_cluster()
         return sorted(t.name for t in md.topics if include_internal or not t.is_internal)
 
-    async def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
-        """Brokers, controller and topics (partitions, leaders, replicas, ISR)."""
-        body = await self.cluster.refresh(topics, auto_create=False)
+    async def describe_cluster(self, topics: list[str] | None = None,
+                               allow_auto_create: bool = False) -> ClusterMetadata:
+        """Brokers, controller and topics (partitions, leaders, replicas, ISR); with
+        ``allow_auto_create`` a broker that creates topics on first use creates ``topics``."""
+        body = await self.cluster.refresh(topics, auto_create=allow_auto_create)
         tds = []
         for t in body.topics:
             if t.error_code:
@@ -191,7 +194,7 @@ class AsyncAdmin:
             body = await self.cluster.call(go, "ListGroups")
             if body.error_code:
                 raise KafkaError(body.error_code, "ListGroups")
-            out += [GroupListing(g.group_id, g.protocol_type, g.group_state or "") for g in body.groups]
+            out += [GroupListing(g.group_id, g.protocol_type, g.group_state or "", g.group_type or "") for g in body.groups]
         return sorted(out, key=lambda g: g.group_id)
 
     async def _coordinator(self, group_id: str) -> int:
@@ -333,8 +336,9 @@ class Admin:
     def list_topics(self, include_internal: bool = False) -> list[str]:
         return self._run(self._async.list_topics(include_internal))
 
-    def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
-        return self._run(self._async.describe_cluster(topics))
+    def describe_cluster(self, topics: list[str] | None = None,
+                         allow_auto_create: bool = False) -> ClusterMetadata:
+        return self._run(self._async.describe_cluster(topics, allow_auto_create))
 
     def list_groups(self) -> list[GroupListing]:
         return self._run(self._async.list_groups())

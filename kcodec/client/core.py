@@ -47,7 +47,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     13: (0, 5),    # LeaveGroup
     14: (0, 5),    # SyncGroup
     15: (0, 5),    # DescribeGroups
-    16: (0, 4),    # ListGroups
+    16: (0, 5),    # ListGroups (5: the group type)
     18: (0, 3),    # ApiVersions
     19: (2, 7),    # CreateTopics
     20: (1, 5),    # DeleteTopics

@@ -36,6 +36,7 @@ class KafkaError(KcodecError):
         self.name = error_name(code)
         self.retriable = is_retriable(code)
         self.context = context
+        self.message = message           # the broker's error message, if it sent one
         text = f"{self.name} ({code})"
         if context:
             text = f"{context}: {text}"
