@@ -79,7 +79,12 @@ class Cluster:
                  listener_security_protocol_map: str | dict[str, str] | None = None,
                  advertised_listeners: str | None = None,
                  listener_security: dict[str, Any] | None = None,
-                 group_consumer_migration_policy: str = "bidirectional") -> None:
+                 group_consumer_migration_policy: str = "bidirectional",
+                 max_unauthenticated_request_bytes: int = 512 * 1024,
+                 request_read_timeout_s: float = 30.0,
+                 failed_authentication_delay_ms: int = 100,
+                 max_connections: int | None = None, max_connections_per_ip: int | None = None,
+                 max_connections_per_ip_overrides: str | dict[str, int] | None = None) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -109,7 +114,12 @@ class Cluster:
             i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
                     handlers=handlers, max_request_bytes=max_request_bytes,
                     queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s,
-                    security=security, listeners=_for_node(listeners, i))
+                    security=security, listeners=_for_node(listeners, i),
+                    max_unauthenticated_bytes=max_unauthenticated_request_bytes,
+                    request_read_timeout_s=request_read_timeout_s,
+                    failed_authentication_delay_ms=failed_authentication_delay_ms,
+                    max_connections=max_connections, max_connections_per_ip=max_connections_per_ip,
+                    max_connections_per_ip_overrides=max_connections_per_ip_overrides)
             for i in range(nodes)}
         from kcodec.broker.coordinator.migration import check_policy
 

@@ -45,6 +45,7 @@ class ServerMechanism:
 
     def __init__(self) -> None:
         self.done = False
+        self.user: str | None = None        # the user name the client claimed, once read
         self.principal: str | None = None
         self.session_expires_at: float | None = None
 
@@ -85,6 +86,7 @@ class PlainServer(ServerMechanism):
             raise SaslAuthenticationFailed("PLAIN: malformed message (expected "
                                            "authzid NUL user NUL password)")
         authzid, user, password = parts
+        self.user = user
         if authzid and authzid != user:
             raise SaslAuthenticationFailed(f"PLAIN: user {user!r} may not act as {authzid!r}")
         if not self._check(user, password):
@@ -167,7 +169,7 @@ class ScramServer(ServerMechanism):
         a = _attrs(bare.encode(), "client-first message")
         if "n" not in a or "r" not in a or not a["r"]:
             raise SaslAuthenticationFailed(f"{self.name}: client-first message lacks n= or r=")
-        self._user = _unescape_name(a["n"])
+        self._user = self.user = _unescape_name(a["n"])
         # a Kafka extension (delegation tokens) may follow; unknown extensions are ignored
         cred = self._lookup(self._user)
         if cred is None:
