@@ -20,12 +20,15 @@ A re-authentication must keep the same principal and mechanism.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable
 
 from kcodec.broker.security.sasl import SaslAuthenticationFailed, ServerMechanism
 
 __all__ = ["SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS"]
+
+log = logging.getLogger("kcodec.broker.security")
 
 SASL_APIS = (17, 36)
 UNAUTHENTICATED_APIS = frozenset((18, 17, 36))
@@ -116,6 +119,14 @@ class SaslAuthenticator:
             self._mech = None
             self.failure = _who(self._pending_name, mech, str(exc))
             return self._fail(SASL_AUTHENTICATION_FAILED, str(exc))
+        except Exception:    # a bug in a mechanism or validator: refuse, keep the traceback
+            log.exception("kcodec broker: SASL mechanism %s failed", self._pending_name)
+            self.close_after = True
+            self._mech = None
+            self.failure = _who(self._pending_name, mech, "the mechanism failed (see above)")
+            return self._fail(SASL_AUTHENTICATION_FAILED,
+                              f"{self._pending_name}: the broker failed to check the "
+                              "credentials")
         if not mech.done:
             return {"error_code": NONE, "error_message": None, "auth_bytes": out,
                     "session_lifetime_ms": 0}
@@ -151,7 +162,8 @@ class SaslAuthenticator:
 def _who(mechanism: str | None, mech: ServerMechanism, why: str) -> str:
     """``mechanism M, user 'name': why`` for the log (the name as the client gave it,
     quoted so that control characters in it cannot forge log lines)."""
-    user = mech.user if mech.user is not None else "(not given)"
+    user = getattr(mech, "user", None)
+    user = "(not given)" if user is None else user
     return f"mechanism {mechanism}, user {user!r}: {why}"
 
 
