@@ -5,6 +5,11 @@ Per partition, under its lock: the leader check; a cheap header walk of the batc
 validates CRCs and sizes and assigns offsets in place); the producer state update; then the
 fetches waiting on the partition are woken. acks=0 gets no answer; acks=1 and acks=-1 (all)
 are the same on a single-replica log (the high watermark moves with the append).
+
+A batch that repeats one of the last five a producer wrote (same epoch, same first and last
+sequence: a retry after a lost answer) is not written again and is answered as Kafka answers
+it: NONE with the original batch's base offset (and its append time on a LogAppendTime
+topic), so the producer learns where its records are.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from kcodec.broker.network.channel import NO_RESPONSE
 from kcodec.broker.state import now_ms
 from kcodec.errors import KcodecError
 from kcodec.protocol import ErrorCode, ProduceResponse
+from kcodec.records import iter_batches
 
 __all__ = ["append_records"]
 
@@ -46,7 +52,8 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
             dup = part.producers.check(batches, fenced)
             if dup is not None:
                 return P.PartitionProduceResponse(
-                    index=index, error_code=ErrorCode.DUPLICATE_SEQUENCE_NUMBER, base_offset=dup,
+                    index=index, error_code=0, base_offset=dup,
+                    log_append_time_ms=_append_time(log, dup),
                     log_start_offset=log.log_start_offset)
             result = log.append(records, now_ms=now_ms(), leader_epoch=part.leader_epoch)
             part.producers.update(result.batches)
@@ -69,6 +76,19 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
     return P.PartitionProduceResponse(index=index, error_code=0, base_offset=result.base_offset,
                                       log_append_time_ms=result.log_append_time_ms,
                                       log_start_offset=log.log_start_offset)
+
+
+def _append_time(log: Any, offset: int) -> int:
+    """The append time the batch at ``offset`` got, on a LogAppendTime topic (its max
+    timestamp); -1 otherwise, or when the batch is gone (retention)."""
+    if not log.config.log_append_time:
+        return -1
+    try:
+        data = log.read(offset, 1, min_one=True)
+        batch = next(iter_batches(data, validate_crc=False), None)
+    except (LogError, KcodecError):
+        return -1
+    return -1 if batch is None else batch.max_timestamp
 
 
 def _failed(t: Any, code: int) -> Any:
