@@ -283,3 +283,31 @@ def test_pre_authentication_cap_closes_before_reading(declared):
         assert time.monotonic() - t < 1.5
         s.close()
         assert c.nodes[0].channel.queued_bytes == 0
+
+
+def test_one_request_cannot_ask_for_millions_of_partitions():
+    """Found by the broker fuzz target: a CreateTopics of 8,388,608 partitions made the
+    broker allocate until it stalled. Like Kafka's controller (10,000 records per operation),
+    such a request fails whole with POLICY_VIOLATION, at once."""
+    from kcodec.protocol import CreatePartitionsRequest, CreateTopicsRequest
+    from kcodec.protocol import ErrorCode as E
+
+    C = CreateTopicsRequest
+    with Cluster(1) as c, Raw(c.bootstrap) as raw:
+        t = time.monotonic()
+        r = raw.call(C(topics=[C.CreatableTopic(name="huge", num_partitions=1 << 23,
+                                                replication_factor=1)], timeout_ms=1000), 5)
+        assert r.topics[0].error_code == E.POLICY_VIOLATION
+        assert "excessively large" in r.topics[0].error_message
+        r = raw.call(C(topics=[C.CreatableTopic(name=f"big{i}", num_partitions=6000,
+                                                replication_factor=1) for i in range(2)],
+                       timeout_ms=1000), 5)
+        assert [x.error_code for x in r.topics] == [E.POLICY_VIOLATION] * 2
+        assert time.monotonic() - t < 2 and not c.state.topics
+        c.create_topic("small", 1)
+        P = CreatePartitionsRequest
+        r = raw.call(P(topics=[P.CreatePartitionsTopic(name="small", count=20_000)],
+                       timeout_ms=1000), 2)
+        assert r.results[0].error_code == E.POLICY_VIOLATION
+        assert len(c.state.topics["small"].partitions) == 1
+        assert probe(c.bootstrap) < 2

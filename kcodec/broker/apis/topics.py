@@ -1,4 +1,10 @@
-"""CreateTopics, DeleteTopics, CreatePartitions (single-replica partitions)."""
+"""CreateTopics, DeleteTopics, CreatePartitions (single-replica partitions).
+
+One CreateTopics or CreatePartitions request makes at most ``MAX_RECORDS_PER_REQUEST``
+topics and partitions together, as Kafka's controller bounds one operation to 10,000
+metadata records: a bigger one (one request asking for millions of partitions made the
+broker allocate until it stalled) fails whole with POLICY_VIOLATION.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,8 @@ from kcodec.protocol import (
 __all__ = ["create_topic"]
 
 E = ErrorCode
+MAX_RECORDS_PER_REQUEST = 10_000
+TOO_LARGE = "Unable to perform excessively large batch operation."
 
 
 def create_topic(cluster: Any, name: str, partitions: int, replication: int,
@@ -63,6 +71,14 @@ def create_topics(node: Any, req: Any) -> Any:
         allowed_names(node, req, Op.CREATE, RT.TOPIC, names)
     # the configs of a new topic are shown only to who may describe them
     shown = allowed_names(node, req, Op.DESCRIBE_CONFIGS, RT.TOPIC, names, log_denial=False)
+    default = node.cluster.state.num_partitions
+    records = sum(1 + (len(t.assignments) if t.assignments else
+                       t.num_partitions if t.num_partitions > 0 else default)
+                  for t in req.body.topics)
+    if records > MAX_RECORDS_PER_REQUEST:
+        return R(topics=[R.CreatableTopicResult(name=t.name, error_code=E.POLICY_VIOLATION,
+                                                error_message=TOO_LARGE)
+                         for t in req.body.topics])
     out = []
     for t in req.body.topics:
         if t.name not in creatable:
@@ -141,6 +157,14 @@ def create_partitions(node: Any, req: Any) -> Any:
     R = CreatePartitionsResponse
     state = node.cluster.state
     alterable = allowed_names(node, req, Op.ALTER, RT.TOPIC, (t.name for t in req.body.topics))
+    new = 0
+    for t in req.body.topics:
+        topic = state.topics.get(t.name)
+        new += max(0, t.count - (len(topic.partitions) if topic is not None else 0))
+    if new > MAX_RECORDS_PER_REQUEST:
+        return R(results=[R.CreatePartitionsTopicResult(name=t.name, error_code=E.POLICY_VIOLATION,
+                                                        error_message=TOO_LARGE)
+                          for t in req.body.topics])
     out = []
     for t in req.body.topics:
         topic = state.topics.get(t.name)
