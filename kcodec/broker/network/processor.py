@@ -43,6 +43,7 @@ _ids = itertools.count(1)
 
 ANONYMOUS = "User:ANONYMOUS"               # the principal of a connection nobody vouched for
 MAX_UNAUTHENTICATED_BYTES = 512 * 1024     # Kafka's sasl.server.max.receive.size default
+READ_PIECE = 1 << 20                       # a frame's body is read and booked in such pieces
 
 
 @dataclass
@@ -200,9 +201,10 @@ class Processor:
         conn.reading_since = time.monotonic()
         try:
             while got < size:
-                chunk = await reader.read(size - got)
-                if not chunk:
-                    raise asyncio.IncompleteReadError(b"", size - got)
+                # a piece of at most READ_PIECE, booked once it is all here: one await for
+                # a frame up to that size (readexactly grows one buffer), and what a
+                # connection holds unbooked is at most one piece
+                chunk = await reader.readexactly(min(size - got, READ_PIECE))
                 if not channel.book(len(chunk)):
                     # the budget is full of requests waiting for an answer: wait without
                     # reading more (the wait does not count against the read timeout)
