@@ -167,3 +167,17 @@ def test_bad_limits_are_refused_when_the_cluster_is_made():
         Cluster(1, max_connections_per_ip=0)
     with pytest.raises(ValueError, match="at least 1"):
         Cluster(1, max_connections=0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--super-users", "User:admin"], "need --authorizer"),
+    (["--allow-everyone-if-no-acl-found"], "need --authorizer"),
+    (["--max-connections-per-ip", "0"], "admits nobody"),
+    (["--max-connections-per-ip-overrides", "host:lots"], "not a whole number"),
+    (["--authorizer", "--super-users", "admin"], "Type:name"),
+])
+def test_broker_command_line_refuses_bad_limits_and_authorizer_options(argv, message, capsys):
+    from kcodec.cli import main
+
+    assert main(["broker", *argv]) == 2
+    assert message in capsys.readouterr().err
