@@ -311,3 +311,39 @@ def test_one_request_cannot_ask_for_millions_of_partitions():
         assert r.results[0].error_code == E.POLICY_VIOLATION
         assert len(c.state.topics["small"].partitions) == 1
         assert probe(c.bootstrap) < 2
+
+
+def test_a_pipelining_client_holds_one_frame_at_a_time():
+    """30 Produce requests of 1 MiB sent back to back (the answers not read meanwhile):
+    the broker reads the next request only after answering the last, so what is booked for
+    the connection stays about one frame, not 30 MiB (the kernel holds the rest)."""
+    from kcodec.protocol import ProduceRequest
+    from kcodec.records import RecordBatchBuilder
+
+    b = RecordBatchBuilder()
+    for _ in range(1000):
+        b.append(None, b"x" * 1024, [], int(time.time() * 1000))
+    P = ProduceRequest
+    frame = encode_request(P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
+        name="t", partition_data=[P.PartitionProduceData(index=0, records=b.build())])]), 9, 1)
+    with Cluster(1, max_request_bytes=4 << 20) as c:
+        c.create_topic("t", 1)
+        s = hog(c.bootstrap, len(frame) - 4, frame[4:])      # the first request, whole
+        peak = [0]
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], c.nodes[0].channel.queued_bytes)
+                time.sleep(0.001)
+        w = threading.Thread(target=watch, daemon=True)
+        w.start()
+        try:
+            s.sendall(frame * 29)
+            assert wait_for(lambda: c.state.topics["t"].partitions[0].log.log_end_offset
+                            == 30 * 1000, timeout=30)
+        finally:
+            done.set()
+            w.join(5)
+            s.close()
+        assert 0 < peak[0] <= 2 * len(frame), peak[0]
