@@ -257,6 +257,7 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "protocol": _protocol,
     "framing": _framing,
     "client": _client,
+    "broker": lambda: __import__("fuzz.broker_target", fromlist=["broker_seeds"]).broker_seeds(),
 }
 
 

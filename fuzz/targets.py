@@ -978,6 +978,8 @@ def target_client(data: bytes) -> None:
     same("client", a, b, data)
 
 
+from fuzz.broker_target import target_broker  # noqa: E402  (kcodec's broker over a socket)
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "varint": target_varint,
     "xerial": target_xerial,
@@ -994,6 +996,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "protocol": target_protocol,
     "framing": target_framing,
     "client": target_client,
+    "broker": target_broker,
 }
 
 

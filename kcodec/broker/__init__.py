@@ -11,7 +11,8 @@ protocol on real sockets, so any Kafka client works.
 
 Layout: ``network`` (acceptor, processors, request channel, handler pool), ``apis`` (one
 handler per API), ``log`` (partition logs of segments, recovery, retention),
-``coordinator`` (groups, producer ids, transactions), ``listeners``, ``hooks`` (test fault injection), ``cluster``
+``coordinator`` (groups, producer ids, transactions), ``authorizer`` (ACLs), ``security``
+(TLS, SASL), ``listeners``, ``hooks`` (test fault injection), ``cluster``
 (nodes and test controls), ``state`` (what the nodes share).
 """
 

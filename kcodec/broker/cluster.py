@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kcodec.broker.authorizer import AclStore, Authorizer
 from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
 from kcodec.broker.coordinator.group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.producers import ProducerIds
@@ -79,7 +80,14 @@ class Cluster:
                  listener_security_protocol_map: str | dict[str, str] | None = None,
                  advertised_listeners: str | None = None,
                  listener_security: dict[str, Any] | None = None,
-                 group_consumer_migration_policy: str = "bidirectional") -> None:
+                 group_consumer_migration_policy: str = "bidirectional",
+                 max_unauthenticated_request_bytes: int = 512 * 1024,
+                 request_read_timeout_s: float = 30.0,
+                 failed_authentication_delay_ms: int = 100,
+                 max_connections: int | None = None, max_connections_per_ip: int | None = None,
+                 max_connections_per_ip_overrides: str | dict[str, int] | None = None,
+                 authorizer: Any = None, super_users: Any = (),
+                 allow_everyone_if_no_acl_found: bool = False) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -101,6 +109,7 @@ class Cluster:
                                  f"{nodes} nodes the listeners' ports must be at least {nodes} "
                                  f"apart")
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        self.authorizer = _authorizer(authorizer, super_users, allow_everyone_if_no_acl_found)
         self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
                                   num_partitions=num_partitions,
                                   auto_create_topics=auto_create_topics)
@@ -109,7 +118,12 @@ class Cluster:
             i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
                     handlers=handlers, max_request_bytes=max_request_bytes,
                     queued_max_bytes=queued_max_bytes, idle_timeout_s=idle_timeout_s,
-                    security=security, listeners=_for_node(listeners, i))
+                    security=security, listeners=_for_node(listeners, i),
+                    max_unauthenticated_bytes=max_unauthenticated_request_bytes,
+                    request_read_timeout_s=request_read_timeout_s,
+                    failed_authentication_delay_ms=failed_authentication_delay_ms,
+                    max_connections=max_connections, max_connections_per_ip=max_connections_per_ip,
+                    max_connections_per_ip_overrides=max_connections_per_ip_overrides)
             for i in range(nodes)}
         from kcodec.broker.coordinator.migration import check_policy
 
@@ -146,6 +160,8 @@ class Cluster:
         self.consumer_groups.classic = self.groups
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
         try:
+            if self.authorizer is not None:   # its ACLs from the data dir, before any request
+                self.authorizer.open(None if self.data_dir is None else AclStore(self.data_dir))
             self.txns.recover()     # producer state and open transactions, from the data dir
             self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
             for n in self.nodes.values():
@@ -299,6 +315,27 @@ class Cluster:
         key = None if api is None else api_key_of(api)
         with self._rec_lock:
             return [r for r in self.requests if key is None or r.api_key == key]
+
+
+def _authorizer(value: Any, super_users: Any, allow_everyone: bool) -> Authorizer | None:
+    """The cluster's authorizer from its arguments: an Authorizer, True (a new one with
+    ``super_users`` and ``allow_everyone_if_no_acl_found``), or None/False (no
+    authorization: every request is allowed, as a Kafka broker without an authorizer)."""
+    if isinstance(value, Authorizer):
+        if super_users or allow_everyone:
+            raise ValueError("super_users and allow_everyone_if_no_acl_found belong to the "
+                             "Authorizer given; set them there")
+        return value
+    if value is None or value is False:
+        if super_users or allow_everyone:
+            raise ValueError("super_users and allow_everyone_if_no_acl_found need "
+                             "authorizer=True (or an Authorizer)")
+        return None
+    if value is True:
+        if isinstance(super_users, str):
+            super_users = super_users.split(";")    # Kafka's super.users: User:a;User:b
+        return Authorizer(super_users, allow_everyone)
+    raise TypeError(f"authorizer must be True, False, None or an Authorizer, not {value!r}")
 
 
 def _for_node(listeners: list[Listener] | None, index: int) -> list[Listener] | None:

@@ -10,6 +10,8 @@ from kcodec.broker.apis.fetch import FetchSessions
 from kcodec.broker.listeners import Listener
 from kcodec.broker.network import Acceptor, HandlerPool, Processor, RequestChannel
 from kcodec.broker.network.acceptor import listen
+from kcodec.broker.network.processor import MAX_UNAUTHENTICATED_BYTES
+from kcodec.broker.network.quotas import ConnectionQuotas
 
 __all__ = ["Node"]
 
@@ -18,7 +20,12 @@ class Node:
     def __init__(self, cluster: Any, node_id: int, host: str, port: int, *, processors: int = 2,
                  handlers: int = 4, max_request_bytes: int = 100 * 1024 * 1024,
                  queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
-                 security: Any = None, listeners: list[Listener] | None = None) -> None:
+                 security: Any = None, listeners: list[Listener] | None = None,
+                 max_unauthenticated_bytes: int = MAX_UNAUTHENTICATED_BYTES,
+                 request_read_timeout_s: float = 30.0,
+                 failed_authentication_delay_ms: int = 100,
+                 max_connections: int | None = None, max_connections_per_ip: int | None = None,
+                 max_connections_per_ip_overrides: Any = None) -> None:
         self.cluster = cluster
         self.id = node_id
         if not listeners:
@@ -32,6 +39,13 @@ class Node:
         self.max_request_bytes = max_request_bytes
         self.queued_max_bytes = queued_max_bytes
         self.idle_timeout_s = idle_timeout_s
+        self.max_unauthenticated_bytes = max_unauthenticated_bytes
+        self.request_read_timeout_s = request_read_timeout_s
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        self._quota_args = (max_connections, max_connections_per_ip,
+                            max_connections_per_ip_overrides)
+        ConnectionQuotas(*self._quota_args)          # check the settings now
+        self.quotas: ConnectionQuotas | None = None
         self.running = False
         self.fetch_sessions = FetchSessions()
         self._parts: tuple = ()
@@ -70,6 +84,7 @@ class Node:
         if self.running:
             return
         channel = RequestChannel(self.queued_max_bytes)
+        quotas = ConnectionQuotas(*self._quota_args)   # host names resolved at each start
         socks = []
         try:
             for ls in self.listeners:
@@ -84,10 +99,15 @@ class Node:
             self.bound[ls.name] = (self.bound[ls.name][0], sock.getsockname()[1])
             procs = [Processor(self.id, i, channel, max_request_bytes=self.max_request_bytes,
                                idle_timeout_s=self.idle_timeout_s, security=ls.security,
-                               listener=ls.name)
+                               listener=ls.name,
+                               max_unauthenticated_bytes=self.max_unauthenticated_bytes,
+                               read_timeout_s=self.request_read_timeout_s,
+                               failed_auth_delay_s=self.failed_authentication_delay_ms / 1000,
+                               on_close=quotas.release)
                      for i in range(self.n_processors)]
             all_procs += procs
-            acceptors.append(Acceptor(sock, procs, f"kcodec-broker-{self.id}-{ls.name}-acceptor"))
+            acceptors.append(Acceptor(sock, procs, f"kcodec-broker-{self.id}-{ls.name}-acceptor",
+                                      quotas))
         pool = HandlerPool(channel, lambda req: dispatch(self, req), self.n_handlers,
                            f"kcodec-broker-{self.id}")
         for p in all_procs:
@@ -96,6 +116,7 @@ class Node:
         for a in acceptors:
             a.start()
         self.channel = channel
+        self.quotas = quotas
         self._parts = (acceptors, all_procs, pool)
         self.fetch_sessions = FetchSessions()
         self.running = True

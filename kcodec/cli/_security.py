@@ -130,7 +130,9 @@ def broker_security(args: argparse.Namespace) -> Any:
         ListenerSecurity,
         PlainServer,
         ScramServer,
+        broker_secret,
         make_scram_credential,
+        scram_salt,
         server_context,
     )
 
@@ -157,13 +159,18 @@ def broker_security(args: argparse.Namespace) -> Any:
         except OSError as exc:
             raise ValueError(f"--sasl-users: cannot read {args.sasl_users!r}: "
                              f"{exc.strerror or exc}") from None
+        # salts (real users' and unknown names' fake ones) from one secret, kept in the data
+        # dir: restarts keep both or change both, so they never tell the names apart
+        secret = broker_secret(getattr(args, "data_dir", None))
         for mech in (m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()):
             if mech == "PLAIN":
                 plain = dict(users)
                 sasl[mech] = lambda plain=plain: PlainServer(plain)
             elif mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-                creds = {u: make_scram_credential(mech, p) for u, p in users.items()}
-                sasl[mech] = lambda mech=mech, creds=creds: ScramServer(mech, creds)
+                creds = {u: make_scram_credential(mech, p, salt=scram_salt(secret, mech, u))
+                         for u, p in users.items()}
+                sasl[mech] = lambda mech=mech, creds=creds: ScramServer(mech, creds,
+                                                                        secret=secret)
             else:
                 raise ValueError(f"--sasl-mechanisms: {mech!r} needs a token validator "
                                  "(OAUTHBEARER: use kcodec.broker.security from Python)")

@@ -5,6 +5,9 @@
     kcodec broker --nodes 3 --port 9092            # nodes on 9092, 9093, 9094
     kcodec broker --listeners PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094 \
         --ssl-certfile cert.pem --ssl-keyfile key.pem --sasl-users users.txt
+    kcodec broker --data-dir ./kdata --sasl-users users.txt --listeners SASL_PLAINTEXT://:9092 \
+        --authorizer --super-users 'User:admin'        # ACLs, kept in the data dir
+    kcodec broker --max-connections 1000 --max-connections-per-ip 50
 
 Prints the bootstrap address (``--json``: one JSON line) once it is serving; Ctrl-C or
 SIGTERM stops it cleanly (logs flushed, marked clean). A development broker, not a
@@ -56,6 +59,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=("bidirectional", "upgrade", "downgrade", "disabled"),
                         help="classic <-> consumer protocol group conversion (Kafka's "
                              "group.consumer.migration.policy; default bidirectional)")
+    g = parser.add_argument_group("authorization and limits")
+    g.add_argument("--authorizer", action="store_true",
+                   help="check every request against ACLs (Kafka's model; managed with any "
+                        "admin client's create/describe/delete ACLs, kept in --data-dir): "
+                        "without an ACL nothing is allowed but to super users")
+    g.add_argument("--super-users", metavar="LIST", default="",
+                   help="principals allowed everything, 'User:admin;User:ops' (Kafka's "
+                        "super.users); needs --authorizer")
+    g.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="with --authorizer, allow what no ACL names a resource for (Kafka's "
+                        "allow.everyone.if.no.acl.found; default: deny)")
+    g.add_argument("--max-connections", type=int, metavar="N",
+                   help="connections per node, every listener together (default: no limit)")
+    g.add_argument("--max-connections-per-ip", type=int, metavar="N",
+                   help="connections from one address (default: no limit; 0 with overrides: "
+                        "only the hosts named there)")
+    g.add_argument("--max-connections-per-ip-overrides", metavar="LIST",
+                   help="other limits for some hosts, 'host:N,10.0.0.7:200'")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
     from kcodec.cli._security import add_broker_security
@@ -82,9 +103,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--processors and --handlers must be at least 1")
     from kcodec.cli._security import broker_security
 
+    if (args.super_users.strip() or args.allow_everyone_if_no_acl_found) and not args.authorizer:
+        raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
     common = dict(data_dir=args.data_dir, processors=args.processors, handlers=args.handlers,
                   num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
-                  group_consumer_migration_policy=args.group_consumer_migration_policy)
+                  group_consumer_migration_policy=args.group_consumer_migration_policy,
+                  authorizer=args.authorizer,
+                  super_users=[u for u in args.super_users.split(";") if u.strip()],
+                  allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
+                  max_connections=args.max_connections,
+                  max_connections_per_ip=args.max_connections_per_ip,
+                  max_connections_per_ip_overrides=args.max_connections_per_ip_overrides)
     if args.listeners:
         if args.port or args.host != "127.0.0.1":
             raise UsageError("--listeners replaces --host and --port; give one or the other")

@@ -324,3 +324,18 @@ def test_nan_in_a_nested_struct_is_the_same_in_both_twins() -> None:
     other_nan = NAN_QUOTA[3:].replace(b"\xff" * 8, b"\x7f" + b"\xff" * 7)   # other bits
     assert canon(a) != canon(py.decode_struct(plan, other_nan, 0, True))
     TARGETS["protocol"](NAN_QUOTA)       # the whole target: decode, re-encode, decode again
+
+
+def test_broker_create_topics_with_millions_of_partitions_is_refused_at_once():
+    """The broker target's first finding: over PLAINTEXT, ListGroups then a CreateTopics v5
+    asking for 8,388,608 partitions of ``t-new``; the broker allocated until it stalled and
+    answered nothing for 8 s. Now POLICY_VIOLATION at once (kcodec.broker.apis.topics)."""
+    from fuzz.broker_target import shutdown, target_broker
+
+    try:
+        target_broker(bytes.fromhex(
+            "0000000010001000030000000d000466757a7a000000000025001300050000000e000466757a7a00"
+            "0206742d6e6577008000000001010100000003e800000000001f001600040000000f000466757a7a"
+            "00000000ea60ffffffffffffffffffff00"))
+    finally:
+        shutdown()

@@ -20,7 +20,7 @@ from tests.support import REPO
 # inputs per target (LogSegment writes temporary files: fewer)
 COUNTS = {"segment": 60, "dumplog": 20, "dumplogdir": 20, "sparklog": 20, "sparkkafka": 100,
           "columns": 250,
-          "protocol": 400}
+          "protocol": 400, "broker": 150}
 # targets over an optional dependency: the module they need
 NEEDS = {"sparklog": "pyspark", "sparkkafka": "pyspark"}
 DEFAULT_COUNT = 300
@@ -30,6 +30,15 @@ RANDOM_SEED = 20261121
 @pytest.fixture(scope="module")
 def seeds() -> dict[str, list[bytes]]:
     return {name: make() for name, make in SEEDS.items()}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_broker_target():
+    """The broker target runs a broker in this process: stop it after this module."""
+    yield
+    from fuzz.broker_target import shutdown
+
+    shutdown()
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from kcodec.broker.apis import (  # noqa: F401
+    acls,
     configs,
     consumer_groups,
     fetch,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.topics import KNOWN_CONFIGS
 from kcodec.broker.log import LogConfig, LogError
@@ -14,10 +15,24 @@ from kcodec.protocol import (
     ErrorCode,
     IncrementalAlterConfigsResponse,
 )
+from kcodec.protocol.acl import AclOperation
 
 __all__: list[str] = []
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
+
+
+def _denied(node: Any, req: Any, op: AclOperation, r: Any) -> int:
+    """0 if the request may ``op`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) the config resource
+    ``r``; else the error: a topic's configs need the operation on the topic, a group's on
+    the group, the broker's (and the others') on the cluster."""
+    if r.resource_type == TOPIC:
+        ok = allowed(node, req, op, RT.TOPIC, r.resource_name)
+        return 0 if ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if r.resource_type == GROUP:
+        ok = allowed(node, req, op, RT.GROUP, r.resource_name)
+        return 0 if ok else ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return 0 if cluster_allowed(node, req, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 DYNAMIC_TOPIC, DEFAULT = 1, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -28,6 +43,12 @@ def describe_configs(node: Any, req: Any) -> Any:
     state = node.cluster.state
     out = []
     for r in req.body.resources:
+        denied = _denied(node, req, Op.DESCRIBE_CONFIGS, r)
+        if denied:
+            out.append(D.DescribeConfigsResult(error_code=denied, error_message=None,
+                                               resource_type=r.resource_type,
+                                               resource_name=r.resource_name, configs=[]))
+            continue
         if r.resource_type == BROKER:
             out.append(D.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
                                                resource_name=r.resource_name, configs=[]))
@@ -72,7 +93,10 @@ def incremental_alter_configs(node: Any, req: Any) -> Any:
     for r in req.body.resources:
         code, msg = 0, None
         topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
-        if topic is None:
+        denied = _denied(node, req, Op.ALTER_CONFIGS, r)
+        if denied:
+            code, msg = denied, "ALTER_CONFIGS needed"
+        elif topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if r.resource_type == TOPIC else ErrorCode.INVALID_REQUEST
             msg = "only topic configs can be changed"
         else:
@@ -101,7 +125,10 @@ def alter_configs(node: Any, req: Any) -> Any:
         topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
         code: int
         msg: str | None
-        if topic is None:
+        denied = _denied(node, req, Op.ALTER_CONFIGS, r)
+        if denied:
+            code, msg = denied, "ALTER_CONFIGS needed"
+        elif topic is None:
             code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "only topic configs can be changed"
         else:
             code, msg = _apply(node, r.resource_name,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, operations
 from kcodec.broker.apis.registry import api
 from kcodec.errors import KcodecError
 from kcodec.protocol import (
@@ -56,6 +57,15 @@ def _classic_in_use(node: Any, group_id: str) -> bool:
 def consumer_group_heartbeat(node: Any, req: Any) -> Any:
     b = req.body
     coord = node.cluster.consumer_groups
+    if not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
+        return HB(error_code=E.GROUP_AUTHORIZATION_FAILED, member_epoch=b.member_epoch,
+                  heartbeat_interval_ms=0)
+    if b.subscribed_topic_names:
+        # Kafka: a member may subscribe only to topics it may describe
+        names = list(b.subscribed_topic_names)
+        if len(allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, names)) < len(set(names)):
+            return HB(error_code=E.TOPIC_AUTHORIZATION_FAILED, member_epoch=b.member_epoch,
+                      heartbeat_interval_ms=0)
     code = _not_coordinator(node, b.group_id)
     if not code and _classic_in_use(node, b.group_id) and (
             b.member_epoch != 0 or not coord.upgrade_classic(b.group_id)):
@@ -94,8 +104,10 @@ def _assignment(coord: Any, owned: dict) -> Any:
 def consumer_group_describe(node: Any, req: Any) -> Any:
     coord = node.cluster.consumer_groups
     out = []
+    with_ops = req.body.include_authorized_operations
     for gid in req.body.group_ids:
-        code = _not_coordinator(node, gid)
+        code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DESCRIBE, RT.GROUP, gid)
+                else _not_coordinator(node, gid))
         g = None if code else coord.describe(gid)
         if code or g is None:
             out.append(DESC.DescribedGroup(error_code=code or E.GROUP_ID_NOT_FOUND, group_id=gid,
@@ -113,6 +125,8 @@ def consumer_group_describe(node: Any, req: Any) -> Any:
                     assignment=_assignment(coord, m.assigned),
                     target_assignment=_assignment(coord, g.target.get(m.member_id, {})))
                     for m in g.members.values()]))
+        if with_ops:
+            out[-1].authorized_operations = operations(node, req, RT.GROUP, gid)
     return DESC(groups=out)
 
 

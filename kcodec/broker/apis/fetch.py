@@ -21,6 +21,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.log import LogError, down_convert, magic_for_fetch_version
 from kcodec.broker.purgatory import Delayed
@@ -111,14 +112,22 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
 
 
 def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]],
-              to_magic: int = 2) -> tuple[list, int, bool]:
-    """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, error)."""
+              to_magic: int = 2, denied: frozenset[str] = frozenset()) -> tuple[list, int, bool]:
+    """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, error).
+    Topics in ``denied`` (the principal may not READ them) are answered
+    TOPIC_AUTHORIZATION_FAILED, unread."""
     remaining = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
     out = []
     total = 0
     error = False
     read_committed = body.isolation_level == 1
     for topic, index, offset, pmax, epoch in wanted:
+        if topic in denied:
+            out.append((topic, F.PartitionData(
+                partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                high_watermark=-1, records=None)))
+            error = True
+            continue
         limit = max(0, min(pmax, remaining))
         pd = _read_partition(node, topic, index, offset, limit, epoch, read_committed,
                              min_one=total == 0, to_magic=to_magic)
@@ -162,6 +171,20 @@ class _DelayedFetch(Delayed):
         results, _, _ = _read_all(self.node, self.req.body, self.wanted,
                                   magic_for_fetch_version(self.req.api_version))
         self.complete(self.respond(results))
+
+
+def _denied(node: Any, req: Any, wanted: list) -> frozenset[str]:
+    """The topics of ``wanted`` this fetch may not read: a consumer needs READ on each; a
+    follower (a replica id) CLUSTER_ACTION on the cluster."""
+    if node.cluster.authorizer is None:
+        return frozenset()
+    body = req.body
+    replica = body.replica_id if req.api_version < 15 else (
+        body.replica_state.replica_id if body.replica_state is not None else -1)
+    topics = {w[0] for w in wanted}
+    if replica >= 0:
+        return frozenset() if cluster_allowed(node, req, Op.CLUSTER_ACTION) else frozenset(topics)
+    return frozenset(topics - allowed_names(node, req, Op.READ, RT.TOPIC, topics))
 
 
 @api(1, 0, 17)
@@ -240,6 +263,10 @@ def fetch(node: Any, req: Any) -> Any:
                         st[2], st[3] = pd.high_watermark, pd.log_start_offset
         return F(error_code=0, session_id=sid, responses=_group(results, id_of) + _unknown_ids(unknown))
 
+    denied = _denied(node, req, wanted)
+    if denied:     # answered at once (an error in the answer ends a long poll anyway)
+        results, _, _ = _read_all(node, body, wanted, magic_for_fetch_version(v), denied)
+        return respond(results)
     results, total, error = _read_all(node, body, wanted, magic_for_fetch_version(v))
     if total >= body.min_bytes or error or body.max_wait_ms <= 0 or not wanted or unknown:
         return respond(results)

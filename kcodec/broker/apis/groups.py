@@ -11,6 +11,7 @@ import concurrent.futures
 from typing import Any, Callable
 
 from kcodec.broker.apis import consumer_groups as kip848
+from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
 from kcodec.broker.apis.registry import api
 from kcodec.protocol import (
     DeleteGroupsResponse,
@@ -40,6 +41,12 @@ def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
     return out
 
 
+def _may_read(node: Any, req: Any, group_id: str) -> int:
+    """0, or GROUP_AUTHORIZATION_FAILED when the principal may not READ the group (what
+    joining, syncing, heart-beating, leaving and committing need)."""
+    return 0 if allowed(node, req, Op.READ, RT.GROUP, group_id) else E.GROUP_AUTHORIZATION_FAILED
+
+
 def _not_coordinator(node: Any, group_id: str) -> int:
     cid = node.cluster.coordinator_for(group_id)
     if cid is None:
@@ -56,6 +63,12 @@ def find_coordinator(node: Any, req: Any) -> Any:
     for key in keys:
         if body.key_type not in (0, 1):
             out.append((key, E.INVALID_REQUEST, -1, "", -1))
+            continue
+        if body.key_type == 0 and not allowed(node, req, Op.DESCRIBE, RT.GROUP, key):
+            out.append((key, E.GROUP_AUTHORIZATION_FAILED, -1, "", -1))
+            continue
+        if body.key_type == 1 and not allowed(node, req, Op.DESCRIBE, RT.TRANSACTIONAL_ID, key):
+            out.append((key, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1))
             continue
         cid = node.cluster.coordinator_for(key)
         target = node.cluster.nodes.get(cid) if cid is not None else None
@@ -75,7 +88,7 @@ def find_coordinator(node: Any, req: Any) -> Any:
 def join_group(node: Any, req: Any) -> Any:
     R = JoinGroupResponse
     b = req.body
-    code = _not_coordinator(node, b.group_id)
+    code = _may_read(node, req, b.group_id) or _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code, member_id=b.member_id, protocol_name="", leader="")
     mixed = kip848.mixed_join(node, req)   # a classic member of a consumer-protocol group
@@ -101,6 +114,8 @@ def join_group(node: Any, req: Any) -> Any:
 def sync_group(node: Any, req: Any) -> Any:
     R = SyncGroupResponse
     b = req.body
+    if _may_read(node, req, b.group_id):
+        return R(error_code=E.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     mixed = kip848.mixed_sync(node, req)
     if mixed is not None:
         return mixed
@@ -123,6 +138,8 @@ def sync_group(node: Any, req: Any) -> Any:
 @api(12, 0, 4)
 def heartbeat(node: Any, req: Any) -> Any:
     b = req.body
+    if _may_read(node, req, b.group_id):
+        return HeartbeatResponse(error_code=E.GROUP_AUTHORIZATION_FAILED)
     mixed = kip848.mixed_heartbeat(node, req)
     if mixed is not None:
         return mixed
@@ -137,6 +154,8 @@ def heartbeat(node: Any, req: Any) -> Any:
 def leave_group(node: Any, req: Any) -> Any:
     R = LeaveGroupResponse
     b = req.body
+    if _may_read(node, req, b.group_id):
+        return R(error_code=E.GROUP_AUTHORIZATION_FAILED)
     mixed = kip848.mixed_leave(node, req)
     if mixed is not None:
         return mixed
@@ -158,13 +177,14 @@ def leave_group(node: Any, req: Any) -> Any:
 def offset_commit(node: Any, req: Any) -> Any:
     R = OffsetCommitResponse
     b = req.body
-    code = _not_coordinator(node, b.group_id)
+    code = _may_read(node, req, b.group_id) or _not_coordinator(node, b.group_id)
     state = node.cluster.state
+    readable = allowed_names(node, req, Op.READ, RT.TOPIC, (t.name for t in b.topics))
     if not code:
         offsets = []
         for t in b.topics:
             for p in t.partitions:
-                if state.partition(t.name, p.partition_index) is not None:
+                if t.name in readable and state.partition(t.name, p.partition_index) is not None:
                     offsets.append((t.name, p.partition_index, p.committed_offset,
                                     p.committed_leader_epoch, p.committed_metadata))
         cgroups = node.cluster.consumer_groups
@@ -179,27 +199,40 @@ def offset_commit(node: Any, req: Any) -> Any:
     return R(topics=[R.OffsetCommitResponseTopic(name=t.name, partitions=[
         R.OffsetCommitResponsePartition(
             partition_index=p.partition_index,
-            error_code=code or (0 if state.partition(t.name, p.partition_index) is not None
+            error_code=code or (E.TOPIC_AUTHORIZATION_FAILED if t.name not in readable else
+                                0 if state.partition(t.name, p.partition_index) is not None
                                 else E.UNKNOWN_TOPIC_OR_PARTITION))
         for p in t.partitions]) for t in b.topics])
 
 
-def _fetch_offsets(node: Any, group_id: str, topics: Any, stable: bool = False) -> tuple[int, list]:
+def _fetch_offsets(node: Any, req: Any, group_id: str, topics: Any,
+                   stable: bool = False) -> tuple[int, list]:
     """``(error, [(topic, [(partition, offset, epoch, metadata, error)])])``; ``stable``
-    (require_stable): UNSTABLE_OFFSET_COMMIT for offsets waiting in an open transaction."""
-    code = _not_coordinator(node, group_id)
+    (require_stable): UNSTABLE_OFFSET_COMMIT for offsets waiting in an open transaction.
+    Topics the principal may not describe: TOPIC_AUTHORIZATION_FAILED when named, left out
+    when all are asked for."""
+    code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DESCRIBE, RT.GROUP, group_id)
+            else _not_coordinator(node, group_id))
     if code:
         return code, []
     committed = node.cluster.groups.committed(group_id)
+    every = topics is None
     if topics is None:
         names: dict[str, list[int]] = {}
         for (t, p) in sorted(committed):
             names.setdefault(t, []).append(p)
         topics = list(names.items())
+    visible = allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, (n for n, _ in topics),
+                            log_denial=not every)
     pending = node.cluster.txns.pending_offsets(group_id) if stable else set()
-    out = []
+    out: list[tuple[str, list[tuple[int, int, int, str, int]]]] = []
     for name, parts in topics:
         rows: list[tuple[int, int, int, str, int]] = []
+        if name not in visible:
+            if not every:
+                out.append((name, [(p, -1, -1, "", int(E.TOPIC_AUTHORIZATION_FAILED))
+                                   for p in parts]))
+            continue
         for p in parts:
             if (name, p) in pending:
                 rows.append((p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT))
@@ -216,7 +249,11 @@ def offset_fetch(node: Any, req: Any) -> Any:
     b = req.body
     if req.api_version < 8:
         topics = None if b.topics is None else [(t.name, list(t.partition_indexes)) for t in b.topics]
-        code, out = _fetch_offsets(node, b.group_id, topics, req.api_version >= 7 and b.require_stable)
+        code, out = _fetch_offsets(node, req, b.group_id, topics,
+                                   req.api_version >= 7 and b.require_stable)
+        if code and req.api_version < 2 and topics:
+            # v0-1 have no group error field: each partition asked for carries it
+            out = [(n, [(p, -1, -1, "", code) for p in parts]) for n, parts in topics]
         return R(error_code=code, topics=[R.OffsetFetchResponseTopic(name=n, partitions=[
             R.OffsetFetchResponsePartition(partition_index=p, committed_offset=o,
                                            committed_leader_epoch=e, metadata=m, error_code=c)
@@ -224,7 +261,7 @@ def offset_fetch(node: Any, req: Any) -> Any:
     groups = []
     for g in b.groups:
         topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-        code, out = _fetch_offsets(node, g.group_id, topics, b.require_stable)
+        code, out = _fetch_offsets(node, req, g.group_id, topics, b.require_stable)
         groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
             R.OffsetFetchResponseTopics(name=n, partitions=[
                 R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o,
@@ -237,12 +274,17 @@ def offset_fetch(node: Any, req: Any) -> Any:
 def offset_delete(node: Any, req: Any) -> Any:
     R = OffsetDeleteResponse
     b = req.body
-    code = _not_coordinator(node, b.group_id)
+    code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DELETE, RT.GROUP, b.group_id)
+            else _not_coordinator(node, b.group_id))
+    readable = allowed_names(node, req, Op.READ, RT.TOPIC, (t.name for t in b.topics))
     if not code:
         code = node.cluster.groups.delete_offsets(
-            b.group_id, [(t.name, p.partition_index) for t in b.topics for p in t.partitions])
+            b.group_id, [(t.name, p.partition_index) for t in b.topics for p in t.partitions
+                         if t.name in readable])
     return R(error_code=code, topics=[R.OffsetDeleteResponseTopic(name=t.name, partitions=[
-        R.OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=0)
+        R.OffsetDeleteResponsePartition(
+            partition_index=p.partition_index,
+            error_code=0 if t.name in readable else E.TOPIC_AUTHORIZATION_FAILED)
         for p in t.partitions]) for t in b.topics] if not code else [])
 
 
@@ -267,8 +309,10 @@ def describe_groups(node: Any, req: Any) -> Any:
     D = DescribeGroupsResponse
     coord = node.cluster.groups
     out = []
+    with_ops = req.api_version >= 3 and req.body.include_authorized_operations
     for gid in req.body.groups:
-        code = _not_coordinator(node, gid)
+        code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DESCRIBE, RT.GROUP, gid)
+                else _not_coordinator(node, gid))
         if code:
             out.append(D.DescribedGroup(error_code=code, group_id=gid, group_state="",
                                         protocol_type="", protocol_data=""))
@@ -291,6 +335,8 @@ def describe_groups(node: Any, req: Any) -> Any:
                     member_metadata=m.metadata(g.protocol_name) if stable else b"",
                     member_assignment=m.assignment if stable else b"")
                     for m in g.members.values()]))
+        if with_ops:
+            out[-1].authorized_operations = operations(node, req, RT.GROUP, gid)
     return D(groups=out)
 
 
@@ -314,6 +360,11 @@ def list_groups(node: Any, req: Any) -> Any:
             out.append(L.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
                                      group_state=g.state, group_type="classic"))
     out += kip848.listed_groups(node, states, types)
+    if not cluster_allowed(node, req, Op.DESCRIBE, log_denial=False):
+        # without DESCRIBE on the cluster: the groups the principal may describe
+        visible = allowed_names(node, req, Op.DESCRIBE, RT.GROUP, (g.group_id for g in out),
+                                log_denial=False)
+        out = [g for g in out if g.group_id in visible]
     return L(error_code=0, groups=out)
 
 
@@ -322,6 +373,7 @@ def delete_groups(node: Any, req: Any) -> Any:
     D = DeleteGroupsResponse
     out = []
     for gid in req.body.groups_names:
-        code = _not_coordinator(node, gid) or node.cluster.groups.delete_group(gid)
+        code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DELETE, RT.GROUP, gid)
+                else _not_coordinator(node, gid) or node.cluster.groups.delete_group(gid))
         out.append(D.DeletableGroupResult(group_id=gid, error_code=code))
     return D(results=out)

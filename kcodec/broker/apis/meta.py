@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import valid_topic_name
 from kcodec.protocol import (
@@ -12,6 +13,7 @@ from kcodec.protocol import (
     ErrorCode,
     MetadataResponse,
 )
+from kcodec.protocol.acl import CLUSTER_NAME
 
 __all__: list[str] = []
 
@@ -43,21 +45,44 @@ def metadata(node: Any, req: Any) -> Any:
     state = node.cluster.state
     body = req.body
     v = req.api_version
-    if body.topics is None or (v == 0 and not body.topics):
-        names = sorted(state.topics)
+    every = body.topics is None or (v == 0 and not body.topics)
+    by_id: dict[str, Any] = {}          # name -> the id it was asked by (v10+)
+    if every:
+        names: list[str | None] = sorted(state.topics)
     else:
         # v10+: a topic may be asked for by id alone (KIP-516; KIP-848 consumers do)
         ids = {t.topic_id: t.name for t in state.topics.values()} if v >= 10 else {}
-        names = [t.name if t.name is not None or v < 10 else ids.get(t.topic_id) for t in body.topics]
+        names = []
+        for t in body.topics:
+            name = t.name if t.name is not None or v < 10 else ids.get(t.topic_id)
+            if t.name is None and name is not None:
+                by_id[name] = t.topic_id
+            names.append(name)
+    # a topic the principal may not describe is left out of an all-topics answer, and is
+    # TOPIC_AUTHORIZATION_FAILED when asked for (by name: nothing said about whether it exists)
+    describable = allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, names, log_denial=not every)
     auto = state.auto_create_topics and (v < 4 or body.allow_auto_topic_creation)
+    with_ops = v >= 8 and body.include_topic_authorized_operations
     alive = node.cluster.alive_ids()
     topics = []
     for name in names:
         if name is None:
             topics.append(M.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None))
             continue
+        if name not in describable:
+            if not every:
+                topics.append(M.MetadataResponseTopic(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    name=None if name in by_id else name,
+                    topic_id=by_id.get(name, M.MetadataResponseTopic().topic_id)))
+            continue
         topic = state.topics.get(name)
         if topic is None and auto and valid_topic_name(name) is None:
+            if not (cluster_allowed(node, req, Op.CREATE, log_denial=False)
+                    or allowed(node, req, Op.CREATE, RT.TOPIC, name)):
+                topics.append(M.MetadataResponseTopic(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name))
+                continue
             with state.lock:
                 topic = state.topics.get(name) or state.create_topic(name, state.num_partitions)
         if topic is None:
@@ -73,17 +98,34 @@ def metadata(node: Any, req: Any) -> Any:
                 leader_id=p.leader if up else -1, leader_epoch=p.leader_epoch,
                 replica_nodes=[p.leader], isr_nodes=[p.leader] if up else [],
                 offline_replicas=[] if up else [p.leader]))
-        topics.append(M.MetadataResponseTopic(error_code=0, name=name, topic_id=topic.topic_id,
-                                              partitions=parts))
-    return M(brokers=[M.MetadataResponseBroker(node_id=i, host=h, port=port)
-                      for i, h, port in _brokers(node, req)],
-             cluster_id=state.cluster_id, controller_id=node.cluster.controller_id(),
-             topics=topics)
+        entry = M.MetadataResponseTopic(error_code=0, name=name, topic_id=topic.topic_id,
+                                        partitions=parts)
+        if with_ops:
+            entry.topic_authorized_operations = operations(node, req, RT.TOPIC, name)
+        topics.append(entry)
+    out = M(brokers=[M.MetadataResponseBroker(node_id=i, host=h, port=port)
+                     for i, h, port in _brokers(node, req)],
+            cluster_id=state.cluster_id, controller_id=node.cluster.controller_id(),
+            topics=topics)
+    if 8 <= v <= 10 and body.include_cluster_authorized_operations:
+        out.cluster_authorized_operations = _cluster_operations(node, req)
+    return out
+
+
+def _cluster_operations(node: Any, req: Any) -> int:
+    """What the principal may do to the cluster (0 without DESCRIBE on it, as Kafka)."""
+    if not cluster_allowed(node, req, Op.DESCRIBE, log_denial=False):
+        return 0
+    return operations(node, req, RT.CLUSTER, CLUSTER_NAME)
 
 
 @api(60, 0, 1)
 def describe_cluster(node: Any, req: Any) -> Any:
     D = DescribeClusterResponse
-    return D(error_code=0, cluster_id=node.cluster.state.cluster_id,
-             controller_id=node.cluster.controller_id(),
-             brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p) for i, h, p in _brokers(node, req)])
+    out = D(error_code=0, cluster_id=node.cluster.state.cluster_id,
+            controller_id=node.cluster.controller_id(),
+            brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p)
+                     for i, h, p in _brokers(node, req)])
+    if req.body.include_cluster_authorized_operations:
+        out.cluster_authorized_operations = _cluster_operations(node, req)
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import leader_error
 from kcodec.broker.log import LogError
@@ -52,19 +53,30 @@ def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int,
 @api(2, 0, 9)
 def list_offsets(node: Any, req: Any) -> Any:
     L = ListOffsetsResponse
+    R = L.ListOffsetsPartitionResponse
+    ok = allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, (t.name for t in req.body.topics))
     return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
         _list_one(node, t.name, p.partition_index, p.timestamp, p.current_leader_epoch,
                   req.api_version >= 2 and req.body.isolation_level == 1)
+        if t.name in ok else R(partition_index=p.partition_index,
+                               error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         for p in t.partitions]) for t in req.body.topics])
 
 
 @api(23, 0, 4)
 def offset_for_leader_epoch(node: Any, req: Any) -> Any:
     R = OffsetForLeaderEpochResponse
+    names = [t.topic for t in req.body.topics]
+    ok = set(names) if cluster_allowed(node, req, Op.CLUSTER_ACTION, log_denial=False) else \
+        allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, names)
     out = []
     for t in req.body.topics:
         parts = []
         for p in t.partitions:
+            if t.topic not in ok:
+                parts.append(R.EpochEndOffset(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                              partition=p.partition))
+                continue
             code, part = leader_error(node, t.topic, p.partition)
             if part is None:
                 parts.append(R.EpochEndOffset(error_code=code, partition=p.partition))
@@ -84,11 +96,14 @@ def offset_for_leader_epoch(node: Any, req: Any) -> Any:
 @api(21, 0, 2)
 def delete_records(node: Any, req: Any) -> Any:
     D = DeleteRecordsResponse
+    ok = allowed_names(node, req, Op.DELETE, RT.TOPIC, (t.name for t in req.body.topics))
     out = []
     for t in req.body.topics:
         parts = []
         for p in t.partitions:
             code, part = leader_error(node, t.name, p.partition_index)
+            if t.name not in ok:
+                code, part = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
             low = -1
             if part is not None:
                 try:

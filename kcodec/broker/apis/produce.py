@@ -5,20 +5,27 @@ Per partition, under its lock: the leader check; a cheap header walk of the batc
 validates CRCs and sizes and assigns offsets in place); the producer state update; then the
 fetches waiting on the partition are woken. acks=0 gets no answer; acks=1 and acks=-1 (all)
 are the same on a single-replica log (the high watermark moves with the append).
+
+A batch that repeats one of the last five a producer wrote (same epoch, same first and last
+sequence: a retry after a lost answer) is not written again and is answered as Kafka answers
+it: NONE with the original batch's base offset (and its append time on a LogAppendTime
+topic), so the producer learns where its records are.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import leader_error
 from kcodec.broker.coordinator.producers import SequenceError
 from kcodec.broker.log import LogError, peek_batches
-from kcodec.broker.network.channel import NO_RESPONSE
+from kcodec.broker.network.channel import CLOSE, NO_RESPONSE
 from kcodec.broker.state import now_ms
 from kcodec.errors import KcodecError
 from kcodec.protocol import ErrorCode, ProduceResponse
+from kcodec.records import iter_batches
 
 __all__ = ["append_records"]
 
@@ -46,7 +53,8 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
             dup = part.producers.check(batches, fenced)
             if dup is not None:
                 return P.PartitionProduceResponse(
-                    index=index, error_code=ErrorCode.DUPLICATE_SEQUENCE_NUMBER, base_offset=dup,
+                    index=index, error_code=0, base_offset=dup,
+                    log_append_time_ms=_append_time(log, dup),
                     log_start_offset=log.log_start_offset)
             result = log.append(records, now_ms=now_ms(), leader_epoch=part.leader_epoch)
             part.producers.update(result.batches)
@@ -71,10 +79,37 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
                                       log_start_offset=log.log_start_offset)
 
 
+def _append_time(log: Any, offset: int) -> int:
+    """The append time the batch at ``offset`` got, on a LogAppendTime topic (its max
+    timestamp); -1 otherwise, or when the batch is gone (retention)."""
+    if not log.config.log_append_time:
+        return -1
+    try:
+        data = log.read(offset, 1, min_one=True)
+        batch = next(iter_batches(data, validate_crc=False), None)
+    except (LogError, KcodecError):
+        return -1
+    return -1 if batch is None else batch.max_timestamp
+
+
 def _failed(t: Any, code: int) -> Any:
     return P.TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
         P.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1)
         for p in t.partition_data])
+
+
+def _transactional(body: Any) -> bool:
+    """Does any partition's first batch say it is transactional? (Broken framing is
+    answered per partition later.)"""
+    for t in body.topic_data:
+        for p in t.partition_data:
+            try:
+                batches = peek_batches(p.records) if p.records else []
+            except (LogError, KcodecError):
+                continue
+            if batches and batches[0].is_transactional:
+                return True
+    return False
 
 
 @api(0, 0, 13)
@@ -82,15 +117,36 @@ def produce(node: Any, req: Any) -> Any:
     body = req.body
     if body.acks not in (0, 1, -1):
         return P(responses=[_failed(t, ErrorCode.INVALID_REQUIRED_ACKS) for t in body.topic_data])
+    if node.cluster.authorizer is not None and _transactional(body) and (
+            body.transactional_id is None
+            or not allowed(node, req, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id)):
+        if body.acks == 0:
+            return CLOSE     # Kafka hangs up on an acks=0 producer whose write failed
+        return P(responses=[_failed(t, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                            for t in body.topic_data])
     names: dict[Any, str] = {}
     if req.api_version >= 13:      # topics named by id (KIP-516)
         names = {topic.topic_id: name for name, topic in list(node.cluster.state.topics.items())}
+
+    def name_of(t: Any) -> str | None:
+        return t.name if req.api_version < 13 else names.get(t.topic_id)
+    writable = allowed_names(node, req, Op.WRITE, RT.TOPIC, (name_of(t) for t in body.topic_data))
     out = []
+    refused = False
     for t in body.topic_data:
-        name = t.name if req.api_version < 13 else names.get(t.topic_id)
+        name = name_of(t)
         if name is None:
             out.append(_failed(t, ErrorCode.UNKNOWN_TOPIC_ID))
             continue
+        if name not in writable:
+            refused = True
+            failed = _failed(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            failed.name = name
+            out.append(failed)
+            continue
         out.append(P.TopicProduceResponse(name=name, topic_id=t.topic_id, partition_responses=[
             append_records(node, name, p.index, p.records) for p in t.partition_data]))
-    return NO_RESPONSE if body.acks == 0 else P(responses=out)
+    if body.acks == 0:
+        # nothing to answer; but one that may not write is told by a hang-up, as Kafka does
+        return CLOSE if refused else NO_RESPONSE
+    return P(responses=out)

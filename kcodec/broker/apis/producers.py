@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed, any_allowed, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.protocol import ErrorCode, InitProducerIdResponse
 
@@ -13,6 +14,17 @@ __all__: list[str] = []
 @api(22, 0, 5)
 def init_producer_id(node: Any, req: Any) -> Any:
     b = req.body
+    if b.transactional_id is not None and not allowed(node, req, Op.WRITE, RT.TRANSACTIONAL_ID,
+                                                      b.transactional_id):
+        return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                      producer_id=-1, producer_epoch=-1)
+    if b.transactional_id is None and not (
+            cluster_allowed(node, req, Op.IDEMPOTENT_WRITE, log_denial=False)
+            or any_allowed(node, req, Op.WRITE, RT.TOPIC)):
+        # an idempotent producer: IDEMPOTENT_WRITE on the cluster, or (KIP-679) WRITE on
+        # some topic
+        return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                      producer_id=-1, producer_epoch=-1)
     if b.transactional_id is not None:
         cid = node.cluster.coordinator_for(b.transactional_id)
         if cid != node.id:

@@ -1,9 +1,16 @@
-"""CreateTopics, DeleteTopics, CreatePartitions (single-replica partitions)."""
+"""CreateTopics, DeleteTopics, CreatePartitions (single-replica partitions).
+
+One CreateTopics or CreatePartitions request makes at most ``MAX_RECORDS_PER_REQUEST``
+topics and partitions together, as Kafka's controller bounds one operation to 10,000
+metadata records: a bigger one (one request asking for millions of partitions made the
+broker allocate until it stalled) fails whole with POLICY_VIOLATION.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import valid_topic_name
 from kcodec.broker.log import LogConfig, LogError
@@ -17,6 +24,8 @@ from kcodec.protocol import (
 __all__ = ["create_topic"]
 
 E = ErrorCode
+MAX_RECORDS_PER_REQUEST = 10_000
+TOO_LARGE = "Unable to perform excessively large batch operation."
 
 
 def create_topic(cluster: Any, name: str, partitions: int, replication: int,
@@ -57,8 +66,27 @@ KNOWN_CONFIGS = set(LogConfig().to_topic_configs()) | {"message.timestamp.differ
 @api(19, 0, 7)
 def create_topics(node: Any, req: Any) -> Any:
     R = CreateTopicsResponse
+    names = [t.name for t in req.body.topics]
+    creatable = set(names) if cluster_allowed(node, req, Op.CREATE, log_denial=False) else \
+        allowed_names(node, req, Op.CREATE, RT.TOPIC, names)
+    # the configs of a new topic are shown only to who may describe them
+    shown = allowed_names(node, req, Op.DESCRIBE_CONFIGS, RT.TOPIC, names, log_denial=False)
+    default = node.cluster.state.num_partitions
+    records = sum(1 + (len(t.assignments) if t.assignments else
+                       t.num_partitions if t.num_partitions > 0 else default)
+                  for t in req.body.topics)
+    if records > MAX_RECORDS_PER_REQUEST:
+        return R(topics=[R.CreatableTopicResult(name=t.name, error_code=E.POLICY_VIOLATION,
+                                                error_message=TOO_LARGE)
+                         for t in req.body.topics])
     out = []
     for t in req.body.topics:
+        if t.name not in creatable:
+            out.append(R.CreatableTopicResult(
+                name=t.name, error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                error_message="Authorization failed: CREATE on the cluster or the topic needed",
+                topic_config_error_code=0 if t.name in shown else E.TOPIC_AUTHORIZATION_FAILED))
+            continue
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         partitions, rf = t.num_partitions, t.replication_factor
         leaders = None
@@ -70,11 +98,13 @@ def create_topics(node: Any, req: Any) -> Any:
                                  req.body.validate_only)
         topic = node.cluster.state.topics.get(t.name)
         res = R.CreatableTopicResult(name=t.name, error_code=code, error_message=msg)
+        if t.name not in shown:
+            res.topic_config_error_code = E.TOPIC_AUTHORIZATION_FAILED
         if code == 0 and topic is not None:
             res.topic_id = topic.topic_id
             res.num_partitions = len(topic.partitions)
             res.replication_factor = 1
-            res.configs = [R.CreatableTopicConfigs(name=k, value=v, read_only=False,
+            res.configs = [] if t.name not in shown else [R.CreatableTopicConfigs(name=k, value=v, read_only=False,
                                                    config_source=1 if k in topic.configs else 5,
                                                    is_sensitive=False)
                            for k, v in sorted(topic.log_config().to_topic_configs().items())]
@@ -86,18 +116,33 @@ def create_topics(node: Any, req: Any) -> Any:
 def delete_topics(node: Any, req: Any) -> Any:
     R = DeleteTopicsResponse
     state = node.cluster.state
+    by_id: set[str] = set()              # names found from the ids asked for
     if req.api_version >= 6:
         names = []
         for t in req.body.topics:
             if t.name is None:
                 found = [x.name for x in state.topics.values() if x.topic_id == t.topic_id]
                 names.append(found[0] if found else None)
+                by_id.update(found[:1])
             else:
                 names.append(t.name)
     else:
         names = list(req.body.topic_names)
+    describable = allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, by_id, log_denial=False)
+    deletable = allowed_names(node, req, Op.DELETE, RT.TOPIC, names)
     out = []
     for name in names:
+        if name in by_id and name not in describable:
+            # asked by id and not to be described: the name stays unsaid
+            topic = state.topics.get(name)
+            out.append(R.DeletableTopicResult(name=None, topic_id=topic.topic_id if topic else
+                                              R.DeletableTopicResult().topic_id,
+                                              error_code=E.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        if name is not None and name not in deletable:
+            out.append(R.DeletableTopicResult(name=name, error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                                              error_message="DELETE on the topic needed"))
+            continue
         topic = state.topics.get(name) if name is not None else None
         if topic is None:
             out.append(R.DeletableTopicResult(name=name, error_code=E.UNKNOWN_TOPIC_OR_PARTITION))
@@ -111,11 +156,22 @@ def delete_topics(node: Any, req: Any) -> Any:
 def create_partitions(node: Any, req: Any) -> Any:
     R = CreatePartitionsResponse
     state = node.cluster.state
+    alterable = allowed_names(node, req, Op.ALTER, RT.TOPIC, (t.name for t in req.body.topics))
+    new = 0
+    for t in req.body.topics:
+        topic = state.topics.get(t.name)
+        new += max(0, t.count - (len(topic.partitions) if topic is not None else 0))
+    if new > MAX_RECORDS_PER_REQUEST:
+        return R(results=[R.CreatePartitionsTopicResult(name=t.name, error_code=E.POLICY_VIOLATION,
+                                                        error_message=TOO_LARGE)
+                          for t in req.body.topics])
     out = []
     for t in req.body.topics:
         topic = state.topics.get(t.name)
         code, msg = 0, None
-        if topic is None:
+        if t.name not in alterable:
+            code, msg = E.TOPIC_AUTHORIZATION_FAILED, "ALTER on the topic needed"
+        elif topic is None:
             code, msg = E.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {t.name!r}"
         elif t.count <= len(topic.partitions):
             code, msg = E.INVALID_PARTITIONS, (f"topic {t.name!r} has {len(topic.partitions)} "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import leader_error
 from kcodec.broker.coordinator.txn import write_marker
@@ -41,6 +42,12 @@ def _not_coordinator(node: Any, key: str) -> int:
     return 0 if cid == node.id else E.NOT_COORDINATOR
 
 
+def _may_write(node: Any, req: Any, transactional_id: str) -> int:
+    """0, or TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the transactional id."""
+    ok = allowed(node, req, Op.WRITE, RT.TRANSACTIONAL_ID, transactional_id)
+    return 0 if ok else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
 def _fenced(code: int, version: int, first_fenced_version: int) -> int:
     """PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for older request versions, as in Kafka."""
     if code == E.PRODUCER_FENCED and version < first_fenced_version:
@@ -53,9 +60,15 @@ def add_partitions_to_txn(node: Any, req: Any) -> Any:
     R = AddPartitionsToTxnResponse
     b = req.body
     wanted = [(t.name, p) for t in b.v3_and_below_topics for p in t.partitions]
-    code = _not_coordinator(node, b.v3_and_below_transactional_id)
+    code = (_may_write(node, req, b.v3_and_below_transactional_id)
+            or _not_coordinator(node, b.v3_and_below_transactional_id))
+    writable = allowed_names(node, req, Op.WRITE, RT.TOPIC, (t for t, _ in wanted))
     if code:
         results = {tp: code for tp in wanted}
+    elif any(t not in writable for t, _ in wanted):
+        # nothing is added: the topics it may not write say so, the others were not tried
+        results = {(t, p): E.TOPIC_AUTHORIZATION_FAILED if t not in writable
+                   else E.OPERATION_NOT_ATTEMPTED for t, p in wanted}
     else:
         results = node.cluster.txns.add_partitions(
             b.v3_and_below_transactional_id, b.v3_and_below_producer_id,
@@ -70,7 +83,10 @@ def add_partitions_to_txn(node: Any, req: Any) -> Any:
 @api(25, 0, 3)
 def add_offsets_to_txn(node: Any, req: Any) -> Any:
     b = req.body
-    code = _not_coordinator(node, b.transactional_id)
+    code = _may_write(node, req, b.transactional_id)
+    if not code and not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
+        code = E.GROUP_AUTHORIZATION_FAILED
+    code = code or _not_coordinator(node, b.transactional_id)
     if not code:
         code = node.cluster.txns.add_offsets(b.transactional_id, b.producer_id,
                                              b.producer_epoch, b.group_id)
@@ -80,7 +96,7 @@ def add_offsets_to_txn(node: Any, req: Any) -> Any:
 @api(26, 0, 3)
 def end_txn(node: Any, req: Any) -> Any:
     b = req.body
-    code = _not_coordinator(node, b.transactional_id)
+    code = _may_write(node, req, b.transactional_id) or _not_coordinator(node, b.transactional_id)
     if not code:
         code = node.cluster.txns.end(b.transactional_id, b.producer_id, b.producer_epoch,
                                      bool(b.committed))
@@ -92,11 +108,15 @@ def txn_offset_commit(node: Any, req: Any) -> Any:
     R = TxnOffsetCommitResponse
     b = req.body
     state = node.cluster.state
-    code = _not_coordinator(node, b.group_id)
+    code = _may_write(node, req, b.transactional_id)
+    if not code and not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
+        code = E.GROUP_AUTHORIZATION_FAILED
+    code = code or _not_coordinator(node, b.group_id)
+    readable = allowed_names(node, req, Op.READ, RT.TOPIC, (t.name for t in b.topics))
     offsets = [(t.name, p.partition_index, p.committed_offset,
                 p.committed_leader_epoch if req.api_version >= 2 else -1, p.committed_metadata)
                for t in b.topics for p in t.partitions
-               if state.partition(t.name, p.partition_index) is not None]
+               if t.name in readable and state.partition(t.name, p.partition_index) is not None]
     if not code:
         code = node.cluster.txns.txn_offset_commit(b.transactional_id, b.group_id,
                                                    b.producer_id, b.producer_epoch, offsets)
@@ -104,7 +124,8 @@ def txn_offset_commit(node: Any, req: Any) -> Any:
     return R(topics=[R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
         R.TxnOffsetCommitResponsePartition(
             partition_index=p.partition_index,
-            error_code=code or (0 if state.partition(t.name, p.partition_index) is not None
+            error_code=code or (E.TOPIC_AUTHORIZATION_FAILED if t.name not in readable else
+                                0 if state.partition(t.name, p.partition_index) is not None
                                 else E.UNKNOWN_TOPIC_OR_PARTITION))
         for p in t.partitions]) for t in b.topics])
 
@@ -112,6 +133,7 @@ def txn_offset_commit(node: Any, req: Any) -> Any:
 @api(27, 1, 2)
 def write_txn_markers(node: Any, req: Any) -> Any:
     R = WriteTxnMarkersResponse
+    may = cluster_allowed(node, req, Op.CLUSTER_ACTION)
     out = []
     for m in req.body.markers:
         topics = []
@@ -119,6 +141,8 @@ def write_txn_markers(node: Any, req: Any) -> Any:
             parts = []
             for index in t.partition_indexes:
                 code, part = leader_error(node, t.name, index)
+                if not may:
+                    code, part = E.CLUSTER_AUTHORIZATION_FAILED, None
                 if part is not None:
                     code = write_marker(node.cluster, t.name, index, m.producer_id,
                                         m.producer_epoch, bool(m.transaction_result))

@@ -9,7 +9,8 @@ Before an append, ``check(batches)`` finds, for each batch of an idempotent prod
 
 * epoch older than the known one: INVALID_PRODUCER_EPOCH (the producer was fenced);
 * a batch equal to one of the last five written (same first and last sequence): a duplicate
-  -- DUPLICATE_SEQUENCE_NUMBER with the offset it was written at, nothing appended;
+  -- nothing appended, and the offset it was written at returned (the Produce handler then
+  answers NONE with it, as Kafka does);
 * a first sequence other than last sequence + 1 (or 0 after an epoch bump):
   OUT_OF_ORDER_SEQUENCE_NUMBER.
 

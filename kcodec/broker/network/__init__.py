@@ -9,8 +9,9 @@
 * :mod:`.processor`: each processor is a thread with its own asyncio loop that owns its
   connections: it reads size-prefixed frames, parses the request header, and writes the
   answers back in request order (one request per connection is processed at a time);
-* :mod:`.channel`: the queue between processors and handlers, with a global limit on the
-  bytes of queued requests;
+* :mod:`.channel`: the queue between processors and handlers, with a global budget of
+  request bytes, booked as they arrive;
+* :mod:`.quotas`: connection limits per node and per client address;
 * :mod:`.handlers`: the pool of threads that run the API handlers.
 """
 

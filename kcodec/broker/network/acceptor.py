@@ -8,6 +8,10 @@ while the kernel went on completing handshakes into the listen backlog, and clie
 broker that accepted connections and never answered. A failed ``accept`` (out of
 descriptors: EMFILE, ENFILE; out of buffers) is logged and retried after a short pause, as
 Kafka's acceptor does; only ``stop()`` ends the thread, and any other end is logged.
+
+Each accepted connection is counted against the node's connection limits
+(:class:`~kcodec.broker.network.quotas.ConnectionQuotas`); one past a limit is closed at
+once and the refusal logged.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import socket
 import threading
 
 from kcodec.broker.network.processor import Processor
+from kcodec.broker.network.quotas import ConnectionQuotas
 
 __all__ = ["Acceptor", "listen"]
 
@@ -63,9 +68,11 @@ def listen(host: str, port: int, what: str = "") -> socket.socket:
 
 
 class Acceptor:
-    def __init__(self, sock: socket.socket, processors: list[Processor], name: str) -> None:
+    def __init__(self, sock: socket.socket, processors: list[Processor], name: str,
+                 quotas: ConnectionQuotas | None = None) -> None:
         self.sock = sock
         self.processors = processors
+        self.quotas = quotas
         self._next = 0
         self._starved = False               # accept() is failing for want of descriptors
         self._stop = threading.Event()
@@ -99,7 +106,7 @@ class Acceptor:
         """Accept every connection waiting in the backlog (the socket is non-blocking)."""
         while not self._stop.is_set():
             try:
-                conn, _addr = self.sock.accept()
+                conn, addr = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except ConnectionAbortedError:     # the client gave up while it waited
@@ -117,15 +124,38 @@ class Acceptor:
             if self._starved:
                 self._starved = False
                 log.info("kcodec broker: accepting connections on %s again", self._where())
+            host = str(addr[0]) if isinstance(addr, tuple) and addr else "?"
+            quotas = self.quotas
+            if quotas is not None:
+                why = quotas.admit(host)
+                if why is not None:
+                    self._refuse(quotas, conn, host, addr, why)
+                    continue
             try:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 conn.setblocking(False)
             except OSError:                    # reset before we looked at it
                 conn.close()
+                if quotas is not None:
+                    quotas.release(host)
                 continue
             proc = self.processors[self._next % len(self.processors)]
             self._next += 1
-            proc.assign(conn)
+            proc.assign(conn, host)
+
+    def _refuse(self, quotas: ConnectionQuotas, conn: socket.socket, host: str, addr: object,
+                why: str) -> None:
+        """Close a connection past a limit at once (the client sees it closed), and log it."""
+        try:
+            conn.close()
+        except OSError:
+            pass
+        count = quotas.should_log(host)
+        if count is not None:
+            port = addr[1] if isinstance(addr, tuple) and len(addr) > 1 else "?"
+            more = f" ({count} refused from {host} since the last such line)" if count > 1 else ""
+            log.warning("kcodec broker: refused a connection from %s:%s on %s: %s%s", host,
+                        port, self._where(), why, more)
 
     def _where(self) -> str:
         try:

@@ -1,13 +1,19 @@
 """The request channel: the queue between the processors and the handler pool.
 
-A processor books a frame's bytes (``reserve``) before reading it, puts the :class:`Request`
-(the raw frame, its parsed header fields and the connection it came from) and awaits
-``request.future``; a handler thread takes it, runs the API and sets the future to the
-response bytes, :data:`NO_RESPONSE` (acks=0 produce) or :data:`CLOSE` (drop the
-connection); the processor then gives the bytes back (``release``). So the channel counts the
-bytes of requests read and not yet answered, and a processor waits before reading more while
-the global limit would be exceeded (Kafka's ``queued.max.request.bytes``); one request is
-always let through.
+A processor books the bytes of a frame as they arrive (``book``), never the size the client
+declared: a client that announces 100 MiB and sends nothing books nothing, so it cannot make
+other connections wait. With the frame complete it puts the :class:`Request` (the raw frame,
+its parsed header fields and the connection it came from) and awaits ``request.future``; a
+handler thread takes it, runs the API and sets the future to the response bytes,
+:data:`NO_RESPONSE` (acks=0 produce) or :data:`CLOSE` (drop the connection); the processor
+then gives the bytes back (``done``).
+
+So the channel counts the bytes of requests being read or read and not yet answered, and a
+processor stops reading (the kernel's socket buffers then hold the rest: TCP backpressure)
+while complete requests waiting for an answer fill the budget (Kafka's
+``queued.max.request.bytes``). While no complete request waits, bytes are always granted:
+nothing else would ever free the budget, and a frame stalled half-way (its sender is closed at
+the processor's read timeout) must not hold up the others.
 """
 
 from __future__ import annotations
@@ -50,26 +56,35 @@ class RequestChannel:
         self.max_queued_bytes = max_queued_bytes
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._lock = threading.Lock()
-        self.queued_bytes = 0
+        self.queued_bytes = 0          # booked: frames being read, queued or being handled
+        self.pending = 0               # complete requests queued or being handled
 
-    def reserve(self, size: int) -> bool:
-        """Book ``size`` bytes for a request about to be read, if the budget allows (one
-        request always may): a processor reads a frame's body only after this, so the
-        budget bounds the memory of requests read but not yet handled."""
+    def book(self, size: int) -> bool:
+        """Book ``size`` bytes that arrived for a frame, if the budget allows: it has room,
+        or no complete request is waiting (then waiting would free nothing)."""
         with self._lock:
-            if self.queued_bytes == 0 or self.queued_bytes + size <= self.max_queued_bytes:
+            if self.pending == 0 or self.queued_bytes + size <= self.max_queued_bytes:
                 self.queued_bytes += size
                 return True
             return False
 
     def release(self, size: int) -> None:
-        """Give back a booking: the request was answered (or never queued)."""
+        """Give back bytes booked for a frame that will not be queued (the connection went,
+        or the frame was answered without the handlers)."""
         with self._lock:
             self.queued_bytes -= size
 
     def put(self, request: Request) -> None:
-        """Queue a request whose bytes were booked with ``reserve``."""
+        """Queue a complete request whose bytes were booked with ``book``."""
+        with self._lock:
+            self.pending += 1
         self._queue.put(request)
+
+    def done(self, request: Request) -> None:
+        """The request was answered (or its connection went): its bytes are free."""
+        with self._lock:
+            self.pending -= 1
+            self.queued_bytes -= request.size
 
     def take(self, timeout: float | None = None) -> Request | None:
         """The next request, or None when the channel is shut down."""

@@ -1,15 +1,25 @@
 """A processor: one thread, one asyncio loop, the connections the acceptor gave it.
 
 Per connection it loops: read ``int32 size``; check the size against the frame limit (a bigger
-or negative size closes the connection before anything is allocated); wait while the request
-channel's byte budget has no room for the frame; read it; parse the three fixed header fields
-(api key, version, correlation id); queue the request; await its answer; write it. Reading the
-next request only after the previous one is answered keeps responses in request order and at
-most one request per connection in flight, as Kafka's broker does (it mutes the channel).
+or negative size closes the connection before anything is allocated): ``max_request_bytes``
+(Kafka's ``socket.request.max.bytes``), and before a SASL connection has authenticated
+``max_unauthenticated_bytes`` (Kafka's ``sasl.server.max.receive.size``, 512 KiB); read the
+body, booking its bytes against the request channel's budget as they arrive (never the size
+the client declared, so a client that announces a large frame and stalls holds up nobody);
+parse the three fixed header fields (api key, version, correlation id); queue the request;
+await its answer; write it. Reading the next request only after the previous one is answered
+keeps responses in request order and at most one request per connection in flight, as Kafka's
+broker does (it mutes the channel): a connection holds at most one frame in memory.
+
+A body must arrive within ``read_timeout_s`` of its size (time spent waiting for the budget
+not counted), else the connection is closed; the sweep that closes idle connections checks it
+about once a second.
 
 Each connection has a :class:`ConnectionState` that handlers can read and extend (the client
-address, an ``authenticated`` flag and free-form ``attrs``: an authentication step before
-dispatch hangs off this).
+address, the principal, an ``authenticated`` flag and free-form ``attrs``). A failed SASL
+authentication is logged (peer, listener, mechanism, user name; never a secret) and answered
+only after ``failed_auth_delay_s`` (Kafka's ``connection.failed.authentication.delay.ms``),
+without blocking the processor's other connections.
 """
 
 from __future__ import annotations
@@ -21,14 +31,19 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request, RequestChannel
 
-__all__ = ["Processor", "ConnectionState"]
+__all__ = ["Processor", "ConnectionState", "ANONYMOUS", "MAX_UNAUTHENTICATED_BYTES"]
 
 log = logging.getLogger("kcodec.broker")
+security_log = logging.getLogger("kcodec.broker.security")
 _ids = itertools.count(1)
+
+ANONYMOUS = "User:ANONYMOUS"               # the principal of a connection nobody vouched for
+MAX_UNAUTHENTICATED_BYTES = 512 * 1024     # Kafka's sasl.server.max.receive.size default
+READ_PIECE = 1 << 20                       # a frame's body is read and booked in such pieces
 
 
 @dataclass
@@ -37,7 +52,7 @@ class ConnectionState:
 
     id: int
     node_id: int
-    peer: str
+    peer: str                           # "host:port" of the client
     listener: str | None = None         # the listener (name) the connection came through
     authenticated: bool = True          # no authentication yet: every connection is trusted
     client_id: str | None = None
@@ -46,6 +61,9 @@ class ConnectionState:
     busy: bool = False                 # a request is being processed
     attrs: dict[str, Any] = field(default_factory=dict)
     writer: Any = None
+    host: str = ""                     # the client's address (what ACL hosts match)
+    principal: str = ANONYMOUS         # "User:alice" once SASL or a TLS certificate says so
+    reading_since: float | None = None  # monotonic time a frame's size arrived, until its body
 
     def close(self) -> None:
         w = self.writer
@@ -56,14 +74,21 @@ class ConnectionState:
 class Processor:
     def __init__(self, node_id: int, index: int, channel: RequestChannel, *,
                  max_request_bytes: int, idle_timeout_s: float, security: Any = None,
-                 listener: str | None = None) -> None:
+                 listener: str | None = None,
+                 max_unauthenticated_bytes: int = MAX_UNAUTHENTICATED_BYTES,
+                 read_timeout_s: float = 30.0, failed_auth_delay_s: float = 0.1,
+                 on_close: Callable[[str], None] | None = None) -> None:
         self.node_id = node_id
         self.security = security
         self.listener = listener
         self.index = index
         self.channel = channel
         self.max_request_bytes = max_request_bytes
+        self.max_unauthenticated_bytes = max_unauthenticated_bytes
         self.idle_timeout_s = idle_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self.failed_auth_delay_s = failed_auth_delay_s
+        self.on_close = on_close            # told each connection's host when it ends
         self.connections: dict[int, ConnectionState] = {}
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name=f"kcodec-broker-{node_id}-proc-{index}",
@@ -85,20 +110,26 @@ class Processor:
         self.loop.close()
 
     def _sweep(self) -> None:
-        """Close connections idle (no request, no answer pending) for idle_timeout_s."""
+        """Close connections idle (no request, no answer pending) for idle_timeout_s, and
+        those whose frame has not arrived read_timeout_s after its size."""
         now = time.monotonic()
         for c in list(self.connections.values()):
-            if not c.busy and now - c.last_active > self.idle_timeout_s:
+            if c.reading_since is not None and now - c.reading_since > self.read_timeout_s:
+                log.info("kcodec broker: closing %s on %s: a request's body did not arrive "
+                         "within %.0f s of its size", c.peer, c.listener, self.read_timeout_s)
+                c.close()
+            elif not c.busy and now - c.last_active > self.idle_timeout_s:
                 log.info("kcodec broker: closing idle connection %s", c.peer)
                 c.close()
-        self.loop.call_later(min(1.0, self.idle_timeout_s / 2), self._sweep)
+        self.loop.call_later(min(1.0, self.idle_timeout_s / 2, self.read_timeout_s / 2),
+                             self._sweep)
 
-    def assign(self, sock: socket.socket) -> None:
+    def assign(self, sock: socket.socket, host: str = "") -> None:
         """Called by the acceptor thread: take over a connected socket."""
-        self.loop.call_soon_threadsafe(self._spawn, sock)
+        self.loop.call_soon_threadsafe(self._spawn, sock, host)
 
-    def _spawn(self, sock: socket.socket) -> None:
-        task = self.loop.create_task(self._serve(sock))
+    def _spawn(self, sock: socket.socket, host: str = "") -> None:
+        task = self.loop.create_task(self._serve(sock, host))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -114,7 +145,14 @@ class Processor:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
 
-    async def _serve(self, sock: socket.socket) -> None:
+    async def _serve(self, sock: socket.socket, host: str = "") -> None:
+        try:
+            await self._serve_connection(sock)
+        finally:
+            if self.on_close is not None:
+                self.on_close(host)
+
+    async def _serve_connection(self, sock: socket.socket) -> None:
         sec = self.security
         try:
             if sec is not None and sec.ssl_context is not None:
@@ -125,11 +163,17 @@ class Processor:
             sock.close()
             return
         try:
-            peer = "{}:{}".format(*writer.get_extra_info("peername")[:2])
+            addr = writer.get_extra_info("peername")[:2]
+            peer = "{}:{}".format(*addr)
         except Exception:
-            peer = "?"
+            addr, peer = ("?", 0), "?"
         conn = ConnectionState(next(_ids), self.node_id, peer, self.listener, writer=writer,
-                               last_active=time.monotonic())
+                               last_active=time.monotonic(), host=str(addr[0]))
+        ssl_object = writer.get_extra_info("ssl_object")
+        if ssl_object is not None:                # TLS: the certificate's subject, if any
+            from kcodec.broker.security.tls import peer_principal
+
+            conn.principal = "User:" + peer_principal(ssl_object)
         gate = sec.gate() if sec is not None else None
         if gate is not None:      # SASL: only ApiVersions and the SASL APIs until authenticated
             conn.authenticated = False
@@ -147,44 +191,76 @@ class Processor:
             self.connections.pop(conn.id, None)
             writer.transport.abort()
 
+    async def _read_frame(self, conn: ConnectionState, reader: asyncio.StreamReader,
+                          size: int) -> bytes:
+        """The ``size`` bytes of a frame's body, booked against the channel's budget as they
+        arrive (a failure gives back what was booked)."""
+        channel = self.channel
+        chunks: list[bytes] = []
+        got = 0
+        conn.reading_since = time.monotonic()
+        try:
+            while got < size:
+                # a piece of at most READ_PIECE, booked once it is all here: one await for
+                # a frame up to that size (readexactly grows one buffer), and what a
+                # connection holds unbooked is at most one piece
+                chunk = await reader.readexactly(min(size - got, READ_PIECE))
+                if not channel.book(len(chunk)):
+                    # the budget is full of requests waiting for an answer: wait without
+                    # reading more (the wait does not count against the read timeout)
+                    started, conn.reading_since = conn.reading_since, None
+                    paused = time.monotonic()
+                    while not channel.book(len(chunk)):
+                        await asyncio.sleep(0.002)
+                    conn.reading_since = (started or paused) + time.monotonic() - paused
+                got += len(chunk)
+                chunks.append(chunk)
+        except BaseException:
+            channel.release(got)
+            raise
+        finally:
+            conn.reading_since = None
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
     async def _loop(self, conn: ConnectionState, reader: asyncio.StreamReader,
                     writer: asyncio.StreamWriter) -> None:
         channel = self.channel
         while True:
             head = await reader.readexactly(4)
             size = int.from_bytes(head, "big", signed=True)
-            if size < 8 or size > self.max_request_bytes:
-                log.info("kcodec broker: closing %s: request size %d outside 8..%d",
-                         conn.peer, size, self.max_request_bytes)
+            limit = self.max_request_bytes
+            if not conn.authenticated:
+                limit = min(limit, self.max_unauthenticated_bytes)
+            if size < 8 or size > limit:
+                log.info("kcodec broker: closing %s on %s: request size %d outside 8..%d%s",
+                         conn.peer, conn.listener, size, limit,
+                         "" if conn.authenticated else " (before authentication)")
                 return
-            while not channel.reserve(size):   # the global budget: wait before reading
-                await asyncio.sleep(0.002)
-            try:
-                frame = await reader.readexactly(size)   # a peer stalling mid-frame goes idle
-            except BaseException:
-                channel.release(size)
-                raise
+            frame = await self._read_frame(conn, reader, size)
             gate = conn.attrs.get("sasl")
             if gate is not None:
+                api_key = int.from_bytes(frame[0:2], "big", signed=True)
                 try:
                     answer, close = gate.on_request(
-                        int.from_bytes(frame[0:2], "big", signed=True),
-                        int.from_bytes(frame[2:4], "big", signed=True), frame)
+                        api_key, int.from_bytes(frame[2:4], "big", signed=True), frame)
                 except BaseException:
                     channel.release(size)
                     raise
                 if answer is not None or close:
                     channel.release(size)
-                if answer is not None:
-                    writer.write(answer)
-                    await writer.drain()
-                conn.authenticated = gate.principal is not None and not close
-                if close:
-                    return
-                if answer is not None:
+                    if close:
+                        conn.authenticated = False
+                        await self._refuse(conn, gate, api_key, answer, writer)
+                        return
+                    if answer is not None:
+                        writer.write(answer)
+                        await writer.drain()
+                    if gate.principal is not None:
+                        conn.authenticated = True
+                        conn.principal = "User:" + gate.principal
                     conn.last_active = time.monotonic()
                     continue
-                conn.attrs["principal"] = gate.principal
+                conn.authenticated = gate.principal is not None
             conn.busy = True
             req = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
                           int.from_bytes(frame[2:4], "big", signed=True),
@@ -194,7 +270,7 @@ class Processor:
             try:
                 answer = await asyncio.wrap_future(req.future)
             finally:
-                channel.release(size)
+                channel.done(req)
             if answer is CLOSE or answer == CLOSE:
                 return
             if answer is not NO_RESPONSE and answer != NO_RESPONSE:
@@ -202,6 +278,22 @@ class Processor:
                 await writer.drain()
             conn.busy = False
             conn.last_active = time.monotonic()
+
+    async def _refuse(self, conn: ConnectionState, gate: Any, api_key: int,
+                      answer: bytes | None, writer: asyncio.StreamWriter) -> None:
+        """End a connection that failed to authenticate: log why (never a secret), and send
+        the failure answer after the delay, as Kafka does, then close."""
+        failure = getattr(gate, "failure", None)
+        if answer is None:
+            log.info("kcodec broker: closing %s on %s: API %d before authentication",
+                     conn.peer, conn.listener, api_key)
+            return
+        security_log.warning("kcodec broker: failed authentication from %s on listener %s: %s",
+                             conn.peer, conn.listener, failure or "SASL exchange refused")
+        if self.failed_auth_delay_s > 0:
+            await asyncio.sleep(self.failed_auth_delay_s)   # this connection only
+        writer.write(answer)
+        await writer.drain()
 
 
 async def _tls_streams(sock: socket.socket, ctx: Any) -> tuple[asyncio.StreamReader,

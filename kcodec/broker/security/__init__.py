@@ -19,11 +19,14 @@ from kcodec.broker.security.sasl import (
     ScramServer,
     ServerMechanism,
     TokenInfo,
+    fake_scram_credential,
     make_scram_credential,
+    scram_salt,
 )
+from kcodec.broker.security.secret import broker_secret
 from kcodec.broker.security.tls import peer_principal, server_context
 
 __all__ = ["ListenerSecurity", "SaslGate", "SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS", "ServerMechanism",
            "PlainServer", "ScramServer", "ScramCredential", "make_scram_credential",
            "OAuthBearerServer", "TokenInfo", "SaslAuthenticationFailed", "server_context",
-           "peer_principal"]
+           "peer_principal", "fake_scram_credential", "scram_salt", "broker_secret"]

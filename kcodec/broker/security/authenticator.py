@@ -20,12 +20,15 @@ A re-authentication must keep the same principal and mechanism.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable
 
 from kcodec.broker.security.sasl import SaslAuthenticationFailed, ServerMechanism
 
 __all__ = ["SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS"]
+
+log = logging.getLogger("kcodec.broker.security")
 
 SASL_APIS = (17, 36)
 UNAUTHENTICATED_APIS = frozenset((18, 17, 36))
@@ -54,6 +57,7 @@ class SaslAuthenticator:
         self.mechanism_name: str | None = None
         self.session_expires_at: float | None = None
         self.close_after = False
+        self.failure: str | None = None     # why the last exchange failed, for the log
         self.reauthentications = 0
         self._mech: ServerMechanism | None = None
         self._pending_name: str | None = None
@@ -81,13 +85,18 @@ class SaslAuthenticator:
         enabled = sorted(self.mechanisms)
         if self.state == self.AUTHENTICATE:
             self.close_after = True
+            self.failure = "SaslHandshake again in the middle of an exchange"
             return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": enabled}
         if name not in self.mechanisms:
             self.close_after = self.state != self.AUTHENTICATED
+            self.failure = (f"mechanism {name!r} is not enabled here "
+                            f"(enabled: {', '.join(enabled)})")
             return {"error_code": UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
         if self.state == self.AUTHENTICATED and name != self.mechanism_name:
             # KIP-368: a re-authentication may not switch mechanisms
             self.close_after = True
+            self.failure = (f"re-authentication with mechanism {name!r}, not "
+                            f"{self.mechanism_name!r}")
             return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": enabled}
         self._pending_name = name
         self._mech = self.mechanisms[name]()
@@ -98,6 +107,7 @@ class SaslAuthenticator:
         """SaslAuthenticate: one step of the exchange."""
         if self.state != self.AUTHENTICATE or self._mech is None:
             self.close_after = True
+            self.failure = "SaslAuthenticate without a preceding SaslHandshake"
             return self._fail(ILLEGAL_SASL_STATE,
                               "SaslAuthenticate without a preceding SaslHandshake")
         data = _field(body, "auth_bytes") or b""
@@ -107,12 +117,23 @@ class SaslAuthenticator:
         except SaslAuthenticationFailed as exc:
             self.close_after = True
             self._mech = None
+            self.failure = _who(self._pending_name, mech, str(exc))
             return self._fail(SASL_AUTHENTICATION_FAILED, str(exc))
+        except Exception:    # a bug in a mechanism or validator: refuse, keep the traceback
+            log.exception("kcodec broker: SASL mechanism %s failed", self._pending_name)
+            self.close_after = True
+            self._mech = None
+            self.failure = _who(self._pending_name, mech, "the mechanism failed (see above)")
+            return self._fail(SASL_AUTHENTICATION_FAILED,
+                              f"{self._pending_name}: the broker failed to check the "
+                              "credentials")
         if not mech.done:
             return {"error_code": NONE, "error_message": None, "auth_bytes": out,
                     "session_lifetime_ms": 0}
         if self.principal is not None and mech.principal != self.principal:
             self.close_after = True
+            self.failure = _who(self._pending_name, mech, "re-authentication as another "
+                                f"principal than {self.principal!r}")
             return self._fail(SASL_AUTHENTICATION_FAILED,
                               "re-authentication must keep the same principal")
         if self.principal is not None:
@@ -136,6 +157,14 @@ class SaslAuthenticator:
         self.state = self.HANDSHAKE if self.principal is None else self.state
         return {"error_code": code, "error_message": message, "auth_bytes": b"",
                 "session_lifetime_ms": 0}
+
+
+def _who(mechanism: str | None, mech: ServerMechanism, why: str) -> str:
+    """``mechanism M, user 'name': why`` for the log (the name as the client gave it,
+    quoted so that control characters in it cannot forge log lines)."""
+    user = getattr(mech, "user", None)
+    user = "(not given)" if user is None else user
+    return f"mechanism {mechanism}, user {user!r}: {why}"
 
 
 def _field(body: Any, name: str) -> Any:

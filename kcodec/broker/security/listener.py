@@ -50,6 +50,11 @@ class SaslGate:
     def principal(self) -> str | None:
         return self.auth.principal
 
+    @property
+    def failure(self) -> str | None:
+        """Why the exchange failed (mechanism, user name, reason; never a secret)."""
+        return self.auth.failure
+
     def on_request(self, api_key: int, version: int, frame: bytes) -> tuple[bytes | None, bool]:
         if api_key not in SASL_APIS:
             return None, not self.auth.allowed(api_key)

@@ -5,7 +5,11 @@ request's ``auth_bytes`` to ``step`` and sends back what it returns.
                  callable or a user -> password mapping (compared in constant time)
     SCRAM-SHA-*  client-first -> server-first (salt, iterations, nonce) -> client-final
                  (proof) -> server-final (signature); the store keeps only salted
-                 credentials (salt, iterations, StoredKey, ServerKey), never passwords
+                 credentials (salt, iterations, StoredKey, ServerKey), never passwords.
+                 An unknown user gets a fake credential derived from a secret of the
+                 broker (as RFC 5802 section 5.1 advises), with the salt length and
+                 iteration count of the real ones, so the answer does not tell which
+                 names exist; the exchange then fails at the proof, like a wrong password
     OAUTHBEARER  one client message with ``auth=Bearer TOKEN``; a pluggable validator
                  returns the principal and the token's expiry (or raises); a refused token
                  gets an RFC 7628 error document, the client's ^A, then the failure
@@ -22,15 +26,22 @@ import hmac
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kcodec.client.sasl import HASHES, _attrs, scram_keys, scram_salted_password
+from kcodec.client.sasl import HASHES, scram_keys, scram_salted_password
 from kcodec.errors import KcodecError
 
 __all__ = ["SaslAuthenticationFailed", "ServerMechanism", "PlainServer", "ScramCredential",
-           "ScramServer", "OAuthBearerServer", "TokenInfo", "make_scram_credential"]
+           "ScramServer", "OAuthBearerServer", "TokenInfo", "make_scram_credential",
+           "fake_scram_credential", "scram_salt"]
+
+# the secret fake SCRAM credentials come from when a ScramServer is given none: random for
+# this process (a broker that must answer the same across restarts passes its own, see
+# kcodec.broker.security.secret)
+_PROCESS_SECRET = os.urandom(32)
 
 
 class SaslAuthenticationFailed(KcodecError):
@@ -45,6 +56,7 @@ class ServerMechanism:
 
     def __init__(self) -> None:
         self.done = False
+        self.user: str | None = None        # the user name the client claimed, once read
         self.principal: str | None = None
         self.session_expires_at: float | None = None
 
@@ -85,6 +97,7 @@ class PlainServer(ServerMechanism):
             raise SaslAuthenticationFailed("PLAIN: malformed message (expected "
                                            "authzid NUL user NUL password)")
         authzid, user, password = parts
+        self.user = user
         if authzid and authzid != user:
             raise SaslAuthenticationFailed(f"PLAIN: user {user!r} may not act as {authzid!r}")
         if not self._check(user, password):
@@ -119,6 +132,37 @@ def make_scram_credential(mechanism: str, password: str, iterations: int = 4096,
     return ScramCredential(salt, iterations, stored, server)
 
 
+def _derive(secret: bytes, label: str, mechanism: str, user: str, length: int) -> bytes:
+    """``length`` bytes only the holder of ``secret`` can compute, for (label, mechanism,
+    user): HMAC-SHA-256 in counter mode."""
+    info = "\0".join((label, mechanism, user)).encode()
+    out = b""
+    counter = 0
+    while len(out) < length:
+        counter += 1
+        out += hmac.new(secret, info + counter.to_bytes(4, "big"), "sha256").digest()
+    return out[:length]
+
+
+def scram_salt(secret: bytes, mechanism: str, user: str, length: int = 32) -> bytes:
+    """A salt for ``user``'s real credential made from a broker secret: stable while the
+    secret is, like the fake salts of unknown users, so that restarts change (or keep) the
+    salts of real and unknown names alike."""
+    return _derive(secret, "salt", mechanism, user, length)
+
+
+def fake_scram_credential(mechanism: str, user: str, secret: bytes, iterations: int = 4096,
+                          salt_length: int = 32) -> ScramCredential:
+    """The credential an unknown ``user`` is answered with: a salt and keys derived from
+    ``secret`` (nobody without it can tell them from a real user's), never usable to log in."""
+    if mechanism not in HASHES:
+        raise ValueError(f"{mechanism!r} is not a SCRAM mechanism")
+    size = hashlib.new(HASHES[mechanism]).digest_size
+    return ScramCredential(scram_salt(secret, mechanism, user, salt_length), iterations,
+                           _derive(secret, "stored-key", mechanism, user, size),
+                           _derive(secret, "server-key", mechanism, user, size))
+
+
 CredentialLookup = Callable[[str], "ScramCredential | None"]
 
 
@@ -128,10 +172,37 @@ def _unescape_name(name: str) -> str:
     return name.replace("=2C", ",").replace("=3D", "=")
 
 
+def _attrs(text: str, what: str) -> dict[str, str]:
+    """``k=v,...`` of a SCRAM message (the first occurrence of a key wins)."""
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        if len(part) < 2 or part[1] != "=":
+            raise SaslAuthenticationFailed(f"SCRAM: the {what} has a malformed attribute")
+        out.setdefault(part[0], part[2:])
+    return out
+
+
+def _typical(credentials: Mapping[str, ScramCredential]) -> tuple[int, int]:
+    """(iterations, salt length) most real credentials have, for the fake ones."""
+    if not credentials:
+        return 4096, 32
+    iters = Counter(c.iterations for c in credentials.values())
+    lengths = Counter(len(c.salt) for c in credentials.values())
+    return (max(iters, key=lambda k: (iters[k], k)),
+            max(lengths, key=lambda k: (lengths[k], k)))
+
+
 class ScramServer(ServerMechanism):
+    """``credentials``: user -> ScramCredential, or a lookup function. An unknown user is
+    answered with :func:`fake_scram_credential` from ``secret`` (default: random for the
+    process), with ``fake_iterations`` and ``fake_salt_length`` (default: what most of the
+    mapping's credentials have, else 4096 and 32)."""
+
     def __init__(self, mechanism: str,
                  credentials: Mapping[str, ScramCredential] | CredentialLookup,
-                 nonce: str | None = None) -> None:
+                 nonce: str | None = None, *, secret: bytes | None = None,
+                 fake_iterations: int | None = None,
+                 fake_salt_length: int | None = None) -> None:
         super().__init__()
         if mechanism not in HASHES:
             raise ValueError(f"{mechanism!r} is not a SCRAM mechanism")
@@ -139,9 +210,14 @@ class ScramServer(ServerMechanism):
         self.hash = HASHES[mechanism]
         self._lookup: CredentialLookup = (credentials if callable(credentials)
                                           else credentials.get)
+        iterations, salt_length = _typical({} if callable(credentials) else credentials)
+        self._fake_iterations = fake_iterations or iterations
+        self._fake_salt_length = fake_salt_length or salt_length
+        self._secret = secret if secret is not None else _PROCESS_SECRET
         self._server_nonce = nonce or base64.b64encode(os.urandom(24)).decode().rstrip("=")
         self._state = 0
         self._cred: ScramCredential | None = None
+        self._fake = False
         self._user = ""
         self._first_bare = ""
         self._server_first = ""
@@ -164,15 +240,18 @@ class ScramServer(ServerMechanism):
         if not sep or not sep2 or gs2 not in ("n", "y"):
             raise SaslAuthenticationFailed(f"{self.name}: malformed client-first message "
                                            "(channel binding is not supported)")
-        a = _attrs(bare.encode(), "client-first message")
+        a = _attrs(bare, "client-first message")
         if "n" not in a or "r" not in a or not a["r"]:
             raise SaslAuthenticationFailed(f"{self.name}: client-first message lacks n= or r=")
-        self._user = _unescape_name(a["n"])
+        self._user = self.user = _unescape_name(a["n"])
         # a Kafka extension (delegation tokens) may follow; unknown extensions are ignored
         cred = self._lookup(self._user)
         if cred is None:
-            # continue with a fake credential so the failure comes at the same step and time
-            cred = ScramCredential(hashlib.sha256(self._user.encode()).digest(), 4096, b"", b"")
+            # go on with a fake credential: the failure comes at the same step, after the
+            # same work, as for a wrong password
+            cred = fake_scram_credential(self.name, self._user, self._secret,
+                                         self._fake_iterations, self._fake_salt_length)
+            self._fake = True
         self._cred = cred
         self._first_bare = bare
         self._nonce = a["r"] + self._server_nonce
@@ -182,15 +261,22 @@ class ScramServer(ServerMechanism):
         return self._server_first.encode()
 
     def _final(self, msg: bytes) -> bytes:
-        a = _attrs(msg, "client-final message")
+        try:
+            text = msg.decode()
+        except UnicodeDecodeError:
+            raise SaslAuthenticationFailed(f"{self.name}: client-final message is not UTF-8") \
+                from None
+        a = _attrs(text, "client-final message")
         if a.get("c") != "biws" or a.get("r") != self._nonce or "p" not in a:
             raise SaslAuthenticationFailed(f"{self.name}: malformed client-final message")
         try:
             proof = base64.b64decode(a["p"], validate=True)
         except ValueError:
             raise SaslAuthenticationFailed(f"{self.name}: malformed client proof") from None
-        text = msg.decode()
-        without_proof = text[: text.rindex(",p=")]
+        cut = text.rfind(",p=")
+        if cut < 0:      # the proof must come last (RFC 5802)
+            raise SaslAuthenticationFailed(f"{self.name}: malformed client-final message")
+        without_proof = text[:cut]
         auth_message = ",".join((self._first_bare, self._server_first, without_proof)).encode()
         cred = self._cred
         if cred is None:
@@ -201,8 +287,9 @@ class ScramServer(ServerMechanism):
                 f"Authentication failed during authentication due to invalid credentials "
                 f"with SASL mechanism {self.name}")
         client_key = bytes(x ^ y for x, y in zip(proof, signature))
-        if not cred.stored_key or not hmac.compare_digest(
-                hashlib.new(self.hash, client_key).digest(), cred.stored_key):
+        matches = hmac.compare_digest(hashlib.new(self.hash, client_key).digest(),
+                                      cred.stored_key)
+        if self._fake or not cred.stored_key or not matches:
             raise SaslAuthenticationFailed(
                 f"Authentication failed during authentication due to invalid credentials "
                 f"with SASL mechanism {self.name}")
