@@ -876,10 +876,11 @@ _CLIENT_CALLS = [(18, 3), (18, 0), (3, 12), (3, 4), (1, 12), (1, 4), (0, 9), (0,
 
 
 def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
-    """What the consumer makes of a Fetch answer's blobs (consumer._next_offset, _decode,
+    """What the consumer makes of a Fetch answer's blobs (records.header.next_offset, _decode,
     _visible_blob): records (as tuples) or the kcodec error each blob gives."""
     from kcodec.client import consumer as C
     from kcodec.client.consumer import TopicPartition
+    from kcodec.records.header import next_offset
 
     out: list[Any] = []
     for t in getattr(body, "responses", None) or []:
@@ -889,7 +890,7 @@ def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
                 continue
             f = C._Fetched(TopicPartition(str(t.topic), p.partition_index), 0, data,
                            p.aborted_transactions, 0)
-            nxt = call("consumer._next_offset", C._next_offset, data, 0)
+            nxt = call("records.header.next_offset", next_offset, data, 0)
             got = call("consumer._decode", C._decode, f, 0, True, read_committed)
             if got[0] == "ok":
                 got = ("ok", [record_tuple(r) for r in got[1][0]], got[1][1])

@@ -32,6 +32,7 @@ from kcodec.client.errors import (
 from kcodec.client.fetch_session import FetchSession
 from kcodec.client.group import GroupMember, TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.records.header import next_offset
 
 __all__ = ["Consumer", "AsyncConsumer", "ConsumerRecord", "TopicPartition", "RebalanceListener"]
 
@@ -377,7 +378,7 @@ class _Engine:
                     data = p.records
                     if not data:
                         continue
-                    nxt = _next_offset(data, offsets[tp])
+                    nxt = next_offset(data, offsets[tp])
                     if nxt <= offsets[tp]:
                         continue
                     f = _Fetched(tp, offsets[tp], data, p.aborted_transactions, st.epoch)
@@ -531,20 +532,6 @@ class _Engine:
         if self.group is not None:
             await self.group.leave()
         await self.cluster.close()
-
-
-def _next_offset(data: bytes, start: int) -> int:
-    """The offset after the last complete batch of a records blob (headers only)."""
-    from kcodec.records import iter_batches
-
-    nxt = start
-    it = iter_batches(data, validate_crc=False)
-    try:
-        for b in it:
-            nxt = max(nxt, b.next_offset)
-    except KcodecError:
-        pass
-    return nxt
 
 
 class _Visibility:

@@ -15,7 +15,6 @@ batches are re-stamped.
 from __future__ import annotations
 
 import asyncio
-import struct
 import threading
 import time
 from collections import deque
@@ -40,6 +39,7 @@ from kcodec.client.transactions import (
     TransactionStateError,
 )
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.records.header import HEADER_SIZE, patch_header
 
 __all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
 
@@ -100,11 +100,8 @@ class _Batch:
 
     def restamp(self, producer_id: int, epoch: int, sequence: int) -> None:
         """New producer id/epoch/sequence in the built bytes, CRC recomputed."""
-        from kcodec.crc import crc32c
-
         buf = bytearray(self.close())
-        struct.pack_into(">qhi", buf, 43, producer_id, epoch, sequence)
-        struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+        patch_header(buf, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
         self.data = bytes(buf)
         self.sequence = sequence
 
@@ -210,8 +207,8 @@ class _Engine:
         self.resetting = False
         self.refreshing: set[str] = set()
         self.counts: dict[str, int] = {}       # partition counts, read without the loop
-        self.seal_at = max(config.batch_size - 61, 1)
-        self.seal_size = self.seal_at + 61     # the same, as the builder's size (header in)
+        self.seal_at = max(config.batch_size - HEADER_SIZE, 1)
+        self.seal_size = self.seal_at + HEADER_SIZE   # the same, as the builder's size
         self.node_turns: dict[int, asyncio.Future] = {}   # the last request made per node
         self.txn: TransactionManager | None = (
             TransactionManager(self) if config.transactional_id else None)
@@ -303,7 +300,7 @@ class _Engine:
         (lock held). Open batches, at most one per partition, are not counted in
         ``buffered`` (Java reserves a whole batch_size for each instead)."""
         if b.builder is not None:
-            b.size = b.builder.size - 61
+            b.size = b.builder.size - HEADER_SIZE
         self.pending += b.count
         self.buffered += b.size
 

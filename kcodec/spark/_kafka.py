@@ -328,21 +328,20 @@ _CHUNK_BYTES = 1 << 20
 
 def _chunks(blob: Any, size: int) -> list[Any]:
     """``blob`` cut at batch boundaries into pieces of about ``size`` bytes (views, no
-    copy). Every batch, v2 or legacy, starts with an int64 offset and an int32 length; a
-    length that does not fit (a partial last batch, or garbage) ends the cutting there, and
-    the rest goes whole to ``decode_columns``, which knows what to make of it."""
+    copy). The entries are walked by their headers (kcodec.records.header); one that does
+    not fit (a partial last batch, or garbage) ends the cutting there, and the rest goes
+    whole to ``decode_columns``, which knows what to make of it."""
+    from kcodec.records.header import iter_entries
+
     view = memoryview(blob)
     n = len(view)
     out = []
-    start = pos = 0
-    while pos + 12 <= n:
-        length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
-        if length < 0 or pos + 12 + length > n:
-            break
-        pos += 12 + length
-        if pos - start >= size and pos < n:
-            out.append(view[start:pos])
-            start = pos
+    start = 0
+    for pos, esize, _magic in iter_entries(view):
+        end = pos + esize
+        if end - start >= size and end < n:
+            out.append(view[start:end])
+            start = end
     out.append(view[start:])
     return out
 
@@ -485,11 +484,12 @@ class _RangeReader:
         raise KafkaError_(3)
 
     def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
-        from kcodec.client.consumer import _Fetched, _next_offset, _visible_blob
+        from kcodec.client.consumer import _Fetched, _visible_blob
         from kcodec.client.group import TopicPartition
+        from kcodec.records.header import next_offset
 
         r = self.r
-        nxt = _next_offset(data, self.pos)
+        nxt = next_offset(data, self.pos)
         f = _Fetched(TopicPartition(r.topic, r.partition), self.pos, data,
                      part.aborted_transactions, 0)
         blob, _ = _visible_blob(f, self.opts.read_committed)

@@ -6,9 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcodec.client.consumer import _decode, _Fetched, _next_offset, _trim_columns
+from kcodec.client.consumer import _decode, _Fetched, _trim_columns
 from kcodec.client.group import TopicPartition
 from kcodec.records import RecordBatchBuilder
+from kcodec.records.header import next_offset
 
 TP = TopicPartition("t", 0)
 
@@ -39,7 +40,7 @@ def test_read_committed_drops_aborted_and_hides_markers() -> None:
     blob, aborted = _log()
     recs, nxt = _decode(_Fetched(TP, 0, blob, aborted, 0), 0, True, True)
     assert [r.value for r in recs] == [b"a", b"b", b"c1", b"c2", b"z"]
-    assert nxt == 9 and _next_offset(blob, 0) == 9
+    assert nxt == 9 and next_offset(blob, 0) == 9
 
 
 def test_read_uncommitted_keeps_aborted_hides_markers() -> None:
@@ -84,7 +85,7 @@ def test_trim_columns_shares_and_drops_rows() -> None:
 
 @pytest.mark.parametrize("bad", [b"\x00" * 11, b"\x00" * 8 + b"\x00\x00\x00\x01" + b"\x00" * 5])
 def test_next_offset_on_garbage_does_not_raise(bad: bytes) -> None:
-    assert _next_offset(bad, 5) == 5
+    assert next_offset(bad, 5) == 5
 
 
 def _engine(read_committed: bool):
