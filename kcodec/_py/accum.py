@@ -7,7 +7,7 @@ twin of kcodec._cy.accum).
 
 ``keyed`` takes a record with a bytes key and no chosen partition: its value bytes or None, its topic's partition count known
 (``engine.counts``), ``engine.buffered`` not above ``buffer_memory``; the partition is the
-key's murmur2 (kcodec.client.partitioner.partition_for_key). Then, under ``engine.lock``: the partition's open batch (``engine.open[(topic, partition)]``)
+key's murmur2 (kcodec.client.producer.partitioner.partition_for_key). Then, under ``engine.lock``: the partition's open batch (``engine.open[(topic, partition)]``)
 takes the record through its builder's ``add`` (the timestamp goes on ``batch.timestamps``);
 a batch whose builder reaches ``seal_size`` bytes is sealed (``engine._seal``) and the
 sender woken (``engine._kick``). The result is ``future_type()`` (a class without

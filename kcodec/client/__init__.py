@@ -4,31 +4,41 @@
 
 Config names follow the Java client's properties in snake_case (``linger_ms``,
 ``enable_idempotence``, ``auto_offset_reset`` ...); see ``kcodec.client.config``.
+
+Where things are (each package's docstring lists its modules)::
+
+    net/        connections, metadata, requests, security: what all clients share
+    consumer/   Consumer and AsyncConsumer, group membership, fetching
+    producer/   Producer and AsyncProducer, batching, sending, transactions
+    admin.py    Admin and AsyncAdmin
+    config.py   the configurations;  structs.py  the value types;  errors.py  the errors
 """
 
+from kcodec.client import _moved
 from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
-from kcodec.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, RebalanceListener
+from kcodec.client.consumer import AsyncConsumer, Consumer, RebalanceListener
 from kcodec.client.errors import (
-                                  AuthenticationError,
-                                  BrokerNotAvailableError,
-                                  ClientClosedError,
-                                  KafkaError,
-                                  KafkaTimeoutError,
-                                  NoOffsetForPartitionError,
-                                  SaslAuthenticationError,
-                                  SslAuthenticationError,
+    AuthenticationError,
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    SaslAuthenticationError,
+    SslAuthenticationError,
 )
-from kcodec.client.group import TopicPartition
-from kcodec.client.producer import AsyncProducer, Producer, RecordFuture, SendResult
-from kcodec.client.transactions import (
+from kcodec.client.producer import AsyncProducer, Producer, RecordFuture
+from kcodec.client.producer.transactions import (
     AbortableTransactionError,
-    ConsumerGroupMetadata,
     FatalTransactionError,
     ProducerFencedError,
     TransactionError,
     TransactionStateError,
 )
+from kcodec.client.structs import ConsumerGroupMetadata, ConsumerRecord, SendResult, TopicPartition
+
+_moved.install()
 
 __all__ = [
     "Producer", "AsyncProducer", "SendResult", "RecordFuture",

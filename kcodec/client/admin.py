@@ -6,13 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kcodec.client._sync import GRACE, LoopThread, shared_loop
-from kcodec.client.assignors import Assignment
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import AdminConfig
-from kcodec.client.consumer import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.assignors import Assignment
+from kcodec.client.consumer.facade import EARLIEST, LATEST, list_offsets
 from kcodec.client.errors import KafkaError
-from kcodec.client.group import TopicPartition
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.protocol import ErrorCode
 

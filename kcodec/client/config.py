@@ -79,7 +79,7 @@ class ClientConfig:
     connections_max_idle_ms: int = 540000
     metadata_max_age_ms: int = 300000
     api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
-    # security (kcodec.client.security): TLS and SASL; secrets are kept out of repr()
+    # security (kcodec.client.net.security): TLS and SASL; secrets are kept out of repr()
     security_protocol: str = "PLAINTEXT"
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
@@ -94,7 +94,7 @@ class ClientConfig:
     sasl_login_refresh_window_factor: float = 0.8
 
     def __post_init__(self) -> None:
-        from kcodec.client.security import validate_security
+        from kcodec.client.net.security import validate_security
 
         self.bootstrap = parse_bootstrap(self.bootstrap_servers)
         validate_security(self)
@@ -199,7 +199,7 @@ class ConsumerConfig(ClientConfig):
     group_remote_assignor: str | None = None      # consumer protocol: the broker's assignor by name
 
     def _validate(self) -> None:
-        from kcodec.client.assignors import ASSIGNORS
+        from kcodec.client.consumer.assignors import ASSIGNORS
 
         for name in ("group_id", "group_instance_id"):
             v = getattr(self, name)

@@ -375,8 +375,8 @@ class _RangeReader:
 
     async def next(self) -> Any:
         """The next batch of the range (maybe empty), or None when the range is done."""
-        from kcodec.client.cluster import REFRESH_CODES, Cluster
         from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
+        from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 
         r, opts = self.r, self.opts
         if self.pending:
@@ -447,7 +447,7 @@ class _RangeReader:
             return rb
 
     async def _fetch(self, cfg: Any) -> Any:
-        from kcodec.client.core import TOPIC_ID_VERSIONS
+        from kcodec.client.net.core import TOPIC_ID_VERSIONS
 
         r = self.r
         leader = await self.cluster.leader(r.topic, r.partition)
@@ -484,8 +484,8 @@ class _RangeReader:
         raise KafkaError_(3)
 
     def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
-        from kcodec.client.consumer import _Fetched, _visible_blob
-        from kcodec.client.group import TopicPartition
+        from kcodec.client.consumer.facade import _Fetched, _visible_blob
+        from kcodec.client.structs import TopicPartition
         from kcodec.records.header import next_offset
 
         r = self.r
@@ -519,9 +519,9 @@ class _RangeReader:
         """The fetch offset is out of range: data loss (or the partition shrank). Returns
         True when the range is finished, else moves on to the earliest offset."""
         from kcodec.client import TopicPartition
-        from kcodec.client.consumer import EARLIEST as E
-        from kcodec.client.consumer import LATEST as L
-        from kcodec.client.consumer import list_offsets as lo
+        from kcodec.client.consumer.facade import EARLIEST as E
+        from kcodec.client.consumer.facade import LATEST as L
+        from kcodec.client.consumer.facade import list_offsets as lo
 
         r = self.r
         tp = TopicPartition(r.topic, r.partition)

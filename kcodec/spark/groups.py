@@ -18,9 +18,10 @@ __all__ = ["commit_offsets"]
 
 def commit_offsets(opts: SourceOptions, group_id: str, offsets: dict[tuple[str, int], int]
                    ) -> None:
-    from kcodec.client.cluster import Cluster
     from kcodec.client.config import ConsumerConfig
-    from kcodec.client.group import GroupMember, TopicPartition
+    from kcodec.client.consumer.classic_group import GroupMember
+    from kcodec.client.net.cluster import Cluster
+    from kcodec.client.structs import TopicPartition
     from kcodec.spark.security import materialize
 
     if not offsets:

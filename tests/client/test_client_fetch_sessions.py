@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from kcodec.client import AsyncConsumer, TopicPartition
-from kcodec.client.fetch_session import FetchSession
+from kcodec.client.consumer.fetch_session import FetchSession
 from kcodec.protocol import FetchResponse, encode_response
 from kcodec.records import RecordBatchBuilder
 from tests.support.fake_kafka import FakeKafka

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcodec.client.consumer import _decode, _Fetched, _trim_columns
-from kcodec.client.group import TopicPartition
+from kcodec.client.consumer.facade import _decode, _Fetched, _trim_columns
+from kcodec.client.structs import TopicPartition
 from kcodec.records import RecordBatchBuilder
 from kcodec.records.header import next_offset
 
@@ -92,7 +92,7 @@ def _engine(read_committed: bool):
     import asyncio
 
     from kcodec.client.config import ConsumerConfig
-    from kcodec.client.consumer import _Engine
+    from kcodec.client.consumer.facade import _Engine
 
     cfg = ConsumerConfig(bootstrap_servers="127.0.0.1:1",
                          isolation_level="read_committed" if read_committed else "read_uncommitted")

@@ -136,7 +136,7 @@ def test_appender_twins_agree(pair) -> None:
 def test_producer_counts_a_batch_when_it_leaves_open() -> None:
     """The producer's bookkeeping after the change: pending and buffered count a batch
     when it is sealed (not per record), and a batch's count is its timestamps."""
-    from kcodec.client.producer import _Batch
+    from kcodec.client.producer.facade import _Batch
 
     b = _Batch("t", 0, None, 0.0, 0, None)
     assert b.count == 0
@@ -195,7 +195,7 @@ def test_producer_send_is_one_call_into_the_appender_and_delivers_every_kind() -
     keeps the class's ``send``."""
     from kcodec.broker import Cluster
     from kcodec.client import Consumer, Producer
-    from kcodec.client._accum import Appender
+    from kcodec.client.producer.accum import Appender
 
     with Cluster(1) as c:
         c.create_topic("ap", 3)

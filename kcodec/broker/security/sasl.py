@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kcodec.client.sasl import HASHES, _attrs, scram_keys, scram_salted_password
 from kcodec.errors import KcodecError
+from kcodec.sasl.scram import HASHES, keys, parse_attributes, salted_password
 
 __all__ = ["SaslAuthenticationFailed", "ServerMechanism", "PlainServer", "ScramCredential",
            "ScramServer", "OAuthBearerServer", "TokenInfo", "make_scram_credential"]
@@ -114,8 +114,8 @@ def make_scram_credential(mechanism: str, password: str, iterations: int = 4096,
     if iterations < 4096:
         raise ValueError("SCRAM iterations must be at least 4096")
     salt = salt if salt is not None else os.urandom(32)
-    salted = scram_salted_password(HASHES[mechanism], password, salt, iterations)
-    _, stored, server = scram_keys(HASHES[mechanism], salted)
+    salted = salted_password(HASHES[mechanism], password, salt, iterations)
+    _, stored, server = keys(HASHES[mechanism], salted)
     return ScramCredential(salt, iterations, stored, server)
 
 
@@ -164,7 +164,7 @@ class ScramServer(ServerMechanism):
         if not sep or not sep2 or gs2 not in ("n", "y"):
             raise SaslAuthenticationFailed(f"{self.name}: malformed client-first message "
                                            "(channel binding is not supported)")
-        a = _attrs(bare.encode(), "client-first message")
+        a = parse_attributes(bare.encode(), "client-first message", SaslAuthenticationFailed)
         if "n" not in a or "r" not in a or not a["r"]:
             raise SaslAuthenticationFailed(f"{self.name}: client-first message lacks n= or r=")
         self._user = _unescape_name(a["n"])
@@ -182,7 +182,7 @@ class ScramServer(ServerMechanism):
         return self._server_first.encode()
 
     def _final(self, msg: bytes) -> bytes:
-        a = _attrs(msg, "client-final message")
+        a = parse_attributes(msg, "client-final message", SaslAuthenticationFailed)
         if a.get("c") != "biws" or a.get("r") != self._nonce or "p" not in a:
             raise SaslAuthenticationFailed(f"{self.name}: malformed client-final message")
         try:

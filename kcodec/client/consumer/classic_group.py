@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
-from kcodec.client.assignors import Assignment, Subscription, get_assignor
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import ConsumerConfig
+from kcodec.client.consumer.assignors import Assignment, Subscription, get_assignor
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     KafkaError,
     KafkaTimeoutError,
 )
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
 
-__all__ = ["GroupMember", "TopicPartition"]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
+__all__ = ["GroupMember", "COORDINATOR_CODES", "REJOIN_CODES"]
 
 
 COORDINATOR_CODES = {14, 15, 16}   # load in progress, not available, not coordinator

@@ -22,8 +22,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from kcodec.client import _wire
 from kcodec.client.errors import KafkaError
+from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import FrameSplitter
 

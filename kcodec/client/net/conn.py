@@ -10,12 +10,12 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from kcodec.client.core import Connection, Response
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
+from kcodec.client.net.core import Connection, Response
 from kcodec.errors import KcodecError, ProtocolError
 
 if TYPE_CHECKING:
-    from kcodec.client.security import Security
+    from kcodec.client.net.security import Security
 
 __all__ = ["BrokerConnection"]
 
@@ -70,7 +70,7 @@ class BrokerConnection:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), timeout)
         except ssl.SSLError as exc:
-            from kcodec.client.security import tls_error
+            from kcodec.client.net.security import tls_error
             raise tls_error(self.host, self.port, exc) from None
         except asyncio.TimeoutError:
             raise BrokerNotAvailableError(

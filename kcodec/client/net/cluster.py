@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kcodec.client.config import ClientConfig
-from kcodec.client.conn import BrokerConnection
-from kcodec.client.core import Response
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -20,6 +18,8 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     is_retriable,
 )
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.client.net.core import Response
 from kcodec.errors import KcodecError, ProtocolError
 
 # The client's own generator (bootstrap order, backoff jitter): a library must not draw from
@@ -65,7 +65,7 @@ class Cluster:
         self.reached = False   # some broker answered the handshake once
         self.last_ok = 0.0     # when a broker last answered a request
         self.last_fail = 0.0   # when a request or a connection attempt last failed
-        from kcodec.client.security import Security
+        from kcodec.client.net.security import Security
         self.security = Security.of(config)
 
     # --------------------------------------------------------------- connections

@@ -31,14 +31,14 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Callable
 
 from kcodec.client.errors import SaslAuthenticationError, SslAuthenticationError
-from kcodec.client.sasl import MECHANISMS, SaslMechanismError, TokenCache, make_mechanism
+from kcodec.client.net.sasl import MECHANISMS, SaslMechanismError, TokenCache, make_mechanism
 
 # The re-authentication jitter's own generator (not the application's global ``random``).
 _RNG = random.Random()
 
 if TYPE_CHECKING:
     from kcodec.client.config import ClientConfig
-    from kcodec.client.core import Response
+    from kcodec.client.net.core import Response
 
 __all__ = ["Security", "PROTOCOLS", "validate_security", "ssl_context_for", "tls_error"]
 

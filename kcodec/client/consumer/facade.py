@@ -4,7 +4,7 @@ A fetcher task on the client's loop keeps one Fetch in flight per leader and buf
 raw records blobs (prefetching ahead of the application); ``poll`` decodes them with
 ``kcodec.records`` in the caller's thread, hides control batches, filters aborted
 transactions under ``read_committed`` and advances positions. Group membership (classic
-protocol) is in ``kcodec.client.group``; joins run from ``poll`` so rebalance callbacks run
+protocol) is in ``kcodec.client.consumer.classic_group``; joins run from ``poll`` so rebalance callbacks run
 in the caller's context, heartbeats in the background.
 """
 
@@ -16,12 +16,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Generator, Iterable, Iterator
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
-from kcodec.client._sync import GRACE, LoopThread, shared_loop
-from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.core import TOPIC_ID_VERSIONS
+from kcodec.client.consumer.classic_group import GroupMember
+from kcodec.client.consumer.fetch_session import FetchSession
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -29,25 +28,16 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
-from kcodec.client.fetch_session import FetchSession
-from kcodec.client.group import GroupMember, TopicPartition
+from kcodec.client.net.cluster import REFRESH_CODES, Cluster
+from kcodec.client.net.core import TOPIC_ID_VERSIONS
+from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.structs import ConsumerRecord, TopicPartition
 from kcodec.errors import KcodecError
 from kcodec.records.header import next_offset
 
 __all__ = ["Consumer", "AsyncConsumer", "ConsumerRecord", "TopicPartition", "RebalanceListener"]
 
 EARLIEST, LATEST = -2, -1
-
-
-class ConsumerRecord(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: list
 
 
 class RebalanceListener:
@@ -91,7 +81,7 @@ class _Fetched:
 
 def _group_member(cluster: Cluster, config: ConsumerConfig) -> GroupMember:
     if config.group_protocol == "consumer":   # KIP-848: the broker assigns
-        from kcodec.client.consumer_group import ConsumerGroupMember
+        from kcodec.client.consumer.consumer_group import ConsumerGroupMember
 
         return ConsumerGroupMember(cluster, config)
     return GroupMember(cluster, config)
@@ -672,7 +662,7 @@ class _Common:
 
     def group_metadata(self) -> Any:
         """The group, generation and member, for ``send_offsets_to_transaction``."""
-        from kcodec.client.transactions import ConsumerGroupMetadata
+        from kcodec.client.structs import ConsumerGroupMetadata
 
         g = self._engine.group
         if g is None:

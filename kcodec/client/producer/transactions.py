@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from kcodec.client.errors import (
     BrokerNotAvailableError,
@@ -29,10 +29,11 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     error_name,
 )
+from kcodec.client.structs import ConsumerGroupMetadata
 from kcodec.errors import KcodecError, ProtocolError
 
 if TYPE_CHECKING:
-    from kcodec.client.producer import _Engine
+    from kcodec.client.producer.facade import _Engine
 
 __all__ = ["TransactionManager", "ConsumerGroupMetadata", "TransactionError",
            "TransactionStateError", "AbortableTransactionError", "FatalTransactionError",
@@ -73,15 +74,6 @@ class FatalTransactionError(TransactionError):
 class ProducerFencedError(FatalTransactionError):
     """Another producer with the same transactional_id took over (or the coordinator ended
     this one's transaction after transaction_timeout_ms and bumped the epoch)."""
-
-
-class ConsumerGroupMetadata(NamedTuple):
-    """What ``send_offsets_to_transaction`` needs of the consumer (``consumer.group_metadata()``)."""
-
-    group_id: str
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
 
 
 UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING, ABORTING, ABORTABLE_ERROR, FATAL_ERROR = (

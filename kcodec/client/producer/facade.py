@@ -19,25 +19,25 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Optional
 
-from kcodec.client._accum import Appender
-from kcodec.client._sync import GRACE, LoopThread, shared_loop
-from kcodec.client.cluster import REFRESH_CODES, Cluster
 from kcodec.client.config import ProducerConfig
-from kcodec.client.core import TOPIC_ID_VERSIONS
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
     KafkaError,
     KafkaTimeoutError,
 )
-from kcodec.client.partitioner import DefaultPartitioner, partition_for_key
-from kcodec.client.transactions import (
-    ConsumerGroupMetadata,
+from kcodec.client.net.cluster import REFRESH_CODES, Cluster
+from kcodec.client.net.core import TOPIC_ID_VERSIONS
+from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.producer.accum import Appender
+from kcodec.client.producer.partitioner import DefaultPartitioner, partition_for_key
+from kcodec.client.producer.transactions import (
     TransactionManager,
     TransactionStateError,
 )
+from kcodec.client.structs import ConsumerGroupMetadata, SendResult
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.records.header import HEADER_SIZE, patch_header
 
@@ -45,12 +45,6 @@ __all__ = ["Producer", "AsyncProducer", "SendResult", "RecordFuture"]
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 Headers = Optional[Iterable[tuple[str, Optional[bytes]]]]
-
-
-class SendResult(NamedTuple):
-    partition: int
-    offset: int
-    timestamp: int
 
 
 def _as_bytes(v: Any, what: str) -> bytes | None:
@@ -264,7 +258,7 @@ class _Engine:
         return fut
 
     def append_built(self, topic: str, partition: int, built: Any, size: int) -> _Batch:
-        """Queue an already encoded batch (kcodec.client._columnar_send.PrebuiltBatch)
+        """Queue an already encoded batch (kcodec.client.producer.columnar.PrebuiltBatch)
         behind the partition's open batch, stamped with the producer id and sequence."""
         tp = (topic, partition)
         with self.lock:
@@ -713,7 +707,7 @@ class AsyncProducer(_Base):
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
         return await (await self.send(*args, **kwargs))
 
-    # transactions (transactional_id set): see kcodec.client.transactions
+    # transactions (transactional_id set): see kcodec.client.producer.transactions
     def _txn(self) -> TransactionManager:
         eng = self._engine
         if eng is None:
@@ -826,8 +820,8 @@ class Producer(_Base):
         """Queue whole pyarrow columns at once (no per-row Python work): ``value`` and
         ``key`` binary or string arrays, ``headers`` list<struct<key: string, value:
         binary>>, ``partition`` int array (null: choose). Returns one future per batch
-        made, for its last record. See kcodec.client._columnar_send."""
-        from kcodec.client._columnar_send import plan_send
+        made, for its last record. See kcodec.client.producer.columnar."""
+        from kcodec.client.producer.columnar import plan_send
 
         eng = self._engine
         count = eng.counts.get(topic)
@@ -856,7 +850,7 @@ class Producer(_Base):
                 if not eng.space.wait(max(deadline - time.monotonic(), 0)):
                     raise KafkaTimeoutError("buffer_memory full: no space freed in time")
 
-    # transactions (transactional_id set): see kcodec.client.transactions
+    # transactions (transactional_id set): see kcodec.client.producer.transactions
     def _txn(self) -> TransactionManager:
         if self._engine.txn is None:
             raise TransactionStateError("transactions need transactional_id in the config")

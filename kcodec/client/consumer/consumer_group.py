@@ -16,10 +16,11 @@ import time
 import uuid
 from typing import Any
 
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import ConsumerConfig
+from kcodec.client.consumer.classic_group import COORDINATOR_CODES, GroupMember
 from kcodec.client.errors import KafkaError
-from kcodec.client.group import COORDINATOR_CODES, GroupMember, TopicPartition
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
 
 __all__ = ["ConsumerGroupMember"]
