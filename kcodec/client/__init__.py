@@ -14,7 +14,7 @@ Where things are (each package's docstring lists its modules)::
     config.py   the configurations;  structs.py  the value types;  errors.py  the errors
 """
 
-from kcodec.client import _moved
+from kcodec import _moved
 from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from kcodec.client.consumer import AsyncConsumer, Consumer, RebalanceListener
@@ -38,7 +38,24 @@ from kcodec.client.producer.transactions import (
 )
 from kcodec.client.structs import ConsumerGroupMetadata, ConsumerRecord, SendResult, TopicPartition
 
-_moved.install()
+# the modules' paths before the client was split by role (kcodec/_moved.py)
+_moved.install({
+    "kcodec.client.core": "kcodec.client.net.core",
+    "kcodec.client.conn": "kcodec.client.net.conn",
+    "kcodec.client.cluster": "kcodec.client.net.cluster",
+    "kcodec.client._wire": "kcodec.client.net.wire",
+    "kcodec.client._sync": "kcodec.client.net.loop",
+    "kcodec.client.security": "kcodec.client.net.security",
+    "kcodec.client.sasl": "kcodec.client.net.sasl",
+    "kcodec.client.group": "kcodec.client.consumer.classic_group",
+    "kcodec.client.consumer_group": "kcodec.client.consumer.consumer_group",
+    "kcodec.client.assignors": "kcodec.client.consumer.assignors",
+    "kcodec.client.fetch_session": "kcodec.client.consumer.fetch_session",
+    "kcodec.client.transactions": "kcodec.client.producer.transactions",
+    "kcodec.client.partitioner": "kcodec.client.producer.partitioner",
+    "kcodec.client._columnar_send": "kcodec.client.producer.columnar",
+    "kcodec.client._accum": "kcodec.client.producer.accum",
+})
 
 __all__ = [
     "Producer", "AsyncProducer", "SendResult", "RecordFuture",

@@ -1,5 +1,6 @@
-"""The client's old module paths (before the split by role) still import, with a
-DeprecationWarning naming the new one, and give the new module itself."""
+"""Old module paths (the client's before its split by role, the broker's classic group
+files before they were named so) still import, with a DeprecationWarning naming the new
+one, and give the new module itself."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import warnings
 
 import pytest
 
-from kcodec.client._moved import MOVED
+import kcodec.broker  # noqa: F401 - registers its moved paths
+import kcodec.client  # noqa: F401 - registers its moved paths
+from kcodec._moved import MOVED
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))

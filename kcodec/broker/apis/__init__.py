@@ -17,10 +17,10 @@ import logging
 from typing import Any
 
 from kcodec.broker.apis import (  # noqa: F401
+    classic_groups,
     configs,
     consumer_groups,
     fetch,
-    groups,
     meta,
     offsets,
     produce,
