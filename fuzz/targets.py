@@ -876,9 +876,10 @@ _CLIENT_CALLS = [(18, 3), (18, 0), (3, 12), (3, 4), (1, 12), (1, 4), (0, 9), (0,
 
 
 def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
-    """What the consumer makes of a Fetch answer's blobs (records.header.next_offset, _decode,
-    _visible_blob): records (as tuples) or the kcodec error each blob gives."""
-    from kcodec.client.consumer import facade as C
+    """What the consumer makes of a Fetch answer's blobs (records.header.next_offset, the
+    consumer's visibility.decode and visible_blob): records (as tuples) or the kcodec error
+    each blob gives."""
+    from kcodec.client.consumer import visibility as C
     from kcodec.client.structs import TopicPartition
     from kcodec.records.header import next_offset
 
@@ -888,13 +889,13 @@ def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
             data = p.records
             if not data:
                 continue
-            f = C._Fetched(TopicPartition(str(t.topic), p.partition_index), 0, data,
+            f = C.Fetched(TopicPartition(str(t.topic), p.partition_index), 0, data,
                            p.aborted_transactions, 0)
             nxt = call("records.header.next_offset", next_offset, data, 0)
-            got = call("consumer._decode", C._decode, f, 0, True, read_committed)
+            got = call("consumer.visibility.decode", C.decode, f, 0, True, read_committed)
             if got[0] == "ok":
                 got = ("ok", [record_tuple(r) for r in got[1][0]], got[1][1])
-            vis = call("consumer._visible_blob", C._visible_blob, f, read_committed)
+            vis = call("consumer.visibility.visible_blob", C.visible_blob, f, read_committed)
             if vis[0] == "ok":
                 vis = ("ok", bytes(vis[1][0]), vis[1][1])
             out.append((nxt, got, vis))

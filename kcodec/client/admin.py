@@ -8,7 +8,7 @@ from typing import Any, Union
 
 from kcodec.client.config import AdminConfig
 from kcodec.client.consumer.assignors import Assignment
-from kcodec.client.consumer.facade import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.errors import KafkaError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop

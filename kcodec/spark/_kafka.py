@@ -484,7 +484,8 @@ class _RangeReader:
         raise KafkaError_(3)
 
     def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
-        from kcodec.client.consumer.facade import _Fetched, _visible_blob
+        from kcodec.client.consumer.visibility import Fetched as _Fetched
+        from kcodec.client.consumer.visibility import visible_blob as _visible_blob
         from kcodec.client.structs import TopicPartition
         from kcodec.records.header import next_offset
 
@@ -519,9 +520,9 @@ class _RangeReader:
         """The fetch offset is out of range: data loss (or the partition shrank). Returns
         True when the range is finished, else moves on to the earliest offset."""
         from kcodec.client import TopicPartition
-        from kcodec.client.consumer.facade import EARLIEST as E
-        from kcodec.client.consumer.facade import LATEST as L
-        from kcodec.client.consumer.facade import list_offsets as lo
+        from kcodec.client.consumer import EARLIEST as E
+        from kcodec.client.consumer import LATEST as L
+        from kcodec.client.consumer import list_offsets as lo
 
         r = self.r
         tp = TopicPartition(r.topic, r.partition)

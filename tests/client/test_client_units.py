@@ -6,7 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcodec.client.consumer.facade import _decode, _Fetched, _trim_columns
+from kcodec.client.consumer.visibility import Fetched as _Fetched
+from kcodec.client.consumer.visibility import decode as _decode
+from kcodec.client.consumer.visibility import trim_columns as _trim_columns
 from kcodec.client.structs import TopicPartition
 from kcodec.records import RecordBatchBuilder
 from kcodec.records.header import next_offset
@@ -92,19 +94,19 @@ def _engine(read_committed: bool):
     import asyncio
 
     from kcodec.client.config import ConsumerConfig
-    from kcodec.client.consumer.facade import _Engine
+    from kcodec.client.consumer.engine import ConsumerEngine
 
     cfg = ConsumerConfig(bootstrap_servers="127.0.0.1:1",
                          isolation_level="read_committed" if read_committed else "read_uncommitted")
     loop = asyncio.new_event_loop()
-    eng = _Engine(cfg, loop)
+    eng = ConsumerEngine(cfg, loop)
     eng.set_assignment([TP])
     return eng, loop
 
 
 def _feed(eng, blob: bytes, aborted, position: int = 0) -> None:
-    eng.states[TP].position = eng.states[TP].fetch_position = position
-    eng.buffer.append(_Fetched(TP, position, blob, aborted, eng.states[TP].epoch))
+    eng.subs.states[TP].position = eng.subs.states[TP].fetch_position = position
+    eng.fetcher.buffer.append(_Fetched(TP, position, blob, aborted, eng.subs.states[TP].epoch))
 
 
 @pytest.mark.parametrize("read_committed", [True, False])
@@ -116,11 +118,11 @@ def test_poll_and_poll_columns_agree_on_transactions(read_committed: bool, posit
     eng, loop = _engine(read_committed)
     try:
         _feed(eng, blob, aborted, position)
-        rows = eng.take(1000)[TP]
-        pos_rows = eng.states[TP].position
+        rows = eng.fetcher.take(1000)[TP]
+        pos_rows = eng.subs.states[TP].position
         _feed(eng, blob, aborted, position)
-        cols = eng.take_columns()[TP]
-        pos_cols = eng.states[TP].position
+        cols = eng.fetcher.take_columns()[TP]
+        pos_cols = eng.subs.states[TP].position
     finally:
         loop.close()
     want = [(0, b"a"), (1, b"b"), (2, b"x1"), (3, b"x2"), (5, b"c1"), (6, b"c2"), (8, b"z")]
@@ -139,9 +141,9 @@ def test_poll_columns_blob_of_only_aborted_and_markers() -> None:
     eng, loop = _engine(True)
     try:
         _feed(eng, blob, aborted, 2)
-        assert eng.take_columns() == {}
-        assert eng.states[TP].position == 5
+        assert eng.fetcher.take_columns() == {}
+        assert eng.subs.states[TP].position == 5
         _feed(eng, blob, aborted, 2)
-        assert eng.take(100) == {} and eng.states[TP].position == 5
+        assert eng.fetcher.take(100) == {} and eng.subs.states[TP].position == 5
     finally:
         loop.close()

@@ -19,7 +19,7 @@ from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
 from kcodec.broker.coordinator.migration import upgrade
 from kcodec.broker.purgatory import Timer
 from kcodec.client import Admin, Consumer, Producer
-from kcodec.client.consumer.facade import RebalanceListener
+from kcodec.client.consumer import RebalanceListener
 from kcodec.protocol import CLASSES, ConsumerProtocolAssignment, ErrorCode
 from kcodec.protocol.consumer import ConsumerProtocolSubscription, encode_versioned
 from tests.support.broker_raw import Raw
