@@ -12,10 +12,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.compression import CODEC_NAMES
+
 __all__ = ["ClientConfig", "ProducerConfig", "ConsumerConfig", "AdminConfig",
            "parse_bootstrap", "COMPRESSION_TYPES"]
 
-COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+# the names compression_type takes: kcodec.compression's (kept under this name for callers)
+COMPRESSION_TYPES = CODEC_NAMES
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -146,14 +149,14 @@ class ProducerConfig(ClientConfig):
             raise ValueError(f"compression_type must be one of {', '.join(COMPRESSION_TYPES)}, "
                              f"got {self.compression_type!r}")
         if self.compression_level is not None:
-            from kcodec.compression import compress
+            from kcodec.compression import codec_of, compress
             from kcodec.errors import KcodecError
 
             lvl = self.compression_level
             if not isinstance(lvl, int) or isinstance(lvl, bool):
                 raise ValueError(f"compression_level must be an integer or None, got {lvl!r}")
             try:   # the codec's own range check (compressing nothing is cheap)
-                compress(COMPRESSION_TYPES.index(self.compression_type), b"", lvl)
+                compress(codec_of(self.compression_type), b"", lvl)
             except (KcodecError, ValueError) as exc:
                 raise ValueError(f"compression_level {lvl} is not valid for "
                                  f"{self.compression_type}: {exc}") from None

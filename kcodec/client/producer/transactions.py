@@ -33,7 +33,7 @@ from kcodec.client.structs import ConsumerGroupMetadata
 from kcodec.errors import KcodecError, ProtocolError
 
 if TYPE_CHECKING:
-    from kcodec.client.producer.facade import _Engine
+    from kcodec.client.producer.engine import ProducerEngine
 
 __all__ = ["TransactionManager", "ConsumerGroupMetadata", "TransactionError",
            "TransactionStateError", "AbortableTransactionError", "FatalTransactionError",
@@ -84,7 +84,7 @@ UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING, ABORTING, ABORTABLE_ERROR, FAT
 class TransactionManager:
     """Transaction state of one producer engine; coroutines run on the engine's loop."""
 
-    def __init__(self, engine: _Engine) -> None:
+    def __init__(self, engine: ProducerEngine) -> None:
         self.engine = engine
         self.cluster = engine.cluster
         cfg = engine.config
@@ -210,9 +210,7 @@ class TransactionManager:
             22, {"transactional_id": self.transactional_id,
                  "transaction_timeout_ms": self.timeout_ms},
             "InitProducerId", lambda b: b.error_code)
-        with eng.lock:
-            eng.producer_id, eng.epoch = body.producer_id, body.producer_epoch
-            eng.next_seq.clear()
+        eng.accumulator.set_producer(body.producer_id, body.producer_epoch)
         self.state = READY
         self.error = None
 
@@ -246,8 +244,8 @@ class TransactionManager:
                 topics.setdefault(t, []).append(p)
             eng = self.engine
             req = {"v3_and_below_transactional_id": self.transactional_id,
-                   "v3_and_below_producer_id": eng.producer_id,
-                   "v3_and_below_producer_epoch": eng.epoch,
+                   "v3_and_below_producer_id": eng.accumulator.producer_id,
+                   "v3_and_below_producer_epoch": eng.accumulator.epoch,
                    "v3_and_below_topics": [{"name": t, "partitions": ps}
                                            for t, ps in topics.items()]}
 
@@ -260,10 +258,10 @@ class TransactionManager:
                 await self._request(24, req, "AddPartitionsToTxn", worst)
             except KcodecError as exc:
                 self.fail(exc, getattr(exc, "code", None))
-                eng.wake.set()
+                eng.kick()
                 return
             self.added.update(todo)
-            eng.wake.set()
+            eng.kick()
 
     async def send_offsets(self, offsets: dict, group: ConsumerGroupMetadata | str) -> None:
         self._require(IN_TRANSACTION, what="send_offsets_to_transaction")
@@ -272,8 +270,8 @@ class TransactionManager:
         eng = self.engine
         if not self.offsets_added:
             await self._request(25, {"transactional_id": self.transactional_id,
-                                     "producer_id": eng.producer_id,
-                                     "producer_epoch": eng.epoch, "group_id": group.group_id},
+                                     "producer_id": eng.accumulator.producer_id,
+                                     "producer_epoch": eng.accumulator.epoch, "group_id": group.group_id},
                                 "AddOffsetsToTxn", lambda b: b.error_code)
             self.offsets_added = True
         topics: dict[str, list[dict]] = {}
@@ -285,7 +283,7 @@ class TransactionManager:
             topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
                                              "committed_metadata": meta})
         req = {"transactional_id": self.transactional_id, "group_id": group.group_id,
-               "producer_id": eng.producer_id, "producer_epoch": eng.epoch,
+               "producer_id": eng.accumulator.producer_id, "producer_epoch": eng.accumulator.epoch,
                "generation_id": group.generation_id, "member_id": group.member_id,
                "group_instance_id": group.group_instance_id,
                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
@@ -346,8 +344,8 @@ class TransactionManager:
         eng = self.engine
         if self.added or self.offsets_added:
             await self._request(26, {"transactional_id": self.transactional_id,
-                                     "producer_id": eng.producer_id,
-                                     "producer_epoch": eng.epoch, "committed": commit},
+                                     "producer_id": eng.accumulator.producer_id,
+                                     "producer_epoch": eng.accumulator.epoch, "committed": commit},
                                 "EndTxn", lambda b: b.error_code)
         self.added.clear()
         self.wanted.clear()
