@@ -10,6 +10,7 @@
     assignors.py       range, roundrobin, cooperative-sticky
     fetch_session.py   incremental fetch sessions (KIP-227)
     offsets.py         ListOffsets lookups (earliest, latest, by timestamp)
+    fetch_range.py     one partition from an offset, outside any group (the Spark source)
 """
 
 from kcodec.client.consumer.facade import AsyncConsumer, Consumer, RebalanceListener

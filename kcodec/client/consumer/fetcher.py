@@ -33,13 +33,22 @@ from kcodec.client.errors import (
     KafkaError,
     NoOffsetForPartitionError,
 )
+from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.protocol import ApiKey, ErrorCode
 from kcodec.records.header import next_offset
 
-__all__ = ["Fetcher"]
+__all__ = ["Fetcher", "FETCH_REFRESH_CODES"]
+
+# A partition's error after which the next fetch waits for fresh metadata: the codes that
+# mean stale metadata, and OFFSET_NOT_AVAILABLE (a new leader's high watermark not caught
+# up), as Java's fetcher does.
+FETCH_REFRESH_CODES = REFRESH_CODES | {ErrorCode.OFFSET_NOT_AVAILABLE}
+_TOPIC_ID_CODES = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
+                   ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
 
 
 class Fetcher:
@@ -188,45 +197,33 @@ class Fetcher:
         if session is None:
             session = self.sessions[node] = FetchSession[TopicPartition]()
         try:
-            topics: dict[str, list] = {}
             epochs = {}
             for tp, _off in parts:
                 epochs[tp] = self.subs.states[tp].epoch if tp in self.subs.states else -1
             # KIP-227: only new and moved partitions go into an incremental fetch
             conn = await self.cluster.connection(node)
-            version = conn.core.version(1)
+            version = conn.core.version(ApiKey.FETCH)
             ids = None
-            if version >= TOPIC_ID_VERSIONS[1]:
+            if version >= TOPIC_ID_VERSIONS[ApiKey.FETCH]:
                 # KIP-516: topics by id; without ids in the metadata, the last named version
                 ids = self.cluster.topic_ids({tp.topic for tp, _ in parts} |
                                              {tp.topic for tp in session.offsets})
                 if ids is None:
-                    version = TOPIC_ID_VERSIONS[1] - 1
+                    version = TOPIC_ID_VERSIONS[ApiKey.FETCH] - 1
             if session.topic_ids != (ids is not None):
                 session.reset()           # a session names topics one way throughout
                 session.topic_ids = ids is not None
             sid, sepoch, send, forget = session.build(dict(parts))
-            for tp, off in send.items():
-                topics.setdefault(tp.topic, []).append({
-                    "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": off,
-                    "last_fetched_epoch": -1, "log_start_offset": -1,
-                    "partition_max_bytes": cfg.max_partition_fetch_bytes})
-            forgotten: dict[str, list[int]] = {}
-            for tp in forget:
-                forgotten.setdefault(tp.topic, []).append(tp.partition)
-            req = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms,
-                   "min_bytes": cfg.fetch_min_bytes, "max_bytes": cfg.fetch_max_bytes,
-                   "isolation_level": 1 if self.read_committed else 0, "session_id": sid,
-                   "session_epoch": sepoch,
-                   "topics": [{"topic": t, "topic_id": ids and ids[t], "partitions": ps}
-                              for t, ps in topics.items()],
-                   "forgotten_topics_data": [{"topic": t, "topic_id": ids and ids[t],
-                                              "partitions": ps}
-                                             for t, ps in forgotten.items()],
-                   "rack_id": ""}
+            req = requests.fetch(
+                max_wait_ms=cfg.fetch_max_wait_ms, min_bytes=cfg.fetch_min_bytes,
+                max_bytes=cfg.fetch_max_bytes, read_committed=self.read_committed,
+                session_id=sid, session_epoch=sepoch,
+                partitions=[(tp.topic, tp.partition, off) for tp, off in send.items()],
+                partition_max_bytes=cfg.max_partition_fetch_bytes,
+                forgotten=[(tp.topic, tp.partition) for tp in forget], topic_ids=ids)
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
             try:
-                resp = await self.cluster.send(node, 1, req, version, timeout=timeout)
+                resp = await self.cluster.send(node, ApiKey.FETCH, req, version, timeout=timeout)
             except BaseException:
                 session.on_error()
                 raise
@@ -234,7 +231,7 @@ class Fetcher:
             code = getattr(body, "error_code", 0) or 0
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
                 return            # the session is gone: the next fetch is a full one
-            if code in (100, 103, 106):   # UNKNOWN/INCONSISTENT topic id, session topic ids
+            if code in _TOPIC_ID_CODES:   # the topic ids changed: re-learn them, a new session
                 session.reset()
                 self.cluster.invalidate()
                 return
@@ -287,13 +284,15 @@ class Fetcher:
             self.wake.set()
 
     def _partition_error(self, tp: TopicPartition, st: PartitionState, code: int) -> None:
-        if code == 1:   # OFFSET_OUT_OF_RANGE
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.config.auto_offset_reset == "none":
                 self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
             st.position = st.fetch_position = None
             st.epoch += 1
-        elif code in REFRESH_CODES:
+        elif code in FETCH_REFRESH_CODES:
             self.cluster.invalidate()
+        elif code == ErrorCode.UNKNOWN_LEADER_EPOCH:
+            pass        # the broker has not seen the new leader epoch yet: fetch again
         else:
             self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
 

@@ -13,8 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from kcodec.client.errors import KafkaError
+from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
+from kcodec.protocol import ApiKey
 
 __all__ = ["EARLIEST", "LATEST", "list_offsets"]
 
@@ -29,15 +31,11 @@ async def list_offsets(cluster: Cluster, tps: Iterable[TopicPartition], timestam
         by_node.setdefault(await cluster.leader(tp.topic, tp.partition), []).append(tp)
     out: dict[TopicPartition, int] = {}
     for node, group in by_node.items():
-        topics: dict[str, list] = {}
-        for tp in group:
-            topics.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": timestamp})
-        req = {"replica_id": -1, "isolation_level": 1 if read_committed else 0,
-               "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        req = requests.list_offsets([(tp.topic, tp.partition, timestamp) for tp in group],
+                                    read_committed)
 
-        async def go(node: int = node, req: dict = req) -> Any:
-            r = await cluster.send(node, 2, req)
+        async def go(node: int = node, req: Any = req) -> Any:
+            r = await cluster.send(node, ApiKey.LIST_OFFSETS, req)
             for t in r.body.topics:
                 for p in t.partitions:
                     if p.error_code:

@@ -29,14 +29,21 @@ from kcodec.client.errors import (
     KafkaError,
     KafkaTimeoutError,
 )
+from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.producer.accumulator import RecordAccumulator
 from kcodec.client.producer.batch import ProducerBatch
 from kcodec.client.producer.transactions import TransactionManager
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ApiKey, ErrorCode
 
 __all__ = ["Sender"]
+
+# the broker does not know this producer (any more), or saw its sequences out of order or
+# a newer epoch: an idempotent producer starts again with a new id
+_NEW_PRODUCER_ID = (ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    ErrorCode.INVALID_PRODUCER_EPOCH)
 
 
 class Sender:
@@ -80,8 +87,8 @@ class Sender:
             self.pid_lock = asyncio.Lock()
         async with self.pid_lock:
             async def go() -> Any:
-                r = await self.cluster.send(None, 22, {"transactional_id": None,
-                                                       "transaction_timeout_ms": 60000})
+                r = await self.cluster.send(None, ApiKey.INIT_PRODUCER_ID,
+                                            requests.init_producer_id(None, 60000))
                 if r.body.error_code:
                     raise KafkaError(r.body.error_code, "InitProducerId")
                 return r.body
@@ -181,17 +188,13 @@ class Sender:
                        turn: asyncio.Future | None = None) -> None:
         cfg = self.config
         try:
-            topics: dict[str, list] = {}
             for b in batches:
                 b.attempts += 1
-                topics.setdefault(b.topic, []).append({"index": b.partition, "records": b.close()})
             # KIP-516: Produce v13 names topics by id; without ids, the last named version
-            ids = self.cluster.topic_ids(topics)
-            version = None if ids is not None else TOPIC_ID_VERSIONS[0] - 1
-            req = {"transactional_id": cfg.transactional_id, "acks": cfg.acks,
-                   "timeout_ms": cfg.request_timeout_ms,
-                   "topic_data": [{"name": t, "topic_id": ids and ids[t], "partition_data": ps}
-                                  for t, ps in topics.items()]}
+            ids = self.cluster.topic_ids({b.topic for b in batches})
+            version = None if ids is not None else TOPIC_ID_VERSIONS[ApiKey.PRODUCE] - 1
+            req = requests.produce(cfg.transactional_id, int(cfg.acks), cfg.request_timeout_ms,
+                                   [(b.topic, b.partition, b.close()) for b in batches], ids)
             # the answer is awaited no longer than the first batch's delivery deadline
             wait = min(cfg.request_timeout_ms / 1000,
                        max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
@@ -200,13 +203,13 @@ class Sender:
                     await asyncio.wait([prev])    # (wait, not await: never cancels it)
                 conn = await self.cluster.connection(node)
                 if version is not None:
-                    version = min(conn.core.version(0), version)
+                    version = min(conn.core.version(ApiKey.PRODUCE), version)
                 if turn is not None:
                     # the next request's turn: it runs once this task yields, and this
                     # request is written before that (the connection is up, so sending
                     # writes at once)
                     turn.set_result(None)
-                resp = await self.cluster.send(node, 0, req, timeout=wait,
+                resp = await self.cluster.send(node, ApiKey.PRODUCE, req, timeout=wait,
                                                expect_response=cfg.acks != 0, version=version)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
                 if isinstance(exc, ClientClosedError):
@@ -230,16 +233,19 @@ class Sender:
                 p = results.get((b.topic, b.partition))
                 if p is None:
                     self._retry_or_fail(b, ProtocolError(f"no answer for {b.topic}[{b.partition}]"))
-                elif p.error_code == 0:
+                elif p.error_code == ErrorCode.NONE:
                     self.complete(b, p.base_offset, p.log_append_time_ms)
-                elif p.error_code == 46:   # DUPLICATE_SEQUENCE_NUMBER: already written
+                elif p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:   # already written
                     self.complete(b, -1, p.log_append_time_ms)
-                elif p.error_code == 45 and cfg.enable_idempotence and not self.acc.is_head(b):
-                    # OUT_OF_ORDER_SEQUENCE behind an earlier batch that is being retried:
-                    # resend in order after it, same producer id and sequence
-                    self._retry_or_fail(b, KafkaError(45, f"produce {b.topic}[{b.partition}]"),
+                elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
+                        cfg.enable_idempotence and not self.acc.is_head(b):
+                    # behind an earlier batch that is being retried: resend in order after
+                    # it, same producer id and sequence
+                    self._retry_or_fail(b, KafkaError(p.error_code,
+                                                      f"produce {b.topic}[{b.partition}]"),
                                         force=True)
-                elif p.error_code in (59, 45, 47) and cfg.enable_idempotence and self.txn is None:
+                elif p.error_code in _NEW_PRODUCER_ID and cfg.enable_idempotence and \
+                        self.txn is None:
                     need_pid = True
                     self._retry_or_fail(b, KafkaError(p.error_code, f"produce {b.topic}[{b.partition}]"),
                                         force=True)
