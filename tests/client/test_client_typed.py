@@ -11,7 +11,7 @@ import pytest
 
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES
-from kcodec.client.net.wire import encode_request, for_version
+from kcodec.client.net.wire import encode_request
 from kcodec.protocol import ApiKey, ErrorCode, MetadataRequest, ProduceRequest, decode_request
 
 
@@ -31,16 +31,16 @@ def test_a_typed_request_is_written_with_the_fields_of_its_version() -> None:
     own (Produce v13 names topics by id, v12 by name)."""
     tid = uuid.uuid4()
     req = requests.produce(None, -1, 1000, [("t", 0, b"")], {"t": tid})
-    v12, v13 = for_version(req, 12), for_version(req, 13)
+    v12, v13 = req.for_version(12), req.for_version(13)
     assert (v12.topic_data[0].name, v12.topic_data[0].topic_id) == ("t", uuid.UUID(int=0))
     assert (v13.topic_data[0].name, v13.topic_data[0].topic_id) == ("", tid)
     assert req.topic_data[0].name == "t"                    # the caller's object is untouched
     for version in (12, 13):
         frame = encode_request(ApiKey.PRODUCE, version, 7, "c", req)
         _hdr, body = decode_request(frame[4:])
-        assert body == for_version(req, version)
+        assert body == req.for_version(version)
     # a field the version lacks, with a value: left out (Metadata v3 has no auto-creation flag)
-    old = for_version(requests.metadata(["t"], auto_create=False), 3)
+    old = requests.metadata(["t"], auto_create=False).for_version(3)
     assert old.allow_auto_topic_creation is True and old == MetadataRequest(
         topics=[MetadataRequest.MetadataRequestTopic(name="t")])
 

@@ -162,7 +162,8 @@ class Collector:
         attr = snake(f["name"])
         if attr in seen:
             raise ValueError(f"{path}: duplicate attribute {attr}")
-        if attr in ("encode", "decode", "to_dict") or attr.startswith("_"):
+        if attr in ("encode", "decode", "to_dict", "from_dict", "for_version") or \
+                attr.startswith("_"):
             raise ValueError(f"{path}: attribute {attr} clashes with a method")
         seen.add(attr)
         ftype = f["type"]

@@ -2,8 +2,8 @@
 
 The client builds its requests as the generated message classes (kcodec.client.net.requests)
 with every field it knows; encoding for the negotiated version leaves out the fields that
-version lacks (``for_version``), as franz-go's kmsg writes only the fields of the version
-set on a request. A plain dict of field names is still taken (``build``), but a name the
+version lacks (the message's ``for_version``), as franz-go's kmsg writes only the fields of
+the version set on a request. A plain dict of field names is still taken (``build``), but a name the
 message does not have is a ``TypeError``, as the classes themselves raise. Responses decode
 into the protocol's message objects.
 """
@@ -16,46 +16,14 @@ from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import REQUESTS, RESPONSES, ApiKey
 from kcodec.protocol import decode_response as _decode_response
 from kcodec.protocol import encode_request as _encode_request
-from kcodec.protocol._decl import in_range
 
-__all__ = ["encode_request", "decode_response", "build", "for_version", "api_name"]
-
-
-def for_version(msg: Any, version: int) -> Any:
-    """A copy of ``msg`` (a message or struct object) with only the fields ``version`` has;
-    the others, at their defaults, are not written."""
-    cls = type(msg)
-    kw = {}
-    for fi in cls._info:
-        if not in_range(version, fi.versions):
-            continue
-        v = getattr(msg, fi.name)
-        if fi.struct_cls is not None and v is not None:
-            v = [for_version(x, version) for x in v] if fi.is_array else for_version(v, version)
-        kw[fi.name] = v
-    return cls(**kw)
+__all__ = ["encode_request", "decode_response", "build", "api_name"]
 
 
 def build(cls: type, value: Any, version: int) -> Any:
     """A ``cls`` object from a dict of field names (recursively) with only the fields
-    ``version`` has; a name ``cls`` does not have is a ``TypeError``. Objects are taken as
-    they are (``for_version`` does that)."""
-    if not isinstance(value, dict):
-        return value
-    names = cls._names  # type: ignore[attr-defined]
-    for key in value:
-        if key not in names:
-            raise TypeError(f"{cls.__name__} has no field {key!r}")
-    kw = {}
-    for fi in cls._info:  # type: ignore[attr-defined]
-        if fi.name not in value or not in_range(version, fi.versions):
-            continue
-        v = value[fi.name]
-        sc = fi.struct_cls
-        if sc is not None and v is not None:
-            v = [build(sc, x, version) for x in v] if fi.is_array else build(sc, v, version)
-        kw[fi.name] = v
-    return cls(**kw)
+    ``version`` has; a name ``cls`` does not have is a ``TypeError``."""
+    return cls.from_dict(value).for_version(version)  # type: ignore[attr-defined]
 
 
 def api_name(api_key: int) -> str:
@@ -74,7 +42,7 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     elif isinstance(body, dict):
         msg = build(cls, body, version)
     elif type(body) is cls:
-        msg = for_version(body, version)
+        msg = body.for_version(version)
     else:
         raise TypeError(f"{ApiKey(api_key).name} takes a {cls.__name__}, "
                         f"not a {type(body).__name__}")
