@@ -25,6 +25,7 @@ from kcodec.client.errors import (
     KafkaError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
+    RecordTooLargeError,
     SaslAuthenticationError,
     SslAuthenticationError,
 )
@@ -63,7 +64,7 @@ __all__ = [
     "Admin", "AsyncAdmin", "NewTopic",
     "ProducerConfig", "ConsumerConfig", "AdminConfig",
     "KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
-    "NoOffsetForPartitionError",
+    "NoOffsetForPartitionError", "RecordTooLargeError",
     "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
     "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",

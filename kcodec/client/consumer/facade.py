@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any, Callable
 
 from kcodec.client.config import ConsumerConfig
@@ -145,9 +145,9 @@ class _Common:
 class AsyncConsumer(_Common):
     """The asyncio consumer: ``async with AsyncConsumer(...) as c: await c.poll()``."""
 
-    def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        self.config = ConsumerConfig.from_kwargs(config, **kwargs)
-        self._topics = list(topics)
+    def __init__(self, *topics: Any, config: Mapping[str, Any] | None = None,
+                 **kwargs: Any) -> None:
+        self.config, self._topics = _settings(topics, config, kwargs)
         self._eng: ConsumerEngine | None = None
 
     @property
@@ -170,7 +170,7 @@ class AsyncConsumer(_Common):
 
     def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
         if self._engine.group is None:
-            raise ValueError("subscribe needs a group_id")
+            raise ValueError(_NO_GROUP)
         self._engine.subs.subscription = [topics] if isinstance(topics, str) else list(topics)
         self._engine.subs.listener = listener
         self._engine.group.need_rejoin = True
@@ -368,16 +368,16 @@ class Consumer(_Common):
                 print(record.partition, record.offset, record.value)
     """
 
-    def __init__(self, *topics: str, config: dict[str, Any] | None = None,
+    def __init__(self, *topics: Any, config: Mapping[str, Any] | None = None,
                  loop: LoopThread | None = None, **kwargs: Any) -> None:
-        self.config = ConsumerConfig.from_kwargs(config, **kwargs)
+        self.config, names = _settings(topics, config, kwargs)
         self._loop = loop or shared_loop()
         self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
         self._timeout = self.config.api_timeout_ms / 1000
-        if topics:
-            self.subscribe(list(topics))
+        if names:
+            self.subscribe(names)
 
     def _run(self, coro: Any, timeout: float | None = None) -> Any:
         return self._loop.run(coro, self._timeout + GRACE if timeout is None else timeout)
@@ -502,6 +502,30 @@ class Consumer(_Common):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+_NO_GROUP = ("subscribe needs a group_id (the group's members share the topics' partitions); "
+             "without a group, read the partitions you choose: "
+             "assign([TopicPartition(topic, partition), ...])")
+
+
+def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,
+              kwargs: dict[str, Any]) -> tuple[ConsumerConfig, list[str]]:
+    """The configuration and the topics to subscribe to from a consumer's arguments: topic
+    names, then settings as keywords, ``config=``, or a dict given first (as Producer and
+    Admin take it, and confluent-kafka's Consumer)."""
+    if topics and isinstance(topics[0], Mapping):
+        if config is not None:
+            raise TypeError("the settings are given twice: as the first argument and config=")
+        config, topics = topics[0], topics[1:]
+    for t in topics:
+        if not isinstance(t, str):
+            raise TypeError(f"topics are names (str), not {type(t).__name__}: the settings "
+                            "go first, or as keywords")
+    cfg = ConsumerConfig.from_kwargs(config, **kwargs)
+    if topics and cfg.group_id is None:
+        raise ValueError(f"Consumer{tuple(topics)!r}: {_NO_GROUP}")
+    return cfg, list(topics)
 
 
 def _cfg_dict(cfg: ConsumerConfig) -> dict[str, Any]:

@@ -20,12 +20,12 @@ import time
 from typing import Any, Callable
 
 from kcodec.client.config import ProducerConfig
-from kcodec.client.errors import ClientClosedError
+from kcodec.client.errors import ClientClosedError, RecordTooLargeError
 from kcodec.client.producer.accum import Accumulator
 from kcodec.client.producer.batch import ProducerBatch, RecordFuture
 from kcodec.client.producer.partitioner import DefaultPartitioner
 from kcodec.compression import codec_of
-from kcodec.records import RecordBatchBuilder
+from kcodec.records import RecordBatchBuilder, record_size
 from kcodec.records.header import HEADER_SIZE
 
 __all__ = ["RecordAccumulator"]
@@ -48,6 +48,9 @@ class RecordAccumulator(Accumulator):
         self.flushing = 0                          # flushes waiting: seal every open batch
         self.producer_id = -1
         self.epoch = -1
+        # a batch holds at most this (and more only with one record, checked on its own)
+        self.max_size = min(max(config.batch_size, 1024), config.max_request_size,
+                            config.buffer_memory)
 
     # ------------------------------------------------------------------ appending (any thread)
     def append(self, topic: str, partition: int, partitions: int, key: bytes | None,
@@ -74,6 +77,8 @@ class RecordAccumulator(Accumulator):
             # step touches only the builder and the list
             size = 0 if b is None else b.builder.add(key, value, headers, timestamp, b.timestamps)
             if b is None or not size:
+                # the record starts a batch, which takes any size: check it first
+                self._check_size(key, value, headers)
                 if b is not None:      # full: send it, start another
                     self.seal(tp, b)
                 b = self._new_batch(tp)
@@ -96,6 +101,18 @@ class RecordAccumulator(Accumulator):
         fut._batch = b
         fut._index = idx
         return fut
+
+    def _check_size(self, key: bytes | None, value: bytes | None, headers: Any) -> None:
+        """Refuse a record larger than max_request_size or buffer_memory (with the header of
+        a batch of its own), as Java does before accepting it. Only a record that starts a
+        batch needs the check: the builders' max_size is at most both, and a record that
+        would take a batch past it goes to a new batch."""
+        cfg = self.config
+        size = HEADER_SIZE + record_size(key, value, headers)   # first in its batch: deltas 0
+        if size > cfg.max_request_size:
+            raise RecordTooLargeError(size, cfg.max_request_size, "max_request_size")
+        if size > cfg.buffer_memory:
+            raise RecordTooLargeError(size, cfg.buffer_memory, "buffer_memory")
 
     def append_built(self, topic: str, partition: int, built: Any, size: int) -> ProducerBatch:
         """Queue an already encoded batch (kcodec.client.producer.columnar.PrebuiltBatch)
@@ -124,7 +141,7 @@ class RecordAccumulator(Accumulator):
         builder = RecordBatchBuilder(compression=self.codec,
                                      compression_level=cfg.compression_level,
                                      producer_id=self.producer_id, producer_epoch=self.epoch,
-                                     base_sequence=seq, max_size=max(cfg.batch_size, 1024),
+                                     base_sequence=seq, max_size=self.max_size,
                                      is_transactional=self.transactional)
         afut = self.loop.create_future()
         b = ProducerBatch(tp[0], tp[1], builder,

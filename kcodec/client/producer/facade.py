@@ -14,13 +14,14 @@ import time
 from typing import Any, Callable
 
 from kcodec.client.config import ProducerConfig
-from kcodec.client.errors import ClientClosedError, KafkaTimeoutError
+from kcodec.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.producer.batch import Headers, RecordFuture, as_bytes
 from kcodec.client.producer.engine import ProducerEngine
 from kcodec.client.producer.partitioner import partition_for_key
 from kcodec.client.producer.transactions import TransactionManager, TransactionStateError
 from kcodec.client.structs import ConsumerGroupMetadata, SendResult
+from kcodec.records.header import HEADER_SIZE
 
 __all__ = ["Producer", "AsyncProducer", "RecordFuture"]
 
@@ -194,8 +195,14 @@ class Producer(_Base):
         acc = eng.accumulator
         sticky = acc.partitioner.sticky.partition(topic, count)
         cfg = self.config
-        planned = plan_send(value, key, headers, partition, count, sticky, cfg.batch_size,
-                            acc.codec, cfg.compression_level, timestamp)
+        planned = plan_send(value, key, headers, partition, count, sticky,
+                            min(cfg.batch_size, acc.max_size - HEADER_SIZE), acc.codec,
+                            cfg.compression_level, timestamp)
+        for _p, built, size in planned:     # a row too large alone: refuse them all, first
+            for limit, setting in ((cfg.max_request_size, "max_request_size"),
+                                   (cfg.buffer_memory, "buffer_memory")):
+                if size > limit and built.count == 1:
+                    raise RecordTooLargeError(size, limit, setting)
         acc.partitioner.sticky.on_new_batch(topic, count, sticky)
         out = []
         for p, built, size in planned:
