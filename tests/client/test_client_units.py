@@ -147,3 +147,30 @@ def test_poll_columns_blob_of_only_aborted_and_markers() -> None:
         assert eng.fetcher.take(100) == {} and eng.subs.states[TP].position == 5
     finally:
         loop.close()
+
+
+def test_consumer_record_is_a_record() -> None:
+    """One record type for the consumer: iteration's ConsumerRecord is the Record poll
+    returns, naming its topic and partition; the named tuple it was still reads, warning."""
+    import warnings
+
+    from kcodec.client import ConsumerRecord
+    from kcodec.records import Record, iter_batches
+
+    (src,) = [r for b in iter_batches(_batch(4, [b"v"])) for r in b]
+    r = ConsumerRecord("t", 2, src.offset, src.timestamp, src.timestamp_type, src.key,
+                       src.value, src.headers, src.attributes)
+    assert isinstance(r, Record) and Record.__eq__(r, src)
+    assert (r.topic, r.partition, r.offset, r.value, r.headers) == ("t", 2, 4, b"v", [])
+    assert r == ConsumerRecord("t", 2, 4, src.timestamp, src.timestamp_type, None, b"v", [])
+    assert r != ConsumerRecord("t", 3, 4, src.timestamp, src.timestamp_type, None, b"v", [])
+    assert "topic='t', partition=2, offset=4" in repr(r)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        topic, partition, offset, *_ = r
+        assert (topic, partition, offset, r[6], len(r)) == ("t", 2, 4, b"v", 8)
+        assert r._asdict()["value"] == b"v"
+        assert r == ("t", 2, 4, src.timestamp, src.timestamp_type, None, b"v", [])
+    assert len(seen) == 5 and all(w.category is DeprecationWarning for w in seen)
+    assert "use its attributes" in str(seen[0].message)
+    assert seen[0].filename == __file__

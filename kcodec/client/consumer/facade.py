@@ -135,7 +135,7 @@ class _Common:
                 for r in recs:
                     held[tp] = r.offset + 1
                     yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
-                                         r.value, r.headers)
+                                         r.value, r.headers, r.attributes)
                 held.pop(tp, None)   # all handed out: the position (past control batches) stands
         finally:
             if held:
