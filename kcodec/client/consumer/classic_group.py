@@ -25,7 +25,7 @@ from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ApiKey, ErrorCode
 
-__all__ = ["GroupMember", "COORDINATOR_CODES", "REJOIN_CODES"]
+__all__ = ["ClassicGroupMember", "GroupMember", "COORDINATOR_CODES", "REJOIN_CODES"]
 
 
 # the coordinator is loading, gone or elsewhere: find it again
@@ -37,7 +37,7 @@ REJOIN_CODES = frozenset((ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER
 FENCED = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION)
 
 
-class GroupMember:
+class ClassicGroupMember:
     """The group state of one consumer (member id, generation, coordinator, assignment)."""
 
     def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
@@ -240,3 +240,6 @@ class GroupMember:
             pass
         self.member_id = ""
         self.generation = -1
+
+
+GroupMember = ClassicGroupMember    # its name before the split by role (Kafka: ClassicGroup)

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.consumer.classic_group import COORDINATOR_CODES, GroupMember
+from kcodec.client.consumer.classic_group import COORDINATOR_CODES, ClassicGroupMember
 from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
@@ -31,7 +31,7 @@ HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
 FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
 
 
-class ConsumerGroupMember(GroupMember):
+class ConsumerGroupMember(ClassicGroupMember):
     """The group state of one consumer under the consumer protocol."""
 
     def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.consumer.classic_group import GroupMember
+from kcodec.client.consumer.classic_group import ClassicGroupMember
 from kcodec.client.consumer.fetcher import Fetcher
 from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.consumer.positions import SubscriptionState
@@ -30,12 +30,12 @@ from kcodec.client.structs import TopicPartition
 __all__ = ["ConsumerEngine"]
 
 
-def _group_member(cluster: Cluster, config: ConsumerConfig) -> GroupMember:
+def _group_member(cluster: Cluster, config: ConsumerConfig) -> ClassicGroupMember:
     if config.group_protocol == "consumer":   # KIP-848: the broker assigns
         from kcodec.client.consumer.consumer_group import ConsumerGroupMember
 
         return ConsumerGroupMember(cluster, config)
-    return GroupMember(cluster, config)
+    return ClassicGroupMember(cluster, config)
 
 
 class ConsumerEngine:

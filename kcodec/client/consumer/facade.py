@@ -407,7 +407,7 @@ class Consumer(_Common):
 
     def _ensure_group(self) -> None:
         if self._async._rebalance_due():
-            cfg = self.config   # the join's own deadline (GroupMember.join), plus grace
+            cfg = self.config   # the join's own deadline (ClassicGroupMember.join), plus grace
             self._drive(self._async._rebalance(),
                         max(cfg.api_timeout_ms, 2 * cfg.session_timeout_ms) / 1000 + GRACE,
                         f"joining group {cfg.group_id!r}")
