@@ -869,17 +869,19 @@ def target_framing(data: bytes) -> None:
 # ---------------------------------------------------------------------------- client
 
 # What a client has in flight when the (fuzzed) answer arrives: (API key, version) pairs the
-# client speaks (kcodec.client.core.CLIENT_VERSIONS), old and new.
+# client speaks (kcodec.client.net.core.CLIENT_VERSIONS), old and new.
 _CLIENT_CALLS = [(18, 3), (18, 0), (3, 12), (3, 4), (1, 12), (1, 4), (0, 9), (0, 3),
                  (2, 7), (10, 3), (11, 9), (14, 5), (12, 4), (9, 7), (8, 8), (22, 4),
                  (19, 7), (15, 5), (13, 4)]
 
 
 def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
-    """What the consumer makes of a Fetch answer's blobs (consumer._next_offset, _decode,
-    _visible_blob): records (as tuples) or the kcodec error each blob gives."""
-    from kcodec.client import consumer as C
-    from kcodec.client.consumer import TopicPartition
+    """What the consumer makes of a Fetch answer's blobs (records.header.next_offset, the
+    consumer's visibility.decode and visible_blob): records (as tuples) or the kcodec error
+    each blob gives."""
+    from kcodec.client.consumer import visibility as C
+    from kcodec.client.structs import TopicPartition
+    from kcodec.records.header import next_offset
 
     out: list[Any] = []
     for t in getattr(body, "responses", None) or []:
@@ -887,13 +889,13 @@ def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
             data = p.records
             if not data:
                 continue
-            f = C._Fetched(TopicPartition(str(t.topic), p.partition_index), 0, data,
+            f = C.Fetched(TopicPartition(str(t.topic), p.partition_index), 0, data,
                            p.aborted_transactions, 0)
-            nxt = call("consumer._next_offset", C._next_offset, data, 0)
-            got = call("consumer._decode", C._decode, f, 0, True, read_committed)
+            nxt = call("records.header.next_offset", next_offset, data, 0)
+            got = call("consumer.visibility.decode", C.decode, f, 0, True, read_committed)
             if got[0] == "ok":
                 got = ("ok", [record_tuple(r) for r in got[1][0]], got[1][1])
-            vis = call("consumer._visible_blob", C._visible_blob, f, read_committed)
+            vis = call("consumer.visibility.visible_blob", C.visible_blob, f, read_committed)
             if vis[0] == "ok":
                 vis = ("ok", bytes(vis[1][0]), vis[1][1])
             out.append((nxt, got, vis))
@@ -903,7 +905,7 @@ def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
 def _client_outcome(data: bytes) -> list[Any]:
     """Feed ``data[2:]`` as a broker's answer to a Connection with requests in flight, in
     chunks; check the connection's invariants after every step; return what happened."""
-    from kcodec.client.core import MAX_FRAME, Connection
+    from kcodec.client.net.core import MAX_FRAME, Connection
     from kcodec.errors import ProtocolError
     from kcodec.protocol import RESPONSES
 
@@ -963,7 +965,7 @@ def _client_outcome(data: bytes) -> list[Any]:
 
 
 def target_client(data: bytes) -> None:
-    """The client's response handling (kcodec.client.core.Connection, and for Fetch answers
+    """The client's response handling (kcodec.client.net.core.Connection, and for Fetch answers
     the consumer's record decoding): a fuzzed broker answer gives decoded responses in
     request order or a ProtocolError that closes the connection, never another exception
     or a response matched to the wrong request; compiled vs pure protocol and record twins

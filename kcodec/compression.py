@@ -54,6 +54,7 @@ __all__ = [
     "decompress",
     "codec_of",
     "codec_info",
+    "CODEC_NAMES",
 ]
 
 CODEC_MASK = 0x07  # the codec bits of a batch's or a message's attributes
@@ -89,6 +90,9 @@ LEVEL_RANGES: dict[Codec, range | None] = {
 
 _PACKAGES = {Codec.GZIP: None, Codec.SNAPPY: "cramjam", Codec.LZ4: "lz4", Codec.ZSTD: "zstandard"}
 _NAMES = {c.name.lower(): c for c in Codec}
+CODEC_NAMES = tuple(_NAMES)
+"""The codec names, in id order ("none", "gzip", "snappy", "lz4", "zstd"): what Kafka's
+``compression.type`` takes; ``codec_of(name)`` gives the Codec."""
 
 CodecLike = Union[int, str, Codec]
 

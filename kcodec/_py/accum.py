@@ -1,17 +1,31 @@
-"""The producer's per-record step for a record whose partition is chosen (the reference
-twin of kcodec._cy.accum).
+"""The producer's record accumulator: the state it owns, and the per-record step for a
+record whose partition the key chooses (the reference twin of kcodec._cy.accum).
 
-    a = Appender(engine, future_type, seal_size, buffer_memory, slow=None)
+    a = Accumulator(seal_size, buffer_memory, wake)
+    a.bind(future_type, slow)             # what ``keyed`` makes; ``send``'s general path
     a.keyed(topic, key, value, headers, timestamp) -> future | None
     a.send(topic, value=None, key=None, partition=None, headers=None, timestamp=None)
+    a.seal(tp, batch)      a.account(batch)           (with ``a.lock`` held)
 
-``keyed`` takes a record with a bytes key and no chosen partition: its value bytes or None, its topic's partition count known
-(``engine.counts``), ``engine.buffered`` not above ``buffer_memory``; the partition is the
-key's murmur2 (kcodec.client.partitioner.partition_for_key). Then, under ``engine.lock``: the partition's open batch (``engine.open[(topic, partition)]``)
-takes the record through its builder's ``add`` (the timestamp goes on ``batch.timestamps``);
-a batch whose builder reaches ``seal_size`` bytes is sealed (``engine._seal``) and the
-sender woken (``engine._kick``). The result is ``future_type()`` (a class without
-``__init__``) with ``_batch`` and ``_index`` set, or None when the engine must take the
+State, all the accumulator's own: ``lock``; ``open`` ((topic, partition) -> the batch being
+filled); ``queues`` ((topic, partition) -> deque of sealed batches, oldest first);
+``next_seq`` ((topic, partition) -> the next batch's base sequence); ``counts`` (topic ->
+partition count, for choosing a partition without the loop); ``pending`` and ``buffered``
+(records and bytes of sealed batches not yet acknowledged: an open batch is counted when
+it is sealed, not per record); ``closed`` and ``fatal`` (an error that stops the producer,
+or None). ``wake()`` tells the sender there is something to send.
+
+A batch is any object with ``builder`` (a RecordBatchBuilder, or None once built),
+``timestamps`` (one per record: its count), ``sequence`` and ``size``
+(kcodec.client.producer.batch.ProducerBatch).
+
+``keyed`` takes a record with a bytes key and no chosen partition: its value bytes or None,
+its topic's partition count known, ``buffered`` not above ``buffer_memory``; the partition
+is the key's murmur2 (kcodec.client.producer.partitioner.partition_for_key). Then, under
+``lock``: the partition's open batch takes the record through its builder's ``add`` (the
+timestamp goes on ``batch.timestamps``); a batch whose builder reaches ``seal_size`` bytes
+is sealed and ``wake()`` called. The result is ``future_type()`` (a class without
+``__init__``) with ``_batch`` and ``_index`` set, or None when the producer must take the
 record itself: closed or failed, no open batch, or the open batch full. An error in the
 record (``add``'s) propagates with the lock released and nothing added.
 
@@ -23,29 +37,63 @@ partition is given, else (or when ``keyed`` returns None) ``slow`` with the same
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections import deque
+from typing import Any, Callable
 
 from kcodec._py.murmur import partition_for_key
 
-__all__ = ["Appender"]
+__all__ = ["Accumulator"]
+
+_HEADER = 61    # a v2 batch's header: builder.size is this + its records
 
 
-class Appender:
-    """The fast path of the producer's ``append`` (no transaction, partition chosen)."""
+class Accumulator:
+    """The producer's batches and their counts (see the module docstring)."""
 
-    __slots__ = ("_engine", "_lock", "_open", "_fut", "_seal_size", "_counts", "_limit",
-                 "_slow")
+    def __init__(self, seal_size: int, buffer_memory: int, wake: Callable[[], Any]) -> None:
+        self.lock = threading.Lock()
+        self.open: dict[tuple[str, int], Any] = {}
+        self.queues: dict[tuple[str, int], deque] = {}
+        self.next_seq: dict[tuple[str, int], int] = {}
+        self.counts: dict[str, int] = {}
+        self.pending = 0
+        self.buffered = 0
+        self.closed = False
+        self.fatal: BaseException | None = None
+        self.seal_size = seal_size
+        self.limit = buffer_memory
+        self.wake = wake
+        self.future: Any = None
+        self.slow: Any = None
 
-    def __init__(self, engine: Any, future_type: type, seal_size: int,
-                 buffer_memory: int, slow: Any = None) -> None:
-        self._engine = engine
-        self._slow = slow
-        self._counts = engine.counts
-        self._limit = buffer_memory
-        self._lock = engine.lock
-        self._open = engine.open
-        self._fut = future_type
-        self._seal_size = seal_size
+    def bind(self, future_type: type, slow: Any = None) -> None:
+        """``keyed`` makes ``future_type()`` futures; ``send`` hands what it does not take
+        to ``slow``."""
+        self.future = future_type
+        self.slow = slow
+
+    def account(self, b: Any) -> None:
+        """A batch leaves ``open``: its size, its records pending and its bytes buffered
+        (lock held). Open batches, at most one per partition, are not counted in
+        ``buffered`` (Java reserves a whole batch_size for each instead)."""
+        if b.builder is not None:
+            b.size = b.builder.size - _HEADER
+        self.pending += len(b.timestamps)
+        self.buffered += b.size
+
+    def seal(self, tp: tuple[str, int], b: Any) -> None:
+        """Move the open batch of ``tp`` (or a batch made elsewhere) to its send queue, and
+        advance the partition's next sequence past it (lock held)."""
+        if self.open.get(tp) is b:
+            del self.open[tp]
+            self.account(b)
+        if b.sequence >= 0:
+            self.next_seq[tp] = (b.sequence + len(b.timestamps)) & 0x7FFFFFFF
+        q = self.queues.get(tp)
+        if q is None:
+            q = self.queues[tp] = deque()
+        q.append(b)
 
     def send(self, topic: str, value: Any = None, key: Any = None, partition: Any = None,
              headers: Any = None, timestamp: Any = None) -> Any:
@@ -54,23 +102,22 @@ class Appender:
             fut = self.keyed(topic, key, value, headers, timestamp)
             if fut is not None:
                 return fut
-        return self._slow(topic, value, key, partition, headers, timestamp)
+        return self.slow(topic, value, key, partition, headers, timestamp)
 
     def keyed(self, topic: str, key: bytes, value: Any, headers: Any, timestamp: Any) -> Any:
         """The record's future, or None: the producer's own path must take it."""
-        eng = self._engine
         if type(key) is not bytes or (value is not None and type(value) is not bytes):
             return None
-        count = self._counts.get(topic)
-        if count is None or type(count) is not int or count <= 0 or eng.buffered > self._limit:
+        count = self.counts.get(topic)
+        if count is None or type(count) is not int or count <= 0 or self.buffered > self.limit:
             return None
         tp = (topic, partition_for_key(key, count))
-        lock = self._lock
+        lock = self.lock
         lock.acquire()
         try:
-            if eng.closed or eng.fatal is not None:
+            if self.closed or self.fatal is not None:
                 return None
-            b = self._open.get(tp)
+            b = self.open.get(tp)
             if b is None:
                 return None
             ts = b.timestamps
@@ -78,12 +125,12 @@ class Appender:
             if not builder.add(key, value, headers, timestamp, ts):
                 return None
             idx = len(ts) - 1
-            if builder.size >= self._seal_size:
-                eng._seal(tp, b)
-                eng._kick()
+            if builder.size >= self.seal_size:
+                self.seal(tp, b)
+                self.wake()
         finally:
             lock.release()
-        fut = self._fut()
+        fut = self.future()
         fut._batch = b
         fut._index = idx
         return fut

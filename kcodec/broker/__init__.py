@@ -16,7 +16,14 @@ handler per API), ``log`` (partition logs of segments, recovery, retention),
 (nodes and test controls), ``state`` (what the nodes share).
 """
 
+from kcodec import _moved
 from kcodec.broker.cluster import Cluster, RecordedRequest
 from kcodec.broker.hooks import DROP, LOSE_ANSWER, NEVER, Delay
+
+# classic-protocol groups are ClassicGroup, as in Kafka (KIP-848's are consumer_group)
+_moved.install({
+    "kcodec.broker.coordinator.group": "kcodec.broker.coordinator.classic_group",
+    "kcodec.broker.apis.groups": "kcodec.broker.apis.classic_groups",
+})
 
 __all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "LOSE_ANSWER", "NEVER"]

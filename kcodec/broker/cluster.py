@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kcodec.broker.authorizer import AclStore, Authorizer
+from kcodec.broker.coordinator.classic_group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
-from kcodec.broker.coordinator.group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.producers import ProducerIds
 from kcodec.broker.coordinator.txn import TxnCoordinator
 from kcodec.broker.hooks import Hooks

@@ -1,4 +1,4 @@
-"""TLS and SASL options of the client sub-commands (``kcodec.client.security``).
+"""TLS and SASL options of the client sub-commands (``kcodec.client.net.security``).
 
 Secrets never go on the command line (other users see it in ``ps``): the SASL password
 comes from ``$KCODEC_SASL_PASSWORD`` or ``--sasl-password-file``, the private key's from
@@ -12,8 +12,8 @@ import argparse
 import os
 from typing import Any
 
-from kcodec.client.sasl import MECHANISMS
-from kcodec.client.security import PROTOCOLS
+from kcodec.client.net.sasl import MECHANISMS
+from kcodec.client.net.security import PROTOCOLS
 
 __all__ = ["add_security", "security_config"]
 

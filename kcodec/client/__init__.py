@@ -4,31 +4,59 @@
 
 Config names follow the Java client's properties in snake_case (``linger_ms``,
 ``enable_idempotence``, ``auto_offset_reset`` ...); see ``kcodec.client.config``.
+
+Where things are (each package's docstring lists its modules)::
+
+    net/        connections, metadata, requests, security: what all clients share
+    consumer/   Consumer and AsyncConsumer, group membership, fetching
+    producer/   Producer and AsyncProducer, batching, sending, transactions
+    admin.py    Admin and AsyncAdmin
+    config.py   the configurations;  structs.py  the value types;  errors.py  the errors
 """
 
+from kcodec import _moved
 from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
-from kcodec.client.consumer import AsyncConsumer, Consumer, ConsumerRecord, RebalanceListener
+from kcodec.client.consumer import AsyncConsumer, Consumer, RebalanceListener
 from kcodec.client.errors import (
-                                  AuthenticationError,
-                                  BrokerNotAvailableError,
-                                  ClientClosedError,
-                                  KafkaError,
-                                  KafkaTimeoutError,
-                                  NoOffsetForPartitionError,
-                                  SaslAuthenticationError,
-                                  SslAuthenticationError,
+    AuthenticationError,
+    BrokerNotAvailableError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    RecordTooLargeError,
+    SaslAuthenticationError,
+    SslAuthenticationError,
 )
-from kcodec.client.group import TopicPartition
-from kcodec.client.producer import AsyncProducer, Producer, RecordFuture, SendResult
-from kcodec.client.transactions import (
+from kcodec.client.producer import AsyncProducer, Producer, RecordFuture
+from kcodec.client.producer.transactions import (
     AbortableTransactionError,
-    ConsumerGroupMetadata,
     FatalTransactionError,
     ProducerFencedError,
     TransactionError,
     TransactionStateError,
 )
+from kcodec.client.structs import ConsumerGroupMetadata, ConsumerRecord, SendResult, TopicPartition
+
+# the modules' paths before the client was split by role (kcodec/_moved.py)
+_moved.install({
+    "kcodec.client.core": "kcodec.client.net.core",
+    "kcodec.client.conn": "kcodec.client.net.conn",
+    "kcodec.client.cluster": "kcodec.client.net.cluster",
+    "kcodec.client._wire": "kcodec.client.net.wire",
+    "kcodec.client._sync": "kcodec.client.net.loop",
+    "kcodec.client.security": "kcodec.client.net.security",
+    "kcodec.client.sasl": "kcodec.client.net.sasl",
+    "kcodec.client.group": "kcodec.client.consumer.classic_group",
+    "kcodec.client.consumer_group": "kcodec.client.consumer.consumer_group",
+    "kcodec.client.assignors": "kcodec.client.consumer.assignors",
+    "kcodec.client.fetch_session": "kcodec.client.consumer.fetch_session",
+    "kcodec.client.transactions": "kcodec.client.producer.transactions",
+    "kcodec.client.partitioner": "kcodec.client.producer.partitioner",
+    "kcodec.client._columnar_send": "kcodec.client.producer.columnar",
+    "kcodec.client._accum": "kcodec.client.producer.accum",
+})
 
 __all__ = [
     "Producer", "AsyncProducer", "SendResult", "RecordFuture",
@@ -36,7 +64,7 @@ __all__ = [
     "Admin", "AsyncAdmin", "NewTopic",
     "ProducerConfig", "ConsumerConfig", "AdminConfig",
     "KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
-    "NoOffsetForPartitionError",
+    "NoOffsetForPartitionError", "RecordTooLargeError",
     "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
     "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",

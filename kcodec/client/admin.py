@@ -6,15 +6,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kcodec.client._sync import GRACE, LoopThread, shared_loop
-from kcodec.client.assignors import Assignment
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import AdminConfig
-from kcodec.client.consumer import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.assignors import Assignment
+from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.errors import KafkaError
-from kcodec.client.group import TopicPartition
+from kcodec.client.net import requests
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, UnsupportedVersionError
-from kcodec.protocol import ErrorCode
+from kcodec.protocol import ApiKey, ErrorCode
 
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
@@ -137,14 +138,13 @@ class AsyncAdmin:
         """Create topics; the error (or None) per topic. Names alone take the given counts."""
         specs = [t if isinstance(t, NewTopic) else NewTopic(t, num_partitions, replication_factor)
                  for t in topics]
-        req = {"topics": [{"name": t.name, "num_partitions": t.num_partitions,
-                           "replication_factor": t.replication_factor, "assignments": [],
-                           "configs": [{"name": k, "value": v} for k, v in t.configs.items()]}
-                          for t in specs],
-               "timeout_ms": timeout_ms, "validate_only": validate_only}
+        req = requests.create_topics(
+            [(t.name, t.num_partitions, t.replication_factor, t.configs) for t in specs],
+            timeout_ms, validate_only)
 
         async def go() -> Any:
-            return (await self.cluster.send(await self._controller(), 19, req)).body
+            return (await self.cluster.send(await self._controller(), ApiKey.CREATE_TOPICS,
+                                            req)).body
         body = await self.cluster.call(go, "CreateTopics")
         self.cluster.invalidate()
         return {t.name: (KafkaError(t.error_code, f"create topic {t.name!r}", t.error_message)
@@ -152,10 +152,11 @@ class AsyncAdmin:
 
     async def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, KafkaError | None]:
         """Delete topics; the error (or None) per topic."""
-        req = {"topic_names": list(names), "timeout_ms": timeout_ms}
+        req = requests.delete_topics(names, timeout_ms)
 
         async def go() -> Any:
-            return (await self.cluster.send(await self._controller(), 20, req)).body
+            return (await self.cluster.send(await self._controller(), ApiKey.DELETE_TOPICS,
+                                            req)).body
         body = await self.cluster.call(go, "DeleteTopics")
         self.cluster.invalidate()
         return {r.name: (KafkaError(r.error_code, f"delete topic {r.name!r}", r.error_message)
@@ -190,7 +191,8 @@ class AsyncAdmin:
         out = []
         for node in list(self.cluster.brokers):
             async def go(node: int = node) -> Any:
-                return (await self.cluster.send(node, 16, {"states_filter": [], "types_filter": []})).body
+                return (await self.cluster.send(node, ApiKey.LIST_GROUPS,
+                                                requests.list_groups())).body
             body = await self.cluster.call(go, "ListGroups")
             if body.error_code:
                 raise KafkaError(body.error_code, "ListGroups")
@@ -198,20 +200,15 @@ class AsyncAdmin:
         return sorted(out, key=lambda g: g.group_id)
 
     async def _coordinator(self, group_id: str) -> int:
-        async def find() -> int:
-            b = (await self.cluster.send(None, 10, {"key": group_id, "key_type": 0})).body
-            if b.error_code:
-                raise KafkaError(b.error_code, f"FindCoordinator {group_id!r}")
-            self.cluster.brokers.setdefault(b.node_id, (b.host, b.port))
-            return b.node_id
-        return await self.cluster.call(find, "FindCoordinator")
+        return await self.cluster.call(lambda: self.cluster.find_coordinator(group_id),
+                                       "FindCoordinator")
 
     async def _consumer_group(self, node: int, gid: str) -> GroupDescription | None:
         """``gid`` described by ConsumerGroupDescribe; None when it is not a consumer-protocol
         group or the broker has no such API (then DescribeGroups describes it)."""
         async def go() -> Any:
-            return (await self.cluster.send(node, 69, {"group_ids": [gid],
-                                                       "include_authorized_operations": False})).body
+            return (await self.cluster.send(node, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                                            requests.consumer_group_describe([gid]))).body
         try:
             body = await self.cluster.call(go, "ConsumerGroupDescribe")
         except UnsupportedVersionError:
@@ -245,8 +242,8 @@ class AsyncAdmin:
                 continue
 
             async def go(node: int = node, gid: str = gid) -> Any:
-                return (await self.cluster.send(node, 15, {"groups": [gid],
-                                                           "include_authorized_operations": False})).body
+                return (await self.cluster.send(node, ApiKey.DESCRIBE_GROUPS,
+                                                requests.describe_groups([gid]))).body
             body = await self.cluster.call(go, "DescribeGroups")
             for g in body.groups:
                 if g.error_code:
@@ -280,22 +277,23 @@ class AsyncAdmin:
         node = await self._coordinator(group_id)
         if topics is None:   # every topic, named: some brokers answer a null request with null
             body = await self.cluster.refresh(None)
-            topics = sorted(t.name for t in body.topics if t.error_code == 0 and not t.is_internal)
-        req_topics = []
+            topics = sorted(t.name for t in body.topics
+                            if t.error_code == ErrorCode.NONE and not t.is_internal)
+        wanted = {}
         for t in topics:
             info = await self.cluster.topic(t, auto_create=False)
-            req_topics.append({"name": t, "partition_indexes": sorted(info.partitions)})
+            wanted[t] = sorted(info.partitions)
+        req = requests.offset_fetch(group_id, wanted)
 
         async def go() -> Any:
-            return (await self.cluster.send(node, 9, {"group_id": group_id, "topics": req_topics,
-                                                      "require_stable": False})).body
+            return (await self.cluster.send(node, ApiKey.OFFSET_FETCH, req)).body
         body = await self.cluster.call(go, "OffsetFetch")
         if body.error_code:
             raise KafkaError(body.error_code, f"committed offsets of {group_id!r}")
         out = {}
         for t in body.topics:
             for p in t.partitions:
-                if p.error_code == 0 and p.committed_offset >= 0:
+                if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
                     out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
         return out
 

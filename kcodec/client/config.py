@@ -1,7 +1,11 @@
 """Client configuration: the Java client's property names in snake_case, validated once.
 
-``ProducerConfig(bootstrap_servers="host:9092", linger_ms=5)`` ; unknown names and bad
-values raise ``ValueError`` with a one-line message naming the property.
+``ProducerConfig(bootstrap_servers="host:9092", linger_ms=5)``, or ``from_kwargs`` with a
+dict as a properties file or confluent-kafka has it: Java's dotted names
+(``"linger.ms"``), librdkafka's names for the same settings (kcodec.client.config_names),
+and values as strings (``"false"``, ``"10"``) are taken, converted and validated. Unknown
+names and bad values raise ``ValueError`` with a one-line message naming the property,
+and for an unknown name what to use instead.
 """
 
 from __future__ import annotations
@@ -9,13 +13,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from kcodec.client.config_names import ALIASES, VALUES, advice, normalize
+from kcodec.compression import CODEC_NAMES
 
 __all__ = ["ClientConfig", "ProducerConfig", "ConsumerConfig", "AdminConfig",
            "parse_bootstrap", "COMPRESSION_TYPES"]
 
-COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+# the names compression_type takes: kcodec.compression's (kept under this name for callers)
+COMPRESSION_TYPES = CODEC_NAMES
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -66,6 +75,48 @@ def _is_ipv6(host: str) -> bool:
         return False
 
 
+
+
+def _from_text(name: str, kind: str, text: str) -> Any:
+    """A setting's value from its text, as a properties file holds it, by the field's type;
+    other types keep the text (their own checks judge it)."""
+    t = text.strip()
+    if kind == "bool":               # as Java reads a boolean: true or false, in any case
+        if t.lower() in ("true", "false"):
+            return t.lower() == "true"
+        raise ValueError(f"{name} must be True or False, got {text!r}")
+    if kind in ("int", "int | None"):
+        if kind == "int | None" and t.lower() in ("", "none", "null"):
+            return None
+        try:
+            return int(t)
+        except ValueError:
+            what = "an integer or None" if kind == "int | None" else "a non-negative integer"
+            raise ValueError(f"{name} must be {what}, got {text!r}") from None
+    if kind == "float":
+        try:
+            return float(t)
+        except ValueError:
+            raise ValueError(f"{name} must be a number, got {text!r}") from None
+    return text
+
+
+def _word(v: Any) -> Any:
+    """An enumerated setting's text as the checks spell it (Java takes any case)."""
+    return v.strip().lower() if isinstance(v, str) else v
+
+
+def _unknown(cls: type, name: str, names: set[str]) -> str:
+    """An unknown name, with what to use instead."""
+    for other in (ProducerConfig, ConsumerConfig):
+        if other is not cls and not issubclass(cls, other) and name in {
+                f.name for f in dataclasses.fields(other)}:
+            role = "producer" if other is ProducerConfig else "consumer"
+            return f"{name} (a {role} setting)"
+    hint = advice(name, names)
+    return f"{name} ({hint})" if hint else name
+
+
 @dataclass
 class ClientConfig:
     bootstrap_servers: str | list[str] = field(
@@ -79,7 +130,7 @@ class ClientConfig:
     connections_max_idle_ms: int = 540000
     metadata_max_age_ms: int = 300000
     api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
-    # security (kcodec.client.security): TLS and SASL; secrets are kept out of repr()
+    # security (kcodec.client.net.security): TLS and SASL; secrets are kept out of repr()
     security_protocol: str = "PLAINTEXT"
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
@@ -94,8 +145,12 @@ class ClientConfig:
     sasl_login_refresh_window_factor: float = 0.8
 
     def __post_init__(self) -> None:
-        from kcodec.client.security import validate_security
+        from kcodec.client.net.security import validate_security
 
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, str):          # as a properties file has it: "10", "false"
+                setattr(self, f.name, _from_text(f.name, str(f.type), v))
         self.bootstrap = parse_bootstrap(self.bootstrap_servers)
         validate_security(self)
         for f in dataclasses.fields(self):
@@ -112,13 +167,36 @@ class ClientConfig:
         pass
 
     @classmethod
-    def from_kwargs(cls, config: dict[str, Any] | None = None, **kwargs: Any):
-        """Build from a dict and/or keywords; Java dotted names (``linger.ms``) are accepted."""
-        merged = {k.replace(".", "_"): v for k, v in {**(config or {}), **kwargs}.items()}
+    def from_kwargs(cls, config: Mapping[str, Any] | None = None, **kwargs: Any):
+        """Build from a dict and/or keywords: kcodec's names, Java's dotted ones
+        (``linger.ms``), librdkafka's for the same settings; values may be strings."""
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"a {cls.__name__} is a dict of settings, not "
+                            f"{type(config).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(merged) - names)
+        merged: dict[str, Any] = {}
+        given: dict[str, str] = {}
+        unknown = []
+        for key, value in {**(config or {}), **kwargs}.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{cls.__name__}: setting names are strings, not {key!r}")
+            n = normalize(key)
+            name = ALIASES.get(n, n)
+            if name not in names:
+                unknown.append(n)
+                continue
+            if name in given and given[name] != key:
+                raise ValueError(f"{cls.__name__}: {name} is given twice ({given[name]!r} and "
+                                 f"{key!r})")
+            given[name] = key
+            convert = VALUES.get(n)
+            try:
+                merged[name] = convert(value) if convert is not None else value
+            except (TypeError, ValueError):
+                raise ValueError(f"{key} must be a number, got {value!r}") from None
         if unknown:
-            raise ValueError(f"unknown {cls.__name__} property: {', '.join(unknown)}")
+            raise ValueError(f"unknown {cls.__name__} property: "
+                             + "; ".join(_unknown(cls, n, names) for n in sorted(unknown)))
         return cls(**merged)
 
 
@@ -136,9 +214,11 @@ class ProducerConfig(ClientConfig):
     buffer_memory: int = 32 * 1048576
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60000
+    max_request_size: int = 1048576      # a record larger than this is refused by send
 
     def _validate(self) -> None:
-        acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(self.acks)
+        self.compression_type = _word(self.compression_type)
+        acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(_word(self.acks))
         if acks is None:
             raise ValueError(f"acks must be 0, 1 or 'all', got {self.acks!r}")
         self.acks = acks
@@ -146,19 +226,21 @@ class ProducerConfig(ClientConfig):
             raise ValueError(f"compression_type must be one of {', '.join(COMPRESSION_TYPES)}, "
                              f"got {self.compression_type!r}")
         if self.compression_level is not None:
-            from kcodec.compression import compress
+            from kcodec.compression import codec_of, compress
             from kcodec.errors import KcodecError
 
             lvl = self.compression_level
             if not isinstance(lvl, int) or isinstance(lvl, bool):
                 raise ValueError(f"compression_level must be an integer or None, got {lvl!r}")
             try:   # the codec's own range check (compressing nothing is cheap)
-                compress(COMPRESSION_TYPES.index(self.compression_type), b"", lvl)
+                compress(codec_of(self.compression_type), b"", lvl)
             except (KcodecError, ValueError) as exc:
                 raise ValueError(f"compression_level {lvl} is not valid for "
                                  f"{self.compression_type}: {exc}") from None
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}")
+        if self.max_request_size < 1:
+            raise ValueError(f"max_request_size must be positive, got {self.max_request_size}")
         if self.max_in_flight_requests_per_connection < 1:
             raise ValueError("max_in_flight_requests_per_connection must be at least 1")
         if self.retries < 0:
@@ -199,13 +281,16 @@ class ConsumerConfig(ClientConfig):
     group_remote_assignor: str | None = None      # consumer protocol: the broker's assignor by name
 
     def _validate(self) -> None:
-        from kcodec.client.assignors import ASSIGNORS
+        from kcodec.client.consumer.assignors import ASSIGNORS
 
         for name in ("group_id", "group_instance_id"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, str) or not v):
                 raise ValueError(f"{name} must be a non-empty string or None, got {v!r}")
 
+        self.auto_offset_reset = _word(self.auto_offset_reset)
+        self.isolation_level = _word(self.isolation_level)
+        self.group_protocol = _word(self.group_protocol)
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError("auto_offset_reset must be earliest, latest or none, "
                              f"got {self.auto_offset_reset!r}")

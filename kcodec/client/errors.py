@@ -10,7 +10,8 @@ from __future__ import annotations
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
-__all__ = ["KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
+__all__ = ["KafkaError", "RecordTooLargeError", "KafkaTimeoutError", "BrokerNotAvailableError",
+           "ClientClosedError",
            "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
            "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check"]
 
@@ -43,6 +44,23 @@ class KafkaError(KcodecError):
         if message:
             text += f": {message}"
         super().__init__(text)
+
+
+class RecordTooLargeError(KafkaError):
+    """A record the producer refuses before sending it (Java: RecordTooLargeException): with
+    its batch's header it is ``size`` bytes, more than the ``setting`` (``limit``) allows.
+    Nothing of it was sent; ``code`` is MESSAGE_TOO_LARGE, as the broker would answer."""
+
+    def __init__(self, size: int, limit: int, setting: str) -> None:
+        self.size, self.limit, self.setting = size, limit, setting
+        self.code = int(ErrorCode.MESSAGE_TOO_LARGE)
+        self.name = error_name(self.code)
+        self.retriable = False
+        self.context = "send"
+        also = " (and the broker's message.max.bytes)" if setting == "max_request_size" else ""
+        KcodecError.__init__(self, f"the record is {size} bytes with its batch header, more "
+                                   f"than {setting} ({limit}): raise {setting}{also}, or "
+                                   "send smaller records")
 
 
 class KafkaTimeoutError(KcodecError, TimeoutError):

@@ -36,6 +36,13 @@ from kcodec.records import (
     Record,
     RecordBatch,
 )
+from kcodec.records.header import (
+    ENTRY_OVERHEAD,
+    MIN_ENTRY_LENGTH,
+    entry_frame,
+    entry_length,
+    patch_header,
+)
 from kcodec.varint import decode_varlong, encode_varlong, varlong_size
 
 __all__ = ["Adapter", "Patch", "rebind", "make_classes", "make_memory_records", "helpers",
@@ -49,7 +56,6 @@ remap_errors = _impl.twin("peer").remap_errors
 DefaultRecordMetadata = _impl.twin("peer").DefaultRecordMetadata
 
 _CONTROL_KEY = struct.Struct(">hh")  # a control record key's version and type
-_NO_TS_HEADER = struct.Struct(">iqq")  # last offset delta, first and max timestamp (at 23)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -301,8 +307,7 @@ def control_record_maker(cls: Any) -> Callable[[Any], Any]:
 def fix_empty_batch(out: bytearray) -> None:
     """An empty v2 batch as both peers write it: 0 for the last offset delta and both
     timestamps where kcodec writes Java's -1 (the CRC-32C redone)."""
-    _NO_TS_HEADER.pack_into(out, 23, 0, 0, 0)
-    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    patch_header(out, last_offset_delta=0, first_timestamp=0, max_timestamp=0)
 
 
 def has_codec_check(stock_base: Any, *, no_lz4_magic0: type[Exception] | None = None
@@ -574,7 +579,7 @@ def make_memory_records(peer: str, corrupt: type[Exception], default_batch: type
         LENGTH_OFFSET = 8
         LOG_OVERHEAD = 12
         MAGIC_OFFSET = 16
-        MIN_SLICE = 12 + 14  # a magic 0 message with a null key and value
+        MIN_SLICE = ENTRY_OVERHEAD + MIN_ENTRY_LENGTH  # a magic 0 message, null key and value
 
         def __init__(self, bytes_data: Any) -> None:
             self._buffer = bytes_data
@@ -587,11 +592,11 @@ def make_memory_records(peer: str, corrupt: type[Exception], default_batch: type
             view = self._view
             pos = self._pos
             n = len(view)
-            if n - pos < 12:
+            if n - pos < ENTRY_OVERHEAD:
                 self._next = None
                 return
-            end = pos + 12 + int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
-            if end > n or end < pos + 12:
+            end = pos + ENTRY_OVERHEAD + entry_length(view, pos)
+            if end > n or end < pos + ENTRY_OVERHEAD:
                 self._next = None
                 return
             self._next = view[pos:end]
@@ -609,9 +614,9 @@ def make_memory_records(peer: str, corrupt: type[Exception], default_batch: type
                 return None
             if len(piece) < self.MIN_SLICE:
                 raise corrupt("Record size is less than the minimum record overhead "
-                              f"({self.MIN_SLICE - 12})")
+                              f"({MIN_ENTRY_LENGTH})")
             self._advance()
-            magic = piece[16]
+            magic = entry_frame(piece)[2]
             if magic >= 2:
                 return default_batch(piece)
             return legacy_batch(piece, magic)

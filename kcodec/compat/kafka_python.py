@@ -29,6 +29,7 @@ from kcodec.compat._core import (
     watched_record_classes,
 )
 from kcodec.records import RecordBatchBuilder, estimate_batch_size, record_size
+from kcodec.records.header import HEADER_SIZE
 
 __all__ = ["SUPPORTED", "install", "uninstall", "installed"]
 
@@ -99,7 +100,7 @@ def _make_builder(stock: type, metadata: type, has_codec: Any) -> type:
 
         @classmethod
         def header_size_in_bytes(cls) -> int:
-            return 61
+            return HEADER_SIZE
 
         @classmethod
         def size_in_bytes(cls, offset_delta: int, timestamp_delta: int, key: Any, value: Any,

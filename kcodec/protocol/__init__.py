@@ -11,7 +11,8 @@
   as the spec names the struct type. Attributes are the snake_case spec field names, each
   defaulting to its spec default.
 * ``msg.encode(version) -> bytes`` and ``Cls.decode(buf, version)`` handle a body without
-  its header; ``REQUESTS[api_key]``/``RESPONSES[api_key]`` map API keys to classes.
+  its header; ``REQUESTS[api_key]``/``RESPONSES[api_key]`` map API keys to classes, and
+  ``ApiKey`` names the keys (``ApiKey.METADATA == 3``).
 * Headers and frames: :mod:`kcodec.protocol.framing`; version negotiation:
   :mod:`kcodec.protocol.versions`; error codes: :class:`ErrorCode`.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.protocol._struct import Message, Struct
+from kcodec.protocol.api_keys import ApiKey
 from kcodec.protocol.error_codes import ErrorCode
 from kcodec.protocol.framing import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -37,7 +39,7 @@ from kcodec.protocol.messages_index import CLASSES, REQUESTS, RESPONSES
 from kcodec.protocol.versions import broker_versions, negotiate, pick_version, supported_versions
 
 __all__ = [
-    "Message", "Struct", "ErrorCode", "CLASSES", "REQUESTS", "RESPONSES",
+    "Message", "Struct", "ApiKey", "ErrorCode", "CLASSES", "REQUESTS", "RESPONSES",
     "encode_request", "decode_request", "encode_response", "decode_response",
     "read_response_header", "request_header_version", "response_header_version",
     "FrameSplitter", "DEFAULT_MAX_FRAME_SIZE",

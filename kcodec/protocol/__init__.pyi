@@ -6,6 +6,7 @@ from uuid import UUID
 
 from kcodec.protocol._struct import Message as Message
 from kcodec.protocol._struct import Struct as Struct
+from kcodec.protocol.api_keys import ApiKey as ApiKey
 from kcodec.protocol.error_codes import ErrorCode as ErrorCode
 from kcodec.protocol.framing import DEFAULT_MAX_FRAME_SIZE as DEFAULT_MAX_FRAME_SIZE
 from kcodec.protocol.framing import FrameSplitter as FrameSplitter
@@ -27,6 +28,7 @@ from kcodec.protocol.versions import supported_versions as supported_versions
 __all__ = [
     'Message',
     'Struct',
+    'ApiKey',
     'ErrorCode',
     'DEFAULT_MAX_FRAME_SIZE',
     'FrameSplitter',

@@ -147,6 +147,36 @@ class Struct:
         for k, v in state.items():
             object.__setattr__(self, k, v)
 
+    def for_version(self, version: int) -> Any:
+        """A copy holding only the fields ``version`` has (the others at their defaults,
+        so it encodes at that version): fill every field you know, send at any version."""
+        cls = type(self)
+        kw = {}
+        for fi in cls._info:
+            if not in_range(version, fi.versions):
+                continue
+            v = getattr(self, fi.name)
+            if fi.struct_cls is not None and v is not None:
+                v = [x.for_version(version) for x in v] if fi.is_array else \
+                    v.for_version(version)
+            kw[fi.name] = v
+        return cls(**kw)
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Any:
+        """The object ``to_dict`` gives back: nested dicts become their struct classes; a
+        name the struct lacks is a ``TypeError``."""
+        kw = dict(value)
+        for fi in cls._info:
+            v = kw.get(fi.name)
+            sc = fi.struct_cls
+            if sc is not None and v is not None:
+                if fi.is_array:
+                    kw[fi.name] = [sc.from_dict(x) if isinstance(x, dict) else x for x in v]
+                elif isinstance(v, dict):
+                    kw[fi.name] = sc.from_dict(v)
+        return cls(**kw)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dicts and lists all the way down (structs become dicts)."""
 

@@ -93,7 +93,7 @@ _TABLE = """
 72 LISTENER_NOT_FOUND R M The leader has no endpoint for the listener.
 73 TOPIC_DELETION_DISABLED - - Topic deletion is disabled.
 74 FENCED_LEADER_EPOCH R M The leader epoch in the request is older than the broker's.
-75 UNKNOWN_LEADER_EPOCH R M The leader epoch in the request is newer than the broker's.
+75 UNKNOWN_LEADER_EPOCH R - The leader epoch in the request is newer than the broker's.
 76 UNSUPPORTED_COMPRESSION_TYPE - - The consumer does not support the compression type.
 77 STALE_BROKER_EPOCH - - The broker epoch is out of date.
 78 OFFSET_NOT_AVAILABLE R - The leader's high watermark is not caught up yet.
@@ -167,7 +167,9 @@ class _Base(enum.IntEnum):
     """A Kafka error code with ``description``, ``retriable`` and ``invalid_metadata``.
 
     ``retriable``: the same request may succeed if retried (possibly after a backoff).
-    ``invalid_metadata``: the client should refresh its metadata before retrying.
+    ``invalid_metadata``: the client should refresh its metadata before retrying: the
+    codes whose Java exception is an ``InvalidMetadataException`` (not
+    UNKNOWN_LEADER_EPOCH, which Java retries without a refresh).
     """
 
     @classmethod

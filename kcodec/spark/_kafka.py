@@ -328,21 +328,20 @@ _CHUNK_BYTES = 1 << 20
 
 def _chunks(blob: Any, size: int) -> list[Any]:
     """``blob`` cut at batch boundaries into pieces of about ``size`` bytes (views, no
-    copy). Every batch, v2 or legacy, starts with an int64 offset and an int32 length; a
-    length that does not fit (a partial last batch, or garbage) ends the cutting there, and
-    the rest goes whole to ``decode_columns``, which knows what to make of it."""
+    copy). The entries are walked by their headers (kcodec.records.header); one that does
+    not fit (a partial last batch, or garbage) ends the cutting there, and the rest goes
+    whole to ``decode_columns``, which knows what to make of it."""
+    from kcodec.records.header import iter_entries
+
     view = memoryview(blob)
     n = len(view)
     out = []
-    start = pos = 0
-    while pos + 12 <= n:
-        length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
-        if length < 0 or pos + 12 + length > n:
-            break
-        pos += 12 + length
-        if pos - start >= size and pos < n:
-            out.append(view[start:pos])
-            start = pos
+    start = 0
+    for pos, esize, _magic in iter_entries(view):
+        end = pos + esize
+        if end - start >= size and end < n:
+            out.append(view[start:end])
+            start = end
     out.append(view[start:])
     return out
 
@@ -376,8 +375,10 @@ class _RangeReader:
 
     async def next(self) -> Any:
         """The next batch of the range (maybe empty), or None when the range is done."""
-        from kcodec.client.cluster import REFRESH_CODES, Cluster
+        from kcodec.client.consumer.fetch_range import RETRIABLE
         from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
+        from kcodec.client.net.cluster import Cluster
+        from kcodec.protocol import ErrorCode
 
         r, opts = self.r, self.opts
         if self.pending:
@@ -414,11 +415,11 @@ class _RangeReader:
                 continue
             backoff = cfg.retry_backoff_ms / 1000
             code = part.error_code
-            if code == 1:   # OFFSET_OUT_OF_RANGE: the offset is gone (or beyond the end)
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:   # gone, or beyond the end
                 if await self._lost(part):
                     return None
                 continue
-            if code in REFRESH_CODES:
+            if code in RETRIABLE:
                 self.cluster.invalidate()
                 await asyncio.sleep(cfg.retry_backoff_ms / 1000)
                 continue
@@ -448,51 +449,21 @@ class _RangeReader:
             return rb
 
     async def _fetch(self, cfg: Any) -> Any:
-        from kcodec.client.core import TOPIC_ID_VERSIONS
+        from kcodec.client.consumer.fetch_range import fetch_partition
 
         r = self.r
-        leader = await self.cluster.leader(r.topic, r.partition)
-        # the consumer's rule (KIP-516): topics by id where the version has them and the
-        # metadata gave one, else the last version that names topics
-        version = (await self.cluster.connection(leader)).core.version(1)
-        ids = None
-        if version >= TOPIC_ID_VERSIONS[1]:
-            ids = self.cluster.topic_ids({r.topic})
-            if ids is None:
-                version = TOPIC_ID_VERSIONS[1] - 1
-        req = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms,
-               "min_bytes": 1, "max_bytes": max(cfg.fetch_max_bytes, self.max_bytes),
-               "isolation_level": 1 if self.opts.read_committed else 0, "session_id": 0,
-               "session_epoch": -1,
-               "topics": [{"topic": r.topic, "topic_id": ids and ids[r.topic], "partitions": [{
-                   "partition": r.partition, "current_leader_epoch": -1,
-                   "fetch_offset": self.pos, "last_fetched_epoch": -1,
-                   "log_start_offset": -1, "partition_max_bytes": self.max_bytes}]}],
-               "forgotten_topics_data": [], "rack_id": ""}
-        resp = await self.cluster.send(leader, 1, req, version,
-                                       timeout=cfg.request_timeout_ms / 1000
-                                       + cfg.fetch_max_wait_ms / 1000)
-        body = resp.body
-        if body.error_code:
-            raise KafkaError_(body.error_code)
-        for t in body.responses:
-            name = t.topic if ids is None else self.cluster.topic_names.get(t.topic_id)
-            if name != r.topic:
-                continue
-            for p in t.partitions:
-                if p.partition_index == r.partition:
-                    return p
-        raise KafkaError_(3)
+        return await fetch_partition(self.cluster, r.topic, r.partition, self.pos,
+                                     max_bytes=max(cfg.fetch_max_bytes, self.max_bytes),
+                                     partition_max_bytes=self.max_bytes,
+                                     max_wait_ms=cfg.fetch_max_wait_ms,
+                                     read_committed=self.opts.read_committed)
 
     def _decode(self, part: Any, data: Any) -> tuple[Any, int]:
-        from kcodec.client.consumer import _Fetched, _next_offset, _visible_blob
-        from kcodec.client.group import TopicPartition
+        from kcodec.client.consumer.fetch_range import visible_range
 
         r = self.r
-        nxt = _next_offset(data, self.pos)
-        f = _Fetched(TopicPartition(r.topic, r.partition), self.pos, data,
-                     part.aborted_transactions, 0)
-        blob, _ = _visible_blob(f, self.opts.read_committed)
+        blob, nxt = visible_range(data, self.pos, part.aborted_transactions,
+                                  self.opts.read_committed)
         # decoded a piece at a time (whole batches of about _CHUNK_BYTES): the first piece
         # now, the others on the next calls, so Spark takes rows while the rest decodes
         chunks = _chunks(blob, _CHUNK_BYTES)
@@ -544,9 +515,3 @@ class _RangeReader:
                 f"offset is now {hi})")
         if self.opts.fail_on_data_loss:
             raise DataLossError(what + "; set failOnDataLoss=false to skip them")
-
-
-def KafkaError_(code: int) -> Exception:   # noqa: N802 - a small factory, named for its class
-    from kcodec.client.errors import KafkaError
-
-    return KafkaError(code, "Fetch")

@@ -18,9 +18,10 @@ __all__ = ["commit_offsets"]
 
 def commit_offsets(opts: SourceOptions, group_id: str, offsets: dict[tuple[str, int], int]
                    ) -> None:
-    from kcodec.client.cluster import Cluster
     from kcodec.client.config import ConsumerConfig
-    from kcodec.client.group import GroupMember, TopicPartition
+    from kcodec.client.consumer.classic_group import ClassicGroupMember
+    from kcodec.client.net.cluster import Cluster
+    from kcodec.client.structs import TopicPartition
     from kcodec.spark.security import materialize
 
     if not offsets:
@@ -34,7 +35,7 @@ def commit_offsets(opts: SourceOptions, group_id: str, offsets: dict[tuple[str, 
     async def go() -> None:
         cluster = Cluster(cfg)
         try:
-            member = GroupMember(cluster, cfg)
+            member = ClassicGroupMember(cluster, cfg)
             await member.commit({TopicPartition(t, p): off for (t, p), off in offsets.items()})
         finally:
             await cluster.close()

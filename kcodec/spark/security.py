@@ -1,5 +1,5 @@
 """Spark's ``kafka.*`` security options, as Java's Kafka client reads them, turned into
-kcodec's client settings (``kcodec.client.security``).
+kcodec's client settings (``kcodec.client.net.security``).
 
     kafka.security.protocol                 PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
     kafka.sasl.mechanism                    PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER

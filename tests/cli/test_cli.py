@@ -49,7 +49,7 @@ def test_produce_consume(broker, topic_name, capsys, monkeypatch) -> None:
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x\ny\n")))
     rc, out, _ = run(capsys, "produce", *b, "-t", topic_name, "-k", "kk", "--json")
     rows = jl(out)
-    from kcodec.client.partitioner import partition_for_key
+    from kcodec.client.producer.partitioner import partition_for_key
     assert [r["partition"] for r in rows] == [partition_for_key(b"kk", 4)] * 2
     assert [r["offset"] for r in rows] == [0, 1] or rows[0]["partition"] == 1
     rc, out, _ = run(capsys, "consume", *b, "-t", topic_name, "--from-beginning", "-n", "4", "--json")

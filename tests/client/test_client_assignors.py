@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcodec.client.assignors import (
+from kcodec.client.config import ConsumerConfig, ProducerConfig, parse_bootstrap
+from kcodec.client.consumer.assignors import (
     Assignment,
     CooperativeStickyAssignor,
     RangeAssignor,
@@ -12,7 +13,6 @@ from kcodec.client.assignors import (
     Subscription,
     get_assignor,
 )
-from kcodec.client.config import ConsumerConfig, ProducerConfig, parse_bootstrap
 from kcodec.errors import ProtocolError
 
 # kafka-python 3 reads its bundled specs with a deprecated importlib.resources call

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import ClientConfig
-from kcodec.client.conn import BrokerConnection
-from kcodec.client.core import Connection
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.client.net.core import Connection
 from kcodec.errors import ProtocolError
 from kcodec.protocol import ApiVersionsResponse, MetadataResponse, encode_response
 

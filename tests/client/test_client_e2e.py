@@ -71,7 +71,7 @@ def _produce_kcodec_check_confluent(broker, topic, codec, n) -> None:
         assert (m.headers() or []) == [tuple(x) for x in h]
         assert m.timestamp() == (confluent_kafka.TIMESTAMP_CREATE_TIME, ts)
         if k is not None:   # same partition as librdkafka's murmur2_random would choose
-            from kcodec.client.partitioner import partition_for_key
+            from kcodec.client.producer.partitioner import partition_for_key
             assert r.partition == partition_for_key(k, 4)
 
 

@@ -254,7 +254,7 @@ def test_an_old_failure_without_further_requests_is_not_a_lost_broker() -> None:
             c.assign([tp])
             assert await c.poll(5)
             c.pause(tp)
-            c._engine.failed(BrokerNotAvailableError("a blip"))
+            c._engine.fetcher.failed(BrokerNotAvailableError("a blip"))
             t0 = time.monotonic()
             while time.monotonic() - t0 < 1.0:
                 assert await c.poll(0.1) == {}

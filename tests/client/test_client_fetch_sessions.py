@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from kcodec.client import AsyncConsumer, TopicPartition
-from kcodec.client.fetch_session import FetchSession
+from kcodec.client.consumer.fetch_session import FetchSession
 from kcodec.protocol import FetchResponse, encode_response
 from kcodec.records import RecordBatchBuilder
 from tests.support.fake_kafka import FakeKafka
@@ -232,7 +232,7 @@ def test_incremental_fetches_against_kcodecs_broker():
                 for recs in c.poll(0.2).values():
                     got += [r.value for r in recs]
             sessions = [(s.enabled, s.session_id, s.incremental_fetches, s.full_fetches)
-                        for s in c._engine.sessions.values()]    # before close() ends them
+                        for s in c._engine.fetcher.sessions.values()]    # before close() ends them
     assert sorted(got) == sorted([f"{i}".encode() for i in range(30)] + [b"late"])
     assert sessions and all(enabled and sid != 0 for enabled, sid, _i, _f in sessions)
     assert sum(s[2] for s in sessions) > sum(s[3] for s in sessions)

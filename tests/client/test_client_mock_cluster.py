@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from kcodec.client import Admin, Consumer, Producer
-from kcodec.client.core import Connection, Response
+from kcodec.client.net.core import Connection, Response
 from kcodec.protocol import RESPONSES, ErrorCode, encode_response
 
 pytestmark = pytest.mark.peers

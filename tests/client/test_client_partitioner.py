@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from kcodec.client.partitioner import (
+from kcodec.client.producer.partitioner import (
     DefaultPartitioner,
     StickyPartitioner,
     murmur2,

@@ -18,7 +18,7 @@ from tests.support.fake_kafka import FakeKafka
 @pytest.fixture
 def versions(monkeypatch):
     """(api_key, version) of every request the client's connections send."""
-    import kcodec.client.conn as cm
+    import kcodec.client.net.conn as cm
 
     seen: list[tuple[int, int]] = []
     orig = cm.BrokerConnection.request

@@ -6,9 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcodec.client.consumer import _decode, _Fetched, _next_offset, _trim_columns
-from kcodec.client.group import TopicPartition
+from kcodec.client.consumer.visibility import Fetched as _Fetched
+from kcodec.client.consumer.visibility import decode as _decode
+from kcodec.client.consumer.visibility import trim_columns as _trim_columns
+from kcodec.client.structs import TopicPartition
 from kcodec.records import RecordBatchBuilder
+from kcodec.records.header import next_offset
 
 TP = TopicPartition("t", 0)
 
@@ -39,7 +42,7 @@ def test_read_committed_drops_aborted_and_hides_markers() -> None:
     blob, aborted = _log()
     recs, nxt = _decode(_Fetched(TP, 0, blob, aborted, 0), 0, True, True)
     assert [r.value for r in recs] == [b"a", b"b", b"c1", b"c2", b"z"]
-    assert nxt == 9 and _next_offset(blob, 0) == 9
+    assert nxt == 9 and next_offset(blob, 0) == 9
 
 
 def test_read_uncommitted_keeps_aborted_hides_markers() -> None:
@@ -84,26 +87,26 @@ def test_trim_columns_shares_and_drops_rows() -> None:
 
 @pytest.mark.parametrize("bad", [b"\x00" * 11, b"\x00" * 8 + b"\x00\x00\x00\x01" + b"\x00" * 5])
 def test_next_offset_on_garbage_does_not_raise(bad: bytes) -> None:
-    assert _next_offset(bad, 5) == 5
+    assert next_offset(bad, 5) == 5
 
 
 def _engine(read_committed: bool):
     import asyncio
 
     from kcodec.client.config import ConsumerConfig
-    from kcodec.client.consumer import _Engine
+    from kcodec.client.consumer.engine import ConsumerEngine
 
     cfg = ConsumerConfig(bootstrap_servers="127.0.0.1:1",
                          isolation_level="read_committed" if read_committed else "read_uncommitted")
     loop = asyncio.new_event_loop()
-    eng = _Engine(cfg, loop)
+    eng = ConsumerEngine(cfg, loop)
     eng.set_assignment([TP])
     return eng, loop
 
 
 def _feed(eng, blob: bytes, aborted, position: int = 0) -> None:
-    eng.states[TP].position = eng.states[TP].fetch_position = position
-    eng.buffer.append(_Fetched(TP, position, blob, aborted, eng.states[TP].epoch))
+    eng.subs.states[TP].position = eng.subs.states[TP].fetch_position = position
+    eng.fetcher.buffer.append(_Fetched(TP, position, blob, aborted, eng.subs.states[TP].epoch))
 
 
 @pytest.mark.parametrize("read_committed", [True, False])
@@ -115,11 +118,11 @@ def test_poll_and_poll_columns_agree_on_transactions(read_committed: bool, posit
     eng, loop = _engine(read_committed)
     try:
         _feed(eng, blob, aborted, position)
-        rows = eng.take(1000)[TP]
-        pos_rows = eng.states[TP].position
+        rows = eng.fetcher.take(1000)[TP]
+        pos_rows = eng.subs.states[TP].position
         _feed(eng, blob, aborted, position)
-        cols = eng.take_columns()[TP]
-        pos_cols = eng.states[TP].position
+        cols = eng.fetcher.take_columns()[TP]
+        pos_cols = eng.subs.states[TP].position
     finally:
         loop.close()
     want = [(0, b"a"), (1, b"b"), (2, b"x1"), (3, b"x2"), (5, b"c1"), (6, b"c2"), (8, b"z")]
@@ -138,9 +141,36 @@ def test_poll_columns_blob_of_only_aborted_and_markers() -> None:
     eng, loop = _engine(True)
     try:
         _feed(eng, blob, aborted, 2)
-        assert eng.take_columns() == {}
-        assert eng.states[TP].position == 5
+        assert eng.fetcher.take_columns() == {}
+        assert eng.subs.states[TP].position == 5
         _feed(eng, blob, aborted, 2)
-        assert eng.take(100) == {} and eng.states[TP].position == 5
+        assert eng.fetcher.take(100) == {} and eng.subs.states[TP].position == 5
     finally:
         loop.close()
+
+
+def test_consumer_record_is_a_record() -> None:
+    """One record type for the consumer: iteration's ConsumerRecord is the Record poll
+    returns, naming its topic and partition; the named tuple it was still reads, warning."""
+    import warnings
+
+    from kcodec.client import ConsumerRecord
+    from kcodec.records import Record, iter_batches
+
+    (src,) = [r for b in iter_batches(_batch(4, [b"v"])) for r in b]
+    r = ConsumerRecord("t", 2, src.offset, src.timestamp, src.timestamp_type, src.key,
+                       src.value, src.headers, src.attributes)
+    assert isinstance(r, Record) and Record.__eq__(r, src)
+    assert (r.topic, r.partition, r.offset, r.value, r.headers) == ("t", 2, 4, b"v", [])
+    assert r == ConsumerRecord("t", 2, 4, src.timestamp, src.timestamp_type, None, b"v", [])
+    assert r != ConsumerRecord("t", 3, 4, src.timestamp, src.timestamp_type, None, b"v", [])
+    assert "topic='t', partition=2, offset=4" in repr(r)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        topic, partition, offset, *_ = r
+        assert (topic, partition, offset, r[6], len(r)) == ("t", 2, 4, b"v", 8)
+        assert r._asdict()["value"] == b"v"
+        assert r == ("t", 2, 4, src.timestamp, src.timestamp_type, None, b"v", [])
+    assert len(seen) == 5 and all(w.category is DeprecationWarning for w in seen)
+    assert "use its attributes" in str(seen[0].message)
+    assert seen[0].filename == __file__

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from kcodec.broker import Cluster
+from kcodec.broker.coordinator.classic_group import GroupCoordinator
 from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
-from kcodec.broker.coordinator.group import GroupCoordinator
 from kcodec.broker.coordinator.migration import upgrade
 from kcodec.broker.purgatory import Timer
 from kcodec.client import Admin, Consumer, Producer

@@ -1,10 +1,10 @@
-"""The producer's per-record step (kcodec._cy.accum / kcodec._py.accum), both twins, on a
-stand-in engine: what it writes, when it leaves the record to the producer's own path, and
-that it seals full batches and never keeps the lock after an error."""
+"""The producer's record accumulator core (kcodec._cy.accum / kcodec._py.accum), both twins:
+what its per-record step writes, when it leaves the record to the producer's own path, that
+it seals full batches (into its own queues and counts) and never keeps the lock after an
+error."""
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -16,46 +16,43 @@ SEAL = 600        # the builder's size (header in) at which a batch is sealed
 
 
 class Batch:
-    __slots__ = ("builder", "timestamps")
+    __slots__ = ("builder", "timestamps", "sequence", "size")
 
-    def __init__(self, builder: Any) -> None:
-        self.builder, self.timestamps = builder, []
+    def __init__(self, builder: Any, sequence: int = -1) -> None:
+        self.builder, self.timestamps, self.sequence, self.size = builder, [], sequence, 0
 
 
 class Future:
     __slots__ = ("_batch", "_index")
 
 
-class Engine:
-    def __init__(self, batch_mod: Any) -> None:
-        self.Builder = batch_mod.RecordBatchBuilder
-        self.lock = threading.Lock()
-        self.open: dict[tuple[str, int], Batch] = {}
-        self.counts = {"t": 4}
-        self.buffered = 0
-        self.closed = False
-        self.fatal: BaseException | None = None
-        self.sealed: list[tuple[tuple[str, int], Batch]] = []
-        self.kicks = 0
+def _accumulator(accum: Any, batch_mod: Any, slow: Any = None) -> Any:
+    """The twin's Accumulator, recording its seals (under its lock) and wake-ups."""
 
-    def new(self, p: int, max_size: int = 1 << 20) -> Batch:
-        b = self.open[("t", p)] = Batch(self.Builder(max_size=max_size))
-        return b
+    class Recorded(accum.Accumulator):
+        def seal(self, tp: tuple[str, int], b: Any) -> None:
+            assert self.lock.locked()
+            self.sealed.append((tp, b))
+            super().seal(tp, b)
 
-    def _seal(self, tp: tuple[str, int], b: Batch) -> None:
-        assert self.lock.locked()
-        del self.open[tp]
-        self.sealed.append((tp, b))
+        def new(self, p: int, max_size: int = 1 << 20) -> Batch:
+            b = self.open[("t", p)] = Batch(batch_mod.RecordBatchBuilder(max_size=max_size))
+            return b
 
-    def _kick(self) -> None:
-        self.kicks += 1
+    kicks: list[int] = []
+    eng = Recorded(SEAL, 1000, lambda: kicks.append(1))
+    eng.sealed = []
+    eng.kicks = kicks
+    eng.counts = {"t": 4}
+    eng.bind(Future, slow)
+    return eng
 
 
 def _run(accum: Any, batch_mod: Any, murmur: Any) -> list[Any]:
     """Everything observable, as plain values, for comparing the twins."""
     out: list[Any] = []
-    eng = Engine(batch_mod)
-    keyed = accum.Appender(eng, Future, SEAL, 1000).keyed
+    eng = _accumulator(accum, batch_mod)
+    keyed = eng.keyed
     for p in range(4):
         eng.new(p)
     keys = [b"key-%d" % i for i in range(12)]
@@ -75,7 +72,7 @@ def _run(accum: Any, batch_mod: Any, murmur: Any) -> list[Any]:
     assert keyed("t", big, b"w", None, 3) is None      # no open batch now
     # sealed once the builder reached SEAL bytes, the sender woken for each
     out.append([(tp, len(b.timestamps), b.builder.size >= SEAL) for tp, b in eng.sealed])
-    assert eng.kicks == len(eng.sealed)
+    assert len(eng.kicks) == len(eng.sealed)
     out.append(sorted((tp, b.timestamps, b.builder.build()) for tp, b in
                       list(eng.open.items()) + eng.sealed))
     # left to the producer's own path, nothing added
@@ -133,10 +130,36 @@ def test_appender_twins_agree(pair) -> None:
     assert none_cases[6] is None and none_cases[7] == 1 and none_cases[-1] == 1
 
 
+def _seal_state(accum: Any, batch_mod: Any) -> list[Any]:
+    """What sealing does to the accumulator's own state: the batch leaves ``open`` for its
+    partition's queue, its records and bytes are counted, the next sequence moves past it."""
+    eng = _accumulator(accum, batch_mod)
+    b = eng.open[("t", 1)] = Batch(batch_mod.RecordBatchBuilder(max_size=1 << 20), sequence=7)
+    for i in range(3):
+        b.builder.add(b"k%d" % i, b"v" * 10, None, 5, b.timestamps)
+    with eng.lock:
+        eng.seal(("t", 1), b)
+    other = Batch(None, sequence=-1)                     # a batch made elsewhere (prebuilt)
+    other.size, other.timestamps = 40, [1, 1]
+    with eng.lock:
+        eng.seal(("t", 2), other)
+    return [("t", 1) in eng.open, [len(q) for q in eng.queues.values()], eng.pending,
+            eng.buffered, b.size, dict(eng.next_seq), eng.queues[("t", 1)][0] is b]
+
+
+def test_sealing_is_the_accumulators_own_bookkeeping(pair) -> None:
+    got = [_seal_state(a, b) for a, b in zip(pair("accum"), pair("batch"))]
+    assert got[0] == got[1]
+    open_after, queued, pending, buffered, size, next_seq, head = got[0]
+    assert not open_after and queued == [1, 1] and head
+    assert pending == 3 and size > 0 and buffered == size   # the prebuilt one is counted
+    assert next_seq == {("t", 1): 10}                        # by whoever made it
+
+
 def test_producer_counts_a_batch_when_it_leaves_open() -> None:
     """The producer's bookkeeping after the change: pending and buffered count a batch
     when it is sealed (not per record), and a batch's count is its timestamps."""
-    from kcodec.client.producer import _Batch
+    from kcodec.client.producer.batch import ProducerBatch as _Batch
 
     b = _Batch("t", 0, None, 0.0, 0, None)
     assert b.count == 0
@@ -145,16 +168,15 @@ def test_producer_counts_a_batch_when_it_leaves_open() -> None:
 
 
 def _send_calls(accum: Any, batch_mod: Any) -> list[Any]:
-    """``Appender.send``: Producer.send's signature; a keyed record goes in through
+    """``Accumulator.send``: Producer.send's signature; a keyed record goes in through
     ``keyed``, anything else reaches ``slow`` with the arguments as given."""
-    eng = Engine(batch_mod)
     calls: list[tuple[Any, ...]] = []
 
     def slow(*args: Any) -> str:
         calls.append(args)
         return "slow"
 
-    a = accum.Appender(eng, Future, SEAL, 1000, slow)
+    eng = a = _accumulator(accum, batch_mod, slow)
     for p in range(4):
         eng.new(p)
     out: list[Any] = []
@@ -195,12 +217,13 @@ def test_producer_send_is_one_call_into_the_appender_and_delivers_every_kind() -
     keeps the class's ``send``."""
     from kcodec.broker import Cluster
     from kcodec.client import Consumer, Producer
-    from kcodec.client._accum import Appender
+    from kcodec.client.producer.accum import Accumulator
 
     with Cluster(1) as c:
         c.create_topic("ap", 3)
         with Producer(bootstrap_servers=c.bootstrap, linger_ms=2) as p:
-            assert type(p.send.__self__) is Appender
+            assert p.send.__self__ is p._engine.accumulator
+            assert isinstance(p.send.__self__, Accumulator)
             futs = [p.send("ap", b"v%d" % i, key=b"k%d" % i) for i in range(300)]
             futs.append(p.send("ap", b"keyless"))
             futs.append(p.send("ap", b"chosen", key=b"k1", partition=2, timestamp=1234))

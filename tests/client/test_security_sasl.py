@@ -17,7 +17,7 @@ from kcodec.broker.security import (
     TokenInfo,
     make_scram_credential,
 )
-from kcodec.client.sasl import (
+from kcodec.client.net.sasl import (
     OAuthBearer,
     OAuthToken,
     Plain,
@@ -114,6 +114,44 @@ def test_scram_wrong_password_and_unknown_user_fail_alike(mech):
             s.step(final)
         assert "invalid credentials" in str(ei.value)
         assert pw not in str(ei.value)
+
+
+@pytest.mark.parametrize("first, final", [
+    (b"n,,n=bob,r=abc,garbage", None),          # a client-first attribute without "="
+    (b"n,,n=bob,r=\xff", None),                  # not UTF-8
+    (None, b"c=biws,oops"),                      # a client-final attribute without "="
+])
+def test_scram_server_refuses_malformed_messages_as_a_failed_authentication(first, final):
+    """The broker answers a malformed SCRAM message with SASL_AUTHENTICATION_FAILED: its
+    authenticator catches SaslAuthenticationFailed only (the shared parser raises the
+    caller's class; it used to raise the client's SaslMechanismError, which escaped)."""
+    s = ScramServer("SCRAM-SHA-256", {"bob": make_scram_credential("SCRAM-SHA-256", "pw")})
+    if first is None:
+        s.step(Scram("SCRAM-SHA-256", "bob", "pw").first())
+    with pytest.raises(SaslAuthenticationFailed, match="message"):
+        s.step(first if first is not None else final)
+
+
+def test_scram_maths_is_shared_by_client_and_broker():
+    """One module holds the SCRAM maths and syntax (kcodec.sasl.scram): RFC 7677's key
+    derivation, and the attribute parser raising the class the caller names."""
+    import base64
+    import hashlib
+    import hmac
+
+    from kcodec.sasl import scram
+
+    salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+    salted = scram.salted_password("sha256", "pencil", salt, 4096)
+    client_key, stored_key, server_key = scram.keys("sha256", salted)
+    assert stored_key == hashlib.sha256(client_key).digest()
+    assert server_key == hmac.new(salted, b"Server Key", "sha256").digest()
+    assert scram.parse_attributes(b"r=a,s=b,r=c", "x") == {"r": "a", "s": "b"}
+    with pytest.raises(scram.ScramFormatError, match="SCRAM x has a malformed attribute"):
+        scram.parse_attributes(b"r=a,zz", "x")
+    with pytest.raises(SaslMechanismError, match="not UTF-8"):
+        scram.parse_attributes(b"\xff", "x", SaslMechanismError)
+    assert scram.escape_name("a=b,c") == "a=3Db=2Cc"
 
 
 def test_credentials_keep_no_password_and_hide_keys():

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from kcodec.client import Consumer, Producer
-from kcodec.client.transactions import (
+from kcodec.client.producer.transactions import (
     AbortableTransactionError,
     FatalTransactionError,
     ProducerFencedError,
@@ -39,8 +39,8 @@ def _log(bootstrap: str, topic: str, partition: int = 0) -> list:
     """Every batch of the partition, as (is_control, producer_id, values or control type)."""
     import asyncio
 
-    from kcodec.client.cluster import Cluster
     from kcodec.client.config import ConsumerConfig
+    from kcodec.client.net.cluster import Cluster
     from kcodec.records import iter_batches
 
     async def fetch() -> list:

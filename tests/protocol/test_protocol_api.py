@@ -75,6 +75,37 @@ def test_generated_code_has_no_spec_prose() -> None:
     assert "Generated — do not edit" in text
 
 
+def test_api_keys_name_every_request() -> None:
+    """ApiKey is generated with the messages: one member per request class, Java's names."""
+    from kcodec.protocol import ApiKey
+    from tools.gen_protocol.generate import API_KEYS_PATH, committed_decls, render_api_keys
+
+    assert sorted(ApiKey) == sorted(kp.REQUESTS)
+    for key, cls in kp.REQUESTS.items():
+        assert ApiKey(key).name.replace("_", "") == cls.NAME[: -len("Request")].upper()
+    assert (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.API_VERSIONS) == (0, 1, 18)
+    assert ApiKey.CONSUMER_GROUP_HEARTBEAT == 68 and ApiKey.SASL_AUTHENTICATE == 36
+    assert API_KEYS_PATH.read_text(encoding="utf-8") == render_api_keys(committed_decls()), \
+        "kcodec/protocol/api_keys.py drifted; run: python -m tools.gen_protocol --stubs"
+
+
+def test_from_dict_and_for_version() -> None:
+    """to_dict's inverse (a misspelled name is an error), and a copy holding the fields of
+    one version: fill every field you know, send at any version."""
+    req = MetadataRequest.from_dict({"topics": [{"name": "t"}],
+                                     "allow_auto_topic_creation": False})
+    assert req.topics[0] == MetadataRequest.MetadataRequestTopic(name="t")
+    assert MetadataRequest.from_dict(req.to_dict()) == req
+    with pytest.raises(TypeError, match="MetadataRequestTopic has no field 'nme'"):
+        MetadataRequest.from_dict({"topics": [{"nme": "t"}]})
+    with pytest.raises(UnsupportedVersionError):
+        req.encode(3)                          # allow_auto_topic_creation is v4+
+    old = req.for_version(3)
+    assert old.allow_auto_topic_creation is True and req.allow_auto_topic_creation is False
+    assert MetadataRequest.decode(old.encode(3), 3) == old
+    assert req.for_version(9) == req and req.for_version(9) is not req
+
+
 def test_registries_and_names() -> None:
     assert kp.REQUESTS[3] is MetadataRequest and kp.RESPONSES[3] is MetadataResponse
     assert len(kp.REQUESTS) == len(kp.RESPONSES) == 54

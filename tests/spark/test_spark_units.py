@@ -427,8 +427,8 @@ def test_read_range_and_broker_going_away(topic_name: str) -> None:
 
 
 def test_columnar_batches_equal_builder_bytes() -> None:
-    from kcodec.client._columnar_send import plan_send
-    from kcodec.client.partitioner import partition_for_key
+    from kcodec.client.producer.columnar import plan_send
+    from kcodec.client.producer.partitioner import partition_for_key
     from kcodec.records import RecordBatchBuilder, iter_batches
 
     keys = [None if i % 5 == 0 else (b"key-%d" % i) * (i % 7) for i in range(300)]
@@ -462,7 +462,7 @@ def test_columnar_batches_equal_builder_bytes() -> None:
 
 
 def test_columnar_send_errors() -> None:
-    from kcodec.client._columnar_send import plan_send
+    from kcodec.client.producer.columnar import plan_send
 
     v = pa.array([b"a", b"b"])
     with pytest.raises(ValueError, match="partition 9 out of range"):

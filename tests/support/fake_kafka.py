@@ -16,7 +16,7 @@ import asyncio
 import struct
 from typing import Any, Callable
 
-from kcodec.client.core import CLIENT_VERSIONS
+from kcodec.client.net.core import CLIENT_VERSIONS
 from kcodec.protocol import (
     ApiVersionsResponse,
     DescribeGroupsResponse,

@@ -10,7 +10,9 @@ With ``--specs`` it also writes ``kcodec/protocol/__init__.pyi``, the type stub 
 ``kcodec.protocol`` package: every message class with its nested struct classes and every
 field typed. (The classes are built at import time from the declarations, so without the
 stub IDEs and mypy would see no attributes.) ``--stubs`` renders the stub from the committed
-declarations alone.
+declarations alone. Both also write ``kcodec/protocol/api_keys.py``, the ``ApiKey`` enum
+(``ApiKey.FETCH == 1``), named from the request classes, when the stub they write is the
+package's own.
 
 Input: Kafka's message spec files (JSON with ``//`` comments), one per request, response,
 header or data struct. Output: one module per API (request and response together), plus
@@ -64,6 +66,7 @@ FIXUPS: dict[str, dict[str, Any]] = {}
 PROTOCOL_DIR = Path(_protocol_package.__file__).resolve().parent
 OUT_DIR = PROTOCOL_DIR / "messages"
 STUB_PATH = PROTOCOL_DIR / "__init__.pyi"
+API_KEYS_PATH = PROTOCOL_DIR / "api_keys.py"
 
 
 def strip_comments(text: str) -> str:
@@ -159,7 +162,8 @@ class Collector:
         attr = snake(f["name"])
         if attr in seen:
             raise ValueError(f"{path}: duplicate attribute {attr}")
-        if attr in ("encode", "decode", "to_dict") or attr.startswith("_"):
+        if attr in ("encode", "decode", "to_dict", "from_dict", "for_version") or \
+                attr.startswith("_"):
             raise ValueError(f"{path}: attribute {attr} clashes with a method")
         seen.add(attr)
         ftype = f["type"]
@@ -272,6 +276,7 @@ _STUB_TYPES = {
 # What kcodec/protocol/__init__.py exports besides the classes (a test keeps them in step).
 _STUB_EXPORTS = {
     "kcodec.protocol._struct": ["Message", "Struct"],
+    "kcodec.protocol.api_keys": ["ApiKey"],
     "kcodec.protocol.error_codes": ["ErrorCode"],
     "kcodec.protocol.framing": [
         "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "decode_request", "decode_response",
@@ -334,6 +339,18 @@ def render_stub(decls: list[Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_api_keys(decls: list[Any]) -> str:
+    """The text of ``kcodec/protocol/api_keys.py``: one member per request, named as the
+    request class without ``Request`` in upper snake case (Java's ``ApiKeys`` names)."""
+    keys = sorted((d.api_key, const_name(d.name[: -len("Request")]))
+                  for d in decls if d.kind == "request")
+    out = [HEADER, '"""Kafka\'s API keys by name: ``ApiKey.FETCH == 1`` (generated with the messages)."""',
+           "", "from __future__ import annotations", "", "import enum", "",
+           '__all__ = ["ApiKey"]', "", "", "class ApiKey(enum.IntEnum):"]
+    out += [f"    {name} = {key}" for key, name in keys]
+    return "\n".join(out) + "\n"
+
+
 def decls_from_texts(files: dict[str, str]) -> list[Any]:
     """The declarations that generated module texts define (run with the real F and M)."""
     decls: list[Any] = []
@@ -381,9 +398,14 @@ def main(argv: list[str] | None = None) -> int:
         stub = STUB_PATH
     if args.stubs:
         target = stub or STUB_PATH
-        differs = _sync(target, render_stub(committed_decls()), args.check)
-        if args.check and differs:
-            print(f"drift: {target} differs from what the declarations generate", file=sys.stderr)
+        decls = committed_decls()
+        differs = _sync(target, render_stub(decls), args.check)
+        keys_differ = _own(target) and _sync(API_KEYS_PATH, render_api_keys(decls), args.check)
+        if args.check and (differs or keys_differ):
+            for path, bad in ((target, differs), (API_KEYS_PATH, keys_differ)):
+                if bad:
+                    print(f"drift: {path} differs from what the declarations generate",
+                          file=sys.stderr)
             print("run: python -m tools.gen_protocol --stubs", file=sys.stderr)
             return 1
         print(f"{'ok' if args.check else 'wrote' if differs else 'unchanged'}: {target}")
@@ -407,7 +429,10 @@ def main(argv: list[str] | None = None) -> int:
             drift.append(name)
     # the stub covers every module, those kept without a spec in --specs too
     every = {**{n: (out / n).read_text(encoding="utf-8") for n in kept}, **files}
-    stub_drift = stub is not None and _sync(stub, render_stub(decls_from_texts(every)), args.check)
+    every_decl = decls_from_texts(every)
+    stub_drift = stub is not None and _sync(stub, render_stub(every_decl), args.check)
+    keys_drift = stub is not None and _own(stub) and _sync(
+        API_KEYS_PATH, render_api_keys(every_decl), args.check)
     stale = sorted(existing - set(files) - set(kept))
     if args.check:
         for name in drift:
@@ -416,7 +441,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"drift: {out / name} is not generated from any spec", file=sys.stderr)
         if stub_drift:
             print(f"drift: {stub} differs from what the specs generate", file=sys.stderr)
-        if drift or stale or stub_drift:
+        if keys_drift:
+            print(f"drift: {API_KEYS_PATH} differs from what the specs generate", file=sys.stderr)
+        if drift or stale or stub_drift or keys_drift:
             print("run: python -m tools.gen_protocol --specs " + os.fspath(args.specs), file=sys.stderr)
             return 1
         print(f"ok: {len(files)} modules in {out} match {args.specs}")
@@ -424,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in stale:
         (out / name).unlink()
     print(f"wrote {len(drift)} of {len(files)} modules in {out}" + (f", removed {len(stale)}" if stale else "")
-          + (f"; wrote {stub}" if stub_drift else ""))
+          + (f"; wrote {stub}" if stub_drift else "")
+          + (f"; wrote {API_KEYS_PATH}" if keys_drift else ""))
     return 0
 
 
@@ -461,6 +489,11 @@ def fold_legacy(specs: list[dict[str, Any]], legacy: list[dict[str, Any]], sourc
             raise SystemExit(f"cannot fold the older specs into {spec['name']}: {exc}") from None
         merged.append(spec)
     return merged
+
+
+def _own(stub: Path) -> bool:
+    """Is ``stub`` the package's own stub (then the API keys module is written beside it)?"""
+    return stub.resolve() == STUB_PATH.resolve()
 
 
 def _sync(path: Path, text: str, check: bool) -> bool:

@@ -18,10 +18,10 @@ from typing import Any
 
 from kcodec.broker.apis import (  # noqa: F401
     acls,
+    classic_groups,
     configs,
     consumer_groups,
     fetch,
-    groups,
     meta,
     offsets,
     produce,
@@ -31,7 +31,6 @@ from kcodec.broker.apis import (  # noqa: F401
     txn,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
-from kcodec.broker.apis.util import fit
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.protocol import ApiVersionsResponse, decode_request, encode_response
@@ -67,7 +66,8 @@ def encode(req: Request, answer: Any) -> Any:
     try:
         return encode_response(answer, req.api_version, req.correlation_id)
     except UnsupportedVersionError:
-        fit(answer, req.api_version)
+        # one handler fills every field; the answer holds those of the request's version
+        answer = answer.for_version(req.api_version)
         return encode_response(answer, req.api_version, req.correlation_id)
 
 

@@ -33,17 +33,3 @@ def leader_error(node: Any, topic: str, index: int) -> tuple[int, Any]:
     if p.leader != node.id:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
     return 0, p
-
-
-def fit(obj: Any, version: int) -> None:
-    """Reset the fields of a response tree that ``version`` does not have to their defaults,
-    so one handler can fill every field and the answer still encodes at old versions."""
-    from kcodec.protocol._decl import in_range
-
-    for fi in type(obj)._info:
-        v = getattr(obj, fi.name)
-        if not in_range(version, fi.versions):
-            setattr(obj, fi.name, fi.factory() if fi.factory is not None else fi.default)
-        elif fi.struct_cls is not None and v is not None:
-            for x in (v if fi.is_array else [v]):
-                fit(x, version)

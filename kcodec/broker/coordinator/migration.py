@@ -78,8 +78,8 @@ def _assignment(data: bytes) -> dict[str, set[int]]:
 def upgrade(consumer: Any, classic: Any, group_id: str) -> bool:
     """Turn the non-empty classic group ``group_id`` into a consumer group (the caller holds
     ``consumer.lock``). False when it cannot be converted: not a ``consumer`` protocol group."""
+    from kcodec.broker.coordinator.classic_group import JoinResult
     from kcodec.broker.coordinator.consumer_group import ConsumerGroup, ConsumerMember
-    from kcodec.broker.coordinator.group import JoinResult
     from kcodec.protocol import ErrorCode
 
     with classic.lock:
@@ -130,7 +130,7 @@ def upgrade(consumer: Any, classic: Any, group_id: str) -> bool:
 def downgrade(consumer: Any, classic: Any, cg: Any) -> None:
     """Turn the consumer group ``cg``, whose members are all classic, into a classic group
     that starts a rebalance (the caller holds ``consumer.lock``)."""
-    from kcodec.broker.coordinator.group import Group, Member
+    from kcodec.broker.coordinator.classic_group import Group, Member
 
     A = ConsumerProtocolAssignment
     with classic.lock:

@@ -399,7 +399,7 @@ def write_marker(cluster: Any, topic: str, index: int, pid: int, epoch: int,
 
 def _commit_group_offsets(groups: Any, group_id: str, offsets: dict) -> None:
     """Write a committed transaction's offsets into the group (members or not)."""
-    from kcodec.broker.coordinator.group import Group
+    from kcodec.broker.coordinator.classic_group import Group
 
     with groups.lock:
         g = groups.groups.get(group_id)

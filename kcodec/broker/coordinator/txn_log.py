@@ -38,6 +38,7 @@ from typing import Any
 
 from kcodec.broker.log import peek_batches
 from kcodec.records import iter_batches
+from kcodec.records.header import ENTRY_OVERHEAD, entry_length
 
 __all__ = ["TxnStateLog", "rebuild_partition", "write_snapshot", "read_snapshot",
            "restore_partition"]
@@ -128,7 +129,7 @@ def rebuild_partition(plog: Any, producers: Any, txns: Any, epochs: dict[int, in
         pos = 0
         last = offset - 1
         for info in peek_batches(data):
-            size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+            size = entry_length(data, pos) + ENTRY_OVERHEAD
             n += 1
             last = info.last_offset
             pid = info.producer_id

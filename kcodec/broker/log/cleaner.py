@@ -33,16 +33,12 @@ or the new one, never half of either; a leftover ``.cleaned`` file is removed on
 
 from __future__ import annotations
 
-import struct
 from typing import Any, NamedTuple
 
-from kcodec.crc import crc32c
 from kcodec.records import RecordBatchBuilder, iter_batches
+from kcodec.records.header import patch_header
 
 __all__ = ["CleanStats", "clean_segments", "cleanable_segments"]
-
-_I32 = struct.Struct(">i")
-_U32 = struct.Struct(">I")
 
 
 class CleanStats(NamedTuple):
@@ -84,9 +80,8 @@ def _rebuild_v2(batch: Any, keep: list[Any]) -> bytes:
                  offset_delta=r.offset - batch.base_offset)
     out = bytearray(b.build())
     # the original last offset delta stays (the producer's sequence numbers count from it),
-    # as Kafka's cleaner keeps it; the CRC covers it (from the attributes on)
-    out[23:27] = _I32.pack(batch.last_offset - batch.base_offset)
-    out[17:21] = _U32.pack(crc32c(memoryview(out)[21:]))
+    # as Kafka's cleaner keeps it (patch_header recomputes the CRC, which covers it)
+    patch_header(out, last_offset_delta=batch.last_offset - batch.base_offset)
     return bytes(out)
 
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
+from kcodec.errors import TruncatedError
+from kcodec.records.header import read_header
+
 __all__ = ["LeaderEpochCache"]
 
 
@@ -30,8 +33,12 @@ class LeaderEpochCache:
 
     def note_batch(self, data: Any, base_offset: int) -> None:
         """``data`` (stored bytes starting with a batch) was stored at ``base_offset``."""
-        if len(data) > 16 and data[16] == 2:
-            self.assign(int.from_bytes(data[12:16], "big", signed=True), base_offset)
+        try:
+            h = read_header(data)
+        except TruncatedError:       # shorter than a v2 header: no batch with an epoch
+            return
+        if h.magic == 2:
+            self.assign(h.partition_leader_epoch, base_offset)
 
     def truncate_from_end(self, end_offset: int) -> None:
         """The log now ends at ``end_offset``: epochs starting there or later are gone."""

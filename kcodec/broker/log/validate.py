@@ -6,7 +6,7 @@ The rules are Kafka's (its log validator), applied to the bytes as received:
              | message{1..}                   legacy uncompressed messages (magic 0 or 1), or
              | wrapper                        one legacy compressed message (magic 0 or 1)
 
-    every entry: base_offset:int64 length:int32 ... magic:int8 at byte 16; size = 12 + length
+    every entry: base_offset, length, ..., magic (kcodec.records.header); size = 12 + length
 
 - framing: whole entries, known magic, all entries the same magic     (CORRUPT_MESSAGE,
   INVALID_RECORD); each entry at most ``max.message.bytes``            (MESSAGE_TOO_LARGE);
@@ -28,7 +28,6 @@ one case that is re-encoded and recompressed).
 
 from __future__ import annotations
 
-import struct
 from typing import Any, NamedTuple
 
 from kcodec._impl import twin
@@ -41,9 +40,23 @@ from kcodec.broker.log.errors import (
     UnsupportedCompressionType,
 )
 from kcodec.compression import decompress
-from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
 from kcodec.records import MessageSetBuilder, iter_batches
+from kcodec.records.header import (
+    ATTR_CODEC_MASK,
+    ATTR_CONTROL,
+    ATTR_LOG_APPEND_TIME,
+    ATTR_TRANSACTIONAL,
+    ENTRY_OVERHEAD,
+    HEADER_SIZE,
+    MIN_ENTRY_LENGTH,
+    V2_MIN_LENGTH,
+    compute_crc,
+    entry_frame,
+    patch_header,
+    patch_message,
+    read_header,
+)
 
 __all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
            "check_replicated"]
@@ -51,11 +64,6 @@ __all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
 #: the record walk without record objects, compiled or pure like every twin
 scan_records_v2 = twin("segscan").scan_records_v2
 
-_V2 = struct.Struct(">qiibIhiqqqhii")     # the 61-byte v2 batch header
-_V2_MIN_LENGTH = 61 - 12
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_U32 = struct.Struct(">I")
 
 
 class BatchInfo(NamedTuple):
@@ -98,21 +106,22 @@ def _frames(buf: Any) -> list[tuple[int, int, int]]:
     out: list[tuple[int, int, int]] = []
     pos = 0
     while pos < n:
-        if n - pos < 17:
+        try:
+            _offset, length, magic = entry_frame(buf, pos)
+        except KcodecError:
             raise CorruptMessage(f"truncated batch header at position {pos} "
-                                 f"({n - pos} bytes left)", len(out))
-        length = _I32.unpack_from(buf, pos + 8)[0]
-        if length < 14:
+                                 f"({n - pos} bytes left)", len(out)) from None
+        if length < MIN_ENTRY_LENGTH:
             raise CorruptMessage(f"batch length {length} at position {pos} below the "
-                                 f"minimum of 14", len(out))
-        if length > n - pos - 12:
-            raise CorruptMessage(f"truncated batch at position {pos}: {length + 12} bytes "
-                                 f"claimed, {n - pos} present", len(out))
-        magic = buf[pos + 16]
+                                 f"minimum of {MIN_ENTRY_LENGTH}", len(out))
+        if length > n - pos - ENTRY_OVERHEAD:
+            raise CorruptMessage(f"truncated batch at position {pos}: "
+                                 f"{length + ENTRY_OVERHEAD} bytes claimed, {n - pos} present",
+                                 len(out))
         if magic > 2:
             raise CorruptMessage(f"unknown magic byte {magic} at position {pos}", len(out))
-        out.append((pos, length + 12, magic))
-        pos += length + 12
+        out.append((pos, length + ENTRY_OVERHEAD, magic))
+        pos += length + ENTRY_OVERHEAD
     return out
 
 
@@ -124,13 +133,13 @@ def peek_batches(records: Any) -> list[BatchInfo]:
     out = []
     for pos, size, magic in _frames(buf):
         if magic == 2:
-            if size - 12 < _V2_MIN_LENGTH:
+            if size - ENTRY_OVERHEAD < V2_MIN_LENGTH:
                 raise CorruptMessage(f"v2 batch at position {pos} shorter than its header")
-            h = _V2.unpack_from(buf, pos)
-            out.append(BatchInfo(h[0], h[0] + h[6], h[9], h[10], h[11], bool(h[5] & 0x10),
-                                 bool(h[5] & 0x20)))
+            base, _, _, _, _, attrs, lod, _, _, pid, pepoch, bseq, _ = read_header(buf, pos)
+            out.append(BatchInfo(base, base + lod, pid, pepoch, bseq,
+                                 bool(attrs & ATTR_TRANSACTIONAL), bool(attrs & ATTR_CONTROL)))
         else:
-            off = _I64.unpack_from(buf, pos)[0]
+            off = entry_frame(buf, pos)[0]
             out.append(BatchInfo(off, off, -1, -1, -1, False, False))
     return out
 
@@ -199,15 +208,16 @@ def _decode_failure(exc: KcodecError, what: str) -> Exception:
 def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
                  leader_epoch: int | None) -> Validated:
     size = len(buf)
-    if size - 12 < _V2_MIN_LENGTH:
-        raise CorruptMessage(f"v2 batch of {size} bytes is shorter than its 61-byte header", 0)
+    if size - ENTRY_OVERHEAD < V2_MIN_LENGTH:
+        raise CorruptMessage(f"v2 batch of {size} bytes is shorter than its "
+                             f"{HEADER_SIZE}-byte header", 0)
     (base, _length, _epoch, _magic, crc, attrs, lod, first_ts, max_ts, pid, pepoch, bseq,
-     count) = _V2.unpack_from(buf, 0)
-    actual = crc32c(buf[21:size])
+     count) = read_header(buf)
+    actual = compute_crc(buf, 0, size)
     if actual != crc:
         raise CorruptMessage(f"record batch CRC-32C mismatch: stored 0x{crc:08x}, computed "
                              f"0x{actual:08x}", 0)
-    codec = attrs & 0x07
+    codec = attrs & ATTR_CODEC_MASK
     if codec > 4:
         raise UnsupportedCompressionType(f"unknown compression codec id {codec}", 0)
     if base != 0:
@@ -215,16 +225,17 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     if count <= 0 or lod < 0 or lod + 1 != count:
         raise InvalidRecord(f"record count {count} does not match the last offset delta "
                             f"{lod}", 0)
-    transactional, control = bool(attrs & 0x10), bool(attrs & 0x20)
+    transactional, control = bool(attrs & ATTR_TRANSACTIONAL), bool(attrs & ATTR_CONTROL)
     if transactional and pid < 0:
         raise InvalidRecord("a transactional batch without a producer id", 0)
     if pid >= 0 and bseq < 0 and not control:
         raise InvalidRecord(f"a batch with producer id {pid} has no sequence number", 0)
-    if attrs & 0x08:
+    if attrs & ATTR_LOG_APPEND_TIME:
         raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp type", 0)
     lat = config.log_append_time
     try:
-        section = memoryview(buf)[61:size] if codec == 0 else decompress(codec, buf[61:size])
+        section = memoryview(buf)[HEADER_SIZE:size] if codec == 0 else \
+            decompress(codec, buf[HEADER_SIZE:size])
         low, top, bad = scan_records_v2(section, count, first_ts)
     except KcodecError as exc:
         raise _decode_failure(exc, "record batch") from None
@@ -234,15 +245,17 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
         _check_ts(low, now_ms, config, "a record")
         _check_ts(top, now_ms, config, "a record")
     out = bytearray(buf)
-    _I64.pack_into(out, 0, next_offset)
-    if leader_epoch is not None:
-        _I32.pack_into(out, 12, leader_epoch)
+    # the base offset and leader epoch are outside the CRC; a new max timestamp (and the
+    # log-append-time flag) are inside it, and then patch_header recomputes it
     if lat:
         top = now_ms
-        struct.pack_into(">h", out, 21, attrs | 0x08)
-    if top != max_ts or lat:
-        _I64.pack_into(out, 35, top)
-        _U32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
+        patch_header(out, base_offset=next_offset, partition_leader_epoch=leader_epoch,
+                     attributes=attrs | ATTR_LOG_APPEND_TIME, max_timestamp=top)
+    elif top != max_ts:
+        patch_header(out, base_offset=next_offset, partition_leader_epoch=leader_epoch,
+                     max_timestamp=top)
+    else:
+        patch_header(out, base_offset=next_offset, partition_leader_epoch=leader_epoch)
     last = next_offset + lod
     info = BatchInfo(next_offset, last, pid, pepoch, bseq, transactional, control)
     result = AppendResult(next_offset, last, now_ms if lat else -1, top, count, [info])
@@ -261,12 +274,12 @@ def _validate_legacy(buf: Any, frames: list[tuple[int, int, int]], next_offset: 
         if not m.validate_crc():
             raise CorruptMessage(f"message CRC-32 mismatch at position {m.position}: stored "
                                  f"0x{m.crc:08x}, computed 0x{m.computed_crc():08x}", i)
-        codec = m.attributes & 0x07
+        codec = m.attributes & ATTR_CODEC_MASK
         if codec > 4:
             raise UnsupportedCompressionType(f"unknown compression codec id {codec}", i)
         if codec == 4:
             raise UnsupportedCompressionType("zstd compression needs magic 2", i)
-        if m.magic == 1 and m.attributes & 0x08:
+        if m.magic == 1 and m.attributes & ATTR_LOG_APPEND_TIME:
             raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp "
                                    "type", i)
         compressed = compressed or codec != 0
@@ -282,16 +295,15 @@ def _validate_legacy(buf: Any, frames: list[tuple[int, int, int]], next_offset: 
     for i, m in enumerate(messages):
         pos = m.position
         offset = next_offset + i
-        _I64.pack_into(out, pos, offset)
         ts = -1
-        if m.magic == 1:
-            ts = m.timestamp
-            if lat:
-                ts = now_ms
-                out[pos + 17] = m.attributes | 0x08
-                _I64.pack_into(out, pos + 18, ts)
-                _U32.pack_into(out, pos + 12, crc32(memoryview(out)[pos + 16:pos + m.size]))
-            else:
+        if m.magic == 1 and lat:
+            ts = now_ms
+            patch_message(out, pos, offset=offset, attributes=m.attributes | ATTR_LOG_APPEND_TIME,
+                          timestamp=ts)
+        else:
+            patch_message(out, pos, offset=offset)
+            if m.magic == 1:
+                ts = m.timestamp
                 _check_ts(ts, now_ms, config, f"message {i}")
         if ts > top:
             top = ts
@@ -305,7 +317,7 @@ def _validate_legacy(buf: Any, frames: list[tuple[int, int, int]], next_offset: 
 def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
                       config: LogConfig) -> Validated:
     lat = config.log_append_time
-    codec = w.attributes & 0x07
+    codec = w.attributes & ATTR_CODEC_MASK
     value = w.value
     if value is None:
         raise CorruptMessage("compressed message with a null value", 0)
@@ -324,7 +336,7 @@ def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
         if m.magic != w.magic:
             raise InvalidRecord(f"inner message magic {m.magic} differs from the wrapper's "
                                 f"{w.magic}", 0)
-        if m.attributes & 0x07:
+        if m.attributes & ATTR_CODEC_MASK:
             raise InvalidRecord("a compressed message inside a compressed message", 0)
         if w.magic == 1:
             if m.offset != i:
@@ -352,14 +364,13 @@ def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
         top = -1
     else:
         out = bytearray(buf)
-        _I64.pack_into(out, 0, last)
-        attrs = (w.attributes & ~0x08) | (0x08 if lat else 0)
+        attrs = (w.attributes & ~ATTR_LOG_APPEND_TIME) | (ATTR_LOG_APPEND_TIME if lat else 0)
         if lat:
             top = now_ms
         if attrs != w.attributes or top != w.timestamp:
-            out[17] = attrs
-            _I64.pack_into(out, 18, top)
-            _U32.pack_into(out, 12, crc32(memoryview(out)[16:]))
+            patch_message(out, 0, offset=last, attributes=attrs, timestamp=top)
+        else:
+            patch_message(out, 0, offset=last)
     infos = [BatchInfo(next_offset, last, -1, -1, -1, False, False)]
     result = AppendResult(next_offset, last, now_ms if lat else -1, top, n, infos)
     return Validated(out, [(0, last, top)], result)

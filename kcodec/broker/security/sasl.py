@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kcodec.client.sasl import HASHES, scram_keys, scram_salted_password
 from kcodec.errors import KcodecError
+from kcodec.sasl.scram import HASHES, keys, parse_attributes, salted_password
 
 __all__ = ["SaslAuthenticationFailed", "ServerMechanism", "PlainServer", "ScramCredential",
            "ScramServer", "OAuthBearerServer", "TokenInfo", "make_scram_credential",
@@ -127,8 +127,8 @@ def make_scram_credential(mechanism: str, password: str, iterations: int = 4096,
     if iterations < 4096:
         raise ValueError("SCRAM iterations must be at least 4096")
     salt = salt if salt is not None else os.urandom(32)
-    salted = scram_salted_password(HASHES[mechanism], password, salt, iterations)
-    _, stored, server = scram_keys(HASHES[mechanism], salted)
+    salted = salted_password(HASHES[mechanism], password, salt, iterations)
+    _, stored, server = keys(HASHES[mechanism], salted)
     return ScramCredential(salt, iterations, stored, server)
 
 
@@ -170,16 +170,6 @@ def _unescape_name(name: str) -> str:
     if "=" in name.replace("=2C", "").replace("=3D", ""):
         raise SaslAuthenticationFailed("SCRAM: malformed user name")
     return name.replace("=2C", ",").replace("=3D", "=")
-
-
-def _attrs(text: str, what: str) -> dict[str, str]:
-    """``k=v,...`` of a SCRAM message (the first occurrence of a key wins)."""
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        if len(part) < 2 or part[1] != "=":
-            raise SaslAuthenticationFailed(f"SCRAM: the {what} has a malformed attribute")
-        out.setdefault(part[0], part[2:])
-    return out
 
 
 def _typical(credentials: Mapping[str, ScramCredential]) -> tuple[int, int]:
@@ -240,7 +230,7 @@ class ScramServer(ServerMechanism):
         if not sep or not sep2 or gs2 not in ("n", "y"):
             raise SaslAuthenticationFailed(f"{self.name}: malformed client-first message "
                                            "(channel binding is not supported)")
-        a = _attrs(bare, "client-first message")
+        a = parse_attributes(bare.encode(), "client-first message", SaslAuthenticationFailed)
         if "n" not in a or "r" not in a or not a["r"]:
             raise SaslAuthenticationFailed(f"{self.name}: client-first message lacks n= or r=")
         self._user = self.user = _unescape_name(a["n"])
@@ -261,12 +251,8 @@ class ScramServer(ServerMechanism):
         return self._server_first.encode()
 
     def _final(self, msg: bytes) -> bytes:
-        try:
-            text = msg.decode()
-        except UnicodeDecodeError:
-            raise SaslAuthenticationFailed(f"{self.name}: client-final message is not UTF-8") \
-                from None
-        a = _attrs(text, "client-final message")
+        a = parse_attributes(msg, "client-final message", SaslAuthenticationFailed)
+        text = msg.decode()      # UTF-8: parse_attributes checked it
         if a.get("c") != "biws" or a.get("r") != self._nonce or "p" not in a:
             raise SaslAuthenticationFailed(f"{self.name}: malformed client-final message")
         try:

@@ -1,9 +1,11 @@
-"""The client's adapter onto ``kcodec.protocol``: requests from plain dicts, by API key.
+"""The client's adapter onto ``kcodec.protocol``: typed requests framed for a version.
 
-The client writes requests as nested dicts keyed by the spec's snake_case field names;
-this module turns them into ``kcodec.protocol`` message objects for the negotiated version
-(fields that version lacks are left out, missing ones take the spec defaults) and frames
-them; responses decode into the protocol's message objects.
+The client builds its requests as the generated message classes (kcodec.client.net.requests)
+with every field it knows; encoding for the negotiated version leaves out the fields that
+version lacks (the message's ``for_version``), as franz-go's kmsg writes only the fields of
+the version set on a request. A plain dict of field names is still taken (``build``), but a name the
+message does not have is a ``TypeError``, as the classes themselves raise. Responses decode
+into the protocol's message objects.
 """
 
 from __future__ import annotations
@@ -11,28 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import REQUESTS, RESPONSES
+from kcodec.protocol import REQUESTS, RESPONSES, ApiKey
 from kcodec.protocol import decode_response as _decode_response
 from kcodec.protocol import encode_request as _encode_request
-from kcodec.protocol._decl import in_range
 
 __all__ = ["encode_request", "decode_response", "build", "api_name"]
 
 
 def build(cls: type, value: Any, version: int) -> Any:
-    """A ``cls`` object from a dict (recursively); objects pass through unchanged."""
-    if not isinstance(value, dict):
-        return value
-    kw = {}
-    for fi in cls._info:  # type: ignore[attr-defined]
-        if fi.name not in value or not in_range(version, fi.versions):
-            continue
-        v = value[fi.name]
-        sc = fi.struct_cls
-        if sc is not None and v is not None:
-            v = [build(sc, x, version) for x in v] if fi.is_array else build(sc, v, version)
-        kw[fi.name] = v
-    return cls(**kw)
+    """A ``cls`` object from a dict of field names (recursively) with only the fields
+    ``version`` has; a name ``cls`` does not have is a ``TypeError``."""
+    return cls.from_dict(value).for_version(version)  # type: ignore[attr-defined]
 
 
 def api_name(api_key: int) -> str:
@@ -46,8 +37,16 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     cls = REQUESTS.get(api_key)
     if cls is None:
         raise UnsupportedVersionError(f"API key {api_key} is not known to kcodec")
-    return _encode_request(build(cls, body if body is not None else {}, version), version,
-                           correlation_id, client_id)
+    if body is None:
+        msg = cls()
+    elif isinstance(body, dict):
+        msg = build(cls, body, version)
+    elif type(body) is cls:
+        msg = body.for_version(version)
+    else:
+        raise TypeError(f"{ApiKey(api_key).name} takes a {cls.__name__}, "
+                        f"not a {type(body).__name__}")
+    return _encode_request(msg, version, correlation_id, client_id)
 
 
 def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:

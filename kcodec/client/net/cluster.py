@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kcodec.client.config import ClientConfig
-from kcodec.client.conn import BrokerConnection
-from kcodec.client.core import Response
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     ClientClosedError,
@@ -20,7 +18,11 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     is_retriable,
 )
+from kcodec.client.net import requests
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.client.net.core import Response
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ApiKey, ErrorCode
 
 # The client's own generator (bootstrap order, backoff jitter): a library must not draw from
 # the application's global ``random``, whose sequence a program may have seeded.
@@ -28,8 +30,10 @@ _RNG = random.Random()
 
 __all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
 
-# Codes after which the metadata is stale: the partition moved or the topic is new/gone.
-REFRESH_CODES = {3, 5, 6, 74, 75, 100}
+# Codes after which the metadata is stale (the partition moved, the topic is new or gone,
+# its broker failed): those ErrorCode flags invalid-metadata, where Java's exception is an
+# InvalidMetadataException, on which its producer and admin client refresh the metadata.
+REFRESH_CODES = frozenset(code for code in ErrorCode if code.invalid_metadata)
 BOOTSTRAP = -1   # pseudo node ids of bootstrap addresses: -1, -2, ...
 
 
@@ -65,7 +69,7 @@ class Cluster:
         self.reached = False   # some broker answered the handshake once
         self.last_ok = 0.0     # when a broker last answered a request
         self.last_fail = 0.0   # when a request or a connection attempt last failed
-        from kcodec.client.security import Security
+        from kcodec.client.net.security import Security
         self.security = Security.of(config)
 
     # --------------------------------------------------------------- connections
@@ -234,9 +238,8 @@ class Cluster:
         if self._meta_lock is None:
             self._meta_lock = asyncio.Lock()
         async with self._meta_lock:
-            req = {"topics": None if topics is None else [{"name": t} for t in topics],
-                   "allow_auto_topic_creation": auto_create}
-            resp = await self.call(lambda: self.send(None, 3, req), "metadata")
+            req = requests.metadata(topics, auto_create)
+            resp = await self.call(lambda: self.send(None, ApiKey.METADATA, req), "metadata")
             body = resp.body
             self.brokers = {b.node_id: (b.host, b.port) for b in body.brokers}
             self.racks = {b.node_id: b.rack for b in body.brokers}
@@ -246,15 +249,15 @@ class Cluster:
                 tid = getattr(t, "topic_id", None)
                 info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal,
                                  topic_id=tid if tid is not None and tid.int else None)
-                if info.topic_id is not None and t.error_code == 0:
+                if info.topic_id is not None and t.error_code == ErrorCode.NONE:
                     self.topic_names[info.topic_id] = t.name
                 for p in t.partitions:
                     info.partitions[p.partition_index] = p.leader_id
                     info.replicas[p.partition_index] = list(p.replica_nodes)
                     info.isr[p.partition_index] = list(p.isr_nodes)
-                if t.error_code == 0 or t.name not in self.topics:
+                if t.error_code == ErrorCode.NONE or t.name not in self.topics:
                     self.topics[t.name] = info
-                if t.error_code == 3:
+                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.topics.pop(t.name, None)
             for node, conn in list(self._conns.items()):
                 if node >= 0 and node in self.brokers and self.brokers[node] != (conn.host, conn.port):
@@ -278,9 +281,9 @@ class Cluster:
             if info is not None and info.error_code == 0 and info.partitions \
                     and all(lead >= 0 for lead in info.partitions.values()):
                 return info
-            code = info.error_code if info is not None else 3
+            code = info.error_code if info is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if not is_retriable(code) or time.monotonic() + backoff > deadline:
-                raise KafkaError(code or 5, f"topic {name!r}")
+                raise KafkaError(code or ErrorCode.LEADER_NOT_AVAILABLE, f"topic {name!r}")
             await asyncio.sleep(backoff)
 
     def topic_ids(self, names: Any) -> dict[str, Any] | None:
@@ -294,10 +297,22 @@ class Cluster:
             out[n] = info.topic_id
         return out
 
+    async def find_coordinator(self, key: str, key_type: int = requests.GROUP) -> int:
+        """The node id of the coordinator of group (or, ``key_type`` TRANSACTION,
+        transactional id) ``key``, its address remembered; ``KafkaError`` on an error code
+        (one attempt: callers retry through ``call``)."""
+        b = (await self.send(None, ApiKey.FIND_COORDINATOR,
+                             requests.find_coordinator(key, key_type))).body
+        if b.error_code:
+            raise KafkaError(b.error_code, f"FindCoordinator {key!r}")
+        self.brokers.setdefault(b.node_id, (b.host, b.port))
+        return b.node_id
+
     async def leader(self, topic: str, partition: int) -> int:
         info = await self.topic(topic)
         if partition not in info.partitions:
-            raise KafkaError(3, f"topic {topic!r} has no partition {partition}")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"topic {topic!r} has no partition {partition}")
         return info.partitions[partition]
 
     # --------------------------------------------------------------- lifecycle

@@ -10,31 +10,34 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
-from kcodec.client.assignors import Assignment, Subscription, get_assignor
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import ConsumerConfig
+from kcodec.client.consumer.assignors import Assignment, Subscription, get_assignor
 from kcodec.client.errors import (
     BrokerNotAvailableError,
     KafkaError,
     KafkaTimeoutError,
 )
+from kcodec.client.net import requests
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ApiKey, ErrorCode
 
-__all__ = ["GroupMember", "TopicPartition"]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
+__all__ = ["ClassicGroupMember", "GroupMember", "COORDINATOR_CODES", "REJOIN_CODES"]
 
 
-COORDINATOR_CODES = {14, 15, 16}   # load in progress, not available, not coordinator
-REJOIN_CODES = {22, 25, 27, 79}     # illegal generation, unknown member, rebalancing, member id required
+# the coordinator is loading, gone or elsewhere: find it again
+COORDINATOR_CODES = frozenset((ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR))
+# the membership is stale: join again
+REJOIN_CODES = frozenset((ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
+                          ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED))
+FENCED = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION)
 
 
-class GroupMember:
+class ClassicGroupMember:
     """The group state of one consumer (member id, generation, coordinator, assignment)."""
 
     def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
@@ -60,15 +63,8 @@ class GroupMember:
         if self.coordinator is not None and self.coordinator in self.cluster.brokers:
             return self.coordinator
 
-        async def find() -> int:
-            r = await self.cluster.send(None, 10, {"key": self.group_id, "key_type": 0})
-            b = r.body
-            if b.error_code:
-                raise KafkaError(b.error_code, f"FindCoordinator {self.group_id!r}")
-            self.cluster.brokers.setdefault(b.node_id, (b.host, b.port))
-            return b.node_id
-
-        self.coordinator = await self.cluster.call(find, "FindCoordinator")
+        self.coordinator = await self.cluster.call(
+            lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
         return self.coordinator
 
     async def request(self, api_key: int, body: Any) -> Any:
@@ -97,22 +93,19 @@ class GroupMember:
             owned_map: dict[str, list[int]] = {}
             for tp in owned:
                 owned_map.setdefault(tp.topic, []).append(tp.partition)
-            protocols = [{"name": a.name,
-                          "metadata": a.subscription(self.topics, owned_map, self.generation).encode()}
+            protocols = [(a.name, a.subscription(self.topics, owned_map, self.generation).encode())
                          for a in self.assignors]
-            body = await self.request(11, {
-                "group_id": self.group_id, "session_timeout_ms": cfg.session_timeout_ms,
-                "rebalance_timeout_ms": cfg.max_poll_interval_ms, "member_id": self.member_id,
-                "group_instance_id": cfg.group_instance_id, "protocol_type": "consumer",
-                "protocols": protocols, "reason": None})
-            if body.error_code == 79:          # MEMBER_ID_REQUIRED: rejoin with the given id
+            body = await self.request(ApiKey.JOIN_GROUP, requests.join_group(
+                self.group_id, self.member_id, cfg.group_instance_id, cfg.session_timeout_ms,
+                cfg.max_poll_interval_ms, protocols))
+            if body.error_code == ErrorCode.MEMBER_ID_REQUIRED:   # rejoin with the given id
                 self.member_id = body.member_id
                 continue
-            if body.error_code in (25, 22):
+            if body.error_code in FENCED:
                 self.member_id = ""
                 self.generation = -1
                 continue
-            if body.error_code == 27 and time.monotonic() < deadline:
+            if body.error_code == ErrorCode.REBALANCE_IN_PROGRESS and time.monotonic() < deadline:
                 continue
             if body.error_code:
                 raise KafkaError(body.error_code, f"JoinGroup {self.group_id!r}")
@@ -123,13 +116,11 @@ class GroupMember:
             assignments = []
             if self.leader and not body.skip_assignment:
                 assignments = await self._assign(body)
-            sbody = await self.request(14, {
-                "group_id": self.group_id, "generation_id": self.generation,
-                "member_id": self.member_id, "group_instance_id": cfg.group_instance_id,
-                "protocol_type": "consumer", "protocol_name": self.protocol,
-                "assignments": assignments})
+            sbody = await self.request(ApiKey.SYNC_GROUP, requests.sync_group(
+                self.group_id, self.generation, self.member_id, cfg.group_instance_id,
+                self.protocol, assignments))
             if sbody.error_code in REJOIN_CODES:
-                if sbody.error_code in (25, 22):
+                if sbody.error_code in FENCED:
                     self.member_id = ""
                 if time.monotonic() > deadline:
                     raise KafkaError(sbody.error_code, f"SyncGroup {self.group_id!r}")
@@ -145,7 +136,7 @@ class GroupMember:
             self._start_heartbeat()
             return self.assignment
 
-    async def _assign(self, body: Any) -> list[dict]:
+    async def _assign(self, body: Any) -> list[tuple[str, bytes]]:
         assignor = next(a for a in self.assignors if a.name == body.protocol_name)
         subs = {m.member_id: Subscription.decode(m.metadata) for m in body.members}
         topics = sorted({t for s in subs.values() for t in s.topics})
@@ -153,10 +144,10 @@ class GroupMember:
         await self.cluster.refresh(topics, auto_create=False)
         for t in topics:
             info = self.cluster.topics.get(t)
-            if info is not None and info.error_code == 0:
+            if info is not None and info.error_code == ErrorCode.NONE:
                 counts[t] = len(info.partitions)
         result = assignor.assign(counts, subs)
-        return [{"member_id": m, "assignment": a.encode()} for m, a in result.items()]
+        return [(m, a.encode()) for m, a in result.items()]
 
     @property
     def cooperative(self) -> bool:
@@ -182,15 +173,15 @@ class GroupMember:
                 continue
             try:
                 node = await self.coordinator_node()
-                r = await self.cluster.send(node, 12, {
-                    "group_id": self.group_id, "generation_id": self.generation,
-                    "member_id": self.member_id, "group_instance_id": self.config.group_instance_id},
-                    timeout=max(interval * 2, 1.0))
+                r = await self.cluster.send(node, ApiKey.HEARTBEAT, requests.heartbeat(
+                    self.group_id, self.generation, self.member_id,
+                    self.config.group_instance_id), timeout=max(interval * 2, 1.0))
                 code = r.body.error_code
                 if code in COORDINATOR_CODES:
                     self.coordinator = None
-                elif code in (25, 22):   # fenced: another member may own our partitions now
-                    self.member_id = "" if code == 25 else self.member_id
+                elif code in FENCED:   # another member may own our partitions now
+                    if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                        self.member_id = ""
                     self.lost = True
                     self.need_rejoin = True
                 elif code:
@@ -205,16 +196,10 @@ class GroupMember:
     async def commit(self, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:
             return
-        topics: dict[str, list] = {}
-        for tp, off in offsets.items():
-            topics.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "committed_offset": off,
-                 "committed_leader_epoch": -1, "committed_metadata": ""})
-        body = await self.request(8, {
-            "group_id": self.group_id,
-            "generation_id_or_member_epoch": self.generation if self.generation >= 0 else -1,
-            "member_id": self.member_id, "group_instance_id": self.config.group_instance_id,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+        body = await self.request(ApiKey.OFFSET_COMMIT, requests.offset_commit(
+            self.group_id, self.generation if self.generation >= 0 else -1, self.member_id,
+            self.config.group_instance_id,
+            [(tp.topic, tp.partition, off) for tp, off in offsets.items()]))
         for t in body.topics:
             for p in t.partitions:
                 if p.error_code:
@@ -224,20 +209,18 @@ class GroupMember:
 
     async def fetch_offsets(self, tps: list[TopicPartition] | None) -> dict[TopicPartition, int]:
         """Committed offsets (-1: none) of ``tps`` (None: every partition the group has)."""
-        topics = None
+        by: dict[str, list[int]] | None = None
         if tps is not None:
-            by: dict[str, list[int]] = {}
+            by = {}
             for tp in tps:
                 by.setdefault(tp.topic, []).append(tp.partition)
-            topics = [{"name": t, "partition_indexes": ps} for t, ps in by.items()]
-        body = await self.request(9, {"group_id": self.group_id, "topics": topics,
-                                      "require_stable": False})
+        body = await self.request(ApiKey.OFFSET_FETCH, requests.offset_fetch(self.group_id, by))
         if body.error_code:
             raise KafkaError(body.error_code, f"OffsetFetch {self.group_id!r}")
         out = {}
         for t in body.topics:
             for p in t.partitions:
-                if p.error_code and p.error_code != 3:
+                if p.error_code and p.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     raise KafkaError(p.error_code, f"OffsetFetch {t.name}[{p.partition_index}]")
                 out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
         return out
@@ -250,12 +233,13 @@ class GroupMember:
             return
         try:
             node = await self.coordinator_node()
-            await self.cluster.send(node, 13, {
-                "group_id": self.group_id, "member_id": self.member_id,
-                "members": [{"member_id": self.member_id,
-                             "group_instance_id": self.config.group_instance_id,
-                             "reason": reason}]}, timeout=5)
+            await self.cluster.send(node, ApiKey.LEAVE_GROUP, requests.leave_group(
+                self.group_id, self.member_id, self.config.group_instance_id, reason),
+                timeout=5)
         except KcodecError:
             pass
         self.member_id = ""
         self.generation = -1
+
+
+GroupMember = ClassicGroupMember    # its name before the split by role (Kafka: ClassicGroup)

@@ -22,10 +22,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from kcodec.client import _wire
 from kcodec.client.errors import KafkaError
+from kcodec.client.net import requests
+from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import FrameSplitter
+from kcodec.protocol import ApiKey, ErrorCode, FrameSplitter
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
@@ -35,36 +36,36 @@ MAX_FRAME = 512 * 1024 * 1024
 # topic-id versions (KIP-516); requests fall back to the last name-based version when the
 # metadata has no topic id (TOPIC_ID_VERSIONS).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 13),    # Produce (13: topic ids)
-    1: (4, 17),    # Fetch (13+: topic ids)
-    2: (1, 9),     # ListOffsets
-    3: (1, 12),    # Metadata
-    8: (2, 9),     # OffsetCommit
-    9: (1, 7),     # OffsetFetch
-    10: (0, 3),    # FindCoordinator
-    11: (0, 9),    # JoinGroup
-    12: (0, 4),    # Heartbeat
-    13: (0, 5),    # LeaveGroup
-    14: (0, 5),    # SyncGroup
-    15: (0, 5),    # DescribeGroups
-    16: (0, 5),    # ListGroups (5: the group type)
-    18: (0, 3),    # ApiVersions
-    19: (2, 7),    # CreateTopics
-    20: (1, 5),    # DeleteTopics
-    22: (0, 4),    # InitProducerId
-    24: (0, 3),    # AddPartitionsToTxn (v4+: the brokers' batched form)
-    25: (0, 3),    # AddOffsetsToTxn
-    26: (0, 3),    # EndTxn
-    28: (0, 3),    # TxnOffsetCommit
-    17: (1, 1),    # SaslHandshake
-    36: (0, 2),    # SaslAuthenticate
-    68: (0, 1),    # ConsumerGroupHeartbeat (KIP-848)
-    69: (0, 0),    # ConsumerGroupDescribe (KIP-848)
+    ApiKey.PRODUCE: (3, 13),                 # 13: topic ids
+    ApiKey.FETCH: (4, 17),                   # 13+: topic ids
+    ApiKey.LIST_OFFSETS: (1, 9),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 7),
+    ApiKey.FIND_COORDINATOR: (0, 3),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 5),              # 5: the group type
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),    # v4+: the brokers' batched form
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),     # KIP-848
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),      # KIP-848
 }
 
 
 # the first version of an API whose requests name topics by id only
-TOPIC_ID_VERSIONS = {0: 13, 1: 13}
+TOPIC_ID_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
 
 
 @dataclass
@@ -93,15 +94,14 @@ class Connection:
     # ------------------------------------------------------------------ versions
     def handshake(self, version: int = 3) -> tuple[int, bytes]:
         """The ApiVersions request that opens a connection."""
-        body = {"client_software_name": "kcodec", "client_software_version": _version()} \
-            if version >= 3 else {}
-        return self.request(18, body, version)
+        return self.request(ApiKey.API_VERSIONS, requests.api_versions(version, _version()),
+                            version)
 
     def on_api_versions(self, resp: Response) -> bool:
         """Record the broker's versions. False means: retry the handshake at the version
         ``api_versions_retry_version`` gives (the broker does not speak the one sent)."""
         body = resp.body
-        if body.error_code == 35 and resp.version > 0:
+        if body.error_code == ErrorCode.UNSUPPORTED_VERSION and resp.version > 0:
             return False
         if body.error_code:
             raise KafkaError(body.error_code, "ApiVersions")
@@ -109,7 +109,7 @@ class Connection:
         # A broker that cannot answer ApiVersions v3 predates flexible versions (KIP-482 and
         # KIP-511 came together); some such brokers (librdkafka's mock cluster) advertise
         # flexible versions of the group APIs but cannot parse them: use none there.
-        self.no_flexible = self.broker_versions.get(18, (0, 3))[1] < 3
+        self.no_flexible = self.broker_versions.get(ApiKey.API_VERSIONS, (0, 3))[1] < 3
         return True
 
     @staticmethod
@@ -117,7 +117,7 @@ class Connection:
         """After UNSUPPORTED_VERSION: the highest ApiVersions version the broker listed
         (KIP-511: its v0 error body names its own range), else 0."""
         for k in resp.body.api_keys or ():
-            if k.api_key == 18:
+            if k.api_key == ApiKey.API_VERSIONS:
                 return max(0, min(k.max_version, resp.version - 1))
         return 0
 
@@ -194,7 +194,8 @@ class Connection:
             expected = self._inflight[0][0] if self._inflight else None
             raise ProtocolError(f"response with correlation id {cid}, expected {expected}")
         _, api_key, version = self._inflight.popleft()
-        if api_key == 18 and version > 0 and payload[4:6] == b"\x00\x23":
+        if api_key == ApiKey.API_VERSIONS and version > 0 and \
+                int.from_bytes(payload[4:6], "big") == ErrorCode.UNSUPPORTED_VERSION:
             return Response(cid, api_key, version, _unsupported_api_versions(payload))
         _, body = _wire.decode_response(api_key, version, payload)
         return Response(cid, api_key, version, body)
@@ -215,9 +216,10 @@ def _unsupported_api_versions(payload: bytes) -> Any:
     from kcodec.protocol import RESPONSES
 
     try:
-        return _wire.decode_response(18, 0, payload)[1]
+        return _wire.decode_response(ApiKey.API_VERSIONS, 0, payload)[1]
     except KcodecError:
-        return RESPONSES[18](error_code=35, api_keys=[])
+        return RESPONSES[ApiKey.API_VERSIONS](error_code=ErrorCode.UNSUPPORTED_VERSION,
+                                              api_keys=[])
 
 
 def _flexible_from(api_key: int) -> int | None:

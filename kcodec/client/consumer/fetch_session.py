@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
+from kcodec.protocol import ErrorCode
+
 __all__ = ["FetchSession", "SESSION_ERRORS"]
 
-SESSION_ERRORS = (70, 71)   # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 SESSIONLESS = -1
 INITIAL = 0
 MAX_EPOCH = 0x7FFFFFFF

@@ -16,19 +16,22 @@ import time
 import uuid
 from typing import Any
 
-from kcodec.client.cluster import Cluster
 from kcodec.client.config import ConsumerConfig
+from kcodec.client.consumer.classic_group import COORDINATOR_CODES, ClassicGroupMember
 from kcodec.client.errors import KafkaError
-from kcodec.client.group import COORDINATOR_CODES, GroupMember, TopicPartition
+from kcodec.client.net import requests
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.protocol import ApiKey, ErrorCode
 
 __all__ = ["ConsumerGroupMember"]
 
-HEARTBEAT = 68
-FENCED_CODES = {25, 110}   # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
+HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
+FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
 
 
-class ConsumerGroupMember(GroupMember):
+class ConsumerGroupMember(ClassicGroupMember):
     """The group state of one consumer under the consumer protocol."""
 
     def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
@@ -58,22 +61,18 @@ class ConsumerGroupMember(GroupMember):
         async with self.hb_lock:
             joining = self.epoch == 0
             topics = self.topics if joining or self.topics != self.sent_topics else None
-            parts = None
+            parts: dict[Any, list[int]] | None = None
             if owned is not None and (joining or owned != self.reported):
-                by: dict[Any, list[int]] = {}
+                parts = {}
                 for tp in owned:
                     info = self.cluster.topics.get(tp.topic)
                     if info is not None and info.topic_id is not None:
-                        by.setdefault(info.topic_id, []).append(tp.partition)
-                parts = [{"topic_id": t, "partitions": sorted(ps)} for t, ps in by.items()]
+                        parts.setdefault(info.topic_id, []).append(tp.partition)
             node = await self.coordinator_node()
-            r = await self.cluster.send(node, HEARTBEAT, {
-                "group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.epoch,
-                "instance_id": self.config.group_instance_id, "rack_id": None,
-                "rebalance_timeout_ms": self.config.max_poll_interval_ms,
-                "subscribed_topic_names": topics, "subscribed_topic_regex": None,
-                "server_assignor": self.config.group_remote_assignor,
-                "topic_partitions": parts}, timeout=max(self.interval * 2, 5.0))
+            r = await self.cluster.send(node, HEARTBEAT, requests.consumer_group_heartbeat(
+                self.group_id, self.member_id, self.epoch, self.config.group_instance_id,
+                self.config.max_poll_interval_ms, topics, self.config.group_remote_assignor,
+                parts), timeout=max(self.interval * 2, 5.0))
             b = r.body
             if b.error_code in COORDINATOR_CODES:
                 self.coordinator = None
@@ -164,12 +163,10 @@ class ConsumerGroupMember(GroupMember):
             return
         try:
             node = await self.coordinator_node()
-            await self.cluster.send(node, HEARTBEAT, {
-                "group_id": self.group_id, "member_id": self.member_id,
-                "member_epoch": -2 if self.config.group_instance_id else -1,
-                "instance_id": self.config.group_instance_id, "rebalance_timeout_ms": -1,
-                "subscribed_topic_names": None, "server_assignor": None,
-                "topic_partitions": None}, timeout=5)
+            # member epoch -1 leaves; -2 leaves for now, a static member
+            await self.cluster.send(node, HEARTBEAT, requests.consumer_group_heartbeat(
+                self.group_id, self.member_id, -2 if self.config.group_instance_id else -1,
+                self.config.group_instance_id, -1, None, None, None), timeout=5)
         except KcodecError:
             pass
         self.epoch = 0

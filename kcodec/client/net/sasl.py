@@ -20,7 +20,6 @@ Secrets (passwords, salted keys, tokens) never appear in reprs or error messages
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import json
 import os
@@ -29,13 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from kcodec.errors import KcodecError
+from kcodec.sasl.scram import HASHES, escape_name, keys, parse_attributes, salted_password
 
 __all__ = ["SaslMechanism", "Plain", "Scram", "OAuthBearer", "OAuthToken", "TokenCache",
-           "SaslMechanismError", "MECHANISMS", "scram_salted_password", "scram_keys",
-           "make_mechanism"]
+           "SaslMechanismError", "MECHANISMS", "make_mechanism"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 
 class SaslMechanismError(KcodecError):
@@ -81,35 +79,10 @@ class Plain(SaslMechanism):
         return None
 
 
-# ---------------------------------------------------------------------- SCRAM maths
-def scram_salted_password(hash_name: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """Hi(Normalize(password), salt, i) of RFC 5802 (PBKDF2 with HMAC-hash)."""
-    return hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
-
-
-def scram_keys(hash_name: str, salted: bytes) -> tuple[bytes, bytes, bytes]:
-    """(ClientKey, StoredKey, ServerKey) from the salted password."""
-    client_key = hmac.new(salted, b"Client Key", hash_name).digest()
-    stored_key = hashlib.new(hash_name, client_key).digest()
-    server_key = hmac.new(salted, b"Server Key", hash_name).digest()
-    return client_key, stored_key, server_key
-
-
+# ---------------------------------------------------------------------- SCRAM
+# (the maths and the message syntax are kcodec.sasl.scram's, shared with the broker)
 def _attrs(msg: bytes, what: str) -> dict[str, str]:
-    try:
-        text = msg.decode()
-    except UnicodeDecodeError:
-        raise SaslMechanismError(f"SCRAM {what} is not UTF-8") from None
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        if len(part) < 2 or part[1] != "=":
-            raise SaslMechanismError(f"SCRAM {what} has a malformed attribute")
-        out.setdefault(part[0], part[2:])
-    return out
-
-
-def _escape_name(name: str) -> str:
-    return name.replace("=", "=3D").replace(",", "=2C")
+    return parse_attributes(msg, what, SaslMechanismError)
 
 
 class Scram(SaslMechanism):
@@ -130,7 +103,7 @@ class Scram(SaslMechanism):
         self.username = username
         self._password = password
         self._nonce = nonce or base64.b64encode(os.urandom(24)).decode().rstrip("=")
-        self._client_first_bare = f"n={_escape_name(username)},r={self._nonce}"
+        self._client_first_bare = f"n={escape_name(username)},r={self._nonce}"
         self._server_signature: bytes | None = None
         self._state = 0
 
@@ -158,8 +131,8 @@ class Scram(SaslMechanism):
             raise SaslMechanismError(f"{self.name}: the server's nonce does not extend ours")
         if not 1 <= iterations <= self.MAX_ITERATIONS:
             raise SaslMechanismError(f"{self.name}: iteration count {iterations} out of range")
-        salted = scram_salted_password(self.hash, self._password, salt, iterations)
-        client_key, stored_key, server_key = scram_keys(self.hash, salted)
+        salted = salted_password(self.hash, self._password, salt, iterations)
+        client_key, stored_key, server_key = keys(self.hash, salted)
         without_proof = f"c=biws,r={nonce}"
         auth_message = ",".join((self._client_first_bare, server_first.decode(),
                                  without_proof)).encode()

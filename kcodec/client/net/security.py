@@ -31,14 +31,16 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Callable
 
 from kcodec.client.errors import SaslAuthenticationError, SslAuthenticationError
-from kcodec.client.sasl import MECHANISMS, SaslMechanismError, TokenCache, make_mechanism
+from kcodec.client.net import requests
+from kcodec.client.net.sasl import MECHANISMS, SaslMechanismError, TokenCache, make_mechanism
+from kcodec.protocol import ApiKey, ErrorCode
 
 # The re-authentication jitter's own generator (not the application's global ``random``).
 _RNG = random.Random()
 
 if TYPE_CHECKING:
     from kcodec.client.config import ClientConfig
-    from kcodec.client.core import Response
+    from kcodec.client.net.core import Response
 
 __all__ = ["Security", "PROTOCOLS", "validate_security", "ssl_context_for", "tls_error"]
 
@@ -150,19 +152,20 @@ class Security:
 
         Returns when the session must be re-authenticated (monotonic seconds) or None.
         """
-        if versions is not None and (17 not in versions or 36 not in versions):
+        if versions is not None and (ApiKey.SASL_HANDSHAKE not in versions
+                                     or ApiKey.SASL_AUTHENTICATE not in versions):
             raise SaslAuthenticationError(
                 f"{where} does not offer SASL (no SaslHandshake/SaslAuthenticate): is it a "
                 f"SASL listener? security_protocol is {self.protocol}")
-        auth_v = min(2, versions[36][1]) if versions is not None else 1
+        auth_v = min(2, versions[ApiKey.SASL_AUTHENTICATE][1]) if versions is not None else 1
         try:
             mech = make_mechanism(self.mechanism, self.username, self._password, self.tokens)
         except SaslMechanismError as exc:
             raise SaslAuthenticationError(f"{where}: {exc}") from None
-        r = await request(17, {"mechanism": self.mechanism}, 1)
+        r = await request(ApiKey.SASL_HANDSHAKE, requests.sasl_handshake(self.mechanism), 1)
         if r.body.error_code:
             offered = ", ".join(r.body.mechanisms or ()) or "none"
-            if r.body.error_code == 33:
+            if r.body.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
                 raise SaslAuthenticationError(
                     f"{where} does not enable SASL mechanism {self.mechanism} "
                     f"(it offers: {offered})")
@@ -172,7 +175,7 @@ class Security:
         out: bytes | None = mech.first()
         lifetime = 0
         while out is not None:
-            r = await request(36, {"auth_bytes": out}, auth_v)
+            r = await request(ApiKey.SASL_AUTHENTICATE, requests.sasl_authenticate(out), auth_v)
             body = r.body
             if body.error_code:
                 detail = body.error_message or f"error {body.error_code}"

@@ -10,12 +10,14 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from kcodec.client.core import Connection, Response
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
+from kcodec.client.net.core import Connection, Response
+from kcodec.client.net.wire import api_name as _api_name
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from kcodec.client.security import Security
+    from kcodec.client.net.security import Security
 
 __all__ = ["BrokerConnection"]
 
@@ -70,7 +72,7 @@ class BrokerConnection:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), timeout)
         except ssl.SSLError as exc:
-            from kcodec.client.security import tls_error
+            from kcodec.client.net.security import tls_error
             raise tls_error(self.host, self.port, exc) from None
         except asyncio.TimeoutError:
             raise BrokerNotAvailableError(
@@ -85,10 +87,12 @@ class BrokerConnection:
             raise err from None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
-            resp = await self.request(18, None, version=3, body_override=True, timeout=timeout)
+            resp = await self.request(ApiKey.API_VERSIONS, None, version=3, body_override=True,
+                                      timeout=timeout)
             if not self.core.on_api_versions(resp):
                 retry = self.core.api_versions_retry_version(resp)
-                resp = await self.request(18, None, version=retry, body_override=True,
+                resp = await self.request(ApiKey.API_VERSIONS, None, version=retry,
+                                          body_override=True,
                                           timeout=timeout)
                 self.core.on_api_versions(resp)
         except KafkaTimeoutError:
@@ -163,7 +167,7 @@ class BrokerConnection:
         except asyncio.TimeoutError:
             # responses come in order: a lost one poisons the connection
             err = KafkaTimeoutError(
-                f"request {api_key} to {self.host}:{self.port} timed out after "
+                f"{_api_name(api_key)} request to {self.host}:{self.port} timed out after "
                 f"{timeout or self.request_timeout:.1f} s")
             self.close(err)
             raise err from None

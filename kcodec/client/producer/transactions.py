@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from kcodec.client.errors import (
     BrokerNotAvailableError,
@@ -29,22 +29,34 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
     error_name,
 )
+from kcodec.client.net import requests
+from kcodec.client.structs import ConsumerGroupMetadata
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from kcodec.client.producer import _Engine
+    from kcodec.client.producer.engine import ProducerEngine
 
 __all__ = ["TransactionManager", "ConsumerGroupMetadata", "TransactionError",
            "TransactionStateError", "AbortableTransactionError", "FatalTransactionError",
            "ProducerFencedError"]
 
-COORDINATOR_MOVED = {15, 16}               # not available, not coordinator: find it again
-RETRY = {14, 51, 7, 3, 6}                  # loading, concurrent transactions, timed out ...
-FENCED = {47, 90}                          # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
-FATAL = {53, 48, 35, 87}                   # txn id authorization, invalid txn state,
-#                                            unsupported version, invalid record
-ABORTABLE = {29, 30, 49, 120, 22, 25, 82}  # topic/group authorization, id mapping,
-#                                            TRANSACTION_ABORTABLE, group membership
+E = ErrorCode
+# the coordinator is gone or elsewhere: find it again
+COORDINATOR_MOVED = frozenset((E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR))
+# try the same request again after a backoff
+RETRY = frozenset((E.COORDINATOR_LOAD_IN_PROGRESS, E.CONCURRENT_TRANSACTIONS,
+                   E.REQUEST_TIMED_OUT, E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER))
+# a newer producer with this transactional id exists
+FENCED = frozenset((E.INVALID_PRODUCER_EPOCH, E.PRODUCER_FENCED))
+# the producer cannot go on
+FATAL = frozenset((E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, E.INVALID_TXN_STATE,
+                   E.UNSUPPORTED_VERSION, E.INVALID_RECORD))
+# the transaction cannot commit: abort it and go on
+ABORTABLE = frozenset((E.TOPIC_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAILED,
+                       E.INVALID_PRODUCER_ID_MAPPING, E.TRANSACTION_ABORTABLE,
+                       E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID))
+_NO_ANSWER = -2        # (not a code: the request got no answer)
 
 
 class TransactionError(KcodecError):
@@ -75,15 +87,6 @@ class ProducerFencedError(FatalTransactionError):
     this one's transaction after transaction_timeout_ms and bumped the epoch)."""
 
 
-class ConsumerGroupMetadata(NamedTuple):
-    """What ``send_offsets_to_transaction`` needs of the consumer (``consumer.group_metadata()``)."""
-
-    group_id: str
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-
-
 UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING, ABORTING, ABORTABLE_ERROR, FATAL_ERROR = (
     "UNINITIALIZED", "READY", "IN_TRANSACTION", "COMMITTING", "ABORTING", "ABORTABLE_ERROR",
     "FATAL_ERROR")
@@ -92,7 +95,7 @@ UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING, ABORTING, ABORTABLE_ERROR, FAT
 class TransactionManager:
     """Transaction state of one producer engine; coroutines run on the engine's loop."""
 
-    def __init__(self, engine: _Engine) -> None:
+    def __init__(self, engine: ProducerEngine) -> None:
         self.engine = engine
         self.cluster = engine.cluster
         cfg = engine.config
@@ -167,18 +170,17 @@ class TransactionManager:
             return self.coordinator
 
         async def find() -> int:
-            r = await self.cluster.send(None, 10, {"key": self.transactional_id, "key_type": 1})
-            b = r.body
-            if b.error_code:
-                if b.error_code in FATAL:
-                    raise self.fail(KafkaError(b.error_code, "FindCoordinator"), b.error_code)
-                raise KafkaError(b.error_code, f"FindCoordinator {self.transactional_id!r}")
-            self.cluster.brokers.setdefault(b.node_id, (b.host, b.port))
-            return b.node_id
+            try:
+                return await self.cluster.find_coordinator(self.transactional_id,
+                                                           requests.TRANSACTION)
+            except KafkaError as exc:
+                if exc.code in FATAL:
+                    raise self.fail(KafkaError(exc.code, "FindCoordinator"), exc.code) from None
+                raise
         self.coordinator = await self.cluster.call(find, "FindCoordinator")
         return self.coordinator
 
-    async def _request(self, api_key: int, body: dict, what: str, codes: Any,
+    async def _request(self, api_key: int, body: Any, what: str, codes: Any,
                        deadline: float | None = None) -> Any:
         """A request to the transaction coordinator, retried while the error says so.
 
@@ -198,7 +200,7 @@ class TransactionManager:
                     raise KafkaTimeoutError(f"{what} did not complete in time: {exc}") from None
                 await asyncio.sleep(backoff)
                 continue
-            if code == 0:
+            if code == E.NONE:
                 return r.body
             if code in COORDINATOR_MOVED:
                 self.coordinator = None
@@ -215,12 +217,10 @@ class TransactionManager:
             self._require(UNINITIALIZED, what="init_transactions")
         eng = self.engine
         body = await self._request(
-            22, {"transactional_id": self.transactional_id,
-                 "transaction_timeout_ms": self.timeout_ms},
+            ApiKey.INIT_PRODUCER_ID,
+            requests.init_producer_id(self.transactional_id, self.timeout_ms),
             "InitProducerId", lambda b: b.error_code)
-        with eng.lock:
-            eng.producer_id, eng.epoch = body.producer_id, body.producer_epoch
-            eng.next_seq.clear()
+        eng.accumulator.set_producer(body.producer_id, body.producer_epoch)
         self.state = READY
         self.error = None
 
@@ -249,57 +249,50 @@ class TransactionManager:
     async def _add_partitions(self) -> None:
         while self.wanted - self.added and self.state in (IN_TRANSACTION, COMMITTING):
             todo = sorted(self.wanted - self.added)
-            topics: dict[str, list[int]] = {}
-            for t, p in todo:
-                topics.setdefault(t, []).append(p)
             eng = self.engine
-            req = {"v3_and_below_transactional_id": self.transactional_id,
-                   "v3_and_below_producer_id": eng.producer_id,
-                   "v3_and_below_producer_epoch": eng.epoch,
-                   "v3_and_below_topics": [{"name": t, "partitions": ps}
-                                           for t, ps in topics.items()]}
+            acc = eng.accumulator
+            req = requests.add_partitions_to_txn(self.transactional_id, acc.producer_id,
+                                                 acc.epoch, todo)
 
             def worst(body: Any) -> int:
                 codes = [p.partition_error_code for t in body.results_by_topic_v3_and_below
                          for p in t.results_by_partition]
-                bad = [c for c in codes if c not in (0, 55)]  # 55: not attempted (others failed)
+                # OPERATION_NOT_ATTEMPTED: another partition's error stopped this one
+                bad = [c for c in codes if c not in (E.NONE, E.OPERATION_NOT_ATTEMPTED)]
                 return bad[0] if bad else 0
             try:
-                await self._request(24, req, "AddPartitionsToTxn", worst)
+                await self._request(ApiKey.ADD_PARTITIONS_TO_TXN, req, "AddPartitionsToTxn",
+                                    worst)
             except KcodecError as exc:
                 self.fail(exc, getattr(exc, "code", None))
-                eng.wake.set()
+                eng.kick()
                 return
             self.added.update(todo)
-            eng.wake.set()
+            eng.kick()
 
     async def send_offsets(self, offsets: dict, group: ConsumerGroupMetadata | str) -> None:
         self._require(IN_TRANSACTION, what="send_offsets_to_transaction")
         if isinstance(group, str):
             group = ConsumerGroupMetadata(group)
-        eng = self.engine
+        acc = self.engine.accumulator
         if not self.offsets_added:
-            await self._request(25, {"transactional_id": self.transactional_id,
-                                     "producer_id": eng.producer_id,
-                                     "producer_epoch": eng.epoch, "group_id": group.group_id},
-                                "AddOffsetsToTxn", lambda b: b.error_code)
+            await self._request(ApiKey.ADD_OFFSETS_TO_TXN, requests.add_offsets_to_txn(
+                self.transactional_id, acc.producer_id, acc.epoch, group.group_id),
+                "AddOffsetsToTxn", lambda b: b.error_code)
             self.offsets_added = True
-        topics: dict[str, list[dict]] = {}
+        rows = []
         for tp, off in offsets.items():
             t, p = tp
             meta = None
             if isinstance(off, tuple):
                 off, meta = off
-            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
-                                             "committed_metadata": meta})
-        req = {"transactional_id": self.transactional_id, "group_id": group.group_id,
-               "producer_id": eng.producer_id, "producer_epoch": eng.epoch,
-               "generation_id": group.generation_id, "member_id": group.member_id,
-               "group_instance_id": group.group_instance_id,
-               "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            rows.append((t, p, off, meta))
+        req = requests.txn_offset_commit(
+            self.transactional_id, group.group_id, acc.producer_id, acc.epoch,
+            group.generation_id, group.member_id, group.group_instance_id, rows)
         await self._group_commit(group.group_id, req)
 
-    async def _group_commit(self, group_id: str, req: dict) -> None:
+    async def _group_commit(self, group_id: str, req: Any) -> None:
         """TxnOffsetCommit to the group's coordinator (not the transaction's)."""
         deadline = time.monotonic() + self.engine.config.api_timeout_ms / 1000
         backoff = self.engine.config.retry_backoff_ms / 1000
@@ -307,24 +300,23 @@ class TransactionManager:
         while True:
             try:
                 if node is None:
-                    r = await self.cluster.send(None, 10, {"key": group_id, "key_type": 0})
-                    code = r.body.error_code
-                    if code == 0:
-                        self.cluster.brokers.setdefault(r.body.node_id, (r.body.host, r.body.port))
-                        node = r.body.node_id
+                    try:
+                        node = await self.cluster.find_coordinator(group_id)
+                    except KafkaError as exc:
+                        code = exc.code
                 if node is not None:
-                    r = await self.cluster.send(node, 28, req)
+                    r = await self.cluster.send(node, ApiKey.TXN_OFFSET_COMMIT, req)
                     codes = [p.error_code for t in r.body.topics for p in t.partitions]
-                    code = next((c for c in codes if c), 0)
-                    if code == 0:
+                    code = next((c for c in codes if c), E.NONE)
+                    if code == E.NONE:
                         return
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
-                code, node = -2, None
+                code, node = _NO_ANSWER, None
                 if time.monotonic() + backoff > deadline:
                     raise KafkaTimeoutError(f"TxnOffsetCommit did not complete: {exc}") from None
             if code in COORDINATOR_MOVED:
                 node = None
-            elif code not in RETRY and code != -2:
+            elif code not in RETRY and code != _NO_ANSWER:
                 raise self.fail(KafkaError(code, f"TxnOffsetCommit for group {group_id!r}"), code)
             if time.monotonic() + backoff > deadline:
                 raise KafkaTimeoutError(f"TxnOffsetCommit: {error_name(code)} for too long")
@@ -353,10 +345,9 @@ class TransactionManager:
     async def _end(self, commit: bool) -> None:
         eng = self.engine
         if self.added or self.offsets_added:
-            await self._request(26, {"transactional_id": self.transactional_id,
-                                     "producer_id": eng.producer_id,
-                                     "producer_epoch": eng.epoch, "committed": commit},
-                                "EndTxn", lambda b: b.error_code)
+            await self._request(ApiKey.END_TXN, requests.end_txn(
+                self.transactional_id, eng.accumulator.producer_id, eng.accumulator.epoch, commit),
+                "EndTxn", lambda b: b.error_code)
         self.added.clear()
         self.wanted.clear()
         self.offsets_added = False

@@ -1,0 +1,21 @@
+"""The consumer: ``Consumer`` (blocking) and ``AsyncConsumer`` (asyncio), one engine.
+
+    facade.py          Consumer, AsyncConsumer, RebalanceListener: what applications call
+    engine.py          one consumer's parts and what joins them
+    positions.py       the assignment and each partition's position
+    fetcher.py         fetch requests, the buffer of fetched blobs, decoding for poll
+    visibility.py      what the application sees of a blob (control batches, read_committed)
+    classic_group.py   classic group membership (JoinGroup/SyncGroup, client-side assignors)
+    consumer_group.py  consumer-protocol membership (KIP-848: ConsumerGroupHeartbeat)
+    assignors.py       range, roundrobin, cooperative-sticky
+    fetch_session.py   incremental fetch sessions (KIP-227)
+    offsets.py         ListOffsets lookups (earliest, latest, by timestamp)
+    fetch_range.py     one partition from an offset, outside any group (the Spark source)
+"""
+
+from kcodec.client.consumer.facade import AsyncConsumer, Consumer, RebalanceListener
+from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.structs import ConsumerRecord, TopicPartition
+
+__all__ = ["Consumer", "AsyncConsumer", "ConsumerRecord", "TopicPartition", "RebalanceListener",
+           "EARLIEST", "LATEST", "list_offsets"]

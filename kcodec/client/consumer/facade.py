@@ -1,0 +1,533 @@
+"""The consumer's facades: ``AsyncConsumer`` (asyncio) and ``Consumer`` (blocking).
+
+Both run one engine (engine.py): a fetcher task on the client's loop keeps one Fetch in
+flight per leader and buffers the raw blobs; ``poll`` decodes them in the caller's thread
+(hiding control batches, dropping aborted transactions under ``read_committed``) and
+advances positions. Group membership (classic_group.py; consumer_group.py for KIP-848)
+rejoins from ``poll``, so rebalance callbacks run in the caller's context, in the Java
+client's order; heartbeats run in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Generator, Iterable, Iterator, Mapping
+from typing import Any, Callable
+
+from kcodec.client.config import ConsumerConfig
+from kcodec.client.consumer.engine import ConsumerEngine
+from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.errors import (
+    ClientClosedError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+)
+from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.structs import ConsumerRecord, TopicPartition
+from kcodec.errors import KcodecError
+
+__all__ = ["Consumer", "AsyncConsumer", "RebalanceListener"]
+
+
+class RebalanceListener:
+    """Override what you need; methods may be plain functions or coroutines (async consumer).
+
+    Called from ``poll`` (the blocking consumer: in the polling thread) and ``close``, in the
+    Java client's order: ``on_partitions_revoked`` while the partitions are still owned and
+    before they move (after auto-commit committed them); ``on_partitions_assigned`` after
+    each completed rebalance (possibly empty); ``on_partitions_lost`` instead of revoked when
+    the membership was lost (by default it calls ``on_partitions_revoked``).
+    """
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any: ...
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any: ...
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> Any:
+        return self.on_partitions_revoked(lost)
+
+
+class _Common:
+    _engine: ConsumerEngine
+
+    def group_metadata(self) -> Any:
+        """The group, generation and member, for ``send_offsets_to_transaction``."""
+        from kcodec.client.structs import ConsumerGroupMetadata
+
+        g = self._engine.group
+        if g is None:
+            raise ValueError("group_metadata needs a consumer with a group_id")
+        return ConsumerGroupMetadata(g.group_id, g.generation, g.member_id,
+                                     self._engine.config.group_instance_id)
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._engine.subs.states)
+
+    def subscription(self) -> list[str]:
+        return list(self._engine.subs.subscription)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Fetch ``partition`` from ``offset`` next."""
+        if offset < 0:
+            raise ValueError(f"offset must be non-negative, got {offset}")
+        self._engine.seek(TopicPartition(*partition), offset)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._engine.subs.states[TopicPartition(*tp)].paused = True
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._engine.subs.states[TopicPartition(*tp)].paused = False
+        self._engine.fetcher.kick()
+
+    def highwater(self, partition: TopicPartition) -> int:
+        """The high watermark seen in the last fetch of ``partition`` (-1: none yet)."""
+        st = self._engine.subs.states.get(TopicPartition(*partition))
+        return st.high_watermark if st else -1
+
+    def _check(self) -> None:
+        eng = self._engine
+        if eng.closed:
+            raise ClientClosedError("the consumer is closed")
+        if eng.subs.held:   # poll() after an iterator stopped early: hand those records out again
+            eng.rewind_held()
+        lost = eng.fetcher.lost_broker()
+        if lost is not None:
+            raise lost
+        if eng.fetcher.error is not None:
+            err, eng.fetcher.error = eng.fetcher.error, None
+            if isinstance(err, NoOffsetForPartitionError):   # ask again after this poll
+                with eng.subs.lock:
+                    eng.subs.no_offset.difference_update(err.partitions)
+                eng.fetcher.kick()
+            raise err
+
+    def _polled(self) -> None:
+        g = self._engine.group
+        if g is not None:
+            g.last_poll = time.monotonic()
+
+    def _resolve_positions(self) -> None:
+        """From now on the fetcher may look up missing positions (committed, else reset)."""
+        eng = self._engine
+        if not eng.subs.resolve:
+            eng.subs.resolve = True
+            eng.fetcher.kick()
+
+    def _auto_commit_due(self) -> bool:
+        eng = self._engine
+        cfg = eng.config
+        return bool(eng.group is not None and cfg.enable_auto_commit and eng.subs.states
+                    and time.monotonic() - eng.last_commit >= cfg.auto_commit_interval_ms / 1000)
+
+    def _hand_out(self, polled: dict[TopicPartition, list]) -> Iterator[ConsumerRecord]:
+        """Records of one poll, one at a time; a record counts as consumed once handed out
+        (kafka-python's iterator semantics), so commits -- automatic, on rebalance, on
+        close -- never pass a record the application did not get. Stopping early rewinds
+        the partitions to the first record not handed out."""
+        held = self._engine.subs.held
+        for tp, recs in polled.items():
+            held[tp] = recs[0].offset
+        try:
+            for tp, recs in polled.items():
+                t, p = tp
+                for r in recs:
+                    held[tp] = r.offset + 1
+                    yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
+                                         r.value, r.headers, r.attributes)
+                held.pop(tp, None)   # all handed out: the position (past control batches) stands
+        finally:
+            if held:
+                self._engine.rewind_held()
+
+
+class AsyncConsumer(_Common):
+    """The asyncio consumer: ``async with AsyncConsumer(...) as c: await c.poll()``."""
+
+    def __init__(self, *topics: Any, config: Mapping[str, Any] | None = None,
+                 **kwargs: Any) -> None:
+        self.config, self._topics = _settings(topics, config, kwargs)
+        self._eng: ConsumerEngine | None = None
+
+    @property
+    def _engine(self) -> ConsumerEngine:  # type: ignore[override]
+        if self._eng is None:
+            raise ClientClosedError("the consumer is not started: await start() or use async with")
+        return self._eng
+
+    async def start(self) -> AsyncConsumer:
+        if self._eng is None:
+            self._eng = ConsumerEngine(self.config, asyncio.get_running_loop())
+            self._eng.start()
+        if self._topics:
+            self.subscribe(self._topics)
+        return self
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._engine.subs.subscription = []
+        self._engine.set_assignment(TopicPartition(*tp) for tp in partitions)
+
+    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
+        if self._engine.group is None:
+            raise ValueError(_NO_GROUP)
+        self._engine.subs.subscription = [topics] if isinstance(topics, str) else list(topics)
+        self._engine.subs.listener = listener
+        self._engine.group.need_rejoin = True
+
+    def _rebalance_due(self) -> bool:
+        eng = self._engine
+        return bool(eng.group is not None and eng.subs.subscription and eng.group.need_rejoin)
+
+    def _rebalance(self) -> Generator[tuple, Any, None]:
+        """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
+        (its result is sent back) or ``("call", listener_method, partitions)``.
+
+        The async consumer awaits the listener in place; the blocking one calls it in the
+        thread that polls. Either way ``on_partitions_revoked`` runs while the consumer still
+        owns the partitions (eager protocols: before JoinGroup; cooperative: before they are
+        handed over in the next round), after auto-commit committed their positions.
+        """
+        eng = self._engine
+        g = eng.group
+        assert g is not None
+        owned = set(eng.subs.states)
+        if g.lost:   # membership lost: the partitions may already be someone else's
+            g.lost = False
+            if owned:
+                yield ("call", "on_partitions_lost", owned)
+                eng.set_assignment(())
+                owned = set()
+        if not g.cooperative and owned:
+            if self.config.enable_auto_commit:
+                yield ("await", self._quiet_commit())
+            yield ("call", "on_partitions_revoked", owned)
+            eng.set_assignment(())
+            owned = set()
+        yield ("await", eng.cluster.refresh(eng.subs.subscription, auto_create=False))
+        new: set[TopicPartition] = yield ("await", g.join(eng.subs.subscription, owned))
+        revoked = owned - new
+        if revoked:
+            if self.config.enable_auto_commit:
+                yield ("await", self._quiet_commit(
+                    {tp: o for tp, o in eng.subs.positions_to_commit().items() if tp in revoked}))
+            yield ("call", "on_partitions_revoked", revoked)
+            g.need_rejoin = True   # cooperative: hand them over in a second round
+        eng.set_assignment(new)
+        yield ("call", "on_partitions_assigned", new - owned)
+
+    def _closing(self) -> Generator[tuple, Any, None]:
+        """The steps of ``close``: auto-commit, ``on_partitions_revoked`` (or ``_lost``) for
+        what a subscription owns, then LeaveGroup and disconnect."""
+        eng = self._engine
+        g = eng.group
+        owned = set(eng.subs.states)
+        if g is not None and owned:
+            lost = g.lost and bool(eng.subs.subscription)
+            if self.config.enable_auto_commit and not lost:
+                yield ("await", self._quiet_commit())
+            if eng.subs.subscription:
+                yield ("call", "on_partitions_lost" if lost else "on_partitions_revoked", owned)
+        yield ("await", eng.close())
+
+    async def _drive(self, steps: Generator[tuple, Any, None]) -> None:
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            if step[0] == "await":
+                value = await step[1]
+            elif self._engine.subs.listener is not None:
+                r = getattr(self._engine.subs.listener, step[1])(sorted(step[2]))
+                if inspect.isawaitable(r):
+                    await r
+
+    async def _ensure_group(self) -> None:
+        if self._rebalance_due():
+            await self._drive(self._rebalance())
+
+    async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
+        """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        self._check()
+        self._polled()
+        await self._ensure_group()
+        self._resolve_positions()
+        if self._auto_commit_due():
+            self._engine.last_commit = time.monotonic()
+            asyncio.get_running_loop().create_task(self._quiet_commit())
+        eng = self._engine
+        n = max_records or self.config.max_poll_records
+        deadline = time.monotonic() + timeout
+        while True:
+            out = eng.fetcher.take(n)
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return {}
+            eng.fetcher.adata.clear()
+            try:
+                await asyncio.wait_for(eng.fetcher.adata.wait(), min(left, 0.1))
+            except asyncio.TimeoutError:
+                pass
+            self._check()
+            if self._rebalance_due():   # return early: the next poll rejoins the group
+                return {}
+
+    async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
+        """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._check()
+        self._polled()
+        await self._ensure_group()
+        self._resolve_positions()
+        eng = self._engine
+        if not eng.fetcher.buffer and timeout > 0:
+            eng.fetcher.adata.clear()
+            try:
+                await asyncio.wait_for(eng.fetcher.adata.wait(), timeout)
+            except asyncio.TimeoutError:
+                return {}
+        return eng.fetcher.take_columns()
+
+    def __aiter__(self):
+        return self._aiter()
+
+    async def _aiter(self):
+        while True:
+            for rec in self._hand_out(await self.poll(1.0)):
+                yield rec
+
+    async def position(self, partition: TopicPartition) -> int:
+        eng = self._engine
+        tp = TopicPartition(*partition)
+        if tp not in eng.subs.states:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        if eng.subs.states[tp].position is None:
+            await eng.reset_positions(set(eng.subs.states) - {tp})
+        return eng.subs.states[tp].position  # type: ignore[return-value]
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        await self._seek_to(partitions, EARLIEST)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        await self._seek_to(partitions, LATEST)
+
+    async def _seek_to(self, partitions: Any, ts: int) -> None:
+        tps = [TopicPartition(*tp) for tp in partitions] or list(self._engine.subs.states)
+        offs = await list_offsets(self._engine.cluster, tps, ts, self._engine.read_committed)
+        for tp, off in offs.items():
+            self._engine.seek(tp, off)
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        g = self._engine.group
+        if g is None:
+            raise ValueError("committed offsets need a group_id")
+        got = await g.fetch_offsets([TopicPartition(*tp) for tp in partitions])
+        return {tp: (o if o >= 0 else None) for tp, o in got.items()}
+
+    async def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Commit ``offsets`` (default: the current positions) and wait for the broker."""
+        g = self._engine.group
+        if g is None:
+            raise ValueError("commit needs a group_id")
+        await g.commit(offsets if offsets is not None else self._engine.subs.positions_to_commit())
+
+    def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
+        return asyncio.get_running_loop().create_task(self.commit(offsets))
+
+    async def _quiet_commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Auto-commit: a failure is not the application's (the next one retries)."""
+        try:
+            await self.commit(offsets)
+        except KcodecError:
+            pass
+
+    async def close(self) -> None:
+        """Commit (auto-commit), revoke (listener), leave the group and disconnect."""
+        eng = self._eng
+        if eng is None or eng.closed:
+            return
+        await self._drive(self._closing())
+
+    async def __aenter__(self) -> AsyncConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class Consumer(_Common):
+    """The blocking consumer.
+
+        with Consumer("events", bootstrap_servers="127.0.0.1:9092", group_id="g",
+                      auto_offset_reset="earliest") as c:
+            for record in c:
+                print(record.partition, record.offset, record.value)
+    """
+
+    def __init__(self, *topics: Any, config: Mapping[str, Any] | None = None,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        self.config, names = _settings(topics, config, kwargs)
+        self._loop = loop or shared_loop()
+        self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
+        self._loop.run(self._async.start(), 30)
+        self._engine = self._async._engine
+        self._timeout = self.config.api_timeout_ms / 1000
+        if names:
+            self.subscribe(names)
+
+    def _run(self, coro: Any, timeout: float | None = None) -> Any:
+        return self._loop.run(coro, self._timeout + GRACE if timeout is None else timeout)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._async.assign(partitions)
+
+    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
+        """Join the group for ``topics`` (at the next ``poll``); ``listener``'s methods run
+        in the thread that polls (or closes), revocation before the partitions move."""
+        self._async.subscribe(topics, listener)
+
+    def _drive(self, steps: Generator[tuple, Any, None], timeout: float,
+               what: str = "operation") -> None:
+        """Run rebalance/close steps: coroutines on the loop, the listener right here."""
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            if step[0] == "await":
+                value = self._loop.run(step[1], timeout, what)
+            elif self._engine.subs.listener is not None:
+                getattr(self._engine.subs.listener, step[1])(sorted(step[2]))
+
+    def _ensure_group(self) -> None:
+        if self._async._rebalance_due():
+            cfg = self.config   # the join's own deadline (ClassicGroupMember.join), plus grace
+            self._drive(self._async._rebalance(),
+                        max(cfg.api_timeout_ms, 2 * cfg.session_timeout_ms) / 1000 + GRACE,
+                        f"joining group {cfg.group_id!r}")
+
+    def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
+        """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        self._check()
+        self._polled()
+        eng = self._engine
+        self._ensure_group()
+        self._resolve_positions()
+        if self._auto_commit_due():
+            eng.last_commit = time.monotonic()
+            self._loop.submit(self._async._quiet_commit())
+        n = max_records or self.config.max_poll_records
+        deadline = time.monotonic() + timeout
+        while True:
+            out = eng.fetcher.take(n)
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return {}
+            with eng.fetcher.data_ready:
+                if not eng.fetcher.buffer:
+                    eng.fetcher.data_ready.wait(min(left, 0.1))
+            self._check()
+            if eng.group is not None and eng.subs.subscription and eng.group.need_rejoin:
+                return {}
+
+    def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
+        """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._check()
+        self._polled()
+        eng = self._engine
+        self._ensure_group()
+        self._resolve_positions()
+        if not eng.fetcher.buffer and timeout > 0:
+            with eng.fetcher.data_ready:
+                if not eng.fetcher.buffer:
+                    eng.fetcher.data_ready.wait(timeout)
+        return eng.fetcher.take_columns()
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records one by one, polling as needed; unlike ``poll`` (where everything a poll
+        returned counts as consumed, as in Java), only records handed out count."""
+        while True:
+            polled = self.poll(1.0)
+            if polled:
+                yield from self._hand_out(polled)
+
+    def position(self, partition: TopicPartition) -> int:
+        return self._run(self._async.position(partition))
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._run(self._async.seek_to_beginning(*partitions))
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._run(self._async.seek_to_end(*partitions))
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return self._run(self._async.committed(list(partitions)))
+
+    def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Commit ``offsets`` (default: the current positions) synchronously."""
+        self._run(self._async.commit(offsets))
+
+    def commit_async(self, offsets: dict[TopicPartition, int] | None = None,
+                     callback: Callable[[BaseException | None], Any] | None = None):
+        """Commit in the background; ``callback(error)`` when done. Returns a future."""
+        fut = self._loop.submit(self._async.commit(offsets))
+        if callback is not None:
+            fut.add_done_callback(lambda f: callback(f.exception()))
+        return fut
+
+    def close(self, timeout: float | None = None) -> None:
+        """Commit (auto-commit), revoke (listener, in this thread), leave the group,
+        disconnect -- within ``timeout`` seconds (default ``api_timeout_ms``); past it the
+        connections are dropped without the rest and ``KafkaTimeoutError`` is raised."""
+        eng = self._engine
+        if eng.closed:
+            return
+        limit = self._timeout if timeout is None else timeout
+        try:
+            self._drive(self._async._closing(), limit, "closing the consumer")
+        except KafkaTimeoutError:
+            self._loop.run(eng.abort(), 5)
+            raise
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+_NO_GROUP = ("subscribe needs a group_id (the group's members share the topics' partitions); "
+             "without a group, read the partitions you choose: "
+             "assign([TopicPartition(topic, partition), ...])")
+
+
+def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,
+              kwargs: dict[str, Any]) -> tuple[ConsumerConfig, list[str]]:
+    """The configuration and the topics to subscribe to from a consumer's arguments: topic
+    names, then settings as keywords, ``config=``, or a dict given first (as Producer and
+    Admin take it, and confluent-kafka's Consumer)."""
+    if topics and isinstance(topics[0], Mapping):
+        if config is not None:
+            raise TypeError("the settings are given twice: as the first argument and config=")
+        config, topics = topics[0], topics[1:]
+    for t in topics:
+        if not isinstance(t, str):
+            raise TypeError(f"topics are names (str), not {type(t).__name__}: the settings "
+                            "go first, or as keywords")
+    cfg = ConsumerConfig.from_kwargs(config, **kwargs)
+    if topics and cfg.group_id is None:
+        raise ValueError(f"Consumer{tuple(topics)!r}: {_NO_GROUP}")
+    return cfg, list(topics)
+
+
+def _cfg_dict(cfg: ConsumerConfig) -> dict[str, Any]:
+    import dataclasses
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}

@@ -1,0 +1,379 @@
+"""The consumer's fetcher: one Fetch in flight per leader, blobs buffered for ``poll``.
+
+A task on the client's loop looks up missing positions (through the engine's ``resolve``:
+committed offsets, else ``auto_offset_reset``), then keeps one Fetch in flight per
+partition leader for the assigned, unpaused partitions with fewer than two blobs buffered,
+each broker's requests in an incremental fetch session (KIP-227), topics by id where the
+version and the metadata allow (KIP-516). Answers are buffered as raw blobs (prefetching
+ahead of the application); ``take`` and ``take_columns`` decode them in the caller's
+thread (kcodec.client.consumer.visibility) and advance the positions.
+
+Errors: a partition whose offset is out of range loses its position (the policy finds
+another; with ``auto_offset_reset="none"`` the next poll raises); errors that say the
+metadata is stale refresh it; other non-retriable ones are raised by the next poll. When
+the brokers fail every request for ``api_timeout_ms``, ``lost_broker`` gives the error the
+next poll raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable
+from typing import Any, Callable
+
+from kcodec.client.config import ConsumerConfig
+from kcodec.client.consumer.fetch_session import FetchSession
+from kcodec.client.consumer.positions import PartitionState, SubscriptionState
+from kcodec.client.consumer.visibility import Fetched, decode, trim_columns, visible_blob
+from kcodec.client.errors import (
+    BrokerNotAvailableError,
+    KafkaError,
+    NoOffsetForPartitionError,
+)
+from kcodec.client.net import requests
+from kcodec.client.net.cluster import REFRESH_CODES, Cluster
+from kcodec.client.net.core import TOPIC_ID_VERSIONS
+from kcodec.client.structs import TopicPartition
+from kcodec.errors import KcodecError
+from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.records.header import next_offset
+
+__all__ = ["Fetcher", "FETCH_REFRESH_CODES"]
+
+# A partition's error after which the next fetch waits for fresh metadata: the codes that
+# mean stale metadata, and OFFSET_NOT_AVAILABLE (a new leader's high watermark not caught
+# up), as Java's fetcher does.
+FETCH_REFRESH_CODES = REFRESH_CODES | {ErrorCode.OFFSET_NOT_AVAILABLE}
+_TOPIC_ID_CODES = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
+                   ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
+
+
+class Fetcher:
+    """Fetch requests and the buffer of fetched blobs (see the module docstring)."""
+
+    def __init__(self, config: ConsumerConfig, loop: asyncio.AbstractEventLoop, cluster: Cluster,
+                 subs: SubscriptionState,
+                 resolve: Callable[[set[TopicPartition]], Awaitable[None]]) -> None:
+        self.config = config
+        self.loop = loop
+        self.cluster = cluster
+        self.subs = subs
+        self.resolve = resolve          # gives positions to the partitions without one
+        self.read_committed = config.isolation_level == "read_committed"
+        self.buffer: deque[Fetched] = deque()
+        self.buffered_bytes = 0
+        self.data_ready = threading.Condition(subs.lock)
+        self.adata = asyncio.Event()
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task | None = None
+        self.sessions: dict[int, FetchSession[TopicPartition]] = {}     # by broker (KIP-227)
+        self.inflight: set[int] = set()
+        self.closed = False
+        # the next poll raises this (a non-retriable fetch error, or no offset for a
+        # partition under auto_offset_reset="none")
+        self.error: BaseException | None = None
+        # no broker answer since this time (None: the last request went well), and why
+        self.failing_since: float | None = None
+        self.last_failure: BaseException | None = None
+        self.last_failure_at = 0.0
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = self.loop.create_task(self._run())
+
+    def stop(self) -> None:
+        self.closed = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def failed(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        self.last_failure, self.last_failure_at = exc, now
+        if self.failing_since is None or self.cluster.last_ok > self.failing_since:
+            self.failing_since = now
+
+    def lost_broker(self) -> BrokerNotAvailableError | None:
+        """The error ``poll`` raises when the brokers failed every request for
+        ``api_timeout_ms``: failures since then, still coming, and no answer in between
+        (then the clock restarts, so a later poll may raise again)."""
+        since = self.failing_since
+        if since is None:
+            return None
+        now = time.monotonic()
+        limit = self.config.api_timeout_ms / 1000
+        # still failing: something was tried and failed lately (reconnects are tried at
+        # least every reconnect_backoff_max_ms while the brokers are wanted)
+        lately = max(limit / 2, 2 * self.config.reconnect_backoff_max_ms / 1000)
+        if self.cluster.last_ok > since or \
+                now - max(self.last_failure_at, self.cluster.last_fail) > lately:
+            self.failing_since = None   # answered since, or nothing tried lately
+            return None
+        if now - since < limit or not self.subs.states:
+            return None
+        self.failing_since = now
+        return BrokerNotAvailableError(
+            f"no broker answered for {limit:.1f} s; last error: "
+            f"{self.last_failure}")
+
+    def drop(self, pred: Callable[[Fetched], bool]) -> None:
+        """Drop buffered blobs ``pred`` picks (the subscription's lock held)."""
+        keep = deque(f for f in self.buffer if not pred(f))
+        self.buffer = keep
+        self.buffered_bytes = sum(len(f.data) for f in keep)
+
+    def kick(self) -> None:
+        try:
+            running = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            running = False
+        if running:
+            self.wake.set()
+        else:
+            self.loop.call_soon_threadsafe(self.wake.set)
+
+    async def _run(self) -> None:
+        cfg = self.config
+        backoff = cfg.retry_backoff_ms / 1000
+        while not self.closed:
+            self.wake.clear()
+            try:
+                subs = self.subs
+                if subs.resolve and any(st.position is None and tp not in subs.no_offset
+                                        for tp, st in subs.states.items()):
+                    try:
+                        await self.resolve(self.subs.no_offset)
+                    except NoOffsetForPartitionError as exc:
+                        # raised by the next poll; not asked again until seek(); the others fetch
+                        self.subs.no_offset.update(exc.partitions)
+                        self.error = exc
+                await self._launch()
+            except asyncio.CancelledError:
+                raise
+            except KcodecError as exc:
+                if not getattr(exc, "retriable", True):
+                    self.error = exc
+                self.failed(exc)
+                self.cluster.invalidate()
+                await asyncio.sleep(backoff)
+                continue
+            try:
+                await asyncio.wait_for(self.wake.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _launch(self) -> None:
+        cfg = self.config
+        if self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2:
+            return
+        buffered_tps: dict[TopicPartition, int] = {}
+        for f in self.buffer:
+            buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
+        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
+        wanted = [tp for tp, st in self.subs.states.items()
+                  if not st.paused and st.fetch_position is not None and buffered_tps.get(tp, 0) < 2]
+        unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
+                   or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
+        if unknown or (wanted and self.cluster.stale):
+            await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
+        for tp in wanted:
+            st = self.subs.states[tp]
+            info = self.cluster.topics.get(tp.topic)
+            leader = info.partitions.get(tp.partition, -1) if info is not None else -1
+            if leader < 0:
+                continue
+            if leader in self.inflight or st.fetch_position is None:
+                continue
+            by_node.setdefault(leader, []).append((tp, st.fetch_position))
+        for node, parts in by_node.items():
+            self.inflight.add(node)
+            self.loop.create_task(self._fetch(node, parts))
+
+    async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
+        cfg = self.config
+        session = self.sessions.get(node)
+        if session is None:
+            session = self.sessions[node] = FetchSession[TopicPartition]()
+        try:
+            epochs = {}
+            for tp, _off in parts:
+                epochs[tp] = self.subs.states[tp].epoch if tp in self.subs.states else -1
+            # KIP-227: only new and moved partitions go into an incremental fetch
+            conn = await self.cluster.connection(node)
+            version = conn.core.version(ApiKey.FETCH)
+            ids = None
+            if version >= TOPIC_ID_VERSIONS[ApiKey.FETCH]:
+                # KIP-516: topics by id; without ids in the metadata, the last named version
+                ids = self.cluster.topic_ids({tp.topic for tp, _ in parts} |
+                                             {tp.topic for tp in session.offsets})
+                if ids is None:
+                    version = TOPIC_ID_VERSIONS[ApiKey.FETCH] - 1
+            if session.topic_ids != (ids is not None):
+                session.reset()           # a session names topics one way throughout
+                session.topic_ids = ids is not None
+            sid, sepoch, send, forget = session.build(dict(parts))
+            req = requests.fetch(
+                max_wait_ms=cfg.fetch_max_wait_ms, min_bytes=cfg.fetch_min_bytes,
+                max_bytes=cfg.fetch_max_bytes, read_committed=self.read_committed,
+                session_id=sid, session_epoch=sepoch,
+                partitions=[(tp.topic, tp.partition, off) for tp, off in send.items()],
+                partition_max_bytes=cfg.max_partition_fetch_bytes,
+                forgotten=[(tp.topic, tp.partition) for tp in forget], topic_ids=ids)
+            timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
+            try:
+                resp = await self.cluster.send(node, ApiKey.FETCH, req, version, timeout=timeout)
+            except BaseException:
+                session.on_error()
+                raise
+            body = resp.body
+            code = getattr(body, "error_code", 0) or 0
+            if not session.on_response(code, getattr(body, "session_id", 0) or 0):
+                return            # the session is gone: the next fetch is a full one
+            if code in _TOPIC_ID_CODES:   # the topic ids changed: re-learn them, a new session
+                session.reset()
+                self.cluster.invalidate()
+                return
+            if code:
+                raise KafkaError(code, "Fetch")
+            offsets = dict(parts)
+            got = []
+            for t in body.responses:
+                name = t.topic if ids is None else self.cluster.topic_names.get(t.topic_id)
+                if name is None:          # an id we do not know (any more): re-learn
+                    self.cluster.invalidate()
+                    continue
+                for p in t.partitions:
+                    tp = TopicPartition(name, p.partition_index)
+                    st = self.subs.states.get(tp)
+                    if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
+                        continue
+                    if p.error_code:
+                        self._partition_error(tp, st, p.error_code)
+                        continue
+                    st.high_watermark = p.high_watermark
+                    data = p.records
+                    if not data:
+                        continue
+                    nxt = next_offset(data, offsets[tp])
+                    if nxt <= offsets[tp]:
+                        continue
+                    f = Fetched(tp, offsets[tp], data, p.aborted_transactions, st.epoch)
+                    st.fetch_position = nxt
+                    got.append(f)
+            if got:
+                with self.subs.lock:
+                    for f in got:
+                        if self.subs.states.get(f.tp) is not None and self.subs.states[f.tp].epoch == f.epoch:
+                            self.buffer.append(f)
+                            self.buffered_bytes += len(f.data)
+                    self.data_ready.notify_all()
+                self.adata.set()
+        except asyncio.CancelledError:
+            raise
+        except KcodecError as exc:
+            if isinstance(exc, KafkaError) and not exc.retriable:
+                self.error = exc
+            if not isinstance(exc, KafkaError):
+                self.failed(exc)
+            self.cluster.invalidate()
+            await asyncio.sleep(cfg.retry_backoff_ms / 1000)
+        finally:
+            self.inflight.discard(node)
+            self.wake.set()
+
+    def _partition_error(self, tp: TopicPartition, st: PartitionState, code: int) -> None:
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if self.config.auto_offset_reset == "none":
+                self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
+            st.position = st.fetch_position = None
+            st.epoch += 1
+        elif code in FETCH_REFRESH_CODES:
+            self.cluster.invalidate()
+        elif code == ErrorCode.UNKNOWN_LEADER_EPOCH:
+            pass        # the broker has not seen the new leader epoch yet: fetch again
+        else:
+            self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
+
+    # ------------------------------------------------------------------ decoding (caller)
+    def take(self, max_records: int) -> dict[TopicPartition, list]:
+        """Decode up to ``max_records`` buffered records, advancing positions."""
+        out: dict[TopicPartition, list] = {}
+        n = 0
+        check = self.config.check_crcs
+        while n < max_records:
+            with self.subs.lock:
+                if not self.buffer:
+                    break
+                f = self.buffer[0]
+                st = self.subs.states.get(f.tp)
+                if st is None or st.epoch != f.epoch:
+                    self.buffer.popleft()
+                    self.buffered_bytes -= len(f.data)
+                    continue
+            if f.records is None:
+                f.records, f.next_offset = decode(f, st.position if st.position is not None else f.offset,
+                                                   check, self.read_committed)
+                f.pos = 0
+            recs = f.records
+            k = min(max_records - n, len(recs) - f.pos)
+            if k:
+                chunk = recs[f.pos:f.pos + k] if (f.pos or k < len(recs)) else recs
+                f.pos += k
+                n += k
+                lst = out.get(f.tp)
+                if lst is None:
+                    out[f.tp] = chunk
+                else:
+                    lst.extend(chunk)
+            with self.subs.lock:
+                if st.epoch == f.epoch:
+                    if f.pos >= len(recs):
+                        st.position = max(st.position or 0, f.next_offset)
+                    elif f.pos:
+                        st.position = recs[f.pos - 1].offset + 1
+                if f.pos >= len(recs):
+                    if self.buffer and self.buffer[0] is f:
+                        self.buffer.popleft()
+                        self.buffered_bytes -= len(f.data)
+        if n or not self.buffer:
+            self.kick()
+        return out
+
+    def take_columns(self) -> dict[TopicPartition, Any]:
+        """One buffered blob per partition as ``RecordColumns`` (``decode_columns``): rows
+        before the position, control batches and (read_committed) aborted transactions
+        dropped; positions advance past the blob. Partitions without rows are left out."""
+        from kcodec.records import decode_columns
+
+        picked: dict[TopicPartition, Fetched] = {}
+        with self.subs.lock:
+            rest: deque[Fetched] = deque()
+            for f in self.buffer:
+                st = self.subs.states.get(f.tp)
+                if st is None or st.epoch != f.epoch:
+                    continue
+                if f.tp in picked or f.records is not None:
+                    rest.append(f)
+                else:
+                    picked[f.tp] = f
+            self.buffer = rest
+            self.buffered_bytes = sum(len(f.data) for f in rest)
+        out = {}
+        for tp, f in picked.items():
+            st = self.subs.states.get(tp)
+            if st is None:
+                continue
+            data, blob_next = visible_blob(f, self.read_committed)
+            cols = decode_columns(data, validate_crc=self.config.check_crcs)
+            if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
+                cols = trim_columns(cols, st.position)
+            with self.subs.lock:
+                if st.epoch == f.epoch:
+                    nxt = blob_next if blob_next is not None else cols.next_offset
+                    st.position = max(st.position or 0, nxt if nxt is not None else f.offset)
+            if len(cols):
+                out[tp] = cols
+        self.kick()
+        return out

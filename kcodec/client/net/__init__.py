@@ -1,0 +1,10 @@
+"""The client's network floor: everything producer, consumer and admin share.
+
+    core.py      Connection: the sans-I/O protocol state of one connection (framing,
+                 correlation ids, in-flight requests, ApiVersions negotiation)
+    wire.py      typed request objects onto the negotiated version, responses decoded
+    conn.py      BrokerConnection: the core on an asyncio socket (TLS, SASL, timeouts)
+    cluster.py   Cluster: connections by node id, metadata, routing, retries
+    security.py  TLS contexts and the SASL exchange; sasl.py the client's mechanisms
+    loop.py      LoopThread: the blocking facades' background event loop
+"""

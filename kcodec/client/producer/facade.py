@@ -1,0 +1,272 @@
+"""The producer's facades: ``AsyncProducer`` (asyncio) and ``Producer`` (blocking).
+
+Both run one engine (engine.py). ``send`` picks the partition (a chosen one, the key's
+murmur2, or the sticky partitioner for keyless records) and appends the record to the
+accumulator (accumulator.py), whose sender task sends the batches and resolves each
+record's future with ``SendResult(partition, offset, timestamp)``. Without transactions a
+``Producer``'s ``send`` is the accumulator's compiled fast path itself for keyed records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+from kcodec.client.config import ProducerConfig
+from kcodec.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
+from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.producer.batch import Headers, RecordFuture, as_bytes
+from kcodec.client.producer.engine import ProducerEngine
+from kcodec.client.producer.partitioner import partition_for_key
+from kcodec.client.producer.transactions import TransactionManager, TransactionStateError
+from kcodec.client.structs import ConsumerGroupMetadata, SendResult
+from kcodec.records.header import HEADER_SIZE
+
+__all__ = ["Producer", "AsyncProducer", "RecordFuture"]
+
+
+class _Base:
+    _engine: ProducerEngine
+
+    def _route(self, topic: str, key: bytes | None, partition: int | None, count: int) -> int:
+        if partition is not None:
+            if not isinstance(partition, int) or partition < 0 or partition >= count:
+                raise ValueError(f"partition {partition} out of range for {topic!r} "
+                                 f"({count} partitions)")
+            return partition
+        return self._engine.accumulator.partitioner(topic, key, count)
+
+    def _count(self, topic: str) -> int | None:
+        return self._engine.accumulator.counts.get(topic)
+
+
+class AsyncProducer(_Base):
+    """The asyncio producer. ``await start()`` (or ``async with``) before sending."""
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = ProducerConfig.from_kwargs(config, **kwargs)
+        self._engine: ProducerEngine | None = None   # type: ignore[assignment]
+
+    async def start(self) -> AsyncProducer:
+        self._engine = ProducerEngine(self.config, asyncio.get_running_loop())
+        await self._engine.start()
+        return self
+
+    async def send(self, topic: str, value: Any = None, key: Any = None,
+                   partition: int | None = None, headers: Headers = None,
+                   timestamp: int | None = None) -> RecordFuture:
+        """Queue a record; await the returned future for its ``SendResult``."""
+        eng = self._engine
+        if eng is None:
+            raise ClientClosedError("the producer is not started")
+        key, value = as_bytes(key, "key"), as_bytes(value, "value")
+        count = self._count(topic) or await eng.partitions_of(topic)
+        p = self._route(topic, key, partition, count)
+        acc = eng.accumulator
+        while acc.buffered > self.config.buffer_memory and not acc.closed:
+            await asyncio.sleep(0.001)
+        return eng.append(topic, p, count, key, value, headers, timestamp,
+                          partition is None and key is None)
+
+    async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
+        return await (await self.send(*args, **kwargs))
+
+    # transactions (transactional_id set): see kcodec.client.producer.transactions
+    def _txn(self) -> TransactionManager:
+        eng = self._engine
+        if eng is None:
+            raise ClientClosedError("the producer is not started")
+        if eng.txn is None:
+            raise TransactionStateError("transactions need transactional_id in the config")
+        return eng.txn
+
+    async def init_transactions(self) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first."""
+        await self._txn().init()
+
+    async def begin_transaction(self) -> None:
+        self._txn().begin()
+
+    async def send_offsets_to_transaction(
+            self, offsets: dict[Any, Any], group_metadata: ConsumerGroupMetadata | str) -> None:
+        """Commit consumer ``offsets`` ({(topic, partition): offset}) with the transaction."""
+        await self._txn().send_offsets(offsets, group_metadata)
+
+    async def commit_transaction(self) -> None:
+        await self._txn().commit()
+
+    async def abort_transaction(self) -> None:
+        await self._txn().abort()
+
+    async def flush(self) -> None:
+        if self._engine is not None:
+            await self._engine.flush()
+
+    async def close(self, timeout: float | None = None) -> None:
+        if self._engine is not None:
+            await self._engine.close(timeout)
+
+    async def __aenter__(self) -> AsyncProducer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class Producer(_Base):
+    """The blocking producer; sends from any thread, delivery on a background loop.
+
+        with Producer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
+            fut = p.send("events", b"value", key=b"k")
+            print(fut.result(10))          # SendResult(partition=.., offset=.., timestamp=..)
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        self.config = ProducerConfig.from_kwargs(config, **kwargs)
+        self._loop = loop or shared_loop()
+        self._engine = ProducerEngine(self.config, self._loop.loop)
+        self._timeout = self.config.api_timeout_ms / 1000
+        self._buffer_memory = self.config.buffer_memory
+        # the per-record step in C (compiled twin) when no transaction needs checking: the
+        # instance's ``send`` is then the accumulator's, which takes a keyed record itself and
+        # hands anything else to ``_send`` (a Python frame less per record, ~15 % of a send);
+        # not in a subclass that defines its own ``send``, which must stay the one called
+        self._fast = None
+        if self._engine.txn is None:
+            acc = self._engine.accumulator
+            acc.bind(RecordFuture, self._send)
+            self._fast = acc.keyed
+            if type(self).send is Producer.send:
+                self.send = acc.send  # type: ignore[method-assign]
+        try:
+            self._loop.run(self._engine.start(), self._timeout + GRACE)
+        except BaseException:
+            self._loop.run(self._engine.close(0), 5)
+            raise
+
+    def send(self, topic: str, value: Any = None, key: Any = None,
+             partition: int | None = None, headers: Headers = None,
+             timestamp: int | None = None) -> RecordFuture:
+        """Queue a record; ``.result(timeout)`` of the returned future is its ``SendResult``.
+
+        (Without transactions a producer's own ``send`` is its accumulator's, with this
+        signature: see ``__init__``.)"""
+        if partition is None and self._fast is not None:
+            # a keyed record of bytes: partition, lock, builder and future in C (accum)
+            fut = self._fast(topic, key, value, headers, timestamp)
+            if fut is not None:
+                return fut
+        return self._send(topic, value, key, partition, headers, timestamp)
+
+    def _send(self, topic: str, value: Any, key: Any, partition: int | None,
+              headers: Headers, timestamp: int | None) -> RecordFuture:
+        """``send``'s general path: any record the accumulator's fast path did not take."""
+        eng = self._engine
+        if key is not None and type(key) is not bytes:
+            key = as_bytes(key, "key")
+        if value is not None and type(value) is not bytes:
+            value = as_bytes(value, "value")
+        count = eng.accumulator.counts.get(topic)
+        if count is None:
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + GRACE)
+        if partition is None:
+            p = partition_for_key(key, count) if key is not None else -1   # -1: sticky
+        else:
+            p = self._route(topic, key, partition, count)
+        if eng.accumulator.buffered > self._buffer_memory:
+            self._wait_for_space()
+        return eng.append(topic, p, count, key, value, headers, timestamp,
+                          partition is None and key is None)
+
+    def send_columns(self, topic: str, value: Any, key: Any = None, headers: Any = None,
+                     partition: Any = None, timestamp: int | None = None) -> list[RecordFuture]:
+        """Queue whole pyarrow columns at once (no per-row Python work): ``value`` and
+        ``key`` binary or string arrays, ``headers`` list<struct<key: string, value:
+        binary>>, ``partition`` int array (null: choose). Returns one future per batch
+        made, for its last record. See kcodec.client.producer.columnar."""
+        from kcodec.client.producer.columnar import plan_send
+
+        eng = self._engine
+        count = eng.accumulator.counts.get(topic)
+        if count is None:
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+        acc = eng.accumulator
+        sticky = acc.partitioner.sticky.partition(topic, count)
+        cfg = self.config
+        planned = plan_send(value, key, headers, partition, count, sticky,
+                            min(cfg.batch_size, acc.max_size - HEADER_SIZE), acc.codec,
+                            cfg.compression_level, timestamp)
+        for _p, built, size in planned:     # a row too large alone: refuse them all, first
+            for limit, setting in ((cfg.max_request_size, "max_request_size"),
+                                   (cfg.buffer_memory, "buffer_memory")):
+                if size > limit and built.count == 1:
+                    raise RecordTooLargeError(size, limit, setting)
+        acc.partitioner.sticky.on_new_batch(topic, count, sticky)
+        out = []
+        for p, built, size in planned:
+            if acc.buffered > self._buffer_memory:
+                self._wait_for_space()
+            b = eng.append_built(topic, p, built, size)
+            fut = RecordFuture()
+            fut._batch, fut._index = b, b.count - 1
+            out.append(fut)
+        return out
+
+    def _wait_for_space(self) -> None:
+        acc = self._engine.accumulator
+        with acc.space:
+            deadline = time.monotonic() + self._timeout
+            while acc.buffered > self._buffer_memory and not acc.closed:
+                if not acc.space.wait(max(deadline - time.monotonic(), 0)):
+                    raise KafkaTimeoutError("buffer_memory full: no space freed in time")
+
+    # transactions (transactional_id set): see kcodec.client.producer.transactions
+    def _txn(self) -> TransactionManager:
+        if self._engine.txn is None:
+            raise TransactionStateError("transactions need transactional_id in the config")
+        return self._engine.txn
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first."""
+        self._loop.run(self._txn().init(), timeout if timeout is not None else self._timeout + 1)
+
+    def begin_transaction(self) -> None:
+        txn = self._txn()
+        self._loop.run(_call(txn.begin), self._timeout)
+
+    def send_offsets_to_transaction(self, offsets: dict[Any, Any],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Commit consumer ``offsets`` ({(topic, partition): offset}) with the transaction."""
+        self._loop.run(self._txn().send_offsets(offsets, group_metadata),
+                       timeout if timeout is not None else self._timeout + 1)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit; an ``AbortableTransactionError`` means: abort instead."""
+        self._loop.run(self._txn().commit(), timeout if timeout is not None else self._timeout + 1)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._loop.run(self._txn().abort(), timeout if timeout is not None else self._timeout + 1)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued and wait for every acknowledgement."""
+        self._loop.run(self._engine.flush(), timeout if timeout is not None else None)
+
+    def close(self, timeout: float | None = None) -> None:
+        self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + GRACE)
+        return sorted(info.partitions)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+async def _call(fn: Callable[[], Any]) -> Any:
+    return fn()

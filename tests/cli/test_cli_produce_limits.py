@@ -1,0 +1,35 @@
+"""``kcodec produce`` and the producer's size check: a line larger than max_request_size
+is refused by the producer before anything of it is sent (as Java's producer refuses it
+with RecordTooLargeException), and the command stops there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.support import REPO
+
+
+def _records_bytes(body) -> int:
+    return sum(len(p.records or b"") for t in body.topic_data for p in t.partition_data)
+
+
+def test_a_50_mb_line_is_refused_without_being_sent() -> None:
+    from kcodec.broker import Cluster
+
+    big = b"x" * (50 * 1024 * 1024)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with Cluster(1) as c:
+        c.create_topic("big")
+        c.record()
+        p = subprocess.run([sys.executable, "-m", "kcodec", "produce", "-b", c.bootstrap,
+                            "-t", "big"], input=b"first\n" + big + b"\nlast\n",
+                           capture_output=True, env=env, timeout=300)
+        sent = [_records_bytes(r.body) for r in c.recorded("Produce")]
+        end = c.state.partition("big", 0).log.log_end_offset
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode != 0, err
+    assert "max_request_size" in err, err          # the producer's error, as reported
+    assert sent and max(sent) < 1024 * 1024, sent  # the big record never went out
+    assert end == 1                                # the line before it was written

@@ -1,0 +1,103 @@
+"""The client's typed protocol: requests are the generated message classes, encoded for the
+negotiated version; an unknown field is an error; error codes by name, the metadata-refresh
+set derived from ErrorCode as Java's InvalidMetadataException classes are."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from kcodec.client.net import requests
+from kcodec.client.net.cluster import REFRESH_CODES
+from kcodec.client.net.wire import encode_request
+from kcodec.protocol import ApiKey, ErrorCode, MetadataRequest, ProduceRequest, decode_request
+
+
+def test_an_unknown_request_field_is_an_error() -> None:
+    """A misspelled field used to be dropped without a word, the request going out with its
+    default instead."""
+    with pytest.raises(TypeError, match="MetadataRequest has no field 'topcs'"):
+        encode_request(ApiKey.METADATA, 9, 0, "c", {"topcs": None})
+    with pytest.raises(TypeError, match="MetadataRequestTopic has no field 'nme'"):
+        encode_request(ApiKey.METADATA, 9, 0, "c", {"topics": [{"nme": "t"}]})
+    with pytest.raises(TypeError, match="METADATA takes a MetadataRequest, not a ProduceRequest"):
+        encode_request(ApiKey.METADATA, 9, 0, "c", ProduceRequest())
+
+
+def test_a_typed_request_is_written_with_the_fields_of_its_version() -> None:
+    """As franz-go's kmsg: the client fills in every field it knows; each version writes its
+    own (Produce v13 names topics by id, v12 by name)."""
+    tid = uuid.uuid4()
+    req = requests.produce(None, -1, 1000, [("t", 0, b"")], {"t": tid})
+    v12, v13 = req.for_version(12), req.for_version(13)
+    assert (v12.topic_data[0].name, v12.topic_data[0].topic_id) == ("t", uuid.UUID(int=0))
+    assert (v13.topic_data[0].name, v13.topic_data[0].topic_id) == ("", tid)
+    assert req.topic_data[0].name == "t"                    # the caller's object is untouched
+    for version in (12, 13):
+        frame = encode_request(ApiKey.PRODUCE, version, 7, "c", req)
+        _hdr, body = decode_request(frame[4:])
+        assert body == req.for_version(version)
+    # a field the version lacks, with a value: left out (Metadata v3 has no auto-creation flag)
+    old = requests.metadata(["t"], auto_create=False).for_version(3)
+    assert old.allow_auto_topic_creation is True and old == MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name="t")])
+
+
+def test_the_refresh_set_is_the_invalid_metadata_codes() -> None:
+    """The codes that make the client refresh its metadata are those ErrorCode flags
+    invalid-metadata: Java's InvalidMetadataException subclasses. The set used to be a
+    hand-written {3, 5, 6, 74, 75, 100}; REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR and
+    INCONSISTENT_TOPIC_ID are in Java's too, UNKNOWN_LEADER_EPOCH is not (Java's
+    UnknownLeaderEpochException is a plain RetriableException: retried, no refresh)."""
+    assert REFRESH_CODES == {c for c in ErrorCode if c.invalid_metadata}
+    for code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,
+                 ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REPLICA_NOT_AVAILABLE,
+                 ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
+                 ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID):
+        assert code in REFRESH_CODES, code
+    assert ErrorCode.UNKNOWN_LEADER_EPOCH not in REFRESH_CODES
+    assert ErrorCode.UNKNOWN_LEADER_EPOCH.retriable
+    assert all(c.retriable for c in REFRESH_CODES)
+
+
+@pytest.mark.parametrize("code", [ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR,
+                                  ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.INCONSISTENT_TOPIC_ID,
+                                  ErrorCode.UNKNOWN_LEADER_EPOCH,
+                                  ErrorCode.NOT_LEADER_OR_FOLLOWER])
+def test_a_fetched_partitions_transient_error_is_retried_not_raised(code: ErrorCode) -> None:
+    """A Fetch answer naming these errors for a partition is retried (after fresh metadata,
+    as Java's fetcher does, for all but UNKNOWN_LEADER_EPOCH); the records come on the
+    next fetch. REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, OFFSET_NOT_AVAILABLE and
+    INCONSISTENT_TOPIC_ID used to reach the application as a KafkaError from poll."""
+    from kcodec.broker import Cluster
+    from kcodec.client import Consumer, Producer, TopicPartition
+    from kcodec.protocol import FetchResponse
+
+    T, P = FetchResponse.FetchableTopicResponse, FetchResponse.PartitionData
+    answered: list[int] = []
+
+    def once(req):
+        if answered:
+            return None
+        answered.append(code)
+        return FetchResponse(responses=[
+            T(topic=t.topic, topic_id=t.topic_id,
+              partitions=[P(partition_index=p.partition, error_code=code, high_watermark=-1)
+                          for p in t.partitions])
+            for t in req.body.topics])
+
+    with Cluster(1) as b:
+        b.create_topic("t")
+        with Producer(bootstrap_servers=b.bootstrap) as p:
+            p.send("t", b"v", partition=0).result(10)
+        b.hook("Fetch", once)
+        with Consumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
+                      retry_backoff_ms=20) as c:
+            c.assign([TopicPartition("t", 0)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 10
+            while not got and time.monotonic() < deadline:
+                got += [r.value for rs in c.poll(0.1).values() for r in rs]
+    assert answered == [code] and got == [b"v"]
