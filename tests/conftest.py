@@ -6,6 +6,9 @@
 * ``twin(name)`` returns module ``name`` of the current ``impl``.
 * ``pair(name)`` returns ``(cython_module, python_module)`` for differential tests.
 * ``broker`` is one Tansu broker for the whole session (tests use fresh topic names).
+* Tests marked ``reference`` read the outside reference data (tests/support/reference.py):
+  skipped where it is absent, with one line at the end of the run saying how many and how
+  to run them; KCODEC_REQUIRE_REFERENCE=1 makes absence a failure.
 """
 
 from __future__ import annotations
@@ -16,12 +19,20 @@ import uuid
 import pytest
 
 from kcodec import _impl
+from tests.support import reference
 
 NO_EXT = _impl._truthy("KCODEC_NO_EXTENSIONS")
 IMPLS = ["python"] if NO_EXT else _impl.twins()
 
 
+#: the tests skipped for want of the reference data: their node ids, and how many ran so
+REFERENCE_SKIPS = pytest.StashKey[set]()
+REFERENCE_SKIPPED = pytest.StashKey[list]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.stash[REFERENCE_SKIPS] = set()
+    config.stash[REFERENCE_SKIPPED] = []
     if not NO_EXT and "cython" not in IMPLS:
         raise pytest.UsageError(
             "the compiled extension is not built or does not load "
@@ -55,9 +66,34 @@ def pair():
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that uses the broker gets the ``broker`` marker, so ``-m "not broker"``
     deselects exactly them where there is no Tansu binary (CI outside x86-64 Linux)."""
+    skips = config.stash[REFERENCE_SKIPS]
     for item in items:
         if "broker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.broker)
+        mark = item.get_closest_marker("reference")
+        if mark is not None and reference.skip_reason(*mark.args) is not None:
+            skips.add(item.nodeid)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in item.config.stash[REFERENCE_SKIPS]:
+        # raised here rather than by a skip marker: -ra then shows one line for them all
+        mark = item.get_closest_marker("reference")
+        assert mark is not None
+        item.config.stash[REFERENCE_SKIPPED].append(item.nodeid)
+        pytest.skip(f"needs the outside reference data: {reference.skip_reason(*mark.args)}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's last line (after pytest's counts): how many tests wanted the outside
+    reference data and were skipped, and how to run them."""
+    terminalreporter = config.pluginmanager.get_plugin("terminalreporter")
+    n = len(config.stash.get(REFERENCE_SKIPPED, []))
+    if n and terminalreporter is not None:
+        were = "tests needed the outside reference data and were" if n != 1 else \
+            "test needed the outside reference data and was"
+        terminalreporter.write_line(f"{n} {were} not run ({reference.problem()}); "
+                                    f"to run them, {reference.how_to_run()}")
 
 
 @pytest.fixture(scope="session")

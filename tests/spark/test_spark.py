@@ -15,7 +15,13 @@ pytest.importorskip("confluent_kafka")
 
 from kcodec.client import Admin, Producer  # noqa: E402
 from kcodec.spark.stream import NEW_API  # noqa: E402
-from tests.support.segments import META_LOG, TOPIC_LOG, reference  # noqa: E402
+from tests.support.segments import (  # noqa: E402
+    META_LOG,
+    TOPIC_LOG,
+    reference,
+    simple_batches,
+    write_segment,
+)
 from tests.support.spark_support import (  # noqa: E402
     FENCE,
     confluent_produce,
@@ -71,12 +77,12 @@ def data(broker):
 # batch source
 
 
-def test_registered_automatically(spark) -> None:
+def test_registered_automatically(spark, tmp_path) -> None:
     """pyspark_kcodec / pyspark_kcodec_log are found by Spark's lookup: no register()."""
-    from pyspark.sql.types import StructType  # noqa: F401
-
-    df = spark.read.format("kcodec-log").load(str(reference(TOPIC_LOG).parent))
-    assert df.count() == 3
+    (tmp_path / "t-0").mkdir()
+    write_segment(tmp_path / "t-0", 0, simple_batches())   # 3 batches of 2 records
+    df = spark.read.format("kcodec-log").load(str(tmp_path / "t-0"))
+    assert df.count() == 6
 
 
 def test_batch_equals_confluent(spark, broker, data) -> None:
@@ -352,6 +358,7 @@ def test_stream_pattern_new_topic_and_stream_sink(spark, broker, tmp_path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.reference
 def test_log_source_real_segments(spark) -> None:
     from kcodec.records.segment import LogSegment
 
