@@ -9,11 +9,16 @@
 * Tests marked ``reference`` read the outside reference data (tests/support/reference.py):
   skipped where it is absent, with one line at the end of the run saying how many and how
   to run them; KCODEC_REQUIRE_REFERENCE=1 makes absence a failure.
+* SIGINT is handled as Python's default in this process (and so in every process the
+  tests start), whatever disposition the run inherited: a suite started in the background
+  by a script inherits SIGINT ignored, and the tests of Ctrl-C behaviour would then test
+  nothing.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 
 import pytest
@@ -31,6 +36,10 @@ REFERENCE_SKIPPED = pytest.StashKey[list]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Children get SIGINT's default disposition only if this process handles it (a handled
+    # signal is reset to the default at exec; an ignored one stays ignored).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.stash[REFERENCE_SKIPS] = set()
     config.stash[REFERENCE_SKIPPED] = []
     if not NO_EXT and "cython" not in IMPLS:
