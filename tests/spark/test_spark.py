@@ -85,6 +85,21 @@ def test_registered_automatically(spark, tmp_path) -> None:
     assert df.count() == 6
 
 
+def test_register_keeps_what_spark_found_and_reads(spark, tmp_path) -> None:
+    """register() in a session whose lookup ran in this Python: Spark found both formats
+    (asked through the JVM's DataSourceManager, which must work on every supported
+    pyspark, or register would replace them with a warning) and they still read."""
+    import kcodec.spark
+
+    assert kcodec.spark._found_by_spark(spark, "kcodec")
+    assert kcodec.spark._found_by_spark(spark, "kcodec-log")
+    assert not kcodec.spark._found_by_spark(spark, "no-such-format")
+    kcodec.spark.register(spark)
+    (tmp_path / "t-0").mkdir()
+    write_segment(tmp_path / "t-0", 0, simple_batches(n_batches=2))
+    assert spark.read.format("kcodec-log").load(str(tmp_path / "t-0")).count() == 4
+
+
 def test_batch_equals_confluent(spark, broker, data) -> None:
     topic, want = data
     df = _read(spark, broker, subscribe=topic, includeHeaders="true")
