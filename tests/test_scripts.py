@@ -13,7 +13,11 @@ import pytest
 
 from tests.support import REPO
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash"),
+    pytest.mark.skipif(not (REPO / "scripts" / "_setup.sh").is_file(),
+                       reason="needs a checkout's scripts/ (not there beside an installed wheel)"),
+]
 
 
 def _fakes(tmp_path: Path, apt_status: int) -> Path:
