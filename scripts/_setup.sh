@@ -47,6 +47,7 @@ kcodec_pip_lines() {
             *)
                 printf '%s\n' "$line"
                 last="${line#"${line%%[![:space:]]*}"}"
+                [ "${#last}" -le 100 ] || last="${last:0:97}..."
                 ;;
         esac
     done

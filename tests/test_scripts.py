@@ -93,6 +93,15 @@ def test_pip_output_shows_the_work_and_a_line_while_pip_is_silent(tmp_path) -> N
         b.startswith("kcodec: pip is still working (") and b.endswith("): Collecting pyspark>=4.0")
         for b in beats), lines
     assert "Using cached" not in r.stdout and "Location" not in r.stdout
+    # a long line (pip's list of 40 packages) is cut short in the heartbeat
+    (tmp_path / "long.sh").write_text('echo "Installing collected packages: ' +
+                                      ", ".join(f"package{i}" for i in range(40)) +
+                                      '"; sleep 1.5')
+    r2 = _bash(f"kcodec_pip_lines < <(bash {tmp_path / 'long.sh'})", tmp_path,
+               KCODEC_PIP_HEARTBEAT="1")
+    beat = r2.stdout.splitlines()[1]
+    assert beat.startswith("kcodec: pip is still working (1 s): Installing collected packages: ")
+    assert beat.endswith("...") and len(beat) < 140
     assert "Requirement already satisfied" not in r.stdout
     # pip's exit status passes through the filter
     (tmp_path / "venv" / "bin").mkdir(parents=True)
