@@ -80,8 +80,8 @@ def make_reference(where: Path, segment: bool = True) -> Path:
 def run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in VARIABLES}
     environ.update(env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "-p", "no:randomly", "-q", "tests/test_probe.py", *args],
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "tests/test_probe.py", *args],
                           cwd=root, env=environ, capture_output=True, text=True, timeout=120)
 
 
