@@ -9,15 +9,48 @@ kcodec_truthy() {
     case "$v" in "" | 0 | false | no | off) return 1 ;; *) return 0 ;; esac
 }
 
-# pip, quiet: -q keeps its progress off, and the lines the machine's pip configuration makes
-# it print for every package its local indexes lack ("WARNING: Location '...' is ignored:
-# it is neither a file nor a directory") are dropped. Everything else, and pip's exit
-# status, pass through.
+# pip, with what it does on standard error: each package it collects, downloads, builds and
+# installs, and, while it is silent (a 400 MB download, pyspark's install), a line every
+# KCODEC_PIP_HEARTBEAT seconds (default 15) saying it still works and on what. Dropped:
+# "Requirement already satisfied" and "Using cached" (one a package, they bury the rest),
+# and the lines the machine's pip configuration makes it print for every package its local
+# indexes lack ("WARNING: Location '...' is ignored: it is neither a file nor a
+# directory"). Everything else, and pip's exit status, pass through.
 kcodec_pip() {
     local rc=0
-    { "$VPY" -m pip -q --disable-pip-version-check "$@" 2>&1 1>&3 3>&- \
-        | { grep -v "^WARNING: Location '.*' is ignored" || true; } >&2; } 3>&1 || rc=$?
+    { PYTHONUNBUFFERED=1 PIP_PROGRESS_BAR=off "$VPY" -m pip --disable-pip-version-check "$@" \
+        2>&1 | kcodec_pip_lines >&2; } || rc=$?
     return "$rc"
+}
+
+kcodec_pip_lines() {
+    local line="" pending="" last="starting" waited=0 every="${KCODEC_PIP_HEARTBEAT:-15}" st
+    while :; do
+        if IFS= read -r -t "$every" line; then
+            line="$pending$line"
+            pending=""
+            waited=0
+        else
+            st=$?
+            if [ "$st" -le 128 ]; then          # end of pip's output
+                [ -z "$pending$line" ] || printf '%s\n' "$pending$line"
+                return 0
+            fi
+            pending="$pending$line"             # timed out, maybe inside a line
+            waited=$((waited + every))
+            echo "kcodec: pip is still working (${waited} s): $last"
+            continue
+        fi
+        case "$line" in
+            "WARNING: Location '"*"' is ignored"* | *"Requirement already satisfied"* | \
+                *"Using cached "* | *"Stored in directory"* | *"Created wheel for"* | "") ;;
+            *)
+                printf '%s\n' "$line"
+                last="${line#"${line%%[![:space:]]*}"}"
+                [ "${#last}" -le 100 ] || last="${last:0:97}..."
+                ;;
+        esac
+    done
 }
 
 # VENV and VPY, creating the venv if it is missing.
@@ -39,7 +72,8 @@ kcodec_setup() {
     kcodec_venv
     local stamp="$VENV/.kcodec-deps-$extras"
     if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-        echo "kcodec: installing build and $extras dependencies" >&2
+        echo "kcodec: installing kcodec and its $extras dependencies into $VENV" \
+            "(the first time takes minutes: pyspark alone is ~400 MB)" >&2
         kcodec_pip install --upgrade pip
         kcodec_pip install "setuptools>=77" "Cython>=3.1"
         # Editable install: compiles the extension in place (unless KCODEC_NO_EXTENSIONS)
@@ -51,7 +85,7 @@ kcodec_setup() {
         touch "$stamp"
     fi
     if [ "$extras" = test ]; then
-        kcodec_stunnel
+        kcodec_system_packages "stunnel4:the TLS tests' independent TLS terminator"
     fi
     if ! kcodec_truthy "${KCODEC_NO_EXTENSIONS:-}"; then
         echo "kcodec: compiling the extension" >&2
@@ -59,16 +93,38 @@ kcodec_setup() {
     fi
 }
 
-# stunnel (Debian's stunnel4): the independent TLS terminator of the TLS tests. Installed
-# with apt-get where that works without asking (root on Debian/Ubuntu); elsewhere the TLS
-# tests skip, saying that stunnel is missing.
-kcodec_stunnel() {
-    if command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1; then
+# Debian packages some tests need, each given as "package:what it is for". Installed only
+# when asked: KCODEC_INSTALL_SYSTEM_PACKAGES=1 (.ci/run sets it) runs apt-get install as root
+# (with sudo when not root), and a failure then stops the script. Without it, the missing
+# ones are named with the command that installs them, and their tests skip saying the same.
+# Where there is no dpkg (not Debian or Ubuntu) nothing is checked: the tests say what they
+# miss.
+kcodec_system_packages() {
+    local spec pkg missing=() why=()
+    command -v dpkg-query >/dev/null 2>&1 || return 0
+    for spec in "$@"; do
+        pkg="${spec%%:*}"
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+            missing+=("$pkg")
+            why+=("$pkg (${spec#*:})")
+        fi
+    done
+    [ "${#missing[@]}" -gt 0 ] || return 0
+    if ! kcodec_truthy "${KCODEC_INSTALL_SYSTEM_PACKAGES:-}"; then
+        echo "kcodec: not installed: ${why[*]}; the tests that need them will skip." \
+            "KCODEC_INSTALL_SYSTEM_PACKAGES=1 $0 installs them with apt-get" \
+            "(or: sudo apt-get install ${missing[*]})" >&2
         return 0
     fi
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        echo "kcodec: installing stunnel4 (TLS tests)" >&2
-        { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q stunnel4; } \
-            >/dev/null 2>&1 || echo "kcodec: stunnel4 could not be installed; TLS tests will skip" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo -n"
+    echo "kcodec: installing ${why[*]} with apt-get" >&2
+    if ! { $sudo apt-get update -q \
+            && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } \
+            >&2; then
+        echo "kcodec: could not install ${missing[*]} (KCODEC_INSTALL_SYSTEM_PACKAGES=1 asked" \
+            "for it): install them yourself, or unset KCODEC_INSTALL_SYSTEM_PACKAGES to let" \
+            "their tests skip" >&2
+        return 1
     fi
 }

@@ -6,22 +6,42 @@
 * ``twin(name)`` returns module ``name`` of the current ``impl``.
 * ``pair(name)`` returns ``(cython_module, python_module)`` for differential tests.
 * ``broker`` is one Tansu broker for the whole session (tests use fresh topic names).
+* Tests marked ``reference`` read the outside reference data (tests/support/reference.py):
+  skipped where it is absent, with one line at the end of the run saying how many and how
+  to run them; KCODEC_REQUIRE_REFERENCE=1 makes absence a failure.
+* SIGINT is handled as Python's default in this process (and so in every process the
+  tests start), whatever disposition the run inherited: a suite started in the background
+  by a script inherits SIGINT ignored, and the tests of Ctrl-C behaviour would then test
+  nothing.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 
 import pytest
 
 from kcodec import _impl
+from tests.support import reference
 
 NO_EXT = _impl._truthy("KCODEC_NO_EXTENSIONS")
 IMPLS = ["python"] if NO_EXT else _impl.twins()
 
 
+#: the tests skipped for want of the reference data: their node ids, and how many ran so
+REFERENCE_SKIPS = pytest.StashKey[set]()
+REFERENCE_SKIPPED = pytest.StashKey[list]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Children get SIGINT's default disposition only if this process handles it (a handled
+    # signal is reset to the default at exec; an ignored one stays ignored).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.stash[REFERENCE_SKIPS] = set()
+    config.stash[REFERENCE_SKIPPED] = []
     if not NO_EXT and "cython" not in IMPLS:
         raise pytest.UsageError(
             "the compiled extension is not built or does not load "
@@ -55,9 +75,34 @@ def pair():
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that uses the broker gets the ``broker`` marker, so ``-m "not broker"``
     deselects exactly them where there is no Tansu binary (CI outside x86-64 Linux)."""
+    skips = config.stash[REFERENCE_SKIPS]
     for item in items:
         if "broker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.broker)
+        mark = item.get_closest_marker("reference")
+        if mark is not None and reference.skip_reason(*mark.args) is not None:
+            skips.add(item.nodeid)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in item.config.stash[REFERENCE_SKIPS]:
+        # raised here rather than by a skip marker: -ra then shows one line for them all
+        mark = item.get_closest_marker("reference")
+        assert mark is not None
+        item.config.stash[REFERENCE_SKIPPED].append(item.nodeid)
+        pytest.skip(f"needs the outside reference data: {reference.skip_reason(*mark.args)}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's last line (after pytest's counts): how many tests wanted the outside
+    reference data and were skipped, and how to run them."""
+    terminalreporter = config.pluginmanager.get_plugin("terminalreporter")
+    n = len(config.stash.get(REFERENCE_SKIPPED, []))
+    if n and terminalreporter is not None:
+        were = "tests needed the outside reference data and were" if n != 1 else \
+            "test needed the outside reference data and was"
+        terminalreporter.write_line(f"{n} {were} not run ({reference.problem()}); "
+                                    f"to run them, {reference.how_to_run()}")
 
 
 @pytest.fixture(scope="session")

@@ -188,6 +188,11 @@ def _session() -> Any:
              .config("spark.sql.streaming.pollingDelay", "100ms")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    # explicitly, not through Spark's lookup of pyspark_* modules: that finds nothing where
+    # its Python cannot see kcodec (another interpreter on PATH, an unusual install)
+    import kcodec.spark
+
+    kcodec.spark.register(spark)
     return spark
 
 

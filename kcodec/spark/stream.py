@@ -9,6 +9,14 @@ topics that appear later (``subscribePattern``, partitions added) start at their
 offset. With ``commitOffsetsToGroup`` each finished micro-batch's end offsets are committed
 to a consumer group, so ``kcodec lag`` and other lag tools can follow the query.
 
+When a batch has finished, Spark says so only late: it calls ``commit(end)`` of batch N
+while it plans batch N+1, that is only once new records have come, so the last batch of a
+Trigger.AvailableNow run, or of a stream that has gone idle, would never be committed. But
+every trigger starts by asking ``latestOffset(start)``, and ``start`` is the end of the last
+batch Spark has run and recorded (a batch is planned only after the one before it has
+finished, and a restarted query reruns an unfinished one first): the reader commits that
+``start`` there, and ``commit(end)`` then finds it done.
+
 pyspark >= 4.2 passes the start offset and the read limit to ``latestOffset(start, limit)``
 and supports Trigger.AvailableNow; on 4.0 and 4.1 ``latestOffset()`` takes no argument and
 the reader remembers the end it handed out last.
@@ -94,6 +102,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._target: dict[tuple[str, int], int] | None = None    # Trigger.AvailableNow
         self._last_trigger: float | None = None                  # minOffsetsPerTrigger
         self._last_end: Offsets | None = None                     # 4.0/4.1 API
+        self._committed: dict[tuple[str, int], int] | None = None  # commitOffsetsToGroup
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -172,6 +181,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: Offsets, limit: Any) -> Offsets:
+        self._commit_group(start)       # everything before start is done (module docstring)
         max_rows = min_rows = None
         if isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
@@ -213,11 +223,21 @@ class KafkaStreamReader(DataSourceStreamReader):
         return [KafkaRangePartition(r) for r in out]
 
     def commit(self, end: Offsets) -> None:
+        self._commit_group(end)
+
+    def _commit_group(self, done: Offsets) -> None:
+        """Commit ``done`` (offsets every record before which the query has processed) to
+        the group of ``commitOffsetsToGroup``, once: ``latestOffset`` and ``commit`` both
+        see the same ends."""
         if self.opts.commit_to_group is None:
+            return
+        offsets = _flat(done)
+        if not offsets or offsets == self._committed:
             return
         from kcodec.spark.groups import commit_offsets
 
-        commit_offsets(self.opts, self.group_id(), _flat(end))
+        commit_offsets(self.opts, self.group_id(), offsets)
+        self._committed = offsets
 
     def group_id(self) -> str:
         g = self.opts.commit_to_group
@@ -260,6 +280,8 @@ class _OldApiReader(KafkaStreamReader):
         return off
 
     def latestOffset(self) -> Offsets:  # type: ignore[override]
+        if self._last_end is not None:
+            self._commit_group(self._last_end)      # the end of the last batch that ran
         if self._last_end is None:
             end = self._next_end({}, None, None)
         else:

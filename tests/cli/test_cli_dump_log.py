@@ -87,7 +87,7 @@ def test_json_on_the_metadata_segment(capsys) -> None:
     assert code == 0
     objs = jsonl(out)
     batches = [o for o in objs if o["type"] == "batch"]
-    expected, _ = shallow_scan(META_LOG.read_bytes())
+    expected, _ = shallow_scan(reference(META_LOG).read_bytes())
     assert len(batches) == 4814
     assert [(b["position"], b["base_offset"], b["last_offset"], b["size"], b["crc_valid"])
             for b in batches] == [(e.position, e.base_offset, e.last_offset, e.size, True)

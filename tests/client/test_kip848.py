@@ -209,14 +209,15 @@ def test_kcodec_consumers_share_and_rebalance_on_join_and_leave() -> None:
 
 
 # ---------------------------------------------------------------------- the generator
-@pytest.mark.reference
+@pytest.mark.reference("specs")
 @pytest.mark.slow
 def test_generator_keeps_modules_without_a_spec_but_does_not_check_them(tmp_path) -> None:
     import shutil
     import subprocess
     import sys
 
-    from tests.protocol.test_protocol_api import ROOT, specs_dir
+    from tests.support import REPO as ROOT
+    from tests.support.reference import specs_dir
 
     out = tmp_path / "messages"
     shutil.copytree(ROOT / "kcodec/protocol/messages", out)

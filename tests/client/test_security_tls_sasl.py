@@ -25,6 +25,7 @@ from kcodec.client.errors import (
     SslAuthenticationError,
 )
 from tests.support.security_util import (
+    NO_STUNNEL,
     Certs,
     SaslFront,
     Stunnel,
@@ -50,7 +51,7 @@ def certs():
 def tls_broker(certs):
     """Tansu behind stunnel: only TLS reaches it from the advertised address."""
     if stunnel_binary() is None:
-        pytest.skip("stunnel is not installed and could not be (apt-get install stunnel4)")
+        pytest.skip(NO_STUNNEL)
     port = free_port()
     with TansuAdvertising(port) as tansu:
         st = Stunnel(port, tansu.port, certs).start()

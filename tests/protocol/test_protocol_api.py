@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,21 +25,9 @@ from kcodec.protocol.consumer import (
     encode_versioned,
 )
 from tests.support import REPO
+from tests.support.reference import specs_dir
 
 ROOT = REPO
-
-
-def specs_dir() -> Path:
-    """../shared/reference/kafka-message-specs beside the clone (or beside the worktrees)."""
-    env = os.environ.get("KCODEC_SPECS")
-    candidates = [Path(env)] if env else []
-    candidates += [ROOT.parent / "shared/reference/kafka-message-specs",
-                   ROOT.parent.parent / "shared/reference/kafka-message-specs"]
-    for c in candidates:
-        if c.is_dir():
-            return c
-    pytest.fail(f"Kafka message specs not found (looked in {', '.join(map(str, candidates))}); "
-                "set KCODEC_SPECS")
 
 
 def run_generate(*args: str) -> subprocess.CompletedProcess:
@@ -48,13 +35,13 @@ def run_generate(*args: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.reference
+@pytest.mark.reference("specs")
 def test_generated_declarations_match_the_specs() -> None:
     r = run_generate("--specs", str(specs_dir()), "--check")
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.reference
+@pytest.mark.reference("specs")
 def test_check_names_the_drifted_file(tmp_path: Path) -> None:
     out = tmp_path / "messages"
     assert run_generate("--specs", str(specs_dir()), "--out", str(out)).returncode == 0

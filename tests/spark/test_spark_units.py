@@ -615,3 +615,46 @@ def test_chunks_cut_at_batch_boundaries_and_decode_the_same() -> None:
     bad = blob[:first + 8] + b"\xff\xff\xff\xff" + blob[first + 12:]
     parts = _kafka._chunks(bad, 1)
     assert [len(p) for p in parts] == [first, len(bad) - first]
+
+
+@pytest.mark.parametrize("old_api", [False, True], ids=["latestOffset(start)", "latestOffset()"])
+def test_commit_to_group_commits_each_finished_end_once(monkeypatch, old_api) -> None:
+    """commitOffsetsToGroup: the end of each batch that ran is committed when the next
+    trigger asks for the latest offset (every batch before that start has run), and
+    Spark's own commit(end) of the same end sends nothing more; nothing is committed
+    without the option."""
+    from kcodec.spark import groups, stream
+
+    if not old_api and not stream.NEW_API:
+        pytest.skip("latestOffset(start, limit) arrives with pyspark 4.2")
+    sent: list[tuple[str, dict]] = []
+    monkeypatch.setattr(groups, "commit_offsets",
+                        lambda opts, group, offsets: sent.append((group, dict(offsets))))
+    r, _ = _stream_reader(monkeypatch, old_api=old_api, commitOffsetsToGroup="g")
+
+    def trigger(start):
+        if old_api:
+            return r.latestOffset()
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+        return r.latestOffset(start, ReadAllAvailable())
+
+    r.latest = {("t", 0): 5, ("t", 1): 7}
+    start = r.initialOffset()
+    end = trigger(start)                      # plans batch 0: nothing has run but the start
+    assert end == _offs(5, 7) and sent == [("g", {("t", 0): 0, ("t", 1): 0})]
+    assert trigger(end) == end                # batch 0 ran; nothing new: its end committed
+    assert sent[-1] == ("g", {("t", 0): 5, ("t", 1): 7}) and len(sent) == 2
+    assert trigger(end) == end and len(sent) == 2     # the same end: not again
+    r.commit(end)
+    assert len(sent) == 2
+    r.latest = {("t", 0): 9, ("t", 1): 7}
+    end2 = trigger(end)
+    r.commit(end)                             # Spark's commit of batch 0, as batch 1 starts
+    trigger(end2)
+    assert [s[1] for s in sent[2:]] == [{("t", 0): 9, ("t", 1): 7}] and len(sent) == 3
+
+    plain, _ = _stream_reader(monkeypatch, old_api=old_api)
+    plain.latest = {("t", 0): 5, ("t", 1): 7}
+    plain.commit(plain.initialOffset())
+    assert len(sent) == 3

@@ -33,6 +33,13 @@ def stunnel_binary() -> str | None:
     return shutil.which("stunnel4") or shutil.which("stunnel")
 
 
+#: why the TLS tests skip without stunnel, and how to have them run
+NO_STUNNEL = ("stunnel is not installed (the TLS tests' independent TLS terminator): run "
+              "KCODEC_INSTALL_SYSTEM_PACKAGES=1 scripts/test to install it with apt-get "
+              "(Debian, Ubuntu; as root or with sudo), or install stunnel4 (Debian, Ubuntu) / "
+              "stunnel (Homebrew, Fedora) yourself")
+
+
 class TansuAdvertising(Tansu):
     """Tansu listening on a free port but advertising ``localhost:advertised``."""
 

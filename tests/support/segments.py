@@ -1,8 +1,8 @@
 """Test data for log segments: the real Kafka-written segments, and synthetic ones.
 
-The real segments live in ``../shared/reference/segments`` beside the clone (CI puts
-``shared`` there); they are read in place and never copied into the repository. Tests that
-read them are marked ``reference``.
+The real segments are outside reference data (``tests.support.reference`` finds them); they
+are read in place and never copied into the repository. Tests that read them are marked
+``reference``.
 Synthetic batches come from kcodec's builders, or from kafka-python's (``peer=True``, an
 independent implementation; those tests are marked ``peers``). Expectations are computed
 here with ``struct`` from the wire layout, not with kcodec's reader.
@@ -10,38 +10,23 @@ here with ``struct`` from the wire layout, not with kcodec's reader.
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 from typing import NamedTuple
 
 import crc32c
 
+from tests.support.reference import reference_file
 
-def _find_reference() -> Path:
-    env = os.environ.get("KCODEC_REFERENCE_DIR")
-    if env:
-        return Path(env) / "segments"
-    repo = Path(__file__).resolve().parents[2]
-    # ../shared beside the clone; worktrees sit one level deeper, so look further up too
-    for parent in [repo.parent, *repo.parent.parents]:
-        cand = parent / "shared" / "reference" / "segments"
-        if cand.is_dir():
-            return cand
-    return repo.parent / "shared" / "reference" / "segments"
+#: the two real segments, inside the reference directory (tests.support.reference)
+TOPIC_LOG = "segments/TestTopicPatient-0/00000000000000000000.log"
+META_LOG = "segments/__cluster_metadata-0/00000000000000000000.log"
 
 
-REF_SEGMENTS = _find_reference()
-TOPIC_LOG = REF_SEGMENTS / "TestTopicPatient-0" / "00000000000000000000.log"
-META_LOG = REF_SEGMENTS / "__cluster_metadata-0" / "00000000000000000000.log"
-
-
-def reference(path: Path) -> Path:
-    """A reference segment; a missing one is a failure, not a skip."""
-    assert path.is_file(), (
-        f"reference segment {path} not found: tests need ../shared/reference/segments beside "
-        "the clone (or KCODEC_REFERENCE_DIR pointing at a reference/ directory)")
-    return path
+def reference(relative: str) -> Path:
+    """A reference segment (``TOPIC_LOG``, ``META_LOG``); the test must be marked
+    ``reference``, and a missing file is a failure, not a skip."""
+    return reference_file(relative)
 
 
 # -- independent expectations ------------------------------------------------------------------

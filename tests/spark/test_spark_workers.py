@@ -1,0 +1,101 @@
+"""The Python that Spark's workers run (kcodec/spark/workers.py), and the errors that name it
+when it cannot load kcodec's data sources. Fake sessions: no JVM."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="kcodec.spark needs pyspark (the spark/test extras)")
+pytest.importorskip("pyarrow")
+
+from kcodec.spark import workers  # noqa: E402
+from tests.support import REPO  # noqa: E402
+
+
+class FakeContext:
+    def __init__(self, master: str, conf: dict[str, str] | None = None,
+                 python: str = "python3") -> None:
+        self.master = master
+        self.conf = conf or {}
+        self.pythonExec = python
+
+    def getConf(self) -> FakeContext:
+        return self
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.conf.get(key, default)
+
+
+class FakeSession:
+    def __init__(self, sc: FakeContext) -> None:
+        self.sparkContext = sc
+
+
+def test_a_local_session_nobody_chose_a_python_for_runs_this_one(monkeypatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    sc = FakeContext("local[2]")
+    assert workers.choose(FakeSession(sc)) == sys.executable
+    assert sc.pythonExec == sys.executable
+
+
+def test_a_chosen_python_is_left_alone(monkeypatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    sc = FakeContext("local[*]", {"spark.pyspark.python": "/opt/py/bin/python"})
+    workers.choose(FakeSession(sc))
+    assert sc.pythonExec == "python3"           # the conf is Spark's to apply
+    sc = FakeContext("spark://cluster:7077")    # other machines: their Python is theirs
+    assert workers.choose(FakeSession(sc)) is None and sc.pythonExec == "python3"
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    sc = FakeContext("local", python=sys.executable)
+    assert workers.choose(FakeSession(sc)) == sys.executable
+
+
+def test_a_chosen_python_that_lacks_kcodec_spark_is_named_with_what_to_set(
+        monkeypatch, tmp_path) -> None:
+    # a Python like the system's: this interpreter, but pyarrow cannot be imported
+    fake = tmp_path / "python3"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c "
+                    "'import sys; sys.modules[\"pyarrow\"] = None; exec(sys.argv[1])' \"$2\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PYSPARK_PYTHON", str(fake))
+    sc = FakeContext("local[2]", python=str(fake))
+    with pytest.raises(workers.WorkerPythonError) as e:
+        workers.choose(FakeSession(sc))
+    text = str(e.value)
+    assert f"Spark's Python workers would run {fake}" in text
+    assert "lacks pyarrow" in text and "set PYSPARK_PYTHON" in text
+    assert sys.executable in text       # the one that has it
+    assert isinstance(e.value, ImportError)
+    # a Python that is not there at all
+    sc = FakeContext("local[2]", python=str(tmp_path / "nothing"))
+    with pytest.raises(workers.WorkerPythonError, match="cannot be started"):
+        workers.choose(FakeSession(sc))
+
+
+@pytest.mark.parametrize("module", ["pyspark_kcodec", "pyspark_kcodec_log"])
+def test_spark_lookup_in_a_python_without_pyarrow_says_what_to_set(module) -> None:
+    """What Spark's lookup worker meets in a Python with kcodec and pyspark but no pyarrow
+    (the checkout's directory on sys.path, the system's python3): an ImportError naming
+    the interpreter, what it lacks and PYSPARK_PYTHON, not a quiet 'data source not found'
+    or a ModuleNotFoundError inside pyspark's planning worker."""
+    code = f"import sys; sys.modules['pyarrow'] = None; import {module}"
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "KCODEC_NO_EXTENSIONS": "1"})
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1
+    assert last.startswith(f"ImportError: kcodec's Spark data sources cannot be loaded in "
+                           f"{sys.executable}, which lacks pyarrow: Spark runs its Python "
+                           "workers with PYSPARK_PYTHON"), last
+    assert "kcodec.spark.register(spark)" in last
+
+
+def test_without_pyspark_the_lookup_modules_do_nothing(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['pyspark'] = None; import pyspark_kcodec, pyspark_kcodec_log"
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
