@@ -45,6 +45,7 @@ from kcodec.client.config import COMPRESSION_TYPES
 NAME = "produce"
 HELP = "send messages to a topic (arguments, or one per line of stdin)"
 MAX_LINE = 1048576   # Kafka's max.request.size default: a larger record seldom gets through
+RECORD_OVERHEAD = 64 * 1024   # room for a record's framing, key and headers beside its line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,9 +105,13 @@ def run(args: argparse.Namespace) -> int:
         headers=_headers(args.header))
     acks = args.acks
     ms = int(args.timeout * 1000)
+    # a line --max-line-bytes lets through must not be refused by the producer's own size
+    # check: its max_request_size covers such a line plus a record's framing and headers
+    # (the broker's max.message.bytes still decides)
     cfg = client_config(args, compression_type=args.compression, acks=acks,
                         enable_idempotence=acks in ("all", "-1"), linger_ms=5,
-                        delivery_timeout_ms=ms)
+                        delivery_timeout_ms=ms,
+                        max_request_size=max(MAX_LINE, args.max_line_bytes + RECORD_OVERHEAD))
     from kcodec.client import ProducerConfig
 
     ProducerConfig.from_kwargs(cfg)  # a bad value (--acks 2) is a usage error before connecting

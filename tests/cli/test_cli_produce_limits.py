@@ -1,6 +1,7 @@
-"""``kcodec produce`` and the producer's size check: a line larger than max_request_size
-is refused by the producer before anything of it is sent (as Java's producer refuses it
-with RecordTooLargeException), and the command stops there."""
+"""``kcodec produce`` and record sizes: a 50 MB line is refused before anything of it is
+read whole or sent (the CLI's --max-line-bytes, which also sets the producer's
+max_request_size; the producer's own check is tests/client/test_producer_limits.py), and
+the command stops there, saying where to resume."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def test_a_50_mb_line_is_refused_without_being_sent() -> None:
         end = c.state.partition("big", 0).log.log_end_offset
     err = p.stderr.decode(errors="replace")
     assert p.returncode != 0, err
-    assert "max_request_size" in err, err          # the producer's error, as reported
+    # refused before sending: by the CLI's line limit (--max-line-bytes, 1 MiB by default),
+    # which also sets the producer's max_request_size
+    assert "line 2 is longer than 1048576 bytes" in err and "not sent" in err, err
     assert sent and max(sent) < 1024 * 1024, sent  # the big record never went out
     assert end == 1                                # the line before it was written
