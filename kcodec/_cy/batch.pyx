@@ -25,7 +25,7 @@ from kcodec._cy._record cimport Record as CRecord
 from cpython.ref cimport Py_XDECREF
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy._zstd cimport zstd_bound, zstd_compress_into
-from kcodec._cy._lz4 cimport lz4_frame
+from kcodec._cy.compression cimport decompress_codec
 from cpython.bytearray cimport PyByteArray_Resize
 from cpython.bytes cimport _PyBytes_Resize
 
@@ -40,6 +40,7 @@ from cpython.time cimport PyTime_TimeRaw
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 
 from kcodec._cy._record import ControlRecord, Record, RecordMetadata
+from kcodec._cy.compression import compress
 from kcodec.errors import (
     ChecksumError, CorruptDataError, DecodeError, EncodeError, EncodeTypeError, TruncatedError,
 )
@@ -69,32 +70,6 @@ cdef int64_t _I64_MIN = INT64_MIN
 cdef int64_t _I64_MAX = INT64_MAX
 cdef int64_t _I32_MIN = -0x80000000
 cdef int64_t _I32_MAX = 0x7FFFFFFF
-
-
-cdef object _codecs = None
-
-
-cdef object _compression():
-    # Imported on first use: _impl imports this module while it decides, before any face
-    # (kcodec.compression among them) can be imported.
-    global _codecs
-    if _codecs is None:
-        from kcodec import compression
-        _codecs = compression
-    return _codecs
-
-
-cdef object _decompress(int codec, object data, Py_ssize_t max_size):
-    cdef object out
-    if codec == 3:
-        out = lz4_frame(data, max_size, 2)   # None: not a plain frame, the general path
-        if out is not None:
-            return out
-    return _compression().decompress(codec, data, max_size)
-
-
-cdef object _compress(int codec, object data, object level):
-    return _compression().compress(codec, data, level)
 
 
 cdef inline uint32_t _crc32c(const uint8_t* p, Py_ssize_t n) noexcept:
@@ -162,8 +137,8 @@ cdef class RecordBatch:
             size[0] = n
             base[0] = start
             return self._buf
-        out = _decompress(codec, PyMemoryView_FromMemory(<char*>self._buf.ptr + start, n,
-                                                         PyBUF_READ), self._max_size)
+        out = decompress_codec(codec, PyMemoryView_FromMemory(<char*>self._buf.ptr + start, n,
+                                                              PyBUF_READ), self._max_size, 2)
         if type(out) is not bytes:
             out = bytes(out)
         ptr[0] = <const uint8_t*>PyBytes_AS_STRING(out)
@@ -930,7 +905,7 @@ cdef class RecordBatchBuilder:
         self._meta_cls = metadata_class
         self._codec = check_i64(compression, 0, 4, "compression codec")
         if compression_level is not None:
-            _compress(self._codec, b"", compression_level)  # EncodeError for a bad level
+            compress(self._codec, b"", compression_level)  # EncodeError for a bad level
         self._level = compression_level
         self._base_offset = check_i64(base_offset, _I64_MIN, _I64_MAX, "base offset")
         self._ts_type = check_i64(timestamp_type, 0, 1, "timestamp type")
@@ -1185,7 +1160,7 @@ cdef class RecordBatchBuilder:
                 src = PyMemoryView_FromMemory(<char*>self._buf.data, self._committed,
                                               PyBUF_READ)
             try:
-                payload = _compress(codec, src, self._level)
+                payload = compress(codec, src, self._level)
             finally:
                 src.release()
             if type(payload) is not bytes:

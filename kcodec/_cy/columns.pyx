@@ -24,6 +24,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
+from kcodec._cy.compression cimport decompress_codec
 from kcodec._cy.crc cimport crc32c_update
 from kcodec._cy._reader cimport (
     Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, read_varint,
@@ -34,6 +35,7 @@ import sys
 
 from kcodec import _columnar
 from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns, check_layout
+from kcodec._cy.batch import iter_batches
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.errors import ChecksumError
 
@@ -504,34 +506,16 @@ cdef object _MAXSIZE = sys.maxsize   # check_max_size() leaves ints in [0, sys.m
 cdef object _np = None              # numpy, imported on the first call
 cdef object _ndarray = None
 cdef object _I64, _I32, _I8, _U8, _BOOL     # numpy dtypes
-cdef object _iter_batches = None    # kcodec.records.iter_batches (legacy entries), idem
-cdef object _decompress = None      # kcodec.compression.decompress, idem
 
 
 cdef int _imports() except -1:
-    # Late imports: numpy is optional for kcodec, and kcodec.records imports this module.
+    # A late import: numpy is optional for kcodec.
     global _np, _ndarray, _I64, _I32, _I8, _U8, _BOOL
     np = _columnar.numpy()
     _ndarray = np.ndarray
     _I64, _I32, _I8, _U8, _BOOL = (np.dtype(t) for t in ("i8", "i4", "i1", "u1", "?"))  # native order
     _np = np
     return 0
-
-
-cdef object _get_decompress():
-    global _decompress
-    if _decompress is None:
-        from kcodec.compression import decompress
-        _decompress = decompress
-    return _decompress
-
-
-cdef object _get_iter_batches():
-    global _iter_batches
-    if _iter_batches is None:
-        from kcodec.records import iter_batches
-        _iter_batches = iter_batches
-    return _iter_batches
 
 
 cdef inline int64_t _wrap_add(int64_t a, int64_t b) noexcept:
@@ -943,7 +927,7 @@ cdef object _v2_batch(Cols* c, const uint8_t* p, Py_ssize_t pos, Py_ssize_t size
         r.base = 0
         _records(c, &r, count, base_offset, first_ts, max_ts, attributes, p + pf_at, pf_n)
     else:
-        db = get_buf(_get_decompress()(codec, view[pos + 61:pos + size], max_size))
+        db = get_buf(decompress_codec(codec, view[pos + 61:pos + size], max_size, 2))
         r.data = db.ptr
         r.pos = 0
         r.end = db.size
@@ -955,7 +939,7 @@ cdef object _v2_batch(Cols* c, const uint8_t* p, Py_ssize_t pos, Py_ssize_t size
 cdef object _legacy(_Builder builder, object buf, Py_ssize_t pos, bint validate_crc,
                     bint include_control, object max_size):
     """The legacy entry at pos, through the record reader; returns (end, next offset)."""
-    it = _get_iter_batches()(buf, validate_crc=validate_crc, max_decompressed_size=max_size, start=pos)
+    it = iter_batches(buf, validate_crc=validate_crc, max_decompressed_size=max_size, start=pos)
     entry = next(it)
     for rec in entry:
         builder.append(rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,

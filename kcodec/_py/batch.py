@@ -59,8 +59,8 @@ from kcodec._py._wire import (
     varlong,
     wrap64,
 )
-from kcodec.compression import compress, decompress
-from kcodec.crc import crc32, crc32c
+from kcodec._py.compression import compress, decompress
+from kcodec._py.crc import crc32, crc32c
 from kcodec.errors import (
     ChecksumError,
     CorruptDataError,
