@@ -155,7 +155,7 @@ def _protocol() -> list[bytes]:
     from fuzz.targets import twins
     from kcodec.protocol import CLASSES
 
-    enc = twins("protocol")[1].encode_struct
+    enc = twins("engine")[1].encode_struct
     names = sorted(CLASSES)
     out = []
     for i, name in enumerate(names):

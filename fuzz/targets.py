@@ -798,7 +798,7 @@ def target_protocol(data: bytes) -> None:
     decodes back to itself."""
     from kcodec.protocol import CLASSES
 
-    cy, py = twins("protocol")
+    cy, py = twins("engine")
     names = _names()
     cls = CLASSES[names[_opt(data, 0) % len(names)]]
     versions = cls.MAX_VERSION - cls.MIN_VERSION + 1
@@ -971,7 +971,7 @@ def target_client(data: bytes) -> None:
     import kcodec.protocol.engine as E
 
     a = _client_outcome(data)
-    py = _impl.twin("protocol", "python")
+    py = _impl.twin("engine", "python")
     with _patched(E, decode_struct=py.decode_struct, encode_struct=py.encode_struct), \
             pure_records():
         b = _client_outcome(data)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
-from kcodec._impl import twin
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import (
     CorruptMessage,
@@ -44,12 +43,10 @@ from kcodec.compression import decompress
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
 from kcodec.records import MessageSetBuilder, iter_batches
+from kcodec.records.segscan import scan_records_v2
 
 __all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
            "check_replicated"]
-
-#: the record walk without record objects, compiled or pure like every twin
-scan_records_v2 = twin("segscan").scan_records_v2
 
 _V2 = struct.Struct(">qiibIhiqqqhii")     # the 61-byte v2 batch header
 _V2_MIN_LENGTH = 61 - 12
