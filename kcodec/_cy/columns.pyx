@@ -25,7 +25,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
 from kcodec._cy.compression cimport decompress_codec
-from kcodec._cy.crc cimport crc32c_update
+from kcodec._cy.crc cimport crc32c_of
 from kcodec._cy._reader cimport (
     Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, read_varint,
     read_varlong,
@@ -908,11 +908,7 @@ cdef object _v2_batch(Cols* c, const uint8_t* p, Py_ssize_t pos, Py_ssize_t size
     cdef Py_ssize_t pf_at = pos + size
     cdef Py_ssize_t pf_n = min(size, blob_size - pf_at)
     if validate_crc:
-        if size >= 65536:
-            with nogil:
-                actual = crc32c_update(0, p + pos + 21, <size_t>(size - 21))
-        else:
-            actual = crc32c_update(0, p + pos + 21, <size_t>(size - 21))
+        actual = crc32c_of(p + pos + 21, size - 21)
         if actual != crc:
             raise ChecksumError(crc, actual, pos, "record batch CRC-32C")
     if count < 0:

@@ -15,7 +15,7 @@ log segment's bytes), mixing magic 0, 1 and 2, and yields ``RecordBatch`` (magic
 Building: ``RecordBatchBuilder`` (magic 2) and ``MessageSetBuilder`` (magic 0/1).
 
 The names come from the modules of this package, each the face of one twin (``batch``,
-``legacy``, ``columns``, ``segscan``), chosen once by ``kcodec._impl`` (see
+``builder``, ``legacy``, ``columns``, ``segscan``), chosen once by ``kcodec._impl`` (see
 ``kcodec.IMPLEMENTATION``).
 """
 
@@ -30,11 +30,13 @@ from kcodec.records.batch import (
     ControlRecord,
     Record,
     RecordBatch,
+    iter_batches,
+    parse_control,
+)
+from kcodec.records.builder import (
     RecordBatchBuilder,
     RecordMetadata,
     estimate_batch_size,
-    iter_batches,
-    parse_control,
     record_size,
 )
 from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns
