@@ -12,8 +12,8 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.string cimport memcmp, memcpy
 
 from kcodec._cy._reader cimport (
-    Buf, Reader, be_u16, be_u32, be_u64, get_buf, need, raise_corrupt, read_i8, read_varint,
-    read_varlong,
+    Buf, Reader, be_u16, be_u32, be_u64, fast_varint, fast_varlong, get_buf, need, raise_corrupt,
+    read_i8, read_varint, read_varlong,
 )
 from kcodec._cy._record cimport Record as CRecord
 from kcodec._cy._record cimport crc32_ieee, make_control, new_record
@@ -190,59 +190,14 @@ cdef object _header_key(const uint8_t* p, Py_ssize_t n, Py_ssize_t where):
     return s
 
 
+# The exact reads, out of line: the record loop reads varints of one or two bytes in place
+# (fast_varint) and calls these for the rest.
 cdef int _rv_slow(Reader* r, int32_t* out, str what) except -1:
     return read_varint(r, out, what)
 
 
 cdef int _rvl_slow(Reader* r, int64_t* out, str what) except -1:
     return read_varlong(r, out, what)
-
-
-cdef extern from *:
-    """
-    /* Varints of one or two bytes (most lengths, deltas and counts) are read in place;
-       anything longer, or cut short, goes to the exact reader in _reader.pxd. Forced
-       inline: the compiler will not inline a function called eight times per record. */
-    #if defined(_MSC_VER)
-    #define KC_FORCE_INLINE static __forceinline
-    #elif defined(__GNUC__) || defined(__clang__)
-    #define KC_FORCE_INLINE static inline __attribute__((always_inline))
-    #else
-    #define KC_FORCE_INLINE static inline
-    #endif
-    KC_FORCE_INLINE int kc_var12(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end,
-                                 uint64_t* u) {
-        Py_ssize_t p = *pos;
-        if (p < end) {
-            uint8_t b = d[p];
-            if (b < 0x80) { *u = b; *pos = p + 1; return 1; }
-            if (p + 1 < end && d[p + 1] < 0x80) {
-                *u = (uint64_t)(b & 0x7F) | ((uint64_t)d[p + 1] << 7);
-                *pos = p + 2;
-                return 1;
-            }
-        }
-        return 0;
-    }
-    """
-    bint kc_var12(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, uint64_t* u) noexcept nogil
-
-
-cdef inline int _rv(Reader* r, int32_t* out, str what) except -1:
-    """A zigzag varint: one or two bytes in place, the rest through the exact reader."""
-    cdef uint64_t u
-    if kc_var12(r.data, &r.pos, r.end, &u):
-        out[0] = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        return 0
-    return _rv_slow(r, out, what)
-
-
-cdef inline int _rvl(Reader* r, int64_t* out, str what) except -1:
-    cdef uint64_t u
-    if kc_var12(r.data, &r.pos, r.end, &u):
-        out[0] = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        return 0
-    return _rvl_slow(r, out, what)
 
 
 cdef int _need_fail(Reader* r, Py_ssize_t n, str what) except -1:
@@ -433,7 +388,6 @@ cdef class RecordIterator:
         cdef const uint8_t* data = r.data
         cdef int32_t j, length, od, kl, hc
         cdef int8_t attr
-        cdef uint64_t u
         cdef int64_t tsd, ts, offset
         cdef Py_ssize_t rstart, body, saved
         cdef list headers
@@ -456,29 +410,21 @@ cdef class RecordIterator:
         i = self.i
         self.i = self.count + 1  # until this record decodes: a malformed one ends it
         if KC_SOLE_RECORD(<PyObject*>self.prev2, <PyObject*>CRecord) and not self.control:
-            rec = self.prev2  # only the iterator held it: refill it below
+            rec = <CRecord>self.prev2  # only the iterator held it: refill it below
             self.prev2 = None
         rstart = r.pos
-        if kc_var12(data, &r.pos, r.end, &u):
-            length = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        else:
+        if not fast_varint(data, &r.pos, r.end, &length):
             _rv_slow(r, &length, "record length")
         _need(r, length, "record")
         body = r.pos
         saved = r.end
         r.end = r.pos + length
         read_i8(r, &attr, "record attributes")
-        if kc_var12(data, &r.pos, r.end, &u):
-            tsd = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        else:
+        if not fast_varlong(data, &r.pos, r.end, &tsd):
             _rvl_slow(r, &tsd, "timestamp delta")
-        if kc_var12(data, &r.pos, r.end, &u):
-            od = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        else:
+        if not fast_varint(data, &r.pos, r.end, &od):
             _rv_slow(r, &od, "offset delta")
-        if kc_var12(data, &r.pos, r.end, &u):
-            kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        else:
+        if not fast_varint(data, &r.pos, r.end, &kl):
             _rv_slow(r, &kl, "key length")
         if kl == -1:
             key = None
@@ -487,9 +433,7 @@ cdef class RecordIterator:
             key = kc_bytes(<PyObject*>rec.key if rec is not None else NULL,
                            <const char*>data + r.pos, kl)
             r.pos += kl
-        if kc_var12(data, &r.pos, r.end, &u):
-            kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        else:
+        if not fast_varint(data, &r.pos, r.end, &kl):
             _rv_slow(r, &kl, "value length")
         if kl == -1:
             value = None
@@ -498,9 +442,7 @@ cdef class RecordIterator:
             value = kc_bytes(<PyObject*>rec.value if rec is not None else NULL,
                              <const char*>data + r.pos, kl)
             r.pos += kl
-        if kc_var12(data, &r.pos, r.end, &u):
-            hc = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-        else:
+        if not fast_varint(data, &r.pos, r.end, &hc):
             _rv_slow(r, &hc, "header count")
         if hc < 0:
             raise_corrupt(f"negative header count {hc}", r.pos + r.base)
@@ -517,9 +459,7 @@ cdef class RecordIterator:
             t = PyList_GET_ITEM(headers, j) if reuse else NULL
             if t != NULL and not KC_PAIR_REUSABLE(t):
                 t = NULL
-            if kc_var12(data, &r.pos, r.end, &u):
-                kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-            else:
+            if not fast_varint(data, &r.pos, r.end, &kl):
                 _rv_slow(r, &kl, "header key length")
             _need(r, kl, "header key")
             if t != NULL:
@@ -528,9 +468,7 @@ cdef class RecordIterator:
             else:
                 hk = _cached_key(self.hcache, j, data + r.pos, kl, r.pos + r.base)
             r.pos += kl
-            if kc_var12(data, &r.pos, r.end, &u):
-                kl = <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-            else:
+            if not fast_varint(data, &r.pos, r.end, &kl):
                 _rv_slow(r, &kl, "header value length")
             if kl == -1:
                 hv = None
