@@ -48,7 +48,7 @@ from typing import Any
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec._py import legacy as _legacy
 from kcodec._py._record import ControlRecord, Record, make_control, parse_control
-from kcodec._py._wire import as_bytes_view, need, uvar, varint, varlong, wrap64
+from kcodec._py._wire import as_bytes_view, need, varint, varlong, wrap64
 from kcodec._py.compression import decompress
 from kcodec._py.crc import crc32, crc32c
 from kcodec.errors import ChecksumError, CorruptDataError, DecodeError, TruncatedError
@@ -201,185 +201,120 @@ class RecordBatch:
 
 
 class _Unusual(Exception):
-    """The optimistic record reader met something it does not handle: re-read exactly.
+    """The quick record reader met something it does not handle: read the record exactly.
 
     Raised as the class, a new instance each time: raising one shared instance would chain
     every raise's frames onto its ``__traceback__`` for good, keeping each buffer read (a
     segment's mapped file too) alive for the life of the process."""
 
 
-def _iter_records(batch: RecordBatch, data: bytes, pos: int, end: int,
-                  base: int) -> Iterator[Record]:
-    """Decode ``b.record_count`` records from data[pos:end] (errors at position + base).
+def _short(data: bytes, i: int) -> tuple[int, int]:
+    """The zigzag varint of one or two bytes at ``i`` and the position after it; _Unusual
+    for a longer one (or none: IndexError past the end)."""
+    b = data[i]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), i + 1
+    c = data[i + 1]
+    if c >= 0x80:
+        raise _Unusual
+    b = (b & 0x7F) | (c << 7)
+    return (b >> 1) ^ -(b & 1), i + 2
 
-    Each record is read optimistically inline (varints of 1-2 bytes in place); on anything
-    unusual it is read again by ``_exact_record``, which checks every field exactly as the
-    compiled twin does and raises its error.
+
+def _iter_records(batch: RecordBatch, data: Any, pos: int, end: int,
+                  base: int) -> Iterator[Record]:
+    """Decode ``batch.record_count`` records from data[pos:end] (errors at position + base).
+
+    Each record is read quickly first (_quick_record: varints of one or two bytes, the
+    usual fields); on anything else it is read again by _read_record, which checks every
+    field exactly as the compiled twin does and raises its error.
     """
     count = batch.record_count
     base_offset = batch.base_offset
     first_ts = batch.first_timestamp
-    attrs = batch.attributes
-    ts_type = (attrs >> 3) & 1
+    ts_type = (batch.attributes >> 3) & 1
     log_append = batch.max_timestamp if ts_type else None
-    control = attrs & 0x20
+    control = batch.attributes & 0x20
     for _ in range(count):
-        rstart = pos
+        start = pos
         try:
-            i = pos
-            b = data[i]
-            if b < 0x80:
-                i += 1
-            else:
-                c = data[i + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    i += 2
-                else:
-                    b, i = uvar(data, i, end, 5, 32, "", 0)
-            length = (b >> 1) ^ -(b & 1)
-            rec_end = i + length
-            if length < 0 or rec_end > end:
-                raise _Unusual
-            attributes = data[i]
-            i += 1
-            b = data[i]
-            if b < 0x80:
-                i += 1
-            else:
-                c = data[i + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    i += 2
-                else:
-                    b, i = uvar(data, i, end, 10, 64, "", 0)
-            tsd = (b >> 1) ^ -(b & 1)
-            b = data[i]
-            if b < 0x80:
-                i += 1
-            else:
-                c = data[i + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    i += 2
-                else:
-                    b, i = uvar(data, i, end, 5, 32, "", 0)
-            od = (b >> 1) ^ -(b & 1)
-            b = data[i]
-            if b < 0x80:
-                i += 1
-            else:
-                c = data[i + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    i += 2
-                else:
-                    b, i = uvar(data, i, end, 5, 32, "", 0)
-            n = (b >> 1) ^ -(b & 1)
-            if n >= 0:
-                key = data[i:i + n]
-                i += n
-            elif n == -1:
-                key = None
-            else:
-                raise _Unusual
-            b = data[i]
-            if b < 0x80:
-                i += 1
-            else:
-                c = data[i + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    i += 2
-                else:
-                    b, i = uvar(data, i, end, 5, 32, "", 0)
-            n = (b >> 1) ^ -(b & 1)
-            if n >= 0:
-                value = data[i:i + n]
-                i += n
-            elif n == -1:
-                value = None
-            else:
-                raise _Unusual
-            b = data[i]
-            if b < 0x80:
-                i += 1
-            else:
-                c = data[i + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    i += 2
-                else:
-                    b, i = uvar(data, i, end, 5, 32, "", 0)
-            hc = (b >> 1) ^ -(b & 1)
-            headers: list[tuple[str, bytes | None]] = []
-            if hc:
-                if hc < 0 or hc > (rec_end - i) // 2:
-                    raise _Unusual
-                for _ in range(hc):
-                    b = data[i]
-                    if b < 0x80:
-                        i += 1
-                    else:
-                        c = data[i + 1]
-                        if c < 0x80:
-                            b = (b & 0x7F) | (c << 7)
-                            i += 2
-                        else:
-                            b, i = uvar(data, i, end, 5, 32, "", 0)
-                    n = (b >> 1) ^ -(b & 1)
-                    if n < 0:
-                        raise _Unusual
-                    hk = data[i:i + n].decode()
-                    i += n
-                    b = data[i]
-                    if b < 0x80:
-                        i += 1
-                    else:
-                        c = data[i + 1]
-                        if c < 0x80:
-                            b = (b & 0x7F) | (c << 7)
-                            i += 2
-                        else:
-                            b, i = uvar(data, i, end, 5, 32, "", 0)
-                    n = (b >> 1) ^ -(b & 1)
-                    if n >= 0:
-                        headers.append((hk, data[i:i + n]))
-                        i += n
-                    elif n == -1:
-                        headers.append((hk, None))
-                    else:
-                        raise _Unusual
-            if i != rec_end:
-                raise _Unusual
-            if attributes > 127:
-                attributes -= 256
-            offset = base_offset + od
-            if offset > _I64_MAX or offset < _I64_MIN:
-                offset = wrap64(offset)
-            if log_append is None:
-                ts = first_ts + tsd
-                if ts > _I64_MAX or ts < _I64_MIN:
-                    ts = wrap64(ts)
-            else:
-                ts = log_append
-            rec = Record(offset, ts, ts_type, key, value, headers, attributes, i - rstart)
-            pos = i
+            rec, pos = _quick_record(data, pos, end, base_offset, first_ts, ts_type, log_append)
         except Exception:  # unusual (or malformed): the exact reader raises the exact error
-            rec, pos = _exact_record(data, rstart, end, base, base_offset, first_ts, ts_type,
-                                     log_append)
+            rec, pos = _read_record(data, pos, end, base, base_offset, first_ts, ts_type,
+                                    log_append)
         if control:
             rec = make_control(rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,
-                               rec.headers, rec.attributes, rstart + base, pos - rstart)
+                               rec.headers, rec.attributes, start + base, pos - start)
         yield rec
     if pos != end:
         raise CorruptDataError(f"{end - pos} bytes left after the last of {count} records",
                                pos + base)
 
 
-def _exact_record(data: Any, pos: int, end: int, base: int, base_offset: int, first_ts: int,
+def _quick_record(data: bytes, pos: int, end: int, base_offset: int, first_ts: int,
                   ts_type: int, log_append: int | None) -> tuple[Record, int]:
-    """Decode one record checking every field exactly as the compiled twin does."""
+    """The record at ``pos`` when every varint of it has one or two bytes and every length
+    fits; anything else raises (_Unusual, IndexError...) for _read_record to read."""
+    length, i = _short(data, pos)
+    rec_end = i + length
+    if length < 0 or rec_end > end:
+        raise _Unusual
+    attributes = data[i]
+    if attributes > 127:
+        attributes -= 256
+    tsd, i = _short(data, i + 1)
+    od, i = _short(data, i)
+    n, i = _short(data, i)
+    key = None
+    if n >= 0:
+        key = data[i:i + n]
+        i += n
+    elif n != -1:
+        raise _Unusual
+    n, i = _short(data, i)
+    value = None
+    if n >= 0:
+        value = data[i:i + n]
+        i += n
+    elif n != -1:
+        raise _Unusual
+    hc, i = _short(data, i)
+    headers: list[tuple[str, bytes | None]] = []
+    if hc:
+        if hc < 0 or hc > (rec_end - i) // 2:
+            raise _Unusual
+        for _ in range(hc):
+            n, i = _short(data, i)
+            if n < 0:
+                raise _Unusual
+            hk = data[i:i + n].decode()
+            i += n
+            n, i = _short(data, i)
+            if n >= 0:
+                headers.append((hk, data[i:i + n]))
+                i += n
+            elif n == -1:
+                headers.append((hk, None))
+            else:
+                raise _Unusual
+    if i != rec_end:
+        raise _Unusual
+    offset = base_offset + od
+    if offset > _I64_MAX or offset < _I64_MIN:
+        offset = wrap64(offset)
+    if log_append is None:
+        ts = first_ts + tsd
+        if ts > _I64_MAX or ts < _I64_MIN:
+            ts = wrap64(ts)
+    else:
+        ts = log_append
+    return Record(offset, ts, ts_type, key, value, headers, attributes, i - pos), i
+
+
+def _read_record(data: Any, pos: int, end: int, base: int, base_offset: int, first_ts: int,
+                 ts_type: int, log_append: int | None) -> tuple[Record, int]:
+    """Decode the record at ``pos``: it and the position after it. Every length is checked
+    against the bytes left before it is used, in the order the compiled twin checks."""
     start = pos
     length, pos = varint(data, pos, end, "record length", base)
     need(pos, end, length, "record", base)
