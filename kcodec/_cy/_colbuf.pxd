@@ -6,7 +6,7 @@
 # them to numpy at the end without a copy. The checks that run once per record or value are
 # inline here (compiled into the decoder); growing, widening and the general append are
 # calls into kcodec._cy._colbuf.
-from libc.stdint cimport int32_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 
 
 cdef struct Grow:
@@ -74,6 +74,21 @@ cdef inline int cols_headers_reserve(Cols* c, Py_ssize_t k) except -1:
     bin_reserve(&c.hkey, k)
     bin_reserve(&c.hval, k)
     return 0
+
+
+cdef inline void cols_close_record(Cols* c, bint control) noexcept:
+    """After a record's other columns: its control flag (when kept) and the end of its
+    headers list; the record counted."""
+    if c.with_control:
+        c.control.p[c.control.n] = <char>control
+        c.control.n += 1
+    if c.hwide:
+        (<int64_t*>(c.hoffs.p + c.hoffs.n))[0] = c.hkey.count
+        c.hoffs.n += 8
+    else:
+        (<int32_t*>(c.hoffs.p + c.hoffs.n))[0] = <int32_t>c.hkey.count
+        c.hoffs.n += 4
+    c.n += 1
 
 
 cdef class Builder:

@@ -99,20 +99,26 @@ cdef int bits_room(BinCol* c) except -1:
     return 0
 
 
-cdef int bin_widen(BinCol* c) except -1:
-    """Switch to int64 offsets (the data passed 2 GiB): Arrow large_binary / large_string."""
-    cdef Py_ssize_t i, n = c.count + 1, cap = (c.offs.cap // 4) * 8
+cdef int _widen(Grow* offs, Py_ssize_t n) except -1:
+    """The n int32 offsets of ``offs`` as int64 ones, in a buffer twice the size."""
+    cdef Py_ssize_t i
     cdef Grow g
     g.p = NULL
     g.n = 0
     g.cap = 0
-    g.tag = c.offs.tag
-    grow(&g, cap)
+    g.tag = offs.tag
+    grow(&g, (offs.cap // 4) * 8)
     for i in range(n):
-        (<int64_t*>g.p)[i] = (<int32_t*>c.offs.p)[i]
+        (<int64_t*>g.p)[i] = (<int32_t*>offs.p)[i]
     g.n = n * 8
-    _release(c.offs.p, c.offs.cap, c.offs.tag)
-    c.offs = g
+    _release(offs.p, offs.cap, offs.tag)
+    offs[0] = g
+    return 0
+
+
+cdef int bin_widen(BinCol* c) except -1:
+    """Switch to int64 offsets (the data passed 2 GiB): Arrow large_binary / large_string."""
+    _widen(&c.offs, c.count + 1)
     c.wide = True
     c.lim = -1
     return 0
@@ -188,31 +194,12 @@ cdef inline void cols_push(Cols* c, int64_t offset, int64_t timestamp, int8_t ts
         c.tstype.p[c.tstype.n] = <char>tstype
         c.tstype.n += 1
     c.timestamp.n += 8
-    if c.with_control:
-        c.control.p[c.control.n] = <char>control
-        c.control.n += 1
-    if c.hwide:
-        (<int64_t*>(c.hoffs.p + c.hoffs.n))[0] = c.hkey.count
-        c.hoffs.n += 8
-    else:
-        (<int32_t*>(c.hoffs.p + c.hoffs.n))[0] = <int32_t>c.hkey.count
-        c.hoffs.n += 4
-    c.n += 1
+    cols_close_record(c, control)
 
 
 cdef int cols_headers_widen(Cols* c) except -1:
-    cdef Py_ssize_t i, n = c.n + 1, cap = (c.hoffs.cap // 4) * 8
-    cdef Grow g
-    g.p = NULL
-    g.n = 0
-    g.cap = 0
-    g.tag = c.hoffs.tag
-    grow(&g, cap)
-    for i in range(n):
-        (<int64_t*>g.p)[i] = (<int32_t*>c.hoffs.p)[i]
-    g.n = n * 8
-    _release(c.hoffs.p, c.hoffs.cap, c.hoffs.tag)
-    c.hoffs = g
+    """Switch the headers' list offsets to int64 (more than 2**31 - 1 headers)."""
+    _widen(&c.hoffs, c.n + 1)
     c.hwide = True
     return 0
 

@@ -32,5 +32,7 @@ cdef class RecordBatchBuilder:
                          object offset_delta, int64_t* ts_out, int64_t* od_out) except -1
     # build() for zstd with libzstd called from C (kcodec._cy._zstd)
     cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray)
-    # the header (CRC included) before plen bytes of records at o + HEADER_SIZE
-    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int attrs, Py_ssize_t plen)
+    # the batch_length field for plen bytes of records (EncodeError past int32)
+    cdef Py_ssize_t _length(self, Py_ssize_t plen) except -1
+    # the header (CRC included) before plen bytes of records (codec) at o + HEADER_SIZE
+    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int codec, Py_ssize_t plen)

@@ -400,7 +400,6 @@ cdef class RecordBatchBuilder:
         cdef int codec = self._codec
         cdef const uint8_t* pp
         cdef Py_ssize_t plen, length
-        cdef int attrs
         cdef object out
         cdef uint8_t* o
         cdef object payload = None
@@ -432,14 +431,7 @@ cdef class RecordBatchBuilder:
         else:
             pp = self._buf.data
             plen = self._committed
-        attrs = codec | (self._ts_type << 3)
-        if self._transactional:
-            attrs |= 0x10
-        if self._control:
-            attrs |= 0x20
-        length = HEADER_SIZE - 12 + plen
-        if length > _I32_MAX:
-            raise EncodeError(f"batch of {length + 12} bytes too large")
+        length = self._length(plen)
         if as_bytearray:
             out = PyByteArray_FromStringAndSize(NULL, HEADER_SIZE + plen)
             o = <uint8_t*>PyByteArray_AS_STRING(out)
@@ -448,7 +440,7 @@ cdef class RecordBatchBuilder:
             o = <uint8_t*>PyBytes_AS_STRING(out)
         if plen:
             memcpy(o + HEADER_SIZE, pp, plen)
-        self._put_header(o, length, attrs, plen)
+        self._put_header(o, length, codec, plen)
         return out
 
     cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray):
@@ -457,7 +449,6 @@ cdef class RecordBatchBuilder:
         the output is then shrunk to size (no payload bytes object, no copy of it)."""
         cdef Py_ssize_t plen, length
         cdef int codec = 4
-        cdef int attrs
         cdef uint8_t* o
         cdef PyObject* raw = NULL
         cdef object out
@@ -486,20 +477,25 @@ cdef class RecordBatchBuilder:
             out = <object>raw
             Py_DECREF(out)  # the cast took a reference of its own
             o = <uint8_t*>PyBytes_AS_STRING(out)
-        attrs = codec | (self._ts_type << 3)
+        length = self._length(plen)
+        self._put_header(o, length, codec, plen)
+        return out
+
+    cdef Py_ssize_t _length(self, Py_ssize_t plen) except -1:
+        """The batch_length field for ``plen`` bytes of records (EncodeError past int32)."""
+        cdef Py_ssize_t length = HEADER_SIZE - 12 + plen
+        if length > _I32_MAX:
+            raise EncodeError(f"batch of {length + 12} bytes too large")
+        return length
+
+    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int codec, Py_ssize_t plen):
+        """The batch header at ``o``, before ``plen`` bytes of records (compressed with
+        ``codec``) already in place at ``o + HEADER_SIZE``; the CRC-32C last, over both."""
+        cdef int attrs = codec | (self._ts_type << 3)
         if self._transactional:
             attrs |= 0x10
         if self._control:
             attrs |= 0x20
-        length = HEADER_SIZE - 12 + plen
-        if length > _I32_MAX:
-            raise EncodeError(f"batch of {length + 12} bytes too large")
-        self._put_header(o, length, attrs, plen)
-        return out
-
-    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int attrs, Py_ssize_t plen):
-        """The batch header at ``o``, before ``plen`` bytes of records already in place at
-        ``o + HEADER_SIZE``; the CRC-32C last, over both."""
         put_u64(o, <uint64_t>self._base_offset)
         put_u32(o + 8, <uint32_t>length)
         put_u32(o + 12, <uint32_t>self._leader_epoch)

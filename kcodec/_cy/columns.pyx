@@ -22,8 +22,8 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.string cimport memcpy
 
 from kcodec._cy._colbuf cimport (
-    BinCol, Builder, Cols, bin_null, bin_push, cols_headers_reserve, cols_reserve, numpy_ready,
-    reserve,
+    BinCol, Builder, Cols, bin_null, bin_push, cols_close_record, cols_headers_reserve,
+    cols_reserve, numpy_ready, reserve,
 )
 from kcodec._cy.compression cimport decompress_codec
 from kcodec._cy.crc cimport crc32c_of
@@ -356,16 +356,7 @@ cdef int _records(Cols* c, Reader* r, int32_t count, int64_t base_offset, int64_
         else:
             out_ts[i] = ts
             (<int8_t*>out_tstype)[i] = tstype
-        if c.with_control:
-            c.control.p[c.control.n] = <char>control
-            c.control.n += 1
-        if c.hwide:
-            (<int64_t*>(c.hoffs.p + c.hoffs.n))[0] = c.hkey.count
-            c.hoffs.n += 8
-        else:
-            (<int32_t*>(c.hoffs.p + c.hoffs.n))[0] = <int32_t>c.hkey.count
-            c.hoffs.n += 4
-        c.n += 1
+        cols_close_record(c, control)
         c.offset.n += 8
         c.timestamp.n += 8
         c.tstype.n += 4 if spark else 1
