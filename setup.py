@@ -28,7 +28,7 @@ def _truthy(name: str) -> bool:
 C_SOURCES = {
     "crc": ["src_c/crc32c.c"],
     "_record": ["src_c/crc32ieee.c"],
-    "columns": ["src_c/kcbuf.c"],
+    "_colbuf": ["src_c/kcbuf.c"],
 }
 
 # Compiler directives live here, not in per-file headers.

@@ -46,7 +46,7 @@ from kcodec import compression
 
 
 def _section() -> bytes:
-    b = twin("batch", "cython").RecordBatchBuilder()
+    b = twin("builder", "cython").RecordBatchBuilder()
     for r in RECORDS:
         b.append(r.key, r.value, r.headers, r.timestamp)
     return b.build()[61:]

@@ -92,7 +92,7 @@ def _encoders(name: str) -> dict[str, Callable[[], Callable[[], Any]]]:
 
     def kc(impl: str) -> Callable[[], Callable[[], Any]]:
         def make() -> Callable[[], Any]:
-            enc = twin("protocol", impl).encode_struct
+            enc = twin("engine", impl).encode_struct
             return lambda: enc(plan, msg)
 
         return make
@@ -111,7 +111,7 @@ def _decoders(name: str) -> dict[str, Callable[[], Callable[[], Any]]]:
 
     def kc(impl: str) -> Callable[[], Callable[[], Any]]:
         def make() -> Callable[[], Any]:
-            dec = twin("protocol", impl).decode_struct
+            dec = twin("engine", impl).decode_struct
             return lambda: dec(plan, data, 0, True)
 
         return make
@@ -203,7 +203,7 @@ def _aio_fn(wl: str, name: str, op: str) -> Callable[[], Any]:
     plan = type(msg).plan(version)
     if name == "aiokafka":
         return peer.encode if op == "encode" else (lambda: type(peer).decode(data))
-    m = twin("protocol", "cython")
+    m = twin("engine", "cython")
     if op == "encode":
         enc = m.encode_struct
         return lambda: enc(plan, msg)

@@ -41,8 +41,8 @@ LEVELS = {"none": None, "gzip": 6, "snappy": None, "lz4": 9, "zstd": 3}
 
 
 def _input_v2(codec: str) -> bytes:
-    b = twin("batch", "python").RecordBatchBuilder(compression=CODECS[codec],
-                                                    compression_level=LEVELS[codec])
+    b = twin("builder", "python").RecordBatchBuilder(compression=CODECS[codec],
+                                                      compression_level=LEVELS[codec])
     for r in RECORDS:
         b.append(r.key, r.value, r.headers, r.timestamp)
     return b.build()
@@ -139,7 +139,7 @@ def test_r_decode_crc(benchmark, ratios, name: str) -> None:
 # -- builders -------------------------------------------------------------------------------
 
 def _kcodec_build(impl: str, codec: str) -> Callable[[], bytes]:
-    cls = twin("batch", impl).RecordBatchBuilder
+    cls = twin("builder", impl).RecordBatchBuilder
     c, lvl = CODECS[codec], LEVELS[codec]
 
     def run() -> bytes:

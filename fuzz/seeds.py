@@ -23,7 +23,7 @@ def _py(name: str) -> Any:
 
 def _v2(codec: int, *, control: bool = False, base: int = 0, ts_type: int = 0,
         rows: int = 3) -> bytes:
-    b = _py("batch").RecordBatchBuilder(compression=codec, base_offset=base,
+    b = _py("builder").RecordBatchBuilder(compression=codec, base_offset=base,
                                         timestamp_type=ts_type, is_control=control,
                                         is_transactional=control, producer_id=7 if control else -1)
     if control:
@@ -155,7 +155,7 @@ def _protocol() -> list[bytes]:
     from fuzz.targets import twins
     from kcodec.protocol import CLASSES
 
-    enc = twins("protocol")[1].encode_struct
+    enc = twins("engine")[1].encode_struct
     names = sorted(CLASSES)
     out = []
     for i, name in enumerate(names):
@@ -227,7 +227,7 @@ def _client() -> list[bytes]:
 
 
 def _sparkkafka() -> list[bytes]:
-    txn = _py("batch").RecordBatchBuilder(compression=0, base_offset=0, is_transactional=True,
+    txn = _py("builder").RecordBatchBuilder(compression=0, base_offset=0, is_transactional=True,
                                           producer_id=7)
     for i in range(3):
         txn.append(b"k", b"v%d" % i, [("h", b"1")], 1_700_000_000_000 + i)

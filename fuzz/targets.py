@@ -162,22 +162,24 @@ def target_xerial(data: bytes) -> None:
 
 
 def target_compression(data: bytes) -> None:
-    """kcodec.compression.decompress of every codec (gzip, snappy, lz4, zstd; magic 0/1/2)
-    with a small max_size: only kcodec errors, never more than max_size bytes. (Not twinned:
-    the codecs are one module over the libraries; snappy's twins are checked above.)"""
-    from kcodec.compression import decompress
-
+    """decompress of every codec (gzip, snappy, lz4, zstd; magic 0/1/2) with a small
+    max_size, both compression twins (the compiled one with its xerial twin and C lz4 fast
+    path): the same outcome, only kcodec errors, never more than max_size bytes."""
+    cy, py = twins("compression")
     o = _opt(data, 0)
     codec = o % 5
     magic = (o >> 3) % 3
     limit = _LIMITS[(o >> 5) % len(_LIMITS)]
     payload = data[1:]
-    got = call("decompress", decompress, codec, payload, limit, magic=magic)
+    got = call("decompress[cy]", cy.decompress, codec, payload, limit, magic=magic)
     if got[0] == "ok" and len(got[1]) > limit:
         raise Finding(f"decompress codec {codec}: {len(got[1])} bytes out, limit {limit}")
+    same("decompress", got,
+         call("decompress[py]", py.decompress, codec, payload, limit, magic=magic), data)
     # the same bytes through a memoryview slice give the same outcome
     same("decompress(memoryview)", got,
-         call("decompress", decompress, codec, memoryview(b"\0" + payload)[1:], limit, magic=magic),
+         call("decompress", cy.decompress, codec, memoryview(b"\0" + payload)[1:], limit,
+              magic=magic),
          data)
 
 
@@ -798,7 +800,7 @@ def target_protocol(data: bytes) -> None:
     decodes back to itself."""
     from kcodec.protocol import CLASSES
 
-    cy, py = twins("protocol")
+    cy, py = twins("engine")
     names = _names()
     cls = CLASSES[names[_opt(data, 0) % len(names)]]
     versions = cls.MAX_VERSION - cls.MIN_VERSION + 1
@@ -973,7 +975,7 @@ def target_client(data: bytes) -> None:
     import kcodec.protocol.engine as E
 
     a = _client_outcome(data)
-    py = _impl.twin("protocol", "python")
+    py = _impl.twin("engine", "python")
     with _patched(E, decode_struct=py.decode_struct, encode_struct=py.encode_struct), \
             pure_records():
         b = _client_outcome(data)

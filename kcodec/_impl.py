@@ -8,6 +8,20 @@ Environment:
   KCODEC_NO_EXTENSIONS=1       use the pure-Python twins (also skips the build)
   KCODEC_REQUIRE_EXTENSIONS=1  fail at import if the compiled twins cannot be loaded
 "0", "false", "no", "off" and the empty string mean off.
+
+A face (``kcodec.varint``, ``kcodec.records.batch``...) chooses its twin one way, the twin
+of its own name, at module level:
+
+    from kcodec._impl import IMPLEMENTATION
+
+    if IMPLEMENTATION == "cython":
+        from kcodec._cy.NAME import *
+    else:
+        from kcodec._py.NAME import *
+
+Twins import only twins of their own implementation and the bottom floor (errors, _limits,
+_codecs, _columnar). tests/test_twins.py holds every module to these rules. ``twin()``
+below is for tests, benchmarks and fuzzing, which load both twins side by side.
 """
 
 from __future__ import annotations
@@ -60,7 +74,8 @@ IMPLEMENTATION, EXTENSION_ERROR = _decide()
 
 
 def twin(name: str, implementation: str | None = None) -> ModuleType:
-    """The module ``name`` of the chosen twin (or of ``implementation`` if given)."""
+    """The module ``name`` of the chosen twin (or of ``implementation`` if given); for tests,
+    benchmarks and fuzzing (a face imports its twin with the if/else above)."""
     impl = implementation or IMPLEMENTATION
     package = "kcodec._cy" if impl == "cython" else "kcodec._py"
     return importlib.import_module(f"{package}.{name}")

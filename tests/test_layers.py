@@ -3,8 +3,8 @@ or within their floor, and privates stay home.
 
     floor 0   errors, _limits, _impl, _codecs, _version, _moved, _columnar
     floor 1   _py, _cy                                               the twins
-    floor 2   varint, crc, compression, xerial, records, protocol,   the faces
-              sasl
+    floor 2   varint, crc, compression, xerial, murmur, records,     the faces
+              protocol, sasl
     floor 3   client
     floor 4   broker, spark, compat, cli, runtime, testing,          the leaves
               __main__, and the package root (which installs the compat adapters
@@ -32,7 +32,7 @@ FLOORS = {
     "kcodec._codecs": 0, "kcodec._version": 0, "kcodec._moved": 0, "kcodec._columnar": 0,
     "kcodec._py": 1, "kcodec._cy": 1,
     "kcodec.varint": 2, "kcodec.crc": 2, "kcodec.compression": 2, "kcodec.xerial": 2,
-    "kcodec.records": 2, "kcodec.protocol": 2, "kcodec.sasl": 2,
+    "kcodec.murmur": 2, "kcodec.records": 2, "kcodec.protocol": 2, "kcodec.sasl": 2,
     "kcodec.client": 3,
     "kcodec.broker": 4, "kcodec.spark": 4, "kcodec.compat": 4, "kcodec.cli": 4,
     "kcodec.runtime": 4, "kcodec.testing": 4, "kcodec.__main__": 4,
@@ -40,13 +40,14 @@ FLOORS = {
 
 
 def floor_of(module: str) -> int | None:
-    """The floor of a module: that of the longest prefix named in FLOORS (None: outside)."""
+    """The floor of a module: that of the longest prefix named in FLOORS (None: outside).
+    The package root's floor is its own only: a new top-level module is placed explicitly."""
     parts = module.split(".")
-    for n in range(len(parts), 0, -1):
+    for n in range(len(parts), 1, -1):
         f = FLOORS.get(".".join(parts[:n]))
         if f is not None:
             return f
-    return None
+    return FLOORS.get(module)
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -104,6 +105,8 @@ def violations(root: Path) -> list[str]:
     for name, path in mods.items():
         mine = floor_of(name)
         where = f"{path.relative_to(root)}"
+        if mine is None:
+            found.append(f"{where}: {name} is on no floor: place it in FLOORS")
         for line, target, attr in imports(name, path, known):
             if not _inside(target, "kcodec"):
                 continue
@@ -168,6 +171,7 @@ def test_a_clean_synthetic_tree_passes(tmp_path: Path) -> None:
     ("kcodec/spark/priv.py", "from kcodec.client import _helper\n", "private to kcodec.client"),
     ("kcodec/spark/priv2.py", "from kcodec.client.net import _cache\n", "a private name"),
     ("kcodec/compat/rel.py", "from ..client._helper import z\n", "private to kcodec.client"),
+    ("kcodec/newface.py", "", "is on no floor"),
 ])
 def test_a_planted_violation_is_found(tmp_path: Path, rel: str, text: str, why: str) -> None:
     found = violations(_tree(tmp_path, {**_CLEAN, "kcodec/compat/__init__.py": "", rel: text}))

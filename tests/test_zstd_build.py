@@ -63,7 +63,7 @@ def test_compiled_builder_calls_the_zstandard_library() -> None:
 @pytest.mark.parametrize("level", [None, -7, 1, 3, 6, 19])
 @pytest.mark.parametrize("n", [0, 1, 3, 200])
 def test_twins_and_zstandard_agree(pair, level, n) -> None:
-    cy, py = pair("batch")
+    cy, py = pair("builder")
     rows = _rows(random.Random(f"{level}/{n}"), n)
     expected = zstandard.ZstdCompressor(level=3 if level is None else level).compress(
         _section(py, rows))
@@ -80,7 +80,7 @@ def test_twins_and_zstandard_agree(pair, level, n) -> None:
 
 @pytest.mark.parametrize("as_bytearray", [False, True])
 def test_compress_only_if_smaller(pair, as_bytearray) -> None:
-    cy, py = pair("batch")
+    cy, py = pair("builder")
     rng = random.Random(3)
     noise = [(None, rng.randbytes(1000), [], TS + i) for i in range(5)]    # incompressible
     text = [(None, b"kafka " * 200, [], TS + i) for i in range(5)]
@@ -97,7 +97,7 @@ def test_compress_only_if_smaller(pair, as_bytearray) -> None:
 def test_threads_build_at_once(pair) -> None:
     """Builders on several threads (libzstd runs without the GIL; a call that finds the
     shared context in use gets one of its own): every batch as built alone."""
-    cy, py = pair("batch")
+    cy, py = pair("builder")
     sets = [_rows(random.Random(i), 400) for i in range(6)]
     expected = [_build(py, rows, 3) for rows in sets]
     got: list = [None] * len(sets)
@@ -136,7 +136,7 @@ def test_direct_path_needs_no_cffi_package() -> None:
         "import sys; sys.modules['_cffi_backend'] = None\n"
         "import zstandard\n"
         "from kcodec._cy import _zstd\n"
-        "from kcodec._cy.batch import RecordBatchBuilder\n"
+        "from kcodec._cy.builder import RecordBatchBuilder\n"
         "b = RecordBatchBuilder(compression=4)\n"
         "b.append(b'k', b'v' * 500, [], 1)\n"
         "out = b.build()\n"

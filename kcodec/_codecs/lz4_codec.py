@@ -147,40 +147,9 @@ def _walk(src: memoryview, pos: int, hc_pos: int) -> tuple[int, int]:
     return p, bound
 
 
-_UNSET: Any = object()
-_fast: Any = _UNSET
-
-
-def _fast_path() -> Any:
-    """The compiled twin's decoder of plain Kafka-style frames (kcodec._cy._lz4), or None
-    in the pure twin. It returns None for anything but such a frame decoding within the
-    budget, and ``decompress_frames`` then gives the result or the error."""
-    global _fast
-    if _fast is _UNSET:
-        from kcodec import _impl
-
-        _fast = None
-        if _impl.IMPLEMENTATION == "cython":
-            try:
-                from kcodec._cy._lz4 import decompress as fast
-            except ImportError:  # the compiled batch modules need it: not expected
-                return None
-            _fast = fast
-    return _fast
-
-
 def decompress(data: memoryview, max_size: int, magic: int) -> bytes:
-    fast = _fast_path() if _fast is _UNSET else _fast
-    if fast is not None:
-        out = fast(data, max_size, magic)
-        if out is not None:
-            return out
-    return decompress_frames(data, max_size, magic)
-
-
-def decompress_frames(data: memoryview, max_size: int, magic: int) -> bytes:
     """Every frame of ``data`` through ``lz4.frame`` (the pure twin's path, and the compiled
-    twin's for anything its fast path leaves)."""
+    twin's for anything its fast path, kcodec._cy._lz4, leaves)."""
     lz4f = _frame_module()
     n = len(data)
     chunks: list[bytes] = []

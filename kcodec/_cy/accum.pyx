@@ -9,7 +9,7 @@ from cpython.list cimport PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongAndOverflow
 from libc.stdint cimport int64_t, uint32_t
 
-from kcodec._cy.batch cimport RecordBatchBuilder
+from kcodec._cy.builder cimport RecordBatchBuilder
 from kcodec._cy.murmur cimport _murmur2
 
 __all__ = ["Accumulator"]

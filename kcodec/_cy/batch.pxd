@@ -1,9 +1,8 @@
-# Compiled RecordBatch v2 twin: declarations other compiled modules may cimport (columnar
-# decode reads a batch's fields and its decompressed records payload without Python calls).
+# Compiled RecordBatch v2 reader: declarations other compiled modules may cimport (a batch's
+# fields and its decompressed records payload, without Python calls).
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kcodec._cy._reader cimport Buf
-from kcodec._cy._record cimport Growable
 
 
 cdef class RecordBatch:
@@ -28,34 +27,3 @@ cdef class RecordBatch:
     # The records section, decompressed if needed: sets ptr/size and the offset ``base`` to
     # add to positions in errors; returns the object that keeps the bytes alive.
     cdef object payload(self, const uint8_t** ptr, Py_ssize_t* size, Py_ssize_t* base)
-
-
-cdef class RecordBatchBuilder:
-    cdef int _codec
-    cdef object _level
-    cdef int64_t _base_offset
-    cdef int _ts_type
-    cdef int64_t _producer_id
-    cdef int _producer_epoch
-    cdef int32_t _base_sequence
-    cdef bint _transactional
-    cdef bint _control
-    cdef int32_t _leader_epoch
-    cdef Py_ssize_t _max_size
-    cdef Growable _buf
-    cdef Py_ssize_t _committed
-    cdef int32_t _count
-    cdef int64_t _last_delta
-    cdef int64_t _first_ts
-    cdef int64_t _max_ts
-    cdef bint _only_smaller
-    cdef object _meta_cls
-    cdef object _append(self, object key, object value, object headers, object timestamp,
-                        object offset_delta)
-    # one record written: its size (0: the batch is full), timestamp and offset delta
-    cdef Py_ssize_t _put(self, object key, object value, object headers, object timestamp,
-                         object offset_delta, int64_t* ts_out, int64_t* od_out) except -1
-    # build() for zstd with libzstd called from C (kcodec._cy._zstd)
-    cdef object _build_zstd(self, Py_ssize_t cap, bint as_bytearray)
-    # the header (CRC included) before plen bytes of records at o + HEADER_SIZE
-    cdef void _put_header(self, uint8_t* o, Py_ssize_t length, int attrs, Py_ssize_t plen)

@@ -11,7 +11,7 @@ from cpython.buffer cimport PyBUF_READ
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from kcodec._cy._lz4 cimport lz4_frame
+from kcodec._cy.compression cimport decompress_codec
 from kcodec._cy._reader cimport (
     Buf, be_u32, be_u64, put_u32, put_u64, raise_corrupt, raise_truncated, get_buf,
 )
@@ -23,6 +23,7 @@ from kcodec._cy._record cimport Record as CRecord
 import time
 
 
+from kcodec._cy.compression import compress
 from kcodec._limits import DEFAULT_MAX_SIZE
 from kcodec.errors import ChecksumError, CorruptDataError, EncodeError
 
@@ -47,32 +48,6 @@ cdef inline uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept:
         with nogil:
             return crc32_ieee(0, p, <size_t>n)
     return crc32_ieee(0, p, <size_t>n)
-
-
-cdef object _codecs = None
-
-
-cdef object _compression():
-    # Imported on first use: _impl imports this module while it decides, before any face
-    # (kcodec.compression among them) can be imported.
-    global _codecs
-    if _codecs is None:
-        from kcodec import compression
-        _codecs = compression
-    return _codecs
-
-
-cdef object _decompress(int codec, object data, Py_ssize_t max_size, int magic):
-    cdef object out
-    if codec == 3:
-        out = lz4_frame(data, max_size, magic)   # None: not a plain frame, the general path
-        if out is not None:
-            return out
-    return _compression().decompress(codec, data, max_size, magic=magic)
-
-
-cdef object _compress(int codec, object data, object level, int magic):
-    return _compression().compress(codec, data, level, magic=magic)
 
 
 cdef struct Msg:
@@ -310,7 +285,7 @@ cdef class LegacyBatch:
             return 0
         if self._vlen < 0:
             raise_corrupt("compressed message with a null value", self.position)
-        inner = _decompress(codec, PyMemoryView_FromMemory(
+        inner = decompress_codec(codec, PyMemoryView_FromMemory(
             <char*>self._buf.ptr + self._vpos, self._vlen, PyBUF_READ), self._max_size,
             self.magic)
         if type(inner) is not bytes:
@@ -537,7 +512,7 @@ cdef class MessageSetBuilder:
         if self._codec == 4:
             raise EncodeError("zstd needs magic 2")
         if compression_level is not None:
-            _compress(self._codec, b"", compression_level, self._magic)
+            compress(self._codec, b"", compression_level, magic=self._magic)
         self._level = compression_level
         self._base_offset = check_i64(base_offset, _I64_MIN, _I64_MAX, "base offset")
         self._ts_type = check_i64(timestamp_type, 0, 1, "timestamp type")
@@ -611,8 +586,8 @@ cdef class MessageSetBuilder:
         cdef Py_ssize_t size
         if not self._codec or not self._count:
             return PyBytes_FromStringAndSize(<char*>self._buf.data, self._buf.length)
-        payload = _compress(self._codec, PyBytes_FromStringAndSize(
-            <char*>self._buf.data, self._buf.length), self._level, self._magic)
+        payload = compress(self._codec, PyBytes_FromStringAndSize(
+            <char*>self._buf.data, self._buf.length), self._level, magic=self._magic)
         w = Growable.__new__(Growable)
         if self._zero_wrapper:
             size = _write_message(w, 0, self._magic, self._codec, 0, NULL, -1,

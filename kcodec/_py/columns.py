@@ -40,6 +40,7 @@ from typing import Any
 from kcodec import _columnar
 from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns, check_layout
 from kcodec._limits import DEFAULT_MAX_SIZE
+from kcodec._py.batch import iter_batches
 
 __all__ = ["decode_columns"]
 
@@ -95,7 +96,6 @@ def decode_columns(
     """Decode every record of a records blob into columns (see the module docstring)."""
     spark = check_layout(layout, large)
     np = _columnar.numpy()
-    from kcodec.records import iter_batches
 
     offsets: list[int] = []
     timestamps: list[int] = []

@@ -34,8 +34,8 @@ from typing import Any
 from kcodec._limits import DEFAULT_MAX_SIZE
 from kcodec._py._record import Record, RecordMetadata
 from kcodec._py._wire import bytes_like, check_int, need, wrap64
-from kcodec.compression import compress, decompress
-from kcodec.crc import crc32
+from kcodec._py.compression import compress, decompress
+from kcodec._py.crc import crc32
 from kcodec.errors import ChecksumError, CorruptDataError, EncodeError
 
 __all__ = ["LegacyBatch", "MessageSetBuilder"]

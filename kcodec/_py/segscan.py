@@ -36,7 +36,7 @@ import struct
 from typing import Any
 
 from kcodec._py._wire import need, varint, varlong, wrap64
-from kcodec.crc import crc32c
+from kcodec._py.crc import crc32c
 from kcodec.errors import CorruptDataError
 
 __all__ = ["scan_valid_v2", "scan_records_v2"]

@@ -27,7 +27,7 @@ import struct
 from functools import partial
 from typing import Any, Callable
 
-from kcodec import _impl
+from kcodec.compat._peer import DefaultRecordMetadata, remap_errors
 from kcodec.crc import crc32, crc32c
 from kcodec.errors import DecodeError, EncodeError
 from kcodec.records import (
@@ -49,11 +49,6 @@ __all__ = ["Adapter", "Patch", "rebind", "make_classes", "make_memory_records", 
            "version_tuple", "fix_empty_batch", "has_codec_check", "LegacyRecord",
            "watched_record_classes", "control_record_maker", "copy_record", "remap_errors",
            "DefaultRecordMetadata"]
-
-# an iterator turning kcodec's DecodeError into the peer's exception, and aiokafka's v2
-# append metadata: both in C in the compiled twin
-remap_errors = _impl.twin("peer").remap_errors
-DefaultRecordMetadata = _impl.twin("peer").DefaultRecordMetadata
 
 _CONTROL_KEY = struct.Struct(">hh")  # a control record key's version and type
 
@@ -229,7 +224,7 @@ def watched_record_classes() -> tuple[Any, Any]:
 
     class DefaultRecord(Record, metaclass=_Watched):  # type: ignore[misc,valid-type]
         __slots__ = ()
-        _kc_plain = Record
+        _kc_plain: Any = Record
 
         def __init__(self, size_in_bytes: int, offset: int, timestamp: int,
                      timestamp_type: int, key: Any, value: Any, headers: Any) -> None:

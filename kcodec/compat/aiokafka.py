@@ -95,10 +95,12 @@ def _make_builder(stock: Any, metadata: type, has_codec: Any) -> type:
             self._kcodec = codec
             self._built: bytearray | None = None
 
-        append = RecordBatchBuilder.append_with_offset
+        # aiokafka's append(offset, timestamp, key, value, headers), not kcodec's
+        append = RecordBatchBuilder.append_with_offset  # type: ignore[assignment]
 
-        def set_producer_state(self, producer_id: int, producer_epoch: int,
-                               base_sequence: int) -> None:
+        # aiokafka's signature, without kcodec's is_transactional
+        def set_producer_state(  # type: ignore[override]
+                self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
             RecordBatchBuilder.set_producer_state(self, producer_id, producer_epoch,
                                                   base_sequence)
 
@@ -132,7 +134,7 @@ def _make_builder(stock: Any, metadata: type, has_codec: Any) -> type:
     for name, value in vars(stock.__mro__[1]).items():  # DefaultRecordBase's constants
         if name.isupper():
             setattr(DefaultRecordBatchBuilder, name, value)
-    DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD = 21
+    DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD = 21  # type: ignore[attr-defined]
     DefaultRecordBatchBuilder.__module__ = __name__
     return DefaultRecordBatchBuilder
 

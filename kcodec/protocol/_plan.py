@@ -1,6 +1,6 @@
 """Encode/decode plans: one per (struct class, version), every choice already resolved.
 
-A plan is what both interpreters (``kcodec._py.protocol`` and ``kcodec._cy.protocol``) run.
+A plan is what both interpreters (``kcodec._py.engine`` and ``kcodec._cy.engine``) run.
 For one struct at one version it lists, in wire order, an *op* per field present in that
 version, with the wire form fixed (int16- or varint-prefixed string, nullable or not, ...):
 

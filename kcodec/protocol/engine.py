@@ -9,8 +9,8 @@ Most code wants ``Message.encode``/``Message.decode`` instead.
 from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
-    from kcodec._cy.protocol import *  # noqa: F401,F403
-    from kcodec._cy.protocol import __all__  # noqa: F401
+    from kcodec._cy.engine import *  # noqa: F401,F403
+    from kcodec._cy.engine import __all__  # noqa: F401
 else:
-    from kcodec._py.protocol import *  # noqa: F401,F403
-    from kcodec._py.protocol import __all__  # noqa: F401
+    from kcodec._py.engine import *  # noqa: F401,F403
+    from kcodec._py.engine import __all__  # noqa: F401

@@ -14,46 +14,34 @@ log segment's bytes), mixing magic 0, 1 and 2, and yields ``RecordBatch`` (magic
 
 Building: ``RecordBatchBuilder`` (magic 2) and ``MessageSetBuilder`` (magic 0/1).
 
-The implementation is chosen once by ``kcodec._impl`` (see ``kcodec.IMPLEMENTATION``).
+The names come from the modules of this package, each the face of one twin (``batch``,
+``builder``, ``legacy``, ``columns``, ``segscan``), chosen once by ``kcodec._impl`` (see
+``kcodec.IMPLEMENTATION``).
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from kcodec._impl import IMPLEMENTATION
 from kcodec.compression import Codec
-
-if IMPLEMENTATION == "cython":
-    from kcodec._cy.batch import (
-        DEFAULT_MAX_DECOMPRESSED,
-        BatchIterator,
-        ControlRecord,
-        Record,
-        RecordBatch,
-        RecordBatchBuilder,
-        RecordMetadata,
-        estimate_batch_size,
-        iter_batches,
-        parse_control,
-        record_size,
-    )
-    from kcodec._cy.legacy import LegacyBatch, MessageSetBuilder
-else:
-    from kcodec._py.batch import (  # type: ignore[assignment]
-        DEFAULT_MAX_DECOMPRESSED,
-        BatchIterator,
-        ControlRecord,
-        Record,
-        RecordBatch,
-        RecordBatchBuilder,
-        RecordMetadata,
-        estimate_batch_size,
-        iter_batches,
-        parse_control,
-        record_size,
-    )
-    from kcodec._py.legacy import LegacyBatch, MessageSetBuilder  # type: ignore[assignment]
+from kcodec.records.batch import (
+    DEFAULT_MAX_DECOMPRESSED,
+    BatchIterator,
+    ControlRecord,
+    Record,
+    RecordBatch,
+    iter_batches,
+    parse_control,
+)
+from kcodec.records.builder import (
+    RecordBatchBuilder,
+    RecordMetadata,
+    estimate_batch_size,
+    record_size,
+)
+from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns
+from kcodec.records.legacy import LegacyBatch, MessageSetBuilder
+from kcodec.records.segment import LogSegment, RecoveryResult, TimestampOffset
 
 
 class TimestampType(IntEnum):
@@ -99,7 +87,3 @@ __all__ = [
     "RecoveryResult",
     "TimestampOffset",
 ]
-
-# Columnar decode and log segments build on the reader above, so they come after it.
-from kcodec.records.columns import BinaryColumn, HeadersColumn, RecordColumns, decode_columns  # noqa: E402
-from kcodec.records.segment import LogSegment, RecoveryResult, TimestampOffset  # noqa: E402

@@ -28,8 +28,8 @@ from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns
 from kcodec._impl import IMPLEMENTATION
 
 if IMPLEMENTATION == "cython":
-    from kcodec._cy.columns import decode_columns
+    from kcodec._cy.columns import *  # noqa: F401,F403
 else:
-    from kcodec._py.columns import decode_columns
+    from kcodec._py.columns import *  # noqa: F401,F403
 
-__all__ = ["decode_columns", "RecordColumns", "BinaryColumn", "HeadersColumn"]
+__all__ = ["decode_columns", "RecordColumns", "BinaryColumn", "HeadersColumn"]  # noqa: F405

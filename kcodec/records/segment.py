@@ -29,9 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
-from kcodec._impl import twin
 from kcodec.errors import ChecksumError, CorruptDataError, KcodecError, TruncatedError
-from kcodec.records import iter_batches  # the twinned reader (defined before this import)
+from kcodec.records.batch import iter_batches
 from kcodec.records.index import (
     IndexEntry,
     OffsetIndex,
@@ -40,6 +39,7 @@ from kcodec.records.index import (
     base_offset_from_name,
     sibling_path,
 )
+from kcodec.records.segscan import scan_valid_v2
 
 __all__ = ["LogSegment", "RecoveryResult", "TimestampOffset", "DEFAULT_INDEX_INTERVAL"]
 
@@ -50,10 +50,6 @@ DEFAULT_INDEX_INTERVAL = 4096
 _INT32_MAX = (1 << 31) - 1
 _ZERO_CHECK_CHUNK = 1 << 20
 _UNCHECKED: Any = object()
-
-#: the recovery fast path, compiled or pure like every twin (kcodec._py/_cy.segscan)
-scan_valid_v2 = twin("segscan").scan_valid_v2
-
 
 def record_count(batch: Any) -> int:
     """A batch's record count without failing: a legacy compressed wrapper must be

@@ -385,7 +385,7 @@ def test_default_record_metadata_answers_as_aiokafkas(pair, which: int) -> None:
     mod = pair("peer")[which]
     cls = mod.DefaultRecordMetadata
     builder = importlib.import_module(
-        "kcodec._cy.batch" if mod.__name__.startswith("kcodec._cy") else "kcodec._py.batch")
+        "kcodec._cy.builder" if mod.__name__.startswith("kcodec._cy") else "kcodec._py.builder")
     b = builder.RecordBatchBuilder(metadata_class=cls, max_size=1 << 20)
     metas = [b.append_with_offset(i, 1000 + i, b"k", b"v%d" % i, []) for i in range(300)]
     assert all(type(m) is cls for m in metas)

@@ -197,9 +197,9 @@ def _hostile_cases():
         ("batch", lambda m: batches(m, header_blob)),
         ("columns", lambda m: m.decode_columns(count_blob, validate_crc=False)),
         ("columns", lambda m: m.decode_columns(header_blob, validate_crc=False)),
-        ("protocol", lambda m: m.decode_struct(MetadataRequest.plan(0), b"\x7f\xff\xff\xff")),
-        ("protocol", lambda m: m.decode_struct(MetadataRequest.plan(9), b"\xff\xff\xff\xff\x0f")),
-        ("protocol", lambda m: m.decode_struct(MetadataRequest.plan(12),
+        ("engine", lambda m: m.decode_struct(MetadataRequest.plan(0), b"\x7f\xff\xff\xff")),
+        ("engine", lambda m: m.decode_struct(MetadataRequest.plan(9), b"\xff\xff\xff\xff\x0f")),
+        ("engine", lambda m: m.decode_struct(MetadataRequest.plan(12),
                                                b"\x00\x00\x00\xff\xff\xff\xff\x0f")),
     ]
 
@@ -313,7 +313,7 @@ def test_nan_in_a_nested_struct_is_the_same_in_both_twins() -> None:
     from fuzz.targets import TARGETS, canon
     from kcodec.protocol import AlterClientQuotasRequest
 
-    cy, py = pair("protocol")
+    cy, py = pair("engine")
     plan = AlterClientQuotasRequest.plan(1)
     a, b = (m.decode_struct(plan, NAN_QUOTA[3:], 0, True) for m in (cy, py))
     assert a[1] == b[1] == len(NAN_QUOTA) - 3

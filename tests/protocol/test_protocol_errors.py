@@ -34,7 +34,7 @@ from kcodec.protocol import (
 from tests.conftest import IMPLS
 from tests.support.protocol_strategies import all_versions, plan_strategy
 
-TWINS = [_impl.twin("protocol", impl) for impl in IMPLS]
+TWINS = [_impl.twin("engine", impl) for impl in IMPLS]
 H = bytes.fromhex
 
 

@@ -28,7 +28,7 @@ H = bytes.fromhex
 @pytest.fixture(params=IMPLS)
 def proto(request: pytest.FixtureRequest):
     """The engine module of one twin (messages encode through ``enc``/``dec`` below)."""
-    return _impl.twin("protocol", request.param)
+    return _impl.twin("engine", request.param)
 
 
 def enc(proto, msg, version: int) -> bytes:

@@ -16,7 +16,7 @@ from kcodec.protocol import _plan as P
 from tests.conftest import IMPLS
 from tests.support.protocol_strategies import all_versions, plan_strategy
 
-TWINS = [_impl.twin("protocol", impl) for impl in IMPLS]
+TWINS = [_impl.twin("engine", impl) for impl in IMPLS]
 CASES = all_versions()
 
 
@@ -58,11 +58,11 @@ def test_every_message_of_the_specs_is_covered() -> None:
 
 
 def test_wire_codes_agree_between_plan_and_twins() -> None:
-    from kcodec._py import protocol as py
+    from kcodec._py import engine as py
 
     for name, code in P.CODES.items():
         assert getattr(py, name) == code
     if "cython" in IMPLS:
-        from kcodec._cy import protocol as cy
+        from kcodec._cy import engine as cy
 
         assert cy.CODES == P.CODES

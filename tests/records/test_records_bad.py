@@ -257,7 +257,7 @@ def test_bad_records_leave_no_reference_to_the_buffer(twin) -> None:
 ])
 def test_builder_rejects_bad_settings(pair, kw: dict, text: str) -> None:
     msgs = []
-    for m in pair("batch"):
+    for m in pair("builder"):
         with pytest.raises(errors.EncodeError) as info:
             m.RecordBatchBuilder(**kw)
         msgs.append(str(info.value))
@@ -278,8 +278,8 @@ def test_builder_rejects_bad_settings(pair, kw: dict, text: str) -> None:
 ])
 def test_builder_append_rejects_bad_records(pair, args: tuple, text: str) -> None:
     msgs = []
-    for m in pair("batch"):
-        b = m.RecordBatchBuilder()
+    for m, bld in zip(pair("batch"), pair("builder")):
+        b = bld.RecordBatchBuilder()
         b.append(b"first", b"x", None, 10**12)
         with pytest.raises(errors.EncodeError) as info:
             b.append(*args)
@@ -291,7 +291,7 @@ def test_builder_append_rejects_bad_records(pair, args: tuple, text: str) -> Non
 
 
 def test_builder_offsets_must_increase(pair) -> None:
-    for m in pair("batch"):
+    for m in pair("builder"):
         b = m.RecordBatchBuilder()
         b.append(None, b"", offset_delta=5)
         with pytest.raises(errors.EncodeError, match="not above the previous 5"):

@@ -154,7 +154,7 @@ def test_kcodec_batches_produced_raw_are_consumed_by_confluent(broker, topic_nam
     import confluent_kafka
 
     _create(broker, topic_name)
-    b = twin("batch").RecordBatchBuilder(compression=CODECS[codec])
+    b = twin("builder").RecordBatchBuilder(compression=CODECS[codec])
     for k, v, h, ts in rows():
         assert b.append(k, v, h, ts) is not None
     raw = Raw(broker.bootstrap)

@@ -33,17 +33,18 @@ def _records(rng: random.Random, n: int) -> list[tuple]:
 @pytest.mark.parametrize("seed", range(5))
 def test_record_size_and_estimate_match_what_append_writes(twin, seed: int) -> None:
     b = twin("batch")
+    bld = twin("builder")
     rng = random.Random(seed)
-    builder = b.RecordBatchBuilder()
+    builder = bld.RecordBatchBuilder()
     first = None
     for i, (k, v, h, ts) in enumerate(_records(rng, 50)):
         first = ts if first is None else first
         meta = builder.append(k, v, h, ts)
-        assert meta.size == b.record_size(k, v, h, i, ts - first)
+        assert meta.size == bld.record_size(k, v, h, i, ts - first)
         assert meta.crc is None
-        single = b.RecordBatchBuilder()
+        single = bld.RecordBatchBuilder()
         single.append(k, v, h, ts)
-        assert len(single.build()) <= b.estimate_batch_size(k, v, h)
+        assert len(single.build()) <= bld.estimate_batch_size(k, v, h)
     data = builder.build()
     batch = b.RecordBatch.from_bytes(data)
     records = list(batch)
@@ -52,7 +53,7 @@ def test_record_size_and_estimate_match_what_append_writes(twin, seed: int) -> N
 
 
 def test_size_helpers_reject_what_append_rejects(twin) -> None:
-    b = twin("batch")
+    b = twin("builder")
     with pytest.raises(EncodeError):
         b.record_size(b"k", b"v", None, 1 << 31)
     with pytest.raises(EncodeError):
@@ -61,7 +62,8 @@ def test_size_helpers_reject_what_append_rejects(twin) -> None:
 
 def test_producer_state_settable_after_appends_until_build(twin) -> None:
     b = twin("batch")
-    builder = b.RecordBatchBuilder(compression=1)
+    bld = twin("builder")
+    builder = bld.RecordBatchBuilder(compression=1)
     builder.append(b"k", b"v", None, 5)
     assert (builder.producer_id, builder.producer_epoch, builder.base_sequence,
             builder.is_transactional) == (-1, -1, -1, False)
@@ -79,23 +81,24 @@ def test_producer_state_settable_after_appends_until_build(twin) -> None:
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_compress_only_if_smaller(twin, codec: int) -> None:
     b = twin("batch")
+    bld = twin("builder")
     rng = random.Random(codec)
     for payload, expect in ((rng.randbytes(200), 0), (b"a" * 2000, codec)):
-        builder = b.RecordBatchBuilder(compression=codec, compress_only_if_smaller=True)
+        builder = bld.RecordBatchBuilder(compression=codec, compress_only_if_smaller=True)
         builder.append(None, payload, None, 1)
         data = builder.build(as_bytearray=True)
         assert type(data) is bytearray
         batch = b.RecordBatch.from_bytes(data)
         assert batch.compression == expect
         assert [r.value for r in batch] == [payload]
-        plain = b.RecordBatchBuilder(compression=codec)
+        plain = bld.RecordBatchBuilder(compression=codec)
         plain.append(None, payload, None, 1)
         assert b.RecordBatch.from_bytes(plain.build()).compression == codec
 
 
 def test_from_bytes_is_exactly_one_batch(twin) -> None:
-    b, legacy = twin("batch"), twin("legacy")
-    builder = b.RecordBatchBuilder()
+    b, bld, legacy = twin("batch"), twin("builder"), twin("legacy")
+    builder = bld.RecordBatchBuilder()
     builder.append(b"k", b"v", None, 1)
     data = builder.build()
     assert b.RecordBatch.from_bytes(memoryview(data)).record_count == 1
@@ -121,7 +124,8 @@ def test_from_bytes_is_exactly_one_batch(twin) -> None:
 
 def test_next_on_a_batch_continues_one_iteration(twin) -> None:
     b = twin("batch")
-    builder = b.RecordBatchBuilder()
+    bld = twin("builder")
+    builder = bld.RecordBatchBuilder()
     for i in range(3):
         builder.append(None, bytes([i]), None, 1)
     batch = b.RecordBatch.from_bytes(builder.build())
@@ -185,13 +189,14 @@ def test_legacy_accounting_options(twin) -> None:
 
 def test_parse_control_on_its_own(twin) -> None:
     b = twin("batch")
+    bld = twin("builder")
     assert b.parse_control(b"\0\0\0\0", b"\0\0\0\0\0\7") == (0, 0, 7)
     assert b.parse_control(bytearray(b"\0\1\0\3"), None) == (1, 3, None)
     with pytest.raises(CorruptDataError):
         b.parse_control(b"\0\0", None)
     with pytest.raises(CorruptDataError):
         b.parse_control(b"\0\0\0\1", b"\0\0")
-    builder = b.RecordBatchBuilder(is_control=True)
+    builder = bld.RecordBatchBuilder(is_control=True)
     builder.append_control(1, 9, 5)
     rec = next(iter(b.RecordBatch.from_bytes(builder.build())))
     assert b.parse_control(rec.key, rec.value) == (rec.version, rec.control_type,
@@ -201,15 +206,16 @@ def test_parse_control_on_its_own(twin) -> None:
 
 def test_append_with_offset_metadata_class_and_first_timestamp(twin) -> None:
     b = twin("batch")
+    bld = twin("builder")
 
-    class Meta(b.RecordMetadata):
+    class Meta(bld.RecordMetadata):
         __slots__ = ()
 
         @property
         def offset(self) -> int:
             return self.offset_delta
 
-    builder = b.RecordBatchBuilder(base_offset=100, metadata_class=Meta)
+    builder = bld.RecordBatchBuilder(base_offset=100, metadata_class=Meta)
     assert builder.first_timestamp is None
     m = builder.append_with_offset(100, 7, b"k", b"v", [("h", b"1")])
     assert type(m) is Meta and (m.offset, m.timestamp, m.size, m.crc) == (0, 7, 13, None)
@@ -219,7 +225,7 @@ def test_append_with_offset_metadata_class_and_first_timestamp(twin) -> None:
     assert [(r.offset, r.timestamp) for r in b.RecordBatch.from_bytes(builder.build())] == [
         (100, 7), (102, 9)]
     with pytest.raises(EncodeTypeError):
-        b.RecordBatchBuilder(metadata_class=dict)
+        bld.RecordBatchBuilder(metadata_class=dict)
 
 
 @pytest.mark.parametrize("base", [0, 5])
@@ -227,7 +233,7 @@ def test_append_with_offset_checks_the_delta_range_at_any_base(pair, base: int) 
     """The same values and errors from both twins, with the base offset 0 that the clients'
     builders use (the compiled twin passes the offset through as the delta) and another."""
     got = []
-    for b in pair("batch"):
+    for b in pair("builder"):
         builder = b.RecordBatchBuilder(base_offset=base)
         out = [builder.append_with_offset(base + 3, 1, None, b"v").offset_delta,
                builder.append_with_offset(base + 2**31 - 1, 1, None, b"v").offset_delta]
@@ -246,7 +252,7 @@ def test_append_with_offset_checks_the_delta_range_at_any_base(pair, base: int) 
 @pytest.mark.parametrize("bad", [
     dict(offset="0"), dict(timestamp="1"), dict(key="str"), dict(value=1.5)])
 def test_wrong_types_raise_an_encode_error_that_is_a_type_error(twin, bad) -> None:
-    b = twin("batch")
+    b = twin("builder")
     args = dict(offset=0, timestamp=1, key=b"k", value=b"v")
     args.update(bad)
     with pytest.raises(EncodeTypeError) as info:
@@ -292,7 +298,7 @@ def test_add_writes_what_append_writes(pair, seed: int) -> None:
     rng = random.Random(seed)
     recs = _records(rng, 60) + [(b"k", b"v", None, None), (None, None, (), True)]
     got = []
-    for b in pair("batch"):
+    for b in pair("builder"):
         via_append = b.RecordBatchBuilder(max_size=4000)
         via_add = b.RecordBatchBuilder(max_size=4000)
         sizes, stamps, metas = [], [], []

@@ -55,7 +55,7 @@ def test_golden_v2_reads(twin) -> None:
 
 
 def test_golden_v2_builds(twin) -> None:
-    bb = twin("batch").RecordBatchBuilder(base_offset=5, partition_leader_epoch=0)
+    bb = twin("builder").RecordBatchBuilder(base_offset=5, partition_leader_epoch=0)
     m = bb.append(b"k", b"v", [("h", b"1")], TS)
     assert (m.offset_delta, m.timestamp, m.size) == (0, TS, len(RECORD))
     assert bb.build() == GOLDEN_V2
@@ -82,7 +82,7 @@ def test_golden_control_batch(twin, kind: int, epoch: int) -> None:
     assert b.is_control and b.is_transactional
     (r,) = list(b)
     assert r.is_control and (r.control_type, r.version, r.coordinator_epoch) == (kind, 0, epoch)
-    bb = twin("batch").RecordBatchBuilder(is_control=True, is_transactional=True,
+    bb = twin("builder").RecordBatchBuilder(is_control=True, is_transactional=True,
                                           producer_id=77, producer_epoch=1,
                                           partition_leader_epoch=0)
     bb.append_control(kind, epoch, TS)
@@ -177,7 +177,7 @@ def test_golden_snappy_raw_and_lz4_magic0_quirk(twin) -> None:
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
 def test_v2_codecs_round_trip_and_builder_fields(twin, codec: int) -> None:
-    bb = twin("batch").RecordBatchBuilder(compression=codec, base_offset=3, producer_id=9,
+    bb = twin("builder").RecordBatchBuilder(compression=codec, base_offset=3, producer_id=9,
                                           producer_epoch=4, base_sequence=100,
                                           is_transactional=True, timestamp_type=0)
     metas = [bb.append(b"k", b"v%d" % i, [("x", b"y")], TS + 10 - i) for i in range(5)]
@@ -194,7 +194,7 @@ def test_v2_codecs_round_trip_and_builder_fields(twin, codec: int) -> None:
 def test_header_keys_repeating_and_changing(twin) -> None:
     keys = [["ab", "x"], ["ab", "y"], ["ac", "y"], ["", "\u00e9"], ["\u00e9", ""], ["ab", "x"],
             ["a", "b", "c", "d", "e", "f"], ["a", "b", "c", "d", "e", "g"]]
-    bb = twin("batch").RecordBatchBuilder()
+    bb = twin("builder").RecordBatchBuilder()
     for ks in keys:
         bb.append(None, b"", [(k, k.encode() or None) for k in ks], TS)
     (b,) = list(twin("batch").iter_batches(bb.build()))

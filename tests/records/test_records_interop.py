@@ -120,7 +120,7 @@ def test_peer_legacy_decodes_in_kcodec(twin, builder: str, magic: int, codec: in
 @pytest.mark.parametrize("memory", ["KpMemoryRecords", "AioMemoryRecords"],
                          ids=["kafka-python", "aiokafka"])
 def test_kcodec_v2_decodes_in_peer(twin, memory: str, codec: int) -> None:
-    b = twin("batch").RecordBatchBuilder(compression=codec, partition_leader_epoch=0)
+    b = twin("builder").RecordBatchBuilder(compression=codec, partition_leader_epoch=0)
     for k, v, h, ts in rows():
         assert b.append(k, v, h, ts) is not None
     data = b.build()
@@ -142,7 +142,7 @@ def test_kcodec_legacy_decodes_in_peer(twin, memory: str, magic: int, codec: int
 
 @pytest.mark.parametrize("control_type", [0, 1])
 def test_kcodec_control_batch_in_kafka_python(twin, control_type: int) -> None:
-    b = twin("batch").RecordBatchBuilder(is_control=True, is_transactional=True,
+    b = twin("builder").RecordBatchBuilder(is_control=True, is_transactional=True,
                                          producer_id=42, producer_epoch=3, base_offset=9)
     b.append_control(control_type, coordinator_epoch=17, timestamp=TS)
     data = b.build()

@@ -29,7 +29,7 @@ spec = st.tuples(st.sampled_from([0, 1, 2]), st.integers(0, 4), st.lists(row, ma
 def build(magic: int, codec: int, rows: list, base: int, ts_type: int) -> bytes:
     """The same batch from both twins (asserting byte identity)."""
     outs = []
-    for_each = pair("batch") if magic == 2 else pair("legacy")
+    for_each = pair("builder") if magic == 2 else pair("legacy")
     for m in for_each:
         if magic == 2:
             b = m.RecordBatchBuilder(compression=codec, base_offset=base, timestamp_type=ts_type)

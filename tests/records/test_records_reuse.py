@@ -48,8 +48,8 @@ header = st.tuples(hkey, blob)
 row = st.tuples(blob, blob, st.lists(header, max_size=3))
 
 
-def _build(batch, rows, base=0, ts=1_700_000_000_000):
-    b = batch.RecordBatchBuilder(base_offset=base)
+def _build(rows, base=0, ts=1_700_000_000_000):
+    b = _impl.twin("builder", "python").RecordBatchBuilder(base_offset=base)
     for i, (k, v, hs) in enumerate(rows):
         b.append(k, v, hs, timestamp=ts + (i if i % 3 else -i))
     return b.build()
@@ -115,7 +115,7 @@ def _snapshot(kept):
        ts=TIMESTAMPS)
 def test_kept_objects_keep_their_values(rows, policy, base, ts) -> None:
     cy, py = _pair()
-    data = _build(py, rows, base, ts)
+    data = _build(rows, base, ts)
     kept_c, seen_c = _consume(cy, data, policy)
     kept_p, seen_p = _consume(py, data, policy)
     assert seen_c == seen_p
@@ -134,7 +134,7 @@ def test_reused_objects_get_fresh_hashes(pair) -> None:
     cy, py = pair("batch")
     rows = [(b"key-%04d" % i, b"value-%04d" % i, [(f"h{i:03d}", b"v-%04d" % i)])
             for i in range(50)]
-    data = _build(py, rows)
+    data = _build(rows)
     for batch in cy.iter_batches(data):
         for i, r in enumerate(batch):
             k, v, (hk, hv) = r.key, r.value, r.headers[0]
@@ -150,7 +150,7 @@ def test_the_iterator_lets_go_of_its_last_records(pair) -> None:
     """Nothing leaks: decoding the same batch many times does not grow the heap (200
     records of 9 objects each: a leak would be thousands of blocks per round)."""
     cy, py = pair("batch")
-    data = _build(py, [(b"k" * 16, b"v" * 100, [("abcd", b"123456"), ("efgh", None)])] * 200)
+    data = _build([(b"k" * 16, b"v" * 100, [("abcd", b"123456"), ("efgh", None)])] * 200)
 
     def run():
         for batch in cy.iter_batches(data):

@@ -14,7 +14,8 @@ def _rows(n: int = 5):
 
 def test_v2_round_trip(twin) -> None:
     b = twin("batch")
-    bb = b.RecordBatchBuilder(base_offset=100, producer_id=7, producer_epoch=2,
+    bld = twin("builder")
+    bb = bld.RecordBatchBuilder(base_offset=100, producer_id=7, producer_epoch=2,
                               base_sequence=9, partition_leader_epoch=4)
     for k, v, h, ts in _rows():
         assert bb.append(k, v, h, ts) is not None
@@ -33,7 +34,7 @@ def test_v2_round_trip(twin) -> None:
 
 
 def test_twins_build_identical_bytes(pair) -> None:
-    cy, py = pair("batch")
+    cy, py = pair("builder")
     outs = []
     for m in (cy, py):
         bb = m.RecordBatchBuilder(is_transactional=True)
@@ -64,7 +65,7 @@ _EDGE_HEADERS = [None, [], [("a", b"x")], [("\u00e9", None), (b"k", bytearray(b"
 def test_twins_build_identical_bytes_at_length_edges(pair) -> None:
     import random
 
-    cy, py = pair("batch")
+    cy, py = pair("builder")
     rnd = random.Random(7)
     for _ in range(60):
         builders = [m.RecordBatchBuilder(max_size=1 << 24) for m in (cy, py)]
@@ -109,7 +110,7 @@ def test_compiled_twins_are_chosen_on_a_plain_import() -> None:
         [sys.executable, "-c", "import kcodec.records, kcodec; print(kcodec.IMPLEMENTATION,"
          " type(kcodec.records.RecordBatchBuilder()).__module__)"],
         capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["cython", "kcodec._cy.batch"]
+    assert out.stdout.split() == ["cython", "kcodec._cy.builder"]
 
 
 def test_face_exports() -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from kcodec._impl import twin
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import (
     CorruptMessage,
@@ -57,12 +56,10 @@ from kcodec.records.header import (
     patch_message,
     read_header,
 )
+from kcodec.records.segscan import scan_records_v2
 
 __all__ = ["BatchInfo", "AppendResult", "Validated", "peek_batches", "validate",
            "check_replicated"]
-
-#: the record walk without record objects, compiled or pure like every twin
-scan_records_v2 = twin("segscan").scan_records_v2
 
 
 

@@ -17,12 +17,7 @@ from __future__ import annotations
 import bisect
 import random
 
-from kcodec._impl import IMPLEMENTATION
-
-if IMPLEMENTATION == "cython":
-    from kcodec._cy.murmur import murmur2, partition_for_key
-else:
-    from kcodec._py.murmur import murmur2, partition_for_key  # type: ignore[assignment]
+from kcodec.murmur import murmur2, partition_for_key
 
 __all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "DefaultPartitioner"]
 

@@ -1,6 +1,6 @@
-"""Compiled twin of kcodec._py.protocol: the same plans, bytes, objects and errors.
+"""Compiled twin of kcodec._py.engine: the same plans, bytes, objects and errors.
 
-Wire layout: see kcodec._py.protocol. Each plan (kcodec.protocol._plan.StructPlan) is
+Wire layout: see kcodec._py.engine. Each plan (kcodec.protocol._plan.StructPlan) is
 lowered once into CPlan/COp objects with C fields (cached in ``plan.cy``); the functions
 below interpret that copy with the bounds-checked Reader of kcodec._cy._reader.
 Every check happens in the same order as in the pure twin, so both raise the same
