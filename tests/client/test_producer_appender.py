@@ -148,7 +148,7 @@ def _seal_state(accum: Any, batch_mod: Any) -> list[Any]:
 
 
 def test_sealing_is_the_accumulators_own_bookkeeping(pair) -> None:
-    got = [_seal_state(a, b) for a, b in zip(pair("accum"), pair("batch"))]
+    got = [_seal_state(a, b) for a, b in zip(pair("accum"), pair("builder"))]
     assert got[0] == got[1]
     open_after, queued, pending, buffered, size, next_seq, head = got[0]
     assert not open_after and queued == [1, 1] and head
