@@ -1,0 +1,324 @@
+"""A puller: one group member that fetches the topics and hands records on.
+
+* ``file``/``redis``: batches (``--batch-size``, or what ``--linger-ms`` gathered) are
+  appended to the store, and only then are their offsets committed. Past
+  ``--max-pending`` waiting messages the partitions are paused (polling goes on, so the
+  membership stays).
+* ``direct``: the handler runs here, on a worker thread, while this thread keeps polling
+  (partitions paused while records wait), so a slow handler never stalls heartbeats or
+  outlives ``max_poll_interval_ms``. An offset is committed once every record before it is
+  finished: done, retried (a copy in the local store's pending queue) or failed for good.
+
+On revocation the puller commits what is durable (direct: finishes the batch in hand first);
+records not yet durable are dropped and fetched again by the partition's next owner.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from kcodec.client import Consumer, RebalanceListener, TopicPartition
+from kcodec.errors import KcodecError
+from kcodec.runtime.handler import Hung
+from kcodec.runtime.message import Message
+from kcodec.runtime.work import Stats, Worker
+
+__all__ = ["Puller"]
+
+log = logging.getLogger("kcodec.runtime")
+
+
+class _Listener(RebalanceListener):
+    def __init__(self, puller: Puller) -> None:
+        self.p = puller
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        self.p.revoked(revoked, lost=False)
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        self.p.assigned(assigned)
+
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
+        self.p.revoked(lost, lost=True)
+
+
+class Puller:
+    def __init__(self, settings: Any, slot: int, store: Any, stop: threading.Event,
+                 handler: Any = None) -> None:
+        self.s = settings
+        self.slot = slot
+        self.store = store
+        self.stop = stop
+        self.stats = Stats()
+        self.direct = settings.storage == "direct"
+        self.worker = Worker(settings, handler, store, self.stats) if self.direct else None
+        self.consumer: Consumer | None = None
+        self.lock = threading.Lock()
+        self.position: dict[TopicPartition, int] = {}    # next offset to pull
+        self.durable: dict[TopicPartition, int] = {}     # next offset not yet durable/finished
+        self.committed: dict[TopicPartition, int] = {}
+        self.buf: deque[Message] = deque()
+        self.buf_since = 0.0
+        self._commit_fut: Any = None
+        self.paused = False
+        self.recycle = False
+        self.member_id = ""
+
+    # ------------------------------------------------------------------ life
+    def run(self) -> int:
+        cfg = self.s.consumer_config()
+        cfg.setdefault("client_id", f"kcodec-run-{self.s.group}-p{self.slot}")
+        self.consumer = c = Consumer(**cfg)
+        c.subscribe(list(self.s.topics), listener=_Listener(self))
+        code = 0
+        try:
+            while not self.stop.is_set() and not self.recycle:
+                if self.direct:
+                    self._direct_round()
+                else:
+                    self._store_round()
+        except Hung:
+            code = 3
+        finally:
+            self._shutdown(code == 0)
+        return code
+
+    def _shutdown(self, clean: bool) -> None:
+        c = self.consumer
+        assert c is not None
+        try:
+            if not self.direct:
+                self._flush()
+            self._commit(sync=True)
+        except KcodecError as exc:
+            log.warning("final commit failed (%s); the next owner re-reads from the last "
+                        "commit (records may be handled twice)", exc)
+        try:
+            c.close(timeout=min(self.s.grace, 30))   # leaves the group: partitions move at once
+        except KcodecError as exc:
+            log.warning("leaving the group: %s", exc)
+        if self.worker is not None:
+            self.worker.close()
+
+    # ------------------------------------------------------------------ polling
+    def _poll(self, timeout: float, limit: int) -> int:
+        c = self.consumer
+        assert c is not None
+        try:
+            polled = c.poll(timeout, max_records=max(limit, 1))
+        except KcodecError as exc:
+            if getattr(exc, "retriable", True) and not isinstance(exc, ValueError):
+                log.warning("poll: %s (retrying)", exc)
+                self.stop.wait(0.5)
+                return 0
+            raise
+        n = 0
+        with self.lock:
+            for tp, recs in polled.items():
+                if not recs:
+                    continue
+                t, p = tp
+                if not self.buf:
+                    self.buf_since = time.monotonic()
+                self.buf.extend(Message(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
+                                        r.value, r.headers) for r in recs)
+                self.position[tp] = recs[-1].offset + 1
+                self.durable.setdefault(tp, recs[0].offset)
+                n += len(recs)
+        if n and not self.direct:
+            self.stats.count(n)
+        return n
+
+    def _pause(self, want: bool) -> None:
+        c = self.consumer
+        assert c is not None
+        if want == self.paused:
+            return
+        tps = list(c.assignment())
+        if want:
+            c.pause(*tps)
+        else:
+            c.resume(*tps)
+        self.paused = want
+
+    # ------------------------------------------------------------------ store modes
+    def _store_round(self) -> None:
+        s = self.s
+        linger = s.linger_ms / 1000
+        left = linger - (time.monotonic() - self.buf_since) if self.buf else 0.2
+        self._poll(max(left, 0.0), s.batch_size - len(self.buf))
+        if len(self.buf) >= s.batch_size or (self.buf and time.monotonic() - self.buf_since >= linger):
+            self._flush()
+        if self.store.needs_sync() and getattr(self.store, "sync_due", lambda: True)():
+            self.store.sync()
+            self._commit()
+        self._backpressure()
+
+    _next_check = 0.0
+
+    def _backpressure(self) -> None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + 1.0
+        b = self.store.backlog()
+        waiting = b["pending"] + b["delayed"]
+        if waiting > self.s.max_pending and not self.paused:
+            log.info("%d messages wait in the store (--max-pending %d): pausing fetches",
+                     waiting, self.s.max_pending)
+        self._pause(waiting > self.s.max_pending)
+
+    def _flush(self) -> None:
+        """Append what was pulled to the store; commit once it is durable."""
+        with self.lock:
+            batch = list(self.buf)
+            self.buf.clear()
+        if not batch:
+            return
+        self.store.append(batch)
+        with self.lock:
+            for m in batch:
+                self.durable[TopicPartition(m.topic, m.partition)] = m.offset + 1
+        if not self.store.needs_sync():
+            self._commit()
+
+    def _commit(self, sync: bool = False, only: list[TopicPartition] | None = None) -> None:
+        c = self.consumer
+        assert c is not None
+        with self.lock:
+            want = {tp: off for tp, off in self.durable.items()
+                    if self.committed.get(tp) != off and (only is None or tp in only)}
+        if not want:
+            return
+        if sync:
+            c.commit(want)
+            self.committed.update(want)
+            return
+        fut = self._commit_fut
+        if fut is not None and not fut.done():
+            return          # one commit in flight at a time; the next one carries these too
+
+        def done(err: BaseException | None, want: dict = want) -> None:
+            if err is None:
+                self.committed.update(want)
+            else:
+                log.warning("offset commit failed (%s); retried with the next batch", err)
+        self._commit_fut = c.commit_async(want, callback=done)
+
+    # ------------------------------------------------------------------ direct mode
+    def _direct_round(self) -> None:
+        s = self.s
+        w = self.worker
+        assert w is not None
+        batch: list[Message] = []
+        with self.lock:
+            while self.buf and len(batch) < s.batch_size:
+                batch.append(self.buf.popleft())
+        if batch:
+            hung = None
+            try:
+                finished = w.process(batch, self._tick)
+            except Hung as exc:     # settled (retried or failed) all the same
+                hung, finished = exc, list(range(len(batch)))
+            with self.lock:
+                last: dict[TopicPartition, int] = {}
+                for i in finished:
+                    m = batch[i]
+                    last[TopicPartition(m.topic, m.partition)] = m.offset + 1
+                for tp, off in last.items():
+                    if tp in self.position:       # not revoked meanwhile
+                        self.durable[tp] = max(self.durable.get(tp, 0), off)
+            self._commit()
+            if hung is not None:
+                raise hung
+            return
+        claim = self.store.claim(s.batch_size)      # retries and requeued messages
+        if claim is not None:
+            try:
+                w.process(claim.messages, self._tick)
+            finally:
+                if not w.runner.hung:
+                    self.store.ack(claim, claim.refs)
+            return
+        self._pause(False)
+        self._poll(0.1, s.batch_size)
+
+    def _tick(self) -> None:
+        """While the handler works: keep polling (paused past one batch in hand)."""
+        self._pause(len(self.buf) >= self.s.batch_size)
+        self._poll(0.0, self.s.batch_size)
+        if hasattr(self.store, "renew"):
+            self.store.renew()
+
+    # ------------------------------------------------------------------ rebalance
+    def revoked(self, tps: list[TopicPartition], lost: bool) -> None:
+        gone = set(tps)
+        if not lost:
+            if not self.direct:
+                self._flush()
+            try:
+                self._commit(sync=True, only=list(gone))
+            except KcodecError as exc:
+                log.warning("commit on revocation failed (%s); the next owner re-reads from "
+                            "the last commit", exc)
+        with self.lock:
+            self.buf = deque(m for m in self.buf if TopicPartition(m.topic, m.partition) not in gone)
+            for tp in gone:
+                self.position.pop(tp, None)
+                self.durable.pop(tp, None)
+                self.committed.pop(tp, None)
+        self.paused = False
+        log.info("partitions %s: %s", "lost" if lost else "revoked", _names(tps))
+
+    def assigned(self, tps: list[TopicPartition]) -> None:
+        if tps:
+            log.info("partitions assigned: %s", _names(tps))
+        self.paused = False
+        c = self.consumer
+        if c is not None:
+            try:
+                self.member_id = c.group_metadata().member_id
+            except (ValueError, AttributeError):
+                pass
+
+    # ------------------------------------------------------------------ introspection
+    def offsets(self) -> list[dict[str, Any]]:
+        c = self.consumer
+        if c is None:
+            return []
+        rows = []
+        with self.lock:
+            pos = dict(self.position)
+            dur = dict(self.durable)
+            com = dict(self.committed)
+        for tp in sorted(c.assignment()):
+            end = c.highwater(tp)
+            p = pos.get(tp, com.get(tp))
+            rows.append({"topic": tp.topic, "partition": tp.partition, "position": p,
+                         "committed": com.get(tp), "finished": dur.get(tp),
+                         "end": end if end >= 0 else None,
+                         "lag": max(end - p, 0) if end >= 0 and p is not None else None,
+                         "remaining": max(end - (com.get(tp) or 0), 0) if end >= 0 else None,
+                         "member": self.member_id})
+        return rows
+
+    def group(self) -> dict[str, Any]:
+        """This member's view of the group: its id, generation and the leader's id."""
+        c = self.consumer
+        if c is None:
+            return {}
+        try:
+            md = c.group_metadata()
+        except ValueError:
+            return {}
+        leader = c.group_leader()
+        return {"member_id": md.member_id, "generation": md.generation_id, "leader": leader,
+                "assignment": [list(tp) for tp in sorted(c.assignment())]}
+
+
+def _names(tps: list[TopicPartition]) -> str:
+    return ", ".join(f"{t}[{p}]" for t, p in sorted(tps)) or "(none)"
