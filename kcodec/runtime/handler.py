@@ -205,28 +205,36 @@ class Runner:
         assert fut is not None
         try:
             result = fut.result(max(timeout, 0))
-        except concurrent.futures.TimeoutError:
-            if self.overdue():
-                self.hung = True
-                raise Hung(f"the handler ran past its deadline of {self.timeout:g} s "
-                           f"(--handler-timeout) on a batch of {self._n}") from None
-            return None
-        except (asyncio.TimeoutError, TimeoutError):
+        except (concurrent.futures.TimeoutError, asyncio.TimeoutError, TimeoutError):
+            # (one class since 3.11) not done yet, or the async handler's own deadline
+            if not fut.done():
+                if self.overdue():
+                    self.hung = True
+                    raise Hung(f"the handler ran past its deadline of {self.timeout:g} s "
+                               f"(--handler-timeout) on a batch of {self._n}") from None
+                return None
+            if not self.is_async:     # a sync handler raised TimeoutError itself
+                return self._raised(fut.exception())
             self._fut = None
             err = (f"the handler ran past its deadline of {self.timeout:g} s "
                    "(--handler-timeout) and was cancelled")
             log.error("%s; the batch of %d counts as failed", err, self._n)
             return [err] * self._n
         except BaseException as exc:   # the handler raised: the whole batch failed
-            self._fut = None
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            text = f"{type(exc).__name__}: {exc}"
-            log.error("the handler raised on a batch of %d records; the batch counts as "
-                      "failed:\n%s", self._n, "".join(traceback.format_exception(exc)).rstrip())
-            return [text] * self._n
+            return self._raised(exc)
         self._fut = None
         return check_results(result, self._n)
+
+    def _raised(self, exc: BaseException | None) -> list[str | None]:
+        self._fut = None
+        text = f"{type(exc).__name__}: {exc}"
+        log.error("the handler raised on a batch of %d records; the batch counts as "
+                  "failed:\n%s", self._n,
+                  "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+                  if exc is not None else "")
+        return [text] * self._n
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

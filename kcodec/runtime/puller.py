@@ -30,6 +30,8 @@ from kcodec.runtime.work import Stats, Worker
 __all__ = ["Puller"]
 
 log = logging.getLogger("kcodec.runtime")
+_new = tuple.__new__
+COMMIT_EVERY = 0.2     # seconds between offset commits while running (always on revoke/stop)
 
 
 class _Listener(RebalanceListener):
@@ -61,9 +63,13 @@ class Puller:
         self.position: dict[TopicPartition, int] = {}    # next offset to pull
         self.durable: dict[TopicPartition, int] = {}     # next offset not yet durable/finished
         self.committed: dict[TopicPartition, int] = {}
+        self.unsynced: dict[TopicPartition, int] = {}   # written, waiting for an fsync
         self.buf: deque[Message] = deque()
         self.buf_since = 0.0
         self._commit_fut: Any = None
+        self._committed_at = 0.0
+        self.gen = 0            # assignment generation: bumped on each revocation
+        self._claim_at = 0.0
         self.paused = False
         self.recycle = False
         self.member_id = ""
@@ -93,6 +99,7 @@ class Puller:
         try:
             if not self.direct:
                 self._flush()
+                self._sync()
             self._commit(sync=True)
         except KcodecError as exc:
             log.warning("final commit failed (%s); the next owner re-reads from the last "
@@ -124,8 +131,10 @@ class Puller:
                 t, p = tp
                 if not self.buf:
                     self.buf_since = time.monotonic()
-                self.buf.extend(Message(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
-                                        r.value, r.headers) for r in recs)
+                # tuple.__new__ straight: a namedtuple's own __new__ is a Python frame more
+                self.buf.extend([_new(Message, (t, p, r.offset, r.timestamp, r.timestamp_type,
+                                                r.key, r.value, r.headers, 0, None, 0))
+                                 for r in recs])
                 self.position[tp] = recs[-1].offset + 1
                 self.durable.setdefault(tp, recs[0].offset)
                 n += len(recs)
@@ -154,8 +163,8 @@ class Puller:
         if len(self.buf) >= s.batch_size or (self.buf and time.monotonic() - self.buf_since >= linger):
             self._flush()
         if self.store.needs_sync() and getattr(self.store, "sync_due", lambda: True)():
-            self.store.sync()
-            self._commit()
+            self._sync()
+        self._commit()
         self._backpressure()
 
     _next_check = 0.0
@@ -180,11 +189,19 @@ class Puller:
         if not batch:
             return
         self.store.append(batch)
+        offs = {TopicPartition(m.topic, m.partition): m.offset + 1 for m in batch}
         with self.lock:
-            for m in batch:
-                self.durable[TopicPartition(m.topic, m.partition)] = m.offset + 1
-        if not self.store.needs_sync():
-            self._commit()
+            if self.store.needs_sync():     # --fsync interval: durable after the next sync
+                self.unsynced.update(offs)
+            else:
+                self.durable.update(offs)
+        self._commit()
+
+    def _sync(self) -> None:
+        self.store.sync()
+        with self.lock:
+            self.durable.update(self.unsynced)
+            self.unsynced.clear()
 
     def _commit(self, sync: bool = False, only: list[TopicPartition] | None = None) -> None:
         c = self.consumer
@@ -201,6 +218,10 @@ class Puller:
         fut = self._commit_fut
         if fut is not None and not fut.done():
             return          # one commit in flight at a time; the next one carries these too
+        now = time.monotonic()
+        if now - self._committed_at < COMMIT_EVERY:
+            return
+        self._committed_at = now
 
         def done(err: BaseException | None, want: dict = want) -> None:
             if err is None:
@@ -220,6 +241,7 @@ class Puller:
                 batch.append(self.buf.popleft())
         if batch:
             hung = None
+            gen = self.gen
             try:
                 finished = w.process(batch, self._tick)
             except Hung as exc:     # settled (retried or failed) all the same
@@ -230,14 +252,21 @@ class Puller:
                     m = batch[i]
                     last[TopicPartition(m.topic, m.partition)] = m.offset + 1
                 for tp, off in last.items():
-                    if tp in self.position:       # not revoked meanwhile
+                    # not after a revocation meanwhile: the partition's new owner (maybe us
+                    # again) starts from the last commit and handles this batch again
+                    if gen == self.gen and tp in self.position:
                         self.durable[tp] = max(self.durable.get(tp, 0), off)
             self._commit()
             if hung is not None:
                 raise hung
             return
-        claim = self.store.claim(s.batch_size)      # retries and requeued messages
+        now = time.monotonic()
+        claim = None
+        if now - self._claim_at > 0.5:              # retries and requeued messages
+            self._claim_at = now
+            claim = self.store.claim(s.batch_size)
         if claim is not None:
+            self._claim_at = 0.0
             try:
                 w.process(claim.messages, self._tick)
             finally:
@@ -246,6 +275,7 @@ class Puller:
             return
         self._pause(False)
         self._poll(0.1, s.batch_size)
+        self._commit()
 
     def _tick(self) -> None:
         """While the handler works: keep polling (paused past one batch in hand)."""
@@ -257,10 +287,12 @@ class Puller:
     # ------------------------------------------------------------------ rebalance
     def revoked(self, tps: list[TopicPartition], lost: bool) -> None:
         gone = set(tps)
+        self.gen += 1
         if not lost:
-            if not self.direct:
-                self._flush()
             try:
+                if not self.direct:
+                    self._flush()
+                    self._sync()
                 self._commit(sync=True, only=list(gone))
             except KcodecError as exc:
                 log.warning("commit on revocation failed (%s); the next owner re-reads from "
@@ -270,6 +302,7 @@ class Puller:
             for tp in gone:
                 self.position.pop(tp, None)
                 self.durable.pop(tp, None)
+                self.unsynced.pop(tp, None)
                 self.committed.pop(tp, None)
         self.paused = False
         log.info("partitions %s: %s", "lost" if lost else "revoked", _names(tps))

@@ -111,6 +111,9 @@ class Worker:
 
     def settle(self, messages: list[Message], errors: list[str | None],
                final: list[bool]) -> list[int]:
+        if not any(errors):     # the usual case: everything done
+            self.stats.done += len(messages)
+            return list(range(len(messages)))
         plain = [e if not f else None for e, f in zip(errors, final)]
         out = plan_outcome(messages, plain, self.s.retries, self.s.backoff_ms, self.s.backoff_max_ms)
         dead = list(out.dead)
