@@ -8,9 +8,9 @@ $KCODEC_TEST_LOG (one write per batch, O_APPEND) and answers as $KCODEC_TEST_MOD
     raise        raises on every batch
     wrong-count  returns one result too few
     not-bool     returns "yes" for each record
-    hang         sleeps an hour on the first batch of each process
+    hang         sleeps an hour on a batch of first deliveries (retries go through)
     slow         sleeps $KCODEC_TEST_SLEEP seconds per batch (default 0.05)
-    leak         keeps 20 MB per batch (for the RSS limit)
+    leak         keeps 20 MB per batch, taking 0.3 s each (for the RSS limit)
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ def _write(records: list, results: list) -> None:
 def record(records: list) -> list:
     _calls[0] += 1
     mode = _MODE
-    if mode == "hang" and _calls[0] == 1:
+    if mode == "hang" and all(r.attempts == 0 for r in records):
         time.sleep(3600)
     if mode == "slow":
         time.sleep(float(os.environ.get("KCODEC_TEST_SLEEP", "0.05")))
     if mode == "leak":
-        _kept.append(bytes(20 << 20))
+        _kept.append(b"\x01" * (20 << 20))   # written, so resident
+        time.sleep(0.3)
     results: list = [True] * len(records)
     if mode == "fail-odd":
         results = [r.offset % 2 == 0 for r in records]

@@ -179,7 +179,7 @@ class Run:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill_all()
-            raise AssertionError(f"kcodec run did not stop in {timeout} s:\n{self.stderr()}")
+            raise AssertionError(f"kcodec run did not stop in {timeout} s:\n{self.stderr()}") from None
 
     def kill_all(self) -> None:
         """kill -9 the master and (what it had started) its children."""
@@ -222,10 +222,17 @@ def read_log(path: str) -> Counter:
 
 
 def wait_for(pred: Any, timeout: float, what: str, on_fail: Any = None) -> None:
+    """Until ``pred()`` is true; a ControlError (the runtime not up yet) counts as false."""
+    from kcodec.runtime.control import ControlError
+
     deadline = time.monotonic() + timeout
+    last: Exception | None = None
     while time.monotonic() < deadline:
-        if pred():
-            return
+        try:
+            if pred():
+                return
+        except ControlError as exc:
+            last = exc
         time.sleep(0.1)
     extra = on_fail() if on_fail is not None else ""
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{extra}")
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last})\n{extra}")

@@ -9,8 +9,15 @@ import time
 import pytest
 
 from kcodec.runtime.config import Settings
-from kcodec.runtime.handler import Hung, Runner, backoff_ms, check_results, handler_ref, \
-    load_handler, plan_outcome
+from kcodec.runtime.handler import (
+    Hung,
+    Runner,
+    backoff_ms,
+    check_results,
+    handler_ref,
+    load_handler,
+    plan_outcome,
+)
 from kcodec.runtime.message import Message
 
 
