@@ -60,6 +60,9 @@ def main(role: str, slot: int, settings: dict[str, Any], handler_ref: str, conn:
     signal.signal(signal.SIGTERM, on_signal)
     code = 1
     worker: Any = None
+    from kcodec.runtime.storage.file import hold_children_lock
+
+    hold_children_lock(s.state_dir)     # held until this process ends, however it ends
     try:
         handler = load_ref(handler_ref) if (role == "sinker" or s.storage == "direct") else None
         store = open_store(s, f"{role[0]}{slot}")

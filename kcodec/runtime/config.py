@@ -133,8 +133,12 @@ class Settings:
     def consumer_config(self) -> dict[str, Any]:
         from kcodec.client import ConsumerConfig
 
+        # a member killed with -9 holds its partitions until its session times out: the
+        # runtime restarts members, so it waits 10 s for a silent one, not Kafka's 45 s
         cfg = {"auto_offset_reset": self.auto_offset_reset,
-               "max_poll_records": max(self.batch_size, 1), **self.client_settings(),
+               "max_poll_records": max(self.batch_size, 1),
+               "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
+               **self.client_settings(),
                "group_id": self.group, "enable_auto_commit": False}
         ConsumerConfig.from_kwargs(cfg)   # raises ValueError naming a bad setting
         return cfg

@@ -78,9 +78,14 @@ class Master:
     # ------------------------------------------------------------------ life
     def run(self) -> int:
         s = self.s
-        from kcodec.runtime.storage.file import lock_dir, seal_stale
+        from kcodec.runtime.storage.file import lock_dir, seal_stale, wait_for_children
 
         lock_fd = lock_dir(s.state_dir)       # one runtime per state directory
+        try:
+            wait_for_children(s.state_dir, s.grace + 10, log)
+        except BaseException:
+            os.close(lock_fd)
+            raise
         seal_stale(os.path.join(s.state_dir, "store"))
         self._server = control.listen(s.socket_path)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -31,7 +31,9 @@ __all__ = ["Puller"]
 
 log = logging.getLogger("kcodec.runtime")
 _new = tuple.__new__
-COMMIT_EVERY = 0.2     # seconds between offset commits while running (always on revoke/stop)
+# direct mode: seconds between offset commits while running (always on revoke and stop);
+# the store modes commit after every append (one commit in flight at a time)
+COMMIT_EVERY = 0.2
 
 
 class _Listener(RebalanceListener):
@@ -64,6 +66,7 @@ class Puller:
         self.durable: dict[TopicPartition, int] = {}     # next offset not yet durable/finished
         self.committed: dict[TopicPartition, int] = {}
         self.unsynced: dict[TopicPartition, int] = {}   # written, waiting for an fsync
+        self.floor: dict[TopicPartition, int] = {}      # first offset pulled since assigned
         self.buf: deque[Message] = deque()
         self.buf_since = 0.0
         self._commit_fut: Any = None
@@ -83,7 +86,12 @@ class Puller:
         code = 0
         try:
             while not self.stop.is_set() and not self.recycle:
-                if self.direct:
+                if self._uncommitted_over():
+                    # commits are failing or behind (a rebalance, a broker away): pull no
+                    # further, so a crash now re-reads at most this much
+                    self._poll(0.1, 1)
+                    self._commit()
+                elif self.direct:
                     self._direct_round()
                 else:
                     self._store_round()
@@ -136,7 +144,8 @@ class Puller:
                                                 r.key, r.value, r.headers, 0, None, 0))
                                  for r in recs])
                 self.position[tp] = recs[-1].offset + 1
-                self.durable.setdefault(tp, recs[0].offset)
+                if tp not in self.durable:
+                    self.durable[tp] = self.floor[tp] = recs[0].offset
                 n += len(recs)
         if n and not self.direct:
             self.stats.count(n)
@@ -153,6 +162,14 @@ class Puller:
         else:
             c.resume(*tps)
         self.paused = want
+
+    def _uncommitted_over(self) -> bool:
+        limit = self.s.batch_size * (50 if self.direct else 4)
+        with self.lock:
+            for tp, off in self.durable.items():
+                if off - self.committed.get(tp, self.floor.get(tp, off)) > limit:
+                    return True
+        return False
 
     # ------------------------------------------------------------------ store modes
     def _store_round(self) -> None:
@@ -219,8 +236,8 @@ class Puller:
         if fut is not None and not fut.done():
             return          # one commit in flight at a time; the next one carries these too
         now = time.monotonic()
-        if now - self._committed_at < COMMIT_EVERY:
-            return
+        if self.direct and now - self._committed_at < COMMIT_EVERY:
+            return      # direct: a commit per batch would cost a fifth of the throughput
         self._committed_at = now
 
         def done(err: BaseException | None, want: dict = want) -> None:
@@ -303,6 +320,7 @@ class Puller:
                 self.position.pop(tp, None)
                 self.durable.pop(tp, None)
                 self.unsynced.pop(tp, None)
+                self.floor.pop(tp, None)
                 self.committed.pop(tp, None)
         self.paused = False
         log.info("partitions %s: %s", "lost" if lost else "revoked", _names(tps))

@@ -568,6 +568,41 @@ def seal_stale(path: str) -> None:
             os.replace(p, p[:-5] + ".seg")
 
 
+def hold_children_lock(path: str) -> int:
+    """A runtime process holds ``path``/children.lock shared for its life, so a new master
+    can wait for every process of a master that died (see ``wait_for_children``)."""
+    fd = os.open(os.path.join(path, "children.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def wait_for_children(path: str, timeout: float, log: Any) -> None:
+    """Wait until no process of an earlier runtime in ``path`` lives (they stop by themselves
+    once their master is gone): two writers of one name must never append at once."""
+    fd = os.open(os.path.join(path, "children.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"processes of an earlier kcodec run in {path!r} are still "
+                                   f"running after {timeout:g} s; stop them (they hold "
+                                   f"{path}/children.lock: fuser -v that file)")
+            if not told:
+                log.warning("waiting for the processes of an earlier run in %s to stop", path)
+                told = True
+            time.sleep(0.1)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def lock_dir(path: str) -> int:
     """Hold ``path``/runtime.lock for this process's life; an error naming the holder when
     another runtime holds it."""
