@@ -330,6 +330,17 @@ class Puller:
             log.info("partitions assigned: %s", _names(tps))
         self.paused = False
         c = self.consumer
+        if c is not None and tps:
+            try:    # where the group stands: the floor of what this member will commit
+                got = c.committed(tps)
+            except KcodecError as exc:
+                log.warning("reading the committed offsets of %s: %s", _names(tps), exc)
+                got = {}
+            with self.lock:
+                for tp, off in got.items():
+                    if off is not None:
+                        self.committed[tp] = off
+                        self.position.setdefault(tp, off)
         if c is not None:
             try:
                 self.member_id = c.group_metadata().member_id
