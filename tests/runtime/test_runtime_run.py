@@ -16,6 +16,7 @@ import pytest
 
 from kcodec.client import Admin, Consumer, TopicPartition
 from tests.runtime.support import ROOT, Run, env, produce, read_log, wait_for
+from tests.support import REPO as ROOT_PATH
 
 
 def name(prefix: str) -> str:
@@ -309,3 +310,49 @@ def test_read_log_ignores_torn_lines(tmp_path) -> None:
     p = tmp_path / "log"
     p.write_text("t 0 1 0 1 done\nt 0 2 0 1 done\nt 0 3")
     assert sorted(read_log(str(p))) == [("t", 0, 1), ("t", 0, 2)]
+
+
+def test_readme_quickstart_works_as_written(tmp_path) -> None:
+    """The README's three terminals, on a free port (KCODEC_BOOTSTRAP) and in a scratch
+    directory beside a copy of examples/."""
+    import re
+    import shutil
+
+    from kcodec.testing.net import free_port
+
+    readme = (ROOT_PATH / "README.md").read_text()
+    block = readme.split("## kcodec run: a consumer runtime", 1)[1].split("```sh\n", 1)[1]
+    lines = [ln.split("#")[0].strip() for ln in block.split("```", 1)[0].splitlines()]
+    assert [ln.split()[1] for ln in lines] == ["broker", "10", "run", "ctl"], lines
+    port = free_port()
+    shutil.copytree(ROOT_PATH / "examples", tmp_path / "examples")
+    e = env(KCODEC_BOOTSTRAP=f"127.0.0.1:{port}")
+    kcodec = [sys.executable, "-m", "kcodec"]
+    broker = subprocess.Popen(kcodec + lines[0].split()[1:-2] + ["--port", str(port)], env=e,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    run = None
+    try:
+        assert broker.stdout is not None and broker.stdout.readline()
+        cmd, _, feed = lines[1].partition("|")
+        p = subprocess.run(kcodec + feed.split()[1:], input="".join(f"{i}\n" for i in range(1, 11)),
+                           env=e, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        run = subprocess.Popen(kcodec + lines[2].split()[1:], env=e, cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        got: list[str] = []
+        assert run.stdout is not None
+        while len(got) < 10:
+            line = run.stdout.readline()
+            assert line, run.stderr.read() if run.stderr else ""
+            got.append(line)
+        assert sorted(int(re.search(r"b'(\d+)'", g).group(1)) for g in got) == list(range(1, 11))
+        st = subprocess.run(kcodec + lines[3].split()[1:], env=e, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+        assert st.returncode == 0 and "sinker" in st.stdout, st.stderr
+    finally:
+        if run is not None:
+            run.send_signal(signal.SIGINT)
+            run.wait(60)
+        broker.send_signal(signal.SIGINT)
+        broker.wait(30)
+    assert run.returncode == 0
