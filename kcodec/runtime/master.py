@@ -219,6 +219,8 @@ class Master:
         delay = min(0.5 * 2 ** (sl.fails - 1), 30.0)
         if code == EXIT_HUNG:
             why = " (its handler ran past --handler-timeout)"
+        elif code == 5:
+            why = " (a fetched record batch does not decode: see its log)"
         elif code == 0:
             why = " unexpectedly"
         else:
@@ -247,17 +249,18 @@ class Master:
 
     def _ask(self, sl: _Slot, op: str, timeout: float = 10.0) -> Any:
         with sl.lock:
-            if not sl.alive or sl.conn is None:
+            conn = sl.conn       # (the main thread may reap the process meanwhile)
+            if not sl.alive or conn is None:
                 return None
             rid = next(self._ids)
             try:
-                sl.conn.send({"id": rid, "op": op})
+                conn.send({"id": rid, "op": op})
                 end = time.monotonic() + timeout
                 while True:
                     left = end - time.monotonic()
-                    if left <= 0 or not sl.conn.poll(left):
+                    if left <= 0 or not conn.poll(left):
                         return None
-                    msg = sl.conn.recv()
+                    msg = conn.recv()
                     if msg.get("id") == rid:
                         return msg.get("result")
             except (OSError, EOFError, ValueError):

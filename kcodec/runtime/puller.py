@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any
 
 from kcodec.client import Consumer, RebalanceListener, TopicPartition
-from kcodec.errors import KcodecError
+from kcodec.errors import DecodeError, KcodecError
 from kcodec.runtime.handler import Hung
 from kcodec.runtime.message import Message
 from kcodec.runtime.work import Stats, Worker
@@ -34,6 +34,10 @@ _new = tuple.__new__
 # direct mode: seconds between offset commits while running (always on revoke and stop);
 # the store modes commit after every append (one commit in flight at a time)
 COMMIT_EVERY = 0.2
+
+
+class UndecodableBatch(Exception):
+    """A fetched batch does not decode: the puller exits (code 5) and is restarted."""
 
 
 class _Listener(RebalanceListener):
@@ -97,6 +101,8 @@ class Puller:
                     self._store_round()
         except Hung:
             code = 3
+        except UndecodableBatch:
+            code = 5
         finally:
             self._shutdown(code == 0)
         return code
@@ -125,6 +131,13 @@ class Puller:
         assert c is not None
         try:
             polled = c.poll(timeout, max_records=max(limit, 1))
+        except DecodeError as exc:
+            # the client cannot say which partition, so it cannot be skipped: stop, loudly
+            log.error("a fetched record batch does not decode (%s): its records cannot be "
+                      "handed to the handler; this puller exits and is restarted with backoff "
+                      "until the batch is readable (check the topic with kcodec dump-log or "
+                      "kcodec consume)", exc)
+            raise UndecodableBatch(str(exc)) from None
         except KcodecError as exc:
             if getattr(exc, "retriable", True) and not isinstance(exc, ValueError):
                 log.warning("poll: %s (retrying)", exc)
@@ -286,9 +299,10 @@ class Puller:
             self._claim_at = 0.0
             try:
                 w.process(claim.messages, self._tick)
-            finally:
-                if not w.runner.hung:
-                    self.store.ack(claim, claim.refs)
+            except Hung:      # settled (retried or failed) before it was raised
+                self.store.ack(claim, claim.refs)
+                raise
+            self.store.ack(claim, claim.refs)
             return
         self._pause(False)
         self._poll(0.1, s.batch_size)
