@@ -75,6 +75,8 @@ class Puller:
         self.buf_since = 0.0
         self._commit_fut: Any = None
         self._committed_at = 0.0
+        self._commit_ok_at = time.monotonic()
+        self._commit_failed = False
         self.gen = 0            # assignment generation: bumped on each revocation
         self._claim_at = 0.0
         self.paused = False
@@ -177,6 +179,11 @@ class Puller:
         self.paused = want
 
     def _uncommitted_over(self) -> bool:
+        """Whether to stop pulling: commits fail (or none succeeded for 2 s) while more than
+        4 batches a partition (direct: 50) wait for one. Slow commits that succeed do not
+        throttle; failing ones would let a crash re-read without bound."""
+        if not self._commit_failed and time.monotonic() - self._commit_ok_at < 2.0:
+            return False
         limit = self.s.batch_size * (50 if self.direct else 4)
         with self.lock:
             for tp, off in self.durable.items():
@@ -244,6 +251,7 @@ class Puller:
         if sync:
             c.commit(want)
             self.committed.update(want)
+            self._commit_ok_at = time.monotonic()
             return
         fut = self._commit_fut
         if fut is not None and not fut.done():
@@ -254,8 +262,10 @@ class Puller:
         self._committed_at = now
 
         def done(err: BaseException | None, want: dict = want) -> None:
+            self._commit_failed = err is not None
             if err is None:
                 self.committed.update(want)
+                self._commit_ok_at = time.monotonic()
             else:
                 log.warning("offset commit failed (%s); retried with the next batch", err)
         self._commit_fut = c.commit_async(want, callback=done)
@@ -371,8 +381,18 @@ class Puller:
             pos = dict(self.position)
             dur = dict(self.durable)
             com = dict(self.committed)
-        for tp in sorted(c.assignment()):
-            end = c.highwater(tp)
+        tps = sorted(c.assignment())
+        ends = {tp: c.highwater(tp) for tp in tps}
+        unknown = [tp for tp, e in ends.items() if e < 0]
+        if unknown:
+            # no fetch answered for them since the assignment (an incremental fetch session
+            # leaves out partitions without news): ask the broker
+            try:
+                ends.update(self._admin().list_offsets(unknown))
+            except (KcodecError, OSError) as exc:
+                log.warning("end offsets of %s: %s", _names(unknown), exc)
+        for tp in tps:
+            end = ends.get(tp, -1)
             p = pos.get(tp, com.get(tp))
             rows.append({"topic": tp.topic, "partition": tp.partition, "position": p,
                          "committed": com.get(tp), "finished": dur.get(tp),
@@ -381,6 +401,15 @@ class Puller:
                          "remaining": max(end - (com.get(tp) or 0), 0) if end >= 0 else None,
                          "member": self.member_id})
         return rows
+
+    _admin_client: Any = None
+
+    def _admin(self) -> Any:
+        if self._admin_client is None:
+            from kcodec.client import Admin
+
+            self._admin_client = Admin(**self.s.admin_config())
+        return self._admin_client
 
     def group(self) -> dict[str, Any]:
         """This member's view of the group: its id, generation and the leader's id."""

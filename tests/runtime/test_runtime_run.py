@@ -356,3 +356,21 @@ def test_readme_quickstart_works_as_written(tmp_path) -> None:
         broker.send_signal(signal.SIGINT)
         broker.wait(30)
     assert run.returncode == 0
+
+
+def test_direct_handler_slower_than_max_poll_interval_keeps_the_membership(kbroker,
+                                                                           run_factory) -> None:
+    """Each call takes 4 s with max_poll_interval_ms at 3 s: the puller keeps polling
+    (partitions paused) meanwhile, so it is never dropped from the group and no record is
+    handled twice."""
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 8, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--storage", "direct", "--batch-size", "2",
+                    "--linger-ms", "0", "-X", "max_poll_interval_ms=3000", "--handler-timeout",
+                    "20", mode="slow", extra_env={"KCODEC_TEST_SLEEP": "4"})
+    want = all_offsets(8, topic, 1)
+    wait_for(lambda: set(r.handled()) >= want, 90, "every record handled", r.stderr)
+    assert max(r.handled().values()) == 1
+    err = r.stderr()
+    assert "partitions lost" not in err and "max_poll_interval" not in err
+    assert r.stop() == 0
