@@ -33,6 +33,7 @@ import os
 import struct
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from kcodec.crc import crc32c
@@ -361,23 +362,25 @@ class FileStore:
                  if f.endswith(".seg") or (f.endswith(".open") and sub == "pending")]
         return sorted(names, key=lambda f: (_stem_seq(f)[1], f))
 
-    def _chunks(self, seg: str, start: int, sub: str = "pending") -> list[_Chunk]:
+    def _chunks(self, seg: str, start: int, sub: str = "pending") -> Iterator[_Chunk]:
+        """The complete chunks of ``seg`` from ``start``, read lazily (a claim stops at the
+        first it can take)."""
         path = os.path.join(self.path, sub, seg)
-        out = []
         try:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                pos = start
-                while True:
-                    h = _read_chunk_header(f, pos, size)
-                    if h is None:
-                        break
-                    count, nb, end = h
-                    out.append(_Chunk(f"{seg.rsplit('.', 1)[0]}@{pos}", seg, pos, count, nb, end))
-                    pos = end
+            f = open(path, "rb")
         except FileNotFoundError:
-            pass
-        return out
+            return
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            pos = start
+            stem = seg.rsplit(".", 1)[0]
+            while True:
+                h = _read_chunk_header(f, pos, size)
+                if h is None:
+                    return
+                count, nb, end = h
+                yield _Chunk(f"{stem}@{pos}", seg, pos, count, nb, end)
+                pos = end
 
     def _is_done(self, ch: _Chunk) -> bool:
         if ch.name in self._done:
