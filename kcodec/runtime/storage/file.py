@@ -21,8 +21,10 @@ file; an expired lease is taken over under the lock), acknowledged one by one, a
 sealed segment whose chunks are all acknowledged is deleted with its leases and acks.
 
 fsync policy: ``always`` syncs each append and each ack before it returns; ``interval``
-syncs at most every ``fsync_interval_ms`` (the puller commits to Kafka only after a sync);
-``never`` leaves it to the OS (survives a crashed process, not a crashed machine).
+syncs appends at most every ``fsync_interval_ms`` (the puller commits to Kafka only after a
+sync) and leaves acks to the OS (after a crashed machine, the last acknowledged messages may
+be handed out again: duplicates, never a loss); ``never`` leaves it all to the OS (survives a
+crashed process, not a crashed machine).
 """
 
 from __future__ import annotations
@@ -335,7 +337,7 @@ class FileStore:
             fd = os.open(self._ack_path(chunk), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
                 os.write(fd, b"".join(_IDX.pack(i) for i in idxs))
-                if self.policy != "never":
+                if self.policy == "always":     # (interval: a lost ack re-delivers, no more)
                     os.fsync(fd)
             finally:
                 os.close(fd)
