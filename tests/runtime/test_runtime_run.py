@@ -230,10 +230,12 @@ def test_undecodable_values_fail_for_good(kbroker, run_factory) -> None:
 
 def test_memory_limit_restarts_after_the_batch(kbroker, run_factory) -> None:
     topic, group = name("t"), name("g")
-    produce(kbroker.bootstrap, topic, 60, partitions=1)
+    # enough batches (20 MB and 0.3 s each) that the master's once-a-second look at the RSS
+    # comes while there is work left
+    produce(kbroker.bootstrap, topic, 150, partitions=1)
     r = run_factory(kbroker.bootstrap, topic, group, "--max-rss-mb", "120", "--batch-size", "5",
                     mode="leak")
-    want = all_offsets(60, topic, 1)
+    want = all_offsets(150, topic, 1)
     wait_for(lambda: set(r.handled()) >= want, 90, "every record handled", r.stderr)
     st = r.ctl("status")
     assert any(p["restarts"] >= 1 for p in st["processes"] if p["role"] == "sinker")
