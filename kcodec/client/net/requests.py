@@ -213,10 +213,13 @@ def consumer_group_heartbeat(group_id: str, member_id: str, member_epoch: int,
 
 
 # ---------------------------------------------------------------------- producer ids, transactions
-def init_producer_id(transactional_id: str | None,
-                     transaction_timeout_ms: int) -> InitProducerIdRequest:
+def init_producer_id(transactional_id: str | None, transaction_timeout_ms: int, *,
+                     two_phase: bool = False, keep_prepared: bool = False
+                     ) -> InitProducerIdRequest:
+    """``two_phase``/``keep_prepared``: KIP-939's Enable2Pc and KeepPreparedTxn (v6)."""
     return InitProducerIdRequest(transactional_id=transactional_id,
-                                 transaction_timeout_ms=transaction_timeout_ms)
+                                 transaction_timeout_ms=transaction_timeout_ms,
+                                 enable2_pc=two_phase, keep_prepared_txn=keep_prepared)
 
 
 def add_partitions_to_txn(transactional_id: str, producer_id: int, epoch: int,

@@ -190,9 +190,14 @@ class Sender:
         try:
             for b in batches:
                 b.attempts += 1
-            # KIP-516: Produce v13 names topics by id; without ids, the last named version
-            ids = self.cluster.topic_ids({b.topic for b in batches})
+            # KIP-516: Produce v13 names topics by id; without ids, the last named version.
+            # A first-generation transaction may not go past v11 (v12+ adds the partitions
+            # to the transaction itself: transactions v2, KIP-890)
+            v1_txn = self.txn is not None and not self.txn.v2
+            ids = None if v1_txn else self.cluster.topic_ids({b.topic for b in batches})
             version = None if ids is not None else TOPIC_ID_VERSIONS[ApiKey.PRODUCE] - 1
+            if v1_txn:
+                version = 11
             req = requests.produce(cfg.transactional_id, int(cfg.acks), cfg.request_timeout_ms,
                                    [(b.topic, b.partition, b.close()) for b in batches], ids)
             # the answer is awaited no longer than the first batch's delivery deadline
