@@ -71,6 +71,17 @@ class _Common:
         g = self._engine.group
         return (getattr(g, "leader_id", "") or None) if g is not None else None
 
+    def group_protocol(self) -> str | None:
+        """The group protocol in use: ``"consumer"`` (KIP-848, the broker assigns) or
+        ``"classic"`` (asked for, or fallen back to where the broker lacks the consumer
+        protocol); None without a group. Before the first join it says what will be tried."""
+        from kcodec.client.consumer.consumer_group import ConsumerGroupMember
+
+        g = self._engine.group
+        if g is None:
+            return None
+        return "consumer" if isinstance(g, ConsumerGroupMember) else "classic"
+
     def subscription(self) -> list[str]:
         return list(self._engine.subs.subscription)
 
