@@ -217,8 +217,19 @@ class ProducerConfig(ClientConfig):
     max_request_size: int = 1048576      # a record larger than this is refused by send
     # KIP-939: transactions an outside coordinator ends (prepare_transaction); no timeout
     transaction_two_phase_commit_enable: bool = False
+    # user hooks (kcodec.client.producer.hooks): a built-in name, a callable or an object,
+    # or "module:attr" naming one
+    partitioner: Any = "murmur2_random"
+    key_serializer: Any = None
+    value_serializer: Any = None
+    interceptors: Any = None
 
     def _validate(self) -> None:
+        from kcodec.client.producer.hooks import ProducerHooks
+
+        self.hooks = ProducerHooks.build(self)
+        if self.hooks is not None and self.hooks.interceptors is not None:
+            self.interceptors = self.hooks.interceptors.items   # classes made once
         self.compression_type = _word(self.compression_type)
         acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(_word(self.acks))
         if acks is None:
@@ -279,15 +290,21 @@ class ConsumerConfig(ClientConfig):
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
     max_poll_records: int = 500
-    partition_assignment_strategy: str | list[str] = "range,cooperative-sticky"
+    # built-in names, or user assignors (classic protocol; kcodec.client.consumer.assignors)
+    partition_assignment_strategy: str | list[Any] = "range,cooperative-sticky"
     check_crcs: bool = True
     # "consumer" (KIP-848, broker-side assignment; classic where the broker lacks it) or
     # "classic" (JoinGroup/SyncGroup, the client-side assignors)
     group_protocol: str = "consumer"
     group_remote_assignor: str | None = None      # consumer protocol: the broker's assignor by name
+    # user hooks (kcodec.client.consumer.hooks): callables or objects, or "module:attr"
+    key_deserializer: Any = None
+    value_deserializer: Any = None
+    interceptors: Any = None
 
     def _validate(self) -> None:
-        from kcodec.client.consumer.assignors import ASSIGNORS
+        from kcodec.client.consumer.assignors import user_assignor
+        from kcodec.client.consumer.hooks import ConsumerHooks
 
         for name in ("group_id", "group_instance_id"):
             v = getattr(self, name)
@@ -304,13 +321,29 @@ class ConsumerConfig(ClientConfig):
             raise ValueError("isolation_level must be read_uncommitted or read_committed, "
                              f"got {self.isolation_level!r}")
         s = self.partition_assignment_strategy
-        names = [x.strip() for x in s.split(",")] if isinstance(s, str) else list(s)
-        for n in names:
-            if n not in ASSIGNORS:
-                raise ValueError(f"partition_assignment_strategy: unknown assignor {n!r}")
-        if not names:
+        given = [x.strip() for x in s.split(",")] if isinstance(s, str) else list(s)
+        if not given:
             raise ValueError("partition_assignment_strategy: no assignor given")
-        self.assignors = names
+        # built-in names as they are; anything else a user assignor (checked, wrapped)
+        self.assignors = [user_assignor(a) for a in given]
+        custom = [a.name for a in self.assignors if not isinstance(a, str)]
+        chosen = [a if isinstance(a, str) else a.name for a in self.assignors]
+        if len(set(chosen)) != len(chosen):
+            raise ValueError(f"partition_assignment_strategy: an assignor named twice "
+                             f"({', '.join(chosen)})")
+        if custom and _word(self.group_protocol) == "consumer":
+            raise ValueError(
+                f"partition_assignment_strategy: the user assignor {custom[0]!r} runs in the "
+                "classic group protocol, where the group's leader assigns; under "
+                "group_protocol='consumer' (the default) the broker assigns "
+                "(group_remote_assignor names the broker's assignor). Set "
+                "group_protocol='classic' to use it")
+        self.hooks = ConsumerHooks.build(self)
+        if self.hooks is not None and self.hooks.interceptors is not None:
+            self.interceptors = self.hooks.interceptors.items   # classes made once
+        if custom:
+            self.partition_assignment_strategy = [a if isinstance(a, str) else a.obj
+                                                  for a in self.assignors]
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
         if self.max_poll_records < 1:

@@ -13,7 +13,9 @@ from kcodec.protocol import ErrorCode
 __all__ = ["KafkaError", "RecordTooLargeError", "KafkaTimeoutError", "BrokerNotAvailableError",
            "ClientClosedError",
            "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
-           "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check"]
+           "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check",
+           "HookError", "SerializationError", "RecordDeserializationError", "PartitionerError",
+           "AssignorError"]
 
 def error_name(code: int) -> str:
     try:
@@ -110,6 +112,51 @@ class SaslAuthenticationError(AuthenticationError):
 
 class SslAuthenticationError(AuthenticationError):
     """The TLS handshake failed: untrusted certificate, wrong host name, protocol mismatch."""
+
+
+class HookError(KcodecError):
+    """A user-supplied hook (kcodec.client.hooks) failed or returned something unusable;
+    the hook's own exception, if any, is the ``__cause__``."""
+
+    retriable = False
+
+
+class SerializationError(HookError):
+    """A producer's ``key_serializer`` or ``value_serializer`` failed: nothing was queued."""
+
+    def __init__(self, setting: str, topic: str, problem: str) -> None:
+        self.setting, self.topic = setting, topic
+        super().__init__(f"{setting} failed for a record to {topic!r}: {problem}; nothing was "
+                         "sent (fix the serializer, or send bytes)")
+
+
+class RecordDeserializationError(HookError):
+    """A consumer's ``key_deserializer`` or ``value_deserializer`` failed on the record at
+    ``offset`` of ``topic[partition]`` (Java: RecordDeserializationException). The
+    partition's position is that record: each poll fails on it again until the
+    application seeks past it."""
+
+    def __init__(self, setting: str, topic: str, partition: int, offset: int,
+                 problem: str) -> None:
+        self.setting, self.topic, self.partition, self.offset = setting, topic, partition, offset
+        super().__init__(f"{setting} failed on {topic}[{partition}] at offset {offset}: "
+                         f"{problem}; the position stays there: fix the deserializer, or "
+                         f"seek(TopicPartition({topic!r}, {partition}), {offset + 1}) to skip "
+                         "the record")
+
+
+class PartitionerError(HookError):
+    """The ``partitioner`` raised, or chose no valid partition: nothing was queued."""
+
+    def __init__(self, topic: str, partitions: int, problem: str) -> None:
+        self.topic, self.partitions = topic, partitions
+        super().__init__(f"partitioner failed for a record to {topic!r} ({partitions} "
+                         f"partitions): {problem}; nothing was sent")
+
+
+class AssignorError(HookError):
+    """A user assignor (``partition_assignment_strategy``) raised, or returned an
+    assignment the group cannot use."""
 
 
 def check(code: int, context: str = "", message: str | None = None) -> None:

@@ -5,7 +5,9 @@ flight per leader and buffers the raw blobs; ``poll`` decodes them in the caller
 (hiding control batches, dropping aborted transactions under ``read_committed``) and
 advances positions. Group membership (classic_group.py; consumer_group.py for KIP-848)
 rejoins from ``poll``, so rebalance callbacks run in the caller's context, in the Java
-client's order; heartbeats run in the background.
+client's order; heartbeats run in the background. User hooks (``key_deserializer``,
+``value_deserializer``, ``interceptors``: hooks.py) run on the records as ``poll`` returns
+them, in the caller's context.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Callable
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.engine import ConsumerEngine
+from kcodec.client.consumer.hooks import ConsumerHooks
 from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.errors import (
     ClientClosedError,
@@ -50,6 +53,8 @@ class RebalanceListener:
 
 class _Common:
     _engine: ConsumerEngine
+    _hooks: ConsumerHooks | None = None
+    _hook_error: BaseException | None = None    # a deserializer's, raised at the next poll
 
     def group_metadata(self) -> Any:
         """The group, generation and member, for ``send_offsets_to_transaction``."""
@@ -121,6 +126,28 @@ class _Common:
                     eng.subs.no_offset.difference_update(err.partitions)
                 eng.fetcher.kick()
             raise err
+        if self._hook_error is not None:
+            err, self._hook_error = self._hook_error, None
+            raise err
+
+    def _deliver(self, out: dict[TopicPartition, list]) -> dict[TopicPartition, list]:
+        """The hooks on a poll's records (hooks.py): what ``poll`` returns; a deserializer's
+        error is raised now if nothing else is left, else at the next poll."""
+        assert self._hooks is not None
+        polled, err = self._hooks.deliver(out, self._engine.seek)
+        if err is not None:
+            if not polled:
+                raise err
+            self._hook_error = err
+        return polled
+
+    def _no_columns(self) -> None:
+        h = self._hooks
+        if h is not None and (h.key is not None or h.value is not None
+                              or h.interceptors is not None):
+            raise ValueError("poll_columns returns the records' bytes as columns: it runs no "
+                             "key_deserializer, value_deserializer or interceptors, and this "
+                             "consumer has some set; use poll(), or a consumer without them")
 
     def _polled(self) -> None:
         g = self._engine.group
@@ -168,6 +195,7 @@ class AsyncConsumer(_Common):
                  **kwargs: Any) -> None:
         self.config, self._topics = _settings(topics, config, kwargs)
         self._eng: ConsumerEngine | None = None
+        self._hooks = self.config.hooks
 
     @property
     def _engine(self) -> ConsumerEngine:  # type: ignore[override]
@@ -300,6 +328,8 @@ class AsyncConsumer(_Common):
         deadline = time.monotonic() + timeout
         while True:
             out = eng.fetcher.take(n)
+            if out and self._hooks is not None:
+                out = self._deliver(out)
             if out:
                 return out
             left = deadline - time.monotonic()
@@ -316,6 +346,7 @@ class AsyncConsumer(_Common):
 
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._no_columns()
         self._check()
         self._polled()
         await self._ensure_group()
@@ -370,7 +401,10 @@ class AsyncConsumer(_Common):
         g = self._engine.group
         if g is None:
             raise ValueError("commit needs a group_id")
-        await g.commit(offsets if offsets is not None else self._engine.subs.positions_to_commit())
+        offsets = offsets if offsets is not None else self._engine.subs.positions_to_commit()
+        await g.commit(offsets)
+        if self._hooks is not None:
+            self._hooks.committed(offsets)
 
     def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(self.commit(offsets))
@@ -387,7 +421,11 @@ class AsyncConsumer(_Common):
         eng = self._eng
         if eng is None or eng.closed:
             return
-        await self._drive(self._closing())
+        try:
+            await self._drive(self._closing())
+        finally:
+            if self._hooks is not None:
+                self._hooks.close()
 
     async def __aenter__(self) -> AsyncConsumer:
         return await self.start()
@@ -410,6 +448,8 @@ class Consumer(_Common):
         self.config, names = _settings(topics, config, kwargs)
         self._loop = loop or shared_loop()
         self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
+        # one set of hooks (interceptor instances) for both faces
+        self._hooks = self._async._hooks = self.config.hooks
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
         self._timeout = self.config.api_timeout_ms / 1000
@@ -467,6 +507,8 @@ class Consumer(_Common):
         deadline = time.monotonic() + timeout
         while True:
             out = eng.fetcher.take(n)
+            if out and self._hooks is not None:
+                out = self._deliver(out)
             if out:
                 return out
             left = deadline - time.monotonic()
@@ -481,6 +523,7 @@ class Consumer(_Common):
 
     def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._no_columns()
         self._check()
         self._polled()
         eng = self._engine
@@ -537,6 +580,9 @@ class Consumer(_Common):
         except KafkaTimeoutError:
             self._loop.run(eng.abort(), 5)
             raise
+        finally:
+            if self._hooks is not None:
+                self._hooks.close()
 
     def __enter__(self) -> Consumer:
         return self
