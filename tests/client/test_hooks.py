@@ -553,3 +553,25 @@ def test_cli_produce_names_a_partitioner(tmp_path) -> None:
                            capture_output=True, cwd=tmp_path, env=env, timeout=120)
         assert p.returncode == 2
         assert "partitioner: unknown name 'fnv9'" in p.stderr.decode()
+
+
+def test_kcodec_run_settings_name_a_partitioner_and_refuse_consumer_hooks(tmp_path) -> None:
+    """``kcodec run``: the [client] table (or KCODEC_RUN_CLIENT_*) may name the
+    dead-letter producer's partitioner; deserializers and interceptors would change the
+    bytes its store keeps, and are refused."""
+    from kcodec.client.producer.partitioner import UserPartitioner
+    from kcodec.runtime.config import Settings
+
+    f = tmp_path / "run.toml"
+    f.write_text('[client]\npartitioner = "tests.client.test_hooks:last_partition"\n')
+    s = Settings.build(file=str(f), env={}, overrides={"topics": ["a"], "group": "g"})
+    s.ready()
+    assert "partitioner" not in s.consumer_config()
+    cfg = ProducerConfig.from_kwargs(s.producer_config())
+    assert cfg.hooks is not None and isinstance(cfg.hooks.partitioner, UserPartitioner)
+    s = Settings.build(env={"KCODEC_RUN_CLIENT_PARTITIONER": "consistent"},
+                       overrides={"topics": ["a"], "group": "g"})
+    assert s.producer_config()["partitioner"] == "consistent"
+    for name in ("value_deserializer", "key_deserializer", "interceptors"):
+        with pytest.raises(ValueError, match=f"client setting '{name}' is not for kcodec run"):
+            Settings(client={name: "json:loads"})
