@@ -141,11 +141,12 @@ def test_builtin_partitioners_by_librdkafka_name() -> None:
     assert murmur is not None and consistent is not None and crand is not None
     for k in keys:
         assert murmur.choose("t", k, 7) == partition_for_key(k, 7)
-        assert consistent.choose("t", k, 7) == zlib.crc32(k) % 7 == crand.choose("t", k, 7)
+        assert consistent.choose("t", k, 7) == zlib.crc32(k) % 7
+        assert crand.choose("t", k, 7) == zlib.crc32(k) % 7 and crand.sticky(k) == (k == b"")
     # keyless: murmur2 and consistent as the empty key; consistent_random stays sticky
     assert murmur.choose("t", None, 7) == partition_for_key(b"", 7)
     assert consistent.choose("t", None, 7) == 0 and not consistent.sticky_keyless
-    assert crand.sticky_keyless
+    assert crand.sticky(None) and not murmur.sticky(None) and not murmur.sticky(b"")
     rnd = make_partitioner("RANDOM")
     assert rnd is not None
     assert {rnd.choose("t", b"same", 4) for _ in range(200)} == {0, 1, 2, 3}
@@ -575,3 +576,37 @@ def test_kcodec_run_settings_name_a_partitioner_and_refuse_consumer_hooks(tmp_pa
     for name in ("value_deserializer", "key_deserializer", "interceptors"):
         with pytest.raises(ValueError, match=f"client setting '{name}' is not for kcodec run"):
             Settings(client={name: "json:loads"})
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("name", ["murmur2", "consistent", "consistent_random", "random"])
+def test_builtin_partitioners_agree_with_librdkafka(name) -> None:
+    """The same key goes to the same partition with librdkafka's partitioner of the same
+    name (confluent-kafka), through kcodec's broker: keyed records, the empty key, and (for
+    the non-random ones) keyless records; ``random`` lands anywhere for both."""
+    import random
+
+    import confluent_kafka as ck
+
+    rng = random.Random(23)
+    keys: list[bytes | None] = [bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 30)))
+                                for _ in range(150)] + [b"", b"21", b"abc"]
+    if name in ("murmur2", "consistent"):
+        keys.append(None)
+    with Cluster(1) as c:
+        c.create_topic("t", 7)
+        theirs: dict[Any, int] = {}
+        prod = ck.Producer({"bootstrap.servers": c.bootstrap, "partitioner": name,
+                            "linger.ms": 5})
+        for k in keys:
+            prod.produce("t", b"v", key=k, on_delivery=lambda err, msg: theirs.__setitem__(
+                msg.key(), msg.partition()))
+        assert prod.flush(20) == 0 and len(theirs) == len(set(keys))
+        with Producer(bootstrap_servers=c.bootstrap, partitioner=name) as p:
+            ours = {k: p.send("t", b"v", key=k).result(10).partition for k in keys}
+    if name == "consistent_random":    # the empty key is keyless there: random, and sticky
+        assert ours.pop(b"") in range(7) and theirs.pop(b"") in range(7)
+    if name == "random":
+        assert len(set(ours.values())) > 4 and len(set(theirs.values())) > 4
+    else:
+        assert ours == theirs

@@ -91,7 +91,7 @@ class ProducerHooks:
     def choose(self, topic: str, key: bytes | None, count: int) -> int:
         """The partition of a record sent without one; -1: the sticky partitioner's."""
         part = self.partitioner
-        if part is None or (key is None and part.sticky_keyless):
+        if part is None or part.sticky(key):
             from kcodec.client.producer.partitioner import partition_for_key
 
             return partition_for_key(key, count) if key is not None else -1

@@ -19,7 +19,7 @@ behaviour above. The others, as librdkafka defines them:
 
 * ``murmur2``: every record by murmur2 of its key, a keyless one as the empty key;
 * ``consistent``: CRC-32 of the key modulo the partition count (keyless: the empty key);
-* ``consistent_random``: CRC-32 of the key; keyless records sticky, as above;
+* ``consistent_random``: CRC-32 of the key; keyless records and the empty key sticky;
 * ``random``: each record to a uniformly random partition, key or not.
 
 A user's partitioner decides every record without a partition, keyless ones too (as in
@@ -124,13 +124,19 @@ class DefaultPartitioner:
 class UserPartitioner:
     """A partitioner other than the default: ``choose(topic, key, count)`` calls it and
     checks its answer. ``sticky_keyless``: keyless records go to the sticky partitioner
-    instead (librdkafka's ``*_random`` built-ins)."""
+    instead (librdkafka's ``*_random`` built-ins); ``sticky_empty``: the empty key too
+    (``consistent_random``)."""
 
-    __slots__ = ("fn", "name", "sticky_keyless")
+    __slots__ = ("fn", "name", "sticky_keyless", "sticky_empty")
 
     def __init__(self, fn: Callable[[str, bytes | None, int], Any], name: str,
-                 sticky_keyless: bool = False) -> None:
+                 sticky_keyless: bool = False, sticky_empty: bool = False) -> None:
         self.fn, self.name, self.sticky_keyless = fn, name, sticky_keyless
+        self.sticky_empty = sticky_empty
+
+    def sticky(self, key: bytes | None) -> bool:
+        """Whether a record with ``key`` goes to the sticky partitioner instead."""
+        return self.sticky_keyless and (key is None or (self.sticky_empty and not key))
 
     def choose(self, topic: str, key: bytes | None, count: int) -> int:
         try:
@@ -168,7 +174,7 @@ def _builtin(name: str) -> UserPartitioner:
     if name == "consistent":
         return UserPartitioner(_consistent, name)
     if name == "consistent_random":
-        return UserPartitioner(_consistent, name, sticky_keyless=True)
+        return UserPartitioner(_consistent, name, sticky_keyless=True, sticky_empty=True)
     rng = random.Random()
     return UserPartitioner(lambda topic, key, count: rng.randrange(count), name)
 
