@@ -610,3 +610,21 @@ def test_builtin_partitioners_agree_with_librdkafka(name) -> None:
         assert len(set(ours.values())) > 4 and len(set(theirs.values())) > 4
     else:
         assert ours == theirs
+
+
+def test_the_readme_hooks_example_runs_as_written(tmp_path) -> None:
+    import os
+    import re
+
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### Hooks"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    (tmp_path / "example.py").write_text(code.group(1))
+    with Cluster(1) as c:
+        env = {**os.environ, "KCODEC_BOOTSTRAP": c.bootstrap,
+               "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        p = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[({'total': 12}, [('app', b'billing')])]", p.stdout

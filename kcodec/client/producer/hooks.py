@@ -28,7 +28,11 @@ from kcodec.client.hooks import (
     SerializationContext,
 )
 from kcodec.client.producer.batch import RecordFuture, as_bytes
-from kcodec.client.producer.partitioner import UserPartitioner, make_partitioner
+from kcodec.client.producer.partitioner import (
+    UserPartitioner,
+    make_partitioner,
+    partition_for_key,
+)
 
 __all__ = ["ProducerHooks"]
 
@@ -66,7 +70,9 @@ class ProducerHooks:
     def serialize(self, rec: ProducerRecord) -> tuple[bytes | None, bytes | None, Any]:
         """(key bytes, value bytes, headers) of ``rec``; a serializer may add headers."""
         headers = rec.headers
-        if self.key is not None or self.value is not None:
+        # a serializer that takes the context may add headers: give it a list of its own
+        if (self.key is not None and self.key.with_ctx) or \
+                (self.value is not None and self.value.with_ctx):
             headers = list(headers) if headers is not None else []
         key = self._one(self.key, rec.key, rec.topic, KEY, headers)
         value = self._one(self.value, rec.value, rec.topic, VALUE, headers)
@@ -76,12 +82,17 @@ class ProducerHooks:
     def _one(codec: Codec | None, data: Any, topic: str, field: str,
              headers: Any) -> bytes | None:
         if codec is None:
-            return as_bytes(data, field)
+            return data if data is None or type(data) is bytes else as_bytes(data, field)
         try:
-            out = codec(data, SerializationContext(topic, field, headers))
+            if data is None:
+                return None
+            out = codec.fn(data, SerializationContext(topic, field, headers)) \
+                if codec.with_ctx else codec.fn(data)
         except Exception as exc:
             raise SerializationError(codec.setting, topic,
                                      f"{type(exc).__name__}: {exc}") from exc
+        if out is None or type(out) is bytes:
+            return out
         try:
             return as_bytes(out, field)
         except TypeError:
@@ -92,8 +103,6 @@ class ProducerHooks:
         """The partition of a record sent without one; -1: the sticky partitioner's."""
         part = self.partitioner
         if part is None or part.sticky(key):
-            from kcodec.client.producer.partitioner import partition_for_key
-
             return partition_for_key(key, count) if key is not None else -1
         return part.choose(topic, key, count)
 
