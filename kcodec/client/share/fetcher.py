@@ -1,0 +1,458 @@
+"""Share fetching: one loop per broker that leads an assigned partition, each with its
+share session (session.py), and the buffer that ``poll`` takes records from.
+
+A broker's loop sends one request at a time (the session's epochs are a sequence):
+
+* a ShareFetch when fewer than ``max_poll_records`` fetched records wait to be polled; it
+  carries the acknowledgements waiting for that broker's partitions (KIP-932 lets a fetch
+  acknowledge the previous delivery);
+* otherwise a ShareAcknowledge when acknowledgements wait (a commit waits on it).
+
+The answer's records, with the offsets the broker acquired for this member and their
+delivery counts, go to the buffer; ``take`` decodes them in the caller's thread. Offsets
+the broker acquired without a record (compacted away) are acknowledged as GAP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import concurrent.futures
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcodec.client.errors import KafkaError
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch
+from kcodec.client.share.config import ShareConsumerConfig
+from kcodec.client.share.membership import ShareGroupMember
+from kcodec.client.share.session import FINAL_EPOCH, ShareSession
+from kcodec.client.structs import ConsumerRecord, TopicPartition
+from kcodec.errors import KcodecError
+from kcodec.protocol import (
+    ApiKey,
+    ErrorCode,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+)
+
+__all__ = ["ShareFetcher", "ShareRecord", "Delivery"]
+
+E = ErrorCode
+SESSION_CODES = frozenset((E.SHARE_SESSION_NOT_FOUND, E.INVALID_SHARE_SESSION_EPOCH))
+REFRESH_CODES = frozenset((E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION,
+                           E.UNKNOWN_TOPIC_ID, E.FENCED_LEADER_EPOCH))
+RECORD_LIMIT, BATCH_OPTIMIZED = 1, 0
+
+
+class ShareRecord(ConsumerRecord):
+    """A record a share consumer delivered: a ConsumerRecord with ``delivery_count`` (1 the
+    first time; more after a release or a lock timeout)."""
+
+    __slots__ = ("delivery_count",)
+    delivery_count: int
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int,
+                 timestamp_type: int, key: bytes | None, value: bytes | None,
+                 headers: list, attributes: int = 0, delivery_count: int = 1) -> None:
+        ConsumerRecord.__init__(self, topic, partition, offset, timestamp, timestamp_type, key,
+                                value, headers, attributes)
+        self.delivery_count = delivery_count
+
+    def __repr__(self) -> str:
+        return (f"ShareRecord(topic={self.topic!r}, partition={self.partition}, "
+                f"offset={self.offset}, delivery_count={self.delivery_count}, "
+                f"key={self.key!r}, value={self.value!r})")
+
+
+@dataclass
+class Delivery:
+    """One partition's part of one ShareFetch answer, until polled."""
+
+    tp: TopicPartition
+    data: bytes
+    ranges: list[tuple[int, int, int]]       # acquired (first, last, delivery count)
+    records: list | None = None              # decoded, filtered; None until first polled
+    pos: int = 0
+
+
+@dataclass
+class _Commit:
+    """Acknowledgements a commit sent, and who waits for their answer."""
+
+    acks: dict[TopicPartition, list[Batch]]
+    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    results: dict[TopicPartition, BaseException | None] = field(default_factory=dict)
+
+
+class ShareFetcher:
+    def __init__(self, config: ShareConsumerConfig, loop: asyncio.AbstractEventLoop,
+                 cluster: Cluster, member: ShareGroupMember) -> None:
+        self.config = config
+        self.loop = loop
+        self.cluster = cluster
+        self.member = member
+        self.buffer: deque[Delivery] = deque()
+        self.buffered = 0                        # records in the buffer, not yet polled
+        self.data_ready = threading.Condition()
+        self.lock = threading.Lock()             # the acknowledgements and commits
+        self.pending = Acknowledgements()        # to send with the next request
+        self.commits: list[_Commit] = []         # to send now, someone waits
+        self.sessions: dict[int, ShareSession] = {}
+        self.tasks: dict[int, asyncio.Task] = {}
+        self.wake: dict[int, asyncio.Event] = {}
+        self.error: BaseException | None = None
+        self.lock_timeout_ms = -1
+        self.closed = False
+        self.on_commit: Any = None               # callback(offsets by partition, error)
+        self.strict = config.share_acquire_mode == "record_limit"
+        self.arrived = asyncio.Event()           # for a poll on the loop (the async facade)
+
+    # ------------------------------------------------------------------ routing
+    def _leader(self, tp: TopicPartition) -> int | None:
+        info = self.cluster.topics.get(tp.topic)
+        return None if info is None else info.partitions.get(tp.partition)
+
+    def start_loops(self) -> None:
+        """A loop for every broker that leads an assigned partition (on the client's loop)."""
+        nodes = {self._leader(tp) for tp in self.member.assignment}
+        for node in nodes:
+            if node is None or node < 0:
+                continue
+            t = self.tasks.get(node)
+            if t is None or t.done():
+                self.wake[node] = asyncio.Event()
+                self.tasks[node] = self.loop.create_task(self._run(node))
+        self.kick()
+
+    def kick(self) -> None:
+        """Something changed (a poll, an acknowledgement, a commit): wake every loop."""
+        def go() -> None:
+            for ev in self.wake.values():
+                ev.set()
+        if self.closed:
+            return
+        try:
+            if asyncio.get_running_loop() is self.loop:
+                go()
+                return
+        except RuntimeError:
+            pass
+        self.loop.call_soon_threadsafe(go)
+
+    # ------------------------------------------------------------------ a broker's loop
+    async def _run(self, node: int) -> None:
+        session = self.sessions.setdefault(node, ShareSession(node))
+        wake = self.wake[node]
+        while not self.closed:
+            wake.clear()
+            try:
+                if not await self._step(node, session):
+                    try:
+                        await asyncio.wait_for(wake.wait(), 1.0)
+                    except asyncio.TimeoutError:
+                        pass
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:
+                if exc.code in SESSION_CODES:
+                    session.reset()
+                elif exc.code in REFRESH_CODES:
+                    self.cluster.invalidate()
+                else:
+                    self.error = exc
+                    self._notify()
+                await asyncio.sleep(0.1)
+            except KcodecError as exc:      # a broken connection: a new session next time
+                session.reset()
+                self.cluster.invalidate()
+                self.error = exc if self.cluster.closed else None
+                await asyncio.sleep(0.2)
+
+    def _mine(self, node: int, tps: Any) -> list[TopicPartition]:
+        return [tp for tp in tps if self._leader(tp) == node]
+
+    async def _step(self, node: int, session: ShareSession) -> bool:
+        """One request to ``node``; False when there was nothing to do."""
+        wanted = set(self._mine(node, self.member.assignment))
+        with self.lock:
+            commit = next((c for c in self.commits if self._mine(node, c.acks)), None)
+            mine = self._mine(node, list(self.pending.by_tp))
+            acks = self.pending.take(mine) if session.open else {}
+        if commit is not None and session.open:
+            ours = {tp: b for tp, b in commit.acks.items() if self._leader(tp) == node}
+            merged = {**acks}
+            for tp, b in ours.items():
+                merged[tp] = merged.get(tp, []) + b
+            await self._acknowledge(node, session, merged, commit)
+            return True
+        fetch = bool(wanted) and self.buffered < self.config.max_poll_records
+        if fetch or (acks and session.open):
+            if fetch or not acks:
+                await self._fetch(node, session, wanted, acks)
+            else:
+                await self._acknowledge(node, session, acks, None)
+            return True
+        if commit is not None and not session.open:   # nothing to acknowledge it with
+            self._finish(commit, node, {tp: KafkaError(E.SHARE_SESSION_NOT_FOUND,
+                                                       "acknowledge") for tp in commit.acks
+                                        if self._leader(tp) == node})
+        return False
+
+    def _topic_id(self, topic: str) -> Any:
+        info = self.cluster.topics.get(topic)
+        return None if info is None else info.topic_id
+
+    async def _fetch(self, node: int, session: ShareSession, wanted: set[TopicPartition],
+                     acks: dict[TopicPartition, list[Batch]]) -> None:
+        added, forgotten = session.changes(wanted)
+        named = added | set(acks)
+        R = ShareFetchRequest
+        topics: dict[Any, list] = {}
+        for tp in sorted(named):
+            tid = self._topic_id(tp.topic)
+            if tid is None:
+                continue
+            topics.setdefault(tid, []).append(R.FetchPartition(
+                partition_index=tp.partition, acknowledgement_batches=[
+                    R.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=t)
+                    for f, last, t in acks.get(tp, ())]))
+        gone: dict[Any, list[int]] = {}
+        for tp in sorted(forgotten):
+            tid = self._topic_id(tp.topic)
+            if tid is not None:
+                gone.setdefault(tid, []).append(tp.partition)
+        cfg = self.config
+        req = R(group_id=self.member.group_id, member_id=self.member.member_id,
+                share_session_epoch=session.epoch, max_wait_ms=cfg.fetch_max_wait_ms,
+                min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
+                max_records=cfg.max_poll_records, batch_size=cfg.max_poll_records,
+                share_acquire_mode=RECORD_LIMIT if self.strict else BATCH_OPTIMIZED,
+                topics=[R.FetchTopic(topic_id=t, partitions=ps) for t, ps in topics.items()],
+                forgotten_topics_data=[R.ForgottenTopic(topic_id=t, partitions=ps)
+                                       for t, ps in gone.items()])
+        try:
+            r = await self.cluster.send(node, ApiKey.SHARE_FETCH, req,
+                                        timeout=self.cluster.request_timeout + cfg.fetch_max_wait_ms / 1000)
+        except KcodecError as exc:
+            self._ack_failed(acks, exc)
+            raise
+        b = r.body
+        if b.error_code:
+            err = KafkaError(b.error_code, "ShareFetch", b.error_message)
+            self._ack_failed(acks, err)
+            raise err
+        session.sent(added, forgotten)
+        if b.acquisition_lock_timeout_ms > 0:
+            self.lock_timeout_ms = b.acquisition_lock_timeout_ms
+        names = self.cluster.topic_names
+        results: dict[TopicPartition, BaseException | None] = {}
+        got: list[Delivery] = []
+        refresh = False
+        for t in b.responses:
+            name = names.get(t.topic_id)
+            if name is None:
+                refresh = True
+                continue
+            for p in t.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                if tp in acks:
+                    results[tp] = None if not p.acknowledge_error_code else KafkaError(
+                        p.acknowledge_error_code, f"acknowledge {tp.topic}-{tp.partition}",
+                        p.acknowledge_error_message)
+                if p.error_code:
+                    refresh = refresh or p.error_code in REFRESH_CODES
+                    if p.error_code not in REFRESH_CODES:
+                        self.error = KafkaError(p.error_code, f"ShareFetch {tp.topic}-{tp.partition}",
+                                                p.error_message)
+                    continue
+                if p.acquired_records:
+                    got.append(Delivery(tp, bytes(p.records or b""), [
+                        (a.first_offset, a.last_offset, a.delivery_count)
+                        for a in p.acquired_records]))
+        if refresh:
+            self.cluster.invalidate()
+        if results:
+            self._report(results, acks)
+        if got:
+            with self.data_ready:
+                for d in got:
+                    self.buffer.append(d)
+                    self.buffered += sum(last - f + 1 for f, last, _ in d.ranges)
+                self.data_ready.notify_all()
+            self.arrived.set()
+
+    async def _acknowledge(self, node: int, session: ShareSession,
+                           acks: dict[TopicPartition, list[Batch]], commit: _Commit | None,
+                           final: bool = False) -> None:
+        R = ShareAcknowledgeRequest
+        topics: dict[Any, list] = {}
+        for tp, batches in sorted(acks.items()):
+            tid = self._topic_id(tp.topic)
+            if tid is not None:
+                topics.setdefault(tid, []).append(R.AcknowledgePartition(
+                    partition_index=tp.partition, acknowledgement_batches=[
+                        R.AcknowledgementBatch(first_offset=f, last_offset=last,
+                                               acknowledge_types=t) for f, last, t in batches]))
+        renew_only = all(t == [AcknowledgeType.RENEW] for bs in acks.values() for _, _, t in bs)
+        req = R(group_id=self.member.group_id, member_id=self.member.member_id,
+                share_session_epoch=FINAL_EPOCH if final else session.epoch,
+                is_renew_ack=bool(acks) and renew_only,
+                topics=[R.AcknowledgeTopic(topic_id=t, partitions=ps) for t, ps in topics.items()])
+        results: dict[TopicPartition, BaseException | None] = {}
+        try:
+            r = await self.cluster.send(node, ApiKey.SHARE_ACKNOWLEDGE, req)
+            b = r.body
+            if b.error_code:
+                raise KafkaError(b.error_code, "ShareAcknowledge", b.error_message)
+        except KcodecError as exc:
+            results = {tp: exc for tp in acks}
+            if commit is not None:
+                self._finish(commit, node, results)
+            self._report(results, acks)
+            raise
+        if not final:
+            session.sent(set(), set())
+        names = self.cluster.topic_names
+        for t in b.responses:
+            for p in t.partitions:
+                tp = TopicPartition(names.get(t.topic_id, "?"), p.partition_index)
+                results[tp] = None if not p.error_code else KafkaError(
+                    p.error_code, f"acknowledge {tp.topic}-{tp.partition}", p.error_message)
+        if commit is not None:
+            self._finish(commit, node, results)
+        self._report(results, acks)
+
+    def _finish(self, commit: _Commit, node: int,
+                results: dict[TopicPartition, BaseException | None]) -> None:
+        with self.lock:
+            commit.results.update(results)
+            for tp in list(commit.acks):
+                if self._leader(tp) == node or tp in results:
+                    commit.results.setdefault(tp, None)
+                    del commit.acks[tp]
+            done = not commit.acks
+            if done and commit in self.commits:
+                self.commits.remove(commit)
+        if done and not commit.future.done():
+            commit.future.set_result(dict(commit.results))
+
+    def _ack_failed(self, acks: dict[TopicPartition, list[Batch]], exc: BaseException) -> None:
+        if acks:
+            self._report({tp: exc for tp in acks}, acks)
+
+    def _report(self, results: dict[TopicPartition, BaseException | None],
+                acks: dict[TopicPartition, list[Batch]]) -> None:
+        cb = self.on_commit
+        if cb is None or not results:
+            return
+        offsets = {tp: sorted({o for f, last, _ in acks.get(tp, ()) for o in range(f, last + 1)})
+                   for tp in results}
+        try:
+            cb(offsets, next((e for e in results.values() if e is not None), None))
+        except Exception:          # a user's callback must not stop the fetcher
+            pass
+
+    def _notify(self) -> None:
+        with self.data_ready:
+            self.data_ready.notify_all()
+
+    # ------------------------------------------------------------------ the caller's side
+    def take(self, max_records: int, check_crcs: bool) -> list[ShareRecord]:
+        """Up to ``max_records`` delivered records, oldest fetch first (caller's thread)."""
+        out: list[ShareRecord] = []
+        with self.data_ready:
+            while self.buffer and len(out) < max_records:
+                d = self.buffer[0]
+                if d.records is None:
+                    d.records = self._decode(d, check_crcs)
+                n = min(max_records - len(out), len(d.records) - d.pos)
+                out.extend(d.records[d.pos:d.pos + n])
+                d.pos += n
+                if d.pos >= len(d.records):
+                    self.buffer.popleft()
+                    self.buffered -= sum(last - f + 1 for f, last, _ in d.ranges)
+        return out
+
+    def _decode(self, d: Delivery, check: bool) -> list[ShareRecord]:
+        from kcodec.records import iter_batches
+
+        ranges = sorted(d.ranges)
+        firsts = [r[0] for r in ranges]
+        t, p = d.tp
+        out: list[ShareRecord] = []
+        seen: set[int] = set()
+        for b in iter_batches(d.data, validate_crc=check):
+            if b.is_control:
+                continue
+            for r in b.records():
+                off = r.offset
+                i = bisect.bisect_right(firsts, off) - 1
+                if i < 0 or off > ranges[i][1] or off in seen:
+                    continue
+                seen.add(off)
+                out.append(ShareRecord(t, p, off, r.timestamp, r.timestamp_type, r.key,
+                                       r.value, r.headers, r.attributes, ranges[i][2]))
+        gaps = [o for f, last, _ in ranges for o in range(f, last + 1) if o not in seen] \
+            if len(seen) != sum(last - f + 1 for f, last, _ in ranges) else []
+        if gaps:
+            with self.lock:
+                self.pending.add_range(d.tp, gaps, AcknowledgeType.GAP)
+        return out
+
+    def drop_unpolled(self) -> dict[TopicPartition, list[int]]:
+        """Empty the buffer: the offsets fetched but never handed out (to release)."""
+        out: dict[TopicPartition, list[int]] = {}
+        with self.data_ready:
+            for d in self.buffer:
+                if d.records is None:
+                    offs = [o for f, last, _ in d.ranges for o in range(f, last + 1)]
+                else:
+                    offs = [r.offset for r in d.records[d.pos:]]
+                out.setdefault(d.tp, []).extend(offs)
+            self.buffer.clear()
+            self.buffered = 0
+        return out
+
+    # ------------------------------------------------------------------ commits and close
+    def commit(self, acks: dict[TopicPartition, list[Batch]]) -> concurrent.futures.Future:
+        """Send ``acks`` now; the future gives {partition: None or the error}."""
+        c = _Commit(acks)
+        if not acks:
+            c.future.set_result({})
+            return c.future
+        with self.lock:
+            self.commits.append(c)
+        self.kick()
+        return c.future
+
+    async def close(self) -> None:
+        """Stop the loops; send what waits in each session with epoch -1 (closing it)."""
+        self.closed = True
+        for t in self.tasks.values():
+            t.cancel()
+        for t in self.tasks.values():
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        with self.lock:
+            acks = self.pending.take()
+            for c in self.commits:
+                for tp, b in c.acks.items():
+                    acks[tp] = acks.get(tp, []) + b
+            commits, self.commits = self.commits, []
+        for node, session in self.sessions.items():
+            if not session.open:
+                continue
+            mine = {tp: b for tp, b in acks.items() if self._leader(tp) == node}
+            try:
+                await self._acknowledge(node, session, mine, None, final=True)
+            except KcodecError:
+                pass
+        for c in commits:
+            if not c.future.done():
+                c.future.set_result({tp: None for tp in c.acks})
+        self._notify()
