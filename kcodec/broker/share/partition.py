@@ -109,7 +109,7 @@ class SharePartition:
         for b in self.batches:
             st, cnt = b.state, b.count
             n = len(st)
-            i = 0
+            i = max(0, self.start - b.first)         # what is below the start is done
             while i < n:
                 s = st[i] if st[i] != ACQUIRED else AVAILABLE
                 c = cnt[i]

@@ -84,7 +84,8 @@ class _Engine:
         tp = TopicPartition(record.topic, record.partition)
         with self.lock:
             offs = self.delivered.get(tp)
-            if offs is None or record.offset not in offs:
+            if offs is None or record.offset not in offs or \
+                    offs[record.offset] not in (None, AcknowledgeType.RENEW):
                 raise ShareStateError(f"{tp.topic}-{tp.partition} offset {record.offset} was not "
                                       "delivered to this consumer, or was acknowledged already")
             offs[record.offset] = int(kind)
