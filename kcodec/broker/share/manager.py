@@ -114,6 +114,8 @@ class SharePartitionManager:
             return sp
 
     def _persist(self, sp: SharePartition) -> None:
+        if not self.store.durable:
+            return                       # memory only: nothing would read it back
         self.store.put_partition(sp.group_id, sp.topic, self._topic_id(sp.topic), sp.index,
                                  sp.snapshot())
 

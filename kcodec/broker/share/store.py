@@ -64,6 +64,11 @@ class ShareStateStore:
         os.replace(tmp, self.path)
         self._file = open(self.path, "a", encoding="utf-8")
 
+    @property
+    def durable(self) -> bool:
+        """Is there a file (a data dir)? Without one, share partitions are not written."""
+        return self.path is not None
+
     def _write(self, rec: dict[str, Any]) -> None:
         if self._file is not None:
             self._file.write(json.dumps(rec, separators=(",", ":")) + "\n")

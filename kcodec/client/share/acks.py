@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from kcodec.client.structs import TopicPartition
 
-__all__ = ["AcknowledgeType", "Acknowledgements", "batches"]
+__all__ = ["AcknowledgeType", "Acknowledgements", "batches", "runs"]
 
 
 class AcknowledgeType(enum.IntEnum):
@@ -59,30 +59,42 @@ def _batch(first: int, last: int, types: list[int]) -> Batch:
     return (first, last, types)
 
 
+def runs(offsets: list[int], kind: int) -> list[Batch]:
+    """The batches of sorted ``offsets``, all of one type (one batch when they are
+    consecutive, the common case, found without a loop)."""
+    if not offsets:
+        return []
+    if offsets[-1] - offsets[0] + 1 == len(offsets):
+        return [(offsets[0], offsets[-1], [kind])]
+    return batches(dict.fromkeys(offsets, kind))
+
+
 class Acknowledgements:
-    """The acknowledgements not yet sent, by partition (not thread-safe: the owner locks)."""
+    """The acknowledgements not yet sent, as batches by partition (not thread-safe: the
+    owner locks). Batches of one partition never overlap: each offset is acknowledged
+    once (RENEW aside, which the broker takes as often as it comes)."""
 
     def __init__(self) -> None:
-        self.by_tp: dict[TopicPartition, dict[int, int]] = {}
+        self.by_tp: dict[TopicPartition, list[Batch]] = {}
 
     def __bool__(self) -> bool:
         return any(self.by_tp.values())
 
-    def add(self, tp: TopicPartition, offset: int, kind: int) -> None:
-        self.by_tp.setdefault(tp, {})[offset] = int(kind)
+    def add(self, tp: TopicPartition, batches: list[Batch]) -> None:
+        if batches:
+            self.by_tp.setdefault(tp, []).extend(batches)
 
-    def add_range(self, tp: TopicPartition, offsets: Iterable[int], kind: int) -> None:
-        d = self.by_tp.setdefault(tp, {})
-        k = int(kind)
-        for off in offsets:
-            d[off] = k
+    def add_offsets(self, tp: TopicPartition, offsets: Iterable[int], kind: int) -> None:
+        self.add(tp, runs(sorted(offsets), int(kind)))
 
     def take(self, tps: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, list[Batch]]:
-        """Remove and return the batches of ``tps`` (default: every partition)."""
+        """Remove and return the batches of ``tps`` (default: every partition), in offset
+        order."""
         keys = list(self.by_tp) if tps is None else [tp for tp in tps if tp in self.by_tp]
         out = {}
         for tp in keys:
-            acks = self.by_tp.pop(tp)
-            if acks:
-                out[tp] = batches(acks)
+            got = self.by_tp.pop(tp)
+            if got:
+                got.sort(key=lambda b: b[0])
+                out[tp] = got
         return out

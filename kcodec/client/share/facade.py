@@ -29,7 +29,7 @@ from typing import Any, Callable
 from kcodec.client.errors import ClientClosedError, KafkaTimeoutError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
-from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch
+from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch, batches, runs
 from kcodec.client.share.config import ShareConsumerConfig
 from kcodec.client.share.fetcher import ShareFetcher, ShareRecord
 from kcodec.client.share.membership import ShareGroupMember
@@ -63,6 +63,8 @@ class _Engine:
         self.lock = threading.RLock()
         # partition -> offset -> None (delivered, not acknowledged) or the type given
         self.delivered: dict[TopicPartition, dict[int, int | None]] = {}
+        # implicit mode: the offsets the last poll handed out, by partition
+        self.last_poll_spans: list[tuple[TopicPartition, list[int]]] = []
         self.subscription: list[str] = []
         self.closed = False
         self.last_poll = time.monotonic()
@@ -91,18 +93,22 @@ class _Engine:
             offs[record.offset] = int(kind)
 
     def _settle(self, implicit: bool) -> dict[TopicPartition, list[Batch]]:
-        """The acknowledgements to send: what was acknowledged (implicit: every delivered
-        record, ACCEPT unless said otherwise), taken out of ``delivered``. A RENEW stays
-        delivered (it still needs a final type)."""
+        """The acknowledgements to send, taken out of what is delivered: implicit mode,
+        the last poll's records (ACCEPT); explicit, what was acknowledged (a RENEW stays
+        delivered: the record still needs a final type)."""
         acks = Acknowledgements()
         with self.lock:
+            if implicit:
+                spans, self.last_poll_spans = self.last_poll_spans, []
+                for tp, offsets in spans:
+                    acks.add(tp, runs(offsets, AcknowledgeType.ACCEPT))
+                return acks.take()
             for tp, offs in list(self.delivered.items()):
-                for off, kind in list(offs.items()):
-                    if kind is None:
-                        if not implicit:
-                            continue
-                        kind = AcknowledgeType.ACCEPT
-                    acks.add(tp, off, kind)
+                given = [(off, kind) for off, kind in offs.items() if kind is not None]
+                if not given:
+                    continue
+                acks.add(tp, batches(dict(given)))
+                for off, kind in given:
                     if kind == AcknowledgeType.RENEW:
                         offs[off] = None
                     else:
@@ -129,17 +135,19 @@ class _Engine:
         acks = self._settle(implicit=not self.explicit)
         if acks:
             with self.fetcher.lock:
-                for tp, batches in acks.items():
-                    for first, last, types in batches:
-                        for i, off in enumerate(range(first, last + 1)):
-                            self.fetcher.pending.add(tp, off, types[i] if len(types) > 1 else types[0])
+                for tp, batches_ in acks.items():
+                    self.fetcher.pending.add(tp, batches_)
             self.fetcher.kick()
-        self.last_poll = time.monotonic()
 
-    def took(self, records: list[ShareRecord]) -> None:
+    def took(self, spans: list[tuple[TopicPartition, list[int]]]) -> None:
         with self.lock:
-            for r in records:
-                self.delivered.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = None
+            if not self.explicit:
+                self.last_poll_spans += spans
+                return
+            for tp, offsets in spans:
+                d = self.delivered.setdefault(tp, {})
+                for off in offsets:
+                    d[off] = None
 
     def commit(self) -> concurrent.futures.Future:
         """Send every acknowledgement made so far (implicit: the last poll's records)."""
@@ -147,8 +155,8 @@ class _Engine:
             raise ClientClosedError("the share consumer is closed")
         acks = self._settle(implicit=not self.explicit)
         with self.fetcher.lock:        # those waiting for the next fetch go now too
-            for tp, batches in self.fetcher.pending.take().items():
-                acks[tp] = batches + acks.get(tp, [])
+            for tp, waiting in self.fetcher.pending.take().items():
+                acks[tp] = sorted(waiting + acks.get(tp, []), key=lambda b: b[0])
         return self.fetcher.commit(acks)
 
     # ------------------------------------------------------------------ membership
@@ -170,17 +178,12 @@ class _Engine:
         released: dict[TopicPartition, list[Batch]] = {}
         for tp, offs in self.fetcher.drop_unpolled().items():
             if offs:
-                a = Acknowledgements()
-                a.add_range(tp, offs, AcknowledgeType.RELEASE)
-                released.update(a.take())
+                released[tp] = runs(sorted(offs), AcknowledgeType.RELEASE)
         with self.fetcher.lock:
-            for tp, batches in {**acks}.items():
-                for first, last, types in batches:
-                    for i, off in enumerate(range(first, last + 1)):
-                        self.fetcher.pending.add(tp, off, types[i] if len(types) > 1 else types[0])
-            for tp, batches in released.items():
-                for first, last, types in batches:
-                    self.fetcher.pending.add_range(tp, range(first, last + 1), types[0])
+            for tp, got in acks.items():
+                self.fetcher.pending.add(tp, got)
+            for tp, got in released.items():
+                self.fetcher.pending.add(tp, got)
         self.closed = True
         await self.fetcher.close()
         await self.member.leave()
@@ -241,9 +244,9 @@ class AsyncShareConsumer:
         n = max_records or self.config.max_poll_records
         deadline = time.monotonic() + timeout
         while True:
-            out = eng.fetcher.take(n, self.config.check_crcs)
+            out, spans = eng.fetcher.take(n, self.config.check_crcs)
             if out:
-                eng.took(out)
+                eng.took(spans)
                 return out
             left = deadline - time.monotonic()
             if left <= 0:
@@ -353,9 +356,9 @@ class ShareConsumer:
         fetcher = eng.fetcher
         while True:
             with self._lock:
-                out = fetcher.take(n, self.config.check_crcs)
+                out, spans = fetcher.take(n, self.config.check_crcs)
                 if out:
-                    eng.took(out)
+                    eng.took(spans)
                     return out
             left = deadline - time.monotonic()
             if left <= 0:
