@@ -14,7 +14,7 @@ RENEW (KIP-1222) only extends the acquisition lock: the record still needs a fin
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kcodec.client.structs import TopicPartition
 
@@ -59,7 +59,7 @@ def _batch(first: int, last: int, types: list[int]) -> Batch:
     return (first, last, types)
 
 
-def runs(offsets: list[int], kind: int) -> list[Batch]:
+def runs(offsets: Sequence[int], kind: int) -> list[Batch]:
     """The batches of sorted ``offsets``, all of one type (one batch when they are
     consecutive, the common case, found without a loop)."""
     if not offsets:

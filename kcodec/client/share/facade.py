@@ -23,13 +23,14 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from kcodec.client.errors import ClientClosedError, KafkaTimeoutError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch, batches, runs
+from kcodec.client.share.columns import ShareColumns
 from kcodec.client.share.config import ShareConsumerConfig
 from kcodec.client.share.fetcher import ShareFetcher, ShareRecord
 from kcodec.client.share.membership import ShareGroupMember
@@ -64,7 +65,7 @@ class _Engine:
         # partition -> offset -> None (delivered, not acknowledged) or the type given
         self.delivered: dict[TopicPartition, dict[int, int | None]] = {}
         # implicit mode: the offsets the last poll handed out, by partition
-        self.last_poll_spans: list[tuple[TopicPartition, list[int]]] = []
+        self.last_poll_spans: list[tuple[TopicPartition, Sequence[int]]] = []
         self.subscription: list[str] = []
         self.closed = False
         self.last_poll = time.monotonic()
@@ -139,7 +140,7 @@ class _Engine:
                     self.fetcher.pending.add(tp, batches_)
             self.fetcher.kick()
 
-    def took(self, spans: list[tuple[TopicPartition, list[int]]]) -> None:
+    def took(self, spans: list[tuple[TopicPartition, Sequence[int]]]) -> None:
         with self.lock:
             if not self.explicit:
                 self.last_poll_spans += spans
@@ -148,6 +149,31 @@ class _Engine:
                 d = self.delivered.setdefault(tp, {})
                 for off in offsets:
                     d[off] = None
+
+    def take_columns(self) -> list[ShareColumns]:
+        """poll_columns: implicit mode only (a row has no object to acknowledge)."""
+        if self.explicit:
+            raise ShareStateError("poll_columns is for share_acknowledgement_mode='implicit' "
+                                  "(the rows of a poll are accepted at the next poll or commit)")
+        f = self.fetcher
+        if not f.columns:
+            if self.last_poll_spans or any(d.pos for d in list(f.buffer)):
+                raise ShareStateError("a share consumer polls records or columns, not both: "
+                                      "poll_columns before the first poll")
+            f.columns = True
+        out, spans = f.take_columns()
+        if out:
+            self.took(spans)
+        return out
+
+    def take_records(self, n: int) -> list[ShareRecord]:
+        if self.fetcher.columns:
+            raise ShareStateError("a share consumer polls records or columns, not both: this "
+                                  "one polled columns")
+        out, spans = self.fetcher.take(n, self.config.check_crcs)
+        if out:
+            self.took(spans)
+        return out
 
     def commit(self) -> concurrent.futures.Future:
         """Send every acknowledgement made so far (implicit: the last poll's records)."""
@@ -244,9 +270,8 @@ class AsyncShareConsumer:
         n = max_records or self.config.max_poll_records
         deadline = time.monotonic() + timeout
         while True:
-            out, spans = eng.fetcher.take(n, self.config.check_crcs)
+            out = eng.take_records(n)
             if out:
-                eng.took(spans)
                 return out
             left = deadline - time.monotonic()
             if left <= 0:
@@ -261,6 +286,31 @@ class AsyncShareConsumer:
             await eng.follow_assignment()
             if eng.fetcher.error is not None:
                 eng.before_poll()
+
+    async def poll_columns(self, timeout: float = 0.0) -> list[ShareColumns]:
+        """The fetched records as columns (``kcodec.records.RecordColumns``, numpy needed),
+        one ``ShareColumns`` per partition range with its delivery count; whole fetched
+        answers (``max_poll_records`` bounds each fetch, not this). Implicit mode only;
+        a consumer polls records or columns, not both."""
+        eng = self._engine
+        eng.before_poll()
+        await eng.follow_assignment()
+        deadline = time.monotonic() + timeout
+        while True:
+            out = eng.take_columns()
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            arrived = eng.fetcher.arrived
+            arrived.clear()
+            if not eng.fetcher.buffer:
+                try:
+                    await asyncio.wait_for(arrived.wait(), min(left, 0.1))
+                except asyncio.TimeoutError:
+                    pass
+            await eng.follow_assignment()
 
     def acknowledge(self, record: Any, kind: AcknowledgeType | int = AcknowledgeType.ACCEPT) -> None:
         """Explicit mode: how ``record`` was handled (sent at the next poll or commit)."""
@@ -356,9 +406,36 @@ class ShareConsumer:
         fetcher = eng.fetcher
         while True:
             with self._lock:
-                out, spans = fetcher.take(n, self.config.check_crcs)
+                out = eng.take_records(n)
                 if out:
-                    eng.took(spans)
+                    return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            with fetcher.data_ready:
+                if not fetcher.buffer and fetcher.error is None:
+                    fetcher.data_ready.wait(min(left, 0.1))
+            if eng.member.changed.is_set():
+                self._loop.submit(eng.follow_assignment())
+            if fetcher.error is not None:
+                with self._lock:
+                    eng.before_poll()
+
+    def poll_columns(self, timeout: float = 0.0) -> list[ShareColumns]:
+        """The fetched records as columns (``kcodec.records.RecordColumns``, numpy needed),
+        one ``ShareColumns`` per partition range with its delivery count; whole fetched
+        answers. Implicit mode only; a consumer polls records or columns, not both."""
+        eng = self._engine
+        with self._lock:
+            eng.before_poll()
+            if eng.member.changed.is_set():
+                self._loop.submit(eng.follow_assignment())
+        deadline = time.monotonic() + timeout
+        fetcher = eng.fetcher
+        while True:
+            with self._lock:
+                out = eng.take_columns()
+                if out:
                     return out
             left = deadline - time.monotonic()
             if left <= 0:

@@ -21,12 +21,14 @@ import concurrent.futures
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.client.errors import KafkaError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch
+from kcodec.client.share.columns import ShareColumns, columns_of
 from kcodec.client.share.config import ShareConsumerConfig
 from kcodec.client.share.membership import ShareGroupMember
 from kcodec.client.share.session import FINAL_EPOCH, ShareSession
@@ -47,6 +49,7 @@ REFRESH_CODES = frozenset((E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITIO
                            E.UNKNOWN_TOPIC_ID, E.FENCED_LEADER_EPOCH))
 RECORD_LIMIT, BATCH_OPTIMIZED = 1, 0
 ACK_LINGER = 0.05      # s: acknowledgements wait this long for a fetch to ride on
+PREFETCH_POLLS = 4     # batch-optimised mode: fetch ahead up to this many polls' worth
 
 
 class ShareRecord(ConsumerRecord):
@@ -136,12 +139,14 @@ class ShareFetcher:
         self.on_commit: Any = None               # callback(offsets by partition, error)
         self.strict = config.share_acquire_mode == "record_limit"
         self.arrived = asyncio.Event()           # for a poll on the loop (the async facade)
-        # fetch ahead while fewer records than this wait in the buffer: one poll's worth
-        # more than a poll takes, so the next answer is on its way while the application
-        # works (buffered records hold acquisition locks: not more)
-        self.prefetch_below = 2 * config.max_poll_records
+        # fetch ahead while fewer records than this wait in the buffer, so the next answer
+        # is on its way while the application works; buffered records hold acquisition
+        # locks, so not more than a few polls' worth, and under KIP-1206's record limit
+        # (which exists to keep locks few) only one poll's
+        self.prefetch_below = config.max_poll_records * (1 if self.strict else PREFETCH_POLLS)
         self.idle: set[int] = set()              # the loops waiting for something to do
         self.pending_since: dict[int, float] = {}  # when a broker's waiting acks came
+        self.columns = False                     # decode to columns (poll_columns) instead
 
     # ------------------------------------------------------------------ routing
     def _leader(self, tp: TopicPartition) -> int | None:
@@ -288,7 +293,9 @@ class ShareFetcher:
         req = R(group_id=self.member.group_id, member_id=self.member.member_id,
                 share_session_epoch=session.epoch, max_wait_ms=cfg.fetch_max_wait_ms,
                 min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
-                max_records=cfg.max_poll_records, batch_size=cfg.max_poll_records,
+                max_records=cfg.max_poll_records if self.strict else
+                max(cfg.max_poll_records, self.prefetch_below - self.buffered),
+                batch_size=cfg.max_poll_records,
                 share_acquire_mode=RECORD_LIMIT if self.strict else BATCH_OPTIMIZED,
                 topics=[R.FetchTopic(topic_id=t, partitions=ps) for t, ps in topics.items()],
                 forgotten_topics_data=[R.ForgottenTopic(topic_id=t, partitions=ps)
@@ -341,7 +348,13 @@ class ShareFetcher:
             # application's thread then only slices lists (and the two do not trade the
             # GIL for every answer)
             for d in got:
-                d.records = self._decode(d, self.config.check_crcs)
+                if self.columns:
+                    d.records, gaps = columns_of(d.tp, d.data, d.ranges, self.config.check_crcs)
+                    if gaps:
+                        with self.lock:
+                            self.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
+                else:
+                    d.records = self._decode(d, self.config.check_crcs)
             with self.data_ready:
                 for d in got:
                     self.buffer.append(d)
@@ -426,11 +439,11 @@ class ShareFetcher:
 
     # ------------------------------------------------------------------ the caller's side
     def take(self, max_records: int, check_crcs: bool
-             ) -> tuple[list[ShareRecord], list[tuple[TopicPartition, list[int]]]]:
+             ) -> tuple[list[ShareRecord], list[tuple[TopicPartition, Sequence[int]]]]:
         """Up to ``max_records`` delivered records, oldest fetch first, and the offsets
         handed out by partition (caller's thread)."""
         out: list[ShareRecord] = []
-        spans: list[tuple[TopicPartition, list[int]]] = []
+        spans: list[tuple[TopicPartition, Sequence[int]]] = []
         with self.data_ready:
             before = self.buffered
             while self.buffer and len(out) < max_records:
@@ -439,14 +452,42 @@ class ShareFetcher:
                     d.records = self._decode(d, check_crcs)
                 n = min(max_records - len(out), len(d.records) - d.pos)
                 part = d.records[d.pos:d.pos + n]
-                out += part
-                spans.append((d.tp, [r.offset for r in part]))
+                if part:
+                    out += part
+                    first, last = part[0].offset, part[-1].offset
+                    spans.append((d.tp, range(first, last + 1) if last - first + 1 == n
+                                  else [r.offset for r in part]))
                 d.pos += n
                 if d.pos >= len(d.records):
                     self.buffer.popleft()
                     self.buffered -= d.size
             low = self.prefetch_below
             wake = before >= low > self.buffered
+        if wake:
+            self.kick()
+        return out, spans
+
+    def take_columns(self) -> tuple[list[ShareColumns], list[tuple[TopicPartition, Sequence[int]]]]:
+        """Every buffered delivery as columns, and the offsets handed out by partition."""
+        out: list[ShareColumns] = []
+        spans: list[tuple[TopicPartition, Sequence[int]]] = []
+        with self.data_ready:
+            before = self.buffered
+            while self.buffer:
+                d = self.buffer.popleft()
+                self.buffered -= d.size
+                if d.records and not isinstance(d.records[0], ShareColumns):
+                    # decoded as records before the consumer asked for columns (its gaps
+                    # were acknowledged then)
+                    d.records, _ = columns_of(d.tp, d.data, d.ranges, self.config.check_crcs)
+                for sc in d.records or ():
+                    out.append(sc)
+                    offs = sc.columns.offset
+                    n = len(offs)
+                    first, last = int(offs[0]), int(offs[-1])
+                    spans.append((d.tp, range(first, last + 1) if last - first + 1 == n
+                                  else offs.tolist()))
+            wake = before >= self.prefetch_below > self.buffered
         if wake:
             self.kick()
         return out, spans
