@@ -309,7 +309,10 @@ class ShareFetcher:
         b = r.body
         if b.error_code:
             err = KafkaError(b.error_code, "ShareFetch", b.error_message)
-            self._ack_failed(acks, err)
+            if b.error_code in SESSION_CODES:
+                self._requeue(acks)      # the records are the member's, not the session's
+            else:
+                self._ack_failed(acks, err)
             raise err
         session.sent(added, forgotten)
         if b.acquisition_lock_timeout_ms > 0:
@@ -416,6 +419,12 @@ class ShareFetcher:
                 self.commits.remove(commit)
         if done and not commit.future.done():
             commit.future.set_result(dict(commit.results))
+
+    def _requeue(self, acks: dict[TopicPartition, list[Batch]]) -> None:
+        """Acknowledgements a lost session did not take: sent again in the next one."""
+        with self.lock:
+            for tp, got in acks.items():
+                self.pending.add(tp, got)
 
     def _ack_failed(self, acks: dict[TopicPartition, list[Batch]], exc: BaseException) -> None:
         if acks:
