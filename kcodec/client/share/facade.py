@@ -202,9 +202,16 @@ class _Engine:
             return
         acks = self._settle(implicit=not self.explicit)
         released: dict[TopicPartition, list[Batch]] = {}
-        for tp, offs in self.fetcher.drop_unpolled().items():
-            if offs:
-                released[tp] = runs(sorted(offs), AcknowledgeType.RELEASE)
+        with self.lock:               # explicit: delivered, never acknowledged: back to others
+            for tp, offs in self.delivered.items():
+                left = sorted(o for o, kind in offs.items() if kind is None)
+                if left:
+                    released[tp] = runs(left, AcknowledgeType.RELEASE)
+            self.delivered.clear()
+        for tp, unpolled in self.fetcher.drop_unpolled().items():
+            if unpolled:
+                released[tp] = released.get(tp, []) + runs(sorted(unpolled),
+                                                           AcknowledgeType.RELEASE)
         with self.fetcher.lock:
             for tp, got in acks.items():
                 self.fetcher.pending.add(tp, got)
@@ -339,7 +346,8 @@ class AsyncShareConsumer:
 
     async def close(self) -> None:
         """Send what was acknowledged (implicit: accept the last poll), release what was
-        fetched but never polled, close the share sessions, leave the group."""
+        fetched but never polled (explicit: and what was polled but not acknowledged),
+        close the share sessions, leave the group."""
         if self._eng is not None:
             await self._eng.close()
 
