@@ -84,3 +84,11 @@ def test_share_group_usage_errors(kbroker, topic_name) -> None:
         rc, out, err, _ = run("consume", "-b", kbroker.bootstrap, "-t", topic_name,
                               "--share-group", "g", *extra)
         assert rc == 2 and says in err, err
+
+
+def test_broker_share_configs_are_checked() -> None:
+    rc, out, err, _ = run("broker", "--share-config", "group.share.nope=1", timeout=30)
+    assert rc == 2 and "unknown share-group broker config 'group.share.nope'" in err
+    rc, out, err, _ = run("broker", "--share-config", "group.share.delivery.count.limit",
+                          timeout=30)
+    assert rc == 2 and "give NAME=INTEGER" in err
