@@ -384,3 +384,41 @@ def test_confluent_kafka_share_consumer_alongside_kcodec_s() -> None:
         assert sorted(got_ours + got_theirs) == list(range(2000))
         assert got_theirs and got_ours
         assert c.share.start_offset("g", "t", 0) == 2000
+
+
+def test_a_moved_leader_is_followed() -> None:
+    """The partition's leader moves to another node: the consumer's fetch there answers
+    NOT_LEADER_OR_FOLLOWER, it refreshes the metadata and fetches from the new leader
+    (the share partition's state moves with it: one cluster, one share-partition table)."""
+    with Cluster(2) as c:
+        c.create_topic("t", 1)
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 10)
+        first = c.leader_of("t", 0)
+        with share(c) as sc:
+            got = drain(sc, 10)
+            c.move_leader("t", 0, 1 - first)
+            produce(c.bootstrap, "t", 10, start=10)
+            got += drain(sc, 10, timeout=15)
+        assert sorted(r.offset for r in got) == list(range(20))
+        assert c.share.start_offset("g", "t", 0) == 20
+
+
+def test_partitions_on_several_brokers_each_in_its_own_session() -> None:
+    """One consumer, partitions led by two nodes: a share session on each (their epochs
+    apart), every record once, all acknowledged."""
+    with Cluster(2) as c:
+        c.create_topic("t", 4)
+        assert {c.leader_of("t", p) for p in range(4)} == {0, 1}
+        earliest(c, "g")
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(400):
+                p.send("t", value=b"%d" % i, partition=i % 4)
+            p.flush()
+        c.record()
+        with share(c, max_poll_records=25) as sc:
+            got = drain(sc, 400)
+        assert sorted(int(r.value) for r in got) == list(range(400))
+        assert [c.share.start_offset("g", "t", p) for p in range(4)] == [100] * 4
+        opened = [r.node_id for r in c.recorded("ShareFetch") if r.body.share_session_epoch == 0]
+        assert sorted(opened) == [0, 1]        # one session each, never refused and reopened

@@ -182,6 +182,10 @@ class _Fetch:
         for key in self.parts:
             if left <= 0 or room <= 0:
                 break
+            code, p = _partition_error(self.node, key[0], key[1])
+            if code:         # the leader moved while this fetch waited
+                self.errors[key] = (code, p)
+                continue
             code, records, ranges = mgr.fetch(self.group, self.member, key[0], key[1], left,
                                               self.strict, room)
             n = sum(last - first + 1 for first, last, _ in ranges)
@@ -250,7 +254,8 @@ def _session_request(node: Any, req: Any) -> tuple[int, str | None, Any]:
         return E.INVALID_REQUEST, "the member id must be set", None
     if not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
         return E.GROUP_AUTHORIZATION_FAILED, None, None
-    code, session = node.cluster.share.session(b.group_id, b.member_id, b.share_session_epoch)
+    code, session = node.cluster.share.session(node.id, b.group_id, b.member_id,
+                                               b.share_session_epoch)
     return code, None, session
 
 
@@ -293,7 +298,7 @@ def share_fetch(node: Any, req: Any) -> Any:
         if (tid, index) in batches:
             acked[key] = mgr.acknowledge(group, member, name, index, batches[(tid, index)])
     if epoch == FINAL_EPOCH:
-        mgr.close_session(group, member)
+        mgr.close_session(node.id, group, member)
         work = _Fetch(node, req, group, member, [], {k: v for k, v in errors.items() if v[0]},
                       acked, ids)
         return work.answer()
@@ -356,7 +361,7 @@ def share_acknowledge(node: Any, req: Any) -> Any:
                                           current_leader=leader))
         out.append(SA.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=parts))
     if b.share_session_epoch == FINAL_EPOCH:
-        mgr.close_session(group, member)
+        mgr.close_session(node.id, group, member)
     return SA(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=out)
 
 

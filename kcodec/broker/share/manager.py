@@ -7,10 +7,10 @@ offset is what the group's ``share.auto.offset.reset`` gives (``latest``, ``earl
 ``by_duration:...``), or what was kept in the data dir. Its state is written after each
 acknowledgement, release and lock timeout (:mod:`kcodec.broker.share.store`).
 
-Share sessions (KIP-932) are kept per (group, member): epoch 0 opens one with the
-partitions of the request, the next requests carry epochs 1, 2, ... and add or forget
-partitions; epoch -1 closes it, after its acknowledgements, and the member's acquired
-records go back to the group.
+Share sessions (KIP-932) are kept per (node, group, member), as each broker keeps its
+own: epoch 0 opens one with the partitions of the request, the next requests carry epochs
+1, 2, ... and add or forget partitions; epoch -1 closes it, after its acknowledgements,
+and the member's acquired records on the partitions that node leads go back to the group.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ READ_CHUNK = 256 * 1024
 
 @dataclass
 class ShareSession:
+    node_id: int
     group_id: str
     member_id: str
     epoch: int = 1                                   # the epoch the next request must carry
@@ -70,7 +71,7 @@ class SharePartitionManager:
         self.purgatory = purgatory
         self.lock = threading.RLock()
         self.parts: dict[tuple[str, str, int], SharePartition] = {}
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.sessions: dict[tuple[int, str, str], ShareSession] = {}
         #: is (group, member) a member of its share group? (set by the coordinator)
         self.is_member: Any = lambda group, member: True
         timer.every(0.1, self.expire_locks)
@@ -113,6 +114,10 @@ class SharePartitionManager:
             self.parts[key] = sp
             return sp
 
+    def _leader(self, topic: str, index: int) -> int | None:
+        p = self.state.partition(topic, index)
+        return None if p is None else int(p.leader)
+
     def _persist(self, sp: SharePartition) -> None:
         if not self.store.durable:
             return                       # memory only: nothing would read it back
@@ -151,17 +156,18 @@ class SharePartitionManager:
                 self.store.delete_partition(*k)
 
     # ------------------------------------------------------------------ sessions
-    def session(self, group: str, member: str, epoch: int) -> tuple[int, ShareSession | None]:
-        """Check a request's session epoch: (0, the session) or (error, None); epoch 0
-        opens a new session (replacing the member's old one)."""
-        key = (group, member)
+    def session(self, node_id: int, group: str, member: str, epoch: int
+                ) -> tuple[int, ShareSession | None]:
+        """Check a request's session epoch on ``node_id``: (0, the session) or (error,
+        None); epoch 0 opens a new session (replacing the member's old one there)."""
+        key = (node_id, group, member)
         with self.lock:
             if epoch == 0:
-                s = ShareSession(group, member)
+                s = ShareSession(node_id, group, member)
                 self.sessions.pop(key, None)
                 if len(self.sessions) >= MAX_SESSIONS:
                     # the sessions of members that left the group make room first
-                    for k in [k for k in self.sessions if not self.is_member(*k)]:
+                    for k in [k for k in self.sessions if not self.is_member(k[1], k[2])]:
                         del self.sessions[k]
                 if len(self.sessions) >= MAX_SESSIONS:
                     return E.SHARE_SESSION_LIMIT_REACHED, None
@@ -176,17 +182,19 @@ class SharePartitionManager:
                 found.epoch = found.epoch + 1 if found.epoch < 0x7FFFFFFF else 1
             return 0, found
 
-    def close_session(self, group: str, member: str) -> None:
+    def close_session(self, node_id: int, group: str, member: str) -> None:
         with self.lock:
-            self.sessions.pop((group, member), None)
-        self.release_member(group, member)
+            self.sessions.pop((node_id, group, member), None)
+        self.release_member(group, member, node_id)
 
-    def release_member(self, group: str, member: str) -> None:
+    def release_member(self, group: str, member: str, node_id: int | None = None) -> None:
         """The member's acquired records go back to the group (it left, or closed its
         session, or its session timed out). Its share session stays until it closes it
         (a client may acknowledge with epoch -1 after leaving) or room is needed."""
         with self.lock:
             parts = [sp for (g, _, _), sp in self.parts.items() if g == group]
+        if node_id is not None:       # a session closed: the partitions that node leads
+            parts = [sp for sp in parts if self._leader(sp.topic, sp.index) == node_id]
         limit = self.configs.get_int(group, "share.delivery.count.limit")
         for sp in parts:
             with sp.lock:

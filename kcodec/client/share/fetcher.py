@@ -147,6 +147,7 @@ class ShareFetcher:
         self.idle: set[int] = set()              # the loops waiting for something to do
         self.pending_since: dict[int, float] = {}  # when a broker's waiting acks came
         self.columns = False                     # decode to columns (poll_columns) instead
+        self._refresh_due = False                # an answer said the metadata is stale
 
     # ------------------------------------------------------------------ routing
     def _leader(self, tp: TopicPartition) -> int | None:
@@ -206,16 +207,30 @@ class ShareFetcher:
                 if exc.code in SESSION_CODES:
                     session.reset()
                 elif exc.code in REFRESH_CODES:
-                    self.cluster.invalidate()
+                    await self._follow_leaders()
                 else:
                     self.error = exc
                     self._notify()
                 await asyncio.sleep(0.1)
             except KcodecError as exc:      # a broken connection: a new session next time
                 session.reset()
-                self.cluster.invalidate()
                 self.error = exc if self.cluster.closed else None
                 await asyncio.sleep(0.2)
+                await self._follow_leaders()
+            if self.cluster.stale and self._refresh_due:
+                await self._follow_leaders()
+
+    async def _follow_leaders(self) -> None:
+        """Metadata again (a leader moved, a broker went away), and a loop for each
+        broker that now leads an assigned partition."""
+        self._refresh_due = False
+        self.cluster.invalidate()
+        try:
+            await self.cluster.refresh(self.member.topics, auto_create=False)
+        except KcodecError:
+            self._refresh_due = True        # try again after the next request
+            return
+        self.start_loops()
 
     def _has_work(self, node: int, session: ShareSession) -> bool:
         with self.lock:
@@ -247,6 +262,9 @@ class ShareFetcher:
                 self.pending_since.pop(node, None)
             elif mine and node not in self.pending_since:
                 self.pending_since[node] = time.monotonic()
+        if commit is not None and not session.open and wanted:
+            await self._fetch(node, session, wanted, {})   # open a session to send it in
+            return True
         if commit is not None and session.open:
             ours = {tp: b for tp, b in commit.acks.items() if self._leader(tp) == node}
             merged = {**acks}
@@ -271,7 +289,8 @@ class ShareFetcher:
         return None if info is None else info.topic_id
 
     async def _fetch(self, node: int, session: ShareSession, wanted: set[TopicPartition],
-                     acks: dict[TopicPartition, list[Batch]]) -> None:
+                     acks: dict[TopicPartition, list[Batch]],
+                     max_wait_ms: int | None = None) -> None:
         added, forgotten = session.changes(wanted)
         named = added | set(acks)
         R = ShareFetchRequest
@@ -291,7 +310,8 @@ class ShareFetcher:
                 gone.setdefault(tid, []).append(tp.partition)
         cfg = self.config
         req = R(group_id=self.member.group_id, member_id=self.member.member_id,
-                share_session_epoch=session.epoch, max_wait_ms=cfg.fetch_max_wait_ms,
+                share_session_epoch=session.epoch,
+                max_wait_ms=cfg.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms,
                 min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
                 max_records=cfg.max_poll_records if self.strict else
                 max(cfg.max_poll_records, self.prefetch_below - self.buffered),
@@ -328,7 +348,10 @@ class ShareFetcher:
                 continue
             for p in t.partitions:
                 tp = TopicPartition(name, p.partition_index)
-                if tp in acks:
+                if tp in acks and p.acknowledge_error_code in REFRESH_CODES:
+                    self._requeue({tp: acks[tp]})    # for the partition's new leader
+                    refresh = True
+                elif tp in acks:
                     results[tp] = None if not p.acknowledge_error_code else KafkaError(
                         p.acknowledge_error_code, f"acknowledge {tp.topic}-{tp.partition}",
                         p.acknowledge_error_message)
@@ -344,6 +367,7 @@ class ShareFetcher:
                         for a in p.acquired_records]))
         if refresh:
             self.cluster.invalidate()
+            self._refresh_due = True
         if results:
             self._report(results, acks)
         if got:
@@ -367,7 +391,7 @@ class ShareFetcher:
 
     async def _acknowledge(self, node: int, session: ShareSession,
                            acks: dict[TopicPartition, list[Batch]], commit: _Commit | None,
-                           final: bool = False) -> None:
+                           final: bool = False) -> dict[TopicPartition, BaseException | None]:
         R = ShareAcknowledgeRequest
         topics: dict[Any, list] = {}
         for tp, batches in sorted(acks.items()):
@@ -397,23 +421,39 @@ class ShareFetcher:
         if not final:
             session.sent(set(), set())
         names = self.cluster.topic_names
+        moved: dict[TopicPartition, list[Batch]] = {}
         for t in b.responses:
             for p in t.partitions:
                 tp = TopicPartition(names.get(t.topic_id, "?"), p.partition_index)
+                if p.error_code in REFRESH_CODES and tp in acks and not final:
+                    moved[tp] = acks[tp]             # for the partition's new leader
+                    continue
                 results[tp] = None if not p.error_code else KafkaError(
                     p.error_code, f"acknowledge {tp.topic}-{tp.partition}", p.error_message)
+        for tp in acks:
+            if tp not in results and tp not in moved:
+                results[tp] = KafkaError(E.UNKNOWN_SERVER_ERROR, f"acknowledge {tp.topic}-"
+                                         f"{tp.partition}", "the broker's answer left it out")
+        if moved:
+            self._requeue(moved)
+            self._refresh_due = True
+            self.cluster.invalidate()
+            if commit is not None:               # the commit waits for the new leader
+                with self.lock:
+                    for tp, got in moved.items():
+                        commit.acks[tp] = got
+                    self.pending.take(list(moved))
         if commit is not None:
             self._finish(commit, node, results)
         self._report(results, acks)
+        return results
 
     def _finish(self, commit: _Commit, node: int,
                 results: dict[TopicPartition, BaseException | None]) -> None:
         with self.lock:
             commit.results.update(results)
-            for tp in list(commit.acks):
-                if self._leader(tp) == node or tp in results:
-                    commit.results.setdefault(tp, None)
-                    del commit.acks[tp]
+            for tp in results:
+                commit.acks.pop(tp, None)
             done = not commit.acks
             if done and commit in self.commits:
                 self.commits.remove(commit)
@@ -569,7 +609,8 @@ class ShareFetcher:
         return c.future
 
     async def close(self) -> None:
-        """Stop the loops; send what waits in each session with epoch -1 (closing it)."""
+        """Stop the loops; send what waits to each partition's leader with epoch -1 (which
+        closes that broker's session; a leader without a session here gets one first)."""
         self.closed = True
         for t in self.tasks.values():
             t.cancel()
@@ -584,15 +625,32 @@ class ShareFetcher:
                 for tp, b in c.acks.items():
                     acks[tp] = acks.get(tp, []) + b
             commits, self.commits = self.commits, []
-        for node, session in self.sessions.items():
-            if not session.open:
-                continue
-            mine = {tp: b for tp, b in acks.items() if self._leader(tp) == node}
-            try:
-                await self._acknowledge(node, session, mine, None, final=True)
+        if acks:
+            try:                       # the leaders now, not when the last fetch went
+                self.cluster.invalidate()
+                await self.cluster.refresh(self.member.topics, auto_create=False)
             except KcodecError:
                 pass
+        results: dict[TopicPartition, BaseException | None] = {}
+        by_node: dict[int, dict[TopicPartition, list[Batch]]] = {}
+        for tp, got in acks.items():
+            node = self._leader(tp)
+            if node is None:
+                results[tp] = KafkaError(E.UNKNOWN_TOPIC_OR_PARTITION, "acknowledge on close")
+            else:
+                by_node.setdefault(node, {})[tp] = got
+        for node in set(by_node) | {n for n, s in self.sessions.items() if s.open}:
+            session = self.sessions.setdefault(node, ShareSession(node))
+            mine = by_node.get(node, {})
+            try:
+                if not session.open:
+                    if not mine:
+                        continue
+                    await self._fetch(node, session, set(), {}, max_wait_ms=0)
+                results.update(await self._acknowledge(node, session, mine, None, final=True))
+            except KcodecError as exc:
+                results.update({tp: exc for tp in mine})
         for c in commits:
             if not c.future.done():
-                c.future.set_result({tp: None for tp in c.acks})
+                c.future.set_result({tp: results.get(tp) for tp in c.acks})
         self._notify()
