@@ -172,3 +172,19 @@ def test_group_configs_are_checked_against_the_broker_bounds() -> None:
     assert parse_duration_ms("P1DT2H3M4.5S") == ((24 + 2) * 60 + 3) * 60000 + 4500
     with pytest.raises(ShareConfigError, match="not an ISO-8601 duration"):
         parse_duration_ms("-PT1H")
+
+
+def test_the_store_compacts_while_running(tmp_path, monkeypatch) -> None:
+    import kcodec.broker.share.store as store
+
+    monkeypatch.setattr(store, "COMPACT_AFTER", 50)
+    st = ShareStateStore(str(tmp_path))
+    for i in range(500):
+        st.put_partition("g", "t", "id", i % 3, {"s": i, "r": []})
+    lines = (tmp_path / "share_groups.jsonl").read_text().splitlines()
+    assert len(lines) <= 60                       # not 500
+    st.close()
+    again = ShareStateStore(str(tmp_path))
+    assert {k: v["s"] for k, v in again.partitions.items()} == \
+        {("g", "t", 0): 498, ("g", "t", 1): 499, ("g", "t", 2): 497}
+    again.close()

@@ -10,7 +10,8 @@ One JSON object a line, the last line of a key wins::
 
 A line is written (and flushed to the operating system) before the request that changed
 the state is answered, so a broker killed with SIGKILL loses nothing it acknowledged. On
-open the file is read (a torn last line is skipped) and rewritten compacted.
+open the file is read (a torn last line is skipped) and rewritten compacted, and again
+while running once it holds more than ``COMPACT_AFTER`` lines and four times the live ones.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 __all__ = ["ShareStateStore"]
 
 FILE = "share_groups.jsonl"
+COMPACT_AFTER = 10000
 
 
 class ShareStateStore:
@@ -33,6 +35,7 @@ class ShareStateStore:
         self.partitions: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self._file: Any = None
+        self._lines = 0                  # lines in the file since it was last compacted
         self._lock = threading.Lock()
         if self.path is not None:
             self._load()
@@ -53,6 +56,14 @@ class ShareStateStore:
                             self.configs[rec["g"]] = dict(rec["c"])
                     except (ValueError, KeyError, TypeError):
                         continue          # a torn last line after a crash
+        self._compact()
+
+    def _compact(self) -> None:
+        """Rewrite the file with one line per live key (atomically: a crash leaves the old
+        file or the new one)."""
+        assert self.path is not None
+        if self._file is not None:
+            self._file.close()
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             for rec in self.partitions.values():
@@ -63,6 +74,7 @@ class ShareStateStore:
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
         self._file = open(self.path, "a", encoding="utf-8")
+        self._lines = len(self.partitions) + len(self.configs)
 
     @property
     def durable(self) -> bool:
@@ -73,6 +85,10 @@ class ShareStateStore:
         if self._file is not None:
             self._file.write(json.dumps(rec, separators=(",", ":")) + "\n")
             self._file.flush()
+            self._lines += 1
+            if self._lines > COMPACT_AFTER and \
+                    self._lines > 4 * (len(self.partitions) + len(self.configs)):
+                self._compact()
 
     def put_partition(self, group: str, topic: str, topic_id: str, index: int,
                       snap: dict[str, Any]) -> None:
