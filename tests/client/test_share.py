@@ -80,6 +80,32 @@ def test_acknowledgement_batches() -> None:
     assert not a
 
 
+def test_share_records_from_decoded_records(twin) -> None:
+    """Both twins make the same ShareRecords from a batch's records, and refuse the same
+    wrong inputs with the same errors."""
+    from kcodec.errors import EncodeTypeError
+
+    rec, share = twin("_record"), twin("share")
+    got = share.share_records([rec.Record(7, 1000, 0, b"k", b"v", [("h", b"1")]),
+                               rec.Record(8, 1001, 1, None, b"w", [])], "t", 2, 3)
+    assert [type(s) for s in got] == [share.ShareRecord] * 2
+    a, b = got
+    assert isinstance(a, rec.Record)
+    assert (a.topic, a.partition, a.offset, a.timestamp, a.timestamp_type, a.key, a.value,
+            a.headers, a.delivery_count) == ("t", 2, 7, 1000, 0, b"k", b"v", [("h", b"1")], 3)
+    assert (b.offset, b.timestamp_type, b.key, b.checksum, b.validate_crc()) == (8, 1, None,
+                                                                                 None, True)
+    assert a == share.ShareRecord("t", 2, 7, 1000, 0, b"k", b"v", [("h", b"1")], 0, 3)
+    assert a != share.ShareRecord("t", 2, 7, 1000, 0, b"k", b"v", [("h", b"1")], 0, 4)
+    assert repr(b) == ("ShareRecord(topic='t', partition=2, offset=8, delivery_count=3, "
+                       "key=None, value=b'w')")
+    assert share.share_records([], "t", 0, 1) == []
+    with pytest.raises(EncodeTypeError, match="records must be a list, not tuple"):
+        share.share_records((), "t", 0, 1)
+    with pytest.raises(EncodeTypeError, match="records must hold Record objects, not int"):
+        share.share_records([rec.Record(1, 0, 0, None, None, []), 5], "t", 0, 1)
+
+
 # ---------------------------------------------------------------------- consumers
 def test_async_share_consumer(cluster) -> None:
     produce(cluster.bootstrap, 50)
