@@ -386,6 +386,53 @@ def test_confluent_kafka_share_consumer_alongside_kcodec_s() -> None:
         assert c.share.start_offset("g", "t", 0) == 2000
 
 
+@pytest.mark.peers
+def test_group_configs_through_confluent_kafka_s_admin() -> None:
+    """The share-group configs on a GROUP resource over the wire, from another client:
+    IncrementalAlterConfigs sets and deletes them (a bad value is INVALID_CONFIG and
+    changes nothing), DescribeConfigs shows overrides as dynamic group configs and the
+    rest as defaults, and the consumers of the group follow them."""
+    import confluent_kafka as ck
+    import confluent_kafka.admin as ca
+
+    def alter(admin, group: str, **ops: tuple[str, object]) -> None:
+        entries = [ca.ConfigEntry(k.replace("_", "."), v, incremental_operation=op)
+                   for k, (v, op) in ops.items()]
+        r = ca.ConfigResource(ca.ResourceType.GROUP, group, incremental_configs=entries)
+        for f in admin.incremental_alter_configs([r]).values():
+            f.result(30)
+
+    def describe(admin, group: str) -> dict:
+        r = ca.ConfigResource(ca.ResourceType.GROUP, group)
+        (f,) = admin.describe_configs([r]).values()
+        return f.result(30)
+
+    SET, DELETE = ca.AlterConfigOpType.SET, ca.AlterConfigOpType.DELETE
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        produce(c.bootstrap, "t", 3)
+        admin = ca.AdminClient({"bootstrap.servers": c.bootstrap})
+        alter(admin, "g", share_auto_offset_reset=("earliest", SET),
+              share_delivery_count_limit=("4", SET))
+        got = describe(admin, "g")
+        assert got["share.auto.offset.reset"].value == "earliest"
+        assert got["share.auto.offset.reset"].source == 8     # GROUP_CONFIG (a group's own)
+        assert got["share.delivery.count.limit"].value == "4"
+        assert got["share.record.lock.duration.ms"].value == "30000"
+        assert got["share.record.lock.duration.ms"].is_default
+        with pytest.raises(ck.KafkaException, match="INVALID_CONFIG"):
+            alter(admin, "g", share_auto_offset_reset=("sideways", SET))
+        with pytest.raises(ck.KafkaException, match="INVALID_CONFIG"):
+            alter(admin, "g", share_record_lock_duration_ms=("10", SET))  # under the min
+        assert describe(admin, "g")["share.auto.offset.reset"].value == "earliest"
+        with share(c) as sc:                         # earliest: the 3 before it too
+            assert sorted(r.offset for r in drain(sc, 3)) == [0, 1, 2]
+        alter(admin, "g", share_delivery_count_limit=(None, DELETE))
+        got = describe(admin, "g")
+        assert got["share.delivery.count.limit"].value == "5"
+        assert got["share.delivery.count.limit"].is_default
+
+
 def test_a_moved_leader_is_followed() -> None:
     """The partition's leader moves to another node: the consumer's fetch there answers
     NOT_LEADER_OR_FOLLOWER, it refreshes the metadata and fetches from the new leader
