@@ -433,6 +433,48 @@ def test_group_configs_through_confluent_kafka_s_admin() -> None:
         assert got["share.delivery.count.limit"].is_default
 
 
+def test_read_committed_share_groups_never_see_aborted_records() -> None:
+    """share.isolation.level=read_committed: records of aborted transactions are archived,
+    never delivered (also a transaction that a fetch reads only part of); committed ones
+    and plain ones are; nothing past an open transaction. read_uncommitted sees them all."""
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        earliest(c, "rc", **{"share.isolation.level": "read_committed"})
+        earliest(c, "ru")
+        with Producer(bootstrap_servers=c.bootstrap, transactional_id="x") as p:
+            p.init_transactions()
+            for i, end in enumerate(["commit", "abort", "abort", "commit"]):
+                p.begin_transaction()
+                for j in range(30):                     # several batches a transaction
+                    p.send("t", value=b"%s-%d-%d" % (end.encode(), i, j), partition=0)
+                    if j % 10 == 9:
+                        p.flush()
+                getattr(p, f"{end}_transaction")()
+        produce(c.bootstrap, "t", 5)                   # plain records after them
+        with share(c, "rc", max_poll_records=7, share_acquire_mode="record_limit") as sc:
+            got = drain(sc, 65)
+            assert sc.poll(0.5) == []
+        values = sorted(r.value for r in got)
+        assert values == sorted([b"commit-0-%d" % j for j in range(30)] +
+                                [b"commit-3-%d" % j for j in range(30)] +
+                                [b"r%06d" % i for i in range(5)])
+        end = c.share.start_offset("rc", "t", 0)
+        with share(c, "ru") as sc:
+            every = drain(sc, 125)
+        assert len(every) == 125 and c.share.start_offset("ru", "t", 0) == end
+        with Producer(bootstrap_servers=c.bootstrap, transactional_id="y") as p:
+            p.init_transactions()
+            p.begin_transaction()
+            p.send("t", value=b"open", partition=0)
+            p.flush()
+            produce(c.bootstrap, "t", 1, start=99)     # after the open transaction
+            with share(c, "rc") as sc:
+                assert sc.poll(1.0) == []              # the open one holds it back
+            p.commit_transaction()
+        with share(c, "rc") as sc:
+            assert sorted(r.value for r in drain(sc, 2)) == [b"open", b"r000099"]
+
+
 def test_a_moved_leader_is_followed() -> None:
     """The partition's leader moves to another node: the consumer's fetch there answers
     NOT_LEADER_OR_FOLLOWER, it refreshes the metadata and fetches from the new leader

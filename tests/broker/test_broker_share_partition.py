@@ -113,6 +113,26 @@ def test_control_batches_are_archived_never_delivered() -> None:
     assert sp.start == 6
 
 
+def test_aborted_transactions_are_told_from_the_batches_in_log_order() -> None:
+    """A read_committed group's filter, from a read that starts inside an aborted
+    transaction: its producer's batches are aborted until its marker; another producer's
+    and non-transactional ones are not; a later aborted transaction of the same producer
+    starts at its own first offset."""
+    from kcodec.broker.share.manager import _Aborted
+
+    aborted = _Aborted([(9, 40), (7, 5)])
+    assert aborted(10, False, 7, True)                  # inside 7's aborted transaction
+    assert not aborted(12, False, 8, True)              # another producer's
+    assert not aborted(14, False, 7, False)             # not transactional
+    assert not aborted(20, True, 7, True)               # the marker ends it
+    assert not aborted(25, False, 7, True)              # 7's next transaction: committed
+    assert not aborted(30, True, 7, True)
+    assert not aborted(35, False, 9, True)              # 9's aborted one starts at 40
+    assert aborted(40, False, 9, True)
+    assert not aborted(50, True, 9, True)
+    assert not aborted(51, False, 9, True)
+
+
 def test_member_release_and_log_start_moving_past() -> None:
     sp, _ = fresh((0, 9), member="a")
     sp.acquire_new("b", [(10, 19, False)], 100, False, 100.0)

@@ -33,7 +33,6 @@ __all__ = ["SharePartitionManager", "ShareSession", "FINAL_EPOCH"]
 E = ErrorCode
 FINAL_EPOCH = -1
 MAX_SESSIONS = 1000
-_CONTROL = 0x20
 _I64 = struct.Struct(">q")
 READ_CHUNK = 256 * 1024
 
@@ -47,18 +46,38 @@ class ShareSession:
     parts: set[tuple[str, int]] = field(default_factory=set)
 
 
-def _entries(blob: Any) -> list[tuple[int, int, int, int, bool]]:
-    """(position, size, first offset, last offset, is control) of a records blob's entries."""
+def _entries(blob: Any) -> list[tuple[int, int, int, int, bool, int, bool]]:
+    """(position, size, first offset, last offset, is control, producer id, is
+    transactional) of a records blob's entries."""
     out = []
     for pos, size, magic in iter_entries(blob):
         if magic == 2:
             h = read_header(blob, pos)
             out.append((pos, size, h.base_offset, h.base_offset + h.last_offset_delta,
-                        bool(h.attributes & _CONTROL)))
+                        h.is_control, h.producer_id, h.is_transactional))
         else:                                         # a legacy message: its own offset
             off = _I64.unpack_from(blob, pos)[0]
-            out.append((pos, size, off, off, False))
+            out.append((pos, size, off, off, False, -1, False))
     return out
+
+
+class _Aborted:
+    """Which batches belong to aborted transactions, for a read_committed share group:
+    fed the partition's aborted transactions (producer id, first offset) from the first
+    offset read on, then each batch in log order. A producer's batches are aborted from
+    its aborted transaction's first offset until its next control batch (the marker)."""
+
+    def __init__(self, aborted: list[tuple[int, int]]) -> None:
+        self.waiting = sorted(aborted, key=lambda a: a[1], reverse=True)   # pop the lowest
+        self.active: set[int] = set()
+
+    def __call__(self, base: int, control: bool, pid: int, transactional: bool) -> bool:
+        while self.waiting and self.waiting[-1][1] <= base:
+            self.active.add(self.waiting.pop()[0])
+        if control:
+            self.active.discard(pid)
+            return False
+        return transactional and pid in self.active
 
 
 class SharePartitionManager:
@@ -262,9 +281,14 @@ class SharePartitionManager:
                     if not ents:
                         break
                     room = min(budget, max_locks - (sp.end - sp.start))
+                    # aborted transactions' records are archived like control batches (read
+                    # afresh for each blob: it starts at the end, where acquiring stopped)
+                    aborted = _Aborted(self.txns.aborted(topic, index, sp.end, upper)) \
+                        if committed else None
                     before = sp.end
-                    new, taken = sp.acquire_new(member, [(e[2], e[3], e[4]) for e in ents],
-                                                room, strict, deadline)
+                    batches = [(e[2], e[3], e[4]) for e in ents] if aborted is None else \
+                        [(e[2], e[3], aborted(e[2], e[4], e[5], e[6]) or e[4]) for e in ents]
+                    new, taken = sp.acquire_new(member, batches, room, strict, deadline)
                     for i in taken:
                         pos, size, base = ents[i][0], ents[i][1], ents[i][2]
                         chunks[base] = bytes(blob[pos:pos + size])
@@ -287,7 +311,7 @@ class SharePartitionManager:
             ents = _entries(blob)
             if not ents:
                 return
-            pos, size, base, end, _ = ents[0]
+            pos, size, base, end = ents[0][:4]
             chunks.setdefault(base, bytes(blob[pos:pos + size]))
             off = end + 1
 
