@@ -9,6 +9,7 @@ work: the compiled twin does it in C (no Python per record, no cyclic-GC trackin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from kcodec._py._record import Record
@@ -51,14 +52,19 @@ class ShareRecord(Record):
                 f"key={self.key!r}, value={self.value!r})")
 
 
-def share_records(records: list, topic: str, partition: int, delivery_count: int) -> list:
-    """A ShareRecord for each Record of ``records`` (a list), in order, naming ``topic``
-    and ``partition``, each with ``delivery_count``."""
-    if not isinstance(records, list):
-        raise EncodeTypeError(f"records must be a list, not {type(records).__name__}")
+def share_records(records: Iterable[Record], topic: str, partition: int,
+                  delivery_count: int) -> list:
+    """A ShareRecord for each Record of ``records`` (an iterable: a list, or a batch, whose
+    records are then made one at a time), in order, naming ``topic`` and ``partition``,
+    each with ``delivery_count``."""
+    try:
+        it = iter(records)
+    except TypeError:
+        raise EncodeTypeError(f"records must be an iterable of Record objects, not "
+                              f"{type(records).__name__}") from None
     out = []
     new = ShareRecord.__new__
-    for r in records:
+    for r in it:
         if not isinstance(r, Record):
             raise EncodeTypeError(f"records must hold Record objects, not {type(r).__name__}")
         s = new(ShareRecord)

@@ -53,7 +53,7 @@ ACK_LINGER = 0.05      # s: acknowledgements wait this long for a fetch to ride 
 PREFETCH_POLLS = 4     # batch-optimised mode: fetch ahead up to this many polls' worth
 
 
-@dataclass
+@dataclass(eq=False)
 class Delivery:
     """One partition's part of one ShareFetch answer, until polled."""
 
@@ -63,6 +63,7 @@ class Delivery:
     records: list | None = None              # decoded, filtered; None until first polled
     pos: int = 0
     size: int = 0                            # offsets acquired
+    dropped: bool = False                    # released before it was decoded
 
     def __post_init__(self) -> None:
         self.size = sum(last - first + 1 for first, last, _ in self.ranges)
@@ -86,6 +87,8 @@ class ShareFetcher:
         self.member = member
         self.buffer: deque[Delivery] = deque()
         self.buffered = 0                        # records in the buffer, not yet polled
+        self.decoding = 0                        # records received, not yet decoded
+        self.undecoded: list[Delivery] = []      # their deliveries
         self.data_ready = threading.Condition()
         self.lock = threading.Lock()             # the acknowledgements and commits
         self.pending = Acknowledgements()        # to send with the next request
@@ -201,7 +204,7 @@ class ShareFetcher:
                     since is None or time.monotonic() - since >= ACK_LINGER):
                 return True
         return bool(self._mine(node, self.member.assignment)) and \
-            self.buffered < self.prefetch_below
+            self.buffered + self.decoding < self.prefetch_below
 
     def _mine(self, node: int, tps: Any) -> list[TopicPartition]:
         return [tp for tp in tps if self._leader(tp) == node]
@@ -209,7 +212,7 @@ class ShareFetcher:
     async def _step(self, node: int, session: ShareSession) -> bool:
         """One request to ``node``; False when there was nothing to do."""
         wanted = set(self._mine(node, self.member.assignment))
-        fetch = bool(wanted) and self.buffered < self.prefetch_below
+        fetch = bool(wanted) and self.buffered + self.decoding < self.prefetch_below
         with self.lock:
             commit = next((c for c in self.commits if self._mine(node, c.acks)), None)
             mine = self._mine(node, list(self.pending.by_tp))
@@ -274,7 +277,7 @@ class ShareFetcher:
                 max_wait_ms=cfg.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms,
                 min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
                 max_records=cfg.max_poll_records if self.strict else
-                max(cfg.max_poll_records, self.prefetch_below - self.buffered),
+                max(cfg.max_poll_records, self.prefetch_below - self.buffered - self.decoding),
                 batch_size=cfg.max_poll_records,
                 share_acquire_mode=RECORD_LIMIT if self.strict else BATCH_OPTIMIZED,
                 topics=[R.FetchTopic(topic_id=t, partitions=ps) for t, ps in topics.items()],
@@ -331,23 +334,34 @@ class ShareFetcher:
         if results:
             self._report(results, acks)
         if got:
-            # decoded here, on the I/O thread, while the next fetch is on its way: the
-            # application's thread then only slices lists (and the two do not trade the
-            # GIL for every answer)
-            for d in got:
-                if self.columns:
-                    d.records, gaps = columns_of(d.tp, d.data, d.ranges, self.config.check_crcs)
-                    if gaps:
-                        with self.lock:
-                            self.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
-                else:
-                    d.records = self._decode(d, self.config.check_crcs)
+            # decoded on the I/O thread once the next fetch is on its way (this task sends
+            # it, if there is room, before the loop runs the callback): the broker reads
+            # the next answer while this one decodes
             with self.data_ready:
-                for d in got:
-                    self.buffer.append(d)
-                    self.buffered += d.size
-                self.data_ready.notify_all()
-            self.arrived.set()
+                self.undecoded += got
+                self.decoding += sum(d.size for d in got)
+            self.loop.call_soon(self._decoded, got)
+
+    def _decoded(self, got: list[Delivery]) -> None:
+        got = [d for d in got if not d.dropped]
+        for d in got:
+            if self.columns:
+                d.records, gaps = columns_of(d.tp, d.data, d.ranges, self.config.check_crcs)
+                if gaps:
+                    with self.lock:
+                        self.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
+            else:
+                d.records = self._decode(d, self.config.check_crcs)
+        with self.data_ready:
+            for d in got:
+                if d.dropped:                    # close() released it meanwhile
+                    continue
+                self.undecoded.remove(d)
+                self.decoding -= d.size
+                self.buffer.append(d)
+                self.buffered += d.size
+            self.data_ready.notify_all()
+        self.arrived.set()
 
     async def _acknowledge(self, node: int, session: ShareSession,
                            acks: dict[TopicPartition, list[Batch]], commit: _Commit | None,
@@ -514,22 +528,20 @@ class ShareFetcher:
         for b in iter_batches(d.data, validate_crc=check):
             if b.is_control:
                 continue
-            recs = b.records()
-            if not recs:
-                continue
-            lo, hi = recs[0].offset, recs[-1].offset
+            lo, hi = b.base_offset, b.last_offset     # the records are within
             ordered = ordered and lo > prev
             prev = hi
             whole = [c for f, last, c in ranges if f <= lo and hi <= last]
             if whole:                          # the common case: one range holds the batch
-                c = whole[0]
-                out += share_records(recs, t, p, c)
+                # made as the batch decodes, one record at a time (not b.records() first)
+                out += share_records(b, t, p, whole[0])
                 continue
             firsts = [f for f, _, _ in ranges]
-            for r in recs:
+            for r in share_records(b, t, p, 0):
                 i = bisect.bisect_right(firsts, r.offset) - 1
                 if i >= 0 and r.offset <= ranges[i][1]:
-                    out += share_records([r], t, p, ranges[i][2])
+                    r.delivery_count = ranges[i][2]
+                    out.append(r)
         if not ordered:
             uniq = {r.offset: r for r in out}          # a batch sent twice: once each
             out = [uniq[k] for k in sorted(uniq)]
@@ -551,6 +563,12 @@ class ShareFetcher:
                 else:
                     offs = [r.offset for r in d.records[d.pos:]]
                 out.setdefault(d.tp, []).extend(offs)
+            for d in self.undecoded:
+                d.dropped = True
+                out.setdefault(d.tp, []).extend(
+                    o for f, last, _ in d.ranges for o in range(f, last + 1))
+            self.undecoded.clear()
+            self.decoding = 0
             self.buffer.clear()
             self.buffered = 0
         return out
