@@ -37,11 +37,13 @@ from kcodec.broker.authorizer import AclStore, Authorizer
 from kcodec.broker.coordinator.classic_group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
 from kcodec.broker.coordinator.producers import ProducerIds
+from kcodec.broker.coordinator.share_group import ShareGroupCoordinator
 from kcodec.broker.coordinator.txn import TxnCoordinator
 from kcodec.broker.hooks import Hooks
 from kcodec.broker.listeners import Listener, parse_listeners
 from kcodec.broker.node import Node
 from kcodec.broker.purgatory import Purgatory, Timer
+from kcodec.broker.share.manager import SharePartitionManager
 from kcodec.broker.state import ClusterState, now_ms
 from kcodec.protocol import REQUESTS, ErrorCode
 
@@ -89,7 +91,8 @@ class Cluster:
                  authorizer: Any = None, super_users: Any = (),
                  allow_everyone_if_no_acl_found: bool = False,
                  transaction_version: int = 2,
-                 transaction_two_phase_commit_enable: bool = False) -> None:
+                 transaction_two_phase_commit_enable: bool = False,
+                 share_group_configs: dict[str, Any] | None = None) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -138,6 +141,11 @@ class Cluster:
         self.transaction_version = transaction_version
         #: transaction.two.phase.commit.enable (KIP-939): InitProducerId may ask for 2PC
         self.transaction_two_phase_commit_enable = bool(transaction_two_phase_commit_enable)
+        from kcodec.broker.share.configs import ShareConfigs
+
+        ShareConfigs(share_group_configs, None)   # the group.share.* names checked now
+        #: the broker's group.share.* configs (kcodec.broker.share.configs)
+        self.share_group_configs = dict(share_group_configs or {})
         self._initial_delay = initial_rebalance_delay_ms
         self._retention_s = retention_check_s
         self.version_caps: dict[int, int] = {}
@@ -168,6 +176,10 @@ class Cluster:
         self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
         self.consumer_groups.classic = self.groups
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
+        self.share = SharePartitionManager(self.state, self.txns, self.data_dir, self.timer,
+                                           self.purgatory, self.share_group_configs)
+        self.share_groups = ShareGroupCoordinator(self.timer, self.state, self.share)
+        self.share_groups.other_kinds = self._classic_or_consumer_group
         try:
             if self.authorizer is not None:   # its ACLs from the data dir, before any request
                 self.authorizer.open(None if self.data_dir is None else AclStore(self.data_dir))
@@ -191,12 +203,21 @@ class Cluster:
         for n in self.nodes.values():
             n.stop()
         self.groups.close()
+        self.share.close()
         assert self.timer is not None
         self.timer.stop()
         self.txns.close()       # after the timer: no transaction expires past the snapshot
         self.state.close()
 
     close = stop
+
+    def _classic_or_consumer_group(self, group_id: str) -> bool:
+        """Does a classic or consumer group use ``group_id`` (members or offsets)?"""
+        if self.consumer_groups.is_consumer_group(group_id):
+            return True
+        with self.groups.lock:
+            g = self.groups.groups.get(group_id)
+            return g is not None and bool(g.members or g.offsets)
 
     def __enter__(self) -> Cluster:
         return self.start()

@@ -59,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=("bidirectional", "upgrade", "downgrade", "disabled"),
                         help="classic <-> consumer protocol group conversion (Kafka's "
                              "group.consumer.migration.policy; default bidirectional)")
+    parser.add_argument("--share-config", action="append", metavar="NAME=VALUE", default=[],
+                        help="a share-group broker config (repeatable): "
+                             "group.share.record.lock.duration.ms, "
+                             "group.share.delivery.count.limit, their min/max bounds, "
+                             "group.share.session.timeout.ms, "
+                             "group.share.heartbeat.interval.ms, "
+                             "group.share.partition.max.record.locks")
     g = parser.add_argument_group("authorization and limits")
     g.add_argument("--authorizer", action="store_true",
                    help="check every request against ACLs (Kafka's model; managed with any "
@@ -105,7 +112,15 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.super_users.strip() or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
+    share: dict[str, str] = {}
+    for item in args.share_config:
+        name, eq, value = item.partition("=")
+        if not eq or not value.strip().lstrip("-").isdigit():
+            raise UsageError(f"--share-config {item!r}: give NAME=INTEGER, e.g. "
+                             "group.share.record.lock.duration.ms=15000")
+        share[name.strip()] = value.strip()
     common = dict(data_dir=args.data_dir, processors=args.processors, handlers=args.handlers,
+                  share_group_configs=share,
                   num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
                   group_consumer_migration_policy=args.group_consumer_migration_policy,
                   authorizer=args.authorizer,
@@ -130,8 +145,11 @@ def run(args: argparse.Namespace) -> int:
         if args.listener_security_protocol_map or args.advertised_listeners:
             raise UsageError("--listener-security-protocol-map and --advertised-listeners "
                              "need --listeners")
-        cluster = Cluster(args.nodes, host=args.host, ports=ports,
-                          security=broker_security(args), **common)
+        try:
+            cluster = Cluster(args.nodes, host=args.host, ports=ports,
+                              security=broker_security(args), **common)
+        except ValueError as exc:      # e.g. an unknown --share-config name
+            raise UsageError(str(exc)) from None
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:

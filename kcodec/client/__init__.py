@@ -9,6 +9,7 @@ Where things are (each package's docstring lists its modules)::
 
     net/        connections, metadata, requests, security: what all clients share
     consumer/   Consumer and AsyncConsumer, group membership, fetching
+    share/      ShareConsumer and AsyncShareConsumer (share groups, KIP-932)
     producer/   Producer and AsyncProducer, batching, sending, transactions
     admin.py    Admin and AsyncAdmin
     config.py   the configurations;  structs.py  the value types;  errors.py  the errors
@@ -37,6 +38,13 @@ from kcodec.client.producer.transactions import (
     ProducerFencedError,
     TransactionError,
     TransactionStateError,
+)
+from kcodec.client.share import (
+    AcknowledgeType,
+    AsyncShareConsumer,
+    ShareConsumer,
+    ShareRecord,
+    ShareStateError,
 )
 from kcodec.client.structs import ConsumerGroupMetadata, ConsumerRecord, SendResult, TopicPartition
 
@@ -70,4 +78,5 @@ __all__ = [
     "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
     "PreparedTxnState",
+    "ShareConsumer", "AsyncShareConsumer", "ShareRecord", "AcknowledgeType", "ShareStateError",
 ]

@@ -27,6 +27,7 @@ from kcodec.broker.apis import (  # noqa: F401
     produce,
     producers,
     sasl,
+    share,
     topics,
     txn,
 )

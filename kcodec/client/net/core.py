@@ -61,6 +61,13 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),     # KIP-848
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),      # KIP-848
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),        # KIP-932 (v0 was Kafka 4.0's early access)
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),                  # 2: acquire mode, RENEW (KIP-1206, 1222)
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 
