@@ -101,14 +101,24 @@ def _producer(make: Any, bootstrap: str, kw: dict[str, Any]) -> Any:
 
 def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessage:
     """Produce every row of ``batches`` (pyarrow RecordBatches); wait for all acks."""
+    from kcodec.spark import reach
+    from kcodec.spark.security import materialize
+    from kcodec.spark.workers import warn_if_pure
+
+    warn_if_pure()
+    kw = materialize(opts.client)
+    with reach.named_cause(opts.bootstrap, kw, reach.EXECUTOR):
+        return _write(opts, kw, batches)
+
+
+def _write(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any]) -> KafkaCommitMessage:
     import pyarrow.compute as pc
 
     from kcodec.client import Producer
-    from kcodec.spark.security import materialize
 
     msg = KafkaCommitMessage()
     futures = []
-    kw = materialize(opts.client)
+    kw = dict(kw)
     kw.setdefault("client_id", "kcodec-spark-sink")
     with _producer(Producer, opts.bootstrap, kw) as producer:
         for rb in batches:

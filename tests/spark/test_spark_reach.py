@@ -1,0 +1,65 @@
+"""Errors that name the cluster cause (kcodec/spark/reach.py, kcodec/spark/logsource.py):
+an advertised address unreachable while the bootstrap server answers, no bootstrap server
+at all, a log segment missing on the executor that reads it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("pyspark", reason="kcodec.spark needs pyspark (the spark/test extras)")
+pytest.importorskip("pyarrow")
+
+from kcodec.broker.cluster import Cluster  # noqa: E402
+from kcodec.client.errors import BrokerNotAvailableError  # noqa: E402
+from kcodec.spark import _kafka, reach  # noqa: E402
+from kcodec.spark.logsource import missing_here  # noqa: E402
+from kcodec.spark.options import parse_source  # noqa: E402
+from kcodec.testing import free_port  # noqa: E402
+
+
+def test_an_unreachable_advertised_address_is_named_with_the_listener_setting() -> None:
+    port, dead = free_port(), free_port()      # nothing listens on dead
+    bootstrap = f"127.0.0.1:{port}"
+    with Cluster(1, listeners=f"PLAINTEXT://{bootstrap}",
+                 advertised_listeners=f"PLAINTEXT://127.0.0.1:{dead}") as c:
+        c.create_topic("t", 2)
+        why = reach.diagnose(bootstrap, {}, reach.DRIVER)
+        assert why is not None
+        assert f"the bootstrap server {bootstrap} answers" in why
+        assert f"127.0.0.1:{dead}" in why and "advertised.listeners" in why
+        assert "every machine of the cluster" in why
+        # planning a batch query: the client's bare error becomes this one, and fast
+        opts = parse_source({"kafka.bootstrap.servers": bootstrap, "subscribe": "t",
+                             "kafka.default.api.timeout.ms": "3000",
+                             "kafka.request.timeout.ms": "2000"}, streaming=False)
+        t0 = time.monotonic()
+        with pytest.raises(BrokerNotAvailableError) as e:
+            _kafka.plan_ranges(opts)
+        assert "advertised.listeners" in str(e.value) and f"127.0.0.1:{dead}" in str(e.value)
+        assert e.value.__cause__ is not None      # the client's own error follows
+        assert time.monotonic() - t0 < 40
+
+
+def test_every_address_answering_means_no_diagnosis_and_none_answering_is_named() -> None:
+    with Cluster(1) as c:
+        assert reach.diagnose(c.bootstrap, {}, reach.EXECUTOR) is None
+    dead = free_port()
+    why = reach.diagnose(f"127.0.0.1:{dead}", {}, reach.EXECUTOR)
+    assert why is not None and "no bootstrap server can be reached" in why
+    assert reach.EXECUTOR in why and f"127.0.0.1:{dead}" in why
+
+
+def test_named_cause_leaves_other_errors_alone() -> None:
+    with pytest.raises(ValueError, match="other"), \
+            reach.named_cause("127.0.0.1:1", {}, reach.DRIVER):
+        raise ValueError("other")
+
+
+def test_a_segment_missing_on_the_executor_names_the_shared_path_cause() -> None:
+    text = missing_here("/data/kafka/t-0/00000000000000000000.log", "driver-host")
+    assert "/data/kafka/t-0/00000000000000000000.log: no such file on this Spark executor" \
+        in text
+    assert "on driver-host when the query was planned" in text
+    assert "every worker must see the same path" in text
