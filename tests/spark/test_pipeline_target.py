@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcodec.cli.pipeline import spark_target
 from kcodec.cli._client import UsageError
+from kcodec.cli.pipeline import spark_target
 
 ENV = ("PYSPARK_GATEWAY_PORT", "SPARK_REMOTE", "MASTER", "PYSPARK_SUBMIT_ARGS",
        "SPARK_CONF_DIR", "SPARK_HOME")
