@@ -5,6 +5,7 @@ at all, a log segment missing on the executor that reads it."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,26 @@ def test_a_segment_missing_on_the_executor_names_the_shared_path_cause() -> None
         in text
     assert "on driver-host when the query was planned" in text
     assert "every worker must see the same path" in text
+
+
+def test_a_log_reader_task_whose_segment_is_gone_names_the_shared_path_cause(tmp_path
+                                                                            ) -> None:
+    import pickle
+
+    from kcodec.spark.logsource import LogReader
+    from tests.support.segments import simple_batches, write_segment
+
+    tp = tmp_path / "orders-0"
+    tp.mkdir()
+    write_segment(tp, 0, simple_batches())
+    reader = LogReader([str(tp)], False, False, True, True)
+    parts = reader.partitions()
+    assert len(parts) == 1
+    on_executor = pickle.loads(pickle.dumps(reader))     # as Spark ships it
+    assert len(list(on_executor.read(parts[0]))) >= 1
+    seg = parts[0].value.path
+    Path(seg).unlink()                                   # not on this "executor"
+    with pytest.raises(FileNotFoundError) as e:
+        list(on_executor.read(parts[0]))
+    assert f"{seg}: no such file on this Spark executor" in str(e.value)
+    assert "every worker must see the same path" in str(e.value)
