@@ -87,3 +87,24 @@ def test_a_log_reader_task_whose_segment_is_gone_names_the_shared_path_cause(tmp
         list(on_executor.read(parts[0]))
     assert f"{seg}: no such file on this Spark executor" in str(e.value)
     assert "every worker must see the same path" in str(e.value)
+
+
+def test_a_sink_task_fails_when_any_batch_is_refused() -> None:
+    """Every batch's acknowledgement is checked before the task reports success: one the
+    broker refuses fails the task (Spark retries it) instead of counting as written."""
+    import pyarrow as pa
+
+    from kcodec.spark.options import parse_sink
+    from kcodec.spark.sink import write_batches
+
+    with Cluster(1, num_partitions=2) as c:
+        c.create_topic("out", 2)
+        opts = parse_sink({"kafka.bootstrap.servers": c.bootstrap, "topic": "out",
+                           "kafka.batch.size": "1024"})
+        rb = pa.RecordBatch.from_pydict({"value": pa.array([b"x" * 100] * 40, pa.binary()),
+                                         "partition": pa.array([0, 1] * 20, pa.int32())})
+        ok = write_batches(opts, iter([rb]))
+        assert ok.records == 40 and ok.last_offsets == {("out", 0): 19, ("out", 1): 19}
+        c.push_errors("Produce", [0, 87])      # the second produce: INVALID_RECORD
+        with pytest.raises(Exception, match="INVALID_RECORD|invalid record"):
+            write_batches(opts, iter([rb]))
