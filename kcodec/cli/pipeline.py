@@ -355,6 +355,18 @@ def _start_query(spark: Any, bootstrap: str, topic: str, results: str, work: str
             .trigger(processingTime="500 milliseconds").start())
 
 
+def _rows_and_rate(p: Any) -> tuple[int, float]:
+    """A micro-batch's input rows and rows/s from its progress (a dict, or pyspark's
+    progress object); Spark Connect's leaves the totals out and has them per source."""
+    get = p.get if isinstance(p, dict) else (lambda k: getattr(p, k, None))
+    n = get("numInputRows")
+    if n is None:
+        sources = get("sources") or []
+        n = sum(int((s.get("numInputRows") if isinstance(s, dict) else s.numInputRows) or 0)
+                for s in sources)
+    return int(n), float(get("processedRowsPerSecond") or 0.0)
+
+
 def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadline: float
            ) -> int:
     """Print progress per micro-batch; stop the query after ``stop_after`` rows (or when
@@ -371,10 +383,9 @@ def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadlin
             if bid in seen:
                 continue
             seen.add(bid)
-            n = int(p["numInputRows"])
+            n, rate = _rows_and_rate(p)
             rows += n
             if n:
-                rate = p.get("processedRowsPerSecond") or 0.0
                 _say(f"  batch {bid:3d}: {n:6d} records ({rate:9.0f}/s), "
                      f"{done_before + rows:7d} of {total} read")
                 idle = 0

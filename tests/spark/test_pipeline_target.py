@@ -53,3 +53,20 @@ def test_spark_submit_and_the_environment_then_local(clean, tmp_path) -> None:
     clean.setenv("PYSPARK_GATEWAY_PORT", "4242")
     assert t() == ("inherited", None, "spark-submit")
     assert not spark_target(None, None).local
+
+
+def test_progress_rows_from_classic_and_connect_progress() -> None:
+    from kcodec.cli.pipeline import _rows_and_rate
+
+    assert _rows_and_rate({"numInputRows": 7, "processedRowsPerSecond": 3.5}) == (7, 3.5)
+
+    class Source:
+        numInputRows = 4
+
+    class ConnectProgress:          # Spark Connect: the totals only per source
+        numInputRows = None
+        processedRowsPerSecond = None
+        sources = [Source(), Source()]
+
+    assert _rows_and_rate(ConnectProgress()) == (8, 0.0)
+    assert _rows_and_rate({"numInputRows": None, "sources": [{"numInputRows": 2}]}) == (2, 0.0)
