@@ -145,14 +145,20 @@ def test_pure_python_twins_are_reported_once_per_executor(monkeypatch, tmp_path,
                                                           ) -> None:
     import kcodec
 
+    import kcodec._impl
+
     monkeypatch.setattr(kcodec, "IMPLEMENTATION", "python")
+    # as on an executor given kcodec in a zip (--py-files): the compiled twins cannot load
+    monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "No module named 'kcodec._cy.crc'")
     monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path))
     monkeypatch.setattr(workers, "_WARNED", False)
     workers.warn_if_pure()
     workers.warn_if_pure()
     err = capsys.readouterr().err
     assert err.count("runs kcodec's pure-Python twins") == 1
-    assert "2-3x slower" in err and "README" in err
+    assert "2-3x slower" in err and "README" in err and "kcodec._cy.crc" in err
+    monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "KCODEC_NO_EXTENSIONS=1 is set")
+    assert "Unset KCODEC_NO_EXTENSIONS" in workers.pure_python_message()
     # another Python worker of the same executor (a new process): the mark says it was told
     monkeypatch.setattr(workers, "_WARNED", False)
     workers.warn_if_pure()
