@@ -144,7 +144,6 @@ def test_spark_found_formats_are_kept_only_where_they_run_the_sessions_python(
 def test_pure_python_twins_are_reported_once_per_executor(monkeypatch, tmp_path, capsys
                                                           ) -> None:
     import kcodec
-
     import kcodec._impl
 
     monkeypatch.setattr(kcodec, "IMPLEMENTATION", "python")
@@ -157,7 +156,7 @@ def test_pure_python_twins_are_reported_once_per_executor(monkeypatch, tmp_path,
     err = capsys.readouterr().err
     assert err.count("runs kcodec's pure-Python twins") == 1
     assert "2-3x slower" in err and "README" in err and "kcodec._cy.crc" in err
-    monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "KCODEC_NO_EXTENSIONS=1 is set")
+    monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "disabled by KCODEC_NO_EXTENSIONS")
     assert "Unset KCODEC_NO_EXTENSIONS" in workers.pure_python_message()
     # another Python worker of the same executor (a new process): the mark says it was told
     monkeypatch.setattr(workers, "_WARNED", False)
