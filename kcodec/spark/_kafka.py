@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from kcodec.spark import reach
 from kcodec.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from kcodec.spark.security import materialize
 
@@ -126,7 +127,8 @@ def plan_ranges(opts: SourceOptions) -> list[KafkaRange]:
     """The batch query's offset ranges (one per partition with data), before splitting."""
     from kcodec.client import Admin
 
-    with Admin(**_admin_kwargs(opts)) as admin:
+    kw = _admin_kwargs(opts)
+    with reach.named_cause(opts.bootstrap, kw, reach.DRIVER), Admin(**kw) as admin:
         tps = topic_partitions(admin, opts)
         if not tps:
             return []
@@ -213,15 +215,19 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
     the current one (at most one decoded batch waits, so memory stays bounded). Closing the
     generator early (a ``limit()``) cancels the fetch in flight and closes the client.
     """
-    pre = _Prefetch(_RangeReader(r, opts))
-    try:
-        while True:
-            rb = pre.get()
-            if rb is None:
-                break
-            yield from _slices(rb)
-    finally:
-        pre.stop()
+    from kcodec.spark.workers import warn_if_pure
+
+    warn_if_pure()
+    with reach.named_cause(opts.bootstrap, materialize(opts.client), reach.EXECUTOR):
+        pre = _Prefetch(_RangeReader(r, opts))
+        try:
+            while True:
+                rb = pre.get()
+                if rb is None:
+                    break
+                yield from _slices(rb)
+        finally:
+            pre.stop()
 
 
 class _Prefetch:

@@ -357,6 +357,11 @@ class SinkOptions:
     client: dict[str, Any]
 
 
+#: the sink's producer batch.size unless ``kafka.batch.size`` says otherwise (bytes of
+#: records before compression; under the brokers' default max.message.bytes of 1 MiB)
+SINK_BATCH_SIZE = 512 * 1024
+
+
 def parse_sink(raw: Any) -> SinkOptions:
     opts = {str(k).lower(): str(v) for k, v in dict(raw).items()}
     _check_names(opts, _SINK | {"checkpointlocation", "path"}, "sink")
@@ -365,6 +370,9 @@ def parse_sink(raw: Any) -> SinkOptions:
         raise ValueError("option kafka.bootstrap.servers is required (host:port[,host:port])")
     client = client_config(opts, "producer")
     client.setdefault("acks", "all")
+    # the sink hands the producer whole Arrow columns: Kafka's 16 KiB default would cut a
+    # task's rows into thousands of batches, each costing a numpy pass and a queue entry
+    client.setdefault("batch_size", SINK_BATCH_SIZE)
     try:
         from kcodec.client.config import ProducerConfig
 

@@ -101,14 +101,24 @@ def _producer(make: Any, bootstrap: str, kw: dict[str, Any]) -> Any:
 
 def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessage:
     """Produce every row of ``batches`` (pyarrow RecordBatches); wait for all acks."""
+    from kcodec.spark import reach
+    from kcodec.spark.security import materialize
+    from kcodec.spark.workers import warn_if_pure
+
+    warn_if_pure()
+    kw = materialize(opts.client)
+    with reach.named_cause(opts.bootstrap, kw, reach.EXECUTOR):
+        return _write(opts, kw, batches)
+
+
+def _write(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any]) -> KafkaCommitMessage:
     import pyarrow.compute as pc
 
     from kcodec.client import Producer
-    from kcodec.spark.security import materialize
 
     msg = KafkaCommitMessage()
-    futures = []
-    kw = materialize(opts.client)
+    futures: list[tuple[str, Any]] = []
+    kw = dict(kw)
     kw.setdefault("client_id", "kcodec-spark-sink")
     with _producer(Producer, opts.bootstrap, kw) as producer:
         for rb in batches:
@@ -130,13 +140,15 @@ def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessa
                 cols = [value, key, headers, part]
                 if mask is not None:
                     cols = [None if c is None else pc.filter(c, mask) for c in cols]
-                futures += producer.send_columns(t, cols[0], key=cols[1], headers=cols[2],
-                                                 partition=cols[3])
+                futures += [(t, f) for f in producer.send_columns(
+                    t, cols[0], key=cols[1], headers=cols[2], partition=cols[3])]
             msg.records += rb.num_rows
+        # every batch acknowledged before the task reports success: a failed one raises
+        # here (the task fails and Spark retries it), none is left unchecked
         producer.flush()
-        for f in futures:
+        for t, f in futures:
             r = f.result(0)
-            tp = (f._batch.topic, r.partition)
+            tp = (t, r.partition)
             if r.offset > msg.last_offsets.get(tp, -1):
                 msg.last_offsets[tp] = r.offset
     return msg

@@ -30,7 +30,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from kcodec.spark import _kafka
+from kcodec.spark import _kafka, reach
 from kcodec.spark._kafka import DataLossError, KafkaRange
 from kcodec.spark.options import SourceOptions
 from kcodec.spark.source import KafkaRangePartition
@@ -118,13 +118,19 @@ class KafkaStreamReader(DataSourceStreamReader):
             self._admin = Admin(**_kafka._admin_kwargs(self.opts))
         return self._admin
 
+    def _named(self) -> Any:
+        return reach.named_cause(self.opts.bootstrap, _kafka._admin_kwargs(self.opts),
+                                 reach.DRIVER)
+
     def _partitions(self) -> list[tuple[str, int]]:
-        return _kafka.topic_partitions(self._client(), self.opts)
+        with self._named():
+            return _kafka.topic_partitions(self._client(), self.opts)
 
     def _ends(self, tps: list[tuple[str, int]]) -> tuple[dict, dict]:
         admin = self._client()
-        return (_kafka.list_offsets(admin, tps, "earliest"),
-                _kafka.list_offsets(admin, tps, "latest"))
+        with self._named():
+            return (_kafka.list_offsets(admin, tps, "earliest"),
+                    _kafka.list_offsets(admin, tps, "latest"))
 
     def initialOffset(self) -> Offsets:
         tps = self._partitions()
