@@ -7,7 +7,8 @@ answer for one partition (an error code, ``CLOSE`` to drop the connection, ``SIL
 never answer) and ``produce_delay`` holds every Produce answer back. Fetch and ListOffsets
 serve ``values[(topic, partition)]`` (a list of record values, offset = index) from the
 partition's leader; other nodes answer NOT_LEADER_OR_FOLLOWER. Every request is recorded
-in ``requests`` as (node, api_key, header, body).
+in ``requests`` as (node, api_key, header, body). ``on_fetch(node, header, body, writer)``,
+a coroutine, may answer a Fetch itself (returning True) -- the hostile broker's hook.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class FakeKafka:
         self.not_leader_code = 6   # what a node that is not the leader answers a Fetch with
         self.groups: dict[str, Any] = {}   # group id -> DescribeGroupsResponse.DescribedGroup
         self.writers: set[asyncio.StreamWriter] = set()
+        self.on_fetch: Callable[..., Any] | None = None
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -90,7 +92,8 @@ class FakeKafka:
                     asyncio.ensure_future(self._produce(node, header, body, writer))
                     continue
                 if header.request_api_key == 1:
-                    await self._fetch(node, header, body, writer)
+                    if self.on_fetch is None or not await self.on_fetch(node, header, body, writer):
+                        await self._fetch(node, header, body, writer)
                     continue
                 msg = self._answer(node, header, body)
                 writer.write(encode_response(msg, header.request_api_version, header.correlation_id))

@@ -97,7 +97,7 @@ class Cluster:
             else:
                 raise BrokerNotAvailableError(f"unknown broker id {node_id}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
-                                    self.security)
+                                    self.security, self.config.receive_message_max_bytes)
             self._made.add(conn)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
@@ -163,11 +163,11 @@ class Cluster:
                     if (isinstance(exc, (TimeoutError, asyncio.TimeoutError))
                             and not isinstance(exc, KcodecError)):
                         exc = KafkaTimeoutError(
-                            f"{self._address(node)}: the connection and Kafka handshake did "
+                            f"{self.address(node)}: the connection and Kafka handshake did "
                             f"not complete within the {left:.1f} s left before the deadline; "
                             f"is a Kafka broker listening there?")
                     self.last_fail = time.monotonic()
-                    last[self._address(node)] = exc
+                    last[self.address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
             causes = "; ".join(str(e) for e in last.values())
             if not self.reached and definite:
@@ -179,7 +179,8 @@ class Cluster:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
 
-    def _address(self, node: int) -> str:
+    def address(self, node: int) -> str:
+        """``host:port`` of a broker id (negative: a bootstrap address)."""
         host, port = self.config.bootstrap[-node - 1] if node < 0 else \
             self.brokers.get(node, ("?", 0))
         return f"{host}:{port}"

@@ -10,8 +10,8 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
-from kcodec.client.net.core import Connection, Response
+from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError, ResponseTooLargeError
+from kcodec.client.net.core import MAX_FRAME, Connection, Response
 from kcodec.client.net.wire import api_name as _api_name
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ApiKey
@@ -36,12 +36,13 @@ class BrokerConnection:
     """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
 
     def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
-                 request_timeout: float, security: Security | None = None) -> None:
+                 request_timeout: float, security: Security | None = None,
+                 max_frame: int = MAX_FRAME) -> None:
         self.host, self.port, self.node_id = host, port, node_id
         self.security = security
         self._reauth_at: float | None = None
         self._auth_lock: asyncio.Lock | None = None
-        self.core = Connection(client_id)
+        self.core = Connection(client_id, max_frame)
         self.request_timeout = request_timeout
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -70,7 +71,7 @@ class BrokerConnection:
             "ssl": sec.ssl_context, "server_hostname": self.host}
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), timeout)
+                asyncio.open_connection(self.host, self.port, limit=1 << 18, **tls), timeout)
         except ssl.SSLError as exc:
             from kcodec.client.net.security import tls_error
             raise tls_error(self.host, self.port, exc) from None
@@ -183,7 +184,7 @@ class BrokerConnection:
         assert self._reader is not None
         try:
             while True:
-                data = await self._reader.read(1 << 20)
+                data = await self._reader.read(1 << 18)
                 if not data:
                     self.core.eof()
                     raise BrokerNotAvailableError(f"{self.host}:{self.port} closed the connection")
@@ -193,6 +194,8 @@ class BrokerConnection:
                         fut.set_result(r)
         except asyncio.CancelledError:
             self.close(BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed"))
+        except ResponseTooLargeError as exc:
+            self.close(ResponseTooLargeError(f"{self.host}:{self.port}", exc.size, exc.limit))
         except ProtocolError as exc:
             self.close(ProtocolError(f"{self.host}:{self.port}: {exc}"))
         except (OSError, KcodecError) as exc:
@@ -205,6 +208,7 @@ class BrokerConnection:
         if self.error is None:
             self.error = error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed")
         self.core.closed = True
+        self.core.release()     # a partial frame of a dead connection goes at once
         pending, self._pending = self._pending, {}
         for fut in pending.values():
             if not fut.done():
