@@ -28,13 +28,27 @@ from kcodec.protocol import ApiKey, ErrorCode
 # the application's global ``random``, whose sequence a program may have seeded.
 _RNG = random.Random()
 
-__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
+__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES", "coordinator_channel", "broker_of"]
 
 # Codes after which the metadata is stale (the partition moved, the topic is new or gone,
 # its broker failed): those ErrorCode flags invalid-metadata, where Java's exception is an
 # InvalidMetadataException, on which its producer and admin client refresh the metadata.
 REFRESH_CODES = frozenset(code for code in ErrorCode if code.invalid_metadata)
 BOOTSTRAP = -1   # pseudo node ids of bootstrap addresses: -1, -2, ...
+# Group and transaction coordinators get a connection of their own to their broker, as in
+# Java (its id there is Integer.MAX_VALUE - the broker's id) and librdkafka: a commit or a
+# heartbeat must not queue behind a long-poll Fetch on the broker's one data connection.
+COORDINATOR_CHANNEL = 2**31 - 1
+
+
+def coordinator_channel(node_id: int) -> int:
+    """The connection id for talking to ``node_id`` as a coordinator."""
+    return COORDINATOR_CHANNEL - node_id
+
+
+def broker_of(conn_id: int) -> int:
+    """The broker id a connection id is for (a coordinator channel's broker, or itself)."""
+    return COORDINATOR_CHANNEL - conn_id if conn_id > COORDINATOR_CHANNEL // 2 else conn_id
 
 
 @dataclass
@@ -78,7 +92,8 @@ class Cluster:
         return self.config.request_timeout_ms / 1000
 
     async def connection(self, node_id: int) -> BrokerConnection:
-        """A live connection to ``node_id`` (negative: a bootstrap address)."""
+        """A live connection to ``node_id`` (negative: a bootstrap address; a
+        ``coordinator_channel``: a second connection to that broker)."""
         if self.closed:
             raise ClientClosedError("the client is closed")
         conn = self._conns.get(node_id)
@@ -90,12 +105,13 @@ class Cluster:
             self.invalidate()
         task = self._connecting.get(node_id)
         if task is None:
+            broker = broker_of(node_id)
             if node_id < 0:
                 host, port = self.config.bootstrap[-node_id - 1]
-            elif node_id in self.brokers:
-                host, port = self.brokers[node_id]
+            elif broker in self.brokers:
+                host, port = self.brokers[broker]
             else:
-                raise BrokerNotAvailableError(f"unknown broker id {node_id}")
+                raise BrokerNotAvailableError(f"unknown broker id {broker}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
                                     self.security, self.config.receive_message_max_bytes)
             self._made.add(conn)
@@ -182,7 +198,7 @@ class Cluster:
     def address(self, node: int) -> str:
         """``host:port`` of a broker id (negative: a bootstrap address)."""
         host, port = self.config.bootstrap[-node - 1] if node < 0 else \
-            self.brokers.get(node, ("?", 0))
+            self.brokers.get(broker_of(node), ("?", 0))
         return f"{host}:{port}"
 
     async def send(self, node_id: int | None, api_key: int, body: Any,
@@ -261,7 +277,8 @@ class Cluster:
                 if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.topics.pop(t.name, None)
             for node, conn in list(self._conns.items()):
-                if node >= 0 and node in self.brokers and self.brokers[node] != (conn.host, conn.port):
+                b = broker_of(node)
+                if node >= 0 and b in self.brokers and self.brokers[b] != (conn.host, conn.port):
                     conn.close()
             self._meta_time = time.monotonic()
             return body
