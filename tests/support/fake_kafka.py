@@ -9,6 +9,10 @@ serve ``values[(topic, partition)]`` (a list of record values, offset = index) f
 partition's leader; other nodes answer NOT_LEADER_OR_FOLLOWER. Every request is recorded
 in ``requests`` as (node, api_key, header, body). ``on_fetch(node, header, body, writer)``,
 a coroutine, may answer a Fetch itself (returning True) -- the hostile broker's hook.
+A duplicate of an idempotent batch is answered as ``duplicates`` says: "old" (the default:
+DUPLICATE_SEQUENCE_NUMBER, offset -1, as brokers before Kafka's fix), "old+offset"
+(DUPLICATE_SEQUENCE_NUMBER with the original offset), "kafka" (NONE with the original
+offset, as Kafka and kcodec's broker answer).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class FakeKafka:
         self.groups: dict[str, Any] = {}   # group id -> DescribeGroupsResponse.DescribedGroup
         self.writers: set[asyncio.StreamWriter] = set()
         self.on_fetch: Callable[..., Any] | None = None
+        self.duplicates = "old"
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -205,8 +210,11 @@ class FakeKafka:
         base = sum(c for _p, _s, c in log)
         for b in iter_batches(records):
             if b.producer_id >= 0:
-                if any(x[:2] == (b.producer_id, b.base_sequence) for x in log):
-                    return 46, -1   # DUPLICATE_SEQUENCE_NUMBER: already written
+                for i, x in enumerate(log):
+                    if x[:2] == (b.producer_id, b.base_sequence):   # already written
+                        original = sum(c for _p, _s, c in log[:i])
+                        return {"old": (46, -1), "old+offset": (46, original),
+                                "kafka": (0, original)}[self.duplicates]
                 mine = [x for x in log if x[0] == b.producer_id]
                 expected = mine[-1][1] + mine[-1][2] if mine else 0
                 if b.base_sequence != expected:

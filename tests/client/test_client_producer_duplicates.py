@@ -1,0 +1,56 @@
+"""A batch acknowledged as a duplicate keeps its original offset.
+
+The first answer to a batch is lost after the broker wrote it; the retry is a duplicate.
+Kafka (and kcodec's broker) answers NONE with the original offset; older brokers answer
+DUPLICATE_SEQUENCE_NUMBER, some with the offset and some without. Before, the producer
+completed every DUPLICATE_SEQUENCE_NUMBER with offset -1 and said nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from kcodec.client import AsyncProducer
+from tests.support.fake_kafka import CLOSE, FakeKafka
+
+
+async def _send_with_a_lost_answer(style: str) -> list[int]:
+    fake = await FakeKafka(nodes=1).start()
+    fake.duplicates = style
+    dropped = []
+
+    def on_produce(node: int, topic: str, partition: int, records: Any) -> Any:
+        if dropped or sum(c for *_, c in fake.logs.get((topic, partition), [])) != 2:
+            return None                    # the fake's own answer (a duplicate, after)
+        fake.write(node, topic, partition, records)   # the third batch is written...
+        dropped.append(True)
+        return CLOSE                                  # ...and its answer lost
+
+    fake.on_produce = on_produce
+    try:
+        async with AsyncProducer(bootstrap_servers=fake.bootstrap, linger_ms=0,
+                                 retry_backoff_ms=20, request_timeout_ms=2000) as p:
+            offsets = []
+            for v in (b"a", b"b", b"c", b"d"):
+                offsets.append((await asyncio.wait_for(await p.send("t", v, partition=0), 10)).offset)
+            assert dropped
+            return offsets
+    finally:
+        await fake.stop()
+
+
+@pytest.mark.parametrize("style", ["kafka", "old+offset"])
+def test_a_duplicate_keeps_the_original_offset(style: str) -> None:
+    assert asyncio.run(_send_with_a_lost_answer(style)) == [0, 1, 2, 3]
+
+
+def test_a_duplicate_without_an_offset_is_not_silent(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="kcodec.client"):
+        offsets = asyncio.run(_send_with_a_lost_answer("old"))
+    assert offsets == [0, 1, -1, 3]
+    assert any("t[0]" in r.getMessage() and "already written" in r.getMessage()
+               and "offset" in r.getMessage() for r in caplog.records), caplog.text
