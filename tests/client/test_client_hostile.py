@@ -89,7 +89,7 @@ def test_poll_reports_a_broker_that_stops_answering_within_api_timeout(mode: str
 
 def test_error_cb_gets_the_report_and_poll_goes_on() -> None:
     with HostileBroker("silent") as hb:
-        r = _run_client(hb, 3, api_timeout_ms=1000, error_cb=True)
+        r = _run_client(hb, 3.5, api_timeout_ms=1000, fetch_max_wait_ms=100, error_cb=True)
     assert r["raised"] == []
     assert [e[1] for e in r["called"]][:2] == ["BrokerNotAvailableError"] * 2
     assert 1.0 <= r["called"][0][0] < 2.0

@@ -208,8 +208,12 @@ class Cluster:
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         try:
             resp = await conn.request(api_key, body, version, timeout, expect_response)
-        except KcodecError:
+        except KcodecError as exc:
             self.last_fail = time.monotonic()
+            if getattr(exc, "after_handshake", False) and not self.last_ok:
+                # a listener that wants SASL, and no broker ever answered us: waiting for
+                # api_timeout_ms changes nothing
+                exc.retriable = False  # type: ignore[attr-defined]
             raise
         self.last_ok = time.monotonic()
         return resp

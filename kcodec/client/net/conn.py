@@ -50,6 +50,7 @@ class BrokerConnection:
         self._task: asyncio.Task | None = None
         self.error: BaseException | None = None
         self.last_used = time.monotonic()
+        self.answered = 0     # responses after the handshake
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node {self.node_id} {self.host}:{self.port}>"
@@ -107,8 +108,10 @@ class BrokerConnection:
                             f"(ApiVersions) does not parse ({exc})") from None
         except BrokerNotAvailableError as exc:
             self.close()
+            tls = "" if sec is not None and sec.use_tls else \
+                " If the listener requires TLS, security_protocol must be SSL or SASL_SSL."
             raise _definite(f"{addr} closed the connection during the Kafka handshake "
-                            f"(ApiVersions); is it a Kafka listener? ({exc})") from None
+                            f"(ApiVersions); is it a Kafka listener? ({exc}){tls}") from None
         except BaseException:
             self.close()
             raise
@@ -187,8 +190,10 @@ class BrokerConnection:
                 data = await self._reader.read(1 << 18)
                 if not data:
                     self.core.eof()
-                    raise BrokerNotAvailableError(f"{self.host}:{self.port} closed the connection")
+                    raise self._closed_by_peer()
                 for r in self.core.receive(data):
+                    if r.api_key != ApiKey.API_VERSIONS:
+                        self.answered += 1
                     fut = self._pending.pop(r.correlation_id, None)
                     if fut is not None and not fut.done():
                         fut.set_result(r)
@@ -202,6 +207,25 @@ class BrokerConnection:
             if not isinstance(exc, KcodecError):
                 exc = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
             self.close(exc)
+
+    def _closed_by_peer(self) -> BrokerNotAvailableError:
+        """The peer ended the stream. Right after a good handshake, on the first request and
+        without answering it, is how a SASL listener treats a client that does not
+        authenticate: say so (``after_handshake``; the cluster fails fast on it when no
+        broker ever answered this client)."""
+        addr = f"{self.host}:{self.port}"
+        sec = self.security
+        if self.answered == 0 and self._pending and self.core.broker_versions is not None \
+                and (sec is None or not sec.use_sasl):
+            proto = sec.protocol if sec is not None else "PLAINTEXT"
+            err = BrokerNotAvailableError(
+                f"{addr} closed the connection on the first request after the Kafka "
+                f"handshake without answering it: the listener probably requires SASL "
+                f"(security_protocol is {proto}; use SASL_PLAINTEXT or SASL_SSL with "
+                "sasl_mechanism, sasl_username and sasl_password)", definite=True)
+            err.after_handshake = True
+            return err
+        return BrokerNotAvailableError(f"{addr} closed the connection")
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the socket and fail every pending request with ``error``."""

@@ -242,6 +242,11 @@ class Connection:
 
     def _check_size(self, size: int) -> None:
         """Refuse a frame before holding any of it."""
+        head = size.to_bytes(4, "big", signed=True)
+        if head[0] in (0x15, 0x16) and head[1] == 0x03 and head[2] <= 0x04:
+            # a TLS record (alert or handshake) where a Kafka size should be
+            raise ProtocolError("the peer answered with TLS, not Kafka: the listener requires "
+                                "TLS (security_protocol SSL or SASL_SSL)")
         if size > self.max_frame:
             raise ResponseTooLargeError("response", size, self.max_frame)
         if size < 4:
