@@ -75,10 +75,13 @@ class BrokerNotAvailableError(KcodecError, ConnectionError):
     because every bootstrap address of a client that never reached a broker was definite.
     """
 
-    def __init__(self, message: str, retriable: bool = True, definite: bool = False) -> None:
+    def __init__(self, message: str, retriable: bool = True, definite: bool = False,
+                 after_handshake: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
         self.definite = definite
+        # closed by the peer on the first request after a good handshake (a SASL listener)
+        self.after_handshake = after_handshake
 
 
 class ResponseTooLargeError(ProtocolError):

@@ -108,10 +108,10 @@ class BrokerConnection:
                             f"(ApiVersions) does not parse ({exc})") from None
         except BrokerNotAvailableError as exc:
             self.close()
-            tls = "" if sec is not None and sec.use_tls else \
+            hint = "" if sec is not None and sec.use_tls else \
                 " If the listener requires TLS, security_protocol must be SSL or SASL_SSL."
             raise _definite(f"{addr} closed the connection during the Kafka handshake "
-                            f"(ApiVersions); is it a Kafka listener? ({exc}){tls}") from None
+                            f"(ApiVersions); is it a Kafka listener? ({exc}){hint}") from None
         except BaseException:
             self.close()
             raise
@@ -222,8 +222,8 @@ class BrokerConnection:
                 f"{addr} closed the connection on the first request after the Kafka "
                 f"handshake without answering it: the listener probably requires SASL "
                 f"(security_protocol is {proto}; use SASL_PLAINTEXT or SASL_SSL with "
-                "sasl_mechanism, sasl_username and sasl_password)", definite=True)
-            err.after_handshake = True
+                "sasl_mechanism, sasl_username and sasl_password)", definite=True,
+                after_handshake=True)
             return err
         return BrokerNotAvailableError(f"{addr} closed the connection")
 
