@@ -76,6 +76,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),     # KIP-848
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),      # KIP-848
+    ApiKey.DESCRIBE_ACLS: (1, 3),            # v1+: pattern types (v0 knows literal names only)
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 
 
