@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kcodec.client import AsyncProducer
+from kcodec.records import iter_batches
 from tests.support.fake_kafka import CLOSE, FakeKafka
 
 
@@ -54,3 +55,47 @@ def test_a_duplicate_without_an_offset_is_not_silent(caplog: pytest.LogCaptureFi
     assert offsets == [0, 1, -1, 3]
     assert any("t[0]" in r.getMessage() and "already written" in r.getMessage()
                and "offset" in r.getMessage() for r in caplog.records), caplog.text
+
+
+async def _a_later_batch_acknowledged_first() -> tuple[list[Any], list[Any], list[Any]]:
+    # The first batch of a partition fails (a retriable error) while the next one is in
+    # flight and is written: the broker takes it, having no state for the new producer id
+    # (Kafka does so). The first one's retry is then out of sequence, and the producer
+    # starts again with a new producer id.
+    fake = await FakeKafka(nodes=1).start()
+    fake.any_first_sequence = True
+    fake.produce_delay = 0.2
+    tries = []
+
+    def on_produce(node: int, topic: str, partition: int, records: Any) -> Any:
+        if [r.value for b in iter_batches(records) for r in b] == [b"a"] and not tries:
+            tries.append(1)
+            return 19                      # NOT_ENOUGH_REPLICAS: retriable
+        return None
+
+    fake.on_produce = on_produce
+    try:
+        async with AsyncProducer(bootstrap_servers=fake.bootstrap, linger_ms=0,
+                                 retry_backoff_ms=20, request_timeout_ms=5000) as p:
+            calls: dict[bytes, list[Any]] = {b"a": [], b"b": []}
+            futs = []
+            for v in (b"a", b"b"):
+                fut = await p.send("t", v, partition=0)
+                fut.add_callback(lambda err, res, v=v: calls[v].append(err or res.offset))
+                futs.append(fut)
+                await asyncio.sleep(0.05)    # a request each, both in flight
+            for fut in futs:
+                await asyncio.wait_for(fut, 10)
+            await asyncio.sleep(0.5)         # anything sent again would be written by now
+        return fake.logs[("t", 0)], calls[b"a"], calls[b"b"]
+    finally:
+        await fake.stop()
+
+
+def test_a_batch_acknowledged_behind_a_retried_one_is_not_sent_again() -> None:
+    # before: acknowledged out of order, the batch stayed queued, was sent again (answered
+    # as a duplicate, its callbacks run twice), and was written a second time under the
+    # producer id fetched for the retried batch
+    log, a, b = asyncio.run(_a_later_batch_acknowledged_first())
+    assert sum(count for *_, count in log) == 2, f"(producer id, sequence, records): {log}"
+    assert len(a) == 1 and len(b) == 1, (a, b)

@@ -12,7 +12,9 @@ a coroutine, may answer a Fetch itself (returning True) -- the hostile broker's 
 A duplicate of an idempotent batch is answered as ``duplicates`` says: "old" (the default:
 DUPLICATE_SEQUENCE_NUMBER, offset -1, as brokers before Kafka's fix), "old+offset"
 (DUPLICATE_SEQUENCE_NUMBER with the original offset), "kafka" (NONE with the original
-offset, as Kafka and kcodec's broker answer).
+offset, as Kafka and kcodec's broker answer). With ``any_first_sequence`` the first batch
+of a producer id the fake has no state for is taken at any sequence, as Kafka does since
+its producer state can expire (default: only sequence 0).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class FakeKafka:
         self.writers: set[asyncio.StreamWriter] = set()
         self.on_fetch: Callable[..., Any] | None = None
         self.duplicates = "old"
+        self.any_first_sequence = False
+        self.next_producer_id = 999
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -134,7 +138,9 @@ class FakeKafka:
             return D(groups=[self.groups.get(g) or D.DescribedGroup(group_id=g, group_state="Dead")
                              for g in body.groups])
         if key == 22:
-            return InitProducerIdResponse(error_code=0, producer_id=1000, producer_epoch=0)
+            self.next_producer_id += 1       # a new id each time, as Kafka's idempotent producers get
+            return InitProducerIdResponse(error_code=0, producer_id=self.next_producer_id,
+                                          producer_epoch=0)
         if key == 2:
             L = ListOffsetsResponse
             return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
@@ -217,7 +223,7 @@ class FakeKafka:
                                 "kafka": (0, original)}[self.duplicates]
                 mine = [x for x in log if x[0] == b.producer_id]
                 expected = mine[-1][1] + mine[-1][2] if mine else 0
-                if b.base_sequence != expected:
+                if b.base_sequence != expected and (mine or not self.any_first_sequence):
                     return 45, -1   # OUT_OF_ORDER_SEQUENCE_NUMBER
             log.append((b.producer_id, b.base_sequence, b.record_count))
         return 0, base

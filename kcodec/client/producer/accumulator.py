@@ -202,11 +202,15 @@ class RecordAccumulator(Accumulator):
             return any(b.inflight for q in self.queues.values() for b in q)
 
     def acknowledged(self, b: ProducerBatch) -> None:
-        """``b`` was written: it leaves its queue and the counts."""
+        """``b`` was written: it leaves its queue and the counts. It need not be the head:
+        a later batch can be acknowledged while an earlier one waits for its retry, and
+        left queued it would be sent (and, under a new producer id, written) again."""
         with self.lock:
             q = self.queues.get((b.topic, b.partition))
             if q and q[0] is b:
                 q.popleft()
+            elif q and b in q:
+                q.remove(b)
             self.pending -= b.count
             self.buffered -= b.size
             self.space.notify_all()
