@@ -9,7 +9,8 @@ its error.
 
 Retries, as Java's sender: retriable errors and lost connections are retried until
 ``delivery_timeout_ms`` (at most ``retries`` times), the metadata refreshed when the error
-says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order;
+says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order,
+and fails a batch that a later one overtook (written, it would break the order);
 a duplicate is a success (NONE with the original offset from Kafka, DUPLICATE_SEQUENCE_NUMBER
 from older brokers: its offset where the answer has one, else -1 and a warning). Idempotence: the producer id comes from
 InitProducerId; if the broker forgets it (UNKNOWN_PRODUCER_ID, e.g. after a restart), a
@@ -251,6 +252,15 @@ class Sender:
                     self.complete(b, p.base_offset, p.log_append_time_ms)
                 elif p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:   # already written
                     self._duplicate(b, p)
+                elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
+                        cfg.enable_idempotence and self.acc.overtaken(b):
+                    # written now, it would come after records sent later: fail it (Java
+                    # ends the same way, retrying until the delivery timeout)
+                    self.fail(b, KafkaError(
+                        p.error_code, f"produce to {b.topic}[{b.partition}]",
+                        "a batch sent after this one was written first (the broker took it "
+                        "while this one waited for a retry); not written, so that the "
+                        "partition keeps the order of sends"))
                 elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
                         cfg.enable_idempotence and not self.acc.is_head(b):
                     # behind an earlier batch that is being retried: resend in order after
