@@ -112,3 +112,48 @@ def test_settings_of_the_cap() -> None:
         ConsumerConfig(receive_message_max_bytes=10, fetch_max_bytes=1)
     with pytest.raises(ValueError, match="error_cb must be a callable"):
         ConsumerConfig(error_cb="print")
+
+
+def test_a_group_member_reports_a_sigstopped_broker_within_api_timeout() -> None:
+    # before: a member of a group polled 59 s before its first error; the broker here is
+    # a real one, stopped with SIGSTOP (it keeps its connections and answers nothing)
+    import os
+    import signal
+    import time
+
+    from kcodec.client import BrokerNotAvailableError, Consumer, KafkaTimeoutError, Producer
+
+    raised: list[tuple[float, str]] = []
+    broker = subprocess.Popen([sys.executable, "-m", "kcodec", "broker", "--port", "0", "--json"],
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert broker.stdout is not None
+        boot = json.loads(broker.stdout.readline())["bootstrap"]
+        with Producer(bootstrap_servers=boot) as p:
+            p.send("t", b"x").result(10)
+        c = Consumer(bootstrap_servers=boot, group_id="g", api_timeout_ms=2000,
+                     session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                     auto_offset_reset="earliest")
+        try:
+            c.subscribe(["t"])
+            deadline = time.monotonic() + 20
+            while not c.poll(0.2) and time.monotonic() < deadline:
+                pass
+            os.kill(broker.pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 4.5:
+                try:
+                    c.poll(0.2)
+                except BrokerNotAvailableError as exc:
+                    raised.append((time.monotonic() - t0, str(exc)))
+        finally:
+            broker.kill()
+            try:
+                c.close()
+            except KafkaTimeoutError:     # the broker is gone: close says so, as documented
+                pass
+        assert raised and 2.0 <= raised[0][0] < 3.0, raised
+        assert raised[0][1].startswith("no broker answered for 2.0 s"), raised
+    finally:
+        broker.kill()
+        broker.wait(10)
