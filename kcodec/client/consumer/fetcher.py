@@ -169,6 +169,10 @@ class Fetcher:
                 self.cluster.invalidate()
                 await asyncio.sleep(backoff)
                 continue
+            except Exception as exc:   # a bug: the next poll raises it, and fetching goes on
+                self.error = exc
+                await asyncio.sleep(backoff)
+                continue
             try:
                 await asyncio.wait_for(self.wake.wait(), 1.0)
             except asyncio.TimeoutError:
@@ -197,7 +201,9 @@ class Fetcher:
         if unknown or (wanted and self.cluster.stale):
             await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
         for tp in wanted:
-            st = self.subs.states[tp]
+            st = self.subs.states.get(tp)
+            if st is None:       # revoked by a rebalance while the metadata was refreshed
+                continue
             info = self.cluster.topics.get(tp.topic)
             leader = info.partitions.get(tp.partition, -1) if info is not None else -1
             if leader < 0:
