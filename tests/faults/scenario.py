@@ -94,8 +94,10 @@ class Run:
             time.sleep(max(0.0, at - (time.monotonic() - self.t0)))
             action(self)
         time.sleep(max(0.0, seconds - (time.monotonic() - self.t0)))
+        faulty = self.net.counters()
         self.net.set(delay_ms=0, jitter_ms=0, loss=0, dup=0, reorder=0, block="none")
-        self.note("link healed")
+        self.note("link healed; until then it had "
+                  + ", ".join(f"{v} {k}" for k, v in faulty.items()))
         self.stop_producer.touch()
         producer.wait(180)
         self.note(f"producer done (exit {producer.returncode})")
@@ -117,7 +119,7 @@ class Run:
         report = history.check(history.load(self.tmp / "producer.jsonl"), log,
                                self._members(), history.load(self.tmp / "committed.jsonl"))
         link = self.net.counters()
-        self.note("link: " + ", ".join(f"{v} {k}" for k, v in link.items())
+        self.note("link in all: " + ", ".join(f"{v} {k}" for k, v in link.items())
                   + f" (seed {self.net.seed})")
         return report, {"seconds": time.monotonic() - self.t0, "caught_up": caught_up, **link}
 

@@ -85,7 +85,7 @@ def test_a_record_below_the_committed_offset_that_nobody_received_is_unconsumed(
     assert r.unconsumed == [(0, 1)]
 
 
-def test_redelivery_is_allowed_before_a_commit_and_a_violation_after_one() -> None:
+def test_redelivery_is_allowed_and_starting_below_the_committed_offset_is_not() -> None:
     # member a dies before committing; b takes partition 0 over and reads it again
     a = _member({"assigned": [0]}, {"rec": 0, "p": 0, "off": 0}, {"rec": 2, "p": 0, "off": 1})
     b = _member({"assigned": [0, 1]}, {"rec": 0, "p": 0, "off": 0}, {"rec": 2, "p": 0, "off": 1},
@@ -94,10 +94,15 @@ def test_redelivery_is_allowed_before_a_commit_and_a_violation_after_one() -> No
                 {"commit": {"0": 3, "1": 3}}, start=200)
     r = history.check(_producer(PLACED), LOG, {"a": a, "b": b}, FINAL)
     assert r.violations == {} and r.redelivered == 2
-    # ... but after the group committed past offset 1, receiving it again is a violation
+    # ... but a member given the partition after the group committed 3 must start there
     late = _member({"assigned": [0]}, {"rec": 2, "p": 0, "off": 1}, start=300)
     r = history.check(_producer(PLACED), LOG, {"a": a, "b": b, "c": late}, FINAL)
-    assert r.redelivered_committed == [(0, 1)]
+    assert r.below_committed == [("c", 0, 1, 3)]
+    # a zombie (given the partition before that commit) may still hand out what it had
+    zombie = _member({"assigned": [0]}, {"rec": 0, "p": 0, "off": 0}, start=150) + \
+        _member({"rec": 2, "p": 0, "off": 1}, start=300)
+    r = history.check(_producer(PLACED), LOG, {"a": a, "b": b, "z": zombie}, FINAL)
+    assert r.violations == {} and r.redelivered == 4
 
 
 def test_a_member_going_back_without_a_new_assignment_is_out_of_order() -> None:

@@ -8,9 +8,11 @@ The log (a final read of every partition from offset 0):
     reordered     records of one partition out of the order they were sent in
 The group (the members' histories and the final committed offsets):
     unconsumed    records before a partition's final committed offset no member received
-    redelivered_committed   a record received again after an offset past it was committed
-                  (at-least-once forbids this; a record redelivered because its member died
-                  before committing it is allowed, and counted as ``redelivered``)
+    below_committed   a member received a record below the offset the group had committed
+                  for its partition when the member was given it: it did not start from
+                  the committed offset (a record received again otherwise -- its member
+                  died, or was fenced, before committing it -- is at-least-once delivery,
+                  allowed, and counted as ``redelivered``)
     out_of_order  a member receiving a partition's records out of offset order without a
                   new assignment in between
     commits_backwards       a successful commit lower than an earlier one of the partition
@@ -55,12 +57,12 @@ class Report:
     reordered: list[tuple[int, int, int]] = field(default_factory=list)
     unconsumed: list[tuple[int, int]] = field(default_factory=list)
     redelivered: int = 0
-    redelivered_committed: list[tuple[int, int]] = field(default_factory=list)
+    below_committed: list[tuple[str, int, int, int]] = field(default_factory=list)
     out_of_order: list[tuple[str, int, int, int]] = field(default_factory=list)
     commits_backwards: list[tuple[int, int, int]] = field(default_factory=list)
 
     CHECKS = ("lost", "misplaced", "duplicated", "reordered", "unconsumed",
-              "redelivered_committed", "out_of_order", "commits_backwards")
+              "below_committed", "out_of_order", "commits_backwards")
 
     @property
     def violations(self) -> dict[str, list]:
@@ -108,17 +110,20 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
     high: dict[int, int] = {}          # partition -> highest committed offset so far
     seen: set[tuple[int, int]] = set()
     last: dict[tuple[str, int], int] = {}
+    floor: dict[tuple[str, int], int] = {}   # committed when the member was given it
     for _t, name, e in events:
         if "assigned" in e or "revoked" in e or "lost" in e:
             for p in e.get("assigned", []) + e.get("revoked", []) + e.get("lost", []):
                 last.pop((name, p), None)
+            for p in e.get("assigned", []):
+                floor[(name, p)] = high.get(p, -1)
         elif "rec" in e:
             p, off = e["p"], e["off"]
             r.delivered += 1
+            if off < floor.get((name, p), -1):
+                r.below_committed.append((name, p, off, floor[(name, p)]))
             if (p, off) in seen:
                 r.redelivered += 1
-                if high.get(p, -1) > off:
-                    r.redelivered_committed.append((p, off))
             seen.add((p, off))
             prev = last.get((name, p))
             if prev is not None and off <= prev:
