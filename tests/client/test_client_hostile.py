@@ -65,15 +65,17 @@ def test_receive_cap_is_a_setting() -> None:
 
 
 @pytest.mark.parametrize(("mode", "why"), [
-    ("silent", r"a Fetch to 127\.0\.0\.1:\d+ unanswered for [23]\.\d s"),
-    ("stall", r"a Fetch to 127\.0\.0\.1:\d+ unanswered for [23]\.\d s"),
-    ("drip", r"a Fetch to 127\.0\.0\.1:\d+ unanswered for [23]\.\d s"),
+    ("silent", r"a Fetch to 127\.0\.0\.1:\d+ unanswered for [123]\.\d s"),
+    ("stall", r"a Fetch to 127\.0\.0\.1:\d+ unanswered for [123]\.\d s"),
+    ("drip", r"a Fetch to 127\.0\.0\.1:\d+ unanswered for [123]\.\d s"),
     ("garbage", r"last error: 127\.0\.0\.1:\d+: response with correlation id"),
 ])
 def test_poll_reports_a_broker_that_stops_answering_within_api_timeout(mode: str,
                                                                        why: str) -> None:
     # before: 45 s and more of empty polls (the Fetch timed out only after
-    # request_timeout_ms, and a broker answering Metadata counted as alive)
+    # request_timeout_ms, and a broker answering Metadata counted as alive). The Fetch's
+    # own age is below api_timeout_ms when it went out a little after the last progress
+    # (the position lookup's answer): 1.9 s under load
     import re
 
     with HostileBroker(mode, size=1000, interval=0.5) as hb:
