@@ -1,4 +1,5 @@
-"""Admin: topics, cluster metadata, groups, offsets and lag (``AsyncAdmin`` and ``Admin``)."""
+"""Admin: topics, cluster metadata, groups, offsets, lag and ACLs (``AsyncAdmin`` and
+``Admin``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
@@ -425,6 +434,77 @@ class AsyncAdmin:
         ends = await list_offsets(self.cluster, tps, LATEST) if tps else {}
         return [PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp, -1)) for tp in tps]
 
+    # ------------------------------------------------------------------ ACLs
+    async def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+        """Create ACLs (CreateAcls); the error (or None) per ACL. An ACL that cannot be
+        valid (``AclBinding.problem``) is a ``ValueError`` before anything is sent."""
+        acls = list(acls)
+        for a in acls:
+            why = a.problem()
+            if why is not None:
+                raise ValueError(f"cannot create ACL {a}: {why}")
+        if not acls:
+            return {}
+        req = requests.create_acls(acls)
+
+        async def go() -> Any:
+            return (await self.cluster.send(None, ApiKey.CREATE_ACLS, req)).body
+        body = await self.cluster.call(go, "CreateAcls")
+        return {a: (KafkaError(r.error_code, f"create ACL {a}", r.error_message)
+                    if r.error_code else None) for a, r in zip(acls, body.results)}
+
+    async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs ``acl_filter`` matches (default: all); ``KafkaError`` if the broker
+        refuses (SECURITY_DISABLED: it has no authorizer; CLUSTER_AUTHORIZATION_FAILED)."""
+        f = _checked(acl_filter or AclBindingFilter())
+        req = requests.describe_acls(f)
+
+        async def go() -> Any:
+            return (await self.cluster.send(None, ApiKey.DESCRIBE_ACLS, req)).body
+        body = await self.cluster.call(go, "DescribeAcls")
+        if body.error_code:
+            raise KafkaError(body.error_code, "describe ACLs", body.error_message)
+        return [_binding(r.resource_type, r.resource_name, r.pattern_type, a)
+                for r in body.resources for a in r.acls]
+
+    async def delete_acls(self, filters: Iterable[AclBindingFilter]
+                          ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete the ACLs each filter matches (DeleteAcls); the deleted ACLs per filter.
+        ``KafkaError`` if the broker refuses a filter or an ACL."""
+        filters = [_checked(f) for f in filters]
+        if not filters:
+            return {}
+        req = requests.delete_acls(filters)
+
+        async def go() -> Any:
+            return (await self.cluster.send(None, ApiKey.DELETE_ACLS, req)).body
+        body = await self.cluster.call(go, "DeleteAcls")
+        out: dict[AclBindingFilter, list[AclBinding]] = {}
+        for f, r in zip(filters, body.filter_results):
+            if r.error_code:
+                raise KafkaError(r.error_code, "delete ACLs", r.error_message)
+            deleted = []
+            for m in r.matching_acls:
+                acl = _binding(m.resource_type, m.resource_name, m.pattern_type, m)
+                if m.error_code:
+                    raise KafkaError(m.error_code, f"delete ACL {acl}", m.error_message)
+                deleted.append(acl)
+            out.setdefault(f, []).extend(deleted)
+        return out
+
+
+def _checked(f: AclBindingFilter) -> AclBindingFilter:
+    why = f.problem()
+    if why is not None:
+        raise ValueError(f"bad ACL filter: {why}")
+    return f
+
+
+def _binding(resource_type: int, name: str, pattern_type: int, a: Any) -> AclBinding:
+    return AclBinding(ResourceType.of(resource_type), name, PatternType.of(pattern_type),
+                      a.principal, a.host, AclOperation.of(a.operation),
+                      AclPermissionType.of(a.permission_type))
+
 
 class Admin:
     """The blocking admin client; the same methods as ``AsyncAdmin``, returning results."""
@@ -487,6 +567,15 @@ class Admin:
     def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
                                    ) -> dict[str, KafkaError | None]:
         return self._run(self._async.delete_share_group_offsets(group_id, list(topics)))
+    def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+        return self._run(self._async.create_acls(list(acls)))
+
+    def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        return self._run(self._async.describe_acls(acl_filter))
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]
+                    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        return self._run(self._async.delete_acls(list(filters)))
 
     def close(self) -> None:
         self._run(self._async.close())

@@ -130,6 +130,7 @@ class ClientConfig:
     connections_max_idle_ms: int = 540000
     metadata_max_age_ms: int = 300000
     api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
+    receive_message_max_bytes: int = 100_000_000   # librdkafka's cap on one response
     # security (kcodec.client.net.security): TLS and SASL; secrets are kept out of repr()
     security_protocol: str = "PLAINTEXT"
     ssl_cafile: str | None = None
@@ -161,6 +162,9 @@ class ClientConfig:
                 raise ValueError(f"{f.name} must be True or False, got {v!r}")
             if f.type in ("str", str) and not isinstance(v, str):
                 raise ValueError(f"{f.name} must be a string, got {v!r}")
+        if self.receive_message_max_bytes < 1000:
+            raise ValueError("receive_message_max_bytes must be at least 1000, got "
+                             f"{self.receive_message_max_bytes}")
         self._validate()
 
     def _validate(self) -> None:
@@ -301,6 +305,7 @@ class ConsumerConfig(ClientConfig):
     key_deserializer: Any = None
     value_deserializer: Any = None
     interceptors: Any = None
+    error_cb: Any = field(default=None, repr=False)   # error_cb(exc): brokers lost, as librdkafka
 
     def _validate(self) -> None:
         from kcodec.client.consumer.assignors import user_assignor
@@ -348,6 +353,14 @@ class ConsumerConfig(ClientConfig):
             raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
         if self.max_poll_records < 1:
             raise ValueError("max_poll_records must be at least 1")
+        if self.fetch_max_bytes > self.receive_message_max_bytes - 512:
+            # as librdkafka: room for the answer's headers around fetch_max_bytes of records
+            raise ValueError(
+                f"fetch_max_bytes ({self.fetch_max_bytes}) must be at most "
+                f"receive_message_max_bytes - 512 ({self.receive_message_max_bytes - 512}): "
+                "raise receive_message_max_bytes too, or fetch less")
+        if self.error_cb is not None and not callable(self.error_cb):
+            raise ValueError(f"error_cb must be a callable taking the error, got {self.error_cb!r}")
         if self.group_protocol not in ("classic", "consumer"):
             raise ValueError(f"group_protocol must be classic or consumer, got {self.group_protocol!r}")
 

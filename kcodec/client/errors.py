@@ -11,7 +11,7 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
 __all__ = ["KafkaError", "RecordTooLargeError", "KafkaTimeoutError", "BrokerNotAvailableError",
-           "ClientClosedError",
+           "ClientClosedError", "ResponseTooLargeError",
            "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
            "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check",
            "HookError", "SerializationError", "RecordDeserializationError", "PartitionerError",
@@ -77,10 +77,27 @@ class BrokerNotAvailableError(KcodecError, ConnectionError):
     because every bootstrap address of a client that never reached a broker was definite.
     """
 
-    def __init__(self, message: str, retriable: bool = True, definite: bool = False) -> None:
+    def __init__(self, message: str, retriable: bool = True, definite: bool = False,
+                 after_handshake: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
         self.definite = definite
+        # closed by the peer on the first request after a good handshake (a SASL listener)
+        self.after_handshake = after_handshake
+
+
+class ResponseTooLargeError(ProtocolError):
+    """A broker announced a response larger than ``receive_message_max_bytes`` (librdkafka's
+    ``receive.message.max.bytes``): the connection is closed before the body is read, so
+    no memory is spent on it. ``size`` is the announced size, ``limit`` the setting."""
+
+    def __init__(self, where: str, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+        super().__init__(
+            f"{where}: the broker announced a response of {size} bytes, more than "
+            f"receive_message_max_bytes ({limit}); the connection was closed without reading "
+            "it. If the broker is right (a record batch larger than the fetch limits), raise "
+            "receive_message_max_bytes; otherwise the peer is broken or hostile")
 
 
 class ClientClosedError(KcodecError):

@@ -20,7 +20,7 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
 )
 from kcodec.client.net import requests
-from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.cluster import Cluster, coordinator_channel
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ApiKey, ErrorCode
@@ -67,12 +67,13 @@ class ClassicGroupMember:
 
     # ------------------------------------------------------------------ coordinator
     async def coordinator_node(self) -> int:
-        if self.coordinator is not None and self.coordinator in self.cluster.brokers:
-            return self.coordinator
-
-        self.coordinator = await self.cluster.call(
-            lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
-        return self.coordinator
+        """The connection id of the group's coordinator: a connection of its own to that
+        broker (``coordinator_channel``), so a commit or a heartbeat never waits behind
+        the long-poll Fetch on the broker's data connection."""
+        if self.coordinator is None or self.coordinator not in self.cluster.brokers:
+            self.coordinator = await self.cluster.call(
+                lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
+        return coordinator_channel(self.coordinator)
 
     async def request(self, api_key: int, body: Any) -> Any:
         """A request to the coordinator; coordinator moves and disconnects are retried."""

@@ -116,9 +116,13 @@ class _Common:
             raise ClientClosedError("the consumer is closed")
         if eng.subs.held:   # poll() after an iterator stopped early: hand those records out again
             eng.rewind_held()
-        lost = eng.fetcher.lost_broker()
+        fetcher = eng.fetcher
+        lost = fetcher.lost_broker() or fetcher.transport_error
         if lost is not None:
-            raise lost
+            fetcher.transport_error = None
+            if eng.config.error_cb is None:
+                raise lost
+            eng.config.error_cb(lost)     # librdkafka's error_cb: told, and polling goes on
         if eng.fetcher.error is not None:
             err, eng.fetcher.error = eng.fetcher.error, None
             if isinstance(err, NoOffsetForPartitionError):   # ask again after this poll

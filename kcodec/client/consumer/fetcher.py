@@ -32,6 +32,7 @@ from kcodec.client.errors import (
     BrokerNotAvailableError,
     KafkaError,
     NoOffsetForPartitionError,
+    ResponseTooLargeError,
 )
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
@@ -70,13 +71,18 @@ class Fetcher:
         self.wake = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.sessions: dict[int, FetchSession[TopicPartition]] = {}     # by broker (KIP-227)
-        self.inflight: set[int] = set()
+        self.inflight: dict[int, float] = {}   # broker -> when its Fetch was sent
         self.closed = False
         # the next poll raises this (a non-retriable fetch error, or no offset for a
         # partition under auto_offset_reset="none")
         self.error: BaseException | None = None
-        # no broker answer since this time (None: the last request went well), and why
-        self.failing_since: float | None = None
+        # the next poll reports this (raised, or given to error_cb): a connection-level
+        # failure no retry mends (a response over receive_message_max_bytes)
+        self.transport_error: BaseException | None = None
+        self._transport_told = -1e9
+        # the last time the fetcher made progress (see the module docstring), and the last
+        # failure since
+        self.progress_at = time.monotonic()
         self.last_failure: BaseException | None = None
         self.last_failure_at = 0.0
 
@@ -92,31 +98,36 @@ class Fetcher:
     def failed(self, exc: BaseException) -> None:
         now = time.monotonic()
         self.last_failure, self.last_failure_at = exc, now
-        if self.failing_since is None or self.cluster.last_ok > self.failing_since:
-            self.failing_since = now
+        # reported at once, then at most once per api_timeout_ms while it goes on
+        if isinstance(exc, ResponseTooLargeError) and \
+                now - self._transport_told >= self.config.api_timeout_ms / 1000:
+            self.transport_error, self._transport_told = exc, now
+
+    def progressed(self) -> None:
+        self.progress_at = time.monotonic()
 
     def lost_broker(self) -> BrokerNotAvailableError | None:
-        """The error ``poll`` raises when the brokers failed every request for
-        ``api_timeout_ms``: failures since then, still coming, and no answer in between
-        (then the clock restarts, so a later poll may raise again)."""
-        since = self.failing_since
-        if since is None:
-            return None
+        """The error ``poll`` reports when the fetcher wanted data and made no progress for
+        ``api_timeout_ms`` (then the clock restarts, so a later poll may report again)."""
         now = time.monotonic()
         limit = self.config.api_timeout_ms / 1000
-        # still failing: something was tried and failed lately (reconnects are tried at
-        # least every reconnect_backoff_max_ms while the brokers are wanted)
-        lately = max(limit / 2, 2 * self.config.reconnect_backoff_max_ms / 1000)
-        if self.cluster.last_ok > since or \
-                now - max(self.last_failure_at, self.cluster.last_fail) > lately:
-            self.failing_since = None   # answered since, or nothing tried lately
+        # a Fetch may rightly wait fetch_max_wait_ms at the broker
+        since = self.progress_at
+        if now - since < max(limit, self.config.fetch_max_wait_ms / 1000 + 1) \
+                or self.closed or not self.subs.states:
             return None
-        if now - since < limit or not self.subs.states:
-            return None
-        self.failing_since = now
+        self.progress_at = now
+        waiting = [f"a Fetch to {self.cluster.address(node)} unanswered for {now - t:.1f} s"
+                   for node, t in sorted(self.inflight.items()) if now - t > 1]
+        parts = []
+        if self.last_failure is not None and self.last_failure_at >= since:
+            parts.append(f"last error: {self.last_failure}")
+        if waiting:
+            parts.append("; ".join(waiting))
+        if not parts:
+            parts.append("no Fetch could be sent (no leader known for the assigned partitions)")
         return BrokerNotAvailableError(
-            f"no broker answered for {limit:.1f} s; last error: "
-            f"{self.last_failure}")
+            f"no broker answered for {limit:.1f} s; " + "; ".join(parts))
 
     def drop(self, pred: Callable[[Fetched], bool]) -> None:
         """Drop buffered blobs ``pred`` picks (the subscription's lock held)."""
@@ -140,11 +151,10 @@ class Fetcher:
         while not self.closed:
             self.wake.clear()
             try:
-                subs = self.subs
-                if subs.resolve and any(st.position is None and tp not in subs.no_offset
-                                        for tp, st in subs.states.items()):
+                if self._resolving():
                     try:
                         await self.resolve(self.subs.no_offset)
+                        self.progressed()
                     except NoOffsetForPartitionError as exc:
                         # raised by the next poll; not asked again until seek(); the others fetch
                         self.subs.no_offset.update(exc.partitions)
@@ -159,14 +169,24 @@ class Fetcher:
                 self.cluster.invalidate()
                 await asyncio.sleep(backoff)
                 continue
+            except Exception as exc:   # a bug: the next poll raises it, and fetching goes on
+                self.error = exc
+                await asyncio.sleep(backoff)
+                continue
             try:
                 await asyncio.wait_for(self.wake.wait(), 1.0)
             except asyncio.TimeoutError:
                 pass
 
+    def _resolving(self) -> bool:
+        subs = self.subs
+        return subs.resolve and any(st.position is None and tp not in subs.no_offset
+                                    for tp, st in subs.states.items())
+
     async def _launch(self) -> None:
         cfg = self.config
         if self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2:
+            self.progressed()    # waiting for the application, not for a broker
             return
         buffered_tps: dict[TopicPartition, int] = {}
         for f in self.buffer:
@@ -174,12 +194,16 @@ class Fetcher:
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         wanted = [tp for tp, st in self.subs.states.items()
                   if not st.paused and st.fetch_position is not None and buffered_tps.get(tp, 0) < 2]
+        if not wanted and not self.inflight and not self._resolving():
+            self.progressed()    # nothing asked of the brokers: nobody is late
         unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
                    or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
         if unknown or (wanted and self.cluster.stale):
             await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
         for tp in wanted:
-            st = self.subs.states[tp]
+            st = self.subs.states.get(tp)
+            if st is None:       # revoked by a rebalance while the metadata was refreshed
+                continue
             info = self.cluster.topics.get(tp.topic)
             leader = info.partitions.get(tp.partition, -1) if info is not None else -1
             if leader < 0:
@@ -188,7 +212,7 @@ class Fetcher:
                 continue
             by_node.setdefault(leader, []).append((tp, st.fetch_position))
         for node, parts in by_node.items():
-            self.inflight.add(node)
+            self.inflight[node] = time.monotonic()
             self.loop.create_task(self._fetch(node, parts))
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
@@ -227,6 +251,7 @@ class Fetcher:
             except BaseException:
                 session.on_error()
                 raise
+            self.progressed()
             body = resp.body
             code = getattr(body, "error_code", 0) or 0
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
@@ -280,7 +305,7 @@ class Fetcher:
             self.cluster.invalidate()
             await asyncio.sleep(cfg.retry_backoff_ms / 1000)
         finally:
-            self.inflight.discard(node)
+            self.inflight.pop(node, None)
             self.wake.set()
 
     def _partition_error(self, tp: TopicPartition, st: PartitionState, code: int) -> None:

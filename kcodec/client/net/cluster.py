@@ -28,13 +28,27 @@ from kcodec.protocol import ApiKey, ErrorCode
 # the application's global ``random``, whose sequence a program may have seeded.
 _RNG = random.Random()
 
-__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
+__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES", "coordinator_channel", "broker_of"]
 
 # Codes after which the metadata is stale (the partition moved, the topic is new or gone,
 # its broker failed): those ErrorCode flags invalid-metadata, where Java's exception is an
 # InvalidMetadataException, on which its producer and admin client refresh the metadata.
 REFRESH_CODES = frozenset(code for code in ErrorCode if code.invalid_metadata)
 BOOTSTRAP = -1   # pseudo node ids of bootstrap addresses: -1, -2, ...
+# Group and transaction coordinators get a connection of their own to their broker, as in
+# Java (its id there is Integer.MAX_VALUE - the broker's id) and librdkafka: a commit or a
+# heartbeat must not queue behind a long-poll Fetch on the broker's one data connection.
+COORDINATOR_CHANNEL = 2**31 - 1
+
+
+def coordinator_channel(node_id: int) -> int:
+    """The connection id for talking to ``node_id`` as a coordinator."""
+    return COORDINATOR_CHANNEL - node_id
+
+
+def broker_of(conn_id: int) -> int:
+    """The broker id a connection id is for (a coordinator channel's broker, or itself)."""
+    return COORDINATOR_CHANNEL - conn_id if conn_id > COORDINATOR_CHANNEL // 2 else conn_id
 
 
 @dataclass
@@ -78,7 +92,8 @@ class Cluster:
         return self.config.request_timeout_ms / 1000
 
     async def connection(self, node_id: int) -> BrokerConnection:
-        """A live connection to ``node_id`` (negative: a bootstrap address)."""
+        """A live connection to ``node_id`` (negative: a bootstrap address; a
+        ``coordinator_channel``: a second connection to that broker)."""
         if self.closed:
             raise ClientClosedError("the client is closed")
         conn = self._conns.get(node_id)
@@ -90,14 +105,15 @@ class Cluster:
             self.invalidate()
         task = self._connecting.get(node_id)
         if task is None:
+            broker = broker_of(node_id)
             if node_id < 0:
                 host, port = self.config.bootstrap[-node_id - 1]
-            elif node_id in self.brokers:
-                host, port = self.brokers[node_id]
+            elif broker in self.brokers:
+                host, port = self.brokers[broker]
             else:
-                raise BrokerNotAvailableError(f"unknown broker id {node_id}")
+                raise BrokerNotAvailableError(f"unknown broker id {broker}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
-                                    self.security)
+                                    self.security, self.config.receive_message_max_bytes)
             self._made.add(conn)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
@@ -167,11 +183,11 @@ class Cluster:
                     if (isinstance(exc, (TimeoutError, asyncio.TimeoutError))
                             and not isinstance(exc, KcodecError)):
                         exc = KafkaTimeoutError(
-                            f"{self._address(node)}: the connection and Kafka handshake did "
+                            f"{self.address(node)}: the connection and Kafka handshake did "
                             f"not complete within the {left:.1f} s left before the deadline; "
                             f"is a Kafka broker listening there?")
                     self.last_fail = time.monotonic()
-                    last[self._address(node)] = exc
+                    last[self.address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
             causes = "; ".join(str(e) for e in last.values())
             if not self.reached and definite:
@@ -183,9 +199,10 @@ class Cluster:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
 
-    def _address(self, node: int) -> str:
+    def address(self, node: int) -> str:
+        """``host:port`` of a broker id (negative: a bootstrap address)."""
         host, port = self.config.bootstrap[-node - 1] if node < 0 else \
-            self.brokers.get(node, ("?", 0))
+            self.brokers.get(broker_of(node), ("?", 0))
         return f"{host}:{port}"
 
     async def send(self, node_id: int | None, api_key: int, body: Any,
@@ -195,8 +212,12 @@ class Cluster:
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         try:
             resp = await conn.request(api_key, body, version, timeout, expect_response)
-        except KcodecError:
+        except KcodecError as exc:
             self.last_fail = time.monotonic()
+            if getattr(exc, "after_handshake", False) and not self.last_ok:
+                # a listener that wants SASL, and no broker ever answered us: waiting for
+                # api_timeout_ms changes nothing
+                exc.retriable = False  # type: ignore[attr-defined]
             raise
         self.last_ok = time.monotonic()
         return resp
@@ -264,7 +285,8 @@ class Cluster:
                 if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.topics.pop(t.name, None)
             for node, conn in list(self._conns.items()):
-                if node >= 0 and node in self.brokers and self.brokers[node] != (conn.host, conn.port):
+                b = broker_of(node)
+                if node >= 0 and b in self.brokers and self.brokers[b] != (conn.host, conn.port):
                     conn.close()
             self._meta_time = time.monotonic()
             return body

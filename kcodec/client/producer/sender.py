@@ -9,12 +9,15 @@ its error.
 
 Retries, as Java's sender: retriable errors and lost connections are retried until
 ``delivery_timeout_ms`` (at most ``retries`` times), the metadata refreshed when the error
-says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order;
-DUPLICATE_SEQUENCE_NUMBER is a success. MESSAGE_TOO_LARGE on a batch of several records
-(the topic's max.message.bytes is below the producer's batch_size, or compression did less
-than hoped) splits it in two halves that take its place at the head of the partition's
-queue, as Java's sender splits and re-enqueues it; halving again if need be, a record alone
-that is still too large fails with the error. Idempotence: the producer id comes from
+says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order,
+and fails a batch that a later one overtook (written, it would break the order);
+a duplicate is a success (NONE with the original offset from Kafka, DUPLICATE_SEQUENCE_NUMBER
+from older brokers: its offset where the answer has one, else -1 and a warning).
+MESSAGE_TOO_LARGE on a batch of several records (the topic's max.message.bytes is below the
+producer's batch_size, or compression did less than hoped) splits it in two halves that
+take its place at the head of the partition's queue, as Java's sender splits and
+re-enqueues it; halving again if need be, a record alone that is still too large fails
+with the error. Idempotence: the producer id comes from
 InitProducerId; if the broker forgets it (UNKNOWN_PRODUCER_ID, e.g. after a restart), a
 new one is fetched once nothing is in flight and the unacknowledged batches are re-stamped.
 """
@@ -22,6 +25,7 @@ new one is fetched once nothing is in flight and the unacknowledged batches are 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from typing import Any
@@ -43,6 +47,8 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ApiKey, ErrorCode
 
 __all__ = ["Sender"]
+
+_log = logging.getLogger("kcodec.client.producer")
 
 # the broker does not know this producer (any more), or saw its sequences out of order or
 # a newer epoch: an idempotent producer starts again with a new id
@@ -124,6 +130,16 @@ class Sender:
     def complete(self, b: ProducerBatch, base: int, log_append: int) -> None:
         self.acc.acknowledged(b)
         b.finish(base, log_append, None)
+
+    def _duplicate(self, b: ProducerBatch, p: Any) -> None:
+        """A batch the broker had written already (its first answer was lost). Kafka
+        answers NONE with the original offset; older brokers DUPLICATE_SEQUENCE_NUMBER,
+        with the offset or without: then the offset is unknown (-1), and said so."""
+        if p.base_offset < 0:
+            _log.warning("%s[%d]: %d record(s) already written by an earlier attempt whose "
+                         "answer was lost; this broker does not say at which offset, so "
+                         "their SendResult has offset -1", b.topic, b.partition, b.count)
+        self.complete(b, p.base_offset, p.log_append_time_ms)
 
     def fail(self, b: ProducerBatch, exc: BaseException) -> None:
         self.acc.remove(b)
@@ -245,10 +261,19 @@ class Sender:
                 elif p.error_code == ErrorCode.NONE:
                     self.complete(b, p.base_offset, p.log_append_time_ms)
                 elif p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:   # already written
-                    self.complete(b, -1, p.log_append_time_ms)
+                    self._duplicate(b, p)
                 elif p.error_code == ErrorCode.MESSAGE_TOO_LARGE and b.count > 1 and \
                         self._split(b):
                     pass            # its halves go out in its place
+                elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
+                        cfg.enable_idempotence and self.acc.overtaken(b):
+                    # written now, it would come after records sent later: fail it (Java
+                    # ends the same way, retrying until the delivery timeout)
+                    self.fail(b, KafkaError(
+                        p.error_code, f"produce to {b.topic}[{b.partition}]",
+                        "a batch sent after this one was written first (the broker took it "
+                        "while this one waited for a retry); not written, so that the "
+                        "partition keeps the order of sends"))
                 elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
                         cfg.enable_idempotence and not self.acc.is_head(b):
                     # behind an earlier batch that is being retried: resend in order after
