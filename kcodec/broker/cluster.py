@@ -144,6 +144,8 @@ class Cluster:
         if self.started:
             return self
         self.state.lock_data_dir()   # first: a data dir in use stops here, nothing started
+        from kcodec.observe.log import Debug
+        Debug(None)                  # KCODEC_DEBUG names contexts: DEBUG on, with a handler
         self.timer = Timer()
         self.purgatory = Purgatory(self.timer)
         self.hooks = Hooks(self.timer)

@@ -342,3 +342,12 @@ def registry_of(client: Any) -> Registry:
 def metrics_of(client: Any) -> dict[str, dict[str, Any]]:
     """``client.metrics()``: ``{group: {name: value or [{"tags": .., "value": ..}]}}``."""
     return registry_of(client).as_dict()
+
+
+def serve_prometheus(*clients: Any, port: int = 0, addr: str = "127.0.0.1") -> Any:
+    """Serve the metrics of ``clients`` on ``http://addr:port/metrics`` for Prometheus, in one
+    call (port 0: a free one, read ``.port``); ``.close()`` stops it. Needs the
+    ``prometheus`` extra (prometheus_client)."""
+    from kcodec.observe.prometheus import serve
+
+    return serve(port, *(registry_of(c) for c in clients), addr=addr)

@@ -153,7 +153,14 @@ class Registry:
         self.common = dict(common or {})
         self._lock = threading.Lock()
         self._metrics: dict[tuple[str, str, Tags], Counter | Gauge | Histogram] = {}
+        self._collectors: list[Callable[[], Iterable[tuple[str, str, dict, float, str]]]] = []
         self.created = time.monotonic()
+
+    def collect(self, fn: Callable[[], Iterable[tuple[str, str, dict, float, str]]]) -> None:
+        """Add ``fn``, called at every read for readings of a changing set of things (the
+        broker's partitions): ``(group, name, tags, value, kind)`` tuples, kind ``gauge`` or
+        ``counter``."""
+        self._collectors.append(fn)
 
     # ------------------------------------------------------------------ making
     def _get(self, cls: type, group: str, name: str, tags: dict[str, Any] | None,
@@ -218,6 +225,18 @@ class Registry:
                                 ("p95", m.percentile(0.95)), ("p99", m.percentile(0.99))):
                     out.append(Sample(group, f"{name}-{part}", tags, v, "summary", m.doc))
                 out.append(Sample(group, f"{name}-count", tags, m.count, "counter", m.doc))
+        return out + self.snapshot_collected()
+
+    def snapshot_collected(self) -> list[Sample]:
+        """The readings of the ``collect`` functions alone."""
+        out = []
+        for fn in list(self._collectors):
+            try:
+                got = list(fn())
+            except Exception:          # a collector of something closing: nothing this time
+                continue
+            for group, name, tags, value, kind in got:
+                out.append(Sample(group, name, _tags({**self.common, **tags}), value, kind))
         return out
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
