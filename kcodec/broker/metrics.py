@@ -161,7 +161,7 @@ class BrokerMetrics:
                 leaders += 1
                 log = p.log
                 tags = {"topic": t.name, "partition": index}
-                out += [("kafka.log:Log", "Size", tags, log.size_bytes(), "gauge"),
+                out += [("kafka.log:Log", "Size", tags, log.size_bytes, "gauge"),
                         ("kafka.log:Log", "LogStartOffset", tags, log.log_start_offset, "gauge"),
                         ("kafka.log:Log", "LogEndOffset", tags, log.log_end_offset, "gauge"),
                         ("kafka.log:Log", "NumLogSegments", tags, len(log.segments), "gauge")]

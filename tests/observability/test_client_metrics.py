@@ -51,6 +51,11 @@ def test_producer_counts_records_batches_and_requests(broker):
     reg = broker.nodes[0].metrics.registry
     assert reg.value("kafka.server:BrokerTopicMetrics", "MessagesInPerSec-total") == 200
     assert reg.value("kafka.server:BrokerTopicMetrics", "MessagesInPerSec-total", topic="m") == 200
+    ends = [reg.value("kafka.log:Log", "LogEndOffset", topic="m", partition=i) for i in (0, 1)]
+    assert sum(ends) == 200
+    assert reg.value("kafka.log:Log", "Size", topic="m", partition=0) > 0
+    assert reg.value("kafka.server:ReplicaManager", "LeaderCount") == 2
+    assert reg.value("kafka.server:ReplicaManager", "UnderReplicatedPartitions") == 0
 
 
 def test_compression_rate_is_below_one_when_compressed(broker):
