@@ -186,3 +186,23 @@ def test_confluent_style_settings_are_taken():
     assert cfg.statistics_interval_ms == 500 and cfg.debug == "cgrp,fetch"
     assert cfg.enable_metrics_push is False
     assert not math.isnan(0.0)
+
+
+def test_the_readme_metrics_example_runs(broker):
+    from tests.support import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Operations: logs, metrics, traces")
+    block = readme[start:].split("```python\n", 1)[1].split("```", 1)[0]
+    assert "stats_cb" in block
+    scope = {"Producer": Producer, "BOOTSTRAP": broker.bootstrap}
+    exec(compile(block, "README.md", "exec"), scope)
+    p = scope["p"]
+    try:
+        assert p.metrics()["producer-metrics"]["record-send-total"] == 1
+        deadline = time.monotonic() + 10
+        while not scope["stats"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert json.loads(scope["stats"][0])["type"] == "producer"
+    finally:
+        p.close()
