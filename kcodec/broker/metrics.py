@@ -81,7 +81,7 @@ class BrokerMetrics:
         t = self._topic.get(topic)
         reg = self.registry
         if t is None:
-            tags = {"topic": topic}
+            tags: dict[str, Any] = {"topic": topic}
             t = self._topic[topic] = (reg.counter(TOPIC, "BytesInPerSec", tags),
                                       reg.counter(TOPIC, "MessagesInPerSec", tags),
                                       reg.counter(TOPIC, "BytesOutPerSec", tags))

@@ -86,6 +86,17 @@ class Debug:
     once per request, so a hot path pays one attribute lookup when off."""
 
     __slots__ = CONTEXTS + ("named",)
+    broker: bool
+    protocol: bool
+    metadata: bool
+    topic: bool
+    fetch: bool
+    consumer: bool
+    producer: bool
+    msg: bool
+    security: bool
+    telemetry: bool
+    named: frozenset[str]
 
     def __init__(self, setting: str | None = None) -> None:
         chosen = debug_contexts(setting)
@@ -169,7 +180,7 @@ def _field_names(body: Any, fields: Any) -> list[str] | None:
     if isinstance(fields, (list, tuple)) and fields:
         names = [f if isinstance(f, str) else getattr(f, "name", None) for f in fields]
         if all(isinstance(n, str) for n in names):
-            return [n for n in names if not n.startswith("_")]
+            return [str(n) for n in names if not str(n).startswith("_")]
     d = getattr(body, "__dict__", None)
     if isinstance(d, dict):
         return [k for k in d if not k.startswith("_")]

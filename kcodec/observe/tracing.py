@@ -72,7 +72,7 @@ def inject(headers: Any, context: Any = None) -> list[tuple[str, bytes | None]]:
     from opentelemetry import propagate
 
     out = list(headers or ())
-    propagate.inject(out, context=context, setter=_SETTER)
+    propagate.inject(out, context=context, setter=_SETTER)  # type: ignore[arg-type]
     return out
 
 
@@ -80,7 +80,7 @@ def extract(headers: Any) -> Any:
     """The OpenTelemetry context carried in ``headers`` (an empty one if none)."""
     from opentelemetry import propagate
 
-    return propagate.extract(headers or [], getter=_GETTER)
+    return propagate.extract(headers or [], getter=_GETTER)  # type: ignore[arg-type]
 
 
 def _key_text(key: Any) -> str | None:
