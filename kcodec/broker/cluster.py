@@ -87,7 +87,8 @@ class Cluster:
                  max_connections: int | None = None, max_connections_per_ip: int | None = None,
                  max_connections_per_ip_overrides: str | dict[str, int] | None = None,
                  authorizer: Any = None, super_users: Any = (),
-                 allow_everyone_if_no_acl_found: bool = False) -> None:
+                 allow_everyone_if_no_acl_found: bool = False,
+                 client_metrics: Any = None) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -109,6 +110,11 @@ class Cluster:
                                  f"{nodes} nodes the listeners' ports must be at least {nodes} "
                                  f"apart")
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        from kcodec.broker.telemetry import ClientTelemetry, parse_subscription
+
+        #: KIP-714: client metrics subscriptions (ClientMetricsSubscription or their text)
+        self.telemetry = ClientTelemetry([parse_subscription(s) if isinstance(s, str) else s
+                                          for s in client_metrics or ()])
         self.authorizer = _authorizer(authorizer, super_users, allow_everyone_if_no_acl_found)
         self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
                                   num_partitions=num_partitions,

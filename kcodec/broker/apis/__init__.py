@@ -28,6 +28,7 @@ from kcodec.broker.apis import (  # noqa: F401
     produce,
     producers,
     sasl,
+    telemetry,
     topics,
     txn,
 )

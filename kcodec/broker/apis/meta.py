@@ -23,6 +23,9 @@ def api_versions(node: Any, req: Any) -> Any:
     from kcodec.broker.apis import advertised_versions
 
     R = ApiVersionsResponse
+    if req.api_version >= 3:     # who the client is, for KIP-714's subscription matching
+        req.connection.attrs["client_software"] = (req.body.client_software_name,
+                                                   req.body.client_software_version)
     return R(error_code=0, api_keys=[R.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                      for k, (lo, hi) in sorted(advertised_versions(node).items())])
 

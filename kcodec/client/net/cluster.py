@@ -92,6 +92,8 @@ class Cluster:
             from kcodec.client.metrics import ClientMetrics
             self.metrics = ClientMetrics(_kind(config), config.client_id)
         self._stats: asyncio.Task | None = None
+        self._telemetry: Any = None            # KIP-714 (kcodec.client.telemetry)
+        self._telemetry_task: asyncio.Task | None = None
         self.stats_parts: dict[str, Callable[[dict], None]] = {}   # fill the statistics
         self.tracing: Any = None
         if config.tracing_enabled:
@@ -140,6 +142,12 @@ class Cluster:
             if self.config.statistics_interval_ms and self.metrics is not None:
                 from kcodec.client.stats import report_statistics
                 self._stats = asyncio.get_running_loop().create_task(report_statistics(self))
+            if self.config.enable_metrics_push and self.metrics is not None:
+                from kcodec.client.telemetry import TelemetryReporter, available
+                if available():
+                    self._telemetry = TelemetryReporter(self)
+                    self._telemetry_task = asyncio.get_running_loop().create_task(
+                        self._telemetry.run())
         return new
 
     def _connected(self, node_id: int) -> Any:
@@ -380,6 +388,13 @@ class Cluster:
         return [c for c in self._conns.values() if c.alive]
 
     async def close(self) -> None:
+        if self._telemetry is not None and not self.closed:
+            if self._telemetry_task is not None:
+                self._telemetry_task.cancel()
+            try:                      # KIP-714: the last push says the client is going
+                await asyncio.wait_for(self._telemetry.close(), 1.0)
+            except (asyncio.TimeoutError, KcodecError):
+                pass
         self.closed = True
         if self._reaper is not None:
             self._reaper.cancel()

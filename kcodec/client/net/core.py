@@ -26,7 +26,7 @@ from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import ApiKey, ErrorCode, FrameSplitter
+from kcodec.protocol import REQUESTS, ApiKey, ErrorCode, FrameSplitter
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
@@ -63,6 +63,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),      # KIP-848
 }
 
+
+# KIP-714 client telemetry (GetTelemetrySubscriptions, PushTelemetry), where kcodec's
+# protocol classes have them (the newest spec set)
+CLIENT_VERSIONS.update({k: (0, 0) for k in (71, 72) if k in REQUESTS})
 
 # the first version of an API whose requests name topics by id only
 TOPIC_ID_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
