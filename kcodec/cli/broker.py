@@ -84,6 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "port; needs pip install 'kcodec[prometheus]')")
     parser.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                         help="address of the metrics endpoint (default 127.0.0.1)")
+    parser.add_argument("--client-metrics", action="append", default=[], metavar="SPEC",
+                        help="a KIP-714 client metrics subscription, "
+                             "NAME:metrics=PREFIX,...;interval.ms=N;match=client_id=REGEX "
+                             "(metrics=* for all; repeatable)")
     from kcodec.cli._security import add_broker_security
 
     add_broker_security(parser)
@@ -126,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
                   allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
                   max_connections=args.max_connections,
                   max_connections_per_ip=args.max_connections_per_ip,
-                  max_connections_per_ip_overrides=args.max_connections_per_ip_overrides)
+                  max_connections_per_ip_overrides=args.max_connections_per_ip_overrides,
+                  client_metrics=_client_metrics(args.client_metrics))
     if args.listeners:
         if args.port or args.host != "127.0.0.1":
             raise UsageError("--listeners replaces --host and --port; give one or the other")
@@ -206,3 +211,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print("kcodec broker: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _client_metrics(specs: list[str]) -> list:
+    from kcodec.broker.telemetry import parse_subscription
+
+    try:
+        return [parse_subscription(s) for s in specs]
+    except ValueError as exc:
+        raise UsageError(f"--client-metrics: {exc}") from None
