@@ -27,7 +27,8 @@ every client, broker and runtime in the process: a comma list, ``all`` for every
 Naming contexts turns DEBUG on for the ``kcodec`` logger and, when nothing handles its
 records (no handler on it or on the root logger), adds one that writes to stderr, as
 librdkafka prints its debug lines; without ``debug``, a logger set to DEBUG by the
-application shows every context.
+application shows every context. Otherwise kcodec's loggers say nothing until the
+application configures logging (``kcodec`` has a ``NullHandler``, as a library should).
 
 Secrets never appear, at any level: request bodies are described by their fields with
 every bytes field reduced to its length (SASL auth bytes, SCRAM proofs, OAuth tokens
@@ -54,6 +55,12 @@ _ALIASES = {"cgrp": "consumer", "generic": "broker", "eos": "producer", "queue":
             "feature": "broker", "conf": "broker", "admin": "protocol",
             "assignor": "consumer", "interceptor": "msg", "plugin": "broker",
             "mock": "broker"}
+
+
+# A library's loggers stay silent until the application configures logging (the logging
+# HOWTO's advice): without this, Python's last-resort handler would print kcodec's
+# warnings on stderr next to the errors the calls themselves raise.
+logging.getLogger("kcodec").addHandler(logging.NullHandler())
 
 
 def get_logger(name: str) -> logging.Logger:
@@ -121,7 +128,8 @@ def enable_debug() -> None:
     lg = logging.getLogger("kcodec")
     if lg.getEffectiveLevel() > logging.DEBUG:
         lg.setLevel(logging.DEBUG)
-    if _handler is None and not lg.handlers and not root.handlers:
+    real = [h for h in lg.handlers if not isinstance(h, logging.NullHandler)]
+    if _handler is None and not real and not root.handlers:
         _handler = logging.StreamHandler(sys.stderr)
         _handler.setFormatter(logging.Formatter(
             "%(asctime)s %(levelname)s %(name)s: %(message)s"))

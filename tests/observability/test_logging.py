@@ -137,3 +137,19 @@ def test_ssl_password_is_not_in_any_repr_or_log(caplog):
     cfg = ProducerConfig(bootstrap_servers="127.0.0.1:9", ssl_password=SSL_PASSWORD,
                          sasl_password=PASSWORD, debug="all")
     assert SSL_PASSWORD not in repr(cfg) and PASSWORD not in repr(cfg)
+
+
+def test_silent_until_the_application_configures_logging():
+    """A library's warnings must not reach stderr through Python's last-resort handler."""
+    import subprocess
+    import sys
+
+    code = ("import logging\nfrom kcodec.client.net import cluster\n"
+            "logging.getLogger('kcodec.client.producer.sender').warning('must not show')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "must not show" not in out.stderr
+    code += "logging.basicConfig()\nlogging.getLogger('kcodec.x').warning('shows now')\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "shows now" in out.stderr and "must not show" not in out.stderr
