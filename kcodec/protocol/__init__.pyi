@@ -50,26 +50,46 @@ __all__ = [
     'AddOffsetsToTxnResponse',
     'AddPartitionsToTxnRequest',
     'AddPartitionsToTxnResponse',
+    'AddRaftVoterRequest',
+    'AddRaftVoterResponse',
+    'AllocateProducerIdsRequest',
+    'AllocateProducerIdsResponse',
     'AlterClientQuotasRequest',
     'AlterClientQuotasResponse',
     'AlterConfigsRequest',
     'AlterConfigsResponse',
     'AlterPartitionReassignmentsRequest',
     'AlterPartitionReassignmentsResponse',
+    'AlterPartitionRequest',
+    'AlterPartitionResponse',
     'AlterReplicaLogDirsRequest',
     'AlterReplicaLogDirsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'AlterUserScramCredentialsRequest',
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
+    'AssignReplicasToDirsRequest',
+    'AssignReplicasToDirsResponse',
+    'BeginQuorumEpochRequest',
+    'BeginQuorumEpochResponse',
+    'BrokerHeartbeatRequest',
+    'BrokerHeartbeatResponse',
+    'BrokerRegistrationRequest',
+    'BrokerRegistrationResponse',
     'ConsumerGroupDescribeRequest',
     'ConsumerGroupDescribeResponse',
     'ConsumerGroupHeartbeatRequest',
     'ConsumerGroupHeartbeatResponse',
     'ConsumerProtocolAssignment',
     'ConsumerProtocolSubscription',
+    'ControllerRegistrationRequest',
+    'ControllerRegistrationResponse',
     'CreateAclsRequest',
     'CreateAclsResponse',
+    'CreateDelegationTokenRequest',
+    'CreateDelegationTokenResponse',
     'CreatePartitionsRequest',
     'CreatePartitionsResponse',
     'CreateTopicsRequest',
@@ -80,6 +100,10 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
+    'DeleteShareGroupStateRequest',
+    'DeleteShareGroupStateResponse',
     'DeleteTopicsRequest',
     'DeleteTopicsResponse',
     'DescribeAclsRequest',
@@ -90,6 +114,8 @@ __all__ = [
     'DescribeClusterResponse',
     'DescribeConfigsRequest',
     'DescribeConfigsResponse',
+    'DescribeDelegationTokenRequest',
+    'DescribeDelegationTokenResponse',
     'DescribeGroupsRequest',
     'DescribeGroupsResponse',
     'DescribeLogDirsRequest',
@@ -98,6 +124,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',
@@ -106,18 +134,30 @@ __all__ = [
     'DescribeUserScramCredentialsResponse',
     'ElectLeadersRequest',
     'ElectLeadersResponse',
+    'EndQuorumEpochRequest',
+    'EndQuorumEpochResponse',
     'EndTxnRequest',
     'EndTxnResponse',
+    'EnvelopeRequest',
+    'EnvelopeResponse',
+    'ExpireDelegationTokenRequest',
+    'ExpireDelegationTokenResponse',
     'FetchRequest',
     'FetchResponse',
+    'FetchSnapshotRequest',
+    'FetchSnapshotResponse',
     'FindCoordinatorRequest',
     'FindCoordinatorResponse',
+    'GetTelemetrySubscriptionsRequest',
+    'GetTelemetrySubscriptionsResponse',
     'HeartbeatRequest',
     'HeartbeatResponse',
     'IncrementalAlterConfigsRequest',
     'IncrementalAlterConfigsResponse',
     'InitProducerIdRequest',
     'InitProducerIdResponse',
+    'InitializeShareGroupStateRequest',
+    'InitializeShareGroupStateResponse',
     'JoinGroupRequest',
     'JoinGroupResponse',
     'LeaveGroupRequest',
@@ -144,18 +184,50 @@ __all__ = [
     'OffsetForLeaderEpochResponse',
     'ProduceRequest',
     'ProduceResponse',
+    'PushTelemetryRequest',
+    'PushTelemetryResponse',
+    'ReadShareGroupStateRequest',
+    'ReadShareGroupStateResponse',
+    'ReadShareGroupStateSummaryRequest',
+    'ReadShareGroupStateSummaryResponse',
+    'RemoveRaftVoterRequest',
+    'RemoveRaftVoterResponse',
+    'RenewDelegationTokenRequest',
+    'RenewDelegationTokenResponse',
     'RequestHeader',
     'ResponseHeader',
     'SaslAuthenticateRequest',
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',
     'SaslHandshakeResponse',
+    'ShareAcknowledgeRequest',
+    'ShareAcknowledgeResponse',
+    'ShareFetchRequest',
+    'ShareFetchResponse',
+    'ShareGroupDescribeRequest',
+    'ShareGroupDescribeResponse',
+    'ShareGroupHeartbeatRequest',
+    'ShareGroupHeartbeatResponse',
+    'StreamsGroupDescribeRequest',
+    'StreamsGroupDescribeResponse',
+    'StreamsGroupHeartbeatRequest',
+    'StreamsGroupHeartbeatResponse',
+    'StreamsGroupTopologyDescriptionUpdateRequest',
+    'StreamsGroupTopologyDescriptionUpdateResponse',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitResponse',
+    'UnregisterBrokerRequest',
+    'UnregisterBrokerResponse',
     'UpdateFeaturesRequest',
     'UpdateFeaturesResponse',
+    'UpdateRaftVoterRequest',
+    'UpdateRaftVoterResponse',
+    'VoteRequest',
+    'VoteResponse',
+    'WriteShareGroupStateRequest',
+    'WriteShareGroupStateResponse',
     'WriteTxnMarkersRequest',
     'WriteTxnMarkersResponse',
 ]
@@ -225,6 +297,54 @@ class AddPartitionsToTxnResponse(Message):
         partition_index: int
         partition_error_code: int
         def __init__(self, *, partition_index: int = ..., partition_error_code: int = ...) -> None: ...
+
+class AddRaftVoterRequest(Message):
+    cluster_id: str | None
+    timeout_ms: int
+    voter_id: int
+    voter_directory_id: UUID
+    listeners: list[AddRaftVoterRequest.Listener]
+    ack_when_committed: bool
+    def __init__(self, *, cluster_id: str | None = ..., timeout_ms: int = ..., voter_id: int = ..., voter_directory_id: UUID = ..., listeners: list[AddRaftVoterRequest.Listener] = ..., ack_when_committed: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AddRaftVoterRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddRaftVoterRequest, int]: ...
+    class Listener(Struct):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
+
+class AddRaftVoterResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AddRaftVoterResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddRaftVoterResponse, int]: ...
+
+class AllocateProducerIdsRequest(Message):
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AllocateProducerIdsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AllocateProducerIdsRequest, int]: ...
+
+class AllocateProducerIdsResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    producer_id_start: int
+    producer_id_len: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id_start: int = ..., producer_id_len: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AllocateProducerIdsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AllocateProducerIdsResponse, int]: ...
 
 class AlterClientQuotasRequest(Message):
     entries: list[AlterClientQuotasRequest.EntryData]
@@ -338,6 +458,57 @@ class AlterPartitionReassignmentsResponse(Message):
         error_message: str | None
         def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
+class AlterPartitionRequest(Message):
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterPartitionRequest.TopicData]
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ..., topics: list[AlterPartitionRequest.TopicData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterPartitionRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionRequest, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionRequest.PartitionData]
+        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[AlterPartitionRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        leader_epoch: int
+        new_isr: list[int]
+        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(self, *, partition_index: int = ..., leader_epoch: int = ..., new_isr: list[int] = ..., new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = ..., leader_recovery_state: int = ..., partition_epoch: int = ...) -> None: ...
+    class BrokerState(Struct):
+        broker_id: int
+        broker_epoch: int
+        def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
+
+class AlterPartitionResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    topics: list[AlterPartitionResponse.TopicData]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., topics: list[AlterPartitionResponse.TopicData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterPartitionResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[AlterPartitionResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        isr: list[int]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ..., isr: list[int] = ..., leader_recovery_state: int = ..., partition_epoch: int = ...) -> None: ...
+
 class AlterReplicaLogDirsRequest(Message):
     dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
     def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = ...) -> None: ...
@@ -370,6 +541,42 @@ class AlterReplicaLogDirsResponse(Message):
         partition_index: int
         error_code: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
+
+class AlterShareGroupOffsetsRequest(Message):
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterShareGroupOffsetsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterShareGroupOffsetsRequest, int]: ...
+    class AlterShareGroupOffsetsRequestTopic(Struct):
+        topic_name: str
+        partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
+        def __init__(self, *, topic_name: str = ..., partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition] = ...) -> None: ...
+    class AlterShareGroupOffsetsRequestPartition(Struct):
+        partition_index: int
+        start_offset: int
+        def __init__(self, *, partition_index: int = ..., start_offset: int = ...) -> None: ...
+
+class AlterShareGroupOffsetsResponse(Message):
+    throttle_time_ms: int
+    responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
+    def __init__(self, *, throttle_time_ms: int = ..., responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterShareGroupOffsetsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterShareGroupOffsetsResponse, int]: ...
+    class AlterShareGroupOffsetsResponseTopic(Struct):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition]
+        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition] = ...) -> None: ...
+    class AlterShareGroupOffsetsResponsePartition(Struct):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
 class AlterUserScramCredentialsRequest(Message):
     deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
@@ -442,6 +649,162 @@ class ApiVersionsResponse(Message):
         max_version_level: int
         min_version_level: int
         def __init__(self, *, name: str = ..., max_version_level: int = ..., min_version_level: int = ...) -> None: ...
+
+class AssignReplicasToDirsRequest(Message):
+    broker_id: int
+    broker_epoch: int
+    directories: list[AssignReplicasToDirsRequest.DirectoryData]
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ..., directories: list[AssignReplicasToDirsRequest.DirectoryData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AssignReplicasToDirsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AssignReplicasToDirsRequest, int]: ...
+    class DirectoryData(Struct):
+        id: UUID
+        topics: list[AssignReplicasToDirsRequest.TopicData]
+        def __init__(self, *, id: UUID = ..., topics: list[AssignReplicasToDirsRequest.TopicData] = ...) -> None: ...
+    class TopicData(Struct):
+        topic_id: UUID
+        partitions: list[AssignReplicasToDirsRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[AssignReplicasToDirsRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        def __init__(self, *, partition_index: int = ...) -> None: ...
+
+class AssignReplicasToDirsResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    directories: list[AssignReplicasToDirsResponse.DirectoryData]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., directories: list[AssignReplicasToDirsResponse.DirectoryData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AssignReplicasToDirsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AssignReplicasToDirsResponse, int]: ...
+    class DirectoryData(Struct):
+        id: UUID
+        topics: list[AssignReplicasToDirsResponse.TopicData]
+        def __init__(self, *, id: UUID = ..., topics: list[AssignReplicasToDirsResponse.TopicData] = ...) -> None: ...
+    class TopicData(Struct):
+        topic_id: UUID
+        partitions: list[AssignReplicasToDirsResponse.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[AssignReplicasToDirsResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
+
+class BeginQuorumEpochRequest(Message):
+    cluster_id: str | None
+    voter_id: int
+    topics: list[BeginQuorumEpochRequest.TopicData]
+    leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint]
+    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., topics: list[BeginQuorumEpochRequest.TopicData] = ..., leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BeginQuorumEpochRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BeginQuorumEpochRequest, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[BeginQuorumEpochRequest.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[BeginQuorumEpochRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        voter_directory_id: UUID
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = ..., voter_directory_id: UUID = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class LeaderEndpoint(Struct):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
+
+class BeginQuorumEpochResponse(Message):
+    error_code: int
+    topics: list[BeginQuorumEpochResponse.TopicData]
+    node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
+    def __init__(self, *, error_code: int = ..., topics: list[BeginQuorumEpochResponse.TopicData] = ..., node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BeginQuorumEpochResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BeginQuorumEpochResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[BeginQuorumEpochResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[BeginQuorumEpochResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+
+class BrokerHeartbeatRequest(Message):
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    offline_log_dirs: list[UUID]
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ..., current_metadata_offset: int = ..., want_fence: bool = ..., want_shut_down: bool = ..., offline_log_dirs: list[UUID] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BrokerHeartbeatRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerHeartbeatRequest, int]: ...
+
+class BrokerHeartbeatResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., is_caught_up: bool = ..., is_fenced: bool = ..., should_shut_down: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BrokerHeartbeatResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerHeartbeatResponse, int]: ...
+
+class BrokerRegistrationRequest(Message):
+    broker_id: int
+    cluster_id: str
+    incarnation_id: UUID
+    listeners: list[BrokerRegistrationRequest.Listener]
+    features: list[BrokerRegistrationRequest.Feature]
+    rack: str | None
+    is_migrating_zk_broker: bool
+    log_dirs: list[UUID]
+    previous_broker_epoch: int
+    def __init__(self, *, broker_id: int = ..., cluster_id: str = ..., incarnation_id: UUID = ..., listeners: list[BrokerRegistrationRequest.Listener] = ..., features: list[BrokerRegistrationRequest.Feature] = ..., rack: str | None = ..., is_migrating_zk_broker: bool = ..., log_dirs: list[UUID] = ..., previous_broker_epoch: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BrokerRegistrationRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerRegistrationRequest, int]: ...
+    class Listener(Struct):
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        def __init__(self, *, name: str = ..., host: str = ..., port: int = ..., security_protocol: int = ...) -> None: ...
+    class Feature(Struct):
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, name: str = ..., min_supported_version: int = ..., max_supported_version: int = ...) -> None: ...
+
+class BrokerRegistrationResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    broker_epoch: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., broker_epoch: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BrokerRegistrationResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerRegistrationResponse, int]: ...
 
 class ConsumerGroupDescribeRequest(Message):
     group_ids: list[str]
@@ -563,6 +926,39 @@ class ConsumerProtocolSubscription(Message):
         partitions: list[int]
         def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
 
+class ControllerRegistrationRequest(Message):
+    controller_id: int
+    incarnation_id: UUID
+    zk_migration_ready: bool
+    listeners: list[ControllerRegistrationRequest.Listener]
+    features: list[ControllerRegistrationRequest.Feature]
+    def __init__(self, *, controller_id: int = ..., incarnation_id: UUID = ..., zk_migration_ready: bool = ..., listeners: list[ControllerRegistrationRequest.Listener] = ..., features: list[ControllerRegistrationRequest.Feature] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ControllerRegistrationRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ControllerRegistrationRequest, int]: ...
+    class Listener(Struct):
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        def __init__(self, *, name: str = ..., host: str = ..., port: int = ..., security_protocol: int = ...) -> None: ...
+    class Feature(Struct):
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, name: str = ..., min_supported_version: int = ..., max_supported_version: int = ...) -> None: ...
+
+class ControllerRegistrationResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ControllerRegistrationResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ControllerRegistrationResponse, int]: ...
+
 class CreateAclsRequest(Message):
     creations: list[CreateAclsRequest.AclCreation]
     def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = ...) -> None: ...
@@ -592,6 +988,39 @@ class CreateAclsResponse(Message):
         error_code: int
         error_message: str | None
         def __init__(self, *, error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class CreateDelegationTokenRequest(Message):
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
+    max_lifetime_ms: int
+    def __init__(self, *, owner_principal_type: str | None = ..., owner_principal_name: str | None = ..., renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = ..., max_lifetime_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> CreateDelegationTokenRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateDelegationTokenRequest, int]: ...
+    class CreatableRenewers(Struct):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
+
+class CreateDelegationTokenResponse(Message):
+    error_code: int
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp_ms: int
+    expiry_timestamp_ms: int
+    max_timestamp_ms: int
+    token_id: str
+    hmac: bytes
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = ..., principal_type: str = ..., principal_name: str = ..., token_requester_principal_type: str = ..., token_requester_principal_name: str = ..., issue_timestamp_ms: int = ..., expiry_timestamp_ms: int = ..., max_timestamp_ms: int = ..., token_id: str = ..., hmac: bytes = ..., throttle_time_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> CreateDelegationTokenResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateDelegationTokenResponse, int]: ...
 
 class CreatePartitionsRequest(Message):
     topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
@@ -773,6 +1202,72 @@ class DeleteRecordsResponse(Message):
         low_watermark: int
         error_code: int
         def __init__(self, *, partition_index: int = ..., low_watermark: int = ..., error_code: int = ...) -> None: ...
+
+class DeleteShareGroupOffsetsRequest(Message):
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DeleteShareGroupOffsetsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupOffsetsRequest, int]: ...
+    class DeleteShareGroupOffsetsRequestTopic(Struct):
+        topic_name: str
+        def __init__(self, *, topic_name: str = ...) -> None: ...
+
+class DeleteShareGroupOffsetsResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DeleteShareGroupOffsetsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupOffsetsResponse, int]: ...
+    class DeleteShareGroupOffsetsResponseTopic(Struct):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponsePartition]
+        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponsePartition] = ...) -> None: ...
+    class DeleteShareGroupOffsetsResponsePartition(Struct):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class DeleteShareGroupStateRequest(Message):
+    group_id: str
+    topics: list[DeleteShareGroupStateRequest.DeleteStateData]
+    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupStateRequest.DeleteStateData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DeleteShareGroupStateRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupStateRequest, int]: ...
+    class DeleteStateData(Struct):
+        topic_id: UUID
+        partitions: list[DeleteShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[DeleteShareGroupStateRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        def __init__(self, *, partition: int = ...) -> None: ...
+
+class DeleteShareGroupStateResponse(Message):
+    results: list[DeleteShareGroupStateResponse.DeleteStateResult]
+    def __init__(self, *, results: list[DeleteShareGroupStateResponse.DeleteStateResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DeleteShareGroupStateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupStateResponse, int]: ...
+    class DeleteStateResult(Struct):
+        topic_id: UUID
+        partitions: list[DeleteShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[DeleteShareGroupStateResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
 class DeleteTopicsRequest(Message):
     topics: list[DeleteTopicsRequest.DeleteTopicState]
@@ -956,6 +1451,44 @@ class DescribeConfigsResponse(Message):
         source: int
         def __init__(self, *, name: str = ..., value: str | None = ..., source: int = ...) -> None: ...
 
+class DescribeDelegationTokenRequest(Message):
+    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
+    def __init__(self, *, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DescribeDelegationTokenRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeDelegationTokenRequest, int]: ...
+    class DescribeDelegationTokenOwner(Struct):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
+
+class DescribeDelegationTokenResponse(Message):
+    error_code: int
+    tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = ..., tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = ..., throttle_time_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DescribeDelegationTokenResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeDelegationTokenResponse, int]: ...
+    class DescribedDelegationToken(Struct):
+        principal_type: str
+        principal_name: str
+        token_requester_principal_type: str
+        token_requester_principal_name: str
+        issue_timestamp: int
+        expiry_timestamp: int
+        max_timestamp: int
+        token_id: str
+        hmac: bytes
+        renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer]
+        def __init__(self, *, principal_type: str = ..., principal_name: str = ..., token_requester_principal_type: str = ..., token_requester_principal_name: str = ..., issue_timestamp: int = ..., expiry_timestamp: int = ..., max_timestamp: int = ..., token_id: str = ..., hmac: bytes = ..., renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = ...) -> None: ...
+    class DescribedDelegationTokenRenewer(Struct):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
+
 class DescribeGroupsRequest(Message):
     groups: list[str]
     include_authorized_operations: bool
@@ -1127,6 +1660,49 @@ class DescribeQuorumResponse(Message):
         port: int
         def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
 
+class DescribeShareGroupOffsetsRequest(Message):
+    groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
+    def __init__(self, *, groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DescribeShareGroupOffsetsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeShareGroupOffsetsRequest, int]: ...
+    class DescribeShareGroupOffsetsRequestGroup(Struct):
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None
+        def __init__(self, *, group_id: str = ..., topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None = ...) -> None: ...
+    class DescribeShareGroupOffsetsRequestTopic(Struct):
+        topic_name: str
+        partitions: list[int]
+        def __init__(self, *, topic_name: str = ..., partitions: list[int] = ...) -> None: ...
+
+class DescribeShareGroupOffsetsResponse(Message):
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> DescribeShareGroupOffsetsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeShareGroupOffsetsResponse, int]: ...
+    class DescribeShareGroupOffsetsResponseGroup(Struct):
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic]
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, group_id: str = ..., topics: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic] = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    class DescribeShareGroupOffsetsResponseTopic(Struct):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition]
+        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition] = ...) -> None: ...
+    class DescribeShareGroupOffsetsResponsePartition(Struct):
+        partition_index: int
+        start_offset: int
+        leader_epoch: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition_index: int = ..., start_offset: int = ..., leader_epoch: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
 class DescribeTopicPartitionsRequest(Message):
     topics: list[DescribeTopicPartitionsRequest.TopicRequest]
     response_partition_limit: int
@@ -1273,6 +1849,61 @@ class ElectLeadersResponse(Message):
         error_message: str | None
         def __init__(self, *, partition_id: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
+class EndQuorumEpochRequest(Message):
+    cluster_id: str | None
+    topics: list[EndQuorumEpochRequest.TopicData]
+    leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
+    def __init__(self, *, cluster_id: str | None = ..., topics: list[EndQuorumEpochRequest.TopicData] = ..., leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EndQuorumEpochRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndQuorumEpochRequest, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[EndQuorumEpochRequest.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[EndQuorumEpochRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        preferred_successors: list[int]
+        preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
+        def __init__(self, *, partition_index: int = ..., leader_id: int = ..., leader_epoch: int = ..., preferred_successors: list[int] = ..., preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = ...) -> None: ...
+    class ReplicaInfo(Struct):
+        candidate_id: int
+        candidate_directory_id: UUID
+        def __init__(self, *, candidate_id: int = ..., candidate_directory_id: UUID = ...) -> None: ...
+    class LeaderEndpoint(Struct):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
+
+class EndQuorumEpochResponse(Message):
+    error_code: int
+    topics: list[EndQuorumEpochResponse.TopicData]
+    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
+    def __init__(self, *, error_code: int = ..., topics: list[EndQuorumEpochResponse.TopicData] = ..., node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EndQuorumEpochResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndQuorumEpochResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[EndQuorumEpochResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[EndQuorumEpochResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+
 class EndTxnRequest(Message):
     transactional_id: str
     producer_id: int
@@ -1294,6 +1925,44 @@ class EndTxnResponse(Message):
     def decode(cls, buf: Any, version: int) -> EndTxnResponse: ...
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndTxnResponse, int]: ...
+
+class EnvelopeRequest(Message):
+    request_data: bytes
+    request_principal: bytes | None
+    client_host_address: bytes
+    def __init__(self, *, request_data: bytes = ..., request_principal: bytes | None = ..., client_host_address: bytes = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EnvelopeRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EnvelopeRequest, int]: ...
+
+class EnvelopeResponse(Message):
+    response_data: bytes | None
+    error_code: int
+    def __init__(self, *, response_data: bytes | None = ..., error_code: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EnvelopeResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EnvelopeResponse, int]: ...
+
+class ExpireDelegationTokenRequest(Message):
+    hmac: bytes
+    expiry_time_period_ms: int
+    def __init__(self, *, hmac: bytes = ..., expiry_time_period_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ExpireDelegationTokenRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ExpireDelegationTokenRequest, int]: ...
+
+class ExpireDelegationTokenResponse(Message):
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = ..., expiry_timestamp_ms: int = ..., throttle_time_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ExpireDelegationTokenResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ExpireDelegationTokenResponse, int]: ...
 
 class FetchRequest(Message):
     cluster_id: str | None
@@ -1390,6 +2059,69 @@ class FetchResponse(Message):
         rack: str | None
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
 
+class FetchSnapshotRequest(Message):
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    topics: list[FetchSnapshotRequest.TopicSnapshot]
+    def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., max_bytes: int = ..., topics: list[FetchSnapshotRequest.TopicSnapshot] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> FetchSnapshotRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FetchSnapshotRequest, int]: ...
+    class TopicSnapshot(Struct):
+        name: str
+        partitions: list[FetchSnapshotRequest.PartitionSnapshot]
+        def __init__(self, *, name: str = ..., partitions: list[FetchSnapshotRequest.PartitionSnapshot] = ...) -> None: ...
+    class PartitionSnapshot(Struct):
+        partition: int
+        current_leader_epoch: int
+        snapshot_id: FetchSnapshotRequest.SnapshotId
+        position: int
+        replica_directory_id: UUID
+        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., snapshot_id: FetchSnapshotRequest.SnapshotId = ..., position: int = ..., replica_directory_id: UUID = ...) -> None: ...
+    class SnapshotId(Struct):
+        end_offset: int
+        epoch: int
+        def __init__(self, *, end_offset: int = ..., epoch: int = ...) -> None: ...
+
+class FetchSnapshotResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    topics: list[FetchSnapshotResponse.TopicSnapshot]
+    node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., topics: list[FetchSnapshotResponse.TopicSnapshot] = ..., node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> FetchSnapshotResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FetchSnapshotResponse, int]: ...
+    class TopicSnapshot(Struct):
+        name: str
+        partitions: list[FetchSnapshotResponse.PartitionSnapshot]
+        def __init__(self, *, name: str = ..., partitions: list[FetchSnapshotResponse.PartitionSnapshot] = ...) -> None: ...
+    class PartitionSnapshot(Struct):
+        index: int
+        error_code: int
+        snapshot_id: FetchSnapshotResponse.SnapshotId
+        current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
+        size: int
+        position: int
+        unaligned_records: bytes | bytearray | memoryview | None
+        def __init__(self, *, index: int = ..., error_code: int = ..., snapshot_id: FetchSnapshotResponse.SnapshotId = ..., current_leader: FetchSnapshotResponse.LeaderIdAndEpoch = ..., size: int = ..., position: int = ..., unaligned_records: bytes | bytearray | memoryview | None = ...) -> None: ...
+    class SnapshotId(Struct):
+        end_offset: int
+        epoch: int
+        def __init__(self, *, end_offset: int = ..., epoch: int = ...) -> None: ...
+    class LeaderIdAndEpoch(Struct):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+
 class FindCoordinatorRequest(Message):
     key: str
     key_type: int
@@ -1421,6 +2153,30 @@ class FindCoordinatorResponse(Message):
         error_code: int
         error_message: str | None
         def __init__(self, *, key: str = ..., node_id: int = ..., host: str = ..., port: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class GetTelemetrySubscriptionsRequest(Message):
+    client_instance_id: UUID
+    def __init__(self, *, client_instance_id: UUID = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> GetTelemetrySubscriptionsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[GetTelemetrySubscriptionsRequest, int]: ...
+
+class GetTelemetrySubscriptionsResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., client_instance_id: UUID = ..., subscription_id: int = ..., accepted_compression_types: list[int] = ..., push_interval_ms: int = ..., telemetry_max_bytes: int = ..., delta_temporality: bool = ..., requested_metrics: list[str] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> GetTelemetrySubscriptionsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[GetTelemetrySubscriptionsResponse, int]: ...
 
 class HeartbeatRequest(Message):
     group_id: str
@@ -1501,6 +2257,41 @@ class InitProducerIdResponse(Message):
     def decode(cls, buf: Any, version: int) -> InitProducerIdResponse: ...
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitProducerIdResponse, int]: ...
+
+class InitializeShareGroupStateRequest(Message):
+    group_id: str
+    topics: list[InitializeShareGroupStateRequest.InitializeStateData]
+    def __init__(self, *, group_id: str = ..., topics: list[InitializeShareGroupStateRequest.InitializeStateData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> InitializeShareGroupStateRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitializeShareGroupStateRequest, int]: ...
+    class InitializeStateData(Struct):
+        topic_id: UUID
+        partitions: list[InitializeShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[InitializeShareGroupStateRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        state_epoch: int
+        start_offset: int
+        def __init__(self, *, partition: int = ..., state_epoch: int = ..., start_offset: int = ...) -> None: ...
+
+class InitializeShareGroupStateResponse(Message):
+    results: list[InitializeShareGroupStateResponse.InitializeStateResult]
+    def __init__(self, *, results: list[InitializeShareGroupStateResponse.InitializeStateResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> InitializeShareGroupStateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitializeShareGroupStateResponse, int]: ...
+    class InitializeStateResult(Struct):
+        topic_id: UUID
+        partitions: list[InitializeShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[InitializeShareGroupStateResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
 class JoinGroupRequest(Message):
     group_id: str
@@ -2012,6 +2803,145 @@ class ProduceResponse(Message):
         rack: str | None
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
 
+class PushTelemetryRequest(Message):
+    client_instance_id: UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
+    def __init__(self, *, client_instance_id: UUID = ..., subscription_id: int = ..., terminating: bool = ..., compression_type: int = ..., metrics: bytes = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> PushTelemetryRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[PushTelemetryRequest, int]: ...
+
+class PushTelemetryResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> PushTelemetryResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[PushTelemetryResponse, int]: ...
+
+class ReadShareGroupStateRequest(Message):
+    group_id: str
+    topics: list[ReadShareGroupStateRequest.ReadStateData]
+    def __init__(self, *, group_id: str = ..., topics: list[ReadShareGroupStateRequest.ReadStateData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateRequest, int]: ...
+    class ReadStateData(Struct):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
+
+class ReadShareGroupStateResponse(Message):
+    results: list[ReadShareGroupStateResponse.ReadStateResult]
+    def __init__(self, *, results: list[ReadShareGroupStateResponse.ReadStateResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateResponse, int]: ...
+    class ReadStateResult(Struct):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        state_epoch: int
+        start_offset: int
+        state_batches: list[ReadShareGroupStateResponse.StateBatch]
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ..., state_epoch: int = ..., start_offset: int = ..., state_batches: list[ReadShareGroupStateResponse.StateBatch] = ...) -> None: ...
+    class StateBatch(Struct):
+        first_offset: int
+        last_offset: int
+        delivery_state: int
+        delivery_count: int
+        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., delivery_state: int = ..., delivery_count: int = ...) -> None: ...
+
+class ReadShareGroupStateSummaryRequest(Message):
+    group_id: str
+    topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
+    def __init__(self, *, group_id: str = ..., topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateSummaryRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateSummaryRequest, int]: ...
+    class ReadStateSummaryData(Struct):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateSummaryRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
+
+class ReadShareGroupStateSummaryResponse(Message):
+    results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult]
+    def __init__(self, *, results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateSummaryResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateSummaryResponse, int]: ...
+    class ReadStateSummaryResult(Struct):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        state_epoch: int
+        start_offset: int
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ..., state_epoch: int = ..., start_offset: int = ...) -> None: ...
+
+class RemoveRaftVoterRequest(Message):
+    cluster_id: str | None
+    voter_id: int
+    voter_directory_id: UUID
+    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., voter_directory_id: UUID = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> RemoveRaftVoterRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RemoveRaftVoterRequest, int]: ...
+
+class RemoveRaftVoterResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> RemoveRaftVoterResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RemoveRaftVoterResponse, int]: ...
+
+class RenewDelegationTokenRequest(Message):
+    hmac: bytes
+    renew_period_ms: int
+    def __init__(self, *, hmac: bytes = ..., renew_period_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> RenewDelegationTokenRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RenewDelegationTokenRequest, int]: ...
+
+class RenewDelegationTokenResponse(Message):
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = ..., expiry_timestamp_ms: int = ..., throttle_time_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> RenewDelegationTokenResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RenewDelegationTokenResponse, int]: ...
+
 class RequestHeader(Message):
     request_api_key: int
     request_api_version: int
@@ -2066,6 +2996,454 @@ class SaslHandshakeResponse(Message):
     def decode(cls, buf: Any, version: int) -> SaslHandshakeResponse: ...
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslHandshakeResponse, int]: ...
+
+class ShareAcknowledgeRequest(Message):
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    is_renew_ack: bool
+    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
+    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., is_renew_ack: bool = ..., topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareAcknowledgeRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareAcknowledgeRequest, int]: ...
+    class AcknowledgeTopic(Struct):
+        topic_id: UUID
+        partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = ...) -> None: ...
+    class AcknowledgePartition(Struct):
+        partition_index: int
+        acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
+        def __init__(self, *, partition_index: int = ..., acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = ...) -> None: ...
+    class AcknowledgementBatch(Struct):
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ...) -> None: ...
+
+class ShareAcknowledgeResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
+    node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., acquisition_lock_timeout_ms: int = ..., responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = ..., node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareAcknowledgeResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareAcknowledgeResponse, int]: ...
+    class ShareAcknowledgeTopicResponse(Struct):
+        topic_id: UUID
+        partitions: list[ShareAcknowledgeResponse.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareAcknowledgeResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ..., current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch = ...) -> None: ...
+    class LeaderIdAndEpoch(Struct):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
+
+class ShareFetchRequest(Message):
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    topics: list[ShareFetchRequest.FetchTopic]
+    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
+    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., max_records: int = ..., batch_size: int = ..., share_acquire_mode: int = ..., topics: list[ShareFetchRequest.FetchTopic] = ..., forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareFetchRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareFetchRequest, int]: ...
+    class FetchTopic(Struct):
+        topic_id: UUID
+        partitions: list[ShareFetchRequest.FetchPartition]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareFetchRequest.FetchPartition] = ...) -> None: ...
+    class FetchPartition(Struct):
+        partition_index: int
+        partition_max_bytes: int
+        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
+        def __init__(self, *, partition_index: int = ..., partition_max_bytes: int = ..., acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = ...) -> None: ...
+    class AcknowledgementBatch(Struct):
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ...) -> None: ...
+    class ForgottenTopic(Struct):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
+
+class ShareFetchResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchResponse.NodeEndpoint]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., acquisition_lock_timeout_ms: int = ..., responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = ..., node_endpoints: list[ShareFetchResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareFetchResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareFetchResponse, int]: ...
+    class ShareFetchableTopicResponse(Struct):
+        topic_id: UUID
+        partitions: list[ShareFetchResponse.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareFetchResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        acknowledge_error_code: int
+        acknowledge_error_message: str | None
+        current_leader: ShareFetchResponse.LeaderIdAndEpoch
+        records: bytes | bytearray | memoryview | None
+        acquired_records: list[ShareFetchResponse.AcquiredRecords]
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ..., acknowledge_error_code: int = ..., acknowledge_error_message: str | None = ..., current_leader: ShareFetchResponse.LeaderIdAndEpoch = ..., records: bytes | bytearray | memoryview | None = ..., acquired_records: list[ShareFetchResponse.AcquiredRecords] = ...) -> None: ...
+    class LeaderIdAndEpoch(Struct):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class AcquiredRecords(Struct):
+        first_offset: int
+        last_offset: int
+        delivery_count: int
+        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., delivery_count: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
+
+class ShareGroupDescribeRequest(Message):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareGroupDescribeRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupDescribeRequest, int]: ...
+
+class ShareGroupDescribeResponse(Message):
+    throttle_time_ms: int
+    groups: list[ShareGroupDescribeResponse.DescribedGroup]
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[ShareGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareGroupDescribeResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupDescribeResponse, int]: ...
+    class DescribedGroup(Struct):
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[ShareGroupDescribeResponse.Member]
+        authorized_operations: int
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., group_epoch: int = ..., assignment_epoch: int = ..., assignor_name: str = ..., members: list[ShareGroupDescribeResponse.Member] = ..., authorized_operations: int = ...) -> None: ...
+    class Member(Struct):
+        member_id: str
+        rack_id: str | None
+        member_epoch: int
+        client_id: str
+        client_host: str
+        subscribed_topic_names: list[str]
+        assignment: ShareGroupDescribeResponse.Assignment
+        def __init__(self, *, member_id: str = ..., rack_id: str | None = ..., member_epoch: int = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., assignment: ShareGroupDescribeResponse.Assignment = ...) -> None: ...
+    class Assignment(Struct):
+        topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions]
+        def __init__(self, *, topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions] = ...) -> None: ...
+    class TopicPartitions(Struct):
+        topic_id: UUID
+        topic_name: str
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ..., topic_name: str = ..., partitions: list[int] = ...) -> None: ...
+
+class ShareGroupHeartbeatRequest(Message):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., rack_id: str | None = ..., subscribed_topic_names: list[str] | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareGroupHeartbeatRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupHeartbeatRequest, int]: ...
+
+class ShareGroupHeartbeatResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ShareGroupHeartbeatResponse.Assignment | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str | None = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., assignment: ShareGroupHeartbeatResponse.Assignment | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ShareGroupHeartbeatResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupHeartbeatResponse, int]: ...
+    class Assignment(Struct):
+        topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions]
+        def __init__(self, *, topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions] = ...) -> None: ...
+    class TopicPartitions(Struct):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
+
+class StreamsGroupDescribeRequest(Message):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    include_topology_description: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ..., include_topology_description: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupDescribeRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupDescribeRequest, int]: ...
+
+class StreamsGroupDescribeResponse(Message):
+    throttle_time_ms: int
+    groups: list[StreamsGroupDescribeResponse.DescribedGroup]
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[StreamsGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupDescribeResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupDescribeResponse, int]: ...
+    class DescribedGroup(Struct):
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        topology: StreamsGroupDescribeResponse.Topology | None
+        members: list[StreamsGroupDescribeResponse.Member]
+        authorized_operations: int
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., group_epoch: int = ..., assignment_epoch: int = ..., topology: StreamsGroupDescribeResponse.Topology | None = ..., members: list[StreamsGroupDescribeResponse.Member] = ..., authorized_operations: int = ...) -> None: ...
+    class Topology(Struct):
+        epoch: int
+        subtopologies: list[StreamsGroupDescribeResponse.Subtopology] | None
+        def __init__(self, *, epoch: int = ..., subtopologies: list[StreamsGroupDescribeResponse.Subtopology] | None = ...) -> None: ...
+    class Subtopology(Struct):
+        subtopology_id: str
+        source_topics: list[str]
+        repartition_sink_topics: list[str]
+        state_changelog_topics: list[StreamsGroupDescribeResponse.TopicInfo]
+        repartition_source_topics: list[StreamsGroupDescribeResponse.TopicInfo]
+        def __init__(self, *, subtopology_id: str = ..., source_topics: list[str] = ..., repartition_sink_topics: list[str] = ..., state_changelog_topics: list[StreamsGroupDescribeResponse.TopicInfo] = ..., repartition_source_topics: list[StreamsGroupDescribeResponse.TopicInfo] = ...) -> None: ...
+    class TopicInfo(Struct):
+        name: str
+        partitions: int
+        replication_factor: int
+        topic_configs: list[StreamsGroupDescribeResponse.KeyValue]
+        def __init__(self, *, name: str = ..., partitions: int = ..., replication_factor: int = ..., topic_configs: list[StreamsGroupDescribeResponse.KeyValue] = ...) -> None: ...
+    class KeyValue(Struct):
+        key: str
+        value: str
+        def __init__(self, *, key: str = ..., value: str = ...) -> None: ...
+    class Member(Struct):
+        member_id: str
+        member_epoch: int
+        instance_id: str | None
+        rack_id: str | None
+        client_id: str
+        client_host: str
+        topology_epoch: int
+        process_id: str
+        user_endpoint: StreamsGroupDescribeResponse.Endpoint | None
+        client_tags: list[StreamsGroupDescribeResponse.KeyValue]
+        task_offsets: list[StreamsGroupDescribeResponse.TaskOffset]
+        task_end_offsets: list[StreamsGroupDescribeResponse.TaskOffset]
+        assignment: StreamsGroupDescribeResponse.Assignment
+        target_assignment: StreamsGroupDescribeResponse.Assignment
+        is_classic: bool
+        def __init__(self, *, member_id: str = ..., member_epoch: int = ..., instance_id: str | None = ..., rack_id: str | None = ..., client_id: str = ..., client_host: str = ..., topology_epoch: int = ..., process_id: str = ..., user_endpoint: StreamsGroupDescribeResponse.Endpoint | None = ..., client_tags: list[StreamsGroupDescribeResponse.KeyValue] = ..., task_offsets: list[StreamsGroupDescribeResponse.TaskOffset] = ..., task_end_offsets: list[StreamsGroupDescribeResponse.TaskOffset] = ..., assignment: StreamsGroupDescribeResponse.Assignment = ..., target_assignment: StreamsGroupDescribeResponse.Assignment = ..., is_classic: bool = ...) -> None: ...
+    class Endpoint(Struct):
+        host: str
+        port: int
+        def __init__(self, *, host: str = ..., port: int = ...) -> None: ...
+    class TaskOffset(Struct):
+        subtopology_id: str
+        partition: int
+        offset: int
+        def __init__(self, *, subtopology_id: str = ..., partition: int = ..., offset: int = ...) -> None: ...
+    class Assignment(Struct):
+        active_tasks: list[StreamsGroupDescribeResponse.TaskIds]
+        standby_tasks: list[StreamsGroupDescribeResponse.TaskIds]
+        warmup_tasks: list[StreamsGroupDescribeResponse.TaskIds]
+        def __init__(self, *, active_tasks: list[StreamsGroupDescribeResponse.TaskIds] = ..., standby_tasks: list[StreamsGroupDescribeResponse.TaskIds] = ..., warmup_tasks: list[StreamsGroupDescribeResponse.TaskIds] = ...) -> None: ...
+    class TaskIds(Struct):
+        subtopology_id: str
+        partitions: list[int]
+        def __init__(self, *, subtopology_id: str = ..., partitions: list[int] = ...) -> None: ...
+
+class StreamsGroupHeartbeatRequest(Message):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    topology: StreamsGroupHeartbeatRequest.Topology | None
+    active_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None
+    process_id: str | None
+    user_endpoint: StreamsGroupHeartbeatRequest.Endpoint | None
+    client_tags: list[StreamsGroupHeartbeatRequest.KeyValue] | None
+    task_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None
+    task_end_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None
+    shutdown_application: bool
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., endpoint_information_epoch: int = ..., instance_id: str | None = ..., rack_id: str | None = ..., rebalance_timeout_ms: int = ..., topology: StreamsGroupHeartbeatRequest.Topology | None = ..., active_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None = ..., standby_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None = ..., warmup_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None = ..., process_id: str | None = ..., user_endpoint: StreamsGroupHeartbeatRequest.Endpoint | None = ..., client_tags: list[StreamsGroupHeartbeatRequest.KeyValue] | None = ..., task_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None = ..., task_end_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None = ..., shutdown_application: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupHeartbeatRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupHeartbeatRequest, int]: ...
+    class Topology(Struct):
+        epoch: int
+        subtopologies: list[StreamsGroupHeartbeatRequest.Subtopology]
+        def __init__(self, *, epoch: int = ..., subtopologies: list[StreamsGroupHeartbeatRequest.Subtopology] = ...) -> None: ...
+    class Subtopology(Struct):
+        subtopology_id: str
+        source_topics: list[str]
+        source_topic_regex: list[str]
+        state_changelog_topics: list[StreamsGroupHeartbeatRequest.TopicInfo]
+        repartition_sink_topics: list[str]
+        repartition_source_topics: list[StreamsGroupHeartbeatRequest.TopicInfo]
+        copartition_groups: list[StreamsGroupHeartbeatRequest.CopartitionGroup]
+        def __init__(self, *, subtopology_id: str = ..., source_topics: list[str] = ..., source_topic_regex: list[str] = ..., state_changelog_topics: list[StreamsGroupHeartbeatRequest.TopicInfo] = ..., repartition_sink_topics: list[str] = ..., repartition_source_topics: list[StreamsGroupHeartbeatRequest.TopicInfo] = ..., copartition_groups: list[StreamsGroupHeartbeatRequest.CopartitionGroup] = ...) -> None: ...
+    class TopicInfo(Struct):
+        name: str
+        partitions: int
+        replication_factor: int
+        topic_configs: list[StreamsGroupHeartbeatRequest.KeyValue]
+        def __init__(self, *, name: str = ..., partitions: int = ..., replication_factor: int = ..., topic_configs: list[StreamsGroupHeartbeatRequest.KeyValue] = ...) -> None: ...
+    class KeyValue(Struct):
+        key: str
+        value: str
+        def __init__(self, *, key: str = ..., value: str = ...) -> None: ...
+    class CopartitionGroup(Struct):
+        source_topics: list[int]
+        source_topic_regex: list[int]
+        repartition_source_topics: list[int]
+        def __init__(self, *, source_topics: list[int] = ..., source_topic_regex: list[int] = ..., repartition_source_topics: list[int] = ...) -> None: ...
+    class TaskIds(Struct):
+        subtopology_id: str
+        partitions: list[int]
+        def __init__(self, *, subtopology_id: str = ..., partitions: list[int] = ...) -> None: ...
+    class Endpoint(Struct):
+        host: str
+        port: int
+        def __init__(self, *, host: str = ..., port: int = ...) -> None: ...
+    class TaskOffset(Struct):
+        subtopology_id: str
+        partition: int
+        offset: int
+        def __init__(self, *, subtopology_id: str = ..., partition: int = ..., offset: int = ...) -> None: ...
+
+class StreamsGroupHeartbeatResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    acceptable_recovery_lag: int
+    task_offset_interval_ms: int
+    status: list[StreamsGroupHeartbeatResponse.Status] | None
+    active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., acceptable_recovery_lag: int = ..., task_offset_interval_ms: int = ..., status: list[StreamsGroupHeartbeatResponse.Status] | None = ..., active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupHeartbeatResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupHeartbeatResponse, int]: ...
+    class Status(Struct):
+        status_code: int
+        status_detail: str
+        def __init__(self, *, status_code: int = ..., status_detail: str = ...) -> None: ...
+    class TaskIds(Struct):
+        subtopology_id: str
+        partitions: list[int]
+        def __init__(self, *, subtopology_id: str = ..., partitions: list[int] = ...) -> None: ...
+    class EndpointToPartitions(Struct):
+        user_endpoint: StreamsGroupHeartbeatResponse.Endpoint
+        active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
+        standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
+        def __init__(self, *, user_endpoint: StreamsGroupHeartbeatResponse.Endpoint = ..., active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = ..., standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = ...) -> None: ...
+    class Endpoint(Struct):
+        host: str
+        port: int
+        def __init__(self, *, host: str = ..., port: int = ...) -> None: ...
+    class TopicPartition(Struct):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
+
+class StreamsGroupTopologyDescriptionUpdateRequest(Message):
+    group_id: str
+    member_id: str
+    topology_epoch: int
+    topology_description: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., topology_epoch: int = ..., topology_description: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupTopologyDescriptionUpdateRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupTopologyDescriptionUpdateRequest, int]: ...
+    class TopologyDescription(Struct):
+        subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology]
+        global_stores: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore]
+        def __init__(self, *, subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology] = ..., global_stores: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore] = ...) -> None: ...
+    class TopologyDescriptionSubtopology(Struct):
+        subtopology_id: str
+        nodes: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode]
+        def __init__(self, *, subtopology_id: str = ..., nodes: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode] = ...) -> None: ...
+    class TopologyDescriptionNode(Struct):
+        name: str
+        node_type: int
+        source_topics: list[str]
+        sink_topic: str | None
+        stores: list[str]
+        successors: list[str]
+        def __init__(self, *, name: str = ..., node_type: int = ..., source_topics: list[str] = ..., sink_topic: str | None = ..., stores: list[str] = ..., successors: list[str] = ...) -> None: ...
+    class TopologyDescriptionGlobalStore(Struct):
+        source: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode
+        processor: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode
+        def __init__(self, *, source: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = ..., processor: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = ...) -> None: ...
+
+class StreamsGroupTopologyDescriptionUpdateResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupTopologyDescriptionUpdateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupTopologyDescriptionUpdateResponse, int]: ...
 
 class SyncGroupRequest(Message):
     group_id: str
@@ -2139,6 +3517,24 @@ class TxnOffsetCommitResponse(Message):
         error_code: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
 
+class UnregisterBrokerRequest(Message):
+    broker_id: int
+    def __init__(self, *, broker_id: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> UnregisterBrokerRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UnregisterBrokerRequest, int]: ...
+
+class UnregisterBrokerResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> UnregisterBrokerResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UnregisterBrokerResponse, int]: ...
+
 class UpdateFeaturesRequest(Message):
     timeout_ms: int
     feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
@@ -2170,6 +3566,136 @@ class UpdateFeaturesResponse(Message):
         error_code: int
         error_message: str | None
         def __init__(self, *, feature: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class UpdateRaftVoterRequest(Message):
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: UUID
+    listeners: list[UpdateRaftVoterRequest.Listener]
+    k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
+    def __init__(self, *, cluster_id: str | None = ..., current_leader_epoch: int = ..., voter_id: int = ..., voter_directory_id: UUID = ..., listeners: list[UpdateRaftVoterRequest.Listener] = ..., k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> UpdateRaftVoterRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UpdateRaftVoterRequest, int]: ...
+    class Listener(Struct):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
+    class KRaftVersionFeature(Struct):
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, min_supported_version: int = ..., max_supported_version: int = ...) -> None: ...
+
+class UpdateRaftVoterResponse(Message):
+    throttle_time_ms: int
+    error_code: int
+    current_leader: UpdateRaftVoterResponse.CurrentLeader
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., current_leader: UpdateRaftVoterResponse.CurrentLeader = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> UpdateRaftVoterResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UpdateRaftVoterResponse, int]: ...
+    class CurrentLeader(Struct):
+        leader_id: int
+        leader_epoch: int
+        host: str
+        port: int
+        def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., host: str = ..., port: int = ...) -> None: ...
+
+class VoteRequest(Message):
+    cluster_id: str | None
+    voter_id: int
+    topics: list[VoteRequest.TopicData]
+    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., topics: list[VoteRequest.TopicData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> VoteRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[VoteRequest, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[VoteRequest.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[VoteRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        candidate_epoch: int
+        candidate_id: int
+        candidate_directory_id: UUID
+        voter_directory_id: UUID
+        last_offset_epoch: int
+        last_offset: int
+        def __init__(self, *, partition_index: int = ..., candidate_epoch: int = ..., candidate_id: int = ..., candidate_directory_id: UUID = ..., voter_directory_id: UUID = ..., last_offset_epoch: int = ..., last_offset: int = ...) -> None: ...
+
+class VoteResponse(Message):
+    error_code: int
+    topics: list[VoteResponse.TopicData]
+    node_endpoints: list[VoteResponse.NodeEndpoint]
+    def __init__(self, *, error_code: int = ..., topics: list[VoteResponse.TopicData] = ..., node_endpoints: list[VoteResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> VoteResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[VoteResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[VoteResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[VoteResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        vote_granted: bool
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ..., vote_granted: bool = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+
+class WriteShareGroupStateRequest(Message):
+    group_id: str
+    topics: list[WriteShareGroupStateRequest.WriteStateData]
+    def __init__(self, *, group_id: str = ..., topics: list[WriteShareGroupStateRequest.WriteStateData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> WriteShareGroupStateRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[WriteShareGroupStateRequest, int]: ...
+    class WriteStateData(Struct):
+        topic_id: UUID
+        partitions: list[WriteShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[WriteShareGroupStateRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        state_epoch: int
+        leader_epoch: int
+        start_offset: int
+        state_batches: list[WriteShareGroupStateRequest.StateBatch]
+        def __init__(self, *, partition: int = ..., state_epoch: int = ..., leader_epoch: int = ..., start_offset: int = ..., state_batches: list[WriteShareGroupStateRequest.StateBatch] = ...) -> None: ...
+    class StateBatch(Struct):
+        first_offset: int
+        last_offset: int
+        delivery_state: int
+        delivery_count: int
+        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., delivery_state: int = ..., delivery_count: int = ...) -> None: ...
+
+class WriteShareGroupStateResponse(Message):
+    results: list[WriteShareGroupStateResponse.WriteStateResult]
+    def __init__(self, *, results: list[WriteShareGroupStateResponse.WriteStateResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> WriteShareGroupStateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[WriteShareGroupStateResponse, int]: ...
+    class WriteStateResult(Struct):
+        topic_id: UUID
+        partitions: list[WriteShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[WriteShareGroupStateResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
 class WriteTxnMarkersRequest(Message):
     markers: list[WriteTxnMarkersRequest.WritableTxnMarker]

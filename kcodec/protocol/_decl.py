@@ -65,6 +65,8 @@ class MessageDecl(NamedTuple):
     # versions taken from an older copy of the specs (KIP-896 removed them), and that copy
     legacy: str | None = None
     legacy_source: str | None = None
+    # the spec's headerVersions map (version range -> header version), when it has one
+    headers: dict[str, int] | None = None
 
 
 _NO_DEFAULT = object()
@@ -99,8 +101,10 @@ def M(
     latest_unstable: bool = False,
     legacy: str | None = None,
     legacy_source: str | None = None,
+    headers: dict[str, int] | None = None,
 ) -> MessageDecl:
     return MessageDecl(
         name, kind, api_key, valid, flexible, tuple(fields),
         {k: tuple(v) for k, v in (structs or {}).items()}, latest_unstable, legacy, legacy_source,
+        headers,
     )

@@ -87,7 +87,11 @@ def _resolve_default(fi: _FieldInfo) -> None:
     elif t == "bytes":
         fi.default = b""
     elif t == "records":
-        fi.default = None
+        # null where the newest version of the field may be null (Fetch); else empty: a
+        # records field that was nullable only in a removed version (ShareFetch v0), or
+        # never (FetchSnapshot), must still encode when left at its default
+        top = fi.versions[1] if fi.versions is not None else None
+        fi.default = None if top is not None and in_range(top, fi.nullable) else b""
     else:  # pragma: no cover - the generator only emits known types
         raise TypeError(f"unknown type {t}")
 
@@ -218,6 +222,8 @@ class Message(Struct):
     # versions generated from an older copy of the specs (those Kafka 4.0 removed), or None
     LEGACY_VERSIONS: ClassVar[tuple[int, int] | None] = None
     STRUCTS: ClassVar[dict[str, type[Struct]]] = {}
+    # (low, high, header version) from the spec's headerVersions map; empty where it has none
+    HEADER_VERSIONS: ClassVar[tuple[tuple[int, int, int], ...]] = ()
     _vplans: ClassVar[dict[int, P.StructPlan]]
 
     @classmethod
@@ -378,6 +384,12 @@ def build_message(decl: MessageDecl) -> type[Message]:
     cls.FLEXIBLE_VERSIONS = parse_range(decl.flexible)
     cls.LATEST_UNSTABLE = decl.latest_unstable
     cls.LEGACY_VERSIONS = parse_range(decl.legacy)
+    spans = []
+    for rng, hv in (decl.headers or {}).items():
+        span = parse_range(rng)
+        if span is not None:
+            spans.append((span[0], span[1], hv))
+    cls.HEADER_VERSIONS = tuple(sorted(spans))
     structs: dict[str, type[Struct]] = {}
     for sname, sfields in decl.structs.items():
         structs[sname] = _make_struct(sname, sfields, Struct)

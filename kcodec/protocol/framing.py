@@ -10,9 +10,11 @@ Wire layout (every Kafka request and response on a connection)::
     response body   := response_header  response_message
     response_header := int32 correlation_id, [tagged_fields] v1 (flexible responses) only
 
-The request header is v2 when the request version is flexible, else v1. The response header
-is v1 when the response version is flexible, else v0 — except ApiVersions responses, whose
-header is always v0 (a client that sent a too-new version must still read the error).
+Where a spec has a ``headerVersions`` map, the header version is the one it names for the
+message version. Otherwise it is derived: the request header is v2 when the request version
+is flexible, else v1; the response header is v1 when the response version is flexible, else
+v0 — except ApiVersions responses, whose header is always v0 (a client that sent a too-new
+version must still read the error).
 """
 
 from __future__ import annotations
@@ -38,16 +40,33 @@ API_VERSIONS_KEY = 18
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 
 
+def _declared(cls: Any, api_version: int) -> int | None:
+    """The header version the spec's headerVersions map names for ``api_version``, if any."""
+    for lo, hi, hv in cls.HEADER_VERSIONS:
+        if lo <= api_version <= hi:
+            return int(hv)
+    return None
+
+
 def request_header_version(api_key: int, api_version: int) -> int:
-    """2 for flexible request versions, else 1."""
-    return 2 if REQUESTS[api_key].is_flexible(api_version) else 1
+    """The spec's header version; without a map, 2 for flexible request versions, else 1."""
+    cls = REQUESTS[api_key]
+    declared = _declared(cls, api_version)
+    if declared is not None:
+        return declared
+    return 2 if cls.is_flexible(api_version) else 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    """1 for flexible response versions, else 0; always 0 for ApiVersions."""
+    """The spec's header version; without a map, 1 for flexible response versions, else 0,
+    and always 0 for ApiVersions."""
+    cls = RESPONSES[api_key]
+    declared = _declared(cls, api_version)
+    if declared is not None:
+        return declared
     if api_key == API_VERSIONS_KEY:
         return 0
-    return 1 if RESPONSES[api_key].is_flexible(api_version) else 0
+    return 1 if cls.is_flexible(api_version) else 0
 
 
 def _frame(parts: list[bytes]) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.errors import UnsupportedVersionError
-from kcodec.protocol.messages_index import REQUESTS
+from kcodec.protocol.messages_index import REQUESTS, RESPONSES
 
 __all__ = ["supported_versions", "broker_versions", "pick_version", "negotiate"]
 
@@ -14,11 +14,16 @@ def supported_versions(api_key: int, include_unstable: bool = False) -> tuple[in
     """``(min, max)`` versions of ``api_key`` this library encodes and decodes.
 
     The newest version of a few APIs is marked unstable in the specs; it is left out unless
-    ``include_unstable``.
+    ``include_unstable``. Where the request and response specs give different ranges (the
+    newest copies of a pair are not always from the same day), only the versions both
+    define are supported: a request is no use without the response it brings back.
     """
     cls = REQUESTS[api_key]
     hi = cls.MAX_VERSION
-    if cls.LATEST_UNSTABLE and not include_unstable and hi > cls.MIN_VERSION:
+    resp = RESPONSES.get(api_key)
+    if resp is not None:
+        hi = min(hi, resp.MAX_VERSION)
+    if cls.LATEST_UNSTABLE and not include_unstable and cls.MIN_VERSION < hi == cls.MAX_VERSION:
         hi -= 1
     return cls.MIN_VERSION, hi
 

@@ -65,9 +65,11 @@ def check(name: str, version: int, data: st.DataObject) -> None:
 
 def test_peer_covers_every_api_and_the_field_names_agree() -> None:
     ours = {n for n, c in CLASSES.items() if c.KIND in ("request", "response", "data")}
-    # kafka-python has no KIP-848 messages; tests/client/test_kip848.py covers those
-    kip848 = {f"ConsumerGroup{a}{k}" for a in ("Heartbeat", "Describe") for k in ("Request", "Response")}
-    assert ours - set(kp.PEER) <= kip848
+    # kafka-python 3.x has none of the APIs that are new in the latest specs (KIP-848, share
+    # and streams groups, telemetry, delegation tokens, the KRaft controller and quorum
+    # RPCs): the round-trip tests cover those against the specs alone
+    new = {38, 39, 40, 41, 52, 53, 54, 56, 58, 59, 62, 63, 64, 67, 70, 73, *range(68, 94)}
+    assert {CLASSES[n].API_KEY for n in ours - set(kp.PEER)} <= new
     diffs = [d for n, c in CLASSES.items() if n in kp.PEER for d in kp.field_names_match(c, kp.PEER[n])]
     assert diffs == []
     assert len(CASES) > 400

@@ -6,11 +6,13 @@ Where they are looked for:
 * ``KCODEC_REFERENCE_DIR``: the ``reference`` directory (``segments/``,
   ``kafka-message-specs/``);
 * ``KCODEC_SPECS``: the message specs directory alone (the spec checks need nothing else);
+* ``KCODEC_SPECS_LATEST``: the newest specs directory alone (``kafka-message-specs-latest``,
+  which the generated declarations are checked against);
 * otherwise ``shared/reference`` beside the checkout, or beside the directory that holds it
   (where the checkout is a worktree in a folder of worktrees).
 
-Tests that read them carry the ``reference`` marker (``reference("specs")`` when the specs
-are all they need). Where the data is absent they are skipped, and the run ends with one
+Tests that read them carry the ``reference`` marker (``reference("specs")`` or
+``reference("specs-latest")`` when a specs copy is all they need). Where the data is absent they are skipped, and the run ends with one
 line saying how many were not run and how to run them; ``KCODEC_REQUIRE_REFERENCE=1`` (CI
 sets it) makes that a failure instead, as is a variable that names no directory. Where the
 data is present, a file missing from it fails the test that wants it.
@@ -26,7 +28,11 @@ import pytest
 from tests.support import REPO
 
 #: what a ``reference`` marker may ask for: the whole reference directory, or the specs
-KINDS = ("segments", "specs")
+KINDS = ("segments", "specs", "specs-latest")
+
+#: the specs kinds: their variable and their folder in the reference directory
+_SPECS = {"specs": ("KCODEC_SPECS", "kafka-message-specs"),
+          "specs-latest": ("KCODEC_SPECS_LATEST", "kafka-message-specs-latest")}
 
 
 def _truthy(name: str) -> bool:
@@ -52,21 +58,23 @@ def reference_dir() -> Path | None:
     return next((c for c in candidates() if c.is_dir()), None)
 
 
-def _specs() -> Path | None:
-    env = os.environ.get("KCODEC_SPECS")
+def _specs(kind: str = "specs") -> Path | None:
+    var, folder = _SPECS[kind]
+    env = os.environ.get(var)
     if env:
         return Path(env) if Path(env).is_dir() else None
     ref = reference_dir()
-    return None if ref is None else ref / "kafka-message-specs"
+    return None if ref is None else ref / folder
 
 
 def problem(kind: str = "segments") -> str | None:
     """Why the reference data of ``kind`` is not available, or None when it is."""
     if kind not in KINDS:
         raise ValueError(f"reference marker: unknown kind {kind!r} (one of {', '.join(KINDS)})")
-    if kind == "specs" and os.environ.get("KCODEC_SPECS"):
-        env = os.environ["KCODEC_SPECS"]
-        return None if Path(env).is_dir() else f"KCODEC_SPECS={env} is not a directory"
+    if kind in _SPECS and os.environ.get(_SPECS[kind][0]):
+        var = _SPECS[kind][0]
+        env = os.environ[var]
+        return None if Path(env).is_dir() else f"{var}={env} is not a directory"
     env = os.environ.get("KCODEC_REFERENCE_DIR")
     if env:
         return None if Path(env).is_dir() else f"KCODEC_REFERENCE_DIR={env} is not a directory"
@@ -79,7 +87,7 @@ def problem(kind: str = "segments") -> str | None:
 def explicit(kind: str = "segments") -> bool:
     """Whether a variable names where the data of ``kind`` is (then its absence is a
     mistake to report, never a reason to skip)."""
-    if kind == "specs" and os.environ.get("KCODEC_SPECS"):
+    if kind in _SPECS and os.environ.get(_SPECS[kind][0]):
         return True
     return bool(os.environ.get("KCODEC_REFERENCE_DIR"))
 
@@ -124,15 +132,22 @@ def reference_file(relative: str) -> Path:
     return path
 
 
-def specs_dir() -> Path:
+def specs_dir(kind: str = "specs") -> Path:
     """Kafka's JSON message specs (KCODEC_SPECS, or ``kafka-message-specs`` in the
     reference directory); a reference directory without them fails the test."""
-    reason = problem("specs")
+    reason = problem(kind)
     if reason is not None:
-        _unavailable("specs", reason)
-    specs = _specs()
+        _unavailable(kind, reason)
+    specs = _specs(kind)
     assert specs is not None
     if not specs.is_dir():
         pytest.fail(f"Kafka message specs not found: {specs} is not a directory (set "
-                    "KCODEC_SPECS to the specs directory)", pytrace=False)
+                    f"{_SPECS[kind][0]} to the specs directory)", pytrace=False)
     return specs
+
+
+def latest_specs_dir() -> Path:
+    """The newest Kafka message specs gathered (KCODEC_SPECS_LATEST, or
+    ``kafka-message-specs-latest`` in the reference directory): the set the generated
+    declarations are checked against."""
+    return specs_dir("specs-latest")

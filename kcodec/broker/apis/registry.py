@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kcodec.protocol import REQUESTS
+from kcodec.protocol import REQUESTS, RESPONSES
 
 __all__ = ["api", "HANDLERS", "VERSIONS"]
 
@@ -20,9 +20,9 @@ VERSIONS: dict[int, tuple[int, int]] = {}
 
 def api(key: int, lo: int, hi: int) -> Callable[[Callable], Callable]:
     """Register a handler for API ``key``, versions ``lo``..``hi`` (within what kcodec's
-    protocol classes decode)."""
+    protocol classes decode, and whose response they encode)."""
     cls = REQUESTS[key]
-    lo, hi = max(lo, cls.MIN_VERSION), min(hi, cls.MAX_VERSION)
+    lo, hi = max(lo, cls.MIN_VERSION), min(hi, cls.MAX_VERSION, RESPONSES[key].MAX_VERSION)
 
     def deco(fn: Callable) -> Callable:
         HANDLERS[key] = fn

@@ -51,6 +51,7 @@ class ClassicGroupMember:
         self.generation = -1
         self.protocol: str | None = None
         self.leader = False
+        self.leader_id = ""        # the leader's member id: JoinGroup tells every member
         self.coordinator: int | None = None
         self.topics: list[str] = []
         self.assignment: set[TopicPartition] = set()
@@ -118,6 +119,7 @@ class ClassicGroupMember:
             self.generation = body.generation_id
             self.protocol = body.protocol_name
             self.leader = body.leader == body.member_id
+            self.leader_id = body.leader
             assignments = []
             if self.leader and not body.skip_assignment:
                 assignments = await self._assign(body)
@@ -262,6 +264,7 @@ class ClassicGroupMember:
             pass
         self.member_id = ""
         self.generation = -1
+        self.leader_id = ""
 
 
 GroupMember = ClassicGroupMember    # its name before the split by role (Kafka: ClassicGroup)

@@ -66,6 +66,13 @@ class _Common:
     def assignment(self) -> set[TopicPartition]:
         return set(self._engine.subs.states)
 
+    def group_leader(self) -> str | None:
+        """The member id of the group's leader, as the last JoinGroup told every member
+        (classic protocol); None before joining, and under the consumer protocol (KIP-848),
+        where the broker assigns and no member leads."""
+        g = self._engine.group
+        return (getattr(g, "leader_id", "") or None) if g is not None else None
+
     def subscription(self) -> list[str]:
         return list(self._engine.subs.subscription)
 

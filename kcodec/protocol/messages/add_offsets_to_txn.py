@@ -7,6 +7,7 @@ ADD_OFFSETS_TO_TXN_REQUEST = M(
     'AddOffsetsToTxnRequest', 'request',
     api_key=25,
     valid='0-4', flexible='3+',
+    headers={'0-2': 1, '3+': 2},
     fields=[
         F('transactional_id', 'string', '0+'),
         F('producer_id', 'int64', '0+'),

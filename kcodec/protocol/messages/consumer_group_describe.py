@@ -6,7 +6,7 @@ from kcodec.protocol._decl import F, M
 CONSUMER_GROUP_DESCRIBE_REQUEST = M(
     'ConsumerGroupDescribeRequest', 'request',
     api_key=69,
-    valid='0', flexible='0+',
+    valid='0-1', flexible='0+',
     fields=[
         F('group_ids', '[]string', '0+'),
         F('include_authorized_operations', 'bool', '0+'),

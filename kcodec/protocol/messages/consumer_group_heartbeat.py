@@ -7,7 +7,6 @@ CONSUMER_GROUP_HEARTBEAT_REQUEST = M(
     'ConsumerGroupHeartbeatRequest', 'request',
     api_key=68,
     valid='0-1', flexible='0+',
-    latest_unstable=True,
     fields=[
         F('group_id', 'string', '0+'),
         F('member_id', 'string', '0+'),

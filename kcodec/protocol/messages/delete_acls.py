@@ -7,6 +7,7 @@ DELETE_ACLS_REQUEST = M(
     'DeleteAclsRequest', 'request',
     api_key=31,
     valid='0-3', flexible='2+',
+    headers={'0-1': 1, '2+': 2},
     legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('filters', '[]DeleteAclsFilter', '0+'),

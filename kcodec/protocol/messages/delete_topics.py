@@ -7,6 +7,7 @@ DELETE_TOPICS_REQUEST = M(
     'DeleteTopicsRequest', 'request',
     api_key=20,
     valid='0-6', flexible='4+',
+    headers={'0-3': 1, '4+': 2},
     legacy='0', legacy_source='Apache Kafka 3.9.0',
     fields=[
         F('topics', '[]DeleteTopicState', '6+'),

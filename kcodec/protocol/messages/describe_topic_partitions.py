@@ -7,6 +7,7 @@ DESCRIBE_TOPIC_PARTITIONS_REQUEST = M(
     'DescribeTopicPartitionsRequest', 'request',
     api_key=75,
     valid='0', flexible='0+',
+    headers={'0+': 2},
     fields=[
         F('topics', '[]TopicRequest', '0+'),
         F('response_partition_limit', 'int32', '0+', default=2000),

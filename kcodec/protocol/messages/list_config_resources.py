@@ -16,6 +16,7 @@ LIST_CONFIG_RESOURCES_RESPONSE = M(
     'ListConfigResourcesResponse', 'response',
     api_key=74,
     valid='0-1', flexible='0+',
+    headers={'0+': 1},
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '0+'),

@@ -17,6 +17,7 @@ LIST_GROUPS_RESPONSE = M(
     'ListGroupsResponse', 'response',
     api_key=16,
     valid='0-5', flexible='3+',
+    headers={'0-2': 0, '3+': 1},
     fields=[
         F('throttle_time_ms', 'int32', '1+', ignorable=True),
         F('error_code', 'int16', '0+'),

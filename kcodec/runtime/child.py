@@ -1,0 +1,161 @@
+"""The life of one runtime process (a puller or a sinker), started by the master.
+
+It answers the master's questions on its pipe from a thread of its own, stops cleanly on the
+first SIGINT/SIGTERM (or when the master goes away, or asks it to make room after passing the
+RSS limit) and at once on the second. Exit codes the master reads: 0 stopped as asked,
+3 the handler overran its deadline (restart), 4 recycled for memory (restart at once).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["main", "rss_bytes", "EXIT_HUNG", "EXIT_RECYCLED"]
+
+EXIT_HUNG = 3
+EXIT_RECYCLED = 4
+log = logging.getLogger("kcodec.runtime")
+
+
+def rss_bytes(pid: int | None = None) -> int:
+    """Resident set size of ``pid`` (default this process) from /proc; 0 where unknown."""
+    try:
+        with open(f"/proc/{pid or 'self'}/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def setup_logging(level: str, who: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), stream=sys.stderr,
+                        format=f"%(asctime)s kcodec run [{who}] %(levelname)s %(message)s",
+                        force=True)
+
+
+def main(role: str, slot: int, settings: dict[str, Any], handler_ref: str, conn: Any) -> None:
+    from kcodec.runtime.config import Settings
+    from kcodec.runtime.handler import load_ref
+    from kcodec.runtime.storage import open_store
+
+    s = Settings(**settings)
+    who = f"{role} {slot}"
+    setup_logging(s.log_level, who)
+    stop = threading.Event()
+    signals = [0]
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        signals[0] += 1
+        if signals[0] > 1:
+            os._exit(128 + signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    code = 1
+    worker: Any = None
+    from kcodec.runtime.storage.file import hold_children_lock
+
+    hold_children_lock(s.state_dir)     # held until this process ends, however it ends
+    try:
+        handler = load_ref(handler_ref) if (role == "sinker" or s.storage == "direct") else None
+        store = open_store(s, f"{role[0]}{slot}")
+        if role == "puller":
+            from kcodec.runtime.puller import Puller
+
+            worker = Puller(s, slot, store, stop, handler)
+        else:
+            from kcodec.runtime.sinker import Sinker
+
+            worker = Sinker(s, slot, store, stop, handler)
+        threading.Thread(target=_control, args=(conn, role, slot, worker, stop), daemon=True,
+                         name="kcodec-control").start()
+        code = worker.run()
+        if code == 0 and worker.recycle:
+            code = EXIT_RECYCLED
+        if role == "puller" and s.storage != "direct":
+            store.close()
+    except Exception:
+        log.exception("%s stopped by an error", who)
+        code = 1
+    finally:
+        logging.shutdown()
+    # a hung handler's thread cannot be joined: leave without waiting for it
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _control(conn: Any, role: str, slot: int, worker: Any, stop: threading.Event) -> None:
+    """Answer the master: {"id", "op"} -> {"id", "result"}; EOF: the master is gone."""
+    while True:
+        try:
+            if not conn.poll(0.5):
+                continue
+            req = conn.recv()
+        except (EOFError, OSError):
+            if not stop.is_set():
+                log.warning("the master is gone: stopping")
+                stop.set()
+            return
+        try:
+            result = answer(req.get("op", ""), role, slot, worker, stop)
+        except Exception as exc:   # a question must not kill the worker
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            conn.send({"id": req.get("id"), "result": result})
+        except (OSError, ValueError):
+            return
+
+
+def answer(op: str, role: str, slot: int, worker: Any, stop: threading.Event) -> Any:
+    if op == "status":
+        return {"role": role, "slot": slot, "pid": os.getpid(), "rss": rss_bytes(),
+                "state": "stopping" if stop.is_set() else
+                         ("recycling" if worker.recycle else "running"),
+                "paused": bool(getattr(worker, "paused", False)),
+                "in_hand": getattr(worker, "in_hand", len(getattr(worker, "buf", ()))),
+                **worker.stats.to_dict()}
+    if op == "stop":
+        stop.set()
+        return {"ok": True}
+    if op == "recycle":
+        worker.recycle = True
+        return {"ok": True}
+    if op == "offsets" and role == "puller":
+        return worker.offsets()
+    if op == "group" and role == "puller":
+        return worker.group()
+    if op in ("members", "metadata") and role == "puller":
+        return _admin(op, worker)
+    if op == "ping":
+        return {"time": time.time()}
+    return None
+
+
+def _admin(op: str, worker: Any) -> Any:
+    from kcodec.client import Admin
+
+    s = worker.s
+    with Admin(**s.admin_config()) as a:
+        if op == "members":
+            d = a.describe_groups([s.group])[0]
+            return {"group": d.group_id, "state": d.state, "protocol": d.protocol,
+                    "type": d.type,
+                    "members": [{"member_id": m.member_id, "client_id": m.client_id,
+                                 "host": m.host, "assignment": m.assignment,
+                                 "group_instance_id": m.group_instance_id}
+                                for m in d.members]}
+        md = a.describe_cluster(list(s.topics))
+        return {"cluster_id": md.cluster_id, "controller": md.controller_id,
+                "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port,
+                             "rack": b.rack} for b in md.brokers],
+                "topics": [{"name": t.name, "partitions": [
+                    {"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
+                     "isr": p.isr} for p in t.partitions]} for t in md.topics]}

@@ -1,0 +1,269 @@
+"""The runtime's settings: one dataclass, filled from defaults, a TOML file, the environment
+and the command line, in that order (each later one wins).
+
+* TOML keys are the flags' names, with ``-`` or ``_`` (``dead-letter-topic = "dlq"``); the
+  client's settings go in a ``[client]`` table by their kcodec names
+  (``security_protocol = "SASL_SSL"``, see ``kcodec.client.ConsumerConfig``).
+* ``KCODEC_RUN_<NAME>`` overrides a setting (``KCODEC_RUN_PULLERS=2``) and
+  ``KCODEC_RUN_CLIENT_<NAME>`` a client setting (``KCODEC_RUN_CLIENT_SASL_PASSWORD``: keep
+  secrets out of files and command lines).
+* Unknown names and bad values are a ``ValueError`` naming the setting and its source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Settings", "STORAGES", "load_toml", "client_value"]
+
+STORAGES = ("direct", "file", "redis")
+DECODERS = ("raw", "utf8", "json")
+FSYNC = ("always", "interval", "never")
+# settings the runtime owns: a client setting of that name would fight it
+RUNTIME_OWNED = ("group_id", "enable_auto_commit", "bootstrap_servers")
+
+
+@dataclass
+class Settings:
+    """Everything ``kcodec run`` needs besides the handler."""
+
+    topics: list[str] = field(default_factory=list)
+    group: str = ""
+    bootstrap: str = field(default_factory=lambda: os.environ.get("KCODEC_BOOTSTRAP",
+                                                                  "127.0.0.1:9092"))
+    pullers: int = 1
+    sinkers: int = 1
+    storage: str = "file"
+    state_dir: str = "kcodec-run"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = ""                # default: kcodec:<group>
+    batch_size: int = 500
+    linger_ms: int = 100
+    max_pending: int = 100000             # pullers pause fetching past this many waiting
+    retries: int = 3
+    backoff_ms: int = 1000
+    backoff_max_ms: int = 60000
+    dead_letter_topic: str | None = None
+    handler_timeout: float = 60.0         # seconds a batch may take
+    decode: str = "raw"
+    max_rss_mb: int = 0                   # 0: no limit
+    grace: float = 30.0
+    fsync: str = "always"
+    fsync_interval_ms: int = 1000
+    lease_ms: int = 30000
+    control_socket: str = ""              # default: <state_dir>/control.sock
+    auto_offset_reset: str = "earliest"
+    log_level: str = "INFO"
+    client: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> None:
+        if isinstance(self.topics, str):
+            self.topics = [t for t in self.topics.split(",") if t]
+        if not isinstance(self.topics, list) or not all(isinstance(t, str) and t for t in self.topics):
+            raise ValueError(f"topics must be a list of topic names, got {self.topics!r}")
+        for name in ("pullers", "sinkers", "batch_size", "linger_ms", "max_pending", "retries",
+                     "backoff_ms", "backoff_max_ms", "max_rss_mb", "fsync_interval_ms", "lease_ms"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{_flag(name)} must be a non-negative integer, got {v!r}")
+        for name in ("pullers", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{_flag(name)} must be at least 1, got {getattr(self, name)}")
+        if self.storage != "direct" and self.sinkers < 1:
+            raise ValueError(f"--sinkers must be at least 1 with --storage {self.storage}")
+        if self.lease_ms < 1000:
+            raise ValueError(f"--lease-ms must be at least 1000, got {self.lease_ms}")
+        for name in ("handler_timeout", "grace"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                raise ValueError(f"{_flag(name)} must be a positive number of seconds, got {v!r}")
+            setattr(self, name, float(v))
+        for name, allowed in (("storage", STORAGES), ("decode", DECODERS), ("fsync", FSYNC),
+                              ("auto_offset_reset", ("earliest", "latest", "none"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{_flag(name)} must be one of {', '.join(allowed)}, "
+                                 f"got {getattr(self, name)!r}")
+        if self.dead_letter_topic is not None and not (isinstance(self.dead_letter_topic, str)
+                                                       and self.dead_letter_topic):
+            raise ValueError("--dead-letter-topic must be a topic name")
+        if not isinstance(self.client, dict):
+            raise ValueError(f"client must be a table of client settings, got {self.client!r}")
+        from kcodec.client import ConsumerConfig
+
+        names = {f.name for f in dataclasses.fields(ConsumerConfig)}
+        for k in list(self.client):
+            key = k.replace(".", "_").replace("-", "_")
+            if key != k:
+                self.client[key] = self.client.pop(k)
+            if key not in names:
+                raise ValueError(f"unknown client setting {k!r} (the kcodec names of "
+                                 "kcodec.client.ConsumerConfig, e.g. security_protocol)")
+            if key in RUNTIME_OWNED:
+                raise ValueError(f"client setting {key!r} is the runtime's: use "
+                                 f"{ {'group_id': '--group', 'bootstrap_servers': '--bootstrap'}.get(key, 'nothing (offsets are committed by the runtime)')}")
+
+    def ready(self) -> None:
+        """The checks that need the whole picture (before starting)."""
+        if not self.topics:
+            raise ValueError("no topic: give -t/--topic (or topics = [...] in the config file)")
+        if not self.group:
+            raise ValueError("no group: give -g/--group (or group = \"...\" in the config file)")
+        self.consumer_config()   # every client setting valid together
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def socket_path(self) -> str:
+        return self.control_socket or os.path.join(self.state_dir, "control.sock")
+
+    @property
+    def prefix(self) -> str:
+        return self.redis_prefix or f"kcodec:{self.group}"
+
+    def client_settings(self) -> dict[str, Any]:
+        return {"bootstrap_servers": self.bootstrap, **self.client}
+
+    def consumer_config(self) -> dict[str, Any]:
+        from kcodec.client import ConsumerConfig
+
+        # a member killed with -9 holds its partitions until its session times out: the
+        # runtime restarts members, so it waits 10 s for a silent one, not Kafka's 45 s
+        cfg = {"auto_offset_reset": self.auto_offset_reset,
+               "max_poll_records": max(self.batch_size, 1),
+               "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
+               **self.client_settings(),
+               "group_id": self.group, "enable_auto_commit": False}
+        ConsumerConfig.from_kwargs(cfg)   # raises ValueError naming a bad setting
+        return cfg
+
+    def producer_config(self) -> dict[str, Any]:
+        from kcodec.client import ProducerConfig
+
+        names = {f.name for f in dataclasses.fields(ProducerConfig)}
+        return {k: v for k, v in self.client_settings().items() if k in names}
+
+    def admin_config(self) -> dict[str, Any]:
+        from kcodec.client import AdminConfig
+
+        names = {f.name for f in dataclasses.fields(AdminConfig)}
+        return {k: v for k, v in self.client_settings().items() if k in names}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    # ------------------------------------------------------------------ sources
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def build(cls, file: str | None = None, env: dict[str, str] | None = None,
+              overrides: dict[str, Any] | None = None) -> Settings:
+        """Defaults < ``file`` (TOML) < ``env`` (``KCODEC_RUN_*``) < ``overrides``."""
+        values: dict[str, Any] = {}
+        client: dict[str, Any] = {}
+        if file:
+            data = load_toml(file)
+            c = data.pop("client", {})
+            if not isinstance(c, dict):
+                raise ValueError(f"{file}: [client] must be a table of client settings")
+            client.update(c)
+            for k, v in data.items():
+                key = k.replace("-", "_")
+                if key not in cls.names() or key == "client":
+                    raise ValueError(f"{file}: unknown setting {k!r} (the keys are the flags' "
+                                     "names: pullers, storage, dead-letter-topic, ...)")
+                values[key] = v
+        for k, v in (os.environ if env is None else env).items():
+            if k.startswith("KCODEC_RUN_CLIENT_"):
+                name = k[len("KCODEC_RUN_CLIENT_"):].lower()
+                client[name] = client_value(name, v, k)
+            elif k.startswith("KCODEC_RUN_"):
+                name = k[len("KCODEC_RUN_"):].lower()
+                if name not in cls.names() or name == "client":
+                    raise ValueError(f"unknown environment setting {k} (KCODEC_RUN_<FLAG> with the "
+                                     "flag's name in capitals, e.g. KCODEC_RUN_PULLERS)")
+                values[name] = _convert(name, v, k)
+        for k, v in (overrides or {}).items():
+            if k == "client":
+                client.update(v)
+            elif v is not None:
+                values[k] = v
+        return cls(**values, client=client)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _field_type(cls: type, name: str) -> str:
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return str(f.type)
+    raise KeyError(name)
+
+
+def _typed(kind: str, raw: str, where: str) -> Any:
+    kind = kind.replace(" ", "")
+    if "|None" in kind and raw.lower() in ("", "none", "null"):
+        return None
+    base = kind.split("|")[0]
+    try:
+        if base == "int":
+            return int(raw)
+        if base == "float":
+            return float(raw)
+        if base == "bool":
+            low = raw.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if base.startswith("list"):
+            return [x.strip() for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{where}: expected {base}, got {raw!r}") from None
+    return raw
+
+
+def _convert(name: str, raw: str, where: str) -> Any:
+    return _typed(_field_type(Settings, name), raw, where)
+
+
+def client_value(name: str, raw: Any, where: str) -> Any:
+    """A client setting given as text (environment, ``--client k=v``) in its own type."""
+    from kcodec.client import ConsumerConfig
+
+    if not isinstance(raw, str):
+        return raw
+    try:
+        kind = _field_type(ConsumerConfig, name)
+    except KeyError:
+        raise ValueError(f"{where}: unknown client setting {name!r}") from None
+    return _typed(kind, raw, where)
+
+
+def load_toml(path: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:   # pragma: no cover - 3.9/3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ValueError("reading a TOML config file on Python < 3.11 needs the tomli "
+                             "package: pip install tomli") from None
+    try:
+        with open(path, "rb") as f:
+            return dict(tomllib.load(f))
+    except OSError as exc:
+        raise ValueError(f"cannot read the config file {path!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None

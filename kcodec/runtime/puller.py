@@ -1,0 +1,432 @@
+"""A puller: one group member that fetches the topics and hands records on.
+
+* ``file``/``redis``: batches (``--batch-size``, or what ``--linger-ms`` gathered) are
+  appended to the store, and only then are their offsets committed. Past
+  ``--max-pending`` waiting messages the partitions are paused (polling goes on, so the
+  membership stays).
+* ``direct``: the handler runs here, on a worker thread, while this thread keeps polling
+  (partitions paused while records wait), so a slow handler never stalls heartbeats or
+  outlives ``max_poll_interval_ms``. An offset is committed once every record before it is
+  finished: done, retried (a copy in the local store's pending queue) or failed for good.
+
+On revocation the puller commits what is durable (direct: finishes the batch in hand first);
+records not yet durable are dropped and fetched again by the partition's next owner.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from kcodec.client import Consumer, RebalanceListener, TopicPartition
+from kcodec.errors import DecodeError, KcodecError
+from kcodec.runtime.handler import Hung
+from kcodec.runtime.message import Message
+from kcodec.runtime.work import Stats, Worker
+
+__all__ = ["Puller"]
+
+log = logging.getLogger("kcodec.runtime")
+_new = tuple.__new__
+# direct mode: seconds between offset commits while running (always on revoke and stop);
+# the store modes commit after every append (one commit in flight at a time)
+COMMIT_EVERY = 0.2
+
+
+class UndecodableBatch(Exception):
+    """A fetched batch does not decode: the puller exits (code 5) and is restarted."""
+
+
+class _Listener(RebalanceListener):
+    def __init__(self, puller: Puller) -> None:
+        self.p = puller
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        self.p.revoked(revoked, lost=False)
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        self.p.assigned(assigned)
+
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
+        self.p.revoked(lost, lost=True)
+
+
+class Puller:
+    def __init__(self, settings: Any, slot: int, store: Any, stop: threading.Event,
+                 handler: Any = None) -> None:
+        self.s = settings
+        self.slot = slot
+        self.store = store
+        self.stop = stop
+        self.stats = Stats()
+        self.direct = settings.storage == "direct"
+        self.worker = Worker(settings, handler, store, self.stats) if self.direct else None
+        self.consumer: Consumer | None = None
+        self.lock = threading.Lock()
+        self.position: dict[TopicPartition, int] = {}    # next offset to pull
+        self.durable: dict[TopicPartition, int] = {}     # next offset not yet durable/finished
+        self.committed: dict[TopicPartition, int] = {}
+        self.unsynced: dict[TopicPartition, int] = {}   # written, waiting for an fsync
+        self.floor: dict[TopicPartition, int] = {}      # first offset pulled since assigned
+        self.buf: deque[Message] = deque()
+        self.buf_since = 0.0
+        self._commit_fut: Any = None
+        self._committed_at = 0.0
+        self._commit_ok_at = time.monotonic()
+        self._commit_failed = False
+        self.gen = 0            # assignment generation: bumped on each revocation
+        self._claim_at = 0.0
+        self.paused = False
+        self.recycle = False
+        self.member_id = ""
+
+    # ------------------------------------------------------------------ life
+    def run(self) -> int:
+        cfg = self.s.consumer_config()
+        cfg.setdefault("client_id", f"kcodec-run-{self.s.group}-p{self.slot}")
+        self.consumer = c = Consumer(**cfg)
+        c.subscribe(list(self.s.topics), listener=_Listener(self))
+        code = 0
+        try:
+            while not self.stop.is_set() and not self.recycle:
+                if self._uncommitted_over():
+                    # commits are failing or behind (a rebalance, a broker away): pull no
+                    # further, so a crash now re-reads at most this much
+                    self._poll(0.1, 1)
+                    self._commit()
+                elif self.direct:
+                    self._direct_round()
+                else:
+                    self._store_round()
+        except Hung:
+            code = 3
+        except UndecodableBatch:
+            code = 5
+        finally:
+            self._shutdown(code == 0)
+        return code
+
+    def _shutdown(self, clean: bool) -> None:
+        c = self.consumer
+        assert c is not None
+        try:
+            if not self.direct:
+                self._flush()
+                self._sync()
+            self._commit(sync=True)
+        except KcodecError as exc:
+            log.warning("final commit failed (%s); the next owner re-reads from the last "
+                        "commit (records may be handled twice)", exc)
+        try:
+            c.close(timeout=min(self.s.grace, 30))   # leaves the group: partitions move at once
+        except KcodecError as exc:
+            log.warning("leaving the group: %s", exc)
+        if self.worker is not None:
+            self.worker.close()
+
+    # ------------------------------------------------------------------ polling
+    def _poll(self, timeout: float, limit: int) -> int:
+        c = self.consumer
+        assert c is not None
+        try:
+            polled = c.poll(timeout, max_records=max(limit, 1))
+        except DecodeError as exc:
+            # the client cannot say which partition, so it cannot be skipped: stop, loudly
+            log.error("a fetched record batch does not decode (%s): its records cannot be "
+                      "handed to the handler; this puller exits and is restarted with backoff "
+                      "until the batch is readable (check the topic with kcodec dump-log or "
+                      "kcodec consume)", exc)
+            raise UndecodableBatch(str(exc)) from None
+        except KcodecError as exc:
+            if getattr(exc, "retriable", True) and not isinstance(exc, ValueError):
+                log.warning("poll: %s (retrying)", exc)
+                self.stop.wait(0.5)
+                return 0
+            raise
+        n = 0
+        with self.lock:
+            for tp, recs in polled.items():
+                if not recs:
+                    continue
+                t, p = tp
+                if not self.buf:
+                    self.buf_since = time.monotonic()
+                # tuple.__new__ straight: a namedtuple's own __new__ is a Python frame more
+                self.buf.extend([_new(Message, (t, p, r.offset, r.timestamp, r.timestamp_type,
+                                                r.key, r.value, r.headers, 0, None, 0))
+                                 for r in recs])
+                self.position[tp] = recs[-1].offset + 1
+                if tp not in self.durable:
+                    self.durable[tp] = self.floor[tp] = recs[0].offset
+                n += len(recs)
+        if n and not self.direct:
+            self.stats.count(n)
+        return n
+
+    def _pause(self, want: bool) -> None:
+        c = self.consumer
+        assert c is not None
+        if want == self.paused:
+            return
+        tps = list(c.assignment())
+        if want:
+            c.pause(*tps)
+        else:
+            c.resume(*tps)
+        self.paused = want
+
+    def _uncommitted_over(self) -> bool:
+        """Whether to stop pulling until commits catch up. Store modes: more than 4 batches
+        a partition appended but not committed (what a crash re-reads stays that small; the
+        chaos tests measure it). Direct: commits fail, or none succeeded for 2 s, while 50
+        batches a partition wait (commits there run every 200 ms; a slow broker's commit
+        round trip must not throttle the handler)."""
+        if self.direct and not self._commit_failed and \
+                time.monotonic() - self._commit_ok_at < 2.0:
+            return False
+        limit = self.s.batch_size * (50 if self.direct else 4)
+        with self.lock:
+            for tp, off in self.durable.items():
+                if off - self.committed.get(tp, self.floor.get(tp, off)) > limit:
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ store modes
+    def _store_round(self) -> None:
+        s = self.s
+        linger = s.linger_ms / 1000
+        left = linger - (time.monotonic() - self.buf_since) if self.buf else 0.2
+        self._poll(max(left, 0.0), s.batch_size - len(self.buf))
+        if len(self.buf) >= s.batch_size or (self.buf and time.monotonic() - self.buf_since >= linger):
+            self._flush()
+        if self.store.needs_sync() and getattr(self.store, "sync_due", lambda: True)():
+            self._sync()
+        self._commit()
+        self._backpressure()
+
+    _next_check = 0.0
+
+    def _backpressure(self) -> None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + 1.0
+        b = self.store.backlog()
+        waiting = b["pending"] + b["delayed"]
+        if waiting > self.s.max_pending and not self.paused:
+            log.info("%d messages wait in the store (--max-pending %d): pausing fetches",
+                     waiting, self.s.max_pending)
+        self._pause(waiting > self.s.max_pending)
+
+    def _flush(self) -> None:
+        """Append what was pulled to the store; commit once it is durable."""
+        with self.lock:
+            batch = list(self.buf)
+            self.buf.clear()
+        if not batch:
+            return
+        self.store.append(batch)
+        offs = {TopicPartition(m.topic, m.partition): m.offset + 1 for m in batch}
+        with self.lock:
+            if self.store.needs_sync():     # --fsync interval: durable after the next sync
+                self.unsynced.update(offs)
+            else:
+                self.durable.update(offs)
+        self._commit()
+
+    def _sync(self) -> None:
+        self.store.sync()
+        with self.lock:
+            self.durable.update(self.unsynced)
+            self.unsynced.clear()
+
+    def _commit(self, sync: bool = False, only: list[TopicPartition] | None = None) -> None:
+        c = self.consumer
+        assert c is not None
+        with self.lock:
+            want = {tp: off for tp, off in self.durable.items()
+                    if self.committed.get(tp) != off and (only is None or tp in only)}
+        if not want:
+            return
+        if sync:
+            c.commit(want)
+            self.committed.update(want)
+            self._commit_ok_at = time.monotonic()
+            return
+        fut = self._commit_fut
+        if fut is not None and not fut.done():
+            return          # one commit in flight at a time; the next one carries these too
+        now = time.monotonic()
+        if self.direct and now - self._committed_at < COMMIT_EVERY:
+            return      # direct: a commit per batch would cost a fifth of the throughput
+        self._committed_at = now
+
+        def done(err: BaseException | None, want: dict = want) -> None:
+            self._commit_failed = err is not None
+            if err is None:
+                self.committed.update(want)
+                self._commit_ok_at = time.monotonic()
+            else:
+                log.warning("offset commit failed (%s); retried with the next batch", err)
+        self._commit_fut = c.commit_async(want, callback=done)
+
+    # ------------------------------------------------------------------ direct mode
+    def _direct_round(self) -> None:
+        s = self.s
+        w = self.worker
+        assert w is not None
+        batch: list[Message] = []
+        with self.lock:
+            while self.buf and len(batch) < s.batch_size:
+                batch.append(self.buf.popleft())
+        if batch:
+            hung = None
+            gen = self.gen
+            try:
+                finished = w.process(batch, self._tick)
+            except Hung as exc:     # settled (retried or failed) all the same
+                hung, finished = exc, list(range(len(batch)))
+            with self.lock:
+                last: dict[TopicPartition, int] = {}
+                for i in finished:
+                    m = batch[i]
+                    last[TopicPartition(m.topic, m.partition)] = m.offset + 1
+                for tp, off in last.items():
+                    # not after a revocation meanwhile: the partition's new owner (maybe us
+                    # again) starts from the last commit and handles this batch again
+                    if gen == self.gen and tp in self.position:
+                        self.durable[tp] = max(self.durable.get(tp, 0), off)
+            self._commit()
+            if hung is not None:
+                raise hung
+            return
+        now = time.monotonic()
+        claim = None
+        if now - self._claim_at > 0.5:              # retries and requeued messages
+            self._claim_at = now
+            claim = self.store.claim(s.batch_size)
+        if claim is not None:
+            self._claim_at = 0.0
+            try:
+                w.process(claim.messages, self._tick)
+            except Hung:      # settled (retried or failed) before it was raised
+                self.store.ack(claim, claim.refs)
+                raise
+            self.store.ack(claim, claim.refs)
+            return
+        self._pause(False)
+        self._poll(0.1, s.batch_size)
+        self._commit()
+
+    def _tick(self) -> None:
+        """While the handler works: keep polling (paused past one batch in hand)."""
+        self._pause(len(self.buf) >= self.s.batch_size)
+        self._poll(0.0, self.s.batch_size)
+        if hasattr(self.store, "renew"):
+            self.store.renew()
+
+    # ------------------------------------------------------------------ rebalance
+    def revoked(self, tps: list[TopicPartition], lost: bool) -> None:
+        gone = set(tps)
+        self.gen += 1
+        if not lost:
+            try:
+                if not self.direct:
+                    self._flush()
+                    self._sync()
+                self._commit(sync=True, only=list(gone))
+            except KcodecError as exc:
+                log.warning("commit on revocation failed (%s); the next owner re-reads from "
+                            "the last commit", exc)
+        with self.lock:
+            self.buf = deque(m for m in self.buf if TopicPartition(m.topic, m.partition) not in gone)
+            for tp in gone:
+                self.position.pop(tp, None)
+                self.durable.pop(tp, None)
+                self.unsynced.pop(tp, None)
+                self.floor.pop(tp, None)
+                self.committed.pop(tp, None)
+        self.paused = False
+        log.info("partitions %s: %s", "lost" if lost else "revoked", _names(tps))
+
+    def assigned(self, tps: list[TopicPartition]) -> None:
+        if tps:
+            log.info("partitions assigned: %s", _names(tps))
+        self.paused = False
+        c = self.consumer
+        if c is not None and tps:
+            try:    # where the group stands: the floor of what this member will commit
+                got = c.committed(tps)
+            except KcodecError as exc:
+                log.warning("reading the committed offsets of %s: %s", _names(tps), exc)
+                got = {}
+            with self.lock:
+                for tp, off in got.items():
+                    if off is not None:
+                        self.committed[tp] = off
+                        self.position.setdefault(tp, off)
+        if c is not None:
+            try:
+                self.member_id = c.group_metadata().member_id
+            except (ValueError, AttributeError):
+                pass
+
+    # ------------------------------------------------------------------ introspection
+    def offsets(self) -> list[dict[str, Any]]:
+        c = self.consumer
+        if c is None:
+            return []
+        rows = []
+        with self.lock:
+            pos = dict(self.position)
+            dur = dict(self.durable)
+            com = dict(self.committed)
+        tps = sorted(c.assignment())
+        ends = {tp: c.highwater(tp) for tp in tps}
+        unknown = [tp for tp, e in ends.items() if e < 0]
+        if unknown:
+            # no fetch answered for them since the assignment (an incremental fetch session
+            # leaves out partitions without news): ask the broker
+            try:
+                ends.update(self._admin().list_offsets(unknown))
+            except (KcodecError, OSError) as exc:
+                log.warning("end offsets of %s: %s", _names(unknown), exc)
+        for tp in tps:
+            end = ends.get(tp, -1)
+            p = pos.get(tp, com.get(tp))
+            rows.append({"topic": tp.topic, "partition": tp.partition, "position": p,
+                         "committed": com.get(tp), "finished": dur.get(tp),
+                         "end": end if end >= 0 else None,
+                         "lag": max(end - p, 0) if end >= 0 and p is not None else None,
+                         "remaining": max(end - (com.get(tp) or 0), 0) if end >= 0 else None,
+                         "member": self.member_id})
+        return rows
+
+    _admin_client: Any = None
+
+    def _admin(self) -> Any:
+        if self._admin_client is None:
+            from kcodec.client import Admin
+
+            self._admin_client = Admin(**self.s.admin_config())
+        return self._admin_client
+
+    def group(self) -> dict[str, Any]:
+        """This member's view of the group: its id, generation and the leader's id."""
+        c = self.consumer
+        if c is None:
+            return {}
+        try:
+            md = c.group_metadata()
+        except ValueError:
+            return {}
+        leader = c.group_leader()
+        return {"member_id": md.member_id, "generation": md.generation_id, "leader": leader,
+                "assignment": [list(tp) for tp in sorted(c.assignment())]}
+
+
+def _names(tps: list[TopicPartition]) -> str:
+    return ", ".join(f"{t}[{p}]" for t, p in sorted(tps)) or "(none)"

@@ -1,0 +1,288 @@
+"""The Redis store: the reliable-queue pattern on a Redis server, so pullers and sinkers of
+one or several runtimes (several machines) can share it.
+
+Keys, under the prefix ``P`` (``--redis-prefix``, default ``kcodec:<group>``)::
+
+    P:pending                 list   new messages pushed on the left, claimed from the right
+    P:processing:<owner>      list   what one sinker holds (moved there atomically)
+    P:lease:<owner>           string that sinker's lease: expires unless renewed
+    P:owners                  set    sinkers with a processing list
+    P:delayed                 zset   retries, scored by the time they are due (ms)
+    P:failed                  list   out of retries
+
+Every move is one Lua script, so a message is always in exactly one place. A sinker whose
+lease expired (it died, or lost Redis for longer than ``--lease-ms``) has its processing list
+moved back to pending by the next claim of any sinker. Durability is Redis's: run it with
+``appendonly yes`` (the tests do, and kill it with -9 mid-work).
+
+Needs the ``redis`` package: ``pip install kcodec[redis]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+from kcodec.runtime.message import Message, decode, encode
+from kcodec.runtime.storage import Claim
+
+__all__ = ["RedisStore"]
+
+log = logging.getLogger("kcodec.runtime")
+
+# KEYS: pending, processing, lease, owners, delayed ; ARGV: limit, lease_ms, now_ms, owner
+_CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', ARGV[3], 'LIMIT', 0, 1000)
+for _, v in ipairs(due) do
+  redis.call('ZREM', KEYS[5], v)
+  redis.call('RPUSH', KEYS[1], v)
+end
+local out = {}
+for i = 1, tonumber(ARGV[1]) do
+  local v = redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
+  if not v then break end
+  out[#out + 1] = v
+end
+if #out > 0 then
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+  redis.call('SADD', KEYS[4], ARGV[4])
+end
+return out
+"""
+
+# KEYS: pending, owners ; ARGV: prefix -> owners whose lease is gone, their work back
+_REAP = """
+local n = 0
+for _, o in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if redis.call('EXISTS', ARGV[1] .. ':lease:' .. o) == 0 then
+    local p = ARGV[1] .. ':processing:' .. o
+    while true do
+      local v = redis.call('RPOPLPUSH', p, KEYS[1])
+      if not v then break end
+      n = n + 1
+    end
+    redis.call('SREM', KEYS[2], o)
+  end
+end
+return n
+"""
+
+# KEYS: processing ; ARGV: messages acknowledged
+_ACK = """
+if redis.call('LLEN', KEYS[1]) == #ARGV then
+  redis.call('DEL', KEYS[1])
+  return #ARGV
+end
+local n = 0
+for _, v in ipairs(ARGV) do
+  n = n + redis.call('LREM', KEYS[1], 1, v)
+end
+return n
+"""
+
+# KEYS: failed, pending ; ARGV: old1, new1, old2, new2 ...
+_REQUEUE = """
+local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('LREM', KEYS[1], -1, ARGV[i]) == 1 then
+    redis.call('LPUSH', KEYS[2], ARGV[i + 1])
+    n = n + 1
+  end
+end
+return n
+"""
+
+
+def _import_redis() -> Any:
+    try:
+        import redis
+    except ImportError:
+        raise ImportError("--storage redis needs the redis package: pip install "
+                          "'kcodec[redis]'") from None
+    return redis
+
+
+class RedisStore:
+    kind = "redis"
+
+    def __init__(self, url: str, prefix: str, owner: str, lease_ms: int = 30000,
+                 give_up_s: float = 120.0) -> None:
+        redis = _import_redis()
+        self._errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                        redis.exceptions.BusyLoadingError)
+        self.url = url
+        self.r = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        self.prefix = prefix
+        self.owner = f"{owner}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_ms = lease_ms
+        self.give_up = give_up_s
+        p = prefix
+        self.k_pending, self.k_owners = f"{p}:pending", f"{p}:owners"
+        self.k_delayed, self.k_failed = f"{p}:delayed", f"{p}:failed"
+        self.k_proc, self.k_lease = f"{p}:processing:{self.owner}", f"{p}:lease:{self.owner}"
+        self._claim = self.r.register_script(_CLAIM)
+        self._reap = self.r.register_script(_REAP)
+        self._ack = self.r.register_script(_ACK)
+        self._requeue = self.r.register_script(_REQUEUE)
+        self._reaped = 0.0
+        self._held: Claim | None = None
+
+    @classmethod
+    def from_settings(cls, s: Any, owner: str) -> RedisStore:
+        return cls(s.redis_url, s.prefix, owner, s.lease_ms)
+
+    def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        """``fn`` with retries while Redis is unreachable (a restart, a failover), up to
+        ``give_up`` seconds; then the error, naming the server."""
+        start = time.monotonic()
+        delay = 0.1
+        warned = False
+        while True:
+            try:
+                return fn(*args, **kw)
+            except self._errors as exc:
+                if time.monotonic() - start > self.give_up:
+                    raise ConnectionError(f"redis at {self.url} unreachable for "
+                                          f"{self.give_up:g} s ({exc}): {what} failed") from None
+                if not warned:
+                    log.warning("redis at %s: %s (%s); retrying", self.url, exc, what)
+                    warned = True
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    # ------------------------------------------------------------------ writing
+    def append(self, messages: list[Message]) -> None:
+        if messages:
+            vals = [encode(m) for m in messages]
+            self._call("append", self.r.lpush, self.k_pending, *vals)
+
+    def needs_sync(self) -> bool:
+        return False
+
+    def sync(self) -> None:
+        pass
+
+    def retry(self, messages: list[Message]) -> None:
+        if messages:
+            self._call("retry", self.r.zadd, self.k_delayed,
+                       {encode(m): m.not_before for m in messages})
+
+    def fail(self, messages: list[Message]) -> None:
+        if messages:
+            self._call("fail", self.r.lpush, self.k_failed, *[encode(m) for m in messages])
+
+    # ------------------------------------------------------------------ claiming
+    def reap(self) -> int:
+        n = int(self._call("reap", self._reap, keys=[self.k_pending, self.k_owners],
+                           args=[self.prefix]))
+        if n:
+            log.warning("%d messages of sinkers whose lease expired are pending again", n)
+        return n
+
+    def claim(self, limit: int) -> Claim | None:
+        now = time.monotonic()
+        if now - self._reaped > 1.0:
+            self._reaped = now
+            self.reap()
+        vals = self._call("claim", self._claim,
+                          keys=[self.k_pending, self.k_proc, self.k_lease, self.k_owners,
+                                self.k_delayed],
+                          args=[limit, self.lease_ms, int(time.time() * 1000), self.owner])
+        if not vals:
+            return None
+        msgs = []
+        refs = []
+        bad = []
+        for v in vals:
+            try:
+                msgs.append(decode(v))
+                refs.append(v)
+            except ValueError as exc:   # not a message of ours: keep it, out of the way
+                log.error("redis %s holds something that is not a stored message (%s): moved "
+                          "to %s", self.k_pending, exc, self.k_failed + ":corrupt")
+                bad.append(v)
+        if bad:
+            self._call("corrupt", self.r.lpush, self.k_failed + ":corrupt", *bad)
+            self._call("corrupt", self._ack, keys=[self.k_proc], args=bad)
+        if not msgs:
+            return None
+        self._held = Claim(self.k_proc, refs, msgs)
+        return self._held
+
+    def renew(self) -> None:
+        if self._held is not None:
+            self._call("renew", self.r.set, self.k_lease, b"1", px=self.lease_ms)
+
+    def ack(self, claim: Claim, refs: list) -> None:
+        if refs:
+            self._call("ack", self._ack, keys=[self.k_proc], args=list(refs))
+        left = set(claim.refs) - set(refs)
+        claim.refs = [r for r in claim.refs if r in left]
+        if not claim.refs:
+            self._held = None
+
+    def release(self, claim: Claim) -> None:
+        """Unacknowledged messages back to pending at once (no lease wait)."""
+        if claim.refs:
+            pairs: list[bytes] = []
+            for r in claim.refs:
+                pairs += [r, r]
+            self._call("release", self._requeue, keys=[self.k_proc, self.k_pending], args=pairs)
+        claim.refs = []
+        self._held = None
+
+    # ------------------------------------------------------------------ operator views
+    def backlog(self) -> dict[str, int]:
+        def counts() -> dict[str, int]:
+            owners = self.r.smembers(self.k_owners)
+            pipe = self.r.pipeline(transaction=True)
+            pipe.llen(self.k_pending)
+            pipe.zcard(self.k_delayed)
+            pipe.llen(self.k_failed)
+            for o in owners:
+                pipe.llen(f"{self.prefix}:processing:{o.decode()}")
+            got = pipe.execute()
+            return {"pending": got[0], "delayed": got[1], "processing": sum(got[3:]),
+                    "failed": got[2]}
+        return dict(self._call("backlog", counts))
+
+    def failed_messages(self, limit: int) -> list[Message]:
+        vals = self._call("failed", self.r.lrange, self.k_failed, -limit, -1)
+        return [decode(v) for v in reversed(vals)]
+
+    def requeue(self) -> int:
+        n = 0
+        while True:
+            vals = self._call("requeue", self.r.lrange, self.k_failed, -500, -1)
+            if not vals:
+                return n
+            pairs: list[bytes] = []
+            for v in vals:
+                pairs += [v, encode(decode(v)._replace(attempts=0, not_before=0, error=None))]
+            moved = int(self._call("requeue", self._requeue,
+                                   keys=[self.k_failed, self.k_pending], args=pairs))
+            n += moved
+            if moved == 0:
+                return n
+
+    def clear(self) -> int:
+        def go() -> int:
+            pipe = self.r.pipeline(transaction=True)
+            pipe.llen(self.k_failed)
+            pipe.delete(self.k_failed)
+            return int(pipe.execute()[0])
+        return int(self._call("clear", go))
+
+    def close(self) -> None:
+        if self._held is not None:
+            try:
+                self.release(self._held)
+            except Exception:   # closing: the lease expiry returns them anyway
+                pass
+        try:
+            self.r.close()
+        except Exception:
+            pass

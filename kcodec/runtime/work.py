@@ -1,0 +1,151 @@
+"""One batch through the handler and into its outcome: the step sinkers and direct-mode
+pullers share.
+
+``Worker.process`` decodes values (``--decode``), runs the handler under its deadline while
+the caller's ``tick`` keeps leases and group membership alive, then writes what failed --
+retried copies (delayed by the backoff) or dead ones (failed queue, and the dead-letter
+topic) -- and returns which records are finished. The caller acknowledges only after that.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+from kcodec.runtime.dlq import DeadLetters
+from kcodec.runtime.handler import Hung, Runner, decoder, plan_outcome
+from kcodec.runtime.message import Message
+
+__all__ = ["Worker", "Stats"]
+
+log = logging.getLogger("kcodec.runtime")
+
+
+class Stats:
+    """Counters one process reports to ``kcodec ctl status``."""
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.records = 0          # records pulled (puller) or handled (sinker, direct)
+        self.done = 0
+        self.retried = 0
+        self.dead = 0
+        self.batches = 0
+        self._window: list[tuple[float, int]] = []
+
+    def count(self, n: int) -> None:
+        self.records += n
+        now = time.monotonic()
+        self._window.append((now, self.records))
+        while len(self._window) > 2 and now - self._window[0][0] > 10:
+            self._window.pop(0)
+
+    def rate(self) -> float:
+        """Records per second over the last ~10 s."""
+        w = self._window
+        if len(w) < 2 or time.monotonic() - w[-1][0] > 10:
+            return 0.0
+        dt = w[-1][0] - w[0][0]
+        return (w[-1][1] - w[0][1]) / dt if dt > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "done": self.done, "retried": self.retried,
+                "dead": self.dead, "batches": self.batches, "rate": round(self.rate(), 1),
+                "since": self.started}
+
+
+class Worker:
+    """Runs batches through the handler and settles them in ``store`` (and the DLQ)."""
+
+    def __init__(self, settings: Any, handler: Callable, store: Any, stats: Stats) -> None:
+        self.s = settings
+        self.runner = Runner(handler, settings.handler_timeout)
+        self.decode = decoder(settings.decode)
+        self.store = store
+        self.stats = stats
+        self.dlq = DeadLetters(settings.dead_letter_topic, settings.producer_config()) \
+            if settings.dead_letter_topic else None
+
+    def process(self, messages: list[Message], tick: Callable[[], None]) -> list[int]:
+        """Handle ``messages``; returns the indexes that are finished (done, or their
+        outcome durably written). ``tick`` runs about every 50 ms while the handler works.
+        Raises ``Hung`` after settling the batch when the handler overran its deadline:
+        the process must then end (a thread cannot be stopped)."""
+        errors: list[str | None] = [None] * len(messages)
+        final = [False] * len(messages)
+        ready, where = [], []
+        for i, m in enumerate(messages):
+            if self.decode is not None:
+                try:
+                    m = self.decode(m)
+                except ValueError as exc:
+                    errors[i] = f"undecodable: {exc} (--decode {self.s.decode})"
+                    final[i] = True
+                    log.error("%s[%d] offset %d: %s; not handed to the handler, failed for good",
+                              m.topic, m.partition, m.offset, errors[i])
+                    continue
+            ready.append(m)
+            where.append(i)
+        hung: Hung | None = None
+        if ready:
+            self.runner.start(ready)
+            got = None
+            while got is None:
+                try:
+                    got = self.runner.wait(0.05)
+                except Hung as exc:
+                    log.error("%s; the batch counts as failed and this process restarts", exc)
+                    hung = exc
+                    got = [str(exc)] * len(ready)
+                if got is None:
+                    tick()
+            for j, e in zip(where, got):
+                errors[j] = e
+        self.stats.batches += 1
+        self.stats.count(len(messages))
+        finished = self.settle(messages, errors, final)
+        if hung is not None:
+            raise hung
+        return finished
+
+    def settle(self, messages: list[Message], errors: list[str | None],
+               final: list[bool]) -> list[int]:
+        if not any(errors):     # the usual case: everything done
+            self.stats.done += len(messages)
+            return list(range(len(messages)))
+        plain = [e if not f else None for e, f in zip(errors, final)]
+        out = plan_outcome(messages, plain, self.s.retries, self.s.backoff_ms, self.s.backoff_max_ms)
+        dead = list(out.dead)
+        for i, f in enumerate(final):
+            if f:
+                dead.append(messages[i]._replace(attempts=messages[i].attempts + 1,
+                                                 error=errors[i], not_before=0))
+        done = [i for i, e in enumerate(errors) if e is None]
+        if out.retry:
+            self.store.retry(out.retry)
+            self.stats.retried += len(out.retry)
+            log.warning("%d of %d records failed (%s); retrying after %d ms", len(out.retry),
+                        len(messages), out.retry[0].error,
+                        max(out.retry[0].not_before - int(time.time() * 1000), 0))
+        if dead:
+            why = None
+            if self.dlq is not None:
+                why = self.dlq.send(dead)
+            if why is not None:
+                dead = [m._replace(error=f"{m.error}; dead-letter topic: {why}") for m in dead]
+            self.store.fail(dead)
+            self.stats.dead += len(dead)
+            for m in dead[:5]:
+                log.error("%s[%d] offset %d failed for good after %d attempts: %s; kept in the "
+                          "failed queue%s", m.topic, m.partition, m.offset, m.attempts, m.error,
+                          f" and sent to {self.dlq.topic!r}" if self.dlq is not None and why is None else "")
+            if len(dead) > 5:
+                log.error("... and %d more records failed for good", len(dead) - 5)
+        self.stats.done += len(done)
+        return list(range(len(messages)))
+
+    def close(self) -> None:
+        self.runner.close()
+        if self.dlq is not None:
+            self.dlq.close()

@@ -1,0 +1,378 @@
+"""``kcodec run`` end to end: the command in a process of its own against ``kcodec broker``
+(another process), each storage mode, ``kcodec ctl``, retries and the dead-letter topic, bad
+handlers, the memory limit, and signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from kcodec.client import Admin, Consumer, TopicPartition
+from tests.runtime.support import ROOT, Run, env, produce, read_log, wait_for
+from tests.support import REPO as ROOT_PATH
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def all_offsets(n: int, topic: str, partitions: int = 4) -> set:
+    """(topic, partition, offset) of n records produced with keys 0..n-1."""
+    from kcodec.client.partitioner import partition_for_key  # the producer's own choice
+
+    per = [0] * partitions
+    out = set()
+    for i in range(n):
+        p = partition_for_key(b"%d" % i, partitions)
+        out.add((topic, p, per[p]))
+        per[p] += 1
+    return out
+
+
+def committed(bootstrap: str, group: str) -> dict:
+    with Admin(bootstrap_servers=bootstrap) as a:
+        return a.committed_offsets(group)
+
+
+@pytest.fixture
+def run_factory():
+    made: list[Run] = []
+
+    def make(*a, **kw) -> Run:
+        r = Run(*a, **kw)
+        made.append(r)
+        return r
+    yield make
+    for r in made:
+        if r.proc is not None and r.proc.poll() is None:
+            r.kill_all()
+
+
+@pytest.mark.parametrize("storage", ["file", "direct", "redis"])
+def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, request) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 300)
+    args = ["--storage", storage, "--pullers", "2", "--sinkers", "2"]
+    if storage == "redis":
+        args += ["--redis-url", request.getfixturevalue("redis_server").url,
+                 "--redis-prefix", name("p")]
+    r = run_factory(kbroker.bootstrap, topic, group, *args)
+    want = all_offsets(300, topic)
+    wait_for(lambda: set(r.handled()) >= want, 60, "every record handled", r.stderr)
+    assert set(r.handled()) == want
+
+    st = r.ctl("status")
+    assert st["storage"] == storage and st["group"] == group
+    roles = sorted(p["role"] for p in st["processes"])
+    assert roles == (["puller"] * 2 if storage == "direct" else ["puller"] * 2 + ["sinker"] * 2)
+    assert all(p["pid"] and p["rss"] > 0 and p["restarts"] == 0 for p in st["processes"])
+    assert sum(p["done"] for p in st["processes"]) >= 300
+
+    def caught_up() -> bool:
+        rows = r.ctl("offsets")
+        return len(rows) == 4 and all(x["committed"] == x["end"] for x in rows)
+    wait_for(caught_up, 30, "offsets committed to the end", lambda: r.ctl("offsets"))
+    lag = r.ctl("lag")
+    assert lag["total"] == 0 and len(lag["partitions"]) == 4
+    def settled() -> bool:   # both pullers joined, the group stable
+        m = r.ctl("members")
+        return m["state"] == "Stable" and len(m["members"]) == 2 and \
+            all(x["ours"] and x["assignment"] for x in m["members"])
+    wait_for(settled, 30, "a stable group of two", lambda: r.ctl("members"))
+    members = r.ctl("members")
+    assert sum(m["leader"] for m in members["members"]) == 1
+    assert sorted(p for m in members["members"] for p in m["assignment"][topic]) == [0, 1, 2, 3]
+    leader = r.ctl("leader")
+    assert leader["ours"] and leader["leader"] in {m["member_id"] for m in members["members"]}
+    assert r.ctl("metadata", what="brokers")[0]["port"] == kbroker.port
+    assert [t["name"] for t in r.ctl("metadata", what="topics")] == [topic]
+    assert r.ctl("backlog") == {"storage": storage, "pending": 0, "delayed": 0,
+                                "processing": 0, "failed": 0}
+    # the command itself: a table for people, JSON for machines
+    out = subprocess.run([sys.executable, "-m", "kcodec", "ctl", "status", "--state-dir",
+                          r.state_dir], env=env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ROLE" in out.stdout and "puller" in out.stdout, out.stderr
+    out = subprocess.run([sys.executable, "-m", "kcodec", "ctl", "--json", "backlog",
+                          "--state-dir", r.state_dir], env=env(), capture_output=True,
+                         text=True, timeout=60)
+    assert json.loads(out.stdout)["pending"] == 0
+
+    t0 = time.monotonic()
+    assert r.stop() == 0, r.stderr()
+    assert time.monotonic() - t0 < 30
+    assert not os.path.exists(r.socket)
+    offs = committed(kbroker.bootstrap, group)
+    assert sum(offs.values()) == 300
+    assert "stopped" in r.stderr()
+
+
+def test_ctl_without_a_runtime_says_so(tmp_path) -> None:
+    out = subprocess.run([sys.executable, "-m", "kcodec", "ctl", "status", "--state-dir",
+                          str(tmp_path)], env=env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "no runtime control socket" in out.stderr and "kcodec run" in out.stderr
+
+
+def test_retries_then_failed_queue_and_dead_letters(kbroker, run_factory) -> None:
+    topic, group, dlq = name("t"), name("g"), name("dlq")
+    produce(kbroker.bootstrap, topic, 40)
+    r = run_factory(kbroker.bootstrap, topic, group, "--retries", "2", "--backoff-ms", "100",
+                    "--dead-letter-topic", dlq, mode="fail-odd")
+    want = all_offsets(40, topic)
+    odd = {k for k in want if k[2] % 2}
+
+    def settled() -> bool:
+        h = r.handled()
+        return set(h) == want and all(h[k] == 3 for k in odd) and \
+            r.ctl("backlog")["failed"] == len(odd)
+    wait_for(settled, 60, "odd offsets tried 3 times, then failed", r.stderr)
+    h = r.handled()
+    assert all(h[k] == 1 for k in want - odd)
+    failed = r.ctl("failed", limit=100)
+    assert len(failed) == len(odd)
+    assert {f["attempts"] for f in failed} == {3}
+    assert {f["error"] for f in failed} == {"the handler returned False"}
+    # the dead-letter topic: the records as they were, with where they came from and why
+    with Consumer(bootstrap_servers=kbroker.bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition(dlq, p) for p in range(4)])
+        got: list = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(odd) and time.monotonic() < deadline:
+            for recs in c.poll(0.5).values():
+                got += recs
+    assert len(got) == len(odd)
+    hdr = dict(got[0].headers)
+    src = (hdr["kcodec.dlq.topic"].decode(), int(hdr["kcodec.dlq.partition"]),
+           int(hdr["kcodec.dlq.offset"]))
+    assert src in odd and hdr["kcodec.dlq.attempts"] == b"3"
+    assert hdr["kcodec.dlq.error"] == b"the handler returned False"
+    # requeue: back to pending, attempts from 0 (they fail again, and come back)
+    assert r.ctl("requeue") == {"requeued": len(odd)}
+    wait_for(lambda: all(r.handled()[k] == 6 for k in odd), 60, "requeued records retried",
+             r.stderr)
+    wait_for(lambda: r.ctl("backlog")["failed"] == len(odd), 30, "failed again")
+    assert r.ctl("clear") == {"cleared": len(odd)}
+    assert r.ctl("backlog")["failed"] == 0
+    assert r.stop() == 0
+
+
+@pytest.mark.parametrize("mode, words", [
+    ("raise", "RuntimeError: the test handler fails on purpose"),
+    ("wrong-count", "the handler returned 9 results for 10 records"),
+    ("not-bool", "the handler returned 'yes' among its results"),
+])
+def test_bad_handlers_fail_their_batch_clearly(kbroker, run_factory, mode, words) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 10, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--retries", "0", "--linger-ms", "500",
+                    mode=mode)
+    wait_for(lambda: r.ctl("backlog")["failed"] == 10, 60, "all in the failed queue", r.stderr)
+    errors = {f["error"] for f in r.ctl("failed", limit=20)}
+    assert len(errors) == 1 and words in errors.pop()
+    assert words in r.stderr()
+    assert all(p["restarts"] == 0 for p in r.ctl("status")["processes"])
+    assert r.stop() == 0
+
+
+@pytest.mark.parametrize("storage", ["file", "direct"])
+def test_a_hung_handler_is_failed_and_its_process_restarted(kbroker, run_factory, storage) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 20)
+    r = run_factory(kbroker.bootstrap, topic, group, "--storage", storage, "--retries", "3",
+                    "--backoff-ms", "100", "--handler-timeout", "1", mode="hang")
+    want = all_offsets(20, topic)
+    # a batch of first deliveries hangs; after the restart the retries go through
+    wait_for(lambda: set(r.handled()) >= want, 60, "every record handled", r.stderr)
+    st = r.ctl("status")
+    worker = "puller" if storage == "direct" else "sinker"
+    assert any(p["restarts"] >= 1 for p in st["processes"] if p["role"] == worker)
+    err = r.stderr()
+    assert "the handler ran past its deadline of 1 s" in err
+    assert "its handler ran past --handler-timeout" in err
+    wait_for(lambda: r.ctl("backlog")["pending"] + r.ctl("backlog")["delayed"] == 0, 30,
+             "the retries drained")
+    assert r.stop() == 0
+
+
+def test_async_handler_past_its_deadline_is_cancelled(kbroker, run_factory) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 5, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--retries", "0", "--handler-timeout", "0.5",
+                    handler="tests.runtime.handlers:record_async", mode="hang")
+    wait_for(lambda: r.ctl("backlog")["failed"] == 5, 60, "failed", r.stderr)
+    assert all(p["restarts"] == 0 for p in r.ctl("status")["processes"])  # cancelled, no restart
+    assert "was cancelled" in r.ctl("failed")[0]["error"]
+    assert r.stop() == 0
+
+
+def test_undecodable_values_fail_for_good(kbroker, run_factory) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 6, partitions=1,
+            value=lambda i: b'{"n": %d}' % i if i % 2 == 0 else b"not json")
+    r = run_factory(kbroker.bootstrap, topic, group, "--decode", "json", "--retries", "3",
+                    handler="tests.runtime.handlers:values")
+    wait_for(lambda: r.ctl("backlog")["failed"] == 3, 60, "bad values failed", r.stderr)
+    lines = open(r.log).read().splitlines()
+    assert sorted(ln.split(" ", 5)[5] for ln in lines) == \
+        ["dict:{'n': 0}", "dict:{'n': 2}", "dict:{'n': 4}"]
+    failed = r.ctl("failed")
+    assert {f["attempts"] for f in failed} == {1}          # no retries: they would not help
+    assert all(f["error"].startswith("undecodable: value is not JSON") for f in failed)
+    assert r.stop() == 0
+
+
+def test_memory_limit_restarts_after_the_batch(kbroker, run_factory) -> None:
+    topic, group = name("t"), name("g")
+    # enough batches (20 MB and 0.3 s each) that the master's once-a-second look at the RSS
+    # comes while there is work left
+    produce(kbroker.bootstrap, topic, 150, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--max-rss-mb", "120", "--batch-size", "5",
+                    mode="leak")
+    want = all_offsets(150, topic, 1)
+    wait_for(lambda: set(r.handled()) >= want, 90, "every record handled", r.stderr)
+    st = r.ctl("status")
+    assert any(p["restarts"] >= 1 for p in st["processes"] if p["role"] == "sinker")
+    assert "over --max-rss-mb 120" in r.stderr()
+    assert r.stop() == 0
+
+
+def test_second_signal_stops_at_once(kbroker, run_factory) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 50, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--batch-size", "1", "--grace", "60",
+                    mode="slow", extra_env={"KCODEC_TEST_SLEEP": "30"})
+    r.wait_ready()
+    wait_for(lambda: r.ctl("status")["processes"][1]["in_hand"] == 1, 30, "a batch in hand")
+    assert r.proc is not None
+    r.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert r.proc.poll() is None               # the first waits for the batch in hand
+    r.proc.send_signal(signal.SIGTERM)
+    assert r.proc.wait(10) == 128 + signal.SIGTERM
+    assert "second signal" in r.stderr()
+
+
+def test_python_entry_point(kbroker, tmp_path) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 10, partitions=1)
+    log = tmp_path / "seen"
+    script = tmp_path / "app.py"
+    script.write_text(f"""
+from kcodec.runtime import App
+
+app = App(topics=[{topic!r}], group={group!r}, bootstrap={kbroker.bootstrap!r},
+          storage="direct", state_dir={str(tmp_path / 'state')!r})
+
+@app.handler
+def handle(records):
+    with open({str(log)!r}, "a") as f:
+        f.writelines(f"{{r.offset}}\\n" for r in records)
+    return [True] * len(records)
+
+if __name__ == "__main__":
+    raise SystemExit(app.run())
+""")
+    p = subprocess.Popen([sys.executable, str(script)], env=env(), cwd=ROOT,
+                         stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: log.exists() and len(log.read_text().split()) >= 10, 60, "handled")
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode()
+    assert sorted(map(int, log.read_text().split())) == list(range(10))
+
+
+def test_usage_errors(tmp_path) -> None:
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kcodec", "run", *argv], env=env(),
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+    out = run("tests.runtime.handlers:record", "-t", "x")
+    assert out.returncode == 2 and "no group" in out.stderr
+    out = run("tests.runtime.handlers:nope", "-t", "x", "-g", "g")
+    assert out.returncode == 2 and "has no 'nope'" in out.stderr
+    out = run("tests.runtime.handlers:record", "-t", "x", "-g", "g", "-X", "nosuch=1")
+    assert out.returncode == 2 and "unknown client setting 'nosuch'" in out.stderr
+    out = run("tests.runtime.handlers:record", "-t", "x", "-g", "g", "--storage", "disk")
+    assert out.returncode == 2 and "--storage must be one of" in out.stderr
+    out = run("tests.runtime.handlers:record", "-t", "x", "-g", "g", "-X",
+              "sasl_password=s3cret", "--print-config")
+    assert out.returncode == 0 and "s3cret" not in out.stdout
+    assert json.loads(out.stdout)["client"] == {"sasl_password": "***"}
+
+
+def test_read_log_ignores_torn_lines(tmp_path) -> None:
+    p = tmp_path / "log"
+    p.write_text("t 0 1 0 1 done\nt 0 2 0 1 done\nt 0 3")
+    assert sorted(read_log(str(p))) == [("t", 0, 1), ("t", 0, 2)]
+
+
+def test_readme_quickstart_works_as_written(tmp_path) -> None:
+    """The README's three terminals, on a free port (KCODEC_BOOTSTRAP) and in a scratch
+    directory beside a copy of examples/."""
+    import re
+    import shutil
+
+    from kcodec.testing.net import free_port
+
+    readme = (ROOT_PATH / "README.md").read_text()
+    block = readme.split("## kcodec run: a consumer runtime", 1)[1].split("```sh\n", 1)[1]
+    lines = [ln.split("#")[0].strip() for ln in block.split("```", 1)[0].splitlines()]
+    assert [ln.split()[1] for ln in lines] == ["broker", "10", "run", "ctl"], lines
+    port = free_port()
+    shutil.copytree(ROOT_PATH / "examples", tmp_path / "examples")
+    e = env(KCODEC_BOOTSTRAP=f"127.0.0.1:{port}")
+    kcodec = [sys.executable, "-m", "kcodec"]
+    broker = subprocess.Popen(kcodec + lines[0].split()[1:-2] + ["--port", str(port)], env=e,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    run = None
+    try:
+        assert broker.stdout is not None and broker.stdout.readline()
+        cmd, _, feed = lines[1].partition("|")
+        p = subprocess.run(kcodec + feed.split()[1:], input="".join(f"{i}\n" for i in range(1, 11)),
+                           env=e, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        run = subprocess.Popen(kcodec + lines[2].split()[1:], env=e, cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        got: list[str] = []
+        assert run.stdout is not None
+        while len(got) < 10:
+            line = run.stdout.readline()
+            assert line, run.stderr.read() if run.stderr else ""
+            got.append(line)
+        assert sorted(int(re.search(r"b'(\d+)'", g).group(1)) for g in got) == list(range(1, 11))
+        st = subprocess.run(kcodec + lines[3].split()[1:], env=e, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+        assert st.returncode == 0 and "sinker" in st.stdout, st.stderr
+    finally:
+        if run is not None:
+            run.send_signal(signal.SIGINT)
+            run.wait(60)
+        broker.send_signal(signal.SIGINT)
+        broker.wait(30)
+    assert run.returncode == 0
+
+
+def test_direct_handler_slower_than_max_poll_interval_keeps_the_membership(kbroker,
+                                                                           run_factory) -> None:
+    """Each call takes 4 s with max_poll_interval_ms at 3 s: the puller keeps polling
+    (partitions paused) meanwhile, so it is never dropped from the group and no record is
+    handled twice."""
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 8, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--storage", "direct", "--batch-size", "2",
+                    "--linger-ms", "0", "-X", "max_poll_interval_ms=3000", "--handler-timeout",
+                    "20", mode="slow", extra_env={"KCODEC_TEST_SLEEP": "4"})
+    want = all_offsets(8, topic, 1)
+    wait_for(lambda: set(r.handled()) >= want, 90, "every record handled", r.stderr)
+    assert max(r.handled().values()) == 1
+    err = r.stderr()
+    assert "partitions lost" not in err and "max_poll_interval" not in err
+    assert r.stop() == 0

@@ -1,0 +1,170 @@
+"""The stores' contract, the same for the file store and the redis store (a real
+redis-server): claims under a lease, per-message acks that are final, expired leases back to
+pending, delayed retries, the failed queue with requeue and clear."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pytest
+
+from kcodec.errors import CorruptDataError, TruncatedError
+from kcodec.runtime.message import Message, decode, encode
+from kcodec.runtime.storage.file import FileStore
+
+
+def msgs(n: int, start: int = 0, topic: str = "t") -> list[Message]:
+    return [Message(topic, i % 3, i, 1_700_000_000_000 + i, 0, b"k%d" % i, b"v%d" % i,
+                    [("h", b"x"), ("n", None)]) for i in range(start, start + n)]
+
+
+@pytest.fixture(params=["file", "redis"])
+def stores(request, tmp_path):
+    """A function making stores that share one queue (each is one process's handle)."""
+    made = []
+    if request.param == "file":
+        def make(owner: str, lease_ms: int = 1000):
+            s = FileStore(str(tmp_path / "store"), owner, lease_ms=lease_ms)
+            made.append(s)
+            return s
+    else:
+        server = request.getfixturevalue("redis_server")
+        from kcodec.runtime.storage.redis import RedisStore
+
+        prefix = f"test:{uuid.uuid4().hex[:8]}"
+
+        def make(owner: str, lease_ms: int = 1000):
+            s = RedisStore(server.url, prefix, owner, lease_ms=lease_ms, give_up_s=10)
+            made.append(s)
+            return s
+    yield make
+    for s in made:
+        try:
+            s.close()
+        except Exception:
+            pass
+
+
+def offsets(claim) -> list[int]:
+    return sorted(m.offset for m in claim.messages)
+
+
+def drain(store, limit: int = 1000) -> list[Message]:
+    out = []
+    while True:
+        c = store.claim(limit)
+        if c is None:
+            return out
+        out += c.messages
+        store.ack(c, c.refs)
+
+
+def test_message_round_trip_and_bad_bytes() -> None:
+    m = Message("topic", 2, 10, 5, 1, None, b"", [("a", None), ("b", b"\x00")], 3, "boom", 7)
+    assert decode(encode(m)) == m
+    data = encode(m)
+    with pytest.raises(TruncatedError):
+        decode(data[:-3])
+    with pytest.raises(CorruptDataError):
+        decode(b"\x09" + data[1:])
+    with pytest.raises(CorruptDataError):
+        decode(data + b"\x00")
+
+
+def test_claims_do_not_overlap_and_acks_are_final(stores) -> None:
+    w, a, b = stores("p0"), stores("s0"), stores("s1")
+    w.append(msgs(5))
+    w.append(msgs(5, 5))
+    ca = a.claim(5)
+    cb = b.claim(5)
+    assert ca is not None and cb is not None
+    assert set(offsets(ca)).isdisjoint(offsets(cb))
+    assert sorted(offsets(ca) + offsets(cb)) == list(range(10))
+    assert a.backlog()["processing"] == 10
+    a.ack(ca, ca.refs)
+    b.ack(cb, cb.refs)
+    assert a.claim(100) is None
+    assert a.backlog() == {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
+
+
+def test_expired_lease_returns_only_unacknowledged(stores) -> None:
+    w, a, b = stores("p0"), stores("s0", 1000), stores("s1", 1000)
+    w.append(msgs(6))
+    ca = a.claim(10)
+    assert offsets(ca) == list(range(6))
+    done = [r for r, m in zip(ca.refs, ca.messages) if m.offset < 3]
+    a.ack(ca, done)                      # per message: three of six
+    assert b.claim(10) is None           # still leased
+    time.sleep(1.3)                      # a dies: its lease runs out
+    cb = b.claim(10)
+    assert cb is not None and offsets(cb) == [3, 4, 5]
+    b.ack(cb, cb.refs)
+    a.ack(ca, [r for r in ca.refs if r not in done])   # late acks of the dead owner: harmless
+    assert b.claim(10) is None
+
+
+def test_renew_keeps_the_lease(stores) -> None:
+    w, a, b = stores("p0"), stores("s0", 1000), stores("s1", 1000)
+    w.append(msgs(3))
+    ca = a.claim(10)
+    for _ in range(4):
+        time.sleep(0.4)
+        a.renew()
+        assert b.claim(10) is None
+    a.ack(ca, ca.refs)
+
+
+def test_retry_waits_for_its_time(stores) -> None:
+    w, s = stores("p0"), stores("s0")
+    due = int(time.time() * 1000) + 600
+    s.retry([m._replace(attempts=1, not_before=due, error="x") for m in msgs(2)])
+    assert s.claim(10) is None
+    assert s.backlog()["delayed"] == 2
+    time.sleep(0.8)
+    c = s.claim(10)
+    assert c is not None and [m.attempts for m in c.messages] == [1, 1]
+    assert {m.error for m in c.messages} == {"x"}
+    s.ack(c, c.refs)
+    w.close()
+
+
+def test_failed_queue_requeue_and_clear(stores) -> None:
+    s, ops = stores("s0"), stores("master")
+    s.fail([m._replace(attempts=4, error="bad") for m in msgs(3)])
+    assert ops.backlog()["failed"] == 3
+    assert [m.offset for m in ops.failed_messages(10)] == [0, 1, 2]
+    assert ops.requeue() == 3
+    assert ops.backlog()["failed"] == 0
+    got = drain(s)
+    assert sorted(m.offset for m in got) == [0, 1, 2]
+    assert {m.attempts for m in got} == {0}
+    s.fail(msgs(2))
+    assert ops.clear() == 2
+    assert ops.backlog()["failed"] == 0 and drain(s) == []
+
+
+def test_file_store_skips_a_torn_chunk(tmp_path) -> None:
+    w = FileStore(str(tmp_path), "p0")
+    w.append(msgs(3))
+    w.append(msgs(3, 3))
+    seg = [f for f in os.listdir(tmp_path / "pending")][0]
+    path = tmp_path / "pending" / seg
+    data = path.read_bytes()
+    path.write_bytes(data[:-5])          # the second chunk torn (a crash mid-write)
+    s = FileStore(str(tmp_path), "s0")
+    got = drain(s)
+    assert [m.offset for m in got] == [0, 1, 2]
+
+
+def test_file_store_deletes_segments_once_all_acked(tmp_path) -> None:
+    w = FileStore(str(tmp_path), "p0", segment_bytes=200)
+    for i in range(5):
+        w.append(msgs(2, 2 * i))
+    w.close()
+    s = FileStore(str(tmp_path), "s0")
+    assert sorted(m.offset for m in drain(s)) == list(range(10))
+    s.claim(1)   # a scan after the last ack drops what is finished
+    assert os.listdir(tmp_path / "pending") == []
+    assert os.listdir(tmp_path / "acks") == []
