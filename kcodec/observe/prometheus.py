@@ -5,7 +5,8 @@ underscore; a client's groups get the prefix ``kcodec_`` (``producer-metrics`` /
 ``record-send`` -> ``kcodec_producer_metrics_record_send_total``), a broker's keep Kafka's
 domain (``kafka.server:BrokerTopicMetrics`` / ``BytesInPerSec`` ->
 ``kafka_server_brokertopicmetrics_bytesinpersec_total``, as the JMX exporter's default
-rules spell them). Tags are labels (``client-id`` -> ``client_id``).
+rules spell them), and the runtime's keep theirs (``kcodec.runtime:Worker`` / ``done`` ->
+``kcodec_runtime_worker_done_total``). Tags are labels (``client-id`` -> ``client_id``).
 
 Kinds: a counter is a Prometheus counter (``_total``: take ``rate()`` in PromQL; the
 registry's own ``-rate`` is left out), a gauge a gauge, a histogram a histogram with the
@@ -38,7 +39,7 @@ def _require() -> Any:
 def metric_name(group: str, name: str) -> str:
     """The Prometheus name of ``group``/``name`` (see the module docstring)."""
     base = f"{group}_{name}"
-    if not group.startswith("kafka."):
+    if not group.startswith(("kafka.", "kcodec.")):
         base = f"kcodec_{base}"
     return _BAD.sub("_", base).strip("_").lower()
 

@@ -180,6 +180,44 @@ class Tracing:
                                       kind=self.trace.SpanKind.CONSUMER, attributes=attrs)
 
     @contextmanager
+    def process_batch(self, records: list) -> Iterator[Any]:
+        """``process`` of a batch (the runtime's handler call): one CONSUMER span linked to
+        each record's producer context -- the child of that context when the batch is one
+        record -- current inside the block."""
+        from opentelemetry.trace import Link
+
+        topics = sorted({r.topic for r in records})
+        attrs = dict(self.common)
+        attrs.update({"messaging.operation.name": "process",
+                      "messaging.operation.type": "process",
+                      "messaging.batch.message_count": len(records)})
+        if len(topics) == 1:
+            attrs["messaging.destination.name"] = topics[0]
+        if self.group_id:
+            attrs["messaging.consumer.group.name"] = self.group_id
+        contexts = [extract(getattr(r, "headers", None)) for r in records]
+        links = []
+        for ctx in contexts:
+            sc = self.trace.get_current_span(ctx).get_span_context()
+            if sc.is_valid:
+                links.append(Link(sc))
+        parent = contexts[0] if len(records) == 1 else None
+        span = self.tracer.start_span(f"process {topics[0]}" if len(topics) == 1 else "process",
+                                      context=parent, kind=self.trace.SpanKind.CONSUMER,
+                                      attributes=attrs, links=links)
+        try:
+            with self.trace.use_span(span, end_on_exit=False, record_exception=False,
+                                     set_status_on_exception=False):
+                yield span
+        except Exception as exc:
+            span.record_exception(exc)
+            span.set_status(self.trace.Status(self.trace.StatusCode.ERROR, str(exc)))
+            span.set_attribute("error.type", type(exc).__name__)
+            raise
+        finally:
+            span.end()
+
+    @contextmanager
     def process(self, record: Any) -> Iterator[Any]:
         """``with tracing.process(record):`` -- the record's ``process`` span, current
         inside the block (spans made there are its children), its error recorded."""
