@@ -52,25 +52,27 @@ p = Producer(bootstrap_servers=args["bootstrap"], linger_ms=5, acks="all",
              batch_size=1_000_000, **settings)
 p.send(topic, value, b"0" * 16).result(30)
 keys = [b"%016d" % i for i in range(n)]
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 send = p.send
 for k in keys[1:]:
     send(topic, value, k)
 p.flush()
-produce = time.perf_counter() - t0
+produce, produce_cpu = time.perf_counter() - t0, time.process_time() - c0
 p.close()
 c = Consumer(bootstrap_servers=args["bootstrap"], auto_offset_reset="earliest",
              max_poll_records=2000, **settings)
 c.assign([TopicPartition(topic, i) for i in range(args["partitions"])])
 got = 0
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 for rec in c:
     got += 1
     if got >= n:
         break
-consume = time.perf_counter() - t0
+consume, consume_cpu = time.perf_counter() - t0, time.process_time() - c0
 c.close()
-print(json.dumps({"produce": produce, "consume": consume}))
+import kcodec
+print(json.dumps({"produce": produce, "consume": consume, "produce_cpu": produce_cpu,
+                  "consume_cpu": consume_cpu, "kcodec": kcodec.__file__}))
 '''
 
 
@@ -111,34 +113,43 @@ def main() -> None:
     names = list(sides)
     count = {s: args.n for s in names}
     count["tracing on"] = args.trace_n or max(args.n // 20, 1000)
-    times: dict[str, dict[str, list[float]]] = {s: {"produce": [], "consume": []} for s in names}
+    keys = ("produce", "consume", "produce_cpu", "consume_cpu")
+    times: dict[str, dict[str, list[float]]] = {s: {k: [] for k in keys} for s in names}
     with Tansu() as broker:
         for r in range(args.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
             for s in order:
                 py, root, settings = sides[s]
                 got = run_side(py, root, broker.bootstrap, count[s], settings)
-                for phase in ("produce", "consume"):
-                    times[s][phase].append(got[phase])
+                if r == 0:
+                    print(f"  {s}: kcodec from {got['kcodec']}", flush=True)
+                for k in keys:
+                    times[s][k].append(got[k] / count[s])      # seconds per record
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
-                f"{s} {times[s]['produce'][-1]:.2f}/{times[s]['consume'][-1]:.2f} s"
-                for s in names), flush=True)
+                f"{s} {times[s]['produce'][-1] * count[s]:.2f}/"
+                f"{times[s]['consume'][-1] * count[s]:.2f} s" for s in names), flush=True)
     base = names[0]
-    print(f"\n{args.n} records ({count['tracing on']} traced), {args.rounds} rounds; ratio = "
-          f"side's median time per record / {base}'s (> 1: slower)")
+    print(f"\n{args.n} records ({count['tracing on']} traced), {args.rounds} rounds. Per side: "
+          f"wall and CPU (this worker process, all threads) per record, medians; ratios to "
+          f"{base} (> 1: slower) of the medians and, in brackets, the median of the "
+          f"round-by-round ratios (each round's sides ran back to back)")
     for phase in ("produce", "consume"):
-        bper = statistics.median(times[base][phase]) / count[base]
         print(f"\n{phase}:")
         for s in names:
-            med = statistics.median(times[s][phase])
-            per = med / count[s]
-            extra = ""
+            row = [f"  {s:12s}"]
+            for k, what in ((phase, "wall"), (f"{phase}_cpu", "cpu")):
+                mine, theirs = times[s][k], times[base][k]
+                paired = statistics.median(a / b for a, b in zip(mine, theirs))
+                row.append(f"{what} {statistics.median(mine) * 1e6:6.2f} us/rec "
+                           f"(min {min(mine) * 1e6:5.2f}) ratio "
+                           f"{statistics.median(mine) / statistics.median(theirs):.3f} "
+                           f"[{paired:.3f}]")
             if s == "tracing on":
-                on = statistics.median(times["metrics on"][phase]) / count["metrics on"]
-                extra = f"  tracing: {(per - on) * 1e6:+.2f} us/record"
-            print(f"  {s:12s} median {med:.3f} s  min {min(times[s][phase]):.3f} s  "
-                  f"{1 / per:,.0f} rec/s  ratio {per / bper:.3f}{extra}")
-
+                for k, what in ((phase, "wall"), (f"{phase}_cpu", "cpu")):
+                    extra = statistics.median(times[s][k]) - statistics.median(
+                        times["metrics on"][k])
+                    row.append(f"tracing {what} {extra * 1e6:+.2f} us/rec")
+            print("  ".join(row))
 
 if __name__ == "__main__":
     main()
