@@ -40,7 +40,7 @@ def _value(samples: dict, name: str, without: tuple[str, ...] = (), **labels: st
     return sum(got) if got else None
 
 
-def test_kcodec_run_metrics_port(kbroker):
+def test_kcodec_run_metrics_port(kbroker, tmp_path):
     pytest.importorskip("prometheus_client")
     produce(kbroker.bootstrap, "obs-run", 60)
     port = free_port()
@@ -70,8 +70,40 @@ def test_kcodec_run_metrics_port(kbroker):
                       role="puller") == 1
         lag = _value(samples, "kcodec_consumer_fetch_manager_metrics_records_lag", role="puller")
         assert lag == 0
+        _real_prometheus_agrees(port, tmp_path)
     finally:
         assert run.stop() == 0
+
+
+def _real_prometheus_agrees(port: int, tmp_path) -> None:
+    """A real Prometheus scraping the runtime's endpoint stores the same counts (skipped,
+    with the hint, where the prometheus package is missing)."""
+    import shutil
+    import subprocess
+
+    from tests.observability.test_prometheus import NO_PROMETHEUS, _wait_value
+
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.skip(NO_PROMETHEUS)
+    web = free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                   "scrape_configs:\n"
+                   f"  - job_name: run\n    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n")
+    prom = subprocess.Popen([binary, f"--config.file={cfg}",
+                             f"--storage.tsdb.path={tmp_path / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{web}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{web}"
+        assert _wait_value(base, 'sum(kcodec_runtime_worker_done_total{role="puller"})', 60) == 60
+        assert _wait_value(base, 'sum(kcodec_consumer_fetch_manager_metrics_records_consumed_total'
+                                 '{role="puller",topic="obs-run"})', 60) == 60
+        assert _wait_value(base, "kcodec_runtime_master_processes_alive", 1) == 1
+    finally:
+        prom.terminate()
+        prom.wait(10)
 
 
 def test_kcodec_run_handler_continues_the_producers_trace(kbroker):
