@@ -92,7 +92,8 @@ class Cluster:
                  allow_everyone_if_no_acl_found: bool = False,
                  transaction_version: int = 2,
                  transaction_two_phase_commit_enable: bool = False,
-                 share_group_configs: dict[str, Any] | None = None) -> None:
+                 share_group_configs: dict[str, Any] | None = None,
+                 client_metrics: Any = None) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -114,6 +115,11 @@ class Cluster:
                                  f"{nodes} nodes the listeners' ports must be at least {nodes} "
                                  f"apart")
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        from kcodec.broker.telemetry import ClientTelemetry, parse_subscription
+
+        #: KIP-714: client metrics subscriptions (ClientMetricsSubscription or their text)
+        self.telemetry = ClientTelemetry([parse_subscription(s) if isinstance(s, str) else s
+                                          for s in client_metrics or ()])
         self.authorizer = _authorizer(authorizer, super_users, allow_everyone_if_no_acl_found)
         self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
                                   num_partitions=num_partitions,
@@ -161,6 +167,8 @@ class Cluster:
         if self.started:
             return self
         self.state.lock_data_dir()   # first: a data dir in use stops here, nothing started
+        from kcodec.observe.log import Debug
+        Debug(None)                  # KCODEC_DEBUG names contexts: DEBUG on, with a handler
         self.timer = Timer()
         self.purgatory = Purgatory(self.timer)
         self.hooks = Hooks(self.timer)

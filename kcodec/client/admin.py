@@ -134,6 +134,12 @@ class AsyncAdmin:
     async def close(self) -> None:
         await self.cluster.close()
 
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This client's metrics (kcodec.client.metrics)."""
+        from kcodec.client.metrics import metrics_of
+
+        return metrics_of(self)
+
     async def _controller(self) -> int | None:
         if self.cluster.controller_id < 0 or self.cluster.stale:
             await self.cluster.refresh([])
@@ -518,6 +524,10 @@ class Admin:
 
     def _run(self, coro: Any) -> Any:
         return self._loop.run(coro, self._timeout)
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This client's metrics (kcodec.client.metrics)."""
+        return self._async.metrics()
 
     def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
                       replication_factor: int = -1, timeout_ms: int = 30000,

@@ -144,6 +144,14 @@ class ClientConfig:
     sasl_password: str | None = field(default=None, repr=False)
     sasl_oauth_token_provider: Any = field(default=None, repr=False)
     sasl_login_refresh_window_factor: float = 0.8
+    # observability (kcodec.observe): debug contexts, metrics, statistics, traces, KIP-714
+    debug: str | None = None
+    metrics_enabled: bool = True
+    statistics_interval_ms: int = 0
+    stats_cb: Any = field(default=None, repr=False)
+    tracing_enabled: bool = False
+    tracer_provider: Any = field(default=None, repr=False)
+    enable_metrics_push: bool = True
 
     def __post_init__(self) -> None:
         from kcodec.client.net.security import validate_security
@@ -165,7 +173,24 @@ class ClientConfig:
         if self.receive_message_max_bytes < 1000:
             raise ValueError("receive_message_max_bytes must be at least 1000, got "
                              f"{self.receive_message_max_bytes}")
+        self._validate_observe()
         self._validate()
+
+    def _validate_observe(self) -> None:
+        from kcodec.observe.log import debug_contexts
+
+        if self.debug is not None and not isinstance(self.debug, str):
+            raise ValueError(f"debug must be a comma list of contexts, got {self.debug!r}")
+        debug_contexts(self.debug)
+        if self.stats_cb is not None and not callable(self.stats_cb):
+            raise ValueError(f"stats_cb must be callable (it gets the statistics as a JSON "
+                             f"string), got {self.stats_cb!r}")
+        if self.statistics_interval_ms and self.stats_cb is None:
+            raise ValueError("statistics_interval_ms needs stats_cb, the function that gets "
+                             "each statistics document")
+        if self.statistics_interval_ms and not self.metrics_enabled:
+            raise ValueError("statistics_interval_ms needs metrics_enabled=True (the "
+                             "statistics are the metrics)")
 
     def _validate(self) -> None:
         pass

@@ -91,8 +91,6 @@ POINTERS: dict[str, str] = {
                            "'module:attr' names)",
     "client_dns_lookup": "kcodec resolves each address as given",
     # confluent-kafka (librdkafka)
-    "debug": "use Python's logging",
-    "statistics_interval_ms": "statistics callbacks are not supported",
     "enable_partition_eof": "poll() returns empty dicts at the end of a partition; compare "
                             "position() with highwater()",
     "queue_buffering_max_messages": "kcodec limits what is queued in bytes: buffer_memory",

@@ -62,6 +62,7 @@ class Settings:
     control_socket: str = ""              # default: <state_dir>/control.sock
     auto_offset_reset: str = "earliest"
     log_level: str = "INFO"
+    metrics_port: int | None = None       # Prometheus metrics of every process (0: any port)
     client: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -78,6 +79,10 @@ class Settings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{_flag(name)} must be a non-negative integer, got {v!r}")
+        mp = self.metrics_port
+        if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool)
+                               or not 0 <= mp <= 65535):
+            raise ValueError(f"--metrics-port must be a port number (0-65535), got {mp!r}")
         for name in ("pullers", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{_flag(name)} must be at least 1, got {getattr(self, name)}")
@@ -125,6 +130,13 @@ class Settings:
         if not self.group:
             raise ValueError("no group: give -g/--group (or group = \"...\" in the config file)")
         self.consumer_config()   # every client setting valid together
+        if self.client.get("tracing_enabled"):   # here, once, not in every restarted child
+            from kcodec.observe.tracing import require
+
+            try:
+                require()
+            except ImportError as exc:
+                raise ValueError(f"-X tracing_enabled=true: {exc}") from None
 
     # ------------------------------------------------------------------ derived
     @property

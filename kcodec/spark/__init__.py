@@ -37,8 +37,9 @@ except ImportError as exc:   # pragma: no cover - depends on the environment
 
 from kcodec.spark.logsource import KafkaLogSource
 from kcodec.spark.source import KafkaSource
+from kcodec.spark.taskmetrics import TaskMetrics
 
-__all__ = ["KafkaSource", "KafkaLogSource", "register"]
+__all__ = ["KafkaSource", "KafkaLogSource", "TaskMetrics", "register"]
 
 
 def _found_by_spark(spark: Any, name: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,9 +20,13 @@ from typing import Any
 from kcodec.spark import reach
 from kcodec.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from kcodec.spark.security import materialize
+from kcodec.spark.taskmetrics import TaskStats, report
 
 __all__ = ["KafkaRange", "DataLossError", "plan_ranges", "split_ranges", "read_range",
            "topic_partitions", "list_offsets", "resolve"]
+
+#: where each read task says what it did (kcodec.spark.taskmetrics)
+log = logging.getLogger("kcodec.spark.source")
 
 
 class DataLossError(RuntimeError):
@@ -219,15 +224,25 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
 
     warn_if_pure()
     with reach.named_cause(opts.bootstrap, materialize(opts.client), reach.EXECUTOR):
-        pre = _Prefetch(_RangeReader(r, opts))
+        reader = _RangeReader(r, opts)
+        stats = reader.stats
+        pre = _Prefetch(reader)
+        done = False
         try:
             while True:
                 rb = pre.get()
                 if rb is None:
                     break
+                stats.records += rb.num_rows
                 yield from _slices(rb)
+            done = True
+        except GeneratorExit:      # closed early (a limit): what it read is still its work
+            done = True
+            raise
         finally:
             pre.stop()
+            if done:               # (a failed task reports nothing: Spark runs it again)
+                report(stats, opts.task_metrics, log)
 
 
 class _Prefetch:
@@ -365,6 +380,7 @@ class _RangeReader:
         # the first fetch small, so that Spark has rows to take while the thread fetches and
         # decodes the rest (read_range's pipeline); the next ones at the full size
         self.max_bytes = min(self.cap, _FIRST_FETCH_BYTES)
+        self.stats = TaskStats("read", r.topic, r.partition, r.start, r.end)
 
     def _config(self) -> Any:
         from kcodec.client.config import ConsumerConfig
@@ -405,8 +421,10 @@ class _RangeReader:
                     f"{r.topic}[{r.partition}]: no records for offsets {self.pos}..{r.end - 1} "
                     f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
             try:
+                t0 = time.perf_counter()
                 part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
                                                deadline=deadline)
+                self.stats.request((time.perf_counter() - t0) * 1000)
             except (BrokerNotAvailableError, KafkaTimeoutError) as exc:
                 # a broker restarting, or a leader moving: go on trying, as Java's consumer
                 # polls on, until the poll timeout passes without progress
@@ -432,6 +450,8 @@ class _RangeReader:
             if code:
                 raise KafkaError(code, f"fetch {r.topic}[{r.partition}] at {self.pos}")
             data = part.records
+            if data:
+                self.stats.bytes += len(data)
             if not data:
                 hw = part.high_watermark
                 if 0 <= hw <= self.pos and hw < r.end:

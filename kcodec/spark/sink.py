@@ -15,6 +15,7 @@ again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +30,12 @@ from pyspark.sql.types import (
 )
 
 from kcodec.spark.options import SinkOptions, parse_sink
+from kcodec.spark.taskmetrics import TaskStats, report
 
 __all__ = ["KafkaWriter", "KafkaCommitMessage", "make_stream_writer", "check_sink_schema",
            "write_batches"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,6 +44,7 @@ class KafkaCommitMessage(WriterCommitMessage):
 
     records: int = 0
     last_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)   # TaskStats.as_dict of the task
 
 
 def check_sink_schema(schema: StructType, opts: SinkOptions) -> None:
@@ -117,6 +122,7 @@ def _write(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any]) -> Kaf
     from kcodec.client import Producer
 
     msg = KafkaCommitMessage()
+    stats = TaskStats("write")
     futures: list[tuple[str, Any]] = []
     kw = dict(kw)
     kw.setdefault("client_id", "kcodec-spark-sink")
@@ -151,7 +157,44 @@ def _write(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any]) -> Kaf
             tp = (t, r.partition)
             if r.offset > msg.last_offsets.get(tp, -1):
                 msg.last_offsets[tp] = r.offset
+        stats.records = msg.records
+        _produce_stats(producer, stats)
+    report(stats, opts.task_metrics, log)
+    msg.stats = stats.as_dict()
     return msg
+
+
+def _produce_stats(producer: Any, stats: TaskStats) -> None:
+    """The task's Produce requests, their latency and the bytes sent, from the producer's
+    own metrics (kcodec.client.metrics)."""
+    from kcodec.client.metrics import registry_of
+    from kcodec.observe.metrics import Counter, Histogram
+
+    try:
+        reg = registry_of(producer)
+    except ValueError:      # metrics off: no numbers to give
+        return
+    for group, name, tags, m in reg.metrics():
+        if group == "producer-node-metrics" and name == "request-latency" and \
+                dict(tags).get("api") == "Produce" and isinstance(m, Histogram):
+            stats.requests += m.count
+            stats.latency_ms_sum += m.total
+            stats.latency_ms_max = max(stats.latency_ms_max, m.max)
+        elif group == "producer-topic-metrics" and name == "byte" and isinstance(m, Counter):
+            stats.bytes += int(m.value)
+
+
+def _summary(messages: list[Any], what: str) -> None:
+    """The driver's side of a write: one INFO line for all its tasks."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    tasks = [m.stats for m in messages if isinstance(m, KafkaCommitMessage) and m.stats]
+    reqs = sum(t["requests"] for t in tasks)
+    avg = sum(t["latency_ms_sum"] for t in tasks) / reqs if reqs else 0.0
+    log.info("%s: %d tasks wrote %d records, %d bytes in %d produce requests (latency avg "
+             "%.1f ms, max %.1f ms)", what, len(tasks), sum(t["records"] for t in tasks),
+             sum(t["bytes"] for t in tasks), reqs, avg,
+             max((t["latency_ms_max"] for t in tasks), default=0.0))
 
 
 class KafkaWriter(DataSourceArrowWriter):
@@ -167,6 +210,7 @@ class KafkaWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[Any]) -> None:
         self.messages = [m for m in messages if isinstance(m, KafkaCommitMessage)]
+        _summary(self.messages, "write")
 
     def abort(self, messages: list[Any]) -> None:
         # Records already acknowledged stay in Kafka (at-least-once, like Spark's sink).
@@ -202,7 +246,7 @@ class KafkaStreamWriter(_StreamBase):  # type: ignore[misc, valid-type]
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's name
-        pass
+        _summary(messages, f"micro-batch {batchId}")
 
     def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         pass

@@ -24,6 +24,7 @@ the reader remembers the end it handed out last.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -34,6 +35,8 @@ from kcodec.spark import _kafka, reach
 from kcodec.spark._kafka import DataLossError, KafkaRange
 from kcodec.spark.options import SourceOptions
 from kcodec.spark.source import KafkaRangePartition
+
+log = logging.getLogger(__name__)
 
 try:   # pyspark >= 4.2
     from pyspark.sql.streaming.datasource import (
@@ -226,6 +229,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             if hi > lo:
                 out.append(KafkaRange(tp[0], tp[1], lo, hi))
         out = _kafka.split_ranges(out, self.opts.min_partitions, None)
+        if log.isEnabledFor(logging.INFO):
+            log.info("micro-batch: %d records in %d tasks (%s)", sum(r.end - r.start for r in out),
+                     len(out), ", ".join(f"{r.topic}[{r.partition}] {r.start}..{r.end}"
+                                         for r in out[:8]) + (" ..." if len(out) > 8 else ""))
         return [KafkaRangePartition(r) for r in out]
 
     def commit(self, end: Offsets) -> None:

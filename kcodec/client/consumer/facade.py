@@ -31,6 +31,9 @@ from kcodec.client.errors import (
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.structs import ConsumerRecord, TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.observe.log import get_logger
+
+log = get_logger(__name__)
 
 __all__ = ["Consumer", "AsyncConsumer", "RebalanceListener"]
 
@@ -158,6 +161,23 @@ class _Common:
         if g is not None:
             g.last_poll = time.monotonic()
 
+    def _after_poll(self, start: float, out: Any) -> Any:
+        """What one poll returned, counted (metrics) and traced (a receive span)."""
+        cluster = self._engine.cluster
+        if cluster.metrics is not None:
+            cluster.metrics.polled(start, time.monotonic(), out)
+        if cluster.tracing is not None and out:
+            cluster.tracing.receive(out)
+        return out
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This consumer's metrics, named as the Java client's (kcodec.client.metrics):
+        ``{group: {name: value or [{"tags": {...}, "value": v}, ...]}}``."""
+        cm = self._engine.cluster.metrics
+        if cm is None:
+            raise ValueError("metrics are off: metrics_enabled=False")
+        return cm.registry.as_dict()
+
     def _resolve_positions(self) -> None:
         """From now on the fetcher may look up missing positions (committed, else reset)."""
         eng = self._engine
@@ -179,13 +199,19 @@ class _Common:
         held = self._engine.subs.held
         for tp, recs in polled.items():
             held[tp] = recs[0].offset
+        tracing = self._engine.cluster.tracing
         try:
             for tp, recs in polled.items():
                 t, p = tp
                 for r in recs:
                     held[tp] = r.offset + 1
-                    yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
+                    rec = ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
                                          r.value, r.headers, r.attributes)
+                    if tracing is None:
+                        yield rec
+                    else:       # the process span covers the application's handling
+                        with tracing.process(rec):
+                            yield rec
                 held.pop(tp, None)   # all handed out: the position (past control batches) stands
         finally:
             if held:
@@ -247,6 +273,37 @@ class AsyncConsumer(_Common):
         return bool(eng.group is not None and eng.subscribed and eng.group.need_rejoin)
 
     def _rebalance(self) -> Generator[tuple, Any, None]:
+        """``_rebalance_steps``, timed, counted and logged: INFO with the generation, what
+        was assigned and revoked, and how long it took; WARNING when it fails."""
+        eng = self._engine
+        g = eng.group
+        assert g is not None
+        cm = eng.cluster.metrics
+        t0 = time.monotonic()
+        before = set(eng.subs.states)
+        log.info("group %r: rebalancing (member %r, generation %d, %d partitions owned)",
+                 g.group_id, g.member_id, g.generation, len(before))
+        try:
+            yield from self._rebalance_steps()
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            if cm is not None:
+                cm.failed_rebalances.value += 1
+            log.warning("group %r: rebalance failed after %.0f ms: %s", g.group_id,
+                        (time.monotonic() - t0) * 1000, exc)
+            raise
+        ms = (time.monotonic() - t0) * 1000
+        if cm is not None:
+            cm.rebalances.value += 1
+            cm.rebalance_latency.record(ms)
+            cm.last_rebalance = time.monotonic()
+        after = set(eng.subs.states)
+        log.info("group %r: joined generation %d as %r in %.0f ms: %d partitions (added %s, "
+                 "revoked %s)", g.group_id, g.generation, g.member_id, ms, len(after),
+                 _tps(after - before), _tps(before - after))
+
+    def _rebalance_steps(self) -> Generator[tuple, Any, None]:
         """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
         (its result is sent back) or ``("call", listener_method, partitions)``.
 
@@ -320,6 +377,7 @@ class AsyncConsumer(_Common):
 
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        start = time.monotonic()
         self._check()
         self._polled()
         await self._ensure_group()
@@ -335,10 +393,10 @@ class AsyncConsumer(_Common):
             if out and self._hooks is not None:
                 out = self._deliver(out)
             if out:
-                return out
+                return self._after_poll(start, out)
             left = deadline - time.monotonic()
             if left <= 0:
-                return {}
+                return self._after_poll(start, {})
             eng.fetcher.adata.clear()
             try:
                 await asyncio.wait_for(eng.fetcher.adata.wait(), min(left, 0.1))
@@ -346,7 +404,7 @@ class AsyncConsumer(_Common):
                 pass
             self._check()
             if self._rebalance_due():   # return early: the next poll rejoins the group
-                return {}
+                return self._after_poll(start, {})
 
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
@@ -499,6 +557,7 @@ class Consumer(_Common):
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        start = time.monotonic()
         self._check()
         self._polled()
         eng = self._engine
@@ -514,16 +573,16 @@ class Consumer(_Common):
             if out and self._hooks is not None:
                 out = self._deliver(out)
             if out:
-                return out
+                return self._after_poll(start, out)
             left = deadline - time.monotonic()
             if left <= 0:
-                return {}
+                return self._after_poll(start, {})
             with eng.fetcher.data_ready:
                 if not eng.fetcher.buffer:
                     eng.fetcher.data_ready.wait(min(left, 0.1))
             self._check()
             if self._async._rebalance_due():
-                return {}
+                return self._after_poll(start, {})
 
     def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
@@ -598,6 +657,14 @@ class Consumer(_Common):
 _NO_GROUP = ("subscribe needs a group_id (the group's members share the topics' partitions); "
              "without a group, read the partitions you choose: "
              "assign([TopicPartition(topic, partition), ...])")
+
+
+def _tps(tps: set[TopicPartition]) -> str:
+    """Partitions as ``topic[0,1,2]`` per topic, for a log line."""
+    by: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by.setdefault(t, []).append(p)
+    return " ".join(f"{t}{ps}" for t, ps in by.items()) or "none"
 
 
 def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,

@@ -39,8 +39,11 @@ from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
 from kcodec.records.header import next_offset
+
+log = get_logger(__name__)
 
 __all__ = ["Fetcher", "FETCH_REFRESH_CODES"]
 
@@ -246,12 +249,17 @@ class Fetcher:
                 partition_max_bytes=cfg.max_partition_fetch_bytes,
                 forgotten=[(tp.topic, tp.partition) for tp in forget], topic_ids=ids)
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
+            cm = self.cluster.metrics
+            t0 = time.monotonic()
             try:
                 resp = await self.cluster.send(node, ApiKey.FETCH, req, version, timeout=timeout)
             except BaseException:
                 session.on_error()
                 raise
             self.progressed()
+            if cm is not None:
+                cm.fetches.value += 1
+                cm.fetch_latency.record((time.monotonic() - t0) * 1000)
             body = resp.body
             code = getattr(body, "error_code", 0) or 0
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
@@ -275,18 +283,28 @@ class Fetcher:
                     if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
                         continue
                     if p.error_code:
+                        if cm is not None:
+                            cm.error("Fetch", p.error_code)
                         self._partition_error(tp, st, p.error_code)
                         continue
                     st.high_watermark = p.high_watermark
+                    st.log_start = p.log_start_offset
                     data = p.records
                     if not data:
                         continue
+                    if cm is not None:
+                        cm.consumed_bytes.value += len(data)
+                        cm.consumer_topic(name)[1].value += len(data)
                     nxt = next_offset(data, offsets[tp])
                     if nxt <= offsets[tp]:
                         continue
                     f = Fetched(tp, offsets[tp], data, p.aborted_transactions, st.epoch)
                     st.fetch_position = nxt
                     got.append(f)
+            if self.cluster.debug.fetch:
+                log.debug("fetch from node %s: %d partitions asked, %d with data (%d bytes) "
+                          "in %.1f ms", node, len(parts), len(got),
+                          sum(len(f.data) for f in got), (time.monotonic() - t0) * 1000)
             if got:
                 with self.subs.lock:
                     for f in got:

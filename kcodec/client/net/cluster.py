@@ -8,7 +8,7 @@ import time
 import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kcodec.client.config import ClientConfig
 from kcodec.client.errors import (
@@ -22,7 +22,13 @@ from kcodec.client.net import requests
 from kcodec.client.net.conn import BrokerConnection
 from kcodec.client.net.core import Response
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import Debug, get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+
+log = get_logger(__name__)
+
+if TYPE_CHECKING:
+    from kcodec.client.metrics import ClientMetrics
 
 # The client's own generator (bootstrap order, backoff jitter): a library must not draw from
 # the application's global ``random``, whose sequence a program may have seeded.
@@ -62,6 +68,13 @@ class TopicInfo:
     topic_id: Any = None        # uuid.UUID (KIP-516) when the broker gave one, else None
 
 
+def _kind(config: ClientConfig) -> str:
+    from kcodec.client.config import ConsumerConfig, ProducerConfig
+
+    return ("producer" if isinstance(config, ProducerConfig) else
+            "consumer" if isinstance(config, ConsumerConfig) else "admin")
+
+
 class Cluster:
     """Connections by node id, the metadata cache and leader routing."""
 
@@ -85,6 +98,22 @@ class Cluster:
         self.last_fail = 0.0   # when a request or a connection attempt last failed
         from kcodec.client.net.security import Security
         self.security = Security.of(config)
+        # observability: the client's metrics (None: metrics_enabled=False), debug contexts,
+        # the statistics task (started with the first connection) and the tracer
+        self.debug = Debug(config.debug)
+        self.metrics: ClientMetrics | None = None
+        if config.metrics_enabled:
+            from kcodec.client.metrics import ClientMetrics
+            self.metrics = ClientMetrics(_kind(config), config.client_id)
+        self._stats: asyncio.Task | None = None
+        self._telemetry: Any = None            # KIP-714 (kcodec.client.telemetry)
+        self._telemetry_task: asyncio.Task | None = None
+        self.stats_parts: dict[str, Callable[[dict], None]] = {}   # fill the statistics
+        self.tracing: Any = None
+        if config.tracing_enabled:
+            from kcodec.observe.tracing import Tracing
+            self.tracing = Tracing(config.client_id, config.tracer_provider,
+                                   getattr(config, "group_id", None), config.bootstrap[0])
 
     # --------------------------------------------------------------- connections
     @property
@@ -113,7 +142,8 @@ class Cluster:
             else:
                 raise BrokerNotAvailableError(f"unknown broker id {broker}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
-                                    self.security, self.config.receive_message_max_bytes)
+                                    self.security, self.config.receive_message_max_bytes,
+                                    self.metrics, self.debug)
             self._made.add(conn)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
@@ -126,6 +156,15 @@ class Cluster:
         self.reached = True       # (the connect task's callback made it the node's)
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+            if self.config.statistics_interval_ms and self.metrics is not None:
+                from kcodec.client.stats import report_statistics
+                self._stats = asyncio.get_running_loop().create_task(report_statistics(self))
+            if self.config.enable_metrics_push and self.metrics is not None:
+                from kcodec.client.telemetry import TelemetryReporter, available
+                if available():
+                    self._telemetry = TelemetryReporter(self)
+                    self._telemetry_task = asyncio.get_running_loop().create_task(
+                        self._telemetry.run())
         return new
 
     def _connected(self, node_id: int) -> Any:
@@ -233,20 +272,36 @@ class Cluster:
         if deadline is None:
             deadline = time.monotonic() + self.config.api_timeout_ms / 1000
         backoff = self.config.retry_backoff_ms / 1000
+        attempts = 0
+        last: BaseException | None = None
         while True:
+            attempts += 1
             try:
-                return await make()
+                result = await make()
+                if attempts > 1:    # a retry that succeeded late: worth an operator's eye
+                    log.info("%s succeeded after %d attempts (last error: %s)", what,
+                             attempts, last)
+                return result
             except KafkaError as exc:
+                if self.metrics is not None:
+                    self.metrics.error(what, exc.code)
                 if not exc.retriable or time.monotonic() + backoff > deadline:
                     raise
                 if exc.code in REFRESH_CODES:
                     self.invalidate()
+                last = exc
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
                 if self.closed:
                     raise ClientClosedError("the client is closed") from exc
                 if not getattr(exc, "retriable", True) or time.monotonic() + backoff > deadline:
                     raise
                 self.invalidate()
+                last = exc
+            if self.metrics is not None:
+                self.metrics.retry(what)
+            if self.debug.protocol:
+                log.debug("%s: attempt %d failed (%s), retrying in %.0f ms", what, attempts,
+                          last, backoff * 1000)
             await asyncio.sleep(backoff * (0.8 + 0.4 * _RNG.random()))
             backoff = min(backoff * 2, 1.0)
 
@@ -289,6 +344,10 @@ class Cluster:
                 if node >= 0 and b in self.brokers and self.brokers[b] != (conn.host, conn.port):
                     conn.close()
             self._meta_time = time.monotonic()
+            if self.debug.metadata:
+                log.debug("metadata: %d brokers, controller %s, topics %s", len(self.brokers),
+                          self.controller_id, {t.name: (t.error_code, len(t.partitions))
+                                               for t in body.topics})
             return body
 
     async def topic(self, name: str, auto_create: bool = True,
@@ -356,9 +415,18 @@ class Cluster:
         return [c for c in self._conns.values() if c.alive]
 
     async def close(self) -> None:
+        if self._telemetry is not None and not self.closed:
+            if self._telemetry_task is not None:
+                self._telemetry_task.cancel()
+            try:                      # KIP-714: the last push says the client is going
+                await asyncio.wait_for(self._telemetry.close(), 1.0)
+            except (asyncio.TimeoutError, KcodecError):
+                pass
         self.closed = True
         if self._reaper is not None:
             self._reaper.cancel()
+        if self._stats is not None:
+            self._stats.cancel()
         for task in list(self._connecting.values()):
             task.cancel()
         readers = []

@@ -14,12 +14,18 @@ from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError, Res
 from kcodec.client.net.core import MAX_FRAME, Connection, Response
 from kcodec.client.net.wire import api_name as _api_name
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import describe, get_logger
 from kcodec.protocol import ApiKey
 
 if TYPE_CHECKING:
+    from kcodec.client.metrics import ClientMetrics
     from kcodec.client.net.security import Security
+    from kcodec.observe.log import Debug
 
 __all__ = ["BrokerConnection"]
+
+log = get_logger(__name__)
+_perf = time.perf_counter
 
 # connect() errors no amount of waiting changes for a broker that was never reached
 _DEFINITE_ERRNOS = {errno.ECONNREFUSED, errno.EADDRNOTAVAIL, errno.ENETUNREACH,
@@ -37,8 +43,12 @@ class BrokerConnection:
 
     def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
                  request_timeout: float, security: Security | None = None,
-                 max_frame: int = MAX_FRAME) -> None:
+                 max_frame: int = MAX_FRAME, metrics: ClientMetrics | None = None,
+                 debug: Debug | None = None) -> None:
         self.host, self.port, self.node_id = host, port, node_id
+        self.cm = metrics
+        self.m = metrics.node(node_id) if metrics is not None else None
+        self.debug = debug
         self.security = security
         self._reauth_at: float | None = None
         self._auth_lock: asyncio.Lock | None = None
@@ -126,6 +136,11 @@ class BrokerConnection:
             except BaseException:
                 self.close()
                 raise
+        if self.cm is not None:
+            self.cm.conn_created.value += 1
+            self.cm.in_flight(self.node_id, lambda: len(self._pending))
+        log.info("connected to %s (node %s)%s", addr, self.node_id,
+                 "" if sec is None else f" with {sec!r}")
         return self
 
     async def _authenticate(self, timeout: float | None = None) -> None:
@@ -166,13 +181,29 @@ class BrokerConnection:
         if expect_response:
             self._pending[cid] = fut
         self._writer.write(data)
+        m = self.m
+        if m is not None:
+            m.sent(len(data))
+            t0 = _perf()
+        dbg = self.debug
+        if dbg is not None and dbg.protocol:
+            log.debug("-> node %s %s v%s cid %s (%d bytes): %s", self.node_id,
+                      _api_name(api_key), self.core._inflight[-1][2] if expect_response and
+                      self.core._inflight else version, cid, len(data),
+                      "ApiVersions" if body_override else describe(body))
         if not expect_response:
             await self._writer.drain()
             return Response(cid, api_key, -1, None)
         try:
             if self._writer.transport.get_write_buffer_size() > 1 << 20:
                 await self._writer.drain()
-            return await asyncio.wait_for(asyncio.shield(fut), timeout or self.request_timeout)
+            resp = await asyncio.wait_for(asyncio.shield(fut), timeout or self.request_timeout)
+            if m is not None:
+                m.answered(api_key, (_perf() - t0) * 1000, resp.body)
+            if dbg is not None and dbg.protocol:
+                log.debug("<- node %s %s v%s cid %s: %s", self.node_id, _api_name(api_key),
+                          resp.version, cid, describe(resp.body))
+            return resp
         except asyncio.TimeoutError:
             # responses come in order: a lost one poisons the connection
             err = KafkaTimeoutError(
@@ -196,6 +227,8 @@ class BrokerConnection:
                 if not data:
                     self.core.eof()
                     raise self._closed_by_peer()
+                if self.m is not None:
+                    self.m.received(len(data))
                 for r in self.core.receive(data):
                     if r.api_key != ApiKey.API_VERSIONS:
                         self.answered += 1
@@ -236,6 +269,16 @@ class BrokerConnection:
         """Close the socket and fail every pending request with ``error``."""
         if self.error is None:
             self.error = error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed")
+            if self._writer is not None:       # it was up: say how it ended
+                if self.cm is not None:
+                    self.cm.conn_closed.value += 1
+                from kcodec.client.errors import ClientClosedError
+                if error is None or isinstance(error, ClientClosedError):
+                    log.debug("closed the connection to %s:%s (node %s)", self.host, self.port,
+                              self.node_id)
+                else:
+                    log.info("lost the connection to %s:%s (node %s): %s", self.host, self.port,
+                             self.node_id, error)
         self.core.closed = True
         self.core.release()     # a partial frame of a dead connection goes at once
         pending, self._pending = self._pending, {}

@@ -37,7 +37,7 @@ from kcodec.client.errors import KafkaError, ResponseTooLargeError
 from kcodec.client.net import requests
 from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import REQUESTS, ApiKey, ErrorCode
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
@@ -88,6 +88,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (1, 3),
 }
 
+
+# KIP-714 client telemetry (GetTelemetrySubscriptions, PushTelemetry), where kcodec's
+# protocol classes have them (the newest spec set)
+CLIENT_VERSIONS.update({k: (0, 0) for k in (71, 72) if k in REQUESTS})
 
 # the first version of an API whose requests name topics by id only
 TOPIC_ID_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}

@@ -57,6 +57,13 @@ class _Base:
             return hooks.choose(rec.topic, key, count)
         return self._route(rec.topic, key, rec.partition, count)
 
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This producer's metrics, named as the Java client's (kcodec.client.metrics):
+        ``{group: {name: value or [{"tags": {...}, "value": v}, ...]}}``."""
+        from kcodec.client.metrics import metrics_of
+
+        return metrics_of(self)
+
 
 class AsyncProducer(_Base):
     """The asyncio producer. ``await start()`` (or ``async with``) before sending."""
@@ -69,6 +76,9 @@ class AsyncProducer(_Base):
     async def start(self) -> AsyncProducer:
         self._engine = ProducerEngine(self.config, asyncio.get_running_loop())
         await self._engine.start()
+        tracing = self._engine.cluster.tracing
+        if tracing is not None and type(self).send is AsyncProducer.send:
+            self.send = _traced_async(self.send, tracing)  # type: ignore[method-assign]
         return self
 
     async def send(self, topic: str, value: Any = None, key: Any = None,
@@ -193,6 +203,11 @@ class Producer(_Base):
             self._fast = acc.keyed
             if type(self).send is Producer.send:
                 self.send = acc.send  # type: ignore[method-assign]
+        # tracing: the instance's send becomes the traced one (a span per record, its
+        # context in the headers); without tracing nothing is added to the send path
+        tracing = self._engine.cluster.tracing
+        if tracing is not None and type(self).send is Producer.send:
+            self.send = _traced(self.send, tracing)  # type: ignore[method-assign]
         try:
             self._loop.run(self._engine.start(), self._timeout + GRACE)
         except BaseException:
@@ -372,6 +387,39 @@ class Producer(_Base):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _traced(send: Callable[..., RecordFuture], tracing: Any) -> Callable[..., RecordFuture]:
+    """``send`` with a ``send`` span per record, ended at delivery (kcodec.observe.tracing)."""
+    def send_traced(topic: str, value: Any = None, key: Any = None,
+                    partition: int | None = None, headers: Headers = None,
+                    timestamp: int | None = None) -> RecordFuture:
+        span = tracing.start_send(topic, key, value, partition)
+        try:
+            fut = send(topic, value, key, partition, tracing.headers_for(span, headers),
+                       timestamp)
+        except BaseException as exc:
+            tracing.end_send(span, exc, None)
+            raise
+        fut.add_callback(lambda err, res: tracing.end_send(span, err, res))
+        return fut
+    return send_traced
+
+
+def _traced_async(send: Callable[..., Any], tracing: Any) -> Callable[..., Any]:
+    async def send_traced(topic: str, value: Any = None, key: Any = None,
+                          partition: int | None = None, headers: Headers = None,
+                          timestamp: int | None = None) -> RecordFuture:
+        span = tracing.start_send(topic, key, value, partition)
+        try:
+            fut = await send(topic, value, key, partition, tracing.headers_for(span, headers),
+                             timestamp)
+        except BaseException as exc:
+            tracing.end_send(span, exc, None)
+            raise
+        fut.add_callback(lambda err, res: tracing.end_send(span, err, res))
+        return fut
+    return send_traced
 
 
 async def _call(fn: Callable[[], Any]) -> Any:

@@ -44,7 +44,11 @@ from kcodec.client.producer.accumulator import RecordAccumulator
 from kcodec.client.producer.batch import ProducerBatch
 from kcodec.client.producer.transactions import TransactionManager
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.records.header import HEADER_SIZE
+
+log = get_logger(__name__)
 
 __all__ = ["Sender"]
 
@@ -103,6 +107,8 @@ class Sender:
                     raise KafkaError(r.body.error_code, "InitProducerId")
                 return r.body
             body = await self.cluster.call(go, "InitProducerId")
+            log.info("producer %r: producer id %d, epoch %d", self.config.client_id,
+                     body.producer_id, body.producer_epoch)
             self.acc.set_producer(body.producer_id, body.producer_epoch)
 
     async def _run(self) -> None:
@@ -129,6 +135,12 @@ class Sender:
     # ------------------------------------------------------------------ outcomes
     def complete(self, b: ProducerBatch, base: int, log_append: int) -> None:
         self.acc.acknowledged(b)
+        cm = self.cluster.metrics
+        if cm is not None:
+            cm.batch_done(b.topic, b.count, len(b.data or b""), False)
+        if b.attempts > 1:
+            log.info("delivered %d records to %s[%d] after %d attempts (last error: %s)",
+                     b.count, b.topic, b.partition, b.attempts, b.last_error)
         b.finish(base, log_append, None)
 
     def _duplicate(self, b: ProducerBatch, p: Any) -> None:
@@ -145,6 +157,11 @@ class Sender:
         self.acc.remove(b)
         if self.txn is not None:
             exc = self.txn.on_batch_failed(exc)
+        cm = self.cluster.metrics
+        if cm is not None:
+            cm.batch_done(b.topic, b.count, 0, True)
+        log.warning("%d records for %s[%d] failed after %d attempts: %s", b.count, b.topic,
+                    b.partition, b.attempts, exc)
         b.finish(-1, -1, exc)
 
     def _timed_out(self, b: ProducerBatch) -> KafkaTimeoutError:
@@ -220,6 +237,17 @@ class Sender:
                 version = 11
             req = requests.produce(cfg.transactional_id, int(cfg.acks), cfg.request_timeout_ms,
                                    [(b.topic, b.partition, b.close()) for b in batches], ids)
+            cm = self.cluster.metrics
+            if cm is not None:
+                now = time.monotonic()
+                for b in batches:
+                    cm.batch_sent(b.topic, b.count, len(b.data or b""), b.size + HEADER_SIZE,
+                                  now - b.created, b.attempts == 1)
+                cm.per_request.record(sum(b.count for b in batches))
+            if self.cluster.debug.producer:
+                log.debug("produce to node %s: %s", node, ", ".join(
+                    f"{b.topic}[{b.partition}] {b.count} records {len(b.data or b'')} bytes "
+                    f"seq {b.sequence} attempt {b.attempts}" for b in batches))
             # the answer is awaited no longer than the first batch's delivery deadline
             wait = min(cfg.request_timeout_ms / 1000,
                        max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
@@ -288,6 +316,8 @@ class Sender:
                                         force=True)
                 else:
                     err = KafkaError(p.error_code, f"produce to {b.topic}[{b.partition}]", p.error_message)
+                    if cm is not None:
+                        cm.error("Produce", p.error_code)
                     if err.code in REFRESH_CODES:
                         self.cluster.invalidate()
                     self._retry_or_fail(b, err)
@@ -355,6 +385,9 @@ class Sender:
         partition has no batch in flight)."""
         if self.resetting:
             return                       # another answer already started the reset
+        log.info("producer %r: the broker no longer knows producer id %d: fetching a new one "
+                 "(unacknowledged batches are sent again under it)", self.config.client_id,
+                 self.acc.producer_id)
         self.resetting = True
         try:
             await asyncio.sleep(self.config.retry_backoff_ms / 1000)
