@@ -50,8 +50,10 @@ def test_network_faults(net, tmp_path) -> None:
         def act(run: Run) -> None:
             run.net.set(block=block)
             run.note(f"partition {block} for {seconds:.0f} s")
-            threading.Timer(seconds, lambda: (run.net.set(block="none"),
-                                              run.note(f"partition {block} healed"))).start()
+            heal = threading.Timer(seconds, lambda: (run.net.set(block="none"),
+                                                     run.note(f"partition {block} healed")))
+            heal.daemon = True      # a failed run does not wait for it
+            heal.start()
         return act
 
     def resets(run: Run) -> None:
