@@ -20,16 +20,22 @@ from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from kcodec.client.consumer import AsyncConsumer, Consumer, RebalanceListener
 from kcodec.client.errors import (
+    AssignorError,
     AuthenticationError,
     BrokerNotAvailableError,
     ClientClosedError,
+    HookError,
     KafkaError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
+    PartitionerError,
+    RecordDeserializationError,
     RecordTooLargeError,
     SaslAuthenticationError,
+    SerializationError,
     SslAuthenticationError,
 )
+from kcodec.client.hooks import AckMetadata, ProducerRecord, SerializationContext
 from kcodec.client.producer import AsyncProducer, Producer, RecordFuture
 from kcodec.client.producer.transactions import (
     AbortableTransactionError,
@@ -79,4 +85,6 @@ __all__ = [
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
     "PreparedTxnState",
     "ShareConsumer", "AsyncShareConsumer", "ShareRecord", "AcknowledgeType", "ShareStateError",
+    "HookError", "PartitionerError", "SerializationError", "RecordDeserializationError",
+    "AssignorError", "ProducerRecord", "AckMetadata", "SerializationContext",
 ]

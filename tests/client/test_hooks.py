@@ -457,25 +457,32 @@ def test_consumer_hooks_end_to_end(caplog) -> None:
 def test_async_consumer_hooks() -> None:
     rec = Recorder()
 
-    async def main(bootstrap: str) -> list:
+    def key_of(k: bytes, ctx: SerializationContext) -> tuple:
+        if k == b"boom":
+            raise ValueError("no such key")
+        return (ctx.field, k)
+
+    async def main(bootstrap: str) -> tuple[list, Any]:
         async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                 key_deserializer=lambda k, ctx: (ctx.field, k),
-                                 interceptors=[rec]) as con:
+                                 key_deserializer=key_of, interceptors=[rec]) as con:
             con.assign([TopicPartition("t", 0)])
             out: list = []
-            for _ in range(20):
-                for recs in (await con.poll(0.5)).values():
-                    out.extend(r.key for r in recs)
-                if len(out) == 2:
-                    break
-            return out
+            try:
+                for _ in range(20):
+                    for recs in (await con.poll(0.5)).values():
+                        out.extend(r.key for r in recs)
+            except RecordDeserializationError as exc:
+                return out, (exc.offset, await con.position(TopicPartition("t", 0)))
+            return out, None
 
     with Cluster(1) as c:
         c.create_topic("t", 1)
         with Producer(bootstrap_servers=c.bootstrap) as p:
             p.send("t", b"v", key=b"a", partition=0)
             p.send("t", b"v", partition=0)
-        assert asyncio.run(main(c.bootstrap)) == [("key", b"a"), None]
+            p.send("t", b"v", key=b"boom", partition=0)
+        out, failed = asyncio.run(main(c.bootstrap))
+    assert out == [("key", b"a"), None] and failed == (2, 2)
     assert rec.closed and rec.consumed == [2]
 
 
