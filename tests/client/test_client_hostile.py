@@ -54,7 +54,9 @@ def test_a_frame_under_the_cap_is_held_once() -> None:
         r = _run_client(hb, 4, api_timeout_ms=10000)
         assert hb.fetches >= 3      # several frames came and went
     growth = r["peak"] - r["base"]
-    assert growth < 2 * size, f"the client grew by {growth / MiB:.0f} MiB for 90 MiB frames"
+    # the bound: that frame and that copy (2x), plus slack for the allocator; the regression
+    # it guards against was 3.8x
+    assert growth < 2.5 * size, f"the client grew by {growth / MiB:.0f} MiB for 90 MiB frames"
 
 
 def test_receive_cap_is_a_setting() -> None:
