@@ -2,7 +2,7 @@
 reading N records take turns, on the same Spark session and the same broker, so that load
 from other work on the shared machine falls on both alike.
 
-    python -m bench.interleaved_spark_sink [ROUNDS] [--tansu] [--profile]
+    python -m bench.interleaved_spark_sink [ROUNDS] [--tansu] [--profile] [--kafka-default]
 
 Workload: N rows (KCODEC_BENCH_SPARK_N, default 1,000,000) of a 16-byte key and a 100-byte
 value, 4 partitions, lz4, Spark local[2]. The sink writes a cached DataFrame (the rows
@@ -14,7 +14,8 @@ storage), or Tansu with ``--tansu``. Each timed write is checked: the topic's en
 add up to N.
 
 Prints the median and minimum of each, in records/s, and the sink's speed over the
-source's (the target: at least 0.5x). ``--profile`` adds one sink round under cProfile in
+source's (the target: at least 0.5x). ``--kafka-default`` adds a third contender: the sink
+with ``kafka.batch.size=16384`` (Kafka's default, the sink's before it chose its own). ``--profile`` adds one sink round under cProfile in
 the Python worker (the top of the profile goes to stderr: where a sink task's time goes).
 """
 
@@ -107,9 +108,12 @@ def _create(bootstrap: str, topic: str) -> None:
         a.create_topics([topic], num_partitions=PARTITIONS)
 
 
-def _write(df: Any, bootstrap: str, topic: str) -> None:
-    (df.write.format("kcodec").option("kafka.bootstrap.servers", bootstrap)
-     .option("topic", topic).option("kafka.compression.type", "lz4").mode("append").save())
+def _write(df: Any, bootstrap: str, topic: str, batch_size: int | None = None) -> None:
+    w = (df.write.format("kcodec").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", topic).option("kafka.compression.type", "lz4"))
+    if batch_size is not None:
+        w = w.option("kafka.batch.size", str(batch_size))
+    w.mode("append").save()
 
 
 def main(argv: list[str]) -> None:
@@ -141,15 +145,17 @@ def main(argv: list[str]) -> None:
         want = src.count()      # warm-up round of each
         _write(rows, bs, f"bench-sink-warm-{uuid.uuid4().hex[:6]}")
         times: dict[str, list[float]] = {"source count()": [], "sink write": []}
+        if "--kafka-default" in argv:
+            times["sink, batch 16 KiB"] = []
         for i in range(rounds):
-            for who in (["source count()", "sink write"] if i % 2 == 0
-                        else ["sink write", "source count()"]):
+            order = list(times) if i % 2 == 0 else list(reversed(times))
+            for who in order:
                 t = time.perf_counter()
-                if who == "sink write":
+                if who.startswith("sink"):
                     topic = f"bench-sink-{i}-{uuid.uuid4().hex[:6]}"
                     _create(bs, topic)
                     t = time.perf_counter()
-                    _write(rows, bs, topic)
+                    _write(rows, bs, topic, 16384 if "16 KiB" in who else None)
                     dt = time.perf_counter() - t
                     if name != "Tansu":
                         got = _ends(bs, topic)
@@ -162,12 +168,14 @@ def main(argv: list[str]) -> None:
         print(f"\nS-sink vs S-read ({N} records, 16 B key + 100 B value, lz4, {PARTITIONS} "
               f"partitions, local[2], {name}, {rounds} rounds interleaved)")
         for who, ts in times.items():
-            print(f"  {who:16} median {statistics.median(ts):7.3f} s "
+            print(f"  {who:18} median {statistics.median(ts):7.3f} s "
                   f"({N / statistics.median(ts) / 1e6:5.2f} M rec/s)  min {min(ts):7.3f} s")
         med = {k: statistics.median(v) for k, v in times.items()}
         low = {k: min(v) for k, v in times.items()}
-        print(f"  sink / source speed: {med['source count()'] / med['sink write']:.2f}x by "
-              f"medians, {low['source count()'] / low['sink write']:.2f}x by minimums")
+        for who in times:
+            if who.startswith("sink"):
+                print(f"  {who} / source speed: {med['source count()'] / med[who]:.2f}x by "
+                      f"medians, {low['source count()'] / low[who]:.2f}x by minimums")
         if "--profile" in argv:
             _profile(spark, rows, bs)
         rows.unpersist()
