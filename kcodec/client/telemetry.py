@@ -37,6 +37,7 @@ _RNG = random.Random()
 GET_TELEMETRY_SUBSCRIPTIONS = 71        # ApiKey.GET_TELEMETRY_SUBSCRIPTIONS (newest specs)
 PUSH_TELEMETRY = 72                     # ApiKey.PUSH_TELEMETRY
 _PREFERRED = (4, 3, 1)                  # zstd, lz4, gzip
+_MAX_BACKOFF_S = 30.0                   # between telemetry attempts that failed
 _FINAL = (ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_RECORD,
           ErrorCode.UNSUPPORTED_VERSION)
 
@@ -143,6 +144,7 @@ class TelemetryReporter:
 
     async def run(self) -> None:
         first = True
+        backoff = self.cluster.config.retry_backoff_ms / 1000
         while not self.cluster.closed and not self.stopped:
             try:
                 if self.subscription is None and not await self._subscribe():
@@ -157,6 +159,7 @@ class TelemetryReporter:
                     self.subscription = None          # ask again: it may have changed
                     continue
                 code = await self.push()
+                backoff = self.cluster.config.retry_backoff_ms / 1000
                 if code == ErrorCode.UNKNOWN_SUBSCRIPTION_ID:
                     self.subscription = None
                 elif code > 0 and not self._refused(code, "PushTelemetry"):
@@ -167,7 +170,10 @@ class TelemetryReporter:
                 if self.cluster.debug.telemetry:
                     log.debug("client telemetry: %s (trying again)", exc)
                 self.node = None
-                await asyncio.sleep(self.cluster.config.retry_backoff_ms / 1000)
+                # doubling: a broker that drops the connection on a telemetry request is
+                # not asked again every retry_backoff_ms (its other requests would fail too)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
 
     async def close(self) -> None:
         """The terminating push (best effort)."""

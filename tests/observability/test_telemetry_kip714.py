@@ -119,3 +119,37 @@ def test_librdkafka_pushes_to_kcodec_broker():
             "librdkafka" in client.info["client_software_name"]
         names = {k[0] for k in client.values}
         assert any(n.startswith("org.apache.kafka.producer.") for n in names), names
+
+
+def test_failing_telemetry_requests_back_off():
+    """A broker that drops the connection on every telemetry request is asked less and less
+    often (doubling from retry_backoff_ms), not every retry_backoff_ms."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from kcodec.client.errors import BrokerNotAvailableError
+    from kcodec.client.telemetry import TelemetryReporter
+
+    attempts = []
+
+    class Dropping(SimpleNamespace):
+        async def any_connection(self):
+            attempts.append(time.monotonic())
+            raise BrokerNotAvailableError("connection closed by the broker")
+
+    cluster = Dropping(closed=False, debug=SimpleNamespace(telemetry=False),
+                       config=SimpleNamespace(retry_backoff_ms=10))
+
+    async def go():
+        task = asyncio.ensure_future(TelemetryReporter(cluster).run())
+        await asyncio.sleep(0.6)
+        cluster.closed = True
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    # 10 + 20 + 40 + 80 + 160 + 320 ms: at most 6 attempts in 0.6 s (60 without the backoff)
+    assert 2 <= len(attempts) <= 6, len(attempts)
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]      # a sleep never ends early
+    assert all(g >= 0.010 * 2 ** i * 0.99 for i, g in enumerate(gaps)), gaps

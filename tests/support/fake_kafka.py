@@ -118,7 +118,8 @@ class FakeKafka:
             return ApiVersionsResponse(error_code=0, api_keys=[
                 ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, (lo, hi) in CLIENT_VERSIONS.items()
-                # no KIP-848 groups and no KIP-714 telemetry here, as brokers before 3.7
+                # no KIP-848 groups here, as brokers before 4.0; no client telemetry
+                # (KIP-714: 71, 72), which it does not answer, as brokers before 3.7
                 if k not in (68, 69, 71, 72)])
         if key == 3:
             names = list(self.topics) if body.topics is None else [t.name for t in body.topics]
