@@ -99,7 +99,7 @@ class _Common:
             raise ClientClosedError("the consumer is closed")
         if eng.subs.held:   # poll() after an iterator stopped early: hand those records out again
             eng.rewind_held()
-        lost = eng.fetcher.lost_broker()
+        lost = eng.fetcher.lost_broker() or eng.fetcher.stopped()
         if lost is not None:
             raise lost
         if eng.fetcher.error is not None:

@@ -118,6 +118,18 @@ class Fetcher:
             f"no broker answered for {limit:.1f} s; last error: "
             f"{self.last_failure}")
 
+    def stopped(self) -> KcodecError | None:
+        """The error ``poll`` raises when the fetch task ended on an unexpected error (a
+        bug): without it the consumer would go on returning nothing, silently."""
+        t = self.task
+        if self.closed or t is None or not t.done() or t.cancelled() or t.exception() is None:
+            return None
+        err = KcodecError(f"the consumer's fetch loop stopped on an unexpected error "
+                          f"({t.exception()!r}): no more records will come; close this "
+                          f"consumer and create a new one")
+        err.retriable = False   # type: ignore[attr-defined]
+        return err
+
     def drop(self, pred: Callable[[Fetched], bool]) -> None:
         """Drop buffered blobs ``pred`` picks (the subscription's lock held)."""
         keep = deque(f for f in self.buffer if not pred(f))
@@ -179,7 +191,10 @@ class Fetcher:
         if unknown or (wanted and self.cluster.stale):
             await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
         for tp in wanted:
-            st = self.subs.states[tp]
+            # a rebalance (in the thread that polls) may have taken it during the await
+            st = self.subs.states.get(tp)
+            if st is None:
+                continue
             info = self.cluster.topics.get(tp.topic)
             leader = info.partitions.get(tp.partition, -1) if info is not None else -1
             if leader < 0:
