@@ -87,3 +87,54 @@ def test_a_fetch_loop_that_died_is_reported_not_silent() -> None:
         assert f.stopped() is None
     finally:
         loop.close()
+
+
+def test_group_requests_have_a_connection_of_their_own() -> None:
+    """A broker answers one connection's requests in order: a commit or heartbeat sent on
+    the fetch connection waited behind a fetch parked for fetch_max_wait_ms (the runtime's
+    commits lagged half a second each, and a broker restart then re-delivered that much)."""
+    from kcodec.client import Consumer, Producer
+    from kcodec.client.net.cluster import broker_of, coordinator_key
+    from kcodec.protocol import ApiKey
+
+    from kcodec.broker import Cluster
+
+    with Cluster(1) as kb:
+        _group_connection(kb.bootstrap)
+
+
+def _group_connection(boot: str) -> None:
+    from kcodec.client import Consumer, Producer
+    from kcodec.client.net.cluster import broker_of, coordinator_key
+    from kcodec.protocol import ApiKey
+
+    with Producer(bootstrap_servers=boot) as p:
+        p.send("conn-t", b"v", partition=0)
+        p.flush(10)
+    with Consumer(bootstrap_servers=boot, group_id="conn-g", enable_auto_commit=False,
+                  auto_offset_reset="earliest", fetch_max_wait_ms=5000,
+                  heartbeat_interval_ms=100) as c:
+        cluster = c._engine.cluster
+        sent: list = []
+        real = cluster.send
+
+        async def spy(node_id: Any, api_key: int, *a: Any, **k: Any) -> Any:
+            sent.append((node_id, api_key))
+            return await real(node_id, api_key, *a, **k)
+
+        cluster.send = spy      # type: ignore[method-assign]
+        c.subscribe(["conn-t"])
+        got = 0
+        for _ in range(100):
+            got += sum(len(v) for v in c.poll(0.1).values())
+            if got:
+                break
+        assert got == 1
+        c.commit({TopicPartition("conn-t", 0): 1})
+        fetch_nodes = {n for n, k in sent if k == ApiKey.FETCH}
+        group_nodes = {n for n, k in sent if k in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
+                                                   ApiKey.OFFSET_COMMIT, ApiKey.HEARTBEAT)}
+        assert fetch_nodes and group_nodes
+        assert not fetch_nodes & group_nodes
+        (node,) = fetch_nodes
+        assert group_nodes == {coordinator_key(node)} and broker_of(coordinator_key(node)) == node

@@ -20,7 +20,7 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
 )
 from kcodec.client.net import requests
-from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.cluster import Cluster, coordinator_key
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ApiKey, ErrorCode
@@ -61,12 +61,12 @@ class ClassicGroupMember:
 
     # ------------------------------------------------------------------ coordinator
     async def coordinator_node(self) -> int:
-        if self.coordinator is not None and self.coordinator in self.cluster.brokers:
-            return self.coordinator
-
-        self.coordinator = await self.cluster.call(
-            lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
-        return self.coordinator
+        """The connection key of the coordinator: its own connection, so commits and
+        heartbeats never queue behind a parked fetch (kcodec.client.net.cluster)."""
+        if self.coordinator is None or self.coordinator not in self.cluster.brokers:
+            self.coordinator = await self.cluster.call(
+                lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
+        return coordinator_key(self.coordinator)
 
     async def request(self, api_key: int, body: Any) -> Any:
         """A request to the coordinator; coordinator moves and disconnects are retried."""

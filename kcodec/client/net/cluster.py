@@ -48,6 +48,24 @@ class TopicInfo:
     topic_id: Any = None        # uuid.UUID (KIP-516) when the broker gave one, else None
 
 
+# A group or transaction coordinator is reached over a connection of its own, keyed
+# _COORDINATOR_BASE - node id (Java keys it Integer.MAX_VALUE - id): a broker answers a
+# connection's requests in order, so a commit or heartbeat sent behind a fetch parked for
+# fetch_max_wait_ms would wait that long (half a second a commit, by default).
+_COORDINATOR_BASE = (1 << 31) - 1
+_COORDINATOR_MIN = 1 << 30
+
+
+def coordinator_key(node_id: int) -> int:
+    """The connection key of the coordinator on broker ``node_id`` (see ``Cluster.send``)."""
+    return _COORDINATOR_BASE - node_id
+
+
+def broker_of(key: int) -> int:
+    """The broker id a connection key stands for (a coordinator's key, or the id itself)."""
+    return _COORDINATOR_BASE - key if key >= _COORDINATOR_MIN else key
+
+
 class Cluster:
     """Connections by node id, the metadata cache and leader routing."""
 
@@ -92,8 +110,8 @@ class Cluster:
         if task is None:
             if node_id < 0:
                 host, port = self.config.bootstrap[-node_id - 1]
-            elif node_id in self.brokers:
-                host, port = self.brokers[node_id]
+            elif broker_of(node_id) in self.brokers:
+                host, port = self.brokers[broker_of(node_id)]
             else:
                 raise BrokerNotAvailableError(f"unknown broker id {node_id}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
@@ -181,7 +199,7 @@ class Cluster:
 
     def _address(self, node: int) -> str:
         host, port = self.config.bootstrap[-node - 1] if node < 0 else \
-            self.brokers.get(node, ("?", 0))
+            self.brokers.get(broker_of(node), ("?", 0))
         return f"{host}:{port}"
 
     async def send(self, node_id: int | None, api_key: int, body: Any,
@@ -260,7 +278,8 @@ class Cluster:
                 if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.topics.pop(t.name, None)
             for node, conn in list(self._conns.items()):
-                if node >= 0 and node in self.brokers and self.brokers[node] != (conn.host, conn.port):
+                b = broker_of(node)
+                if node >= 0 and b in self.brokers and self.brokers[b] != (conn.host, conn.port):
                     conn.close()
             self._meta_time = time.monotonic()
             return body
