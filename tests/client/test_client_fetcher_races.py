@@ -1,10 +1,13 @@
-"""The fetcher's task against assignment changes made while it awaits (a rebalance runs
-in the thread that polls, the fetcher on the client's loop): it must carry on, never die."""
+"""The fetcher against what a broker restart brings: assignment changes made while it awaits
+(a rebalance runs in the thread that polls, the fetcher on the client's loop; it must carry
+on, never die), group requests queued behind parked fetches, and corrupt batches (named)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+
+import pytest
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.fetcher import Fetcher
@@ -93,10 +96,6 @@ def test_group_requests_have_a_connection_of_their_own() -> None:
     """A broker answers one connection's requests in order: a commit or heartbeat sent on
     the fetch connection waited behind a fetch parked for fetch_max_wait_ms (the runtime's
     commits lagged half a second each, and a broker restart then re-delivered that much)."""
-    from kcodec.client import Consumer, Producer
-    from kcodec.client.net.cluster import broker_of, coordinator_key
-    from kcodec.protocol import ApiKey
-
     from kcodec.broker import Cluster
 
     with Cluster(1) as kb:
@@ -138,3 +137,40 @@ def _group_connection(boot: str) -> None:
         assert not fetch_nodes & group_nodes
         (node,) = fetch_nodes
         assert group_nodes == {coordinator_key(node)} and broker_of(coordinator_key(node)) == node
+
+
+def _corrupt_batch(base: int) -> bytes:
+    from kcodec.records import RecordBatchBuilder
+
+    b = RecordBatchBuilder(base_offset=base)
+    for i in range(3):
+        b.append(None, b"v%d" % i, None, 1000)
+    data = bytearray(b.build())
+    data[-1] ^= 0xFF          # a record byte: the batch's CRC-32C no longer matches
+    return bytes(data)
+
+
+def test_a_corrupt_fetched_batch_names_topic_partition_and_offset() -> None:
+    import pickle
+
+    from kcodec.client.consumer.visibility import Fetched
+    from kcodec.errors import ChecksumError, DecodeError, FetchedBatchError
+
+    subs = SubscriptionState()
+    subs.assign({TP0})
+    subs.states[TP0].position = subs.states[TP0].fetch_position = 7
+    loop = asyncio.new_event_loop()
+    try:
+        f = _fetcher(loop, _Cluster(lambda: None), subs)
+        f.buffer.append(Fetched(TP0, 7, _corrupt_batch(7), None, subs.states[TP0].epoch))
+        for take in (lambda: f.take(10), lambda: f.take(10), f.take_columns):
+            with pytest.raises(FetchedBatchError) as err:
+                take()
+            e = err.value
+            assert (e.topic, e.partition, e.fetch_offset) == ("t", 0, 7)
+            assert isinstance(e, DecodeError) and isinstance(e.__cause__, ChecksumError)
+            assert "t[0] at offset 7" in str(e) and "CRC" in e.cause and "seek past" in str(e)
+            assert subs.states[TP0].position == 7      # it stays there: nothing skipped
+        assert str(pickle.loads(pickle.dumps(e))) == str(e)
+    finally:
+        loop.close()

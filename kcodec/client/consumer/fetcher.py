@@ -37,7 +37,7 @@ from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
-from kcodec.errors import KcodecError
+from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.protocol import ApiKey, ErrorCode
 from kcodec.records.header import next_offset
 
@@ -328,8 +328,12 @@ class Fetcher:
                     self.buffered_bytes -= len(f.data)
                     continue
             if f.records is None:
-                f.records, f.next_offset = decode(f, st.position if st.position is not None else f.offset,
-                                                   check, self.read_committed)
+                at = st.position if st.position is not None else f.offset
+                try:
+                    f.records, f.next_offset = decode(f, at, check, self.read_committed)
+                except DecodeError as exc:
+                    # name where: the caller can seek past it, or stop and say what to check
+                    raise FetchedBatchError(f.tp.topic, f.tp.partition, at, str(exc)) from exc
                 f.pos = 0
             recs = f.records
             k = min(max_records - n, len(recs) - f.pos)
@@ -381,7 +385,11 @@ class Fetcher:
             if st is None:
                 continue
             data, blob_next = visible_blob(f, self.read_committed)
-            cols = decode_columns(data, validate_crc=self.config.check_crcs)
+            try:
+                cols = decode_columns(data, validate_crc=self.config.check_crcs)
+            except DecodeError as exc:   # the position stays: the blob is fetched again
+                at = st.position if st.position is not None else f.offset
+                raise FetchedBatchError(tp.topic, tp.partition, at, str(exc)) from exc
             if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
                 cols = trim_columns(cols, st.position)
             with self.subs.lock:
