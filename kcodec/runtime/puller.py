@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any
 
 from kcodec.client import Consumer, RebalanceListener, TopicPartition
-from kcodec.errors import DecodeError, KcodecError
+from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.runtime.handler import Hung
 from kcodec.runtime.message import Message
 from kcodec.runtime.work import Stats, Worker
@@ -133,12 +133,20 @@ class Puller:
         assert c is not None
         try:
             polled = c.poll(timeout, max_records=max(limit, 1))
+        except FetchedBatchError as exc:
+            # skipping it would lose its records unseen: stop, loudly, and say where
+            log.error("the record batch of %s[%d] at offset %d does not decode (%s): its "
+                      "records cannot be handed to the handler, and skipping them would lose "
+                      "them; this puller exits (code 5) and is restarted with backoff until "
+                      "the batch is readable. Check the partition (kcodec dump-log on the "
+                      "broker's segment, or kcodec consume from that offset); to give those "
+                      "records up, commit the offset after the batch for group %r "
+                      "(kcodec ctl offsets shows where it stands)",
+                      exc.topic, exc.partition, exc.fetch_offset, exc.cause, self.s.group)
+            raise UndecodableBatch(str(exc)) from None
         except DecodeError as exc:
-            # the client cannot say which partition, so it cannot be skipped: stop, loudly
-            log.error("a fetched record batch does not decode (%s): its records cannot be "
-                      "handed to the handler; this puller exits and is restarted with backoff "
-                      "until the batch is readable (check the topic with kcodec dump-log or "
-                      "kcodec consume)", exc)
+            log.error("a fetched record batch does not decode (%s): this puller exits "
+                      "(code 5) and is restarted with backoff", exc)
             raise UndecodableBatch(str(exc)) from None
         except KcodecError as exc:
             if getattr(exc, "retriable", True) and not isinstance(exc, ValueError):
