@@ -422,3 +422,37 @@ def test_a_corrupt_batch_from_the_broker_is_named_and_the_puller_restarts(tmp_pa
         if r is not None:
             r.kill_all()
         b.close()
+
+
+def test_direct_revocation_finishes_and_commits_the_batch_in_hand(kbroker, run_factory) -> None:
+    """A second member joins while the direct-mode handler works on a batch (3 s a batch):
+    the revocation waits for that batch, commits it with the partitions, and the new member
+    starts after it -- no record of the batch is handed to anyone twice."""
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 20, partitions=1)
+    r = run_factory(kbroker.bootstrap, topic, group, "--storage", "direct", "--batch-size", "4",
+                    "--linger-ms", "0", "--handler-timeout", "30", mode="slow",
+                    extra_env={"KCODEC_TEST_SLEEP": "3"})
+    r.wait_ready()
+    wait_for(lambda: r.ctl("status")["processes"][0]["in_hand"] >= 1, 60, "a batch in hand",
+             r.stderr)
+    other: list = []
+    # the range assignor gives the one partition to the member id first in order: this one
+    with Consumer(bootstrap_servers=kbroker.bootstrap, group_id=group, auto_offset_reset="earliest",
+                  enable_auto_commit=False, session_timeout_ms=10000, client_id="0-joiner",
+                  heartbeat_interval_ms=500) as c:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not c.assignment():
+            for tp, recs in c.poll(0.2).items():
+                other.extend((tp.partition, rec.offset) for rec in recs)
+        assert c.assignment(), r.stderr()
+        mine = set(c.assignment())
+        for _ in range(15):
+            for tp, recs in c.poll(0.2).items():
+                other.extend((tp.partition, rec.offset) for rec in recs)
+    assert "was in hand: it was finished first and is committed with them" in r.stderr()
+    handled = {(p, o) for t, p, o in r.handled()}
+    taken = {(p, o) for p, o in other}
+    assert mine == {TopicPartition(topic, 0)} and taken, r.stderr()
+    assert not handled & taken, (sorted(handled & taken), r.stderr())
