@@ -20,9 +20,9 @@ Rows:
   sinker, and the store's cost per record over direct;
 * FastStream (aiokafka underneath), one message a call and ``batch=True``;
 * Quix Streams (confluent-kafka underneath).
-On kcodec's broker first; where a peer cannot run there (Quix Streams' librdkafka sends a
-MetadataRequest kcodec's broker refuses, as of this writing) the comparison is repeated
-on Tansu, with the same data, and both tables are printed.
+On kcodec's broker first; where a peer cannot run there (Quix Streams could not before
+the broker ignored the three stray bytes of librdkafka 2.12's Metadata v12, as Kafka does)
+the comparison is repeated on Tansu, with the same data, and both tables are printed.
 """
 
 from __future__ import annotations
