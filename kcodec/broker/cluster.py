@@ -87,7 +87,9 @@ class Cluster:
                  max_connections: int | None = None, max_connections_per_ip: int | None = None,
                  max_connections_per_ip_overrides: str | dict[str, int] | None = None,
                  authorizer: Any = None, super_users: Any = (),
-                 allow_everyone_if_no_acl_found: bool = False) -> None:
+                 allow_everyone_if_no_acl_found: bool = False,
+                 transaction_version: int = 2,
+                 transaction_two_phase_commit_enable: bool = False) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -129,6 +131,13 @@ class Cluster:
 
         #: Kafka's group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
         self.group_consumer_migration_policy = check_policy(group_consumer_migration_policy)
+        if transaction_version not in (0, 1, 2):
+            raise ValueError(f"transaction_version must be 0, 1 or 2, got {transaction_version!r}")
+        #: the finalized transaction.version feature (KIP-890): 2 serves transactions v2
+        #: (epoch bump per transaction) beside the first generation; 0 and 1 only the first
+        self.transaction_version = transaction_version
+        #: transaction.two.phase.commit.enable (KIP-939): InitProducerId may ask for 2PC
+        self.transaction_two_phase_commit_enable = bool(transaction_two_phase_commit_enable)
         self._initial_delay = initial_rebalance_delay_ms
         self._retention_s = retention_check_s
         self.version_caps: dict[int, int] = {}

@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                   help="topic to read (repeatable)")
     parser.add_argument("-g", "--group", action=Once,
                         help="consumer group: join it and commit what was printed")
+    parser.add_argument("--group-protocol", choices=("consumer", "classic"), default="consumer",
+                        help="with -g: the group protocol (default consumer, KIP-848; "
+                             "classic where the broker lacks it, with a notice)")
     parser.add_argument("-p", "--partition", type=int, action="append",
                         help="only this partition (repeatable; with one -t, without -g)")
     parser.add_argument("-o", "--offset", action="append", metavar="OFFSET",
@@ -128,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         seeks = start_offsets(admin, parts, start, args.quiet)
     if args.group:
         cfg.update(group_id=args.group, session_timeout_ms=10000, heartbeat_interval_ms=1000,
-                   enable_auto_commit=False)
+                   enable_auto_commit=False, group_protocol=args.group_protocol)
     with Graceful() as sig:
         return _consume(args, cfg, topics, parts, seeks, stop, _writer(args, fmt, len(topics) > 1), sig)
 

@@ -105,7 +105,10 @@ def _show(q: str, what: str, r: Any) -> None:
                 " ".join(f"{t}{sorted(ps)}" for t, ps in sorted(m["assignment"].items()))]
                for m in r["members"]])
     elif q == "leader":
-        print(f"{r['leader']}{' (a puller of this runtime)' if r['ours'] else ''}")
+        if r["leader"] is None:
+            print(f"no leader: {r['source']}")
+        else:
+            print(f"{r['leader']}{' (a puller of this runtime)' if r['ours'] else ''}")
     elif q == "metadata" and what == "brokers":
         table(["node", "host", "port", "rack"],
               [[b["node_id"], b["host"], b["port"], b["rack"]] for b in r])

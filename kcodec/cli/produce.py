@@ -350,15 +350,17 @@ def _too_long(what: str, number: int, limit: int) -> BaseException:
 
 
 def _advice(exc: BaseException, n: _Tally, what: str) -> str:
-    """What to do about records the broker refused for their size (the batch that held
-    them was: the longest line sent says which one is likely too large)."""
+    """What to do about records the broker refused for their size (the producer splits a
+    refused batch until the record alone is refused: the longest line sent says which one
+    is likely too large)."""
     from kcodec.protocol import ErrorCode
 
     if getattr(exc, "code", None) in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
         size, line = n.longest
         return (f" (the longest {what} sent is {what} {line}, {size} bytes: records larger than "
-                "the broker's or the topic's max.message.bytes are refused with the batch "
-                "that holds them; send smaller records, or raise that limit, e.g. 'kcodec "
+                "the broker's or the topic's max.message.bytes are refused (the records sent "
+                "beside them still go through); send smaller records, or raise that limit, "
+                "e.g. 'kcodec "
                 "topics create --config max.message.bytes=N' for a new topic)")
     return ""
 

@@ -33,6 +33,7 @@ from kcodec.client.producer import AsyncProducer, Producer, RecordFuture
 from kcodec.client.producer.transactions import (
     AbortableTransactionError,
     FatalTransactionError,
+    PreparedTxnState,
     ProducerFencedError,
     TransactionError,
     TransactionStateError,
@@ -68,4 +69,5 @@ __all__ = [
     "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
     "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
+    "PreparedTxnState",
 ]

@@ -215,6 +215,8 @@ class ProducerConfig(ClientConfig):
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60000
     max_request_size: int = 1048576      # a record larger than this is refused by send
+    # KIP-939: transactions an outside coordinator ends (prepare_transaction); no timeout
+    transaction_two_phase_commit_enable: bool = False
 
     def _validate(self) -> None:
         self.compression_type = _word(self.compression_type)
@@ -252,6 +254,8 @@ class ProducerConfig(ClientConfig):
                 raise ValueError("transactional_id requires enable_idempotence=True")
         if self.transaction_timeout_ms < 1:
             raise ValueError("transaction_timeout_ms must be positive")
+        if self.transaction_two_phase_commit_enable and self.transactional_id is None:
+            raise ValueError("transaction_two_phase_commit_enable needs a transactional_id")
         if self.enable_idempotence:
             if self.acks != -1:
                 raise ValueError("enable_idempotence requires acks='all'")
@@ -277,7 +281,9 @@ class ConsumerConfig(ClientConfig):
     max_poll_records: int = 500
     partition_assignment_strategy: str | list[str] = "range,cooperative-sticky"
     check_crcs: bool = True
-    group_protocol: str = "classic"               # or "consumer" (KIP-848, broker-side assignment)
+    # "consumer" (KIP-848, broker-side assignment; classic where the broker lacks it) or
+    # "classic" (JoinGroup/SyncGroup, the client-side assignors)
+    group_protocol: str = "consumer"
     group_remote_assignor: str | None = None      # consumer protocol: the broker's assignor by name
 
     def _validate(self) -> None:

@@ -357,12 +357,16 @@ class Master:
         views = [v for _sl, v in self._ask_all("group", "puller") if v]
         leaders = {v["leader"] for v in views if v.get("leader")}
         if op == "leader":
+            if not leaders and views and all(v.get("protocol") == "consumer" for v in views):
+                return {"leader": None, "ours": False, "protocol": "consumer",
+                        "source": "the consumer protocol (KIP-848) has no leader member: the "
+                                  "group coordinator on the broker assigns the partitions"}
             if not leaders:
                 raise RuntimeError("no member knows a leader yet (still joining, or the "
                                    "group uses the consumer protocol, which has none)")
             mine = {v["member_id"] for v in views}
             leader = sorted(leaders)[0]
-            return {"leader": leader, "ours": leader in mine,
+            return {"leader": leader, "ours": leader in mine, "protocol": "classic",
                     "source": "the JoinGroup response each member got (classic protocol)"}
         md = self._ask(pullers[0], "members", timeout=30)
         if md is None:

@@ -454,6 +454,7 @@ class Puller:
             return {}
         leader = c.group_leader()
         return {"member_id": md.member_id, "generation": md.generation_id, "leader": leader,
+                "protocol": c.group_protocol(),
                 "assignment": [list(tp) for tp in sorted(c.assignment())]}
 
 

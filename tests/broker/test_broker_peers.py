@@ -180,7 +180,8 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
     def run_kc():
         c = Consumer(bootstrap_servers=kb.bootstrap, group_id="mix", auto_offset_reset="earliest",
                      enable_auto_commit=False, partition_assignment_strategy="range",
-                     session_timeout_ms=10000, heartbeat_interval_ms=500)
+                     session_timeout_ms=10000, heartbeat_interval_ms=500,
+                     group_protocol="classic")      # a classic group with other clients
         c.subscribe(["mixed"])
         try:
             while not stops["kc"].is_set():

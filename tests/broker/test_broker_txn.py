@@ -3,7 +3,9 @@ producers commit and abort against it; read_committed consumers (kcodec's and li
 agree and never see an aborted record, read_uncommitted ones see everything; offsets sent in
 a transaction reach the group only on commit; the last stable offset bounds read_committed
 fetches and ListOffsets; a zombie producer is fenced; a transaction open past its timeout
-is aborted by the coordinator."""
+is aborted by the coordinator. Each runs on both protocol generations: transactions v2
+(KIP-890, the cluster's transaction.version 2, which kcodec's producer then uses) and the
+first generation (transaction.version 1)."""
 
 from __future__ import annotations
 
@@ -22,9 +24,9 @@ from tests.support.txn_util import FAST, confluent_read, consume_transform_produ
 pytestmark = [pytest.mark.broker]
 
 
-@pytest.fixture(scope="module")
-def broker():
-    with Cluster() as c:
+@pytest.fixture(scope="module", params=[2, 1], ids=["txn-v2", "txn-v1"])
+def broker(request):
+    with Cluster(transaction_version=request.param) as c:
         yield c.bootstrap
 
 

@@ -21,7 +21,7 @@ def test_describe_groups_decodes_members_and_assignments() -> None:
         c.create_topic("u", 3)
         member = Consumer(bootstrap_servers=c.bootstrap, group_id="g1", client_id="app-a",
                           group_instance_id="static-1", partition_assignment_strategy="range",
-                          auto_offset_reset="earliest")
+                          auto_offset_reset="earliest", group_protocol="classic")
         members = [member]
         try:
             member.subscribe(["t", "u"])

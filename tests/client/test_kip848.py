@@ -301,7 +301,8 @@ def test_mixed_group_classic_member_joins_a_consumer_protocol_group(strategy) ->
         seen: list[bytes] = []
         assert _poll_until([new], lambda: len(new.assignment()) == 4, seen)
         old = Consumer(bootstrap_servers=c.bootstrap, group_id="mix", auto_offset_reset="earliest",
-                       heartbeat_interval_ms=100, partition_assignment_strategy=strategy)
+                       heartbeat_interval_ms=100, partition_assignment_strategy=strategy,
+                       group_protocol="classic")
         old.subscribe(["t"])
         assert _poll_until([new, old], lambda: (
             len(new.assignment()) == 2 and len(old.assignment()) == 2), seen)

@@ -125,6 +125,7 @@ class Members:
 
     def add_kcodec(self, name: str, **kw) -> None:
         kw.setdefault("heartbeat_interval_ms", 100)
+        kw.setdefault("group_protocol", "classic")     # (the default is consumer)
         r = _Runner("kcodec", self.seen, self.lock)
         r.con = Consumer(bootstrap_servers=self.c.bootstrap, group_id=self.gid,
                          auto_offset_reset="earliest", enable_auto_commit=False, **kw)
@@ -310,7 +311,7 @@ def _heartbeat(raw: Raw, gid: str, member: str = "", epoch: int = 0) -> object:
 
 def _classic_member(c: Cluster, gid: str) -> Consumer:
     con = Consumer(bootstrap_servers=c.bootstrap, group_id=gid, auto_offset_reset="earliest",
-                   heartbeat_interval_ms=100)
+                   heartbeat_interval_ms=100, group_protocol="classic")
     con.subscribe([TOPIC])
     deadline = time.monotonic() + 20
     while len(con.assignment()) != 4 and time.monotonic() < deadline:

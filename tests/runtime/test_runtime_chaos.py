@@ -33,7 +33,7 @@ PULLERS, SINKERS = 2, 2
 
 
 def expected(topic: str, n: int, partitions: int = 4) -> set:
-    from kcodec.client.partitioner import partition_for_key
+    from kcodec.client.producer.partitioner import partition_for_key
 
     per = [0] * partitions
     out = set()

@@ -25,7 +25,7 @@ def name(prefix: str) -> str:
 
 def all_offsets(n: int, topic: str, partitions: int = 4) -> set:
     """(topic, partition, offset) of n records produced with keys 0..n-1."""
-    from kcodec.client.partitioner import partition_for_key  # the producer's own choice
+    from kcodec.client.producer.partitioner import partition_for_key  # the producer's own choice
 
     per = [0] * partitions
     out = set()
@@ -63,7 +63,11 @@ def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, req
     if storage == "redis":
         args += ["--redis-url", request.getfixturevalue("redis_server").url,
                  "--redis-prefix", name("p")]
-    r = run_factory(kbroker.bootstrap, topic, group, *args)
+    # redis runs the classic protocol (a leader member assigns); the others the default,
+    # the consumer protocol (the broker assigns, no member leads)
+    protocol = "classic" if storage == "redis" else "consumer"
+    r = run_factory(kbroker.bootstrap, topic, group, *args,
+                    extra_env={"KCODEC_RUN_CLIENT_GROUP_PROTOCOL": protocol})
     want = all_offsets(300, topic)
     wait_for(lambda: set(r.handled()) >= want, 60, "every record handled", r.stderr)
     assert set(r.handled()) == want
@@ -87,10 +91,15 @@ def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, req
             all(x["ours"] and x["assignment"] for x in m["members"])
     wait_for(settled, 30, "a stable group of two", lambda: r.ctl("members"))
     members = r.ctl("members")
-    assert sum(m["leader"] for m in members["members"]) == 1
     assert sorted(p for m in members["members"] for p in m["assignment"][topic]) == [0, 1, 2, 3]
     leader = r.ctl("leader")
-    assert leader["ours"] and leader["leader"] in {m["member_id"] for m in members["members"]}
+    assert leader["protocol"] == protocol
+    if protocol == "classic":
+        assert sum(m["leader"] for m in members["members"]) == 1
+        assert leader["ours"] and leader["leader"] in {m["member_id"] for m in members["members"]}
+    else:
+        assert not any(m["leader"] for m in members["members"])
+        assert leader["leader"] is None and "no leader member" in leader["source"]
     assert r.ctl("metadata", what="brokers")[0]["port"] == kbroker.port
     assert [t["name"] for t in r.ctl("metadata", what="topics")] == [topic]
     assert r.ctl("backlog") == {"storage": storage, "pending": 0, "delayed": 0,

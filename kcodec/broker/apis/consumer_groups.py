@@ -84,7 +84,8 @@ def consumer_group_heartbeat(node: Any, req: Any) -> Any:
         rebalance_timeout_ms=b.rebalance_timeout_ms,
         topics=None if b.subscribed_topic_names is None else list(b.subscribed_topic_names),
         assignor=b.server_assignor, owned=owned, client_id=req.header.client_id or "",
-        client_host="/" + req.connection.peer.rsplit(":", 1)[0])
+        client_host="/" + req.connection.peer.rsplit(":", 1)[0],
+        regex=b.subscribed_topic_regex if req.api_version >= 1 else None)
     out = None
     if assignment is not None:
         out = HB.Assignment(topic_partitions=[
@@ -121,7 +122,7 @@ def consumer_group_describe(node: Any, req: Any) -> Any:
                 members=[DESC.Member(
                     member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                     member_epoch=m.epoch, client_id=m.client_id, client_host=m.client_host,
-                    subscribed_topic_names=list(m.topics),
+                    subscribed_topic_names=list(m.topics), subscribed_topic_regex=m.regex,
                     assignment=_assignment(coord, m.assigned),
                     target_assignment=_assignment(coord, g.target.get(m.member_id, {})))
                     for m in g.members.values()]))

@@ -23,8 +23,18 @@ def api_versions(node: Any, req: Any) -> Any:
     from kcodec.broker.apis import advertised_versions
 
     R = ApiVersionsResponse
+    # v3+ carries features: transaction.version (KIP-890) is finalized at the cluster's level,
+    # which is how a client learns whether transactions v2 may be used
+    level = node.cluster.transaction_version
     return R(error_code=0, api_keys=[R.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                                     for k, (lo, hi) in sorted(advertised_versions(node).items())])
+                                     for k, (lo, hi) in sorted(advertised_versions(node).items())],
+             supported_features=[R.SupportedFeatureKey(name="transaction.version", min_version=0,
+                                                       max_version=2)],
+             finalized_features_epoch=1 if level else -1,
+             finalized_features=[R.FinalizedFeatureKey(name="transaction.version",
+                                                       min_version_level=level,
+                                                       max_version_level=level)]
+             if level else [])
 
 
 def listener_of(req: Any) -> str | None:

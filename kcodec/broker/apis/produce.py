@@ -10,6 +10,11 @@ A batch that repeats one of the last five a producer wrote (same epoch, same fir
 sequence: a retry after a lost answer) is not written again and is answered as Kafka answers
 it: NONE with the original batch's base offset (and its append time on a LogAppendTime
 topic), so the producer learns where its records are.
+
+Transactions v2 (KIP-890, the cluster's ``transaction.version`` 2): a transactional batch in
+a Produce v12+ adds its partition to the producer's transaction first (the coordinator's
+``add_implicit``), where a first-generation producer sent AddPartitionsToTxn; an epoch the
+coordinator has moved past is INVALID_PRODUCER_EPOCH (a zombie's late batch).
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ __all__ = ["append_records"]
 P = ProduceResponse
 
 
-def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
-    """Append to one partition; the PartitionProduceResponse."""
+def append_records(node: Any, topic: str, index: int, records: Any,
+                   implicit_txn: str | None = None) -> Any:
+    """Append to one partition; the PartitionProduceResponse. ``implicit_txn``: the
+    transactional id whose transaction a transactional batch joins (transactions v2)."""
     code, part = leader_error(node, topic, index)
     if part is None:
         return P.PartitionProduceResponse(index=index, error_code=code, base_offset=-1)
@@ -41,6 +48,13 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
         return P.PartitionProduceResponse(index=index, error_code=ErrorCode.CORRUPT_MESSAGE,
                                           base_offset=-1, error_message="no records")
     cluster = node.cluster
+    if implicit_txn is not None:
+        # before the partition lock: the coordinator takes partition locks for markers
+        code = _join_transaction(cluster, implicit_txn, topic, index, records)
+        if code:
+            return P.PartitionProduceResponse(
+                index=index, error_code=code, base_offset=-1,
+                error_message=f"transactional id {implicit_txn!r}: {ErrorCode(code).name}")
     log = part.log
     try:
         with part.lock:
@@ -77,6 +91,24 @@ def append_records(node: Any, topic: str, index: int, records: Any) -> Any:
     return P.PartitionProduceResponse(index=index, error_code=0, base_offset=result.base_offset,
                                       log_append_time_ms=result.log_append_time_ms,
                                       log_start_offset=log.log_start_offset)
+
+
+def _join_transaction(cluster: Any, transactional_id: str, topic: str, index: int,
+                      records: Any) -> int:
+    """Add (topic, index) to the transaction of the first transactional batch's producer;
+    0, or the error the partition answers."""
+    try:
+        batches = peek_batches(records)
+    except (LogError, KcodecError):
+        return 0            # the append reports broken framing
+    first = next((b for b in batches if b.is_transactional and b.producer_id >= 0), None)
+    if first is None:
+        return 0
+    code = cluster.txns.add_implicit(transactional_id, first.producer_id, first.producer_epoch,
+                                     topic, index)
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
 
 
 def _append_time(log: Any, offset: int) -> int:
@@ -131,6 +163,10 @@ def produce(node: Any, req: Any) -> Any:
     def name_of(t: Any) -> str | None:
         return t.name if req.api_version < 13 else names.get(t.topic_id)
     writable = allowed_names(node, req, Op.WRITE, RT.TOPIC, (name_of(t) for t in body.topic_data))
+    # transactions v2: Produce v12+ of a transactional producer adds its partitions itself
+    implicit = body.transactional_id if (
+        req.api_version >= 12 and body.transactional_id is not None
+        and node.cluster.transaction_version >= 2) else None
     out = []
     refused = False
     for t in body.topic_data:
@@ -145,7 +181,8 @@ def produce(node: Any, req: Any) -> Any:
             out.append(failed)
             continue
         out.append(P.TopicProduceResponse(name=name, topic_id=t.topic_id, partition_responses=[
-            append_records(node, name, p.index, p.records) for p in t.partition_data]))
+            append_records(node, name, p.index, p.records, implicit)
+            for p in t.partition_data]))
     if body.acks == 0:
         # nothing to answer; but one that may not write is told by a hang-up, as Kafka does
         return CLOSE if refused else NO_RESPONSE

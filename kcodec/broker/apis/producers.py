@@ -1,4 +1,11 @@
-"""InitProducerId: producer ids and epochs for idempotent (and transactional) producers."""
+"""InitProducerId: producer ids and epochs for idempotent (and transactional) producers.
+
+v6 (KIP-939): ``enable_2pc`` asks for transactions that never time out (two-phase commit
+with an outside coordinator); it needs the cluster's ``transaction.two.phase.commit.enable``,
+else TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers. ``keep_prepared_txn`` keeps
+an open transaction for the new producer to commit or abort, and answers the identity it was
+written under (``ongoing_txn_producer_id``/``_epoch``).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from kcodec.protocol import ErrorCode, InitProducerIdResponse
 __all__: list[str] = []
 
 
-@api(22, 0, 5)
+@api(22, 0, 6)
 def init_producer_id(node: Any, req: Any) -> Any:
     b = req.body
     if b.transactional_id is not None and not allowed(node, req, Op.WRITE, RT.TRANSACTIONAL_ID,
@@ -31,12 +38,20 @@ def init_producer_id(node: Any, req: Any) -> Any:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE if cid is None else ErrorCode.NOT_COORDINATOR
             return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
         known = req.api_version >= 3 and b.producer_id >= 0
-        code, pid, epoch = node.cluster.txns.init(
+        two_phase = req.api_version >= 6 and bool(b.enable2_pc)
+        keep = req.api_version >= 6 and bool(b.keep_prepared_txn)
+        if two_phase and not node.cluster.transaction_two_phase_commit_enable:
+            return InitProducerIdResponse(
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
+                producer_epoch=-1)
+        code, pid, epoch, opid, oepoch = node.cluster.txns.init(
             b.transactional_id, b.transaction_timeout_ms, b.producer_id if known else -1,
-            b.producer_epoch if known else -1)
+            b.producer_epoch if known else -1, two_phase=two_phase, keep_prepared=keep)
         if code == ErrorCode.PRODUCER_FENCED and req.api_version < 4:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
-        return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
+        return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch,
+                                      ongoing_txn_producer_id=opid,
+                                      ongoing_txn_producer_epoch=oepoch)
     pid, epoch = node.cluster.producer_ids.init(
         None, b.producer_id if req.api_version >= 3 else -1,
         b.producer_epoch if req.api_version >= 3 else -1)

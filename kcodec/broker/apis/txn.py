@@ -6,6 +6,14 @@ TxnOffsetCommit, the group) and hand over to
 :class:`kcodec.broker.coordinator.txn.TxnCoordinator`. InitProducerId (apis/producers.py) calls
 the coordinator for a transactional id.
 
+Both protocol generations are served (KIP-890): with the cluster's ``transaction.version``
+at 2, EndTxn v5 ends a transaction with an epoch bump and answers the new producer id and
+epoch, TxnOffsetCommit v5 adds its group to the transaction itself (no AddOffsetsToTxn), and
+Produce v12+ adds partitions (apis/produce.py); AddPartitionsToTxn v4+ is the batched form
+brokers send (several transactions, ``verify_only`` to ask whether partitions are in one),
+which needs CLUSTER_ACTION, as in Kafka. Clients of the first generation (AddPartitionsToTxn
+v0-3, EndTxn v0-4) are served unchanged.
+
 WriteTxnMarkers is the partition leader's side: Kafka's coordinator sends it to the leaders,
 and admin tools (``kafka-transactions.sh abort``) send it to end a hanging transaction. Each
 partition this node leads gets the COMMIT or ABORT marker of the producer (last stable offset
@@ -55,32 +63,64 @@ def _fenced(code: int, version: int, first_fenced_version: int) -> int:
     return code
 
 
-@api(24, 0, 3)
+def _tv2(node: Any) -> bool:
+    """Is the cluster's transaction.version 2 (transactions v2, KIP-890)?"""
+    return node.cluster.transaction_version >= 2
+
+
+@api(24, 0, 5)
 def add_partitions_to_txn(node: Any, req: Any) -> Any:
     R = AddPartitionsToTxnResponse
     b = req.body
+    if req.api_version >= 4:
+        return _add_partitions_batched(node, req)
     wanted = [(t.name, p) for t in b.v3_and_below_topics for p in t.partitions]
-    code = (_may_write(node, req, b.v3_and_below_transactional_id)
-            or _not_coordinator(node, b.v3_and_below_transactional_id))
+    results = _add(node, req, b.v3_and_below_transactional_id, b.v3_and_below_producer_id,
+                   b.v3_and_below_producer_epoch, wanted, False)
+    return R(results_by_topic_v3_and_below=_topic_results(
+        b.v3_and_below_topics, results, req.api_version))
+
+
+def _add(node: Any, req: Any, tid: str, pid: int, epoch: int, wanted: list[tuple[str, int]],
+         verify_only: bool) -> dict[tuple[str, int], int]:
+    code = _may_write(node, req, tid) or _not_coordinator(node, tid)
     writable = allowed_names(node, req, Op.WRITE, RT.TOPIC, (t for t, _ in wanted))
     if code:
-        results = {tp: code for tp in wanted}
-    elif any(t not in writable for t, _ in wanted):
+        return {tp: code for tp in wanted}
+    if any(t not in writable for t, _ in wanted):
         # nothing is added: the topics it may not write say so, the others were not tried
-        results = {(t, p): E.TOPIC_AUTHORIZATION_FAILED if t not in writable
-                   else E.OPERATION_NOT_ATTEMPTED for t, p in wanted}
-    else:
-        results = node.cluster.txns.add_partitions(
-            b.v3_and_below_transactional_id, b.v3_and_below_producer_id,
-            b.v3_and_below_producer_epoch, wanted)
-    return R(results_by_topic_v3_and_below=[R.AddPartitionsToTxnTopicResult(
+        return {(t, p): E.TOPIC_AUTHORIZATION_FAILED if t not in writable
+                else E.OPERATION_NOT_ATTEMPTED for t, p in wanted}
+    if verify_only:
+        return node.cluster.txns.verify_partitions(tid, pid, epoch, wanted)
+    return node.cluster.txns.add_partitions(tid, pid, epoch, wanted)
+
+
+def _topic_results(topics: Any, results: dict, version: int) -> list:
+    R = AddPartitionsToTxnResponse
+    return [R.AddPartitionsToTxnTopicResult(
         name=t.name, results_by_partition=[R.AddPartitionsToTxnPartitionResult(
-            partition_index=p,
-            partition_error_code=_fenced(results[(t.name, p)], req.api_version, 2))
-            for p in t.partitions]) for t in b.v3_and_below_topics])
+            partition_index=p, partition_error_code=_fenced(results[(t.name, p)], version, 2))
+            for p in t.partitions]) for t in topics]
 
 
-@api(25, 0, 3)
+def _add_partitions_batched(node: Any, req: Any) -> Any:
+    """v4+: several transactions at once, as brokers send it (CLUSTER_ACTION needed)."""
+    R = AddPartitionsToTxnResponse
+    if not cluster_allowed(node, req, Op.CLUSTER_ACTION):
+        return R(error_code=E.CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[])
+    out = []
+    for txn in req.body.transactions:
+        wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
+        results = _add(node, req, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                       wanted, bool(txn.verify_only))
+        out.append(R.AddPartitionsToTxnResult(
+            transactional_id=txn.transactional_id,
+            topic_results=_topic_results(txn.topics, results, req.api_version)))
+    return R(error_code=0, results_by_transaction=out)
+
+
+@api(25, 0, 4)
 def add_offsets_to_txn(node: Any, req: Any) -> Any:
     b = req.body
     code = _may_write(node, req, b.transactional_id)
@@ -93,17 +133,22 @@ def add_offsets_to_txn(node: Any, req: Any) -> Any:
     return AddOffsetsToTxnResponse(error_code=_fenced(code, req.api_version, 2))
 
 
-@api(26, 0, 3)
+@api(26, 0, 5)
 def end_txn(node: Any, req: Any) -> Any:
     b = req.body
     code = _may_write(node, req, b.transactional_id) or _not_coordinator(node, b.transactional_id)
+    pid, epoch = -1, -1
     if not code:
-        code = node.cluster.txns.end(b.transactional_id, b.producer_id, b.producer_epoch,
-                                     bool(b.committed))
-    return EndTxnResponse(error_code=_fenced(code, req.api_version, 2))
+        # v5 with transactions v2: the epoch is bumped and the new identity answered
+        code, pid, epoch = node.cluster.txns.end(
+            b.transactional_id, b.producer_id, b.producer_epoch, bool(b.committed),
+            v2=req.api_version >= 5 and _tv2(node))
+    return EndTxnResponse(error_code=_fenced(code, req.api_version, 2),
+                          producer_id=pid if not code else -1,
+                          producer_epoch=epoch if not code else -1)
 
 
-@api(28, 0, 3)
+@api(28, 0, 5)
 def txn_offset_commit(node: Any, req: Any) -> Any:
     R = TxnOffsetCommitResponse
     b = req.body
@@ -117,10 +162,14 @@ def txn_offset_commit(node: Any, req: Any) -> Any:
                 p.committed_leader_epoch if req.api_version >= 2 else -1, p.committed_metadata)
                for t in b.topics for p in t.partitions
                if t.name in readable and state.partition(t.name, p.partition_index) is not None]
+    if not code and req.api_version >= 5 and _tv2(node):
+        # v5, transactions v2: the group joins the transaction here (no AddOffsetsToTxn)
+        code = node.cluster.txns.add_offsets(b.transactional_id, b.producer_id,
+                                             b.producer_epoch, b.group_id, v2=True)
     if not code:
         code = node.cluster.txns.txn_offset_commit(b.transactional_id, b.group_id,
                                                    b.producer_id, b.producer_epoch, offsets)
-        code = _fenced(code, req.api_version, 3)
+    code = _fenced(code, req.api_version, 3)
     return R(topics=[R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
         R.TxnOffsetCommitResponsePartition(
             partition_index=p.partition_index,

@@ -21,6 +21,12 @@ coordinator, a consumer-protocol member joining a non-empty classic group conver
 consumer group (``upgrade_classic``), and a group left with classic members only goes back
 to the classic protocol, as ``migration_policy`` allows.
 
+Regular-expression subscriptions (``SubscribedTopicRegex``, RE2/J syntax, matched against
+whole topic names: :mod:`kcodec.broker.coordinator.topic_regex`): a member's topics are its
+named ones and those its pattern matches now; a topic created or deleted that changes what a
+pattern matches bumps the group epoch at the next heartbeat, so new matching topics are
+assigned and deleted ones dropped. A pattern RE2 rejects is INVALID_REGULAR_EXPRESSION.
+
 A member that does not heartbeat for the session timeout, or does not revoke within its
 rebalance timeout, is removed (its partitions become free). A heartbeat at a stale epoch
 answers FENCED_MEMBER_EPOCH; the member rejoins at epoch 0 with its member id.
@@ -34,6 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.broker.coordinator.topic_regex import RegexError, Resolver, compile_regex
 from kcodec.protocol import ErrorCode
 
 __all__ = ["ConsumerGroupCoordinator", "ConsumerGroup", "ConsumerMember", "ASSIGNORS"]
@@ -103,6 +110,7 @@ class ConsumerMember:
     previous_epoch: int = -1
     state: str = "STABLE"            # STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS
     topics: list = field(default_factory=list)
+    regex: str | None = None         # SubscribedTopicRegex (RE2/J), or None
     rebalance_timeout_ms: int = 300000
     assigned: Owned = field(default_factory=dict)      # what the member may own now
     revoking: Owned = field(default_factory=dict)      # what it must give up first
@@ -123,6 +131,7 @@ class ConsumerGroup:
     members: dict = field(default_factory=dict)         # member id -> ConsumerMember
     target: dict = field(default_factory=dict)          # member id -> Owned
     partition_counts: dict = field(default_factory=dict)
+    subscribed: dict = field(default_factory=dict)      # member id -> topics the target used
 
     @property
     def state(self) -> str:
@@ -148,6 +157,7 @@ class ConsumerGroupCoordinator:
         self.default_assignor = assignor
         self.classic: Any = None               # the classic GroupCoordinator (migration)
         self.migration_policy = "bidirectional"
+        self.regexes = Resolver()
         timer.every(0.25, self._expire)
 
     # ------------------------------------------------------------------ topics
@@ -173,14 +183,21 @@ class ConsumerGroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, epoch: int, *, instance_id: str | None,
                   rack_id: str | None, rebalance_timeout_ms: int, topics: list[str] | None,
                   assignor: str | None, owned: Owned | None, client_id: str,
-                  client_host: str) -> tuple[int, str | None, str, int, Owned | None]:
-        """``(error, message, member_id, member_epoch, assignment or None if unchanged)``."""
+                  client_host: str, regex: str | None = None
+                  ) -> tuple[int, str | None, str, int, Owned | None]:
+        """``(error, message, member_id, member_epoch, assignment or None if unchanged)``.
+        ``regex``: the member's SubscribedTopicRegex (None: unchanged, "": none)."""
         if assignor is not None and assignor not in ASSIGNORS:
             return E.UNSUPPORTED_ASSIGNOR, f"assignors: {', '.join(ASSIGNORS)}", member_id, epoch, None
+        if regex:
+            try:
+                compile_regex(regex)
+            except RegexError as exc:
+                return E.INVALID_REGULAR_EXPRESSION, str(exc), member_id, epoch, None
         with self.lock:
             g = self.groups.get(group_id)
             if epoch == 0:
-                if not topics and (g is None or member_id not in g.members):
+                if not topics and not regex and (g is None or member_id not in g.members):
                     return E.INVALID_REQUEST, "a joining member must subscribe", member_id, 0, None
                 if g is None:
                     g = self.groups[group_id] = ConsumerGroup(group_id, assignor=self.default_assignor)
@@ -193,6 +210,7 @@ class ConsumerGroupCoordinator:
                 m = g.members[member_id] = ConsumerMember(member_id, client_id, client_host,
                                                           instance_id, rack_id)
                 m.topics = sorted(topics or [])
+                m.regex = regex or None
                 m.rebalance_timeout_ms = rebalance_timeout_ms if rebalance_timeout_ms > 0 else 300000
                 self._bump(g)
             else:
@@ -210,6 +228,9 @@ class ConsumerGroupCoordinator:
                 if topics is not None and sorted(topics) != m.topics:
                     m.topics = sorted(topics)
                     self._bump(g)
+                if regex is not None and (regex or None) != m.regex:
+                    m.regex = regex or None
+                    self._bump(g)
                 if assignor is not None and assignor != g.assignor:
                     g.assignor = assignor
                     self._bump(g)
@@ -224,17 +245,34 @@ class ConsumerGroupCoordinator:
                 out = m.sent = _copy(m.assigned)
             return 0, None, member_id, m.epoch, out
 
+    def _subscribed(self, g: ConsumerGroup) -> dict[str, list[str]]:
+        """Each member's topics: its named ones and what its pattern matches now."""
+        names = self.state.topics.keys()
+        out = {}
+        for mid, m in g.members.items():
+            if m.regex:
+                out[mid] = sorted(set(m.topics) | self.regexes.matches(m.regex, list(names)))
+            else:
+                out[mid] = m.topics
+        return out
+
     def _bump(self, g: ConsumerGroup) -> None:
         """The membership or subscriptions changed: a new group epoch and target."""
         g.epoch += 1
-        subs = {mid: m.topics for mid, m in g.members.items()}
+        subs = self._subscribed(g)
+        g.subscribed = subs
         g.partition_counts = self._counts({t for ts in subs.values() for t in ts})
         g.target = ASSIGNORS[g.assignor](subs, g.partition_counts) if subs else {}
         g.assignment_epoch = g.epoch
 
     def _check_partition_counts(self, g: ConsumerGroup) -> None:
-        topics = {t for m in g.members.values() for t in m.topics}
-        if self._counts(topics) != g.partition_counts:
+        """A topic's partition count changed, or a pattern matches other topics now (one
+        created or deleted): a new target."""
+        subs = self._subscribed(g)
+        if not g.subscribed:          # a group set up without a bump (migration)
+            g.subscribed = subs
+        topics = {t for ts in subs.values() for t in ts}
+        if subs != g.subscribed or self._counts(topics) != g.partition_counts:
             self._bump(g)
 
     def _reconcile(self, g: ConsumerGroup, m: ConsumerMember) -> None:

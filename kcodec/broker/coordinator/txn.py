@@ -14,6 +14,22 @@ WriteTxnMarkers to the leaders):
 * a transaction open longer than its timeout is aborted by the timer and the epoch bumped,
   so the producer's next call is fenced.
 
+Transactions v2 (KIP-890 part 2), when the cluster's ``transaction.version`` is 2: a
+partition joins the transaction when its leader receives the producer's first transactional
+Produce (v12+: ``add_implicit``, no AddPartitionsToTxn round trip), a group when its
+coordinator receives TxnOffsetCommit v5 (no AddOffsetsToTxn); EndTxn v5 bumps the epoch (a
+new producer id when the epoch would overflow), writes the markers with the new epoch -- a
+zombie's late batch of the old epoch is then fenced -- and answers the new id and epoch; a
+retry of that EndTxn (the old epoch, the same outcome) gets the same answer. Producers of the
+first generation (AddPartitionsToTxn, EndTxn v0-4) are served as before, side by side.
+
+Two-phase commit (KIP-939), when ``transaction.two.phase.commit.enable`` is on: a producer
+that asks for it in InitProducerId v6 gets a transaction that never times out (its outcome is
+decided outside Kafka); ``keep_prepared`` (keepPreparedTxn) leaves an open transaction open,
+fences its producer with a new epoch and answers the identity the transaction was written
+under, which the new producer compares with what the external coordinator recorded before
+committing or aborting it with EndTxn.
+
 Every state change is written to the data dir's transaction state log before the answer
 (:mod:`kcodec.broker.coordinator.txn_log`); ``recover()`` at start-up rebuilds each partition's
 producers and open transactions from its log, reloads the transactional ids and finishes what
@@ -55,6 +71,8 @@ __all__ = ["TxnCoordinator", "PartitionTxns", "MAX_TIMEOUT_MS", "write_marker"]
 
 log = logging.getLogger("kcodec.broker")
 MAX_TIMEOUT_MS = 15 * 60_000   # transaction.max.timeout.ms
+NO_TIMEOUT_MS = (1 << 31) - 1  # a two-phase-commit transaction's timeout: it never expires
+MAX_EPOCH = 32767
 
 
 class PartitionTxns:
@@ -90,6 +108,14 @@ class _Txn:
     offsets: dict = field(default_factory=dict)   # group -> {(t, p): (offset, epoch, meta)}
     started_ms: int = 0
     token: int = 0
+    v2: bool = False                      # this transaction runs the v2 protocol (KIP-890)
+    last: tuple[int, int] = (-1, -1)      # (pid, epoch) a v2 end was asked with: its retries
+    ongoing: tuple[int, int] = (-1, -1)   # (pid, epoch) of a kept prepared transaction (KIP-939)
+    next: tuple[int, int] = (-1, -1)      # a v2 end's new (pid, epoch) after an epoch overflow
+
+    @property
+    def two_phase(self) -> bool:
+        return self.timeout_ms == NO_TIMEOUT_MS
 
     def record(self) -> dict:
         """The JSON line of this state (transaction_state.jsonl)."""
@@ -97,7 +123,9 @@ class _Txn:
                 "timeout": self.timeout_ms, "state": self.state, "started": self.started_ms,
                 "parts": sorted([t, p] for t, p in self.partitions), "groups": sorted(self.groups),
                 "offsets": {g: [[t, p, o, e, m] for (t, p), (o, e, m) in sorted(offs.items())]
-                            for g, offs in self.offsets.items()}}
+                            for g, offs in self.offsets.items()},
+                "v2": self.v2, "last": list(self.last), "ongoing": list(self.ongoing),
+                "next": list(self.next)}
 
     @classmethod
     def from_record(cls, rec: dict) -> _Txn:
@@ -106,6 +134,11 @@ class _Txn:
                 set(rec.get("groups", [])), started_ms=int(rec.get("started", 0)))
         t.offsets = {g: {(x[0], int(x[1])): (int(x[2]), int(x[3]), x[4]) for x in offs}
                      for g, offs in rec.get("offsets", {}).items()}
+        t.v2 = bool(rec.get("v2", False))
+        last, ongoing = rec.get("last") or (-1, -1), rec.get("ongoing") or (-1, -1)
+        nxt = rec.get("next") or (-1, -1)
+        t.last, t.ongoing = (int(last[0]), int(last[1])), (int(ongoing[0]), int(ongoing[1]))
+        t.next = (int(nxt[0]), int(nxt[1]))
         return t
 
 
@@ -156,29 +189,49 @@ class TxnCoordinator:
 
     # ------------------------------------------------------------------ producer ids
     def init(self, transactional_id: str, timeout_ms: int, producer_id: int = -1,
-             producer_epoch: int = -1) -> tuple[int, int, int]:
-        """``(error, producer id, epoch)`` for InitProducerId with a transactional id; a
-        producer that names its current id and epoch (KIP-360, after an abortable error)
-        must name the newest ones, else it is fenced."""
-        if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
-            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+             producer_epoch: int = -1, two_phase: bool = False,
+             keep_prepared: bool = False) -> tuple[int, int, int, int, int]:
+        """``(error, producer id, epoch, ongoing pid, ongoing epoch)`` for InitProducerId
+        with a transactional id; a producer that names its current id and epoch (KIP-360,
+        after an abortable error) must name the newest ones, else it is fenced.
+
+        ``two_phase`` (KIP-939): the transactions never time out. ``keep_prepared``: an open
+        transaction is kept (not aborted); its producer is fenced by the new epoch and the
+        identity it was written under is answered as the ongoing one (-1, -1: none open)."""
+        if two_phase:
+            timeout_ms = NO_TIMEOUT_MS
+        elif not 0 < timeout_ms <= MAX_TIMEOUT_MS:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1, -1, -1
         with self.lock:
             t = self.txns.get(transactional_id)
             if producer_id >= 0 and t is not None and \
                     (producer_id, producer_epoch) != (t.producer_id, t.epoch):
-                return E.PRODUCER_FENCED, -1, -1
-            if t is not None and t.state == "Ongoing":
+                return E.PRODUCER_FENCED, -1, -1, -1, -1
+            kept = keep_prepared and t is not None and t.state == "Ongoing"
+            if t is not None and t.state == "Ongoing" and not kept:
                 self._complete(t, commit=False)
+            if kept and t is not None and t.ongoing == (-1, -1):
+                t.ongoing = (t.producer_id, t.epoch)
             pid, epoch = self.cluster.producer_ids.init(transactional_id)
             if t is None:
                 t = self.txns[transactional_id] = _Txn(transactional_id, pid, epoch, timeout_ms)
             else:
+                if kept and pid != t.producer_id:
+                    # the epoch overflowed: the markers are written under the old id, and
+                    # the coordinator cannot fence it by epoch any more; start over instead
+                    self.cluster.producer_ids.restore(transactional_id, t.producer_id, t.epoch)
+                    return E.CONCURRENT_TRANSACTIONS, -1, -1, -1, -1
                 self.by_pid.pop(t.producer_id, None)
                 t.producer_id, t.epoch, t.timeout_ms = pid, epoch, timeout_ms
-                t.state = "Empty"
+                if not kept:
+                    t.state = "Empty"
+                    t.ongoing = (-1, -1)
+                t.last = (-1, -1)
             self.by_pid[pid] = t
+            if kept and not t.two_phase:
+                self._arm(t, t.started_ms + t.timeout_ms - now_ms())
             self._save(t)
-            return 0, pid, epoch
+            return 0, pid, epoch, *(t.ongoing if kept else (-1, -1))
 
     def _check(self, transactional_id: str, pid: int, epoch: int) -> tuple[int, _Txn | None]:
         t = self.txns.get(transactional_id)
@@ -190,12 +243,15 @@ class TxnCoordinator:
             return E.PRODUCER_FENCED, None
         return 0, t
 
-    def _open(self, t: _Txn) -> None:
+    def _open(self, t: _Txn, v2: bool = False) -> None:
         if t.state != "Ongoing":
             t.state = "Ongoing"
             t.partitions, t.groups, t.offsets = set(), set(), {}
             t.started_ms = now_ms()
-            self._arm(t, t.timeout_ms)
+            t.v2 = v2
+            t.last = (-1, -1)
+            if not t.two_phase:
+                self._arm(t, t.timeout_ms)
 
     def _arm(self, t: _Txn, delay_ms: int) -> None:
         t.token += 1
@@ -226,12 +282,47 @@ class TxnCoordinator:
                 self._save(t)
             return {tp: 0 for tp in partitions}
 
-    def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> int:
+    def add_implicit(self, transactional_id: str, pid: int, epoch: int,
+                     topic: str, index: int) -> int:
+        """Transactions v2: a Produce (v12+) of a transactional batch adds its partition to
+        the transaction (opening it), as the partition leader does in Kafka 4.x. Errors:
+        INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (an older epoch), INVALID_TXN_STATE (a
+        transaction of the first generation is open under this epoch)."""
         with self.lock:
             code, t = self._check(transactional_id, pid, epoch)
             if t is None:
                 return code
-            self._open(t)
+            if (topic, index) in t.partitions and t.state == "Ongoing":
+                return 0
+            if t.state == "Ongoing" and not t.v2:
+                t.v2 = True     # a v1 transaction that the producer now continues as v2
+            self._open(t, v2=True)
+            t.partitions.add((topic, index))
+            self._save(t)
+            return 0
+
+    def verify_partitions(self, transactional_id: str, pid: int, epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn v4+ with verify_only: 0 for each partition already in the open
+        transaction of (pid, epoch), else TRANSACTION_ABORTABLE (v5's answer for a
+        partition the producer never added)."""
+        with self.lock:
+            code, t = self._check(transactional_id, pid, epoch)
+            if t is None:
+                return {tp: code for tp in partitions}
+            return {tp: 0 if t.state == "Ongoing" and tp in t.partitions
+                    else E.TRANSACTION_ABORTABLE for tp in partitions}
+
+    def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str,
+                    v2: bool = False) -> int:
+        """AddOffsetsToTxn, or (``v2``) the implicit add of a TxnOffsetCommit v5."""
+        with self.lock:
+            code, t = self._check(transactional_id, pid, epoch)
+            if t is None:
+                return code
+            if v2 and t.state == "Ongoing" and group_id in t.groups:
+                return 0
+            self._open(t, v2=v2)
             t.groups.add(group_id)
             self._save(t)
             return 0
@@ -259,19 +350,55 @@ class TxnCoordinator:
                     out.update(t.offsets.get(group_id, {}))
             return out
 
-    def end(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> int:
+    def end(self, transactional_id: str, pid: int, epoch: int, commit: bool,
+            v2: bool = False) -> tuple[int, int, int]:
+        """EndTxn: ``(error, producer id, epoch)``. ``v2`` (EndTxn v5, transactions v2): the
+        epoch is bumped as the transaction ends and the new identity answered; a retry of a
+        completed end (the identity it was asked with, the same outcome) gets it again."""
+        done = "CompleteCommit" if commit else "CompleteAbort"
         with self.lock:
+            t = self.txns.get(transactional_id)
+            if v2 and t is not None and t.state == done and t.last == (pid, epoch):
+                return 0, t.producer_id, t.epoch    # a retry: the answer it did not get
             code, t = self._check(transactional_id, pid, epoch)
             if t is None:
-                return code
+                return code, -1, -1
             if t.state == "Ongoing":
+                if v2:
+                    self._bump(t)
+                    t.last = (pid, epoch)
                 self._complete(t, commit)
-                return 0
-            if t.state == ("CompleteCommit" if commit else "CompleteAbort"):
-                return 0   # a retry of an end that completed
-            if t.state == "Empty":
-                return 0 if not commit else E.INVALID_TXN_STATE
-            return E.INVALID_TXN_STATE
+                t.ongoing = (-1, -1)
+                self._save(t)
+                return 0, t.producer_id, t.epoch
+            if not v2 and t.state == done:
+                return 0, t.producer_id, t.epoch   # a retry of an end that completed
+            if not commit and (t.state == "Empty" or (v2 and t.state in (
+                    "CompleteCommit", "CompleteAbort"))):
+                if v2:     # an abort with nothing added: v2 still moves to a new epoch
+                    self._bump(t)
+                    t.last = (pid, epoch)
+                    t.state = done
+                    if t.next != (-1, -1):
+                        self.by_pid.pop(t.producer_id, None)
+                        (t.producer_id, t.epoch), t.next = t.next, (-1, -1)
+                        self.by_pid[t.producer_id] = t
+                    self._save(t)
+                return 0, t.producer_id, t.epoch
+            return E.INVALID_TXN_STATE, -1, -1
+
+    def _bump(self, t: _Txn) -> None:
+        """A new epoch for ``t`` (a new producer id when it would overflow), before its
+        markers are written: a batch of the old epoch arriving later is fenced."""
+        pid, epoch = self.cluster.producer_ids.init(t.transactional_id)
+        self.by_pid.pop(t.producer_id, None)
+        if pid != t.producer_id:
+            # the markers must carry the producer id the records were written with: keep
+            # it for them, the new identity applies once the transaction is complete
+            t.next = (pid, epoch)
+        else:
+            t.epoch = epoch
+        self.by_pid[t.producer_id] = t
 
     # ------------------------------------------------------------------ completion
     def _complete(self, t: _Txn, commit: bool, *, recovering: bool = False) -> None:
@@ -292,6 +419,10 @@ class TxnCoordinator:
                 _commit_group_offsets(self.cluster.groups, group_id, offsets)
         t.partitions, t.groups, t.offsets = set(), set(), {}
         t.state = "CompleteCommit" if commit else "CompleteAbort"
+        if t.next != (-1, -1):      # a v2 end past the last epoch: the new producer id now
+            self.by_pid.pop(t.producer_id, None)
+            (t.producer_id, t.epoch), t.next = t.next, (-1, -1)
+            self.by_pid[t.producer_id] = t
         self._save(t)
 
     # ------------------------------------------------------------------ restart

@@ -1,8 +1,19 @@
 """Partition assignors for classic consumer groups, and the consumer-protocol metadata
 (encoded with ``kcodec.protocol.consumer``).
 
-Protocol names are the Java/librdkafka ones (``range``, ``roundrobin``,
+Protocol names are the Java/librdkafka ones (``range``, ``roundrobin``, ``sticky``,
 ``cooperative-sticky``) so mixed groups with other clients agree on a protocol.
+
+``sticky`` is Java's eager StickyAssignor: members give up everything before each rebalance
+and say what they owned in the subscription's user data, in Java's layout (no version
+prefix; Kafka's old Struct types: int32 array counts, int16 string lengths)::
+
+    StickyUserData => previous_assignment:[topic:string partitions:[int32]]
+                      generation:int32                     (absent in the v0 layout)
+
+The leader keeps each member's previous partitions as far as balance allows (a partition
+claimed by two members goes to the higher generation; at the same generation to neither),
+then gives the rest to the least loaded members subscribed to them.
 
 Wire layout of the embedded consumer protocol (big-endian, never flexible)::
 
@@ -16,6 +27,7 @@ Wire layout of the embedded consumer protocol (big-endian, never flexible)::
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +42,9 @@ from kcodec.protocol.consumer import (
 )
 
 __all__ = [
-    "Subscription", "Assignment", "RangeAssignor", "RoundRobinAssignor",
-    "CooperativeStickyAssignor", "ASSIGNORS", "get_assignor",
+    "Subscription", "Assignment", "RangeAssignor", "RoundRobinAssignor", "StickyAssignor",
+    "CooperativeStickyAssignor", "ASSIGNORS", "get_assignor", "encode_sticky_user_data",
+    "decode_sticky_user_data",
 ]
 
 TopicPartitions = dict[str, list[int]]
@@ -212,16 +225,163 @@ class CooperativeStickyAssignor(RangeAssignor):
         return out
 
 
+def encode_sticky_user_data(owned: Mapping[str, Sequence[int]], generation: int | None) -> bytes:
+    """Java StickyAssignor's user data (v1 layout; v0 when ``generation`` is None)."""
+    out = [struct.pack(">i", len(owned))]
+    for topic in sorted(owned):
+        name = topic.encode()
+        parts = list(owned[topic])
+        out.append(struct.pack(">h", len(name)) + name + struct.pack(">i", len(parts)))
+        out.append(struct.pack(f">{len(parts)}i", *parts))
+    if generation is not None:
+        out.append(struct.pack(">i", generation))
+    return b"".join(out)
+
+
+def decode_sticky_user_data(data: bytes | None) -> tuple[TopicPartitions, int]:
+    """(previous assignment, generation) from a member's user data, as Java reads it: the
+    v1 layout, else v0 (generation -1), else nothing (unreadable user data is ignored)."""
+    if not data:
+        return {}, -1
+    buf = bytes(data)
+    try:
+        pos = 0
+        (n,) = struct.unpack_from(">i", buf, pos)
+        pos += 4
+        if n < 0 or n > len(buf):
+            raise ValueError("bad count")
+        owned: TopicPartitions = {}
+        for _ in range(n):
+            (ln,) = struct.unpack_from(">h", buf, pos)
+            pos += 2
+            if ln < 0 or pos + ln > len(buf):
+                raise ValueError("bad string")
+            topic = buf[pos:pos + ln].decode()
+            pos += ln
+            (k,) = struct.unpack_from(">i", buf, pos)
+            pos += 4
+            if k < 0 or pos + 4 * k > len(buf):
+                raise ValueError("bad count")
+            owned.setdefault(topic, []).extend(struct.unpack_from(f">{k}i", buf, pos))
+            pos += 4 * k
+        generation = struct.unpack_from(">i", buf, pos)[0] if pos + 4 <= len(buf) else -1
+        return owned, generation
+    except (struct.error, ValueError, UnicodeDecodeError):
+        return {}, -1
+
+
+class StickyAssignor(RangeAssignor):
+    """Java's eager ``sticky`` assignor (see the module docstring): balanced, and sticky
+    through the user data each member sends."""
+
+    name = "sticky"
+    rebalance_protocol = "eager"
+
+    def __init__(self) -> None:
+        self.owned: TopicPartitions = {}
+        self.generation = -1
+
+    def on_assignment(self, assigned: TopicPartitions, generation: int) -> None:
+        self.owned = {t: sorted(ps) for t, ps in assigned.items()}
+        self.generation = generation
+
+    def subscription(self, topics: Sequence[str], owned: TopicPartitions, generation: int) -> Subscription:
+        data = encode_sticky_user_data(self.owned, self.generation) if self.generation >= 0 \
+            else None
+        return Subscription(sorted(topics), user_data=data, version=1)
+
+    def assign(self, partitions: PartitionCounts, members: Members) -> dict[str, Assignment]:
+        claims = {m: decode_sticky_user_data(sub.user_data) for m, sub in members.items()}
+        result = sticky_assign(partitions, {m: list(s.topics) for m, s in members.items()},
+                               claims)
+        out = {}
+        for m, tps in result.items():
+            by: TopicPartitions = {}
+            for t, p in tps:
+                by.setdefault(t, []).append(p)
+            out[m] = Assignment({t: sorted(ps) for t, ps in by.items()})
+        return out
+
+
+def sticky_assign(partitions: PartitionCounts, topics: Mapping[str, list[str]],
+                  claims: Mapping[str, tuple[TopicPartitions, int]]
+                  ) -> dict[str, list[tuple[str, int]]]:
+    """A balanced assignment that keeps previous owners where it can (``claims``: member ->
+    (previous assignment, generation))."""
+    ms = sorted(topics)
+    all_tps = [(t, p) for t in sorted({t for ts in topics.values() for t in ts})
+               for p in range(partitions.get(t, 0))]
+    eligible = {tp: [m for m in ms if tp[0] in topics[m]] for tp in all_tps}
+    valid = set(all_tps)
+    owner: dict[tuple[str, int], str] = {}
+    best: dict[tuple[str, int], int] = {}
+    for m in ms:     # the highest generation wins a partition; a tie keeps it from both
+        owned, gen = claims.get(m, ({}, -1))
+        for t, ps in owned.items():
+            for p in ps:
+                tp = (t, p)
+                if tp not in valid or m not in eligible[tp]:
+                    continue
+                if tp not in best or gen > best[tp]:
+                    best[tp], owner[tp] = gen, m
+                elif gen == best[tp]:
+                    owner.pop(tp, None)
+    result: dict[str, list[tuple[str, int]]] = {m: [] for m in ms}
+    homogeneous = len({tuple(sorted(topics[m])) for m in ms}) <= 1
+    if homogeneous and ms:
+        low, extra = divmod(len(all_tps), len(ms))
+        over = extra        # members that may hold low + 1
+        for m in ms:
+            mine = sorted(tp for tp, o in owner.items() if o == m)
+            take = low + 1 if over > 0 and len(mine) > low else low
+            if take > low:
+                over -= 1
+            result[m] = mine[:take]
+    else:
+        for tp, o in owner.items():
+            result[o].append(tp)
+    taken = {tp for tps in result.values() for tp in tps}
+    load = {m: len(result[m]) for m in ms}
+    for tp in sorted((tp for tp in all_tps if tp not in taken),
+                     key=lambda tp: (len(eligible[tp]), tp)):
+        cands = eligible[tp]
+        if cands:
+            m = min(cands, key=lambda c: (load[c], c))
+            result[m].append(tp)
+            load[m] += 1
+    # even out what keeping previous owners left uneven (different subscriptions)
+    for _ in range(len(all_tps) * max(len(ms), 1)):
+        moved = False
+        for a in sorted(ms, key=lambda x: -load[x]):
+            for tp in sorted(result[a], key=lambda tp: owner.get(tp) == a):
+                dest = min((c for c in eligible[tp] if load[c] < load[a] - 1),
+                           key=lambda c: (load[c], c), default=None)
+                if dest is not None:
+                    result[a].remove(tp)
+                    result[dest].append(tp)
+                    load[a] -= 1
+                    load[dest] += 1
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return {m: sorted(tps) for m, tps in result.items()}
+
+
 def _quotas(total: int, ms: list[str]) -> dict[str, int]:
     per, extra = divmod(total, max(len(ms), 1))
     return {m: per + (1 if i < extra else 0) for i, m in enumerate(ms)}
 
 
-ASSIGNORS = {a.name: a for a in (RangeAssignor, RoundRobinAssignor, CooperativeStickyAssignor)}
+ASSIGNORS = {a.name: a for a in (RangeAssignor, RoundRobinAssignor, StickyAssignor,
+                                 CooperativeStickyAssignor)}
 
 
 def get_assignor(name: str):
-    """The assignor instance for a protocol name (``range``, ``roundrobin``, ``cooperative-sticky``)."""
+    """The assignor instance for a protocol name (``range``, ``roundrobin``, ``sticky``,
+    ``cooperative-sticky``)."""
     try:
         return ASSIGNORS[name]()
     except KeyError:

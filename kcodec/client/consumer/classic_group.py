@@ -40,6 +40,10 @@ FENCED = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION)
 class ClassicGroupMember:
     """The group state of one consumer (member id, generation, coordinator, assignment)."""
 
+    # the client watches its topics between rebalances (subscriptions.TopicWatch); the
+    # consumer protocol's coordinator does that itself
+    classic_watch = True
+
     def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
         self.cluster = cluster
         self.config = config
@@ -58,6 +62,8 @@ class ClassicGroupMember:
         self.hb_task: asyncio.Task | None = None
         self.last_error: BaseException | None = None
         self.assignors = [get_assignor(n) for n in config.assignors]
+        self.joined_counts: dict[str, int] = {}   # leader: the partition counts it assigned
+        self.regex: str | None = None             # (the consumer protocol's: unused here)
 
     # ------------------------------------------------------------------ coordinator
     async def coordinator_node(self) -> int:
@@ -115,6 +121,7 @@ class ClassicGroupMember:
             self.protocol = body.protocol_name
             self.leader = body.leader == body.member_id
             self.leader_id = body.leader
+            self.joined_counts = {}
             assignments = []
             if self.leader and not body.skip_assignment:
                 assignments = await self._assign(body)
@@ -131,6 +138,9 @@ class ClassicGroupMember:
                 raise KafkaError(sbody.error_code, f"SyncGroup {self.group_id!r}")
             a = Assignment.decode(sbody.assignment or b"")
             self.assignment = {TopicPartition(t, p) for t, ps in a.assigned_partitions.items() for p in ps}
+            for assignor in self.assignors:     # sticky: what to claim at the next join
+                if assignor.name == self.protocol and hasattr(assignor, "on_assignment"):
+                    assignor.on_assignment(a.assigned_partitions, self.generation)
             self.need_rejoin = False
             # A member that has just (re)joined gets a whole max_poll_interval_ms before it
             # counts as stalled (Java resets its poll timer inside the poll that rebalances).
@@ -149,6 +159,7 @@ class ClassicGroupMember:
             if info is not None and info.error_code == ErrorCode.NONE:
                 counts[t] = len(info.partitions)
         result = assignor.assign(counts, subs)
+        self.joined_counts = dict(counts)
         return [(m, a.encode()) for m, a in result.items()]
 
     @property
@@ -198,9 +209,9 @@ class ClassicGroupMember:
     async def commit(self, offsets: dict[TopicPartition, int]) -> None:
         if not offsets:
             return
+        generation, member_id = self.commit_identity()
         body = await self.request(ApiKey.OFFSET_COMMIT, requests.offset_commit(
-            self.group_id, self.generation if self.generation >= 0 else -1, self.member_id,
-            self.config.group_instance_id,
+            self.group_id, generation, member_id, self.config.group_instance_id,
             [(tp.topic, tp.partition, off) for tp, off in offsets.items()]))
         for t in body.topics:
             for p in t.partitions:
@@ -208,6 +219,11 @@ class ClassicGroupMember:
                     if p.error_code in REJOIN_CODES:
                         self.need_rejoin = True
                     raise KafkaError(p.error_code, f"OffsetCommit {t.name}[{p.partition_index}]")
+
+    def commit_identity(self) -> tuple[int, str]:
+        """(generation or member epoch, member id) an OffsetCommit carries; (-1, ""):
+        not a member (manual assignment), as Java sends it."""
+        return (self.generation if self.generation >= 0 else -1), self.member_id
 
     async def fetch_offsets(self, tps: list[TopicPartition] | None) -> dict[TopicPartition, int]:
         """Committed offsets (-1: none) of ``tps`` (None: every partition the group has)."""

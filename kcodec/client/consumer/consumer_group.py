@@ -34,6 +34,8 @@ FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_E
 class ConsumerGroupMember(ClassicGroupMember):
     """The group state of one consumer under the consumer protocol."""
 
+    classic_watch = False     # the coordinator follows topics and partition counts itself
+
     def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
         super().__init__(cluster, config)
         self.member_id = uuid.uuid4().hex   # v1: the member chooses its id
@@ -42,7 +44,10 @@ class ConsumerGroupMember(ClassicGroupMember):
         self.pending: set[TopicPartition] | None = None   # a new assignment not yet applied
         self.reported: set[TopicPartition] | None = None  # what the member owns, last sent
         self.sent_topics: list[str] | None = None
+        self.regex = None                    # subscribe(pattern=...): matched by the broker
+        self.sent_regex: str | None = None
         self.hb_lock = asyncio.Lock()
+        self.settled = False     # the coordinator was seen to offer ConsumerGroupHeartbeat
 
     @property
     def cooperative(self) -> bool:
@@ -56,11 +61,20 @@ class ConsumerGroupMember(ClassicGroupMember):
     def generation(self, value: int) -> None:
         self.epoch = max(value, 0)
 
+    def commit_identity(self) -> tuple[int, str]:
+        # a member only once the coordinator gave it an epoch; before (manual assignment,
+        # or not joined yet) commits go out as a non-member's
+        return (self.epoch, self.member_id) if self.epoch > 0 else (-1, "")
+
     async def _heartbeat(self, owned: set[TopicPartition] | None) -> Any:
         """One ConsumerGroupHeartbeat; full fields on join, else only what changed."""
         async with self.hb_lock:
             joining = self.epoch == 0
-            topics = self.topics if joining or self.topics != self.sent_topics else None
+            changed = self.topics != self.sent_topics or self.regex != self.sent_regex
+            # a pattern subscription (broker-side RE2/J matching) names no topics itself
+            names = [] if self.regex else self.topics
+            topics = names if joining or changed else None
+            regex = (self.regex or "") if topics is not None else None
             parts: dict[Any, list[int]] | None = None
             if owned is not None and (joining or owned != self.reported):
                 parts = {}
@@ -72,7 +86,7 @@ class ConsumerGroupMember(ClassicGroupMember):
             r = await self.cluster.send(node, HEARTBEAT, requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, self.epoch, self.config.group_instance_id,
                 self.config.max_poll_interval_ms, topics, self.config.group_remote_assignor,
-                parts), timeout=max(self.interval * 2, 5.0))
+                parts, regex), timeout=max(self.interval * 2, 5.0))
             b = r.body
             if b.error_code in COORDINATOR_CODES:
                 self.coordinator = None
@@ -80,14 +94,15 @@ class ConsumerGroupMember(ClassicGroupMember):
             if b.error_code in FENCED_CODES:
                 self.epoch = 0
                 self.reported = None
-                self.sent_topics = None
+                self.sent_topics = self.sent_regex = None
                 self.lost = True
                 self.need_rejoin = True
                 raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}")
             if b.error_code:
-                raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}")
+                raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}",
+                                 b.error_message)
             if topics is not None:
-                self.sent_topics = topics
+                self.sent_topics, self.sent_regex = self.topics, self.regex
             if parts is not None:
                 self.reported = set(owned or ())
             self.member_id = b.member_id or self.member_id
@@ -103,7 +118,8 @@ class ConsumerGroupMember(ClassicGroupMember):
     async def _names(self, tps: Any) -> set[TopicPartition]:
         names = self.cluster.topic_names
         if any(tp.topic_id not in names for tp in tps):
-            await self.cluster.refresh(self.topics, auto_create=False)
+            # a pattern's topics are known by id only: ask for every topic
+            await self.cluster.refresh(None if self.regex else self.topics, auto_create=False)
         return {TopicPartition(names[tp.topic_id], p) for tp in tps if tp.topic_id in names
                 for p in tp.partitions}
 
@@ -171,4 +187,4 @@ class ConsumerGroupMember(ClassicGroupMember):
             pass
         self.epoch = 0
         self.reported = None
-        self.sent_topics = None
+        self.sent_topics = self.sent_regex = None

@@ -1,8 +1,10 @@
 """The consumer's engine: the parts one consumer is made of, and what joins them.
 
     cluster     connections and metadata (kcodec.client.net.cluster)
-    group       membership, when there is a ``group_id``: classic (classic_group.py) or
-                the consumer protocol (consumer_group.py, KIP-848)
+    group       membership, when there is a ``group_id``: the consumer protocol
+                (consumer_group.py, KIP-848; the default) or classic (classic_group.py),
+                which ``settle_protocol`` falls back to when the group's coordinator does
+                not offer ConsumerGroupHeartbeat (a one-line notice on ``kcodec.client``)
     subs        the assignment and positions (positions.py)
     fetcher     fetch requests and the buffer of fetched blobs (fetcher.py)
 
@@ -15,6 +17,7 @@ reset policy: ``reset_positions``, which the fetcher calls), and closes. The fac
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterable
 
@@ -23,11 +26,16 @@ from kcodec.client.consumer.classic_group import ClassicGroupMember
 from kcodec.client.consumer.fetcher import Fetcher
 from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.consumer.positions import SubscriptionState
+from kcodec.client.consumer.subscriptions import TopicWatch, compile_pattern, matching_topics
 from kcodec.client.errors import NoOffsetForPartitionError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
+from kcodec.errors import KcodecError
+from kcodec.protocol import ApiKey
 
 __all__ = ["ConsumerEngine"]
+
+log = logging.getLogger("kcodec.client")
 
 
 def _group_member(cluster: Cluster, config: ConsumerConfig) -> ClassicGroupMember:
@@ -50,6 +58,7 @@ class ConsumerEngine:
         self.fetcher = Fetcher(config, loop, self.cluster, self.subs, self.reset_positions)
         self.read_committed = self.fetcher.read_committed
         self.last_commit = time.monotonic()
+        self.watch = TopicWatch(self)       # classic members: pattern and partition counts
 
     @property
     def closed(self) -> bool:
@@ -57,6 +66,66 @@ class ConsumerEngine:
 
     def start(self) -> None:
         self.fetcher.start()
+
+    async def settle_protocol(self) -> None:
+        """Before the first join: keep the consumer protocol if the group's coordinator
+        offers ConsumerGroupHeartbeat (KIP-848), else fall back to the classic protocol
+        (Tansu, noida-db, brokers before Kafka 3.7), saying so once."""
+        from kcodec.client.consumer.consumer_group import ConsumerGroupMember
+
+        g = self.group
+        if not isinstance(g, ConsumerGroupMember) or g.settled:
+            return
+        node = await g.coordinator_node()
+        try:
+            conn = await self.cluster.connection(node)
+            versions = conn.core.broker_versions
+        except KcodecError:
+            return            # not reachable now: the join retries, and asks again
+        g.settled = True
+        if versions is None:
+            return
+        why = None
+        if ApiKey.CONSUMER_GROUP_HEARTBEAT not in versions:
+            why = "does not offer the consumer group protocol (KIP-848 ConsumerGroupHeartbeat)"
+        else:
+            try:     # the assignment names topics by id: Metadata v10+ must give them
+                if conn.core.version(ApiKey.METADATA) < 10:
+                    why = "gives no topic ids (Metadata v10+), which KIP-848 assignments use"
+            except KcodecError:
+                why = "does not answer Metadata"
+        if why is not None:
+            log.warning("group %r: the coordinator at %s:%s %s; using the classic protocol "
+                        "(set group_protocol='classic' to choose it and silence this)",
+                        g.group_id, conn.host, conn.port, why)
+            classic = ClassicGroupMember(self.cluster, self.config)
+            classic.coordinator = g.coordinator
+            classic.topics = g.topics
+            self.group = classic
+
+    @property
+    def subscribed(self) -> bool:
+        """Subscribed to topics, or to a pattern (which may match none yet)."""
+        return bool(self.subs.subscription or self.subs.pattern_text)
+
+    async def before_join(self) -> None:
+        """The subscription a join carries: a pattern goes to a consumer-protocol
+        coordinator as it is; a classic member matches it against the metadata now."""
+        g, subs = self.group, self.subs
+        if g is None:
+            return
+        g.regex = subs.pattern_text if not g.classic_watch else None
+        if subs.pattern_text is not None and g.classic_watch:
+            if subs.pattern is None:
+                subs.pattern = compile_pattern(subs.pattern_text)
+            await self.cluster.refresh(None, auto_create=False)
+            subs.subscription = matching_topics(self.cluster, subs.pattern)
+        elif subs.subscription:
+            await self.cluster.refresh(subs.subscription, auto_create=False)
+
+    async def after_join(self) -> None:
+        if self.group is not None and self.group.classic_watch:
+            self.watch.start()
 
     # ------------------------------------------------------------------ assignment
     def set_assignment(self, tps: Iterable[TopicPartition]) -> None:
@@ -120,12 +189,14 @@ class ConsumerEngine:
     async def abort(self) -> None:
         """Stop at once: no commit, no LeaveGroup; just drop the connections."""
         self.fetcher.stop()
+        self.watch.stop()
         if self.group is not None and self.group.hb_task is not None:
             self.group.hb_task.cancel()
         await self.cluster.close()
 
     async def close(self) -> None:
         self.fetcher.stop()
+        self.watch.stop()
         if self.group is not None:
             await self.group.leave()
         await self.cluster.close()

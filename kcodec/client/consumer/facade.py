@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any, Callable
@@ -69,6 +70,17 @@ class _Common:
         where the broker assigns and no member leads."""
         g = self._engine.group
         return (getattr(g, "leader_id", "") or None) if g is not None else None
+
+    def group_protocol(self) -> str | None:
+        """The group protocol in use: ``"consumer"`` (KIP-848, the broker assigns) or
+        ``"classic"`` (asked for, or fallen back to where the broker lacks the consumer
+        protocol); None without a group. Before the first join it says what will be tried."""
+        from kcodec.client.consumer.consumer_group import ConsumerGroupMember
+
+        g = self._engine.group
+        if g is None:
+            return None
+        return "consumer" if isinstance(g, ConsumerGroupMember) else "classic"
 
     def subscription(self) -> list[str]:
         return list(self._engine.subs.subscription)
@@ -175,16 +187,32 @@ class AsyncConsumer(_Common):
         self._engine.subs.subscription = []
         self._engine.set_assignment(TopicPartition(*tp) for tp in partitions)
 
-    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
-        if self._engine.group is None:
+    def subscribe(self, topics: str | list[str] | None = None,
+                  listener: RebalanceListener | None = None, *, pattern: Any = None) -> None:
+        eng = self._engine
+        if eng.group is None:
             raise ValueError(_NO_GROUP)
-        self._engine.subs.subscription = [topics] if isinstance(topics, str) else list(topics)
-        self._engine.subs.listener = listener
-        self._engine.group.need_rejoin = True
+        subs = eng.subs
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe takes topics or pattern=..., one of the two")
+        if pattern is not None:
+            # consumer protocol: the broker matches it (RE2/J); classic: matched here
+            text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+            if not isinstance(text, str) or not text:
+                raise ValueError(f"a subscription pattern is a non-empty string or "
+                                 f"re.Pattern, not {pattern!r}")
+            subs.pattern_text = text
+            subs.pattern = pattern if isinstance(pattern, re.Pattern) else None
+            subs.subscription = []
+        elif topics is not None:
+            subs.pattern_text = subs.pattern = None
+            subs.subscription = [topics] if isinstance(topics, str) else list(topics)
+        subs.listener = listener
+        eng.group.need_rejoin = True
 
     def _rebalance_due(self) -> bool:
         eng = self._engine
-        return bool(eng.group is not None and eng.subs.subscription and eng.group.need_rejoin)
+        return bool(eng.group is not None and eng.subscribed and eng.group.need_rejoin)
 
     def _rebalance(self) -> Generator[tuple, Any, None]:
         """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
@@ -196,6 +224,7 @@ class AsyncConsumer(_Common):
         handed over in the next round), after auto-commit committed their positions.
         """
         eng = self._engine
+        yield ("await", eng.settle_protocol())    # consumer protocol, or classic fallback
         g = eng.group
         assert g is not None
         owned = set(eng.subs.states)
@@ -211,8 +240,9 @@ class AsyncConsumer(_Common):
             yield ("call", "on_partitions_revoked", owned)
             eng.set_assignment(())
             owned = set()
-        yield ("await", eng.cluster.refresh(eng.subs.subscription, auto_create=False))
+        yield ("await", eng.before_join())        # a pattern's topics (classic), metadata
         new: set[TopicPartition] = yield ("await", g.join(eng.subs.subscription, owned))
+        yield ("await", eng.after_join())         # classic: watch pattern and partitions
         revoked = owned - new
         if revoked:
             if self.config.enable_auto_commit:
@@ -230,10 +260,10 @@ class AsyncConsumer(_Common):
         g = eng.group
         owned = set(eng.subs.states)
         if g is not None and owned:
-            lost = g.lost and bool(eng.subs.subscription)
+            lost = g.lost and eng.subscribed
             if self.config.enable_auto_commit and not lost:
                 yield ("await", self._quiet_commit())
-            if eng.subs.subscription:
+            if eng.subscribed:
                 yield ("call", "on_partitions_lost" if lost else "on_partitions_revoked", owned)
         yield ("await", eng.close())
 
@@ -392,10 +422,14 @@ class Consumer(_Common):
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._async.assign(partitions)
 
-    def subscribe(self, topics: str | list[str], listener: RebalanceListener | None = None) -> None:
-        """Join the group for ``topics`` (at the next ``poll``); ``listener``'s methods run
-        in the thread that polls (or closes), revocation before the partitions move."""
-        self._async.subscribe(topics, listener)
+    def subscribe(self, topics: str | list[str] | None = None,
+                  listener: RebalanceListener | None = None, *, pattern: Any = None) -> None:
+        """Join the group for ``topics`` -- or every topic whose whole name ``pattern``
+        matches, now and as topics come and go -- at the next ``poll``. ``listener``'s
+        methods run in the thread that polls (or closes), revocation before the partitions
+        move. Under the consumer protocol the broker matches ``pattern`` (RE2/J syntax);
+        under the classic protocol this client does (Python ``re``)."""
+        self._async.subscribe(topics, listener, pattern=pattern)
 
     def _drive(self, steps: Generator[tuple, Any, None], timeout: float,
                what: str = "operation") -> None:
@@ -442,7 +476,7 @@ class Consumer(_Common):
                 if not eng.fetcher.buffer:
                     eng.fetcher.data_ready.wait(min(left, 0.1))
             self._check()
-            if eng.group is not None and eng.subs.subscription and eng.group.need_rejoin:
+            if self._async._rebalance_due():
                 return {}
 
     def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:

@@ -41,6 +41,11 @@ class SubscriptionState:
         self.lock = threading.Lock()
         self.states: dict[TopicPartition, PartitionState] = {}
         self.subscription: list[str] = []
+        # subscribe(pattern=...): the pattern as given (sent to the broker under the consumer
+        # protocol) and compiled for client-side matching (classic); the subscription is
+        # then the topics it matched last
+        self.pattern_text: str | None = None
+        self.pattern: Any = None
         self.listener: Any = None            # a RebalanceListener, or None
         self.no_offset: set[TopicPartition] = set()   # auto_offset_reset=none found no offset
         # positions are looked up once the application polls (as in Java), so a commit or

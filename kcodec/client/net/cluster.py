@@ -146,7 +146,8 @@ class Cluster:
         return done
 
     async def any_connection(self, deadline: float | None = None) -> BrokerConnection:
-        """A connection to any broker: known brokers first, then the bootstrap list, with backoff.
+        """A connection to any broker: the live one with the fewest requests in flight, else
+        known brokers, then the bootstrap list, with backoff.
 
         A client that has never reached a broker gives up at once when every address
         answered definitely (refused, unknown host, not Kafka); otherwise it retries until
@@ -161,9 +162,12 @@ class Cluster:
         backoff = self.config.reconnect_backoff_ms / 1000
         last: dict[str, BaseException] = {}
         while True:
-            for conn in self._conns.values():
-                if conn.alive:
-                    return conn
+            # the least loaded live connection (Java's leastLoadedNode): metadata and admin
+            # requests go where fewest requests wait, ties drawn at random
+            alive = [c for c in self._conns.values() if c.alive]
+            if alive:
+                _RNG.shuffle(alive)
+                return min(alive, key=lambda c: c.in_flight)
             nodes = list(self.brokers) + [-(i + 1) for i in range(len(self.config.bootstrap))]
             _RNG.shuffle(nodes)
             definite = True

@@ -54,6 +54,11 @@ class BrokerConnection:
         return f"<BrokerConnection node {self.node_id} {self.host}:{self.port}>"
 
     @property
+    def in_flight(self) -> int:
+        """Requests sent on this connection and not answered yet."""
+        return len(self._pending)
+
+    @property
     def alive(self) -> bool:
         return self._writer is not None and self.error is None and not self.core.closed
 

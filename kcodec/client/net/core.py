@@ -52,11 +52,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 5),
-    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.INIT_PRODUCER_ID: (0, 6),         # 6: two-phase commit (KIP-939)
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),    # v4+: the brokers' batched form
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
-    ApiKey.END_TXN: (0, 3),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),                  # 5: transactions v2 (KIP-890)
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),        # 5: transactions v2
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),     # KIP-848
@@ -88,6 +88,7 @@ class Connection:
         self._inflight: deque[tuple[int, int, int]] = deque()   # (cid, api_key, version)
         self._unanswered: set[int] = set()   # acks=0 produce: a response may or may not come
         self.broker_versions: dict[int, tuple[int, int]] | None = None
+        self.features: dict[str, int] = {}   # finalized feature levels (ApiVersions v3+)
         self.no_flexible = False
         self.closed = False
 
@@ -106,6 +107,7 @@ class Connection:
         if body.error_code:
             raise KafkaError(body.error_code, "ApiVersions")
         self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        self.features = {f.name: f.max_version_level for f in body.finalized_features or ()}
         # A broker that cannot answer ApiVersions v3 predates flexible versions (KIP-482 and
         # KIP-511 came together); some such brokers (librdkafka's mock cluster) advertise
         # flexible versions of the group APIs but cannot parse them: use none there.

@@ -200,23 +200,28 @@ def offset_fetch(group_id: str,
 def consumer_group_heartbeat(group_id: str, member_id: str, member_epoch: int,
                              instance_id: str | None, rebalance_timeout_ms: int,
                              topics: list[str] | None, assignor: str | None,
-                             owned: Mapping[UUID, Iterable[int]] | None
-                             ) -> ConsumerGroupHeartbeatRequest:
-    """``topics``/``owned`` None: unchanged since the last heartbeat (not sent)."""
+                             owned: Mapping[UUID, Iterable[int]] | None,
+                             regex: str | None = None) -> ConsumerGroupHeartbeatRequest:
+    """``topics``/``owned``/``regex`` None: unchanged since the last heartbeat (not sent).
+    The subscription goes as names and regex together ("": no regex; a pattern with no
+    names), as Kafka's and librdkafka's clients send it."""
     TP = ConsumerGroupHeartbeatRequest.TopicPartitions
     return ConsumerGroupHeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=member_epoch,
         instance_id=instance_id, rack_id=None, rebalance_timeout_ms=rebalance_timeout_ms,
-        subscribed_topic_names=topics, subscribed_topic_regex=None, server_assignor=assignor,
+        subscribed_topic_names=topics, subscribed_topic_regex=regex, server_assignor=assignor,
         topic_partitions=None if owned is None else [
             TP(topic_id=t, partitions=sorted(ps)) for t, ps in owned.items()])
 
 
 # ---------------------------------------------------------------------- producer ids, transactions
-def init_producer_id(transactional_id: str | None,
-                     transaction_timeout_ms: int) -> InitProducerIdRequest:
+def init_producer_id(transactional_id: str | None, transaction_timeout_ms: int, *,
+                     two_phase: bool = False, keep_prepared: bool = False
+                     ) -> InitProducerIdRequest:
+    """``two_phase``/``keep_prepared``: KIP-939's Enable2Pc and KeepPreparedTxn (v6)."""
     return InitProducerIdRequest(transactional_id=transactional_id,
-                                 transaction_timeout_ms=transaction_timeout_ms)
+                                 transaction_timeout_ms=transaction_timeout_ms,
+                                 enable2_pc=two_phase, keep_prepared_txn=keep_prepared)
 
 
 def add_partitions_to_txn(transactional_id: str, producer_id: int, epoch: int,

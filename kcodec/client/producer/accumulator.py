@@ -211,6 +211,19 @@ class RecordAccumulator(Accumulator):
             self.buffered -= b.size
             self.space.notify_all()
 
+    def replace(self, b: ProducerBatch, parts: list[ProducerBatch]) -> bool:
+        """``parts`` take queued ``b``'s place (a split); the counts are unchanged (the
+        parts hold its records and bytes). False if ``b`` is not queued any more."""
+        with self.lock:
+            q = self.queues.get((b.topic, b.partition))
+            if not q or b not in q:
+                return False
+            i = q.index(b)
+            del q[i]
+            for j, part in enumerate(parts):
+                q.insert(i + j, part)
+            return True
+
     def remove(self, b: ProducerBatch) -> None:
         """``b`` failed (open or queued): it leaves the accumulator and the counts."""
         with self.lock:

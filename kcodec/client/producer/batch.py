@@ -45,7 +45,7 @@ class ProducerBatch:
 
     __slots__ = ("topic", "partition", "builder", "data", "created", "deadline",
                  "timestamps", "event", "afut", "result_base", "result_ts", "error",
-                 "callbacks", "sequence", "attempts", "size", "inflight", "last_error")
+                 "callbacks", "sequence", "attempts", "size", "inflight", "last_error", "parts")
 
     def __init__(self, topic: str, partition: int, builder: Any, deadline: float,
                  sequence: int, afut: asyncio.Future | None) -> None:
@@ -65,6 +65,9 @@ class ProducerBatch:
         self.size = 0
         self.inflight = False
         self.last_error: BaseException | None = None
+        # split after MESSAGE_TOO_LARGE (sender.py): [(first record index, part)]; the
+        # batch finishes when every part has, and each record's result is its part's
+        self.parts: list[tuple[int, ProducerBatch]] | None = None
 
     @property
     def count(self) -> int:
@@ -84,14 +87,41 @@ class ProducerBatch:
         self.data = bytes(buf)
         self.sequence = sequence
 
-    def finish(self, base: int, log_append_ts: int, error: BaseException | None) -> None:
+    def part_of(self, index: int) -> tuple[ProducerBatch, int]:
+        """The batch holding record ``index`` now, and its index there (split batches)."""
+        b = self
+        while b.parts is not None:
+            for start, part in reversed(b.parts):
+                if index >= start:
+                    b, index = part, index - start
+                    break
+        return b, index
+
+    def split_into(self, parts: list[tuple[int, ProducerBatch]]) -> None:
+        """Its records now travel in ``parts``; it finishes once they all have."""
+        self.parts = parts
+        left = [len(parts)]
+
+        def one_done(_part: ProducerBatch) -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                errors = [p.error for _, p in parts if p.error is not None]
+                self.finish(-1, -1, None, errors[0] if errors else None)
+        for _, part in parts:
+            part.callbacks.append(one_done)
+
+    def finish(self, base: int, log_append_ts: int, error: BaseException | None,
+               part_error: BaseException | None = None) -> None:
+        """``part_error``: (a split batch) one of its parts failed; the loop's future
+        fails with it, each record's own result is its part's."""
         self.result_base, self.result_ts, self.error = base, log_append_ts, error
         self.event.set()
+        failed = error or part_error
         if self.afut is not None and not self.afut.done():
-            if error is None:
+            if failed is None:
                 self.afut.set_result(None)
             else:
-                self.afut.set_exception(error)
+                self.afut.set_exception(failed)
                 self.afut.exception()
         for cb in self.callbacks:
             try:
@@ -115,11 +145,13 @@ class RecordFuture:
         return self._batch.event.is_set()
 
     def _value(self) -> SendResult:
-        b = self._batch
+        b, i = self._batch, self._index
+        if b.parts is not None:
+            b, i = b.part_of(i)
         if b.error is not None:
             raise b.error
-        off = b.result_base + self._index if b.result_base >= 0 else -1
-        ts = b.result_ts if b.result_ts >= 0 else b.timestamps[self._index]
+        off = b.result_base + i if b.result_base >= 0 else -1
+        ts = b.result_ts if b.result_ts >= 0 else b.timestamps[i]
         return SendResult(b.partition, off, ts)
 
     def result(self, timeout: float | None = None) -> SendResult:
@@ -129,7 +161,8 @@ class RecordFuture:
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._batch.event.wait(timeout)
-        return self._batch.error
+        b = self._batch
+        return b.part_of(self._index)[0].error if b.parts is not None else b.error
 
     def add_callback(self, fn: Callable[[BaseException | None, SendResult | None], Any]) -> None:
         """``fn(error, result)`` once delivered or failed (called from the client's loop)."""
@@ -145,7 +178,11 @@ class RecordFuture:
 
     def __await__(self):
         if self._batch.afut is not None:
-            yield from asyncio.shield(self._batch.afut).__await__()
+            try:
+                yield from asyncio.shield(self._batch.afut).__await__()
+            except Exception:
+                if self._batch.parts is None:
+                    raise         # (a split batch: this record's own part decides)
         else:
             while not self._batch.event.is_set():
                 yield from asyncio.sleep(0.001).__await__()

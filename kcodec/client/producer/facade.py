@@ -19,7 +19,11 @@ from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.producer.batch import Headers, RecordFuture, as_bytes
 from kcodec.client.producer.engine import ProducerEngine
 from kcodec.client.producer.partitioner import partition_for_key
-from kcodec.client.producer.transactions import TransactionManager, TransactionStateError
+from kcodec.client.producer.transactions import (
+    PreparedTxnState,
+    TransactionManager,
+    TransactionStateError,
+)
 from kcodec.client.structs import ConsumerGroupMetadata, SendResult
 from kcodec.records.header import HEADER_SIZE
 
@@ -81,9 +85,21 @@ class AsyncProducer(_Base):
             raise TransactionStateError("transactions need transactional_id in the config")
         return eng.txn
 
-    async def init_transactions(self) -> None:
-        """Register the transactional_id (fencing older producers with it); once, first."""
-        await self._txn().init()
+    async def init_transactions(self, keep_prepared_txn: bool = False) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first.
+        ``keep_prepared_txn`` (KIP-939): keep an open transaction for
+        ``complete_transaction`` instead of aborting it."""
+        await self._txn().init(keep_prepared_txn)
+
+    async def prepare_transaction(self) -> PreparedTxnState:
+        """Two-phase commit (KIP-939): flush and hold the transaction; record the returned
+        state in your own store, then commit, abort or (after a restart) complete it."""
+        return await self._txn().prepare()
+
+    async def complete_transaction(self, prepared: PreparedTxnState | str) -> bool:
+        """Commit the kept transaction if ``prepared`` is its state, else abort it; True if
+        committed (False also when there was none)."""
+        return await self._txn().complete(prepared)
 
     async def begin_transaction(self) -> None:
         self._txn().begin()
@@ -228,9 +244,26 @@ class Producer(_Base):
             raise TransactionStateError("transactions need transactional_id in the config")
         return self._engine.txn
 
-    def init_transactions(self, timeout: float | None = None) -> None:
-        """Register the transactional_id (fencing older producers with it); once, first."""
-        self._loop.run(self._txn().init(), timeout if timeout is not None else self._timeout + 1)
+    def init_transactions(self, timeout: float | None = None,
+                          keep_prepared_txn: bool = False) -> None:
+        """Register the transactional_id (fencing older producers with it); once, first.
+        ``keep_prepared_txn`` (KIP-939): keep an open transaction for
+        ``complete_transaction`` instead of aborting it."""
+        self._loop.run(self._txn().init(keep_prepared_txn),
+                       timeout if timeout is not None else self._timeout + 1)
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTxnState:
+        """Two-phase commit (KIP-939): flush and hold the transaction; record the returned
+        state in your own store, then commit, abort or (after a restart) complete it."""
+        return self._loop.run(self._txn().prepare(),
+                              timeout if timeout is not None else self._timeout + 1)
+
+    def complete_transaction(self, prepared: PreparedTxnState | str,
+                             timeout: float | None = None) -> bool:
+        """Commit the kept transaction if ``prepared`` is its state, else abort it; True if
+        committed (False also when there was none)."""
+        return self._loop.run(self._txn().complete(prepared),
+                              timeout if timeout is not None else self._timeout + 1)
 
     def begin_transaction(self) -> None:
         txn = self._txn()

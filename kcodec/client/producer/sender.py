@@ -10,7 +10,11 @@ its error.
 Retries, as Java's sender: retriable errors and lost connections are retried until
 ``delivery_timeout_ms`` (at most ``retries`` times), the metadata refreshed when the error
 says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order;
-DUPLICATE_SEQUENCE_NUMBER is a success. Idempotence: the producer id comes from
+DUPLICATE_SEQUENCE_NUMBER is a success. MESSAGE_TOO_LARGE on a batch of several records
+(the topic's max.message.bytes is below the producer's batch_size, or compression did less
+than hoped) splits it in two halves that take its place at the head of the partition's
+queue, as Java's sender splits and re-enqueues it; halving again if need be, a record alone
+that is still too large fails with the error. Idempotence: the producer id comes from
 InitProducerId; if the broker forgets it (UNKNOWN_PRODUCER_ID, e.g. after a restart), a
 new one is fetched once nothing is in flight and the unacknowledged batches are re-stamped.
 """
@@ -190,9 +194,14 @@ class Sender:
         try:
             for b in batches:
                 b.attempts += 1
-            # KIP-516: Produce v13 names topics by id; without ids, the last named version
-            ids = self.cluster.topic_ids({b.topic for b in batches})
+            # KIP-516: Produce v13 names topics by id; without ids, the last named version.
+            # A first-generation transaction may not go past v11 (v12+ adds the partitions
+            # to the transaction itself: transactions v2, KIP-890)
+            v1_txn = self.txn is not None and not self.txn.v2
+            ids = None if v1_txn else self.cluster.topic_ids({b.topic for b in batches})
             version = None if ids is not None else TOPIC_ID_VERSIONS[ApiKey.PRODUCE] - 1
+            if v1_txn:
+                version = 11
             req = requests.produce(cfg.transactional_id, int(cfg.acks), cfg.request_timeout_ms,
                                    [(b.topic, b.partition, b.close()) for b in batches], ids)
             # the answer is awaited no longer than the first batch's delivery deadline
@@ -237,6 +246,9 @@ class Sender:
                     self.complete(b, p.base_offset, p.log_append_time_ms)
                 elif p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:   # already written
                     self.complete(b, -1, p.log_append_time_ms)
+                elif p.error_code == ErrorCode.MESSAGE_TOO_LARGE and b.count > 1 and \
+                        self._split(b):
+                    pass            # its halves go out in its place
                 elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
                         cfg.enable_idempotence and not self.acc.is_head(b):
                     # behind an earlier batch that is being retried: resend in order after
@@ -271,6 +283,42 @@ class Sender:
                 b.inflight = False
             sem.release()
             self.wake.set()
+
+    def _split(self, b: ProducerBatch) -> bool:
+        """Split ``b`` in two halves that take its place in the queue; False if it cannot
+        be (it left the queue meanwhile, or its bytes do not read back)."""
+        from kcodec.records import RecordBatchBuilder, iter_batches
+
+        try:
+            batch = next(iter_batches(b.close(), validate_crc=False))
+            records = [(r.key, r.value, r.headers, r.timestamp) for r in batch]
+        except (StopIteration, KcodecError):
+            return False
+        if len(records) != b.count:
+            return False
+        acc = self.acc
+        mid = len(records) // 2
+        parts: list[tuple[int, ProducerBatch]] = []
+        sizes = (b.size * mid // len(records), b.size - b.size * mid // len(records))
+        for (start, end), size in zip(((0, mid), (mid, len(records))), sizes):
+            seq = b.sequence + start if b.sequence >= 0 else -1
+            builder = RecordBatchBuilder(
+                compression=acc.codec, compression_level=self.config.compression_level,
+                producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                base_sequence=seq, is_transactional=batch.is_transactional,
+                max_size=len(b.data or b"") + 1024)
+            for key, value, headers, ts in records[start:end]:
+                builder.append(key, value, headers, ts)
+            part = ProducerBatch(b.topic, b.partition, builder, b.deadline, seq,
+                                 self.loop.create_future())
+            part.timestamps = b.timestamps[start:end]
+            part.size = size
+            part.close()
+            parts.append((start, part))
+        if not acc.replace(b, [part for _, part in parts]):
+            return False
+        b.split_into(parts)
+        return True
 
     async def _reset_producer_id(self) -> None:
         """Fetch a new producer id and re-stamp every unacknowledged batch from sequence 0.

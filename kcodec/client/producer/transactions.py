@@ -10,6 +10,21 @@
                         then TxnOffsetCommit to the group coordinator
     commit_transaction  flush; EndTxn(commit)        abort_transaction  EndTxn(abort)
 
+Transactions v2 (KIP-890), used when the coordinator's ApiVersions finalizes the feature
+``transaction.version`` at 2 or more and offers EndTxn v5, Produce v12 and TxnOffsetCommit
+v5, as Java's producer decides: a partition joins the transaction with its first Produce
+(no AddPartitionsToTxn round trip), the offsets with TxnOffsetCommit (no AddOffsetsToTxn),
+and every EndTxn bumps the epoch and answers the new producer id and epoch, which the
+following transaction uses -- a zombie's late batch of an ended transaction is then
+fenced. Otherwise the first generation: AddPartitionsToTxn (v0-3), AddOffsetsToTxn, EndTxn
+v0-4, Produce up to v11 and TxnOffsetCommit up to v4 inside transactions.
+
+Two-phase commit (KIP-939, ``transaction_two_phase_commit_enable``, InitProducerId v6):
+transactions do not time out; ``prepare`` flushes and returns the ``PreparedTxnState``
+(producer id and epoch) to record in the outside coordinator; after a crash
+``init(keep_prepared=True)`` keeps the open transaction and ``complete(state)`` commits it if
+the recorded state is the one the coordinator reports, else aborts it.
+
 States: UNINITIALIZED -> READY -> IN_TRANSACTION -> (COMMITTING | ABORTING) -> READY, plus
 ABORTABLE_ERROR (only ``abort_transaction`` is allowed; then READY again) and FATAL_ERROR
 (only ``close``). Errors are split as in Java: ``ProducerFencedError`` and other
@@ -31,7 +46,7 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.structs import ConsumerGroupMetadata
-from kcodec.errors import KcodecError, ProtocolError
+from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -39,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TransactionManager", "ConsumerGroupMetadata", "TransactionError",
            "TransactionStateError", "AbortableTransactionError", "FatalTransactionError",
-           "ProducerFencedError"]
+           "ProducerFencedError", "PreparedTxnState"]
 
 E = ErrorCode
 # the coordinator is gone or elsewhere: find it again
@@ -87,9 +102,49 @@ class ProducerFencedError(FatalTransactionError):
     this one's transaction after transaction_timeout_ms and bumped the epoch)."""
 
 
+class PreparedTxnState:
+    """The identity (producer id, epoch) a prepared transaction was written under (KIP-939):
+    what a two-phase-commit application records in its own store at prepare time and hands
+    to ``complete_transaction`` after a restart. ``str()`` is ``"<producer id>:<epoch>"``
+    (Java's form), read back by ``PreparedTxnState.parse``; an empty state (-1:-1) means no
+    transaction."""
+
+    __slots__ = ("producer_id", "epoch")
+
+    def __init__(self, producer_id: int = -1, epoch: int = -1) -> None:
+        self.producer_id, self.epoch = int(producer_id), int(epoch)
+
+    @classmethod
+    def parse(cls, text: str) -> PreparedTxnState:
+        if text == "":
+            return cls()
+        pid, sep, epoch = str(text).partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            return cls(int(pid), int(epoch))
+        except ValueError:
+            raise ValueError(f"a prepared transaction state is '<producer id>:<epoch>', "
+                             f"not {text!r}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PreparedTxnState) and \
+            (self.producer_id, self.epoch) == (other.producer_id, other.epoch)
+
+    def __hash__(self) -> int:
+        return hash((self.producer_id, self.epoch))
+
+    def __str__(self) -> str:
+        return f"{self.producer_id}:{self.epoch}"
+
+    def __repr__(self) -> str:
+        return f"PreparedTxnState({self.producer_id}, {self.epoch})"
+
+
 UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING, ABORTING, ABORTABLE_ERROR, FATAL_ERROR = (
     "UNINITIALIZED", "READY", "IN_TRANSACTION", "COMMITTING", "ABORTING", "ABORTABLE_ERROR",
     "FATAL_ERROR")
+PREPARED = "PREPARED_TRANSACTION"   # KIP-939: only commit, abort or complete from here
 
 
 class TransactionManager:
@@ -110,6 +165,10 @@ class TransactionManager:
         self.offsets_added = False
         self.started_at = 0.0
         self.dropped = False
+        self.v2 = False                  # transactions v2 with this coordinator (KIP-890)
+        self.two_phase = bool(getattr(cfg, "transaction_two_phase_commit_enable", False))
+        self.kept = False                # the coordinator keeps an open transaction for us
+        self.prepared: PreparedTxnState | None = None
 
     def __repr__(self) -> str:
         return f"<TransactionManager {self.transactional_id!r} {self.state}>"
@@ -180,8 +239,22 @@ class TransactionManager:
         self.coordinator = await self.cluster.call(find, "FindCoordinator")
         return self.coordinator
 
+    async def _learn_generation(self) -> None:
+        """Use transactions v2 when the coordinator finalizes transaction.version >= 2 and
+        offers what v2 needs (as Java decides); checked at init and after each end."""
+        try:
+            conn = await self.cluster.connection(await self._coordinator())
+            core = conn.core
+            versions = core.broker_versions or {}
+            self.v2 = (core.features.get("transaction.version", 0) >= 2
+                       and versions.get(ApiKey.END_TXN, (0, -1))[1] >= 5
+                       and versions.get(ApiKey.PRODUCE, (0, -1))[1] >= 12
+                       and versions.get(ApiKey.TXN_OFFSET_COMMIT, (0, -1))[1] >= 5)
+        except KcodecError:
+            pass          # keep what was known; the next end asks again
+
     async def _request(self, api_key: int, body: Any, what: str, codes: Any,
-                       deadline: float | None = None) -> Any:
+                       deadline: float | None = None, version: int | None = None) -> Any:
         """A request to the transaction coordinator, retried while the error says so.
 
         ``codes(response_body) -> int``: the error code to judge the response by.
@@ -192,7 +265,7 @@ class TransactionManager:
         while True:
             try:
                 node = await self._coordinator()
-                r = await self.cluster.send(node, api_key, body)
+                r = await self.cluster.send(node, api_key, body, version=version)
                 code = codes(r.body)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
                 self.coordinator = None
@@ -212,17 +285,38 @@ class TransactionManager:
             backoff = min(backoff * 2, 1.0)
 
     # ------------------------------------------------------------------ operations
-    async def init(self) -> None:
+    async def init(self, keep_prepared: bool = False) -> None:
+        """InitProducerId: a new epoch for the transactional id (an open transaction of an
+        older instance is aborted, or with ``keep_prepared`` kept: then the state is
+        PREPARED_TRANSACTION and ``prepared`` its identity)."""
         if self.state not in (UNINITIALIZED, READY):
             self._require(UNINITIALIZED, what="init_transactions")
         eng = self.engine
+        if self.two_phase or keep_prepared:
+            conn = await self.cluster.connection(await self._coordinator())
+            have = conn.core.version(ApiKey.INIT_PRODUCER_ID)
+            if have < 6:
+                raise UnsupportedVersionError(
+                    "two-phase commit (transaction_two_phase_commit_enable, keep_prepared_txn) "
+                    "needs InitProducerId v6 (KIP-939); the transaction coordinator speaks up "
+                    f"to v{have}: leave both off with this broker")
         body = await self._request(
             ApiKey.INIT_PRODUCER_ID,
-            requests.init_producer_id(self.transactional_id, self.timeout_ms),
+            requests.init_producer_id(self.transactional_id, self.timeout_ms,
+                                      two_phase=self.two_phase, keep_prepared=keep_prepared),
             "InitProducerId", lambda b: b.error_code)
         eng.accumulator.set_producer(body.producer_id, body.producer_epoch)
-        self.state = READY
+        await self._learn_generation()
         self.error = None
+        ongoing = getattr(body, "ongoing_txn_producer_id", -1)
+        if keep_prepared and ongoing is not None and ongoing >= 0:
+            self.prepared = PreparedTxnState(ongoing, body.ongoing_txn_producer_epoch)
+            self.kept = True
+            self.state = PREPARED
+        else:
+            self.prepared = None
+            self.kept = False
+            self.state = READY
 
     def begin(self) -> None:
         self._require(READY, what="begin_transaction (call init_transactions first, and "
@@ -239,8 +333,11 @@ class TransactionManager:
         tp = (topic, partition)
         if tp in self.added:
             return True
-        if self.state not in (IN_TRANSACTION, COMMITTING):
+        if self.state not in (IN_TRANSACTION, COMMITTING, PREPARED):
             return False
+        if self.v2:       # the Produce itself adds the partition (KIP-890)
+            self.added.add(tp)
+            return True
         self.wanted.add(tp)
         if self.adding is None or self.adding.done():
             self.adding = self.engine.loop.create_task(self._add_partitions())
@@ -275,11 +372,11 @@ class TransactionManager:
         if isinstance(group, str):
             group = ConsumerGroupMetadata(group)
         acc = self.engine.accumulator
-        if not self.offsets_added:
+        if not self.offsets_added and not self.v2:   # v2: TxnOffsetCommit v5 adds the group
             await self._request(ApiKey.ADD_OFFSETS_TO_TXN, requests.add_offsets_to_txn(
                 self.transactional_id, acc.producer_id, acc.epoch, group.group_id),
                 "AddOffsetsToTxn", lambda b: b.error_code)
-            self.offsets_added = True
+        self.offsets_added = True
         rows = []
         for tp, off in offsets.items():
             t, p = tp
@@ -305,7 +402,12 @@ class TransactionManager:
                     except KafkaError as exc:
                         code = exc.code
                 if node is not None:
-                    r = await self.cluster.send(node, ApiKey.TXN_OFFSET_COMMIT, req)
+                    # the first generation may not use v5 inside a transaction
+                    conn = await self.cluster.connection(node)
+                    version = min(conn.core.version(ApiKey.TXN_OFFSET_COMMIT),
+                                  5 if self.v2 else 4)
+                    r = await self.cluster.send(node, ApiKey.TXN_OFFSET_COMMIT, req,
+                                                version=version)
                     codes = [p.error_code for t in r.body.topics for p in t.partitions]
                     code = next((c for c in codes if c), E.NONE)
                     if code == E.NONE:
@@ -323,33 +425,84 @@ class TransactionManager:
             await asyncio.sleep(backoff)
 
     async def commit(self) -> None:
-        self._require(IN_TRANSACTION, what="commit_transaction")
-        self.state = COMMITTING
-        await self.engine.flush()
-        if self.state == ABORTABLE_ERROR or self.state == FATAL_ERROR:
-            raise self.error or AbortableTransactionError("a record of the transaction failed")
+        self._require(IN_TRANSACTION, PREPARED, what="commit_transaction")
+        if self.state == IN_TRANSACTION:
+            self.state = COMMITTING
+            await self.engine.flush()
+            if self.state == ABORTABLE_ERROR or self.state == FATAL_ERROR:
+                raise self.error or AbortableTransactionError("a record of the transaction failed")
+        else:
+            self.state = COMMITTING
         await self._end(True)
 
     async def abort(self) -> None:
-        self._require(IN_TRANSACTION, ABORTABLE_ERROR, COMMITTING, what="abort_transaction")
+        self._require(IN_TRANSACTION, ABORTABLE_ERROR, COMMITTING, PREPARED,
+                      what="abort_transaction")
         self.state = ABORTING
         self.engine.drop_unsent(
             AbortableTransactionError("the transaction was aborted before this record was sent"))
         await self.engine.flush()       # what is in flight completes (or fails) first
-        await self._end(False)
-        if self.dropped:
+        ended = await self._end(False)
+        if self.dropped and not ended:
             # batches that were never sent took sequence numbers: a new epoch starts the
-            # sequences again (KIP-360 epoch bump through InitProducerId)
+            # sequences again (KIP-360 epoch bump through InitProducerId; with transactions
+            # v2 the EndTxn did it)
             await self.init()
 
-    async def _end(self, commit: bool) -> None:
+    async def prepare(self) -> PreparedTxnState:
+        """KIP-939 prepare: flush the transaction and hold it (only commit, abort or
+        complete follow); the returned state is what the outside coordinator records."""
+        if not self.two_phase:
+            raise TransactionStateError(
+                "prepare_transaction needs transaction_two_phase_commit_enable=True (KIP-939)")
+        self._require(IN_TRANSACTION, what="prepare_transaction")
+        await self.engine.flush()
+        if self.state in (ABORTABLE_ERROR, FATAL_ERROR):
+            raise self.error or AbortableTransactionError("a record of the transaction failed")
+        acc = self.engine.accumulator
+        self.prepared = PreparedTxnState(acc.producer_id, acc.epoch)
+        self.state = PREPARED
+        return self.prepared
+
+    async def complete(self, recorded: PreparedTxnState | str) -> bool:
+        """KIP-939 complete: commit the prepared transaction if ``recorded`` is its state,
+        else abort it. True if it was committed. With no prepared transaction (``init``
+        with ``keep_prepared`` found none): nothing to do, False."""
+        if isinstance(recorded, str):
+            recorded = PreparedTxnState.parse(recorded)
+        if self.state == READY and self.prepared is None:
+            return False
+        self._require(PREPARED, what="complete_transaction (prepare_transaction, or "
+                                     "init_transactions(keep_prepared_txn=True), first)")
+        if recorded == self.prepared:
+            await self.commit()
+            return True
+        await self.abort()
+        return False
+
+    async def _end(self, commit: bool) -> bool:
+        """EndTxn if the coordinator has anything of this transaction; True if sent."""
         eng = self.engine
-        if self.added or self.offsets_added:
-            await self._request(ApiKey.END_TXN, requests.end_txn(
-                self.transactional_id, eng.accumulator.producer_id, eng.accumulator.epoch, commit),
-                "EndTxn", lambda b: b.error_code)
+        sent = False
+        if self.added or self.offsets_added or self.kept or (self.v2 and self.dropped):
+            acc = eng.accumulator
+            conn = await self.cluster.connection(await self._coordinator())
+            version = min(conn.core.version(ApiKey.END_TXN), 5 if self.v2 else 4)
+            body = await self._request(ApiKey.END_TXN, requests.end_txn(
+                self.transactional_id, acc.producer_id, acc.epoch, commit),
+                "EndTxn", lambda b: b.error_code, version=version)
+            sent = True
+            if version >= 5 and body.producer_id >= 0 and body.producer_epoch >= 0:
+                # v2: the coordinator bumped the epoch; the next transaction uses it
+                acc.set_producer(body.producer_id, body.producer_epoch)
+            else:
+                sent = False     # no new epoch: dropped sequences still need one
         self.added.clear()
         self.wanted.clear()
         self.offsets_added = False
+        self.kept = False
+        self.prepared = None
         self.state = READY
         self.error = None
+        await self._learn_generation()
+        return sent
