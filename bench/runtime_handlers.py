@@ -69,3 +69,12 @@ def busy(records: list) -> list[bool]:
             sum(v)
     count(len(records))
     return [True] * len(records)
+
+
+def waiting(records: list) -> list[bool]:
+    """An I/O-bound handler: waits 20 ms a batch (a database round trip, say), using no
+    CPU meanwhile, so each puller is bounded by its handler's waits and two should give
+    about twice one's rate (the issue's ">= 1.6x with a handler that is not CPU bound")."""
+    time.sleep(0.02)
+    count(len(records))
+    return [True] * len(records)

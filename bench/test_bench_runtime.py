@@ -20,9 +20,9 @@ Rows:
   sinker, and the store's cost per record over direct;
 * FastStream (aiokafka underneath), one message a call and ``batch=True``;
 * Quix Streams (confluent-kafka underneath).
-On kcodec's broker first; where a peer cannot run there (Quix Streams' librdkafka sends a
-MetadataRequest kcodec's broker refuses, as of this writing) the comparison is repeated
-on Tansu, with the same data, and both tables are printed.
+On kcodec's broker first; where a peer cannot run there (Quix Streams could not before
+the broker ignored the three stray bytes of librdkafka 2.12's Metadata v12, as Kafka does)
+the comparison is repeated on Tansu, with the same data, and both tables are printed.
 """
 
 from __future__ import annotations
@@ -238,3 +238,31 @@ def test_runtime_against_faststream_and_quixstreams() -> None:
                    results, notes)
     if redis_proc is not None:
         redis_proc.kill()
+
+
+def test_pullers_scale_with_a_handler_that_waits() -> None:
+    """Direct mode, 1 and 2 pullers, the no-op handler and one that waits 20 ms a batch
+    (I/O, no CPU): only kcodec, on kcodec's broker, ratios printed side by side."""
+    from kcodec.testing.net import free_port
+
+    contenders = {
+        "kcodec run direct, 1 puller": _kcodec("direct", 1, 0),
+        "kcodec run direct, 2 pullers": _kcodec("direct", 2, 0),
+        "kcodec run direct, 1 puller, waiting handler": _kcodec("direct", 1, 0, handler="waiting"),
+        "kcodec run direct, 2 pullers, waiting handler": _kcodec("direct", 2, 0,
+                                                                 handler="waiting"),
+    }
+    broker = _Server([sys.executable, "-m", "kcodec", "broker", "--port", str(free_port()),
+                      "--partitions", "4"])
+    try:
+        topic = f"bench-{uuid.uuid4().hex[:6]}"
+        _prepare(broker.line, topic)
+        results, notes = _round_robin(broker.line, topic, contenders)
+        _table("kcodec broker, pullers", results, notes)
+        med = {k: statistics.median([x for x in v if x]) for k, v in results.items() if any(v)}
+        w1 = med.get("kcodec run direct, 1 puller, waiting handler")
+        w2 = med.get("kcodec run direct, 2 pullers, waiting handler")
+        if w1 and w2:
+            print(f"two pullers / one: {w2 / w1:.2f}x (waiting handler, 20 ms a batch)")
+    finally:
+        broker.stop()

@@ -6,7 +6,9 @@
     │   ├── CorruptDataError                 bad magic, impossible length, varint too long
     │   │   └── ChecksumError                .expected .actual
     │   ├── UnsupportedCodecError            unknown codec id, or its library missing
-    │   └── DecompressionLimitError          output would exceed the caller's limit
+    │   ├── DecompressionLimitError          output would exceed the caller's limit
+    │   └── FetchedBatchError                a fetched batch of .topic/.partition at
+    │                                        .fetch_offset does not decode (.cause)
     ├── EncodeError (also ValueError)        value out of range for its wire type
     ├── UnsupportedVersionError              API/field not valid in that version
     └── ProtocolError                        a peer broke the protocol (client side)
@@ -27,6 +29,7 @@ __all__ = [
     "ChecksumError",
     "UnsupportedCodecError",
     "DecompressionLimitError",
+    "FetchedBatchError",
     "EncodeError",
     "EncodeTypeError",
     "UnsupportedVersionError",
@@ -114,6 +117,22 @@ class DecompressionLimitError(DecodeError):
         DecodeError.__init__(
             self, f"{codec} output would exceed the limit of {limit} bytes", offset
         )
+
+
+class FetchedBatchError(DecodeError):
+    """A record batch a consumer fetched does not decode (a CRC mismatch, corrupt or
+    truncated inside): ``topic``, ``partition``, ``fetch_offset`` (the consumer's position,
+    where the batch is) and ``cause`` (the decode error's text). The consumer stays there."""
+
+    def __init__(self, topic: str, partition: int, fetch_offset: int, cause: str) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.fetch_offset = fetch_offset
+        self.cause = cause
+        DecodeError.__init__(
+            self, f"a record batch of {topic}[{partition}] at offset {fetch_offset} does not "
+                  f"decode ({cause}); the consumer stays at that offset: seek past the batch to "
+                  f"skip it, or inspect the partition (kcodec dump-log on the broker's segment)")
 
 
 class EncodeError(KcodecError, ValueError):

@@ -85,8 +85,12 @@ def encode_request(msg: Any, version: int, correlation_id: int,
     return _frame([head, body]) if framed else head + body
 
 
-def decode_request(buf: Any) -> tuple[Any, Any]:
-    """Server side: ``(RequestHeader, request)`` from a frame body (no size prefix)."""
+def decode_request(buf: Any, trailing_ok: bool = False) -> tuple[Any, Any]:
+    """Server side: ``(RequestHeader, request)`` from a frame body (no size prefix).
+
+    ``trailing_ok``: bytes after the request's fields are ignored instead of an error, as an
+    Apache Kafka broker ignores them (librdkafka 2.12's Metadata v12 for every topic carries
+    three such bytes)."""
     mv = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
     if len(mv) < 4:
         raise TruncatedError(4, 0, len(mv), "request header")
@@ -99,7 +103,7 @@ def decode_request(buf: Any) -> tuple[Any, Any]:
     hdr, pos = RequestHeader.decode_from(mv, request_header_version(api_key, version))
     from kcodec.protocol.engine import decode_struct
 
-    return hdr, decode_struct(cls.plan(version), mv, pos, True)[0]
+    return hdr, decode_struct(cls.plan(version), mv, pos, not trailing_ok)[0]
 
 
 def encode_response(msg: Any, version: int, correlation_id: int, framed: bool = True) -> bytes:

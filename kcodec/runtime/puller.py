@@ -9,8 +9,10 @@
   outlives ``max_poll_interval_ms``. An offset is committed once every record before it is
   finished: done, retried (a copy in the local store's pending queue) or failed for good.
 
-On revocation the puller commits what is durable (direct: finishes the batch in hand first);
-records not yet durable are dropped and fetched again by the partition's next owner.
+On revocation the puller commits what is durable (direct: the batch in hand is finished
+first, then committed with the rest); records not yet durable are dropped and fetched again
+by the partition's next owner. On a lost membership nothing is committed: the batch in hand
+is abandoned to the partitions' new owner, which handles it again.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections import deque
 from typing import Any
 
 from kcodec.client import Consumer, RebalanceListener, TopicPartition
-from kcodec.errors import DecodeError, KcodecError
+from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.runtime.handler import Hung
 from kcodec.runtime.message import Message
 from kcodec.runtime.work import Stats, Worker
@@ -82,6 +84,7 @@ class Puller:
         self.paused = False
         self.recycle = False
         self.member_id = ""
+        self.pulled_in_hand = False     # direct: the handler works on a pulled batch
 
     # ------------------------------------------------------------------ life
     def run(self) -> int:
@@ -133,12 +136,20 @@ class Puller:
         assert c is not None
         try:
             polled = c.poll(timeout, max_records=max(limit, 1))
+        except FetchedBatchError as exc:
+            # skipping it would lose its records unseen: stop, loudly, and say where
+            log.error("the record batch of %s[%d] at offset %d does not decode (%s): its "
+                      "records cannot be handed to the handler, and skipping them would lose "
+                      "them; this puller exits (code 5) and is restarted with backoff until "
+                      "the batch is readable. Check the partition (kcodec dump-log on the "
+                      "broker's segment, or kcodec consume from that offset); to give those "
+                      "records up, commit the offset after the batch for group %r "
+                      "(kcodec ctl offsets shows where it stands)",
+                      exc.topic, exc.partition, exc.fetch_offset, exc.cause, self.s.group)
+            raise UndecodableBatch(str(exc)) from None
         except DecodeError as exc:
-            # the client cannot say which partition, so it cannot be skipped: stop, loudly
-            log.error("a fetched record batch does not decode (%s): its records cannot be "
-                      "handed to the handler; this puller exits and is restarted with backoff "
-                      "until the batch is readable (check the topic with kcodec dump-log or "
-                      "kcodec consume)", exc)
+            log.error("a fetched record batch does not decode (%s): this puller exits "
+                      "(code 5) and is restarted with backoff", exc)
             raise UndecodableBatch(str(exc)) from None
         except KcodecError as exc:
             if getattr(exc, "retriable", True) and not isinstance(exc, ValueError):
@@ -285,20 +296,17 @@ class Puller:
         if batch:
             hung = None
             gen = self.gen
+            self.pulled_in_hand = True
             try:
                 finished = w.process(batch, self._tick)
             except Hung as exc:     # settled (retried or failed) all the same
                 hung, finished = exc, list(range(len(batch)))
-            with self.lock:
-                last: dict[TopicPartition, int] = {}
-                for i in finished:
-                    m = batch[i]
-                    last[TopicPartition(m.topic, m.partition)] = m.offset + 1
-                for tp, off in last.items():
-                    # not after a revocation meanwhile: the partition's new owner (maybe us
-                    # again) starts from the last commit and handles this batch again
-                    if gen == self.gen and tp in self.position:
-                        self.durable[tp] = max(self.durable.get(tp, 0), off)
+            finally:
+                self.pulled_in_hand = False
+            if gen == self.gen:
+                # after a revocation meanwhile it was finished and committed then (revoked),
+                # or, the partitions lost, abandoned: their new owner handles it again
+                self._finished(batch, finished)
             self._commit()
             if hung is not None:
                 raise hung
@@ -321,6 +329,17 @@ class Puller:
         self._poll(0.1, s.batch_size)
         self._commit()
 
+    def _finished(self, batch: list[Message], finished: list[int]) -> None:
+        """Records of a pulled batch are finished: what may be committed moves on."""
+        with self.lock:
+            last: dict[TopicPartition, int] = {}
+            for i in finished:
+                m = batch[i]
+                last[TopicPartition(m.topic, m.partition)] = m.offset + 1
+            for tp, off in last.items():
+                if tp in self.position:
+                    self.durable[tp] = max(self.durable.get(tp, 0), off)
+
     def _tick(self) -> None:
         """While the handler works: keep polling (paused past one batch in hand)."""
         self._pause(len(self.buf) >= self.s.batch_size)
@@ -332,6 +351,16 @@ class Puller:
     def revoked(self, tps: list[TopicPartition], lost: bool) -> None:
         gone = set(tps)
         self.gen += 1
+        if not lost and self.direct and self.worker is not None and self.pulled_in_hand:
+            # the handler's batch is finished first, so it is committed before the
+            # partitions go (the rebalance waits; heartbeats go on meanwhile)
+            got = self.worker.complete_in_hand()
+            if got is not None:
+                batch, finished = got
+                if any(TopicPartition(m.topic, m.partition) in gone for m in batch):
+                    log.info("partitions revoked while a batch of %d was in hand: it was "
+                             "finished first and is committed with them", len(batch))
+                self._finished(batch, finished)
         if not lost:
             try:
                 if not self.direct:

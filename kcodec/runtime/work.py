@@ -74,9 +74,10 @@ class Worker:
 
     def process(self, messages: list[Message], tick: Callable[[], None]) -> list[int]:
         """Handle ``messages``; returns the indexes that are finished (done, or their
-        outcome durably written). ``tick`` runs about every 50 ms while the handler works.
-        Raises ``Hung`` after settling the batch when the handler overran its deadline:
-        the process must then end (a thread cannot be stopped)."""
+        outcome durably written). ``tick`` runs about every 50 ms while the handler works
+        (and may settle the batch early: ``complete_in_hand``). Raises ``Hung`` after
+        settling the batch when the handler overran its deadline: the process must then
+        end (a thread cannot be stopped)."""
         errors: list[str | None] = [None] * len(messages)
         final = [False] * len(messages)
         ready, where = [], []
@@ -92,27 +93,59 @@ class Worker:
                     continue
             ready.append(m)
             where.append(i)
-        hung: Hung | None = None
-        if ready:
-            self.runner.start(ready)
-            got = None
-            while got is None:
-                try:
-                    got = self.runner.wait(0.05)
-                except Hung as exc:
-                    log.error("%s; the batch counts as failed and this process restarts", exc)
-                    hung = exc
-                    got = [str(exc)] * len(ready)
-                if got is None:
-                    tick()
-            for j, e in zip(where, got):
-                errors[j] = e
-        self.stats.batches += 1
-        self.stats.count(len(messages))
-        finished = self.settle(messages, errors, final)
+        self._batch = (messages, errors, final, where)
+        self._result: tuple[list[int], Hung | None] | None = None
+        try:
+            if ready:
+                self.runner.start(ready)
+                while self._result is None:
+                    got = self._wait()
+                    if got is not None:
+                        self._result = self._finish(got)
+                    else:
+                        tick()
+            else:
+                self._result = self._finish([])
+            finished, hung = self._result
+        finally:
+            self._batch = None
+            self._result = None
         if hung is not None:
             raise hung
         return finished
+
+    _batch: tuple[list[Message], list[str | None], list[bool], list[int]] | None = None
+
+    def complete_in_hand(self) -> tuple[list[Message], list[int]] | None:
+        """From ``tick`` (a revocation while the handler works): wait for the handler and
+        settle the batch now, so the caller can commit it before its partitions go;
+        ``process`` then returns the same outcome. None: no batch in hand."""
+        if self._batch is None:
+            return None
+        while self._result is None:
+            got = self._wait()
+            if got is not None:
+                self._result = self._finish(got)
+        return self._batch[0], self._result[0]
+
+    def _wait(self) -> tuple[list[str | None], Hung | None] | None:
+        try:
+            got = self.runner.wait(0.05)
+        except Hung as exc:
+            log.error("%s; the batch counts as failed and this process restarts", exc)
+            assert self._batch is not None
+            return [str(exc)] * len(self._batch[3]), exc
+        return None if got is None else (got, None)
+
+    def _finish(self, got: Any) -> tuple[list[int], Hung | None]:
+        assert self._batch is not None
+        messages, errors, final, where = self._batch
+        results, hung = got if got else ([], None)
+        for j, e in zip(where, results):
+            errors[j] = e
+        self.stats.batches += 1
+        self.stats.count(len(messages))
+        return self.settle(messages, errors, final), hung
 
     def settle(self, messages: list[Message], errors: list[str | None],
                final: list[bool]) -> list[int]:

@@ -96,7 +96,8 @@ def dispatch(node: Any, req: Request) -> Any:
                  req.api_key, req.api_version)
         return CLOSE
     try:
-        req.header, req.body = decode_request(req.frame)
+        # what follows the fields is ignored, as Kafka does (librdkafka sends some)
+        req.header, req.body = decode_request(req.frame, trailing_ok=True)
     except (KcodecError, ValueError) as exc:
         log.info("kcodec broker: closing %s: bad request: %s", req.connection.peer, exc)
         return CLOSE

@@ -120,6 +120,9 @@ class _Common:
         if eng.subs.held:   # poll() after an iterator stopped early: hand those records out again
             eng.rewind_held()
         fetcher = eng.fetcher
+        dead = fetcher.stopped()          # the fetch loop died (a bug): never silent
+        if dead is not None:
+            raise dead
         lost = fetcher.lost_broker() or fetcher.transport_error
         if lost is not None:
             fetcher.transport_error = None

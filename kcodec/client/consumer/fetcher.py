@@ -38,7 +38,7 @@ from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
-from kcodec.errors import KcodecError
+from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
 from kcodec.records.header import next_offset
@@ -131,6 +131,18 @@ class Fetcher:
             parts.append("no Fetch could be sent (no leader known for the assigned partitions)")
         return BrokerNotAvailableError(
             f"no broker answered for {limit:.1f} s; " + "; ".join(parts))
+
+    def stopped(self) -> KcodecError | None:
+        """The error ``poll`` raises when the fetch task ended on an unexpected error (a
+        bug): without it the consumer would go on returning nothing, silently."""
+        t = self.task
+        if self.closed or t is None or not t.done() or t.cancelled() or t.exception() is None:
+            return None
+        err = KcodecError(f"the consumer's fetch loop stopped on an unexpected error "
+                          f"({t.exception()!r}): no more records will come; close this "
+                          f"consumer and create a new one")
+        err.retriable = False   # type: ignore[attr-defined]
+        return err
 
     def drop(self, pred: Callable[[Fetched], bool]) -> None:
         """Drop buffered blobs ``pred`` picks (the subscription's lock held)."""
@@ -356,8 +368,12 @@ class Fetcher:
                     self.buffered_bytes -= len(f.data)
                     continue
             if f.records is None:
-                f.records, f.next_offset = decode(f, st.position if st.position is not None else f.offset,
-                                                   check, self.read_committed)
+                at = st.position if st.position is not None else f.offset
+                try:
+                    f.records, f.next_offset = decode(f, at, check, self.read_committed)
+                except DecodeError as exc:
+                    # name where: the caller can seek past it, or stop and say what to check
+                    raise FetchedBatchError(f.tp.topic, f.tp.partition, at, str(exc)) from exc
                 f.pos = 0
             recs = f.records
             k = min(max_records - n, len(recs) - f.pos)
@@ -409,7 +425,11 @@ class Fetcher:
             if st is None:
                 continue
             data, blob_next = visible_blob(f, self.read_committed)
-            cols = decode_columns(data, validate_crc=self.config.check_crcs)
+            try:
+                cols = decode_columns(data, validate_crc=self.config.check_crcs)
+            except DecodeError as exc:   # the position stays: the blob is fetched again
+                at = st.position if st.position is not None else f.offset
+                raise FetchedBatchError(tp.topic, tp.partition, at, str(exc)) from exc
             if st.position is not None and len(cols) and int(cols.offset[0]) < st.position:
                 cols = trim_columns(cols, st.position)
             with self.subs.lock:
