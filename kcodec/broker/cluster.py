@@ -69,6 +69,58 @@ class RecordedRequest:
 
 
 class Cluster:
+    """One or more broker nodes in this process: ``start()``/``stop()`` or a ``with`` block;
+    ``bootstrap`` is ``host:port,...`` of the running nodes. Sizes in bytes, times as named.
+
+    Args:
+        nodes: how many broker nodes (each on its own port).
+        data_dir: keep logs, topics, committed offsets, transactions and ACLs on disk here
+            (a restart finds them again); None keeps everything in memory.
+        host: the address the nodes listen on.
+        ports: one port per node (None: free ports).
+        num_partitions: partitions of an auto-created topic.
+        auto_create_topics: create a topic when a client first names it.
+        initial_rebalance_delay_ms: classic groups wait this long for more members before
+            the first rebalance (Kafka's ``group.initial.rebalance.delay.ms``).
+        processors: network threads per node.
+        handlers: request handler threads per node.
+        max_request_bytes: the largest request frame (``socket.request.max.bytes``); a larger
+            one closes the connection before it is read.
+        queued_max_bytes: bytes of requests read and not yet answered, per node
+            (``queued.max.request.bytes``); reading waits past it.
+        idle_timeout_s: idle connections are closed after this (``connections.max.idle.ms``).
+        retention_check_s: how often retention runs over the logs.
+        cluster_id: the cluster id the nodes report (None: a new one, or the data dir's).
+        security: the TLS/SASL settings of the single listener (``kcodec.broker.security``);
+            use ``listeners`` for several.
+        listeners: named listeners, as Kafka's ``listeners`` (``"PLAINTEXT://host:port,SSL://
+            host:port"``) or ``Listener`` objects.
+        listener_security_protocol_map: listener name to security protocol, as Kafka's
+            ``listener.security.protocol.map``.
+        advertised_listeners: the addresses clients are told, as Kafka's
+            ``advertised.listeners``.
+        listener_security: listener name to its ``ListenerSecurity`` (TLS context, SASL
+            mechanisms).
+        group_consumer_migration_policy: classic and consumer protocol group conversion:
+            ``bidirectional``, ``upgrade``, ``downgrade`` or ``disabled``.
+        max_unauthenticated_request_bytes: the largest frame before SASL authentication
+            (``sasl.server.max.receive.size``).
+        request_read_timeout_s: a frame's body must arrive within this of its size.
+        failed_authentication_delay_ms: a failed SASL login is answered after this
+            (``connection.failed.authentication.delay.ms``).
+        max_connections: connections per node over all listeners (None: no limit).
+        max_connections_per_ip: connections per client address (None: no limit).
+        max_connections_per_ip_overrides: per-address limits, ``"host:N,host:N"`` or a dict.
+        authorizer: True for Kafka's ACL model (an ``Authorizer``, or None: every request
+            allowed).
+        super_users: principals allowed everything (``"User:admin;User:ops"`` or a list).
+        allow_everyone_if_no_acl_found: allow what no ACL names, instead of denying it.
+        transaction_version: the finalized ``transaction.version`` (KIP-890): 2 serves
+            transactions v2 beside the first generation; 0 and 1 the first only.
+        transaction_two_phase_commit_enable: let InitProducerId ask for two-phase commit
+            (KIP-939).
+    """
+
     def __init__(self, nodes: int = 1, *, data_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", ports: list[int] | None = None,
                  num_partitions: int = 1, auto_create_topics: bool = True,

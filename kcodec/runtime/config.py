@@ -29,7 +29,13 @@ RUNTIME_OWNED = ("group_id", "enable_auto_commit", "bootstrap_servers")
 
 @dataclass
 class Settings:
-    """Everything ``kcodec run`` needs besides the handler."""
+    """Everything ``kcodec run`` needs besides the handler.
+
+    Settings:
+        client: the client's settings by their kcodec names (``-X NAME=VALUE``, the
+            ``[client]`` table, ``KCODEC_RUN_CLIENT_<NAME>``), given to every consumer and
+            producer the runtime makes.
+    """
 
     topics: list[str] = field(default_factory=list)
     group: str = ""
