@@ -60,6 +60,8 @@ def api_key_of(api: int | str) -> int:
 
 @dataclass
 class RecordedRequest:
+    """A request the cluster kept while recording: its node, API key and version, header, body
+    and time."""
     node_id: int
     api_key: int
     api_version: int
@@ -202,6 +204,7 @@ class Cluster:
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Cluster:
+        """Start every node (``with`` calls it); returns the cluster."""
         if self.started:
             return self
         self.state.lock_data_dir()   # first: a data dir in use stops here, nothing started
@@ -271,12 +274,15 @@ class Cluster:
         return ",".join(out)
 
     def live_nodes(self) -> list[Node]:
+        """The nodes that are running."""
         return [n for n in self.nodes.values() if n.running]
 
     def alive_ids(self) -> set[int]:
+        """The ids of the nodes that are running."""
         return {n.id for n in self.nodes.values() if n.running}
 
     def controller_id(self) -> int:
+        """The id of the controller: the lowest running node (-1 if none runs)."""
         live = sorted(self.alive_ids())
         return live[0] if live else -1
 
@@ -293,11 +299,13 @@ class Cluster:
             raise ValueError(f"cannot create topic {name!r}: {ErrorCode(code).name}: {msg}")
 
     def delete_topic(self, name: str) -> None:
+        """Delete a topic, its logs, and the groups' and transactions' state of it."""
         self.state.delete_topic(name)
         self.groups.delete_topic(name)
         self.txns.forget_topic(name)
 
     def leader_of(self, topic: str, partition: int) -> int:
+        """The node id that leads ``topic``'s ``partition``."""
         p = self.state.partition(topic, partition)
         if p is None:
             raise KeyError(f"no partition {topic}-{partition}")
@@ -334,6 +342,7 @@ class Cluster:
         return cid if self.nodes[cid].running else None
 
     def set_coordinator(self, group_id: str, node_id: int) -> None:
+        """Make ``node_id`` the coordinator of ``group_id``."""
         if node_id not in self.nodes:
             raise KeyError(f"no node {node_id}")
         self.coordinators[group_id] = node_id
@@ -350,6 +359,7 @@ class Cluster:
         self.hooks.push_errors(api_key_of(api), codes)
 
     def clear_hooks(self) -> None:
+        """Remove every hook and pushed error."""
         self.hooks.clear()
 
     def cap_versions(self, api: int | str, max_version: int | None) -> None:
@@ -368,11 +378,13 @@ class Cluster:
         return self.requests
 
     def record_request(self, node: Any, req: Any) -> None:
+        """Keep one request (called by the nodes while recording)."""
         with self._rec_lock:
             self.requests.append(RecordedRequest(node.id, req.api_key, req.api_version,
                                                  req.header, req.body, time.time()))
 
     def recorded(self, api: int | str | None = None) -> list[RecordedRequest]:
+        """The requests kept so far (of ``api`` only, if given)."""
         key = None if api is None else api_key_of(api)
         with self._rec_lock:
             return [r for r in self.requests if key is None or r.api_key == key]
