@@ -32,7 +32,7 @@ extensions = [
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "README.md"]
+exclude_patterns = ["_build", "README.md", "_static"]
 templates_path: list[str] = []
 html_static_path = ["_static"]
 html_theme = "alabaster"
