@@ -354,8 +354,9 @@ def test_produce_resume_line_is_the_first_line_not_confirmed() -> None:
 
 @pytest.mark.slow   # ~8 s: a dozen commands, one idle wait
 def test_readme_broker_serves_the_command_line_examples() -> None:
-    """The README's "A broker for the examples" and its command list, as written (with -b
-    for the free port the test takes instead of 9092)."""
+    """The CLI guide's "A broker for the examples" and its command list
+    (docs/guide/cli.md), as written (with -b for the free port the test takes instead of
+    9092)."""
     b = CliBroker()
     try:
         bs = ["-b", b.bootstrap]
