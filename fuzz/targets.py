@@ -904,6 +904,11 @@ def _fetched_records(body: Any, read_committed: bool) -> list[Any]:
     return out
 
 
+# what a connection may raise on a broker's bytes: ProtocolError, or its subclass for a
+# frame announced over the connection's cap (the client's receive_message_max_bytes)
+_CONNECTION_ERRORS = ("ProtocolError", "ResponseTooLargeError")
+
+
 def _client_outcome(data: bytes) -> list[Any]:
     """Feed ``data[2:]`` as a broker's answer to a Connection with requests in flight, in
     chunks; check the connection's invariants after every step; return what happened."""
@@ -928,7 +933,7 @@ def _client_outcome(data: bytes) -> list[Any]:
     for i in range(0, max(len(payload), 1), step):
         got = call("Connection.receive", conn.receive, payload[i:i + step])
         if got[0] != "ok":
-            if got[1] != "ProtocolError":
+            if got[1] not in _CONNECTION_ERRORS:
                 raise Finding(f"Connection.receive raised {got[1]}, not ProtocolError: {got[2]}")
             if not conn.closed:
                 raise Finding("Connection.receive raised but left the connection open")
@@ -960,7 +965,7 @@ def _client_outcome(data: bytes) -> list[Any]:
             raise Finding(f"in-flight requests {conn.in_flight_ids()} after the answers, "
                           f"expected {[c for c, _, _ in expected]}")
     end = call("Connection.eof", conn.eof)
-    if end[0] != "ok" and end[1] != "ProtocolError":
+    if end[0] != "ok" and end[1] not in _CONNECTION_ERRORS:
         raise Finding(f"Connection.eof raised {end[1]}: {end[2]}")
     events.append(end)
     return events

@@ -85,7 +85,8 @@ kcodec_setup() {
         touch "$stamp"
     fi
     if [ "$extras" = test ]; then
-        kcodec_system_packages "stunnel4:the TLS tests' independent TLS terminator"
+        kcodec_system_packages "stunnel4:the TLS tests' independent TLS terminator" \
+            "prometheus:the observability tests' real Prometheus server"
     fi
     if ! kcodec_truthy "${KCODEC_NO_EXTENSIONS:-}"; then
         echo "kcodec: compiling the extension" >&2

@@ -4,7 +4,7 @@ or within their floor, and privates stay home.
     floor 0   errors, _limits, _impl, _codecs, _version, _moved, _columnar
     floor 1   _py, _cy                                               the twins
     floor 2   varint, crc, compression, xerial, murmur, records,     the faces
-              protocol, sasl
+              protocol, sasl, observe
     floor 3   client
     floor 4   broker, spark, compat, cli, runtime, testing,          the leaves
               __main__, and the package root (which installs the compat adapters
@@ -33,6 +33,7 @@ FLOORS = {
     "kcodec._py": 1, "kcodec._cy": 1,
     "kcodec.varint": 2, "kcodec.crc": 2, "kcodec.compression": 2, "kcodec.xerial": 2,
     "kcodec.murmur": 2, "kcodec.records": 2, "kcodec.protocol": 2, "kcodec.sasl": 2,
+    "kcodec.observe": 2,
     "kcodec.client": 3,
     "kcodec.broker": 4, "kcodec.spark": 4, "kcodec.compat": 4, "kcodec.cli": 4,
     "kcodec.runtime": 4, "kcodec.testing": 4, "kcodec.__main__": 4,

@@ -3,6 +3,7 @@ cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 
+@cython.no_gc
 cdef class Record:
     # Declared here so kcodec._cy.batch can refill a record nobody else holds any more.
     cdef object offset
@@ -23,6 +24,7 @@ cdef class Record:
     cdef int64_t raw_ts_
 
 
+@cython.no_gc
 cdef class ControlRecord(Record):
     cdef object control_type
     cdef object version

@@ -37,11 +37,13 @@ from kcodec.broker.authorizer import AclStore, Authorizer
 from kcodec.broker.coordinator.classic_group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
 from kcodec.broker.coordinator.producers import ProducerIds
+from kcodec.broker.coordinator.share_group import ShareGroupCoordinator
 from kcodec.broker.coordinator.txn import TxnCoordinator
 from kcodec.broker.hooks import Hooks
 from kcodec.broker.listeners import Listener, parse_listeners
 from kcodec.broker.node import Node
 from kcodec.broker.purgatory import Purgatory, Timer
+from kcodec.broker.share.manager import SharePartitionManager
 from kcodec.broker.state import ClusterState, now_ms
 from kcodec.protocol import REQUESTS, ErrorCode
 
@@ -143,7 +145,9 @@ class Cluster:
                  authorizer: Any = None, super_users: Any = (),
                  allow_everyone_if_no_acl_found: bool = False,
                  transaction_version: int = 2,
-                 transaction_two_phase_commit_enable: bool = False) -> None:
+                 transaction_two_phase_commit_enable: bool = False,
+                 share_group_configs: dict[str, Any] | None = None,
+                 client_metrics: Any = None) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -165,6 +169,11 @@ class Cluster:
                                  f"{nodes} nodes the listeners' ports must be at least {nodes} "
                                  f"apart")
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        from kcodec.broker.telemetry import ClientTelemetry, parse_subscription
+
+        #: KIP-714: client metrics subscriptions (ClientMetricsSubscription or their text)
+        self.telemetry = ClientTelemetry([parse_subscription(s) if isinstance(s, str) else s
+                                          for s in client_metrics or ()])
         self.authorizer = _authorizer(authorizer, super_users, allow_everyone_if_no_acl_found)
         self.state = ClusterState(self.data_dir, cluster_id=cluster_id,
                                   num_partitions=num_partitions,
@@ -192,6 +201,11 @@ class Cluster:
         self.transaction_version = transaction_version
         #: transaction.two.phase.commit.enable (KIP-939): InitProducerId may ask for 2PC
         self.transaction_two_phase_commit_enable = bool(transaction_two_phase_commit_enable)
+        from kcodec.broker.share.configs import ShareConfigs
+
+        ShareConfigs(share_group_configs, None)   # the group.share.* names checked now
+        #: the broker's group.share.* configs (kcodec.broker.share.configs)
+        self.share_group_configs = dict(share_group_configs or {})
         self._initial_delay = initial_rebalance_delay_ms
         self._retention_s = retention_check_s
         self.version_caps: dict[int, int] = {}
@@ -208,6 +222,8 @@ class Cluster:
         if self.started:
             return self
         self.state.lock_data_dir()   # first: a data dir in use stops here, nothing started
+        from kcodec.observe.log import Debug
+        Debug(None)                  # KCODEC_DEBUG names contexts: DEBUG on, with a handler
         self.timer = Timer()
         self.purgatory = Purgatory(self.timer)
         self.hooks = Hooks(self.timer)
@@ -223,6 +239,10 @@ class Cluster:
         self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
         self.consumer_groups.classic = self.groups
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
+        self.share = SharePartitionManager(self.state, self.txns, self.data_dir, self.timer,
+                                           self.purgatory, self.share_group_configs)
+        self.share_groups = ShareGroupCoordinator(self.timer, self.state, self.share)
+        self.share_groups.other_kinds = self._classic_or_consumer_group
         try:
             if self.authorizer is not None:   # its ACLs from the data dir, before any request
                 self.authorizer.open(None if self.data_dir is None else AclStore(self.data_dir))
@@ -246,12 +266,21 @@ class Cluster:
         for n in self.nodes.values():
             n.stop()
         self.groups.close()
+        self.share.close()
         assert self.timer is not None
         self.timer.stop()
         self.txns.close()       # after the timer: no transaction expires past the snapshot
         self.state.close()
 
     close = stop
+
+    def _classic_or_consumer_group(self, group_id: str) -> bool:
+        """Does a classic or consumer group use ``group_id`` (members or offsets)?"""
+        if self.consumer_groups.is_consumer_group(group_id):
+            return True
+        with self.groups.lock:
+            g = self.groups.groups.get(group_id)
+            return g is not None and bool(g.members or g.offsets)
 
     def __enter__(self) -> Cluster:
         return self.start()

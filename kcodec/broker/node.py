@@ -49,6 +49,8 @@ class Node:
         self.running = False
         self.fetch_sessions = FetchSessions()
         self._parts: tuple = ()
+        from kcodec.broker.metrics import BrokerMetrics
+        self.metrics = BrokerMetrics(self)     # kept across restarts, as the node's id is
 
     # the first listener is the node's default address (bootstrap, repr)
     @property
@@ -120,6 +122,11 @@ class Node:
         self._parts = (acceptors, all_procs, pool)
         self.fetch_sessions = FetchSessions()
         self.running = True
+
+    @property
+    def handler_idle_s(self) -> float:
+        """Seconds the handler threads spent waiting for requests (RequestHandlerAvgIdlePercent)."""
+        return self._parts[2].idle_seconds() if self._parts else 0.0
 
     @property
     def connections(self) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 __all__ = ["Delayed", "Purgatory", "Timer"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 
 
 class Timer:
@@ -130,6 +130,11 @@ class Purgatory:
                         pass
                     if not ops:
                         del self._watchers[k]
+
+    def size(self) -> int:
+        """Operations waiting (each counted once, whatever keys it watches)."""
+        with self._lock:
+            return len({id(op) for ops in self._watchers.values() for op in ops})
 
     def notify(self, key: Hashable) -> None:
         with self._lock:

@@ -59,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=("bidirectional", "upgrade", "downgrade", "disabled"),
                         help="classic <-> consumer protocol group conversion (Kafka's "
                              "group.consumer.migration.policy; default bidirectional)")
+    parser.add_argument("--share-config", action="append", metavar="NAME=VALUE", default=[],
+                        help="a share-group broker config (repeatable): "
+                             "group.share.record.lock.duration.ms, "
+                             "group.share.delivery.count.limit, their min/max bounds, "
+                             "group.share.session.timeout.ms, "
+                             "group.share.heartbeat.interval.ms, "
+                             "group.share.partition.max.record.locks")
     g = parser.add_argument_group("authorization and limits")
     g.add_argument("--authorizer", action="store_true",
                    help="check every request against ACLs (Kafka's model; managed with any "
@@ -79,6 +86,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="other limits for some hosts, 'host:N,10.0.0.7:200'")
     parser.add_argument("--json", action="store_true", help="print the address as a JSON line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log connections and errors")
+    parser.add_argument("--metrics-port", type=int, metavar="P",
+                        help="serve Prometheus metrics on http://HOST:P/metrics (0: a free "
+                             "port; needs pip install 'kcodec[prometheus]')")
+    parser.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                        help="address of the metrics endpoint (default 127.0.0.1)")
+    parser.add_argument("--client-metrics", action="append", default=[], metavar="SPEC",
+                        help="a KIP-714 client metrics subscription, "
+                             "NAME:metrics=PREFIX,...;interval.ms=N;match=client_id=REGEX "
+                             "(metrics=* for all; repeatable)")
     from kcodec.cli._security import add_broker_security
 
     add_broker_security(parser)
@@ -101,11 +117,27 @@ def run(args: argparse.Namespace) -> int:
     ports = [args.port + i for i in range(args.nodes)] if args.port else None
     if args.processors < 1 or args.handlers < 1:
         raise UsageError("--processors and --handlers must be at least 1")
+    if args.metrics_port is not None:
+        if not 0 <= args.metrics_port <= 65535:
+            raise UsageError(f"--metrics-port {args.metrics_port} out of range")
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            raise UsageError("--metrics-port needs prometheus_client: pip install "
+                             "'kcodec[prometheus]'") from None
     from kcodec.cli._security import broker_security
 
     if (args.super_users.strip() or args.allow_everyone_if_no_acl_found) and not args.authorizer:
         raise UsageError("--super-users and --allow-everyone-if-no-acl-found need --authorizer")
+    share: dict[str, str] = {}
+    for item in args.share_config:
+        name, eq, value = item.partition("=")
+        if not eq or not value.strip().lstrip("-").isdigit():
+            raise UsageError(f"--share-config {item!r}: give NAME=INTEGER, e.g. "
+                             "group.share.record.lock.duration.ms=15000")
+        share[name.strip()] = value.strip()
     common = dict(data_dir=args.data_dir, processors=args.processors, handlers=args.handlers,
+                  share_group_configs=share,
                   num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
                   group_consumer_migration_policy=args.group_consumer_migration_policy,
                   authorizer=args.authorizer,
@@ -113,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
                   allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
                   max_connections=args.max_connections,
                   max_connections_per_ip=args.max_connections_per_ip,
-                  max_connections_per_ip_overrides=args.max_connections_per_ip_overrides)
+                  max_connections_per_ip_overrides=args.max_connections_per_ip_overrides,
+                  client_metrics=_client_metrics(args.client_metrics))
     if args.listeners:
         if args.port or args.host != "127.0.0.1":
             raise UsageError("--listeners replaces --host and --port; give one or the other")
@@ -130,8 +163,11 @@ def run(args: argparse.Namespace) -> int:
         if args.listener_security_protocol_map or args.advertised_listeners:
             raise UsageError("--listener-security-protocol-map and --advertised-listeners "
                              "need --listeners")
-        cluster = Cluster(args.nodes, host=args.host, ports=ports,
-                          security=broker_security(args), **common)
+        try:
+            cluster = Cluster(args.nodes, host=args.host, ports=ports,
+                              security=broker_security(args), **common)
+        except ValueError as exc:      # e.g. an unknown --share-config name
+            raise UsageError(str(exc)) from None
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -140,7 +176,19 @@ def run(args: argparse.Namespace) -> int:
     # ignored, and Python then never raises KeyboardInterrupt for it
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     cluster.start()
+    exporter = None
     try:
+        metrics_url = None
+        if args.metrics_port is not None:
+            from kcodec.observe.prometheus import serve
+
+            try:
+                exporter = serve(args.metrics_port, addr=args.metrics_host, sources=lambda: [
+                    n.metrics.registry for n in cluster.nodes.values()])
+            except OSError as exc:
+                raise UsageError(f"--metrics-port {args.metrics_port}: cannot listen on "
+                                 f"{args.metrics_host}: {exc.strerror or exc}") from None
+            metrics_url = f"http://{args.metrics_host}:{exporter.port}/metrics"
         listeners = {ls.name: cluster.bootstrap_for(ls.name) for ls in cluster.nodes[0].listeners}
         # a data dir left by a kill: say so, and what became of its open transactions
         unclean = bool(args.data_dir and cluster.state.topics
@@ -150,12 +198,16 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             json_line({"bootstrap": cluster.bootstrap, "nodes": args.nodes,
                        "storage": args.data_dir or "memory", "listeners": listeners,
-                       "unclean_restart": unclean, "open_transactions": open_txns})
+                       "unclean_restart": unclean, "open_transactions": open_txns,
+                       "metrics": metrics_url})
         else:
             print(f"kcodec broker: {args.nodes} node(s), "
                   f"{'data dir ' + args.data_dir if args.data_dir else 'memory storage'}; "
                   f"Ctrl-C stops", file=sys.stderr, flush=True)
             print(cluster.bootstrap, flush=True)
+            if metrics_url:
+                print(f"kcodec broker: Prometheus metrics on {metrics_url}", file=sys.stderr,
+                      flush=True)
             if unclean:
                 print(f"kcodec broker: the last stop was not clean (killed?): the logs were "
                       f"recovered; {open_txns} open transaction(s) resumed, each committed or "
@@ -169,9 +221,20 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        if exporter is not None:
+            exporter.close()
         cluster.stop()
         for sig, handler in old.items():
             signal.signal(sig, handler)
         if not args.json:
             print("kcodec broker: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _client_metrics(specs: list[str]) -> list:
+    from kcodec.broker.telemetry import parse_subscription
+
+    try:
+        return [parse_subscription(s) for s in specs]
+    except ValueError as exc:
+        raise UsageError(f"--client-metrics: {exc}") from None

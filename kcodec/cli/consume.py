@@ -16,6 +16,12 @@ did not print (commits happen after the lines are flushed: every 5 s, when parti
 revoked, and at the end), so a resumed consume starts right after the last printed line.
 SIGINT and SIGTERM end it cleanly: the current line is finished, the printed offsets are
 committed, and it exits 130 (SIGINT) or 143 (SIGTERM); a second signal exits at once.
+
+With ``--share-group G`` it is a member of a share group (KIP-932): several such consumers
+share the records of the same partitions, each record printed by one of them. Each printed
+record is acknowledged (ACCEPT) after its line is flushed; records fetched but not printed
+(a signal, ``-n``) are released to the other members at the end. Where it starts is the
+group's ``share.auto.offset.reset`` (latest unless set), not ``-o``.
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group-protocol", choices=("consumer", "classic"), default="consumer",
                         help="with -g: the group protocol (default consumer, KIP-848; "
                              "classic where the broker lacks it, with a notice)")
+    parser.add_argument("--share-group", action=Once, metavar="GROUP",
+                        help="share group (KIP-932): join it, print the records the brokers "
+                             "hand this member, acknowledge each printed one; several "
+                             "consumers of one share group split a partition's records")
     parser.add_argument("-p", "--partition", type=int, action="append",
                         help="only this partition (repeatable; with one -t, without -g)")
     parser.add_argument("-o", "--offset", action="append", metavar="OFFSET",
@@ -107,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
                                ("--base64", args.base64 or None, "json")):
         if value is not None and fmt != needs:
             raise UsageError(f"{flag} applies to --format {needs} output, not {fmt}")
-    start, stop = parse_offsets(args)
     topics = list(dict.fromkeys(args.topic))
+    if args.share_group is not None:
+        return _share(args, fmt, topics)
+    start, stop = parse_offsets(args)
     if args.partition and args.group:
         raise UsageError("-p picks partitions without a group; a group member (-g) reads "
                          "the partitions the group assigns it")
@@ -302,6 +314,77 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
         done = f"; group {args.group!r} committed up to the last printed line" \
             if args.group and printed else ""
         print(f"kcodec consume: interrupted ({name}): {n} records printed{done}", file=sys.stderr)
+    return sig.exit_code
+
+
+def _share(args: argparse.Namespace, fmt: str, topics: list[str]) -> int:
+    from kcodec.client import Admin
+
+    for flag, given in (("-g", args.group), ("-p", args.partition), ("-o", args.offset),
+                        ("--from-beginning", args.from_beginning or None),
+                        ("-e", args.exit or None)):
+        if given is not None:
+            why = {"-g": "give a consumer group or a share group, not both",
+                   "-p": "a share group's members read the partitions the group assigns",
+                   "-e": "a share group has no end to reach: use -n or --idle"}.get(
+                flag, "a share group starts where its share.auto.offset.reset config says "
+                      "(latest unless set; any admin client sets it on the group, e.g. "
+                      "kafka-configs --entity-type groups --entity-name G --alter "
+                      "--add-config share.auto.offset.reset=earliest)")
+            raise UsageError(f"{flag} with --share-group: {why}")
+    cfg = client_config(args, group_id=args.share_group, fetch_max_wait_ms=100,
+                        share_acknowledgement_mode="explicit")
+    with Admin(**client_config(args)) as admin:
+        require_topics(admin, topics)        # a missing topic fails here, naming it
+    with Graceful() as sig:
+        return _share_consume(args, cfg, topics, _writer(args, fmt, len(topics) > 1), sig)
+
+
+def _share_consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
+                   render: Callable[[Any, Any], bytes], sig: Graceful) -> int:
+    from kcodec.client import ShareConsumer, TopicPartition
+    from kcodec.client.share import ACCEPT
+
+    c = ShareConsumer(**cfg)
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    n = 0
+    last = time.monotonic()
+    ticker = Ticker("consumed {n} records in {secs:.0f} s")
+    ok = False
+    try:
+        c.subscribe(topics)
+        while (args.count is None or n < args.count) and not sig.stop:
+            recs = c.poll(0.2, max_records=None if args.count is None else args.count - n)
+            if not recs:
+                if args.idle is not None and time.monotonic() - last > args.idle:
+                    break
+                ticker.update(n=n)
+                continue
+            last = time.monotonic()
+            printed = []
+            for r in recs:
+                if sig.stop:
+                    break
+                out.write(render(TopicPartition(r.topic, r.partition), r))
+                printed.append(r)
+            out.flush()              # acknowledge nothing that is not out of the process
+            for r in printed:
+                c.acknowledge(r, ACCEPT)
+            n += len(printed)
+            ticker.update(n=n)
+        ok = True
+    finally:
+        ticker.close()
+        try:
+            if ok:
+                c.commit_sync(args.timeout)
+        finally:
+            _close(c, args.timeout if ok else 1.0)
+    if sig.stop:
+        name = signal.Signals(sig.signum).name
+        print(f"kcodec consume: interrupted ({name}): {n} records printed and acknowledged "
+              f"in share group {args.share_group!r}", file=sys.stderr)
     return sig.exit_code
 
 

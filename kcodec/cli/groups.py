@@ -7,7 +7,7 @@ import argparse
 from kcodec.cli._client import add_connection, client_config, guarded, json_line, table, which_one
 
 NAME = "groups"
-HELP = "list the consumer groups the brokers know"
+HELP = "list the consumer and share groups the brokers know"
 ACTIONS = {"list": "each group with its type, state and protocol type (ListGroups)"}
 
 

@@ -14,6 +14,13 @@
 
 Progress is printed per micro-batch. Spark needs Java 17 or newer; without it the command
 says so and how to get it.
+
+Where Spark runs: ``--master URL`` (``spark://HOST:7077``, ``yarn``, ``local[4]``, ...) or
+``--remote sc://HOST:15002`` (Spark Connect); with neither, the master that spark-submit,
+``SPARK_REMOTE``, ``MASTER``, ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf`` sets, and
+only otherwise ``local[2]``. The command prints the master it uses and where that came from.
+``--workdir`` takes any path or URI Spark's Hadoop filesystems take (``hdfs://``,
+``s3a://``, ``file:///shared/...``); on a cluster it must be one every machine sees.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,9 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use this broker instead of starting the local one")
     parser.add_argument("--max-per-trigger", type=int, default=6000,
                         help="maxOffsetsPerTrigger of the query (default 6000)")
-    parser.add_argument("--workdir", metavar="DIR",
-                        help="checkpoint and Parquet output here (default: a temporary "
-                             "directory, removed at the end)")
+    parser.add_argument("--workdir", metavar="DIR|URI",
+                        help="checkpoint and Parquet output here: a directory, or any URI "
+                             "Spark's Hadoop filesystems take (hdfs://, s3a://, "
+                             "file:///shared/...); on a cluster, one the driver and every "
+                             "executor can reach (default: a temporary directory on this "
+                             "machine, removed at the end)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--master", metavar="URL",
+                       help="the Spark master: spark://HOST:7077, yarn, k8s://..., local[N] "
+                            "(default: what spark-submit, MASTER, PYSPARK_SUBMIT_ARGS or "
+                            "spark-defaults.conf set, else local[2])")
+    where.add_argument("--remote", metavar="sc://HOST:PORT",
+                       help="run through this Spark Connect server (needs kcodec[connect]; "
+                            "the server's executors need kcodec[spark])")
 
 
 def _say(msg: str) -> None:
@@ -132,12 +151,84 @@ def _fence(bootstrap: str, topic: str, partitions: int) -> None:
             p.send(topic, MARKER, partition=i).result(30)
 
 
+class Target:
+    """Where the query runs: ``kind`` "remote" (Spark Connect at ``url``), "master" (the
+    builder is given ``url``) or "inherited" (Spark applies the master set outside this
+    command: ``url`` is it where known); ``source`` says where it came from."""
+
+    def __init__(self, kind: str, url: str | None, source: str) -> None:
+        self.kind, self.url, self.source = kind, url, source
+
+    @property
+    def local(self) -> bool:
+        return self.kind != "remote" and bool(self.url) and str(self.url).startswith("local")
+
+    def __repr__(self) -> str:
+        return f"Target({self.kind!r}, {self.url!r}, {self.source!r})"
+
+
+def _defaults_master() -> tuple[str, str] | None:
+    """``spark.master`` from the spark-defaults.conf spark-submit would read, and its path."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if not conf_dir:
+        home = os.environ.get("SPARK_HOME")
+        if not home:
+            try:
+                import pyspark
+
+                home = os.path.dirname(pyspark.__file__)
+            except ImportError:
+                return None
+        conf_dir = os.path.join(home, "conf")
+    path = os.path.join(conf_dir, "spark-defaults.conf")
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                parts = line.strip().split(None, 1)
+                if len(parts) == 2 and parts[0] == "spark.master":
+                    return parts[1].strip(), path
+    except OSError:
+        return None
+    return None
+
+
+def spark_target(master: str | None, remote: str | None) -> Target:
+    """The command's arguments first, then what Spark itself would take, then local[2]."""
+    if remote is not None:
+        if not remote.startswith("sc://"):
+            raise UsageError(f"--remote takes a Spark Connect URL sc://HOST:PORT, not {remote!r}")
+        return Target("remote", remote, "--remote")
+    if master is not None:
+        if master.startswith("sc://"):
+            raise UsageError(f"{master} is a Spark Connect URL: give it to --remote")
+        return Target("master", master, "--master")
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return Target("inherited", None, "spark-submit")
+    if os.environ.get("SPARK_REMOTE"):
+        return Target("remote", os.environ["SPARK_REMOTE"], "SPARK_REMOTE")
+    if os.environ.get("MASTER"):
+        return Target("inherited", os.environ["MASTER"], "MASTER")
+    m = re.search(r"--master[= ]+(\S+)", os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    if m:
+        return Target("inherited", m.group(1), "PYSPARK_SUBMIT_ARGS")
+    found = _defaults_master()
+    if found:
+        return Target("inherited", found[0], found[1])
+    return Target("master", "local[2]", "the default")
+
+
+def _join(base: str, name: str) -> str:
+    """``name`` under ``base``, a local path or a Hadoop URI (always with "/")."""
+    return base.rstrip("/") + "/" + name
+
+
 @guarded
 def run(args: argparse.Namespace) -> int:
     if args.events < 2:
         raise UsageError(f"--events must be at least 2, got {args.events}")
     if args.max_per_trigger < 1:
         raise UsageError("--max-per-trigger must be positive")
+    target = spark_target(args.master, args.remote)
     problem = java_problem()
     if problem:
         print(f"kcodec pipeline: error: {problem}", file=sys.stderr)
@@ -161,9 +252,17 @@ def run(args: argparse.Namespace) -> int:
             return 1
         bootstrap = broker.bootstrap
         _say(f"broker ready on {bootstrap}")
+    if not target.local:
+        if broker is not None:
+            _say("  note: this broker listens on 127.0.0.1 of this machine: executors on "
+                 "other machines cannot reach it (give --bootstrap HOST:PORT)")
+        if args.workdir is None:
+            _say("  note: the checkpoint and output go to a temporary directory on this "
+                 "machine: executors on other machines cannot write there (give --workdir "
+                 "on a filesystem they all see)")
     work = args.workdir or tempfile.mkdtemp(prefix="kcodec-pipeline-")
     try:
-        return _pipeline(args, bootstrap, work)
+        return _pipeline(args, bootstrap, work, target)
     finally:
         if broker is not None:
             broker.stop()
@@ -172,35 +271,58 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _session() -> Any:
+def _session(target: Target) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("kcodec-pipeline")
-             .config("spark.driver.host", "127.0.0.1")    # loopback only
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
+    builder = SparkSession.builder.appName("kcodec-pipeline")
+    if target.kind == "remote":
+        if os.environ.pop("MASTER", None) is not None:
+            _say("  (MASTER is ignored: --remote/SPARK_REMOTE chose Spark Connect)")
+        builder = builder.remote(str(target.url))
+    else:
+        if target.kind == "master":
+            if os.environ.pop("SPARK_REMOTE", None) is not None:
+                _say("  (SPARK_REMOTE is ignored: --master chose the master)")
+            builder = builder.master(str(target.url))
+        if target.local:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            builder = (builder.config("spark.driver.host", "127.0.0.1")    # loopback only
+                       .config("spark.driver.bindAddress", "127.0.0.1")
+                       .config("spark.ui.enabled", "false"))
+        builder = (builder.config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.streaming.pollingDelay", "100ms"))
+    spark = (builder.config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.streaming.pollingDelay", "100ms")
              .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    if target.kind != "remote":
+        spark.sparkContext.setLogLevel("ERROR")
     # explicitly, not through Spark's lookup of pyspark_* modules: that finds nothing where
-    # its Python cannot see kcodec (another interpreter on PATH, an unusual install)
+    # its Python cannot see kcodec (another interpreter on PATH, an unusual install), and
+    # what it finds ignores spark.pyspark.python, --archives and --py-files
     import kcodec.spark
 
     kcodec.spark.register(spark)
     return spark
 
 
+def master_of(spark: Any, target: Target) -> str:
+    """What the session really runs on, for people."""
+    if target.kind == "remote":
+        try:
+            server = spark.conf.get("spark.master")
+        except Exception:     # noqa: BLE001 - a server that does not say
+            server = "not told"
+        return f"Spark Connect {target.url} (from {target.source}; the server's master: {server})"
+    return f"master {spark.sparkContext.master} (from {target.source})"
+
+
 def _start_query(spark: Any, bootstrap: str, topic: str, results: str, work: str,
                  max_per_trigger: int) -> Any:
     import pyspark.sql.functions as F
 
-    parquet = os.path.join(work, "parquet")
+    parquet = _join(work, "parquet")
     events = (spark.readStream.format("kcodec")
               .option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic)
@@ -221,7 +343,7 @@ def _start_query(spark: Any, bootstrap: str, topic: str, results: str, work: str
                .select("user", F.col("w.start").alias("window"), "count", "sum"))
         agg.persist()
         # one directory per micro-batch, replaced on a replay: exactly once in Parquet
-        agg.write.mode("overwrite").parquet(os.path.join(parquet, f"batch={batch_id:08d}"))
+        agg.write.mode("overwrite").parquet(_join(parquet, f"batch={batch_id:08d}"))
         (agg.select(F.col("user").alias("key"),
                     F.to_json(F.struct("window", "count", "sum")).alias("value"))
          .write.format("kcodec").option("kafka.bootstrap.servers", bootstrap)
@@ -229,8 +351,20 @@ def _start_query(spark: Any, bootstrap: str, topic: str, results: str, work: str
         agg.unpersist()
 
     return (events.writeStream.foreachBatch(each_batch)
-            .option("checkpointLocation", os.path.join(work, "checkpoint"))
+            .option("checkpointLocation", _join(work, "checkpoint"))
             .trigger(processingTime="500 milliseconds").start())
+
+
+def _rows_and_rate(p: Any) -> tuple[int, float]:
+    """A micro-batch's input rows and rows/s from its progress (a dict, or pyspark's
+    progress object); Spark Connect's leaves the totals out and has them per source."""
+    get = p.get if isinstance(p, dict) else (lambda k: getattr(p, k, None))
+    n = get("numInputRows")
+    if n is None:
+        sources = get("sources") or []
+        n = sum(int((s.get("numInputRows") if isinstance(s, dict) else s.numInputRows) or 0)
+                for s in sources)
+    return int(n), float(get("processedRowsPerSecond") or 0.0)
 
 
 def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadline: float
@@ -249,10 +383,9 @@ def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadlin
             if bid in seen:
                 continue
             seen.add(bid)
-            n = int(p["numInputRows"])
+            n, rate = _rows_and_rate(p)
             rows += n
             if n:
-                rate = p.get("processedRowsPerSecond") or 0.0
                 _say(f"  batch {bid:3d}: {n:6d} records ({rate:9.0f}/s), "
                      f"{done_before + rows:7d} of {total} read")
                 idle = 0
@@ -265,12 +398,15 @@ def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadlin
     return rows
 
 
-def _pipeline(args: argparse.Namespace, bootstrap: str, work: str) -> int:
+def _pipeline(args: argparse.Namespace, bootstrap: str, work: str, target: Target) -> int:
     import pyspark.sql.functions as F
 
     from kcodec.client import Admin
 
     run_id = uuid.uuid4().hex[:6]
+    # each run in a folder of its own: a --workdir used before holds another run's
+    # checkpoint (of other topics), which the query must not resume from
+    work = _join(work, f"run-{run_id}")
     topic, results = f"pipeline-events-{run_id}", f"pipeline-results-{run_id}"
     with Admin(bootstrap_servers=bootstrap, client_id="kcodec-pipeline") as admin:
         for name, parts in ((topic, 4), (results, 2)):
@@ -282,10 +418,11 @@ def _pipeline(args: argparse.Namespace, bootstrap: str, work: str) -> int:
     first, second = _events(0, half, base_ts), _events(half, args.events - half, base_ts)
     _say(f"producing {len(first)} events to {topic} (4 partitions, lz4) ...")
     _say(f"  done in {_produce(bootstrap, topic, first):.2f} s")
-    _say("starting Spark (local[2]) ...")
+    _say("starting Spark ...")
     t0 = time.monotonic()
-    spark = _session()
-    _say(f"  ready in {time.monotonic() - t0:.1f} s")
+    spark = _session(target)
+    _say(f"  {master_of(spark, target)}, ready in {time.monotonic() - t0:.1f} s")
+    _say(f"  checkpoint and Parquet output under {work}")
     try:
         _say("query run 1: kcodec source -> per user per 10 s window count and sum -> "
              "Parquet + kcodec sink")
@@ -301,7 +438,7 @@ def _pipeline(args: argparse.Namespace, bootstrap: str, work: str) -> int:
         _watch(q, None, total, read1, time.monotonic() + 900)
         q.stop()
         _fence(bootstrap, results, 2)
-        out = (spark.read.parquet(os.path.join(work, "parquet"))
+        out = (spark.read.parquet(_join(work, "parquet"))
                .groupBy("user", "window").agg(F.sum("count").alias("count"),
                                               F.sum("sum").alias("sum")).collect())
         got = {(r["user"], int(r["window"].timestamp() * 1000)): [int(r["count"]),

@@ -70,6 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a header on every message (repeatable; the value is bytes as "
                              "typed, the key must be UTF-8)")
     parser.add_argument("--acks", default="all", help="0, 1 or all (default all)")
+    parser.add_argument("--partitioner", metavar="NAME|MODULE:ATTR",
+                        help="how records without -p get a partition: murmur2_random "
+                             "(default), murmur2, consistent, consistent_random, random, or "
+                             "a function (topic, key, partition_count) -> int named "
+                             "module:attr (importable from the current directory)")
     parser.add_argument("messages", nargs="*", metavar="MESSAGE",
                         help="messages to send; none: read lines from stdin")
     add_connection(parser)
@@ -112,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
                         enable_idempotence=acks in ("all", "-1"), linger_ms=5,
                         delivery_timeout_ms=ms,
                         max_request_size=max(MAX_LINE, args.max_line_bytes + RECORD_OVERHEAD))
+    if args.partitioner is not None:
+        if "" not in sys.path:       # module:attr from where the command runs, as python -m
+            sys.path.insert(0, "")
+        cfg["partitioner"] = args.partitioner
     from kcodec.client import ProducerConfig
 
     ProducerConfig.from_kwargs(cfg)  # a bad value (--acks 2) is a usage error before connecting

@@ -50,6 +50,8 @@ _OPTIONS = [
     ("auto-offset-reset", str, "earliest | latest | none: where a new group starts "
                                "(default earliest)"),
     ("log-level", str, "DEBUG, INFO (default), WARNING, ERROR"),
+    ("metrics-port", int, "serve every process's metrics for Prometheus on "
+                          "http://127.0.0.1:P/metrics (needs pip install 'kcodec[prometheus]')"),
 ]
 
 

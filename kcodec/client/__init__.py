@@ -9,6 +9,7 @@ Where things are (each package's docstring lists its modules)::
 
     net/        connections, metadata, requests, security: what all clients share
     consumer/   Consumer and AsyncConsumer, group membership, fetching
+    share/      ShareConsumer and AsyncShareConsumer (share groups, KIP-932)
     producer/   Producer and AsyncProducer, batching, sending, transactions
     admin.py    Admin and AsyncAdmin
     config.py   the configurations;  structs.py  the value types;  errors.py  the errors
@@ -19,16 +20,22 @@ from kcodec.client.admin import Admin, AsyncAdmin, NewTopic
 from kcodec.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from kcodec.client.consumer import AsyncConsumer, Consumer, RebalanceListener
 from kcodec.client.errors import (
+    AssignorError,
     AuthenticationError,
     BrokerNotAvailableError,
     ClientClosedError,
+    HookError,
     KafkaError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
+    PartitionerError,
+    RecordDeserializationError,
     RecordTooLargeError,
     SaslAuthenticationError,
+    SerializationError,
     SslAuthenticationError,
 )
+from kcodec.client.hooks import AckMetadata, ProducerRecord, SerializationContext
 from kcodec.client.producer import AsyncProducer, Producer, RecordFuture
 from kcodec.client.producer.transactions import (
     AbortableTransactionError,
@@ -37,6 +44,13 @@ from kcodec.client.producer.transactions import (
     ProducerFencedError,
     TransactionError,
     TransactionStateError,
+)
+from kcodec.client.share import (
+    AcknowledgeType,
+    AsyncShareConsumer,
+    ShareConsumer,
+    ShareRecord,
+    ShareStateError,
 )
 from kcodec.client.structs import ConsumerGroupMetadata, ConsumerRecord, SendResult, TopicPartition
 
@@ -70,4 +84,7 @@ __all__ = [
     "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
     "PreparedTxnState",
+    "ShareConsumer", "AsyncShareConsumer", "ShareRecord", "AcknowledgeType", "ShareStateError",
+    "HookError", "PartitionerError", "SerializationError", "RecordDeserializationError",
+    "AssignorError", "ProducerRecord", "AckMetadata", "SerializationContext",
 ]

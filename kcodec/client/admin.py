@@ -1,4 +1,5 @@
-"""Admin: topics, cluster metadata, groups, offsets and lag (``AsyncAdmin`` and ``Admin``)."""
+"""Admin: topics, cluster metadata, groups, offsets, lag and ACLs (``AsyncAdmin`` and
+``Admin``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
@@ -128,6 +137,12 @@ class AsyncAdmin:
         """Close the admin client's connections."""
         await self.cluster.close()
 
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This client's metrics (kcodec.client.metrics)."""
+        from kcodec.client.metrics import metrics_of
+
+        return metrics_of(self)
+
     async def _controller(self) -> int | None:
         if self.cluster.controller_id < 0 or self.cluster.stale:
             await self.cluster.refresh([])
@@ -231,17 +246,134 @@ class AsyncAdmin:
                                 sorted(members, key=lambda m: m.member_id), "consumer",
                                 g.group_epoch)
 
+    async def _share_group(self, node: int, gid: str) -> GroupDescription | None:
+        """``gid`` described by ShareGroupDescribe (KIP-932); None when it is not a share
+        group or the broker has no such API."""
+        from kcodec.protocol import ShareGroupDescribeRequest
+
+        async def go() -> Any:
+            return (await self.cluster.send(node, ApiKey.SHARE_GROUP_DESCRIBE,
+                                            ShareGroupDescribeRequest(group_ids=[gid]))).body
+        try:
+            body = await self.cluster.call(go, "ShareGroupDescribe")
+        except UnsupportedVersionError:
+            return None
+        (g,) = body.groups
+        if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code:
+            raise KafkaError(g.error_code, f"describe share group {gid!r}", g.error_message)
+        members = [MemberDescription(
+            m.member_id, m.client_id, m.client_host,
+            {tp.topic_name: sorted(tp.partitions) for tp in m.assignment.topic_partitions},
+            None, m.member_epoch) for m in g.members]
+        return GroupDescription(g.group_id, g.group_state, "share", g.assignor_name,
+                                sorted(members, key=lambda m: m.member_id), "share", g.group_epoch)
+
+    async def describe_share_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """Share groups (KIP-932): state, epoch, members and the partitions each reads
+        (several members may read one partition). A group that is not a share group
+        raises KafkaError GROUP_ID_NOT_FOUND."""
+        out = []
+        for gid in group_ids:
+            g = await self._share_group(await self._coordinator(gid), gid)
+            if g is None:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"describe share group {gid!r}",
+                                 "no share group of that id")
+            out.append(g)
+        return out
+
+    async def list_share_group_offsets(self, group_id: str,
+                                       partitions: Iterable[TopicPartition] | None = None
+                                       ) -> dict[TopicPartition, int | None]:
+        """The share group's start offset on each partition (every partition it has one
+        on, or ``partitions``): records before it are done for the group; None where the
+        group has not started on a partition yet."""
+        from kcodec.protocol import DescribeShareGroupOffsetsRequest as R
+
+        topics = None
+        if partitions is not None:
+            by: dict[str, list[int]] = {}
+            for t, p in partitions:
+                by.setdefault(t, []).append(p)
+            topics = [R.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=sorted(ps))
+                      for t, ps in sorted(by.items())]
+        req = R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=group_id, topics=topics)])
+        node = await self._coordinator(group_id)
+
+        async def go() -> Any:
+            return (await self.cluster.send(node, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, req)).body
+        body = await self.cluster.call(go, "DescribeShareGroupOffsets")
+        (g,) = body.groups
+        if g.error_code:
+            raise KafkaError(g.error_code, f"share-group offsets of {group_id!r}", g.error_message)
+        out: dict[TopicPartition, int | None] = {}
+        for t in g.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    raise KafkaError(p.error_code, f"share-group offsets of {group_id!r} on "
+                                     f"{t.topic_name}-{p.partition_index}", p.error_message)
+                out[TopicPartition(t.topic_name, p.partition_index)] = \
+                    p.start_offset if p.start_offset >= 0 else None
+        return out
+
+    async def alter_share_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
+                                        ) -> dict[TopicPartition, KafkaError | None]:
+        """Set the share group's start offsets (the group must have no members)."""
+        from kcodec.protocol import AlterShareGroupOffsetsRequest as R
+
+        by: dict[str, list] = {}
+        for (t, p), off in offsets.items():
+            by.setdefault(t, []).append(R.AlterShareGroupOffsetsRequestPartition(
+                partition_index=p, start_offset=off))
+        req = R(group_id=group_id, topics=[R.AlterShareGroupOffsetsRequestTopic(
+            topic_name=t, partitions=ps) for t, ps in sorted(by.items())])
+        node = await self._coordinator(group_id)
+
+        async def go() -> Any:
+            return (await self.cluster.send(node, ApiKey.ALTER_SHARE_GROUP_OFFSETS, req)).body
+        body = await self.cluster.call(go, "AlterShareGroupOffsets")
+        return {TopicPartition(t.topic_name, p.partition_index):
+                KafkaError(p.error_code, f"alter share-group offset of {group_id!r}",
+                           p.error_message) if p.error_code else None
+                for t in body.responses for p in t.partitions}
+
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
+                                         ) -> dict[str, KafkaError | None]:
+        """Forget the share group's state on ``topics`` (the group must have no members):
+        it starts again from ``share.auto.offset.reset`` there."""
+        from kcodec.protocol import DeleteShareGroupOffsetsRequest as R
+
+        req = R(group_id=group_id, topics=[R.DeleteShareGroupOffsetsRequestTopic(topic_name=t)
+                                           for t in topics])
+        node = await self._coordinator(group_id)
+
+        async def go() -> Any:
+            return (await self.cluster.send(node, ApiKey.DELETE_SHARE_GROUP_OFFSETS, req)).body
+        body = await self.cluster.call(go, "DeleteShareGroupOffsets")
+        if body.error_code:
+            raise KafkaError(body.error_code, f"delete share-group offsets of {group_id!r}",
+                             body.error_message)
+        out: dict[str, KafkaError | None] = {}
+        for t in body.responses:
+            codes = [p.error_code for p in t.partitions if p.error_code]
+            out[t.topic_name] = KafkaError(codes[0], f"delete share-group offsets of "
+                                           f"{group_id!r} on {t.topic_name}") if codes else None
+        return out
+
     async def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
         """State, protocol and members (client id, host, assigned partitions) of each group.
 
         As Kafka 4's admin client: ConsumerGroupDescribe first, which describes groups of
-        the consumer protocol (KIP-848) with all their members, classic ones included; for
-        a classic group (GROUP_ID_NOT_FOUND there) or a broker without that API,
-        DescribeGroups."""
+        the consumer protocol (KIP-848) with all their members, classic ones included; then
+        ShareGroupDescribe (a share group, KIP-932: type "share"); for a classic group
+        (GROUP_ID_NOT_FOUND in both) or a broker without those APIs, DescribeGroups."""
         out = []
         for gid in group_ids:
             node = await self._coordinator(gid)
             cg = await self._consumer_group(node, gid)
+            if cg is None:
+                cg = await self._share_group(node, gid)
             if cg is not None:
                 out.append(cg)
                 continue
@@ -313,6 +445,77 @@ class AsyncAdmin:
         ends = await list_offsets(self.cluster, tps, LATEST) if tps else {}
         return [PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp, -1)) for tp in tps]
 
+    # ------------------------------------------------------------------ ACLs
+    async def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+        """Create ACLs (CreateAcls); the error (or None) per ACL. An ACL that cannot be
+        valid (``AclBinding.problem``) is a ``ValueError`` before anything is sent."""
+        acls = list(acls)
+        for a in acls:
+            why = a.problem()
+            if why is not None:
+                raise ValueError(f"cannot create ACL {a}: {why}")
+        if not acls:
+            return {}
+        req = requests.create_acls(acls)
+
+        async def go() -> Any:
+            return (await self.cluster.send(None, ApiKey.CREATE_ACLS, req)).body
+        body = await self.cluster.call(go, "CreateAcls")
+        return {a: (KafkaError(r.error_code, f"create ACL {a}", r.error_message)
+                    if r.error_code else None) for a, r in zip(acls, body.results)}
+
+    async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs ``acl_filter`` matches (default: all); ``KafkaError`` if the broker
+        refuses (SECURITY_DISABLED: it has no authorizer; CLUSTER_AUTHORIZATION_FAILED)."""
+        f = _checked(acl_filter or AclBindingFilter())
+        req = requests.describe_acls(f)
+
+        async def go() -> Any:
+            return (await self.cluster.send(None, ApiKey.DESCRIBE_ACLS, req)).body
+        body = await self.cluster.call(go, "DescribeAcls")
+        if body.error_code:
+            raise KafkaError(body.error_code, "describe ACLs", body.error_message)
+        return [_binding(r.resource_type, r.resource_name, r.pattern_type, a)
+                for r in body.resources for a in r.acls]
+
+    async def delete_acls(self, filters: Iterable[AclBindingFilter]
+                          ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete the ACLs each filter matches (DeleteAcls); the deleted ACLs per filter.
+        ``KafkaError`` if the broker refuses a filter or an ACL."""
+        filters = [_checked(f) for f in filters]
+        if not filters:
+            return {}
+        req = requests.delete_acls(filters)
+
+        async def go() -> Any:
+            return (await self.cluster.send(None, ApiKey.DELETE_ACLS, req)).body
+        body = await self.cluster.call(go, "DeleteAcls")
+        out: dict[AclBindingFilter, list[AclBinding]] = {}
+        for f, r in zip(filters, body.filter_results):
+            if r.error_code:
+                raise KafkaError(r.error_code, "delete ACLs", r.error_message)
+            deleted = []
+            for m in r.matching_acls:
+                acl = _binding(m.resource_type, m.resource_name, m.pattern_type, m)
+                if m.error_code:
+                    raise KafkaError(m.error_code, f"delete ACL {acl}", m.error_message)
+                deleted.append(acl)
+            out.setdefault(f, []).extend(deleted)
+        return out
+
+
+def _checked(f: AclBindingFilter) -> AclBindingFilter:
+    why = f.problem()
+    if why is not None:
+        raise ValueError(f"bad ACL filter: {why}")
+    return f
+
+
+def _binding(resource_type: int, name: str, pattern_type: int, a: Any) -> AclBinding:
+    return AclBinding(ResourceType.of(resource_type), name, PatternType.of(pattern_type),
+                      a.principal, a.host, AclOperation.of(a.operation),
+                      AclPermissionType.of(a.permission_type))
+
 
 class Admin:
     """The blocking admin client; the same methods as ``AsyncAdmin``, returning results."""
@@ -326,6 +529,10 @@ class Admin:
 
     def _run(self, coro: Any) -> Any:
         return self._loop.run(coro, self._timeout)
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This client's metrics (kcodec.client.metrics)."""
+        return self._async.metrics()
 
     def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
                       replication_factor: int = -1, timeout_ms: int = 30000,
@@ -369,6 +576,32 @@ class Admin:
     def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag of each of the group's partitions."""
         return self._run(self._async.lag(group_id, topics))
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        return self._run(self._async.describe_share_groups(list(group_ids)))
+
+    def list_share_group_offsets(self, group_id: str,
+                                 partitions: Iterable[TopicPartition] | None = None
+                                 ) -> dict[TopicPartition, int | None]:
+        return self._run(self._async.list_share_group_offsets(
+            group_id, None if partitions is None else list(partitions)))
+
+    def alter_share_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
+                                  ) -> dict[TopicPartition, KafkaError | None]:
+        return self._run(self._async.alter_share_group_offsets(group_id, dict(offsets)))
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
+                                   ) -> dict[str, KafkaError | None]:
+        return self._run(self._async.delete_share_group_offsets(group_id, list(topics)))
+    def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+        return self._run(self._async.create_acls(list(acls)))
+
+    def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        return self._run(self._async.describe_acls(acl_filter))
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]
+                    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        return self._run(self._async.delete_acls(list(filters)))
 
     def close(self) -> None:
         """Close the admin client's connections."""

@@ -165,6 +165,7 @@ class ClientConfig:
     connections_max_idle_ms: int = 540000
     metadata_max_age_ms: int = 300000
     api_timeout_ms: int = 60000  # default.api.timeout.ms: bounds blocking calls
+    receive_message_max_bytes: int = 100_000_000   # librdkafka's cap on one response
     # security (kcodec.client.net.security): TLS and SASL; secrets are kept out of repr()
     security_protocol: str = "PLAINTEXT"
     ssl_cafile: str | None = None
@@ -178,6 +179,14 @@ class ClientConfig:
     sasl_password: str | None = field(default=None, repr=False)
     sasl_oauth_token_provider: Any = field(default=None, repr=False)
     sasl_login_refresh_window_factor: float = 0.8
+    # observability (kcodec.observe): debug contexts, metrics, statistics, traces, KIP-714
+    debug: str | None = None
+    metrics_enabled: bool = True
+    statistics_interval_ms: int = 0
+    stats_cb: Any = field(default=None, repr=False)
+    tracing_enabled: bool = False
+    tracer_provider: Any = field(default=None, repr=False)
+    enable_metrics_push: bool = True
 
     def __post_init__(self) -> None:
         from kcodec.client.net.security import validate_security
@@ -196,7 +205,27 @@ class ClientConfig:
                 raise ValueError(f"{f.name} must be True or False, got {v!r}")
             if f.type in ("str", str) and not isinstance(v, str):
                 raise ValueError(f"{f.name} must be a string, got {v!r}")
+        if self.receive_message_max_bytes < 1000:
+            raise ValueError("receive_message_max_bytes must be at least 1000, got "
+                             f"{self.receive_message_max_bytes}")
+        self._validate_observe()
         self._validate()
+
+    def _validate_observe(self) -> None:
+        from kcodec.observe.log import debug_contexts
+
+        if self.debug is not None and not isinstance(self.debug, str):
+            raise ValueError(f"debug must be a comma list of contexts, got {self.debug!r}")
+        debug_contexts(self.debug)
+        if self.stats_cb is not None and not callable(self.stats_cb):
+            raise ValueError(f"stats_cb must be callable (it gets the statistics as a JSON "
+                             f"string), got {self.stats_cb!r}")
+        if self.statistics_interval_ms and self.stats_cb is None:
+            raise ValueError("statistics_interval_ms needs stats_cb, the function that gets "
+                             "each statistics document")
+        if self.statistics_interval_ms and not self.metrics_enabled:
+            raise ValueError("statistics_interval_ms needs metrics_enabled=True (the "
+                             "statistics are the metrics)")
 
     def _validate(self) -> None:
         pass
@@ -276,8 +305,19 @@ class ProducerConfig(ClientConfig):
     max_request_size: int = 1048576      # a record larger than this is refused by send
     # KIP-939: transactions an outside coordinator ends (prepare_transaction); no timeout
     transaction_two_phase_commit_enable: bool = False
+    # user hooks (kcodec.client.producer.hooks): a built-in name, a callable or an object,
+    # or "module:attr" naming one
+    partitioner: Any = "murmur2_random"
+    key_serializer: Any = None
+    value_serializer: Any = None
+    interceptors: Any = None
 
     def _validate(self) -> None:
+        from kcodec.client.producer.hooks import ProducerHooks
+
+        self.hooks = ProducerHooks.build(self)
+        if self.hooks is not None and self.hooks.interceptors is not None:
+            self.interceptors = self.hooks.interceptors.items   # classes made once
         self.compression_type = _word(self.compression_type)
         acks = {"all": -1, "-1": -1, -1: -1, 0: 0, "0": 0, 1: 1, "1": 1}.get(_word(self.acks))
         if acks is None:
@@ -368,15 +408,22 @@ class ConsumerConfig(ClientConfig):
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
     max_poll_records: int = 500
-    partition_assignment_strategy: str | list[str] = "range,cooperative-sticky"
+    # built-in names, or user assignors (classic protocol; kcodec.client.consumer.assignors)
+    partition_assignment_strategy: str | list[Any] = "range,cooperative-sticky"
     check_crcs: bool = True
     # "consumer" (KIP-848, broker-side assignment; classic where the broker lacks it) or
     # "classic" (JoinGroup/SyncGroup, the client-side assignors)
     group_protocol: str = "consumer"
     group_remote_assignor: str | None = None      # consumer protocol: the broker's assignor by name
+    # user hooks (kcodec.client.consumer.hooks): callables or objects, or "module:attr"
+    key_deserializer: Any = None
+    value_deserializer: Any = None
+    interceptors: Any = None
+    error_cb: Any = field(default=None, repr=False)   # error_cb(exc): brokers lost, as librdkafka
 
     def _validate(self) -> None:
-        from kcodec.client.consumer.assignors import ASSIGNORS
+        from kcodec.client.consumer.assignors import user_assignor
+        from kcodec.client.consumer.hooks import ConsumerHooks
 
         for name in ("group_id", "group_instance_id"):
             v = getattr(self, name)
@@ -393,17 +440,41 @@ class ConsumerConfig(ClientConfig):
             raise ValueError("isolation_level must be read_uncommitted or read_committed, "
                              f"got {self.isolation_level!r}")
         s = self.partition_assignment_strategy
-        names = [x.strip() for x in s.split(",")] if isinstance(s, str) else list(s)
-        for n in names:
-            if n not in ASSIGNORS:
-                raise ValueError(f"partition_assignment_strategy: unknown assignor {n!r}")
-        if not names:
+        given = [x.strip() for x in s.split(",")] if isinstance(s, str) else list(s)
+        if not given:
             raise ValueError("partition_assignment_strategy: no assignor given")
-        self.assignors = names
+        # built-in names as they are; anything else a user assignor (checked, wrapped)
+        self.assignors = [user_assignor(a) for a in given]
+        custom = [a.name for a in self.assignors if not isinstance(a, str)]
+        chosen = [a if isinstance(a, str) else a.name for a in self.assignors]
+        if len(set(chosen)) != len(chosen):
+            raise ValueError(f"partition_assignment_strategy: an assignor named twice "
+                             f"({', '.join(chosen)})")
+        if custom and _word(self.group_protocol) == "consumer":
+            raise ValueError(
+                f"partition_assignment_strategy: the user assignor {custom[0]!r} runs in the "
+                "classic group protocol, where the group's leader assigns; under "
+                "group_protocol='consumer' (the default) the broker assigns "
+                "(group_remote_assignor names the broker's assignor). Set "
+                "group_protocol='classic' to use it")
+        self.hooks = ConsumerHooks.build(self)
+        if self.hooks is not None and self.hooks.interceptors is not None:
+            self.interceptors = self.hooks.interceptors.items   # classes made once
+        if custom:
+            self.partition_assignment_strategy = [a if isinstance(a, str) else a.obj
+                                                  for a in self.assignors]
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be lower than session_timeout_ms")
         if self.max_poll_records < 1:
             raise ValueError("max_poll_records must be at least 1")
+        if self.fetch_max_bytes > self.receive_message_max_bytes - 512:
+            # as librdkafka: room for the answer's headers around fetch_max_bytes of records
+            raise ValueError(
+                f"fetch_max_bytes ({self.fetch_max_bytes}) must be at most "
+                f"receive_message_max_bytes - 512 ({self.receive_message_max_bytes - 512}): "
+                "raise receive_message_max_bytes too, or fetch less")
+        if self.error_cb is not None and not callable(self.error_cb):
+            raise ValueError(f"error_cb must be a callable taking the error, got {self.error_cb!r}")
         if self.group_protocol not in ("classic", "consumer"):
             raise ValueError(f"group_protocol must be classic or consumer, got {self.group_protocol!r}")
 

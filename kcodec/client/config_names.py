@@ -63,16 +63,10 @@ VALUES: dict[str, Callable[[Any], Any]] = {
     "partition_assignment_strategy": _assignors,
 }
 
-_BYTES = "kcodec sends and returns bytes, and str as UTF-8"
 POINTERS: dict[str, str] = {
     # kafka-python and aiokafka
     "sasl_plain_username": "use sasl_username",
     "sasl_plain_password": "use sasl_password",
-    "key_serializer": f"{_BYTES}: serialize the key before send()",
-    "value_serializer": f"{_BYTES}: serialize the value before send(), e.g. "
-                        "json.dumps(v).encode()",
-    "key_deserializer": f"{_BYTES}: decode record.key yourself",
-    "value_deserializer": f"{_BYTES}: decode record.value yourself",
     "consumer_timeout_ms": "poll(timeout) returns after at most timeout seconds; iterating "
                            "the consumer waits for records",
     "api_version": "kcodec negotiates each API's version with the broker (ApiVersions): "
@@ -82,8 +76,8 @@ POINTERS: dict[str, str] = {
                           "name check off)",
     "sasl_kerberos_service_name": "GSSAPI (Kerberos) is not supported: use PLAIN, SCRAM or "
                                   "OAUTHBEARER",
-    "partitioner": "kcodec's partitioner is Java's default (murmur2 keys, sticky keyless); "
-                   "choose a partition with send(..., partition=n)",
+    "partitioner_class": "use partitioner (a callable, an object with partition(), or "
+                         "'module:attr')",
     "default_offset_commit_callback": "pass callback= to commit_async()",
     "loop": "the asyncio clients use the running loop",
     "enable_incremental_fetch_sessions": "incremental fetch sessions are always used when "
@@ -93,11 +87,10 @@ POINTERS: dict[str, str] = {
                         "sasl_oauth_token_provider) instead of a JAAS line",
     "ssl_truststore_location": "kcodec reads PEM files: use ssl_cafile",
     "ssl_keystore_location": "kcodec reads PEM files: use ssl_certfile and ssl_keyfile",
-    "interceptor_classes": "interceptors are not supported",
+    "interceptor_classes": "use interceptors (a list of objects, classes or "
+                           "'module:attr' names)",
     "client_dns_lookup": "kcodec resolves each address as given",
     # confluent-kafka (librdkafka)
-    "debug": "use Python's logging",
-    "statistics_interval_ms": "statistics callbacks are not supported",
     "enable_partition_eof": "poll() returns empty dicts at the end of a partition; compare "
                             "position() with highwater()",
     "queue_buffering_max_messages": "kcodec limits what is queued in bytes: buffer_memory",

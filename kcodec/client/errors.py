@@ -11,9 +11,11 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
 __all__ = ["KafkaError", "RecordTooLargeError", "KafkaTimeoutError", "BrokerNotAvailableError",
-           "ClientClosedError",
+           "ClientClosedError", "ResponseTooLargeError",
            "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
-           "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check"]
+           "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check",
+           "HookError", "SerializationError", "RecordDeserializationError", "PartitionerError",
+           "AssignorError"]
 
 def error_name(code: int) -> str:
     try:
@@ -75,10 +77,27 @@ class BrokerNotAvailableError(KcodecError, ConnectionError):
     because every bootstrap address of a client that never reached a broker was definite.
     """
 
-    def __init__(self, message: str, retriable: bool = True, definite: bool = False) -> None:
+    def __init__(self, message: str, retriable: bool = True, definite: bool = False,
+                 after_handshake: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
         self.definite = definite
+        # closed by the peer on the first request after a good handshake (a SASL listener)
+        self.after_handshake = after_handshake
+
+
+class ResponseTooLargeError(ProtocolError):
+    """A broker announced a response larger than ``receive_message_max_bytes`` (librdkafka's
+    ``receive.message.max.bytes``): the connection is closed before the body is read, so
+    no memory is spent on it. ``size`` is the announced size, ``limit`` the setting."""
+
+    def __init__(self, where: str, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+        super().__init__(
+            f"{where}: the broker announced a response of {size} bytes, more than "
+            f"receive_message_max_bytes ({limit}); the connection was closed without reading "
+            "it. If the broker is right (a record batch larger than the fetch limits), raise "
+            "receive_message_max_bytes; otherwise the peer is broken or hostile")
 
 
 class ClientClosedError(KcodecError):
@@ -110,6 +129,51 @@ class SaslAuthenticationError(AuthenticationError):
 
 class SslAuthenticationError(AuthenticationError):
     """The TLS handshake failed: untrusted certificate, wrong host name, protocol mismatch."""
+
+
+class HookError(KcodecError):
+    """A user-supplied hook (kcodec.client.hooks) failed or returned something unusable;
+    the hook's own exception, if any, is the ``__cause__``."""
+
+    retriable = False
+
+
+class SerializationError(HookError):
+    """A producer's ``key_serializer`` or ``value_serializer`` failed: nothing was queued."""
+
+    def __init__(self, setting: str, topic: str, problem: str) -> None:
+        self.setting, self.topic = setting, topic
+        super().__init__(f"{setting} failed for a record to {topic!r}: {problem}; nothing was "
+                         "sent (fix the serializer, or send bytes)")
+
+
+class RecordDeserializationError(HookError):
+    """A consumer's ``key_deserializer`` or ``value_deserializer`` failed on the record at
+    ``offset`` of ``topic[partition]`` (Java: RecordDeserializationException). The
+    partition's position is that record: each poll fails on it again until the
+    application seeks past it."""
+
+    def __init__(self, setting: str, topic: str, partition: int, offset: int,
+                 problem: str) -> None:
+        self.setting, self.topic, self.partition, self.offset = setting, topic, partition, offset
+        super().__init__(f"{setting} failed on {topic}[{partition}] at offset {offset}: "
+                         f"{problem}; the position stays there: fix the deserializer, or "
+                         f"seek(TopicPartition({topic!r}, {partition}), {offset + 1}) to skip "
+                         "the record")
+
+
+class PartitionerError(HookError):
+    """The ``partitioner`` raised, or chose no valid partition: nothing was queued."""
+
+    def __init__(self, topic: str, partitions: int, problem: str) -> None:
+        self.topic, self.partitions = topic, partitions
+        super().__init__(f"partitioner failed for a record to {topic!r} ({partitions} "
+                         f"partitions): {problem}; nothing was sent")
+
+
+class AssignorError(HookError):
+    """A user assignor (``partition_assignment_strategy``) raised, or returned an
+    assignment the group cannot use."""
 
 
 def check(code: int, context: str = "", message: str | None = None) -> None:

@@ -122,6 +122,8 @@ def answer(op: str, role: str, slot: int, worker: Any, stop: threading.Event) ->
                 "paused": bool(getattr(worker, "paused", False)),
                 "in_hand": getattr(worker, "in_hand", len(getattr(worker, "buf", ()))),
                 **worker.stats.to_dict()}
+    if op == "metrics":
+        return _metrics(role, slot, worker)
     if op == "stop":
         stop.set()
         return {"ok": True}
@@ -137,6 +139,34 @@ def answer(op: str, role: str, slot: int, worker: Any, stop: threading.Event) ->
     if op == "ping":
         return {"time": time.time()}
     return None
+
+
+def _metrics(role: str, slot: int, worker: Any) -> list[tuple[str, str, dict, float, str]]:
+    """This process's readings for the master's Prometheus endpoint: the runtime's counters
+    and, in a puller, its consumer's metrics (kcodec.client.metrics), tagged with the role
+    and slot."""
+    who = {"role": role, "slot": slot}
+    st = worker.stats
+    g = "kcodec.runtime:Worker"
+    out = [(g, "records", who, st.records, "counter"), (g, "done", who, st.done, "counter"),
+           (g, "retried", who, st.retried, "counter"), (g, "dead", who, st.dead, "counter"),
+           (g, "batches", who, st.batches, "counter"), (g, "rss-bytes", who, rss_bytes(), "gauge"),
+           (g, "in-hand", who, getattr(worker, "in_hand", len(getattr(worker, "buf", ()))),
+            "gauge")]
+    consumer = getattr(worker, "consumer", None)
+    if consumer is not None:
+        from kcodec.client.metrics import registry_of
+
+        try:
+            samples = registry_of(consumer).snapshot()
+        except (TypeError, ValueError):     # not started, or metrics off
+            samples = []
+        for s in samples:
+            if s.kind == "rate":            # Prometheus takes rates of the counters itself
+                continue
+            out.append((s.group, s.name, {**dict(s.tags), **who}, s.value,
+                        "counter" if s.kind == "counter" else "gauge"))
+    return out
 
 
 def _admin(op: str, worker: Any) -> Any:

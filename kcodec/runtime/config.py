@@ -25,6 +25,10 @@ DECODERS = ("raw", "utf8", "json")
 FSYNC = ("always", "interval", "never")
 # settings the runtime owns: a client setting of that name would fight it
 RUNTIME_OWNED = ("group_id", "enable_auto_commit", "bootstrap_servers")
+# client hooks the runtime cannot take: its store and handler get the records' bytes
+RUNTIME_REFUSED = ("key_deserializer", "value_deserializer", "interceptors")
+# producer settings the client table may hold too: the dead-letter producer's
+PRODUCER_ONLY = ("partitioner",)
 
 
 @dataclass
@@ -64,6 +68,7 @@ class Settings:
     control_socket: str = ""              # default: <state_dir>/control.sock
     auto_offset_reset: str = "earliest"
     log_level: str = "INFO"
+    metrics_port: int | None = None       # Prometheus metrics of every process (0: any port)
     client: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -81,6 +86,10 @@ class Settings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{_flag(name)} must be a non-negative integer, got {v!r}")
+        mp = self.metrics_port
+        if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool)
+                               or not 0 <= mp <= 65535):
+            raise ValueError(f"--metrics-port must be a port number (0-65535), got {mp!r}")
         for name in ("pullers", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{_flag(name)} must be at least 1, got {getattr(self, name)}")
@@ -105,7 +114,7 @@ class Settings:
             raise ValueError(f"client must be a table of client settings, got {self.client!r}")
         from kcodec.client import ConsumerConfig
 
-        names = {f.name for f in dataclasses.fields(ConsumerConfig)}
+        names = {f.name for f in dataclasses.fields(ConsumerConfig)} | set(PRODUCER_ONLY)
         for k in list(self.client):
             key = k.replace(".", "_").replace("-", "_")
             if key != k:
@@ -116,6 +125,10 @@ class Settings:
             if key in RUNTIME_OWNED:
                 raise ValueError(f"client setting {key!r} is the runtime's: use "
                                  f"{ {'group_id': '--group', 'bootstrap_servers': '--bootstrap'}.get(key, 'nothing (offsets are committed by the runtime)')}")
+            if key in RUNTIME_REFUSED:
+                raise ValueError(f"client setting {key!r} is not for kcodec run: the store "
+                                 "and the handler get the records' bytes (--decode utf8 or "
+                                 "json decodes values); decode or filter in the handler")
 
     def ready(self) -> None:
         """The checks that need the whole picture (before starting)."""
@@ -124,6 +137,13 @@ class Settings:
         if not self.group:
             raise ValueError("no group: give -g/--group (or group = \"...\" in the config file)")
         self.consumer_config()   # every client setting valid together
+        if self.client.get("tracing_enabled"):   # here, once, not in every restarted child
+            from kcodec.observe.tracing import require
+
+            try:
+                require()
+            except ImportError as exc:
+                raise ValueError(f"-X tracing_enabled=true: {exc}") from None
 
     # ------------------------------------------------------------------ derived
     @property
@@ -149,7 +169,7 @@ class Settings:
         cfg = {"auto_offset_reset": self.auto_offset_reset,
                "max_poll_records": max(self.batch_size, 1),
                "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
-               **self.client_settings(),
+               **{k: v for k, v in self.client_settings().items() if k not in PRODUCER_ONLY},
                "group_id": self.group, "enable_auto_commit": False}
         ConsumerConfig.from_kwargs(cfg)   # raises ValueError naming a bad setting
         return cfg
@@ -255,12 +275,12 @@ def _convert(name: str, raw: str, where: str) -> Any:
 
 def client_value(name: str, raw: Any, where: str) -> Any:
     """A client setting given as text (environment, ``--client k=v``) in its own type."""
-    from kcodec.client import ConsumerConfig
+    from kcodec.client import ConsumerConfig, ProducerConfig
 
     if not isinstance(raw, str):
         return raw
     try:
-        kind = _field_type(ConsumerConfig, name)
+        kind = _field_type(ProducerConfig if name in PRODUCER_ONLY else ConsumerConfig, name)
     except KeyError:
         raise ValueError(f"{where}: unknown client setting {name!r}") from None
     return _typed(kind, raw, where)

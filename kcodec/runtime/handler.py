@@ -161,8 +161,9 @@ class Hung(Exception):
 class Runner:
     """Runs the handler on a worker thread; ``start`` a batch, then ``wait`` for it."""
 
-    def __init__(self, handler: Callable, timeout: float) -> None:
+    def __init__(self, handler: Callable, timeout: float, tracing: Any = None) -> None:
         self.handler = handler
+        self.tracing = tracing          # kcodec.observe.tracing.Tracing: a span per batch
         self.timeout = timeout
         self.is_async = inspect.iscoroutinefunction(handler) or \
             inspect.iscoroutinefunction(type(handler).__call__)
@@ -186,10 +187,19 @@ class Runner:
         self._started = time.monotonic()
         if self._loop is not None:
             self._fut = asyncio.run_coroutine_threadsafe(self._call_async(records), self._loop)
+        elif self.tracing is not None:
+            self._fut = self._pool.submit(self._call_traced, records)
         else:
             self._fut = self._pool.submit(self.handler, records)
 
+    def _call_traced(self, records: list) -> Any:
+        with self.tracing.process_batch(records):
+            return self.handler(records)
+
     async def _call_async(self, records: list) -> Any:
+        if self.tracing is not None:
+            with self.tracing.process_batch(records):
+                return await asyncio.wait_for(self.handler(records), self.timeout)
         return await asyncio.wait_for(self.handler(records), self.timeout)
 
     def overdue(self) -> bool:

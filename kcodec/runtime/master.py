@@ -74,6 +74,7 @@ class Master:
         self._store: Any = None
         self._wake_r, self._wake_w = socket.socketpair()
         self._server: socket.socket | None = None
+        self.metrics_port: int | None = None       # the Prometheus endpoint's, once serving
 
     # ------------------------------------------------------------------ life
     def run(self) -> int:
@@ -88,6 +89,7 @@ class Master:
             raise
         seal_stale(os.path.join(s.state_dir, "store"))
         self._server = control.listen(s.socket_path)
+        exporter = None
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         self._wake_w.setblocking(False)
         old_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
@@ -95,12 +97,15 @@ class Master:
                  s.group, ",".join(s.topics), s.storage, s.pullers,
                  f", {s.sinkers} sinker(s)" if s.storage != "direct" else "", s.socket_path)
         try:
+            exporter = self._serve_metrics()
             self._loop()
         finally:
             signal.set_wakeup_fd(old_fd)
             for sig, h in old.items():
                 signal.signal(sig, h)
             self._server.close()
+            if exporter is not None:
+                exporter.close()
             try:
                 os.unlink(s.socket_path)
             except OSError:
@@ -109,6 +114,38 @@ class Master:
                 self._store.close()
             os.close(lock_fd)
         return self.exit_code
+
+    def _serve_metrics(self) -> Any:
+        """With ``metrics_port``: a Prometheus endpoint whose every scrape asks each process
+        for its metrics (the pullers' consumer metrics, every process's runtime counters)
+        and adds the master's own (processes, restarts)."""
+        if self.s.metrics_port is None:
+            return None
+        from kcodec.observe.metrics import Registry
+        from kcodec.observe.prometheus import serve
+
+        reg = Registry({"group": self.s.group})
+
+        def collect() -> list[tuple[str, str, dict, float, str]]:
+            g = "kcodec.runtime:Master"
+            out: list[tuple[str, str, dict, float, str]] = [
+                (g, "processes-alive", {}, sum(sl.alive for sl in self.slots), "gauge"),
+                (g, "restarts", {}, sum(sl.restarts for sl in self.slots), "counter")]
+            for _sl, got in self._ask_all("metrics"):
+                if isinstance(got, list):
+                    out += [tuple(x) for x in got]   # type: ignore[misc]
+            return out
+        reg.collect(collect)
+        try:
+            exporter = serve(self.s.metrics_port, reg)
+        except ImportError as exc:
+            raise RuntimeError(f"--metrics-port: {exc}") from None
+        except OSError as exc:
+            raise RuntimeError(f"--metrics-port {self.s.metrics_port}: cannot listen: "
+                               f"{exc.strerror or exc}") from None
+        log.info("Prometheus metrics on http://%s:%d/metrics", exporter.addr, exporter.port)
+        self.metrics_port = exporter.port
+        return exporter
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.signals += 1

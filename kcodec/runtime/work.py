@@ -60,7 +60,12 @@ class Worker:
 
     def __init__(self, settings: Any, handler: Callable, store: Any, stats: Stats) -> None:
         self.s = settings
-        self.runner = Runner(handler, settings.handler_timeout)
+        tracing = None
+        if settings.client.get("tracing_enabled"):   # typed by config.client_value
+            from kcodec.observe.tracing import Tracing
+            tracing = Tracing(str(settings.client.get("client_id", "kcodec-run")),
+                              group_id=settings.group)
+        self.runner = Runner(handler, settings.handler_timeout, tracing)
         self.decode = decoder(settings.decode)
         self.store = store
         self.stats = stats

@@ -37,8 +37,9 @@ except ImportError as exc:   # pragma: no cover - depends on the environment
 
 from kcodec.spark.logsource import KafkaLogSource
 from kcodec.spark.source import KafkaSource
+from kcodec.spark.taskmetrics import TaskMetrics
 
-__all__ = ["KafkaSource", "KafkaLogSource", "register"]
+__all__ = ["KafkaSource", "KafkaLogSource", "TaskMetrics", "register"]
 
 
 def _found_by_spark(spark: Any, name: str) -> bool:
@@ -63,9 +64,10 @@ def register(spark: Any) -> None:
     from kcodec.spark import workers
 
     workers.choose(spark)
-    # Spark's lookup ran in the Python that Spark's JVM was started to use; where that is
-    # this one, what it found is these very classes
-    same = workers.lookup_python_is_this()
+    # What Spark's lookup found runs the Python of Spark's JVM environment, without
+    # spark.pyspark.python, archives or --py-files: kept only where that is the Python a
+    # registered format gets (registering again replaces it, with a warning in Spark's log)
+    keep = workers.lookup_matches(spark)
     for source in (KafkaSource, KafkaLogSource):
-        if not (same and _found_by_spark(spark, source.name())):
+        if not (keep and _found_by_spark(spark, source.name())):
             spark.dataSource.register(source)

@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from kcodec.spark import reach
 from kcodec.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from kcodec.spark.security import materialize
+from kcodec.spark.taskmetrics import TaskStats, report
 
 __all__ = ["KafkaRange", "DataLossError", "plan_ranges", "split_ranges", "read_range",
            "topic_partitions", "list_offsets", "resolve"]
+
+#: where each read task says what it did (kcodec.spark.taskmetrics)
+log = logging.getLogger("kcodec.spark.source")
 
 
 class DataLossError(RuntimeError):
@@ -126,7 +132,8 @@ def plan_ranges(opts: SourceOptions) -> list[KafkaRange]:
     """The batch query's offset ranges (one per partition with data), before splitting."""
     from kcodec.client import Admin
 
-    with Admin(**_admin_kwargs(opts)) as admin:
+    kw = _admin_kwargs(opts)
+    with reach.named_cause(opts.bootstrap, kw, reach.DRIVER), Admin(**kw) as admin:
         tps = topic_partitions(admin, opts)
         if not tps:
             return []
@@ -213,15 +220,29 @@ def read_range(r: KafkaRange, opts: SourceOptions) -> Iterator[Any]:
     the current one (at most one decoded batch waits, so memory stays bounded). Closing the
     generator early (a ``limit()``) cancels the fetch in flight and closes the client.
     """
-    pre = _Prefetch(_RangeReader(r, opts))
-    try:
-        while True:
-            rb = pre.get()
-            if rb is None:
-                break
-            yield from _slices(rb)
-    finally:
-        pre.stop()
+    from kcodec.spark.workers import warn_if_pure
+
+    warn_if_pure()
+    with reach.named_cause(opts.bootstrap, materialize(opts.client), reach.EXECUTOR):
+        reader = _RangeReader(r, opts)
+        stats = reader.stats
+        pre = _Prefetch(reader)
+        done = False
+        try:
+            while True:
+                rb = pre.get()
+                if rb is None:
+                    break
+                stats.records += rb.num_rows
+                yield from _slices(rb)
+            done = True
+        except GeneratorExit:      # closed early (a limit): what it read is still its work
+            done = True
+            raise
+        finally:
+            pre.stop()
+            if done:               # (a failed task reports nothing: Spark runs it again)
+                report(stats, opts.task_metrics, log)
 
 
 class _Prefetch:
@@ -359,6 +380,7 @@ class _RangeReader:
         # the first fetch small, so that Spark has rows to take while the thread fetches and
         # decodes the rest (read_range's pipeline); the next ones at the full size
         self.max_bytes = min(self.cap, _FIRST_FETCH_BYTES)
+        self.stats = TaskStats("read", r.topic, r.partition, r.start, r.end)
 
     def _config(self) -> Any:
         from kcodec.client.config import ConsumerConfig
@@ -399,8 +421,10 @@ class _RangeReader:
                     f"{r.topic}[{r.partition}]: no records for offsets {self.pos}..{r.end - 1} "
                     f"within kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}")
             try:
+                t0 = time.perf_counter()
                 part = await self.cluster.call(lambda: self._fetch(cfg), "Fetch",
                                                deadline=deadline)
+                self.stats.request((time.perf_counter() - t0) * 1000)
             except (BrokerNotAvailableError, KafkaTimeoutError) as exc:
                 # a broker restarting, or a leader moving: go on trying, as Java's consumer
                 # polls on, until the poll timeout passes without progress
@@ -426,6 +450,8 @@ class _RangeReader:
             if code:
                 raise KafkaError(code, f"fetch {r.topic}[{r.partition}] at {self.pos}")
             data = part.records
+            if data:
+                self.stats.bytes += len(data)
             if not data:
                 hw = part.high_watermark
                 if 0 <= hw <= self.pos and hw < r.end:

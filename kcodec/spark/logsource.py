@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pyspark.sql.types import StructType
 
 from kcodec.spark.schema import log_schema, same_schema
 
-__all__ = ["KafkaLogSource", "LogSegmentRef", "find_segments", "read_segment"]
+__all__ = ["KafkaLogSource", "LogSegmentRef", "find_segments", "read_segment", "missing_here"]
 
 _TP_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _OPTIONS = {"path", "paths", "includeheaders", "includeproducer", "failoncorruption",
@@ -171,6 +172,8 @@ class LogReader(DataSourceReader):
         self.ts_hi: int | None = None
 
     def partitions(self) -> Sequence[InputPartition]:
+        # the reader goes to the executors pickled after this: they learn where it ran
+        self.planned_on = socket.gethostname()
         segs = find_segments(self.paths)
         out = []
         for s in segs:
@@ -184,8 +187,25 @@ class LogReader(DataSourceReader):
         return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_segment(partition.value, self.headers, self.producer, self.fail,
+        from kcodec.spark.workers import warn_if_pure
+
+        warn_if_pure()
+        ref = partition.value
+        if not os.path.isfile(ref.path):
+            raise FileNotFoundError(missing_here(ref.path, getattr(self, "planned_on", None)))
+        yield from read_segment(ref, self.headers, self.producer, self.fail,
                                 self.validate_crc, self.offset_lo, self.offset_hi, self.ts_lo)
+
+
+def missing_here(path: str, planned_on: str | None) -> str:
+    """Why a segment found at planning is not there for the task that reads it."""
+    here = socket.gethostname()
+    where = f"on {planned_on}" if planned_on else "where the query was planned"
+    return (f"{path}: no such file on this Spark executor ({here}), though it was there "
+            f"{where} when the query was planned. kcodec-log reads the files themselves, so "
+            "every worker must see the same path: a filesystem shared by all machines "
+            "(NFS, a mounted volume) at the same place, or a copy on each. On one machine, "
+            "the segment was deleted since (retention, compaction, a deleted topic)")
 
 
 class LogPushdownReader(LogReader):

@@ -30,9 +30,9 @@ _SOURCE = {
     "minoffsetspertrigger", "maxtriggerdelay", "fetchoffset.numretries",
     "fetchoffset.retryintervalms", "kafkaconsumer.polltimeoutms", "groupidprefix",
     # kcodec's own
-    "commitoffsetstogroup",
+    "commitoffsetstogroup", "kcodec.taskmetrics",
 }
-_SINK = {"topic", "includeheaders"}
+_SINK = {"topic", "includeheaders", "kcodec.taskmetrics"}
 
 # kafka.* settings Spark refuses, with its reasons.
 _REJECTED_SOURCE = {
@@ -202,6 +202,7 @@ class SourceOptions:
     commit_to_group: str | None
     read_committed: bool
     client: dict[str, Any]
+    task_metrics: int | None = None     # kcodec.spark.taskmetrics: the accumulator's id
 
     def topics_of(self, names: list[str]) -> list[str]:
         """The subscribed topics among ``names`` (subscribe / subscribePattern)."""
@@ -346,6 +347,7 @@ def parse_source(raw: Any, streaming: bool = False) -> SourceOptions:
         commit_to_group=commit_group,
         read_committed=iso == "read_committed",
         client=client,
+        task_metrics=_int("kcodec.taskMetrics", opts.get("kcodec.taskmetrics"), None),
     )
 
 
@@ -355,6 +357,12 @@ class SinkOptions:
     topic: str | None
     include_headers: bool
     client: dict[str, Any]
+    task_metrics: int | None = None     # kcodec.spark.taskmetrics: the accumulator's id
+
+
+#: the sink's producer batch.size unless ``kafka.batch.size`` says otherwise (bytes of
+#: records before compression; under the brokers' default max.message.bytes of 1 MiB)
+SINK_BATCH_SIZE = 512 * 1024
 
 
 def parse_sink(raw: Any) -> SinkOptions:
@@ -365,6 +373,9 @@ def parse_sink(raw: Any) -> SinkOptions:
         raise ValueError("option kafka.bootstrap.servers is required (host:port[,host:port])")
     client = client_config(opts, "producer")
     client.setdefault("acks", "all")
+    # the sink hands the producer whole Arrow columns: Kafka's 16 KiB default would cut a
+    # task's rows into thousands of batches, each costing a numpy pass and a queue entry
+    client.setdefault("batch_size", SINK_BATCH_SIZE)
     try:
         from kcodec.client.config import ProducerConfig
 
@@ -374,4 +385,5 @@ def parse_sink(raw: Any) -> SinkOptions:
         raise ValueError(f"kafka.* producer settings: {exc}") from None
     topic = opts.get("topic")
     return SinkOptions(bootstrap, topic.strip() if topic else None,
-                       _bool("includeHeaders", opts.get("includeheaders"), False), client)
+                       _bool("includeHeaders", opts.get("includeheaders"), False), client,
+                       _int("kcodec.taskMetrics", opts.get("kcodec.taskmetrics"), None))

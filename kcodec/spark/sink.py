@@ -15,6 +15,7 @@ again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +30,12 @@ from pyspark.sql.types import (
 )
 
 from kcodec.spark.options import SinkOptions, parse_sink
+from kcodec.spark.taskmetrics import TaskStats, report
 
 __all__ = ["KafkaWriter", "KafkaCommitMessage", "make_stream_writer", "check_sink_schema",
            "write_batches"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,6 +44,7 @@ class KafkaCommitMessage(WriterCommitMessage):
 
     records: int = 0
     last_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)   # TaskStats.as_dict of the task
 
 
 def check_sink_schema(schema: StructType, opts: SinkOptions) -> None:
@@ -101,14 +106,25 @@ def _producer(make: Any, bootstrap: str, kw: dict[str, Any]) -> Any:
 
 def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessage:
     """Produce every row of ``batches`` (pyarrow RecordBatches); wait for all acks."""
+    from kcodec.spark import reach
+    from kcodec.spark.security import materialize
+    from kcodec.spark.workers import warn_if_pure
+
+    warn_if_pure()
+    kw = materialize(opts.client)
+    with reach.named_cause(opts.bootstrap, kw, reach.EXECUTOR):
+        return _write(opts, kw, batches)
+
+
+def _write(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any]) -> KafkaCommitMessage:
     import pyarrow.compute as pc
 
     from kcodec.client import Producer
-    from kcodec.spark.security import materialize
 
     msg = KafkaCommitMessage()
-    futures = []
-    kw = materialize(opts.client)
+    stats = TaskStats("write")
+    futures: list[tuple[str, Any]] = []
+    kw = dict(kw)
     kw.setdefault("client_id", "kcodec-spark-sink")
     with _producer(Producer, opts.bootstrap, kw) as producer:
         for rb in batches:
@@ -130,16 +146,55 @@ def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> KafkaCommitMessa
                 cols = [value, key, headers, part]
                 if mask is not None:
                     cols = [None if c is None else pc.filter(c, mask) for c in cols]
-                futures += producer.send_columns(t, cols[0], key=cols[1], headers=cols[2],
-                                                 partition=cols[3])
+                futures += [(t, f) for f in producer.send_columns(
+                    t, cols[0], key=cols[1], headers=cols[2], partition=cols[3])]
             msg.records += rb.num_rows
+        # every batch acknowledged before the task reports success: a failed one raises
+        # here (the task fails and Spark retries it), none is left unchecked
         producer.flush()
-        for f in futures:
+        for t, f in futures:
             r = f.result(0)
-            tp = (f._batch.topic, r.partition)
+            tp = (t, r.partition)
             if r.offset > msg.last_offsets.get(tp, -1):
                 msg.last_offsets[tp] = r.offset
+        stats.records = msg.records
+        _produce_stats(producer, stats)
+    report(stats, opts.task_metrics, log)
+    msg.stats = stats.as_dict()
     return msg
+
+
+def _produce_stats(producer: Any, stats: TaskStats) -> None:
+    """The task's Produce requests, their latency and the bytes sent, from the producer's
+    own metrics (kcodec.client.metrics)."""
+    from kcodec.client.metrics import registry_of
+    from kcodec.observe.metrics import Counter, Histogram
+
+    try:
+        reg = registry_of(producer)
+    except ValueError:      # metrics off: no numbers to give
+        return
+    for group, name, tags, m in reg.metrics():
+        if group == "producer-node-metrics" and name == "request-latency" and \
+                dict(tags).get("api") == "Produce" and isinstance(m, Histogram):
+            stats.requests += m.count
+            stats.latency_ms_sum += m.total
+            stats.latency_ms_max = max(stats.latency_ms_max, m.max)
+        elif group == "producer-topic-metrics" and name == "byte" and isinstance(m, Counter):
+            stats.bytes += int(m.value)
+
+
+def _summary(messages: list[Any], what: str) -> None:
+    """The driver's side of a write: one INFO line for all its tasks."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    tasks = [m.stats for m in messages if isinstance(m, KafkaCommitMessage) and m.stats]
+    reqs = sum(t["requests"] for t in tasks)
+    avg = sum(t["latency_ms_sum"] for t in tasks) / reqs if reqs else 0.0
+    log.info("%s: %d tasks wrote %d records, %d bytes in %d produce requests (latency avg "
+             "%.1f ms, max %.1f ms)", what, len(tasks), sum(t["records"] for t in tasks),
+             sum(t["bytes"] for t in tasks), reqs, avg,
+             max((t["latency_ms_max"] for t in tasks), default=0.0))
 
 
 class KafkaWriter(DataSourceArrowWriter):
@@ -155,6 +210,7 @@ class KafkaWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[Any]) -> None:
         self.messages = [m for m in messages if isinstance(m, KafkaCommitMessage)]
+        _summary(self.messages, "write")
 
     def abort(self, messages: list[Any]) -> None:
         # Records already acknowledged stay in Kafka (at-least-once, like Spark's sink).
@@ -190,7 +246,7 @@ class KafkaStreamWriter(_StreamBase):  # type: ignore[misc, valid-type]
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's name
-        pass
+        _summary(messages, f"micro-batch {batchId}")
 
     def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         pass

@@ -24,16 +24,19 @@ the reader remembers the end it handed out last.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from kcodec.spark import _kafka
+from kcodec.spark import _kafka, reach
 from kcodec.spark._kafka import DataLossError, KafkaRange
 from kcodec.spark.options import SourceOptions
 from kcodec.spark.source import KafkaRangePartition
+
+log = logging.getLogger(__name__)
 
 try:   # pyspark >= 4.2
     from pyspark.sql.streaming.datasource import (
@@ -118,13 +121,19 @@ class KafkaStreamReader(DataSourceStreamReader):
             self._admin = Admin(**_kafka._admin_kwargs(self.opts))
         return self._admin
 
+    def _named(self) -> Any:
+        return reach.named_cause(self.opts.bootstrap, _kafka._admin_kwargs(self.opts),
+                                 reach.DRIVER)
+
     def _partitions(self) -> list[tuple[str, int]]:
-        return _kafka.topic_partitions(self._client(), self.opts)
+        with self._named():
+            return _kafka.topic_partitions(self._client(), self.opts)
 
     def _ends(self, tps: list[tuple[str, int]]) -> tuple[dict, dict]:
         admin = self._client()
-        return (_kafka.list_offsets(admin, tps, "earliest"),
-                _kafka.list_offsets(admin, tps, "latest"))
+        with self._named():
+            return (_kafka.list_offsets(admin, tps, "earliest"),
+                    _kafka.list_offsets(admin, tps, "latest"))
 
     def initialOffset(self) -> Offsets:
         tps = self._partitions()
@@ -220,6 +229,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             if hi > lo:
                 out.append(KafkaRange(tp[0], tp[1], lo, hi))
         out = _kafka.split_ranges(out, self.opts.min_partitions, None)
+        if log.isEnabledFor(logging.INFO):
+            log.info("micro-batch: %d records in %d tasks (%s)", sum(r.end - r.start for r in out),
+                     len(out), ", ".join(f"{r.topic}[{r.partition}] {r.start}..{r.end}"
+                                         for r in out[:8]) + (" ..." if len(out) > 8 else ""))
         return [KafkaRangePartition(r) for r in out]
 
     def commit(self, end: Offsets) -> None:

@@ -90,9 +90,9 @@ class CliBroker:
     """kcodec's broker as the CLI guide starts it for its examples: ``kcodec broker --port P``
     in a process of its own, stopped with SIGINT."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra: str) -> None:
         port = free_port()
-        self.proc = kcodec("broker", "--port", str(port), stderr=subprocess.DEVNULL)
+        self.proc = kcodec("broker", "--port", str(port), *extra, stderr=subprocess.DEVNULL)
         assert self.proc.stdout is not None
         self.bootstrap = self.proc.stdout.readline().decode().strip()
         assert self.bootstrap == f"127.0.0.1:{port}", self.bootstrap

@@ -71,8 +71,46 @@ def test_core_wrong_correlation_id() -> None:
 
 def test_core_unsolicited_response() -> None:
     c = Connection()
-    with pytest.raises(ProtocolError, match="correlation id"):
+    with pytest.raises(ProtocolError, match="no request in flight"):
         c.receive(_api_versions(0))
+
+
+def test_core_refuses_a_frame_over_the_cap_from_its_size_alone() -> None:
+    from kcodec.client.errors import ResponseTooLargeError
+
+    c = Connection(max_frame=1000)
+    c.handshake()
+    with pytest.raises(ResponseTooLargeError, match="receive_message_max_bytes") as e:
+        c.receive((500 * 1024 * 1024).to_bytes(4, "big"))   # four bytes, no body yet
+    assert (e.value.size, e.value.limit) == (500 * 1024 * 1024, 1000)
+    assert c.closed and c.pending == 0
+    assert isinstance(e.value, ProtocolError)
+
+
+def test_core_default_cap_is_librdkafkas() -> None:
+    assert Connection().max_frame == 100_000_000
+
+
+def test_core_holds_only_what_arrived_and_decodes_in_place() -> None:
+    c = Connection()
+    cid, _ = c.handshake()
+    frame = _api_versions(cid)
+    c.receive(frame[:2])
+    c.receive(frame[2:9])
+    assert c.pending == 5   # the 5 body bytes that came: nothing allocated ahead of them
+    got = []
+    for i in range(9, len(frame)):  # byte by byte, as a drip-feeding peer sends it
+        got += c.receive(frame[i:i + 1])
+    assert len(got) == 1 and c.pending == 0
+
+
+def test_core_release_drops_a_partial_frame() -> None:
+    c = Connection()
+    cid, _ = c.handshake()
+    c.receive(_api_versions(cid)[:30])
+    assert c.pending == 26   # the body bytes after the 4 size bytes
+    c.release()
+    assert c.pending == 0
 
 
 def test_core_undecodable_body() -> None:

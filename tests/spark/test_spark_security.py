@@ -51,7 +51,7 @@ def test_security_options_map_to_the_client(tmp_path) -> None:
                     "kafka.security.protocol": "SSL", "kafka.ssl.keystore.location": "/k.pem",
                     "kafka.ssl.key.password": "pw"})
     assert s.client == {"security_protocol": "SSL", "ssl_certfile": "/k.pem",
-                        "ssl_password": "pw", "acks": "all"}
+                        "ssl_password": "pw", "acks": "all", "batch_size": 512 * 1024}
     # PEM given as text becomes a private file on the machine that connects
     o = _src(**{"kafka.security.protocol": "SSL",
                 "kafka.ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----\nAAAA\n"

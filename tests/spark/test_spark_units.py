@@ -104,7 +104,8 @@ def test_sink_options() -> None:
     s = parse_sink({**BS, "topic": "out", "kafka.compression.type": "zstd",
                     "kafka.linger.ms": "20"})
     assert s.topic == "out" and s.client == {"compression_type": "zstd", "linger_ms": 20,
-                                             "acks": "all"}
+                                             "acks": "all", "batch_size": 512 * 1024}
+    assert parse_sink({**BS, "kafka.batch.size": "16384"}).client["batch_size"] == 16384
     with pytest.raises(ValueError, match="compression_type must be one of"):
         parse_sink({**BS, "kafka.compression.type": "brotli"})
     with pytest.raises(ValueError, match="keys are written as given"):

@@ -48,8 +48,8 @@ def test_a_chosen_python_is_left_alone(monkeypatch) -> None:
     sc = FakeContext("local[*]", {"spark.pyspark.python": "/opt/py/bin/python"})
     workers.choose(FakeSession(sc))
     assert sc.pythonExec == "python3"           # the conf is Spark's to apply
-    sc = FakeContext("spark://cluster:7077")    # other machines: their Python is theirs
-    assert workers.choose(FakeSession(sc)) is None and sc.pythonExec == "python3"
+    sc = FakeContext("spark://cluster:7077")    # a cluster: checked, never changed
+    assert workers.choose(FakeSession(sc)) == "python3" and sc.pythonExec == "python3"
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     sc = FakeContext("local", python=sys.executable)
     assert workers.choose(FakeSession(sc)) == sys.executable
@@ -99,3 +99,73 @@ def test_without_pyspark_the_lookup_modules_do_nothing(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_cluster_python_the_driver_cannot_start_is_named(monkeypatch, tmp_path) -> None:
+    # --archives venv.tar.gz#env with spark.pyspark.python=./env/bin/python: the executors
+    # have ./env, the driver (which plans Python data sources) does not
+    monkeypatch.chdir(tmp_path)
+    sc = FakeContext("spark://cluster:7077", python="./env/bin/python")
+    with pytest.raises(workers.WorkerPythonError) as e:
+        workers.choose(FakeSession(sc))
+    text = str(e.value)
+    assert "./env/bin/python" in text and str(tmp_path) in text
+    assert "tar -xzf venv.tar.gz -C env" in text
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").symlink_to(sys.executable)
+    assert workers.choose(FakeSession(sc)) == "./env/bin/python"
+    sc = FakeContext("spark://cluster:7077", python=str(tmp_path / "nowhere" / "python"))
+    with pytest.raises(workers.WorkerPythonError, match="cannot be started on the driver"):
+        workers.choose(FakeSession(sc))
+
+
+def test_spark_found_formats_are_kept_only_where_they_run_the_sessions_python(
+        monkeypatch) -> None:
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    sc = FakeContext("spark://cluster:7077", python=sys.executable)
+    assert workers.lookup_matches(FakeSession(sc))
+    # spark.pyspark.python (an archive's interpreter): the lookup's Python is another one
+    sc = FakeContext("spark://cluster:7077", python="./env/bin/python")
+    assert not workers.lookup_matches(FakeSession(sc))
+    # --py-files: only a registered format ships them
+    sc = FakeContext("spark://cluster:7077", python=sys.executable)
+    sc._python_includes = ["deps.zip"]   # type: ignore[attr-defined]
+    assert not workers.lookup_matches(FakeSession(sc))
+
+    class Connect:       # Spark Connect: no SparkContext on the client
+        @property
+        def sparkContext(self):
+            raise RuntimeError("not on Spark Connect")
+
+    assert not workers.lookup_matches(Connect())
+
+
+def test_pure_python_twins_are_reported_once_per_executor(monkeypatch, tmp_path, capsys
+                                                          ) -> None:
+    import kcodec
+    import kcodec._impl
+
+    monkeypatch.setattr(kcodec, "IMPLEMENTATION", "python")
+    # as on an executor given kcodec in a zip (--py-files): the compiled twins cannot load
+    monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "No module named 'kcodec._cy.crc'")
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path))
+    monkeypatch.setattr(workers, "_WARNED", False)
+    workers.warn_if_pure()
+    workers.warn_if_pure()
+    err = capsys.readouterr().err
+    assert err.count("runs kcodec's pure-Python twins") == 1
+    assert "2-3x slower" in err and "README" in err and "kcodec._cy.crc" in err
+    monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "disabled by KCODEC_NO_EXTENSIONS")
+    assert "Unset KCODEC_NO_EXTENSIONS" in workers.pure_python_message()
+    # another Python worker of the same executor (a new process): the mark says it was told
+    monkeypatch.setattr(workers, "_WARNED", False)
+    workers.warn_if_pure()
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / workers.MARK).exists()
+    # compiled: nothing to say
+    monkeypatch.setattr(kcodec, "IMPLEMENTATION", "cython")
+    monkeypatch.setattr(workers, "_WARNED", False)
+    (tmp_path / workers.MARK).unlink()
+    workers.warn_if_pure()
+    assert capsys.readouterr().err == ""

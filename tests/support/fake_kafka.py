@@ -7,7 +7,14 @@ answer for one partition (an error code, ``CLOSE`` to drop the connection, ``SIL
 never answer) and ``produce_delay`` holds every Produce answer back. Fetch and ListOffsets
 serve ``values[(topic, partition)]`` (a list of record values, offset = index) from the
 partition's leader; other nodes answer NOT_LEADER_OR_FOLLOWER. Every request is recorded
-in ``requests`` as (node, api_key, header, body).
+in ``requests`` as (node, api_key, header, body). ``on_fetch(node, header, body, writer)``,
+a coroutine, may answer a Fetch itself (returning True) -- the hostile broker's hook.
+A duplicate of an idempotent batch is answered as ``duplicates`` says: "old" (the default:
+DUPLICATE_SEQUENCE_NUMBER, offset -1, as brokers before Kafka's fix), "old+offset"
+(DUPLICATE_SEQUENCE_NUMBER with the original offset), "kafka" (NONE with the original
+offset, as Kafka and kcodec's broker answer). With ``any_first_sequence`` the first batch
+of a producer id the fake has no state for is taken at any sequence, as Kafka does since
+its producer state can expire (default: only sequence 0).
 """
 
 from __future__ import annotations
@@ -51,6 +58,10 @@ class FakeKafka:
         self.not_leader_code = 6   # what a node that is not the leader answers a Fetch with
         self.groups: dict[str, Any] = {}   # group id -> DescribeGroupsResponse.DescribedGroup
         self.writers: set[asyncio.StreamWriter] = set()
+        self.on_fetch: Callable[..., Any] | None = None
+        self.duplicates = "old"
+        self.any_first_sequence = False
+        self.next_producer_id = 999
 
     async def start(self) -> FakeKafka:
         for node in range(self.n):
@@ -90,7 +101,8 @@ class FakeKafka:
                     asyncio.ensure_future(self._produce(node, header, body, writer))
                     continue
                 if header.request_api_key == 1:
-                    await self._fetch(node, header, body, writer)
+                    if self.on_fetch is None or not await self.on_fetch(node, header, body, writer):
+                        await self._fetch(node, header, body, writer)
                     continue
                 msg = self._answer(node, header, body)
                 writer.write(encode_response(msg, header.request_api_version, header.correlation_id))
@@ -106,7 +118,9 @@ class FakeKafka:
             return ApiVersionsResponse(error_code=0, api_keys=[
                 ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, (lo, hi) in CLIENT_VERSIONS.items()
-                if k not in (68, 69)])   # no KIP-848 groups here, as brokers before 4.0
+                # no KIP-848 groups here, as brokers before 4.0; no client telemetry
+                # (KIP-714: 71, 72), which it does not answer, as brokers before 3.7
+                if k not in (68, 69, 71, 72)])
         if key == 3:
             names = list(self.topics) if body.topics is None else [t.name for t in body.topics]
             M = MetadataResponse
@@ -126,7 +140,9 @@ class FakeKafka:
             return D(groups=[self.groups.get(g) or D.DescribedGroup(group_id=g, group_state="Dead")
                              for g in body.groups])
         if key == 22:
-            return InitProducerIdResponse(error_code=0, producer_id=1000, producer_epoch=0)
+            self.next_producer_id += 1       # a new id each time, as Kafka's idempotent producers get
+            return InitProducerIdResponse(error_code=0, producer_id=self.next_producer_id,
+                                          producer_epoch=0)
         if key == 2:
             L = ListOffsetsResponse
             return L(topics=[L.ListOffsetsTopicResponse(name=t.name, partitions=[
@@ -202,11 +218,14 @@ class FakeKafka:
         base = sum(c for _p, _s, c in log)
         for b in iter_batches(records):
             if b.producer_id >= 0:
-                if any(x[:2] == (b.producer_id, b.base_sequence) for x in log):
-                    return 46, -1   # DUPLICATE_SEQUENCE_NUMBER: already written
+                for i, x in enumerate(log):
+                    if x[:2] == (b.producer_id, b.base_sequence):   # already written
+                        original = sum(c for _p, _s, c in log[:i])
+                        return {"old": (46, -1), "old+offset": (46, original),
+                                "kafka": (0, original)}[self.duplicates]
                 mine = [x for x in log if x[0] == b.producer_id]
                 expected = mine[-1][1] + mine[-1][2] if mine else 0
-                if b.base_sequence != expected:
+                if b.base_sequence != expected and (mine or not self.any_first_sequence):
                     return 45, -1   # OUT_OF_ORDER_SEQUENCE_NUMBER
             log.append((b.producer_id, b.base_sequence, b.record_count))
         return 0, base

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import time
 from typing import Any
 
 from kcodec.broker.apis import (  # noqa: F401
@@ -27,18 +28,24 @@ from kcodec.broker.apis import (  # noqa: F401
     produce,
     producers,
     sasl,
+    share,
+    telemetry,
     topics,
     txn,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request
 from kcodec.errors import KcodecError, UnsupportedVersionError
+from kcodec.observe.log import debug_contexts
 from kcodec.protocol import ApiVersionsResponse, decode_request, encode_response
 
 __all__ = ["dispatch", "HANDLERS", "VERSIONS", "advertised_versions"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 API_VERSIONS = 18
+# requests are traced at DEBUG when this logger is at DEBUG and KCODEC_DEBUG names no
+# context or names protocol
+_PROTOCOL = not debug_contexts(None) or "protocol" in debug_contexts(None)
 
 
 def advertised_versions(node: Any) -> dict[int, tuple[int, int]]:
@@ -71,6 +78,11 @@ def encode(req: Request, answer: Any) -> Any:
         return encode_response(answer, req.api_version, req.correlation_id)
 
 
+def _api_name(api_key: int) -> str:
+    from kcodec.broker.metrics import api_name
+    return api_name(api_key)
+
+
 def dispatch(node: Any, req: Request) -> Any:
     versions = advertised_versions(node)
     rng = versions.get(req.api_key)
@@ -97,15 +109,23 @@ def dispatch(node: Any, req: Request) -> Any:
         answer = cluster.hooks.run(node, req, lambda: handler(node, req))
     else:
         answer = handler(node, req)
+    metrics = node.metrics
     if isinstance(answer, concurrent.futures.Future):
         out: concurrent.futures.Future = concurrent.futures.Future()
 
         def done(f: concurrent.futures.Future) -> None:
             try:
-                out.set_result(encode(req, f.result()))
+                result = f.result()
+                metrics.answered(req.api_key, (time.monotonic() - req.arrived) * 1000, result)
+                out.set_result(encode(req, result))
             except Exception:
                 log.exception("kcodec broker: API %d failed", req.api_key)
                 out.set_result(CLOSE)
         answer.add_done_callback(done)
         return out
+    metrics.answered(req.api_key, (time.monotonic() - req.arrived) * 1000, answer)
+    if _PROTOCOL and log.isEnabledFor(logging.DEBUG):
+        log.debug("node %s: %s v%d cid %d from %s answered in %.1f ms", node.id,
+                  _api_name(req.api_key), req.api_version, req.correlation_id, req.connection.peer,
+                  (time.monotonic() - req.arrived) * 1000)
     return encode(req, answer)

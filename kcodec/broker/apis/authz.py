@@ -37,6 +37,14 @@ AddOffsetsToTxn,        group for AddOffsetsToTxn and TxnOffsetCommit, READ on e
 EndTxn,                 for TxnOffsetCommit)
 TxnOffsetCommit
 WriteTxnMarkers         CLUSTER_ACTION on the cluster
+ShareGroupHeartbeat     READ on the group (DESCRIBE on each subscribed topic)
+ShareFetch,             READ on the group and READ on each topic
+ShareAcknowledge
+ShareGroupDescribe,     DESCRIBE on the group (and on each topic for the offsets)
+DescribeShareGroup-
+Offsets
+AlterShareGroupOffsets  READ on the group and READ on each topic
+DeleteShareGroupOffsets DELETE on the group and READ on each topic
 DescribeAcls            DESCRIBE on the cluster
 CreateAcls, DeleteAcls  ALTER on the cluster
 ======================  ===================================================================

@@ -11,6 +11,7 @@ import concurrent.futures
 from typing import Any, Callable
 
 from kcodec.broker.apis import consumer_groups as kip848
+from kcodec.broker.apis import share
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
 from kcodec.broker.apis.registry import api
 from kcodec.protocol import (
@@ -360,6 +361,7 @@ def list_groups(node: Any, req: Any) -> Any:
             out.append(L.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
                                      group_state=g.state, group_type="classic"))
     out += kip848.listed_groups(node, states, types)
+    out += share.listed_groups(node, states, types)
     if not cluster_allowed(node, req, Op.DESCRIBE, log_denial=False):
         # without DESCRIBE on the cluster: the groups the principal may describe
         visible = allowed_names(node, req, Op.DESCRIBE, RT.GROUP, (g.group_id for g in out),
@@ -374,6 +376,9 @@ def delete_groups(node: Any, req: Any) -> Any:
     out = []
     for gid in req.body.groups_names:
         code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DELETE, RT.GROUP, gid)
-                else _not_coordinator(node, gid) or node.cluster.groups.delete_group(gid))
+                else _not_coordinator(node, gid) or (
+                    node.cluster.share_groups.delete(gid)
+                    if node.cluster.share_groups.is_share_group(gid)
+                    else node.cluster.groups.delete_group(gid)))
         out.append(D.DeletableGroupResult(group_id=gid, error_code=code))
     return D(results=out)

@@ -1,5 +1,6 @@
 """DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for the topic configs the log
-honours (``kcodec.broker.log.LogConfig``); the broker resource describes as empty."""
+honours (``kcodec.broker.log.LogConfig``) and the share-group configs of a GROUP resource
+(``kcodec.broker.share.configs``); the broker resource describes as empty."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _denied(node: Any, req: Any, op: AclOperation, r: Any) -> int:
         ok = allowed(node, req, op, RT.GROUP, r.resource_name)
         return 0 if ok else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return 0 if cluster_allowed(node, req, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-DYNAMIC_TOPIC, DEFAULT = 1, 5
+DYNAMIC_TOPIC, DEFAULT, DYNAMIC_GROUP = 1, 5, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -53,6 +54,9 @@ def describe_configs(node: Any, req: Any) -> Any:
             out.append(D.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
                                                resource_name=r.resource_name, configs=[]))
             continue
+        if r.resource_type == GROUP:
+            out.append(_describe_group(node, r))
+            continue
         topic = state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
         if topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if r.resource_type == TOPIC else ErrorCode.INVALID_REQUEST
@@ -70,6 +74,41 @@ def describe_configs(node: Any, req: Any) -> Any:
         out.append(D.DescribeConfigsResult(error_code=0, error_message=None, resource_type=TOPIC,
                                            resource_name=r.resource_name, configs=configs))
     return D(results=out)
+
+
+def _describe_group(node: Any, r: Any) -> Any:
+    """A group's configs: its overrides (a dynamic group config) and the defaults."""
+    from kcodec.broker.share.configs import GROUP_CONFIGS
+
+    D = DescribeConfigsResponse
+    share = node.cluster.share.configs
+    mine = share.overrides(r.resource_name)
+    keys = None if r.configuration_keys is None else set(r.configuration_keys)
+    configs = [D.DescribeConfigsResourceResult(
+        name=k, value=mine.get(k, share.default(k)), read_only=False, is_default=k not in mine,
+        config_source=DYNAMIC_GROUP if k in mine else DEFAULT, is_sensitive=False,
+        synonyms=[], documentation=None)
+        for k in sorted(GROUP_CONFIGS) if keys is None or k in keys]
+    return D.DescribeConfigsResult(error_code=0, error_message=None, resource_type=GROUP,
+                                   resource_name=r.resource_name, configs=configs)
+
+
+def _alter_group(node: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
+    from kcodec.broker.share.configs import ShareConfigError
+
+    changes: dict[str, str | None] = {}
+    for c in r.configs:
+        if c.config_operation == SET and c.value is not None:
+            changes[c.name] = c.value
+        elif c.config_operation == DELETE:
+            changes[c.name] = None
+        else:
+            return ErrorCode.INVALID_CONFIG, f"operation {c.config_operation} on {c.name!r}"
+    try:
+        node.cluster.share.configs.set(r.resource_name, changes, validate_only)
+    except ShareConfigError as exc:
+        return ErrorCode.INVALID_CONFIG, str(exc)
+    return 0, None
 
 
 def _apply(node: Any, name: str, new: dict[str, str], validate_only: bool) -> tuple[int, str | None]:
@@ -96,9 +135,11 @@ def incremental_alter_configs(node: Any, req: Any) -> Any:
         denied = _denied(node, req, Op.ALTER_CONFIGS, r)
         if denied:
             code, msg = denied, "ALTER_CONFIGS needed"
+        elif r.resource_type == GROUP:
+            code, msg = _alter_group(node, r, req.body.validate_only)
         elif topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if r.resource_type == TOPIC else ErrorCode.INVALID_REQUEST
-            msg = "only topic configs can be changed"
+            msg = "only topic and group configs can be changed"
         else:
             new = dict(topic.configs)
             for c in r.configs:

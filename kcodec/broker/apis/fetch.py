@@ -132,6 +132,8 @@ def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]
         pd = _read_partition(node, topic, index, offset, limit, epoch, read_committed,
                              min_one=total == 0, to_magic=to_magic)
         n = len(pd.records) if pd.records else 0
+        if n:
+            node.metrics.fetched(topic, index, n)
         total += n
         remaining -= n
         error = error or pd.error_code != 0

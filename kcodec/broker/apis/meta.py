@@ -26,6 +26,9 @@ def api_versions(node: Any, req: Any) -> Any:
     # v3+ carries features: transaction.version (KIP-890) is finalized at the cluster's level,
     # which is how a client learns whether transactions v2 may be used
     level = node.cluster.transaction_version
+    if req.api_version >= 3:     # who the client is, for KIP-714's subscription matching
+        req.connection.attrs["client_software"] = (req.body.client_software_name,
+                                                   req.body.client_software_version)
     return R(error_code=0, api_keys=[R.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                      for k, (lo, hi) in sorted(advertised_versions(node).items())],
              supported_features=[R.SupportedFeatureKey(name="transaction.version", min_version=0,

@@ -88,6 +88,7 @@ def append_records(node: Any, topic: str, index: int, records: Any,
         return P.PartitionProduceResponse(index=index, error_code=ErrorCode.CORRUPT_MESSAGE,
                                           base_offset=-1, error_message=str(exc))
     cluster.purgatory.notify((topic, index))
+    node.metrics.appended(topic, index, result.record_count, len(records))
     return P.PartitionProduceResponse(index=index, error_code=0, base_offset=result.base_offset,
                                       log_append_time_ms=result.log_append_time_ms,
                                       log_start_offset=log.log_start_offset)

@@ -69,7 +69,7 @@ from kcodec.records import ControlType, RecordBatchBuilder
 
 __all__ = ["TxnCoordinator", "PartitionTxns", "MAX_TIMEOUT_MS", "write_marker"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 MAX_TIMEOUT_MS = 15 * 60_000   # transaction.max.timeout.ms
 NO_TIMEOUT_MS = (1 << 31) - 1  # a two-phase-commit transaction's timeout: it never expires
 MAX_EPOCH = 32767

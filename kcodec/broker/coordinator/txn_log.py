@@ -43,7 +43,7 @@ from kcodec.records.header import ENTRY_OVERHEAD, entry_length
 __all__ = ["TxnStateLog", "rebuild_partition", "write_snapshot", "read_snapshot",
            "restore_partition"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 
 FILE = "transaction_state.jsonl"
 SNAPSHOT = "producer_snapshot.json"

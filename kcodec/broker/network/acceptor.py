@@ -27,7 +27,7 @@ from kcodec.broker.network.quotas import ConnectionQuotas
 
 __all__ = ["Acceptor", "listen"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 
 # accept() failures that pass (the backlog keeps the connection until a retry takes it)
 _RETRY_ACCEPT = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}

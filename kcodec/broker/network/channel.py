@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ class Request:
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
     header: Any = None             # set by the handler once decoded
     body: Any = None
+    arrived: float = field(default_factory=time.monotonic)   # for RequestMetrics TotalTimeMs
 
     @property
     def size(self) -> int:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 from kcodec.broker.network.channel import CLOSE, Request, RequestChannel
 
 __all__ = ["HandlerPool"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 
 
 def _answer(dst: concurrent.futures.Future, value: Any) -> None:
@@ -45,16 +46,30 @@ class HandlerPool:
                  name: str) -> None:
         self.channel = channel
         self.handle = handle
-        self._threads = [threading.Thread(target=self._run, name=f"{name}-handler-{i}", daemon=True)
+        self._threads = [threading.Thread(target=self._run, args=(i,),
+                                          name=f"{name}-handler-{i}", daemon=True)
                          for i in range(threads)]
+        # seconds each thread spent waiting for a request (one writer each: exact sums), and
+        # since when it waits now (None: busy)
+        self.idle = [0.0] * threads
+        self.waiting: list[float | None] = [None] * threads
+
+    def idle_seconds(self) -> float:
+        """The handlers' time spent waiting for requests so far, the current waits too."""
+        now = time.monotonic()
+        return sum(self.idle) + sum(now - w for w in list(self.waiting) if w is not None)
 
     def start(self) -> None:
         for t in self._threads:
             t.start()
 
-    def _run(self) -> None:
+    def _run(self, i: int) -> None:
+        idle = self.idle
         while True:
+            t0 = self.waiting[i] = time.monotonic()
             req = self.channel.take()
+            self.waiting[i] = None
+            idle[i] += time.monotonic() - t0
             if req is None:
                 return
             try:

@@ -37,7 +37,7 @@ from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request, RequestCh
 
 __all__ = ["Processor", "ConnectionState", "ANONYMOUS", "MAX_UNAUTHENTICATED_BYTES"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 security_log = logging.getLogger("kcodec.broker.security")
 _ids = itertools.count(1)
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 __all__ = ["ConnectionQuotas", "parse_overrides"]
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 LOG_EVERY_S = 10.0
 
 

@@ -4,6 +4,23 @@
 Protocol names are the Java/librdkafka ones (``range``, ``roundrobin``, ``sticky``,
 ``cooperative-sticky``) so mixed groups with other clients agree on a protocol.
 
+A user assignor (``UserAssignor`` wraps it) is any object with
+
+    name: str                  the protocol name the group agrees on (a Java consumer with
+                               an assignor of the same name() shares the group with it)
+    assign(partitions, subscriptions) -> {member_id: {topic: [partition, ...]}}
+                               ``partitions``: {topic: partition count} of every topic
+                               subscribed; ``subscriptions``: {member_id: Subscription};
+                               an ``Assignment`` per member may be returned instead
+    version: int               optional: the subscription's layout version, 0 to 3
+                               (default 2: owned partitions and generation included)
+    user_data                  optional: bytes, or ``user_data(topics) -> bytes | None``,
+                               sent in the member's subscription
+    on_assignment(assigned, generation)   optional: this member's new assignment
+
+Its rebalances are eager (every member gives up its partitions before a join), and it
+runs under the classic protocol only: the consumer protocol's broker assigns.
+
 ``sticky`` is Java's eager StickyAssignor: members give up everything before each rebalance
 and say what they owned in the subscription's user data, in Java's layout (no version
 prefix; Kafka's old Struct types: int32 array counts, int16 string lengths)::
@@ -33,6 +50,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.client.errors import AssignorError
+from kcodec.client.hooks import resolve
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol.consumer import (
     ConsumerProtocolAssignment,
@@ -44,7 +63,7 @@ from kcodec.protocol.consumer import (
 __all__ = [
     "Subscription", "Assignment", "RangeAssignor", "RoundRobinAssignor", "StickyAssignor",
     "CooperativeStickyAssignor", "ASSIGNORS", "get_assignor", "encode_sticky_user_data",
-    "decode_sticky_user_data",
+    "decode_sticky_user_data", "UserAssignor", "user_assignor",
 ]
 
 TopicPartitions = dict[str, list[int]]
@@ -379,9 +398,113 @@ ASSIGNORS = {a.name: a for a in (RangeAssignor, RoundRobinAssignor, StickyAssign
                                  CooperativeStickyAssignor)}
 
 
-def get_assignor(name: str):
+class UserAssignor:
+    """A user's assignor (see the module docstring), checked once and guarded: what its
+    ``assign`` raises or returns wrong is an ``AssignorError`` naming it."""
+
+    rebalance_protocol = "eager"
+
+    def __init__(self, obj: Any) -> None:
+        name = getattr(obj, "name", None)
+        if callable(name):          # Java's name() method, as a Python port may keep it
+            name = name()
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"partition_assignment_strategy: an assignor needs a name (a "
+                             f"non-empty str attribute); {type(obj).__name__} has {name!r}")
+        if not callable(getattr(obj, "assign", None)):
+            raise ValueError(f"partition_assignment_strategy: assignor {name!r} has no "
+                             "assign(partitions, subscriptions) method")
+        version = getattr(obj, "version", 2)
+        if callable(version):
+            version = version()
+        if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 3:
+            raise ValueError(f"partition_assignment_strategy: assignor {name!r}: version "
+                             f"is the subscription layout, 0 to 3, not {version!r}")
+        self.obj, self.name, self.version = obj, name, version
+
+    def subscription(self, topics: Sequence[str], owned: TopicPartitions,
+                     generation: int) -> Subscription:
+        data = getattr(self.obj, "user_data", None)
+        if callable(data):
+            data = self._call("user_data", list(topics))
+        if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+            raise AssignorError(f"assignor {self.name!r}: user_data must be bytes or None, "
+                                f"not {type(data).__name__}")
+        return Subscription(sorted(topics), None if data is None else bytes(data),
+                            {t: sorted(p) for t, p in owned.items()}, generation,
+                            version=self.version)
+
+    def assign(self, partitions: PartitionCounts, members: Members) -> dict[str, Assignment]:
+        result = self._call("assign", dict(partitions), dict(members))
+        if not isinstance(result, Mapping):
+            raise AssignorError(f"assignor {self.name!r} returned {type(result).__name__}, "
+                                "not {member_id: {topic: [partition, ...]}}")
+        out = {m: Assignment() for m in members}
+        owner: dict[tuple[str, int], str] = {}
+        for m, a in result.items():
+            if m not in members:
+                raise AssignorError(f"assignor {self.name!r} assigned to {m!r}, not a member "
+                                    f"of the group ({', '.join(sorted(members))})")
+            tps = a.assigned_partitions if isinstance(a, Assignment) else a
+            if not isinstance(tps, Mapping):
+                raise AssignorError(f"assignor {self.name!r}: the assignment of {m!r} is "
+                                    f"{type(tps).__name__}, not {{topic: [partition, ...]}}")
+            clean: TopicPartitions = {}
+            for t, ps in tps.items():
+                n = partitions.get(t)
+                for p in ps:
+                    if n is None or not isinstance(p, int) or not 0 <= p < n:
+                        raise AssignorError(f"assignor {self.name!r} assigned {t}[{p}] to "
+                                            f"{m!r}, which is not a partition of the "
+                                            "subscribed topics")
+                    if (t, p) in owner:
+                        raise AssignorError(f"assignor {self.name!r} assigned {t}[{p}] to "
+                                            f"both {owner[(t, p)]!r} and {m!r}")
+                    owner[(t, p)] = m
+                if ps:
+                    clean[t] = sorted(ps)
+            out[m] = Assignment(clean, a.user_data if isinstance(a, Assignment) else None)
+        return out
+
+    def on_assignment(self, assigned: TopicPartitions, generation: int) -> None:
+        if callable(getattr(self.obj, "on_assignment", None)):
+            self._call("on_assignment", assigned, generation)
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.obj, method)(*args)
+        except Exception as exc:
+            raise AssignorError(f"assignor {self.name!r}: {method} raised "
+                                f"{type(exc).__name__}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"UserAssignor({self.name!r})"
+
+
+def user_assignor(value: Any) -> str | UserAssignor:
+    """A ``partition_assignment_strategy`` item: a built-in name as it is, else the user
+    assignor it is or names (``"module:attr"``; a class is instantiated once)."""
+    if isinstance(value, UserAssignor):
+        return value
+    if isinstance(value, str) and ":" not in value:
+        if value not in ASSIGNORS:
+            raise ValueError(f"partition_assignment_strategy: unknown assignor {value!r}; "
+                             f"the built-in ones are {', '.join(ASSIGNORS)}, or give an "
+                             "assignor object (or 'module:attr' naming one)")
+        return value
+    obj = resolve(value, "partition_assignment_strategy")
+    if isinstance(obj, str):
+        return user_assignor(obj)
+    if isinstance(obj, type):
+        obj = obj()
+    return UserAssignor(obj)
+
+
+def get_assignor(name: Any):
     """The assignor instance for a protocol name (``range``, ``roundrobin``, ``sticky``,
-    ``cooperative-sticky``)."""
+    ``cooperative-sticky``), or the user assignor given."""
+    if isinstance(name, UserAssignor):
+        return name
     try:
         return ASSIGNORS[name]()
     except KeyError:

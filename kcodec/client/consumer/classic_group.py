@@ -20,10 +20,13 @@ from kcodec.client.errors import (
     KafkaTimeoutError,
 )
 from kcodec.client.net import requests
-from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.cluster import Cluster, coordinator_channel
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+
+log = get_logger(__name__)
 
 __all__ = ["ClassicGroupMember", "GroupMember", "COORDINATOR_CODES", "REJOIN_CODES"]
 
@@ -67,12 +70,13 @@ class ClassicGroupMember:
 
     # ------------------------------------------------------------------ coordinator
     async def coordinator_node(self) -> int:
-        if self.coordinator is not None and self.coordinator in self.cluster.brokers:
-            return self.coordinator
-
-        self.coordinator = await self.cluster.call(
-            lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
-        return self.coordinator
+        """The connection id of the group's coordinator: a connection of its own to that
+        broker (``coordinator_channel``), so a commit or a heartbeat never waits behind
+        the long-poll Fetch on the broker's data connection."""
+        if self.coordinator is None or self.coordinator not in self.cluster.brokers:
+            self.coordinator = await self.cluster.call(
+                lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
+        return coordinator_channel(self.coordinator)
 
     async def request(self, api_key: int, body: Any) -> Any:
         """A request to the coordinator; coordinator moves and disconnects are retried."""
@@ -109,6 +113,8 @@ class ClassicGroupMember:
                 self.member_id = body.member_id
                 continue
             if body.error_code in FENCED:
+                log.info("group %r: JoinGroup says %s: joining again as a new member",
+                         self.group_id, ErrorCode(body.error_code).name)
                 self.member_id = ""
                 self.generation = -1
                 continue
@@ -180,6 +186,10 @@ class ClassicGroupMember:
                 continue
             if time.monotonic() - self.last_poll > max_poll:
                 # the application stopped polling: give the partitions to someone who does
+                log.warning("group %r: no poll for %.1f s (max_poll_interval_ms %d): leaving "
+                            "the group, the partitions go to other members; poll more often "
+                            "or raise max_poll_interval_ms", self.group_id,
+                            time.monotonic() - self.last_poll, self.config.max_poll_interval_ms)
                 self.need_rejoin = True
                 self.lost = True
                 await self.leave("max_poll_interval_ms exceeded", stop=False)
@@ -193,11 +203,16 @@ class ClassicGroupMember:
                 if code in COORDINATOR_CODES:
                     self.coordinator = None
                 elif code in FENCED:   # another member may own our partitions now
+                    log.info("group %r: fenced (heartbeat says %s): the partitions are lost, "
+                             "rejoining", self.group_id, ErrorCode(code).name)
                     if code == ErrorCode.UNKNOWN_MEMBER_ID:
                         self.member_id = ""
                     self.lost = True
                     self.need_rejoin = True
                 elif code:
+                    if self.cluster.debug.consumer:
+                        log.debug("group %r: heartbeat says %s: rejoining", self.group_id,
+                                  ErrorCode(code).name)
                     self.need_rejoin = True
             except asyncio.CancelledError:
                 raise
@@ -210,9 +225,17 @@ class ClassicGroupMember:
         if not offsets:
             return
         generation, member_id = self.commit_identity()
+        t0 = time.monotonic()
         body = await self.request(ApiKey.OFFSET_COMMIT, requests.offset_commit(
             self.group_id, generation, member_id, self.config.group_instance_id,
             [(tp.topic, tp.partition, off) for tp, off in offsets.items()]))
+        cm = self.cluster.metrics
+        if cm is not None:
+            cm.commits.value += 1
+            cm.commit_latency.record((time.monotonic() - t0) * 1000)
+        if self.cluster.debug.consumer:
+            log.debug("group %r: committed %d offsets in %.1f ms", self.group_id, len(offsets),
+                      (time.monotonic() - t0) * 1000)
         for t in body.topics:
             for p in t.partitions:
                 if p.error_code:

@@ -23,7 +23,10 @@ from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+
+log = get_logger(__name__)
 
 __all__ = ["ConsumerGroupMember"]
 
@@ -92,6 +95,8 @@ class ConsumerGroupMember(ClassicGroupMember):
                 self.coordinator = None
                 raise KafkaError(b.error_code, "group coordinator")
             if b.error_code in FENCED_CODES:
+                log.info("group %r: fenced (heartbeat says %s): the partitions are lost, "
+                         "rejoining", self.group_id, ErrorCode(b.error_code).name)
                 self.epoch = 0
                 self.reported = None
                 self.sent_topics = self.sent_regex = None

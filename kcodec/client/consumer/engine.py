@@ -59,6 +59,9 @@ class ConsumerEngine:
         self.read_committed = self.fetcher.read_committed
         self.last_commit = time.monotonic()
         self.watch = TopicWatch(self)       # classic members: pattern and partition counts
+        if self.cluster.metrics is not None:
+            from kcodec.client.consumer.observe import statistics_part
+            self.cluster.stats_parts["consumer"] = statistics_part(self)
 
     @property
     def closed(self) -> bool:
@@ -133,6 +136,8 @@ class ConsumerEngine:
         with self.subs.lock:
             self.subs.assign(tps)
             self.fetcher.drop(lambda f: f.tp not in tps)
+        if self.cluster.metrics is not None:
+            self.cluster.metrics.assigned(self.subs.states)
         self.fetcher.kick()
 
     def seek(self, tp: TopicPartition, offset: int | None) -> None:

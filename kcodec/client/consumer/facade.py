@@ -5,7 +5,9 @@ flight per leader and buffers the raw blobs; ``poll`` decodes them in the caller
 (hiding control batches, dropping aborted transactions under ``read_committed``) and
 advances positions. Group membership (classic_group.py; consumer_group.py for KIP-848)
 rejoins from ``poll``, so rebalance callbacks run in the caller's context, in the Java
-client's order; heartbeats run in the background.
+client's order; heartbeats run in the background. User hooks (``key_deserializer``,
+``value_deserializer``, ``interceptors``: hooks.py) run on the records as ``poll`` returns
+them, in the caller's context.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Callable
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.engine import ConsumerEngine
+from kcodec.client.consumer.hooks import ConsumerHooks
 from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.errors import (
     ClientClosedError,
@@ -28,6 +31,9 @@ from kcodec.client.errors import (
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.structs import ConsumerRecord, TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.observe.log import get_logger
+
+log = get_logger(__name__)
 
 __all__ = ["Consumer", "AsyncConsumer", "RebalanceListener"]
 
@@ -56,6 +62,8 @@ class RebalanceListener:
 
 class _Common:
     _engine: ConsumerEngine
+    _hooks: ConsumerHooks | None = None
+    _hook_error: BaseException | None = None    # a deserializer's, raised at the next poll
 
     def group_metadata(self) -> Any:
         """The group, generation and member, for ``send_offsets_to_transaction``."""
@@ -117,9 +125,13 @@ class _Common:
             raise ClientClosedError("the consumer is closed")
         if eng.subs.held:   # poll() after an iterator stopped early: hand those records out again
             eng.rewind_held()
-        lost = eng.fetcher.lost_broker()
+        fetcher = eng.fetcher
+        lost = fetcher.lost_broker() or fetcher.transport_error
         if lost is not None:
-            raise lost
+            fetcher.transport_error = None
+            if eng.config.error_cb is None:
+                raise lost
+            eng.config.error_cb(lost)     # librdkafka's error_cb: told, and polling goes on
         if eng.fetcher.error is not None:
             err, eng.fetcher.error = eng.fetcher.error, None
             if isinstance(err, NoOffsetForPartitionError):   # ask again after this poll
@@ -127,11 +139,50 @@ class _Common:
                     eng.subs.no_offset.difference_update(err.partitions)
                 eng.fetcher.kick()
             raise err
+        if self._hook_error is not None:
+            err, self._hook_error = self._hook_error, None
+            raise err
+
+    def _deliver(self, out: dict[TopicPartition, list]) -> dict[TopicPartition, list]:
+        """The hooks on a poll's records (hooks.py): what ``poll`` returns; a deserializer's
+        error is raised now if nothing else is left, else at the next poll."""
+        assert self._hooks is not None
+        polled, err = self._hooks.deliver(out, self._engine.seek)
+        if err is not None:
+            if not polled:
+                raise err
+            self._hook_error = err
+        return polled
+
+    def _no_columns(self) -> None:
+        h = self._hooks
+        if h is not None and (h.key is not None or h.value is not None
+                              or h.interceptors is not None):
+            raise ValueError("poll_columns returns the records' bytes as columns: it runs no "
+                             "key_deserializer, value_deserializer or interceptors, and this "
+                             "consumer has some set; use poll(), or a consumer without them")
 
     def _polled(self) -> None:
         g = self._engine.group
         if g is not None:
             g.last_poll = time.monotonic()
+
+    def _after_poll(self, start: float, out: Any) -> Any:
+        """What one poll returned, counted (metrics) and traced (a receive span)."""
+        cluster = self._engine.cluster
+        if cluster.metrics is not None:
+            cluster.metrics.polled(start, time.monotonic(), out)
+        if cluster.tracing is not None and out:
+            cluster.tracing.receive(out)
+        return out
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This consumer's metrics, named as the Java client's (kcodec.client.metrics):
+        ``{group: {name: value or [{"tags": {...}, "value": v}, ...]}}``."""
+        cm = self._engine.cluster.metrics
+        if cm is None:
+            raise ValueError("metrics are off: metrics_enabled=False")
+        return cm.registry.as_dict()
 
     def _resolve_positions(self) -> None:
         """From now on the fetcher may look up missing positions (committed, else reset)."""
@@ -154,13 +205,19 @@ class _Common:
         held = self._engine.subs.held
         for tp, recs in polled.items():
             held[tp] = recs[0].offset
+        tracing = self._engine.cluster.tracing
         try:
             for tp, recs in polled.items():
                 t, p = tp
                 for r in recs:
                     held[tp] = r.offset + 1
-                    yield ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
+                    rec = ConsumerRecord(t, p, r.offset, r.timestamp, r.timestamp_type, r.key,
                                          r.value, r.headers, r.attributes)
+                    if tracing is None:
+                        yield rec
+                    else:       # the process span covers the application's handling
+                        with tracing.process(rec):
+                            yield rec
                 held.pop(tp, None)   # all handed out: the position (past control batches) stands
         finally:
             if held:
@@ -174,6 +231,7 @@ class AsyncConsumer(_Common):
                  **kwargs: Any) -> None:
         self.config, self._topics = _settings(topics, config, kwargs)
         self._eng: ConsumerEngine | None = None
+        self._hooks = self.config.hooks
 
     @property
     def _engine(self) -> ConsumerEngine:  # type: ignore[override]
@@ -225,6 +283,37 @@ class AsyncConsumer(_Common):
         return bool(eng.group is not None and eng.subscribed and eng.group.need_rejoin)
 
     def _rebalance(self) -> Generator[tuple, Any, None]:
+        """``_rebalance_steps``, timed, counted and logged: INFO with the generation, what
+        was assigned and revoked, and how long it took; WARNING when it fails."""
+        eng = self._engine
+        g = eng.group
+        assert g is not None
+        cm = eng.cluster.metrics
+        t0 = time.monotonic()
+        before = set(eng.subs.states)
+        log.info("group %r: rebalancing (member %r, generation %d, %d partitions owned)",
+                 g.group_id, g.member_id, g.generation, len(before))
+        try:
+            yield from self._rebalance_steps()
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            if cm is not None:
+                cm.failed_rebalances.value += 1
+            log.warning("group %r: rebalance failed after %.0f ms: %s", g.group_id,
+                        (time.monotonic() - t0) * 1000, exc)
+            raise
+        ms = (time.monotonic() - t0) * 1000
+        if cm is not None:
+            cm.rebalances.value += 1
+            cm.rebalance_latency.record(ms)
+            cm.last_rebalance = time.monotonic()
+        after = set(eng.subs.states)
+        log.info("group %r: joined generation %d as %r in %.0f ms: %d partitions (added %s, "
+                 "revoked %s)", g.group_id, g.generation, g.member_id, ms, len(after),
+                 _tps(after - before), _tps(before - after))
+
+    def _rebalance_steps(self) -> Generator[tuple, Any, None]:
         """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
         (its result is sent back) or ``("call", listener_method, partitions)``.
 
@@ -298,6 +387,7 @@ class AsyncConsumer(_Common):
 
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        start = time.monotonic()
         self._check()
         self._polled()
         await self._ensure_group()
@@ -310,11 +400,13 @@ class AsyncConsumer(_Common):
         deadline = time.monotonic() + timeout
         while True:
             out = eng.fetcher.take(n)
+            if out and self._hooks is not None:
+                out = self._deliver(out)
             if out:
-                return out
+                return self._after_poll(start, out)
             left = deadline - time.monotonic()
             if left <= 0:
-                return {}
+                return self._after_poll(start, {})
             eng.fetcher.adata.clear()
             try:
                 await asyncio.wait_for(eng.fetcher.adata.wait(), min(left, 0.1))
@@ -322,10 +414,11 @@ class AsyncConsumer(_Common):
                 pass
             self._check()
             if self._rebalance_due():   # return early: the next poll rejoins the group
-                return {}
+                return self._after_poll(start, {})
 
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._no_columns()
         self._check()
         self._polled()
         await self._ensure_group()
@@ -384,7 +477,10 @@ class AsyncConsumer(_Common):
         g = self._engine.group
         if g is None:
             raise ValueError("commit needs a group_id")
-        await g.commit(offsets if offsets is not None else self._engine.subs.positions_to_commit())
+        offsets = offsets if offsets is not None else self._engine.subs.positions_to_commit()
+        await g.commit(offsets)
+        if self._hooks is not None:
+            self._hooks.committed(offsets)
 
     def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
         """Commit in the background; returns the task."""
@@ -402,7 +498,11 @@ class AsyncConsumer(_Common):
         eng = self._eng
         if eng is None or eng.closed:
             return
-        await self._drive(self._closing())
+        try:
+            await self._drive(self._closing())
+        finally:
+            if self._hooks is not None:
+                self._hooks.close()
 
     async def __aenter__(self) -> AsyncConsumer:
         return await self.start()
@@ -425,6 +525,8 @@ class Consumer(_Common):
         self.config, names = _settings(topics, config, kwargs)
         self._loop = loop or shared_loop()
         self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
+        # one set of hooks (interceptor instances) for both faces
+        self._hooks = self._async._hooks = self.config.hooks
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
         self._timeout = self.config.api_timeout_ms / 1000
@@ -471,6 +573,7 @@ class Consumer(_Common):
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
+        start = time.monotonic()
         self._check()
         self._polled()
         eng = self._engine
@@ -483,20 +586,23 @@ class Consumer(_Common):
         deadline = time.monotonic() + timeout
         while True:
             out = eng.fetcher.take(n)
+            if out and self._hooks is not None:
+                out = self._deliver(out)
             if out:
-                return out
+                return self._after_poll(start, out)
             left = deadline - time.monotonic()
             if left <= 0:
-                return {}
+                return self._after_poll(start, {})
             with eng.fetcher.data_ready:
                 if not eng.fetcher.buffer:
                     eng.fetcher.data_ready.wait(min(left, 0.1))
             self._check()
             if self._async._rebalance_due():
-                return {}
+                return self._after_poll(start, {})
 
     def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
+        self._no_columns()
         self._check()
         self._polled()
         eng = self._engine
@@ -557,6 +663,9 @@ class Consumer(_Common):
         except KafkaTimeoutError:
             self._loop.run(eng.abort(), 5)
             raise
+        finally:
+            if self._hooks is not None:
+                self._hooks.close()
 
     def __enter__(self) -> Consumer:
         return self
@@ -568,6 +677,14 @@ class Consumer(_Common):
 _NO_GROUP = ("subscribe needs a group_id (the group's members share the topics' partitions); "
              "without a group, read the partitions you choose: "
              "assign([TopicPartition(topic, partition), ...])")
+
+
+def _tps(tps: set[TopicPartition]) -> str:
+    """Partitions as ``topic[0,1,2]`` per topic, for a log line."""
+    by: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by.setdefault(t, []).append(p)
+    return " ".join(f"{t}{ps}" for t, ps in by.items()) or "none"
 
 
 def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,

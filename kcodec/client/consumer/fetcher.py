@@ -32,14 +32,18 @@ from kcodec.client.errors import (
     BrokerNotAvailableError,
     KafkaError,
     NoOffsetForPartitionError,
+    ResponseTooLargeError,
 )
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
 from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
 from kcodec.records.header import next_offset
+
+log = get_logger(__name__)
 
 __all__ = ["Fetcher", "FETCH_REFRESH_CODES"]
 
@@ -70,13 +74,18 @@ class Fetcher:
         self.wake = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.sessions: dict[int, FetchSession[TopicPartition]] = {}     # by broker (KIP-227)
-        self.inflight: set[int] = set()
+        self.inflight: dict[int, float] = {}   # broker -> when its Fetch was sent
         self.closed = False
         # the next poll raises this (a non-retriable fetch error, or no offset for a
         # partition under auto_offset_reset="none")
         self.error: BaseException | None = None
-        # no broker answer since this time (None: the last request went well), and why
-        self.failing_since: float | None = None
+        # the next poll reports this (raised, or given to error_cb): a connection-level
+        # failure no retry mends (a response over receive_message_max_bytes)
+        self.transport_error: BaseException | None = None
+        self._transport_told = -1e9
+        # the last time the fetcher made progress (see the module docstring), and the last
+        # failure since
+        self.progress_at = time.monotonic()
         self.last_failure: BaseException | None = None
         self.last_failure_at = 0.0
 
@@ -92,31 +101,36 @@ class Fetcher:
     def failed(self, exc: BaseException) -> None:
         now = time.monotonic()
         self.last_failure, self.last_failure_at = exc, now
-        if self.failing_since is None or self.cluster.last_ok > self.failing_since:
-            self.failing_since = now
+        # reported at once, then at most once per api_timeout_ms while it goes on
+        if isinstance(exc, ResponseTooLargeError) and \
+                now - self._transport_told >= self.config.api_timeout_ms / 1000:
+            self.transport_error, self._transport_told = exc, now
+
+    def progressed(self) -> None:
+        self.progress_at = time.monotonic()
 
     def lost_broker(self) -> BrokerNotAvailableError | None:
-        """The error ``poll`` raises when the brokers failed every request for
-        ``api_timeout_ms``: failures since then, still coming, and no answer in between
-        (then the clock restarts, so a later poll may raise again)."""
-        since = self.failing_since
-        if since is None:
-            return None
+        """The error ``poll`` reports when the fetcher wanted data and made no progress for
+        ``api_timeout_ms`` (then the clock restarts, so a later poll may report again)."""
         now = time.monotonic()
         limit = self.config.api_timeout_ms / 1000
-        # still failing: something was tried and failed lately (reconnects are tried at
-        # least every reconnect_backoff_max_ms while the brokers are wanted)
-        lately = max(limit / 2, 2 * self.config.reconnect_backoff_max_ms / 1000)
-        if self.cluster.last_ok > since or \
-                now - max(self.last_failure_at, self.cluster.last_fail) > lately:
-            self.failing_since = None   # answered since, or nothing tried lately
+        # a Fetch may rightly wait fetch_max_wait_ms at the broker
+        since = self.progress_at
+        if now - since < max(limit, self.config.fetch_max_wait_ms / 1000 + 1) \
+                or self.closed or not self.subs.states:
             return None
-        if now - since < limit or not self.subs.states:
-            return None
-        self.failing_since = now
+        self.progress_at = now
+        waiting = [f"a Fetch to {self.cluster.address(node)} unanswered for {now - t:.1f} s"
+                   for node, t in sorted(self.inflight.items()) if now - t > 1]
+        parts = []
+        if self.last_failure is not None and self.last_failure_at >= since:
+            parts.append(f"last error: {self.last_failure}")
+        if waiting:
+            parts.append("; ".join(waiting))
+        if not parts:
+            parts.append("no Fetch could be sent (no leader known for the assigned partitions)")
         return BrokerNotAvailableError(
-            f"no broker answered for {limit:.1f} s; last error: "
-            f"{self.last_failure}")
+            f"no broker answered for {limit:.1f} s; " + "; ".join(parts))
 
     def drop(self, pred: Callable[[Fetched], bool]) -> None:
         """Drop buffered blobs ``pred`` picks (the subscription's lock held)."""
@@ -140,11 +154,10 @@ class Fetcher:
         while not self.closed:
             self.wake.clear()
             try:
-                subs = self.subs
-                if subs.resolve and any(st.position is None and tp not in subs.no_offset
-                                        for tp, st in subs.states.items()):
+                if self._resolving():
                     try:
                         await self.resolve(self.subs.no_offset)
+                        self.progressed()
                     except NoOffsetForPartitionError as exc:
                         # raised by the next poll; not asked again until seek(); the others fetch
                         self.subs.no_offset.update(exc.partitions)
@@ -159,14 +172,24 @@ class Fetcher:
                 self.cluster.invalidate()
                 await asyncio.sleep(backoff)
                 continue
+            except Exception as exc:   # a bug: the next poll raises it, and fetching goes on
+                self.error = exc
+                await asyncio.sleep(backoff)
+                continue
             try:
                 await asyncio.wait_for(self.wake.wait(), 1.0)
             except asyncio.TimeoutError:
                 pass
 
+    def _resolving(self) -> bool:
+        subs = self.subs
+        return subs.resolve and any(st.position is None and tp not in subs.no_offset
+                                    for tp, st in subs.states.items())
+
     async def _launch(self) -> None:
         cfg = self.config
         if self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2:
+            self.progressed()    # waiting for the application, not for a broker
             return
         buffered_tps: dict[TopicPartition, int] = {}
         for f in self.buffer:
@@ -174,12 +197,16 @@ class Fetcher:
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         wanted = [tp for tp, st in self.subs.states.items()
                   if not st.paused and st.fetch_position is not None and buffered_tps.get(tp, 0) < 2]
+        if not wanted and not self.inflight and not self._resolving():
+            self.progressed()    # nothing asked of the brokers: nobody is late
         unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
                    or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
         if unknown or (wanted and self.cluster.stale):
             await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
         for tp in wanted:
-            st = self.subs.states[tp]
+            st = self.subs.states.get(tp)
+            if st is None:       # revoked by a rebalance while the metadata was refreshed
+                continue
             info = self.cluster.topics.get(tp.topic)
             leader = info.partitions.get(tp.partition, -1) if info is not None else -1
             if leader < 0:
@@ -188,7 +215,7 @@ class Fetcher:
                 continue
             by_node.setdefault(leader, []).append((tp, st.fetch_position))
         for node, parts in by_node.items():
-            self.inflight.add(node)
+            self.inflight[node] = time.monotonic()
             self.loop.create_task(self._fetch(node, parts))
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
@@ -222,11 +249,17 @@ class Fetcher:
                 partition_max_bytes=cfg.max_partition_fetch_bytes,
                 forgotten=[(tp.topic, tp.partition) for tp in forget], topic_ids=ids)
             timeout = cfg.request_timeout_ms / 1000 + cfg.fetch_max_wait_ms / 1000
+            cm = self.cluster.metrics
+            t0 = time.monotonic()
             try:
                 resp = await self.cluster.send(node, ApiKey.FETCH, req, version, timeout=timeout)
             except BaseException:
                 session.on_error()
                 raise
+            self.progressed()
+            if cm is not None:
+                cm.fetches.value += 1
+                cm.fetch_latency.record((time.monotonic() - t0) * 1000)
             body = resp.body
             code = getattr(body, "error_code", 0) or 0
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
@@ -250,18 +283,28 @@ class Fetcher:
                     if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
                         continue
                     if p.error_code:
+                        if cm is not None:
+                            cm.error("Fetch", p.error_code)
                         self._partition_error(tp, st, p.error_code)
                         continue
                     st.high_watermark = p.high_watermark
+                    st.log_start = p.log_start_offset
                     data = p.records
                     if not data:
                         continue
+                    if cm is not None:
+                        cm.consumed_bytes.value += len(data)
+                        cm.consumer_topic(name)[1].value += len(data)
                     nxt = next_offset(data, offsets[tp])
                     if nxt <= offsets[tp]:
                         continue
                     f = Fetched(tp, offsets[tp], data, p.aborted_transactions, st.epoch)
                     st.fetch_position = nxt
                     got.append(f)
+            if self.cluster.debug.fetch:
+                log.debug("fetch from node %s: %d partitions asked, %d with data (%d bytes) "
+                          "in %.1f ms", node, len(parts), len(got),
+                          sum(len(f.data) for f in got), (time.monotonic() - t0) * 1000)
             if got:
                 with self.subs.lock:
                     for f in got:
@@ -280,7 +323,7 @@ class Fetcher:
             self.cluster.invalidate()
             await asyncio.sleep(cfg.retry_backoff_ms / 1000)
         finally:
-            self.inflight.discard(node)
+            self.inflight.pop(node, None)
             self.wake.set()
 
     def _partition_error(self, tp: TopicPartition, st: PartitionState, code: int) -> None:

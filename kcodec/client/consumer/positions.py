@@ -23,7 +23,8 @@ __all__ = ["PartitionState", "SubscriptionState"]
 
 
 class PartitionState:
-    __slots__ = ("position", "fetch_position", "high_watermark", "paused", "epoch")
+    __slots__ = ("position", "fetch_position", "high_watermark", "paused", "epoch",
+                 "log_start")
 
     def __init__(self) -> None:
         self.position: int | None = None
@@ -31,6 +32,7 @@ class PartitionState:
         self.high_watermark = -1
         self.paused = False
         self.epoch = 0   # bumped on seek: buffered data of an older epoch is stale
+        self.log_start = -1   # the log start offset the last fetch reported (records-lead)
 
 
 class SubscriptionState:

@@ -8,7 +8,7 @@ import time
 import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kcodec.client.config import ClientConfig
 from kcodec.client.errors import (
@@ -22,19 +22,39 @@ from kcodec.client.net import requests
 from kcodec.client.net.conn import BrokerConnection
 from kcodec.client.net.core import Response
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import Debug, get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+
+log = get_logger(__name__)
+
+if TYPE_CHECKING:
+    from kcodec.client.metrics import ClientMetrics
 
 # The client's own generator (bootstrap order, backoff jitter): a library must not draw from
 # the application's global ``random``, whose sequence a program may have seeded.
 _RNG = random.Random()
 
-__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES"]
+__all__ = ["Cluster", "TopicInfo", "REFRESH_CODES", "coordinator_channel", "broker_of"]
 
 # Codes after which the metadata is stale (the partition moved, the topic is new or gone,
 # its broker failed): those ErrorCode flags invalid-metadata, where Java's exception is an
 # InvalidMetadataException, on which its producer and admin client refresh the metadata.
 REFRESH_CODES = frozenset(code for code in ErrorCode if code.invalid_metadata)
 BOOTSTRAP = -1   # pseudo node ids of bootstrap addresses: -1, -2, ...
+# Group and transaction coordinators get a connection of their own to their broker, as in
+# Java (its id there is Integer.MAX_VALUE - the broker's id) and librdkafka: a commit or a
+# heartbeat must not queue behind a long-poll Fetch on the broker's one data connection.
+COORDINATOR_CHANNEL = 2**31 - 1
+
+
+def coordinator_channel(node_id: int) -> int:
+    """The connection id for talking to ``node_id`` as a coordinator."""
+    return COORDINATOR_CHANNEL - node_id
+
+
+def broker_of(conn_id: int) -> int:
+    """The broker id a connection id is for (a coordinator channel's broker, or itself)."""
+    return COORDINATOR_CHANNEL - conn_id if conn_id > COORDINATOR_CHANNEL // 2 else conn_id
 
 
 @dataclass
@@ -46,6 +66,13 @@ class TopicInfo:
     isr: dict[int, list[int]] = field(default_factory=dict)
     is_internal: bool = False
     topic_id: Any = None        # uuid.UUID (KIP-516) when the broker gave one, else None
+
+
+def _kind(config: ClientConfig) -> str:
+    from kcodec.client.config import ConsumerConfig, ProducerConfig
+
+    return ("producer" if isinstance(config, ProducerConfig) else
+            "consumer" if isinstance(config, ConsumerConfig) else "admin")
 
 
 class Cluster:
@@ -71,6 +98,22 @@ class Cluster:
         self.last_fail = 0.0   # when a request or a connection attempt last failed
         from kcodec.client.net.security import Security
         self.security = Security.of(config)
+        # observability: the client's metrics (None: metrics_enabled=False), debug contexts,
+        # the statistics task (started with the first connection) and the tracer
+        self.debug = Debug(config.debug)
+        self.metrics: ClientMetrics | None = None
+        if config.metrics_enabled:
+            from kcodec.client.metrics import ClientMetrics
+            self.metrics = ClientMetrics(_kind(config), config.client_id)
+        self._stats: asyncio.Task | None = None
+        self._telemetry: Any = None            # KIP-714 (kcodec.client.telemetry)
+        self._telemetry_task: asyncio.Task | None = None
+        self.stats_parts: dict[str, Callable[[dict], None]] = {}   # fill the statistics
+        self.tracing: Any = None
+        if config.tracing_enabled:
+            from kcodec.observe.tracing import Tracing
+            self.tracing = Tracing(config.client_id, config.tracer_provider,
+                                   getattr(config, "group_id", None), config.bootstrap[0])
 
     # --------------------------------------------------------------- connections
     @property
@@ -78,7 +121,8 @@ class Cluster:
         return self.config.request_timeout_ms / 1000
 
     async def connection(self, node_id: int) -> BrokerConnection:
-        """A live connection to ``node_id`` (negative: a bootstrap address)."""
+        """A live connection to ``node_id`` (negative: a bootstrap address; a
+        ``coordinator_channel``: a second connection to that broker)."""
         if self.closed:
             raise ClientClosedError("the client is closed")
         conn = self._conns.get(node_id)
@@ -90,14 +134,16 @@ class Cluster:
             self.invalidate()
         task = self._connecting.get(node_id)
         if task is None:
+            broker = broker_of(node_id)
             if node_id < 0:
                 host, port = self.config.bootstrap[-node_id - 1]
-            elif node_id in self.brokers:
-                host, port = self.brokers[node_id]
+            elif broker in self.brokers:
+                host, port = self.brokers[broker]
             else:
-                raise BrokerNotAvailableError(f"unknown broker id {node_id}")
+                raise BrokerNotAvailableError(f"unknown broker id {broker}")
             conn = BrokerConnection(host, port, node_id, self.config.client_id, self.request_timeout,
-                                    self.security)
+                                    self.security, self.config.receive_message_max_bytes,
+                                    self.metrics, self.debug)
             self._made.add(conn)
             task = asyncio.get_running_loop().create_task(
                 conn.connect(self.config.socket_connection_setup_timeout_ms / 1000))
@@ -110,6 +156,15 @@ class Cluster:
         self.reached = True       # (the connect task's callback made it the node's)
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+            if self.config.statistics_interval_ms and self.metrics is not None:
+                from kcodec.client.stats import report_statistics
+                self._stats = asyncio.get_running_loop().create_task(report_statistics(self))
+            if self.config.enable_metrics_push and self.metrics is not None:
+                from kcodec.client.telemetry import TelemetryReporter, available
+                if available():
+                    self._telemetry = TelemetryReporter(self)
+                    self._telemetry_task = asyncio.get_running_loop().create_task(
+                        self._telemetry.run())
         return new
 
     def _connected(self, node_id: int) -> Any:
@@ -167,11 +222,11 @@ class Cluster:
                     if (isinstance(exc, (TimeoutError, asyncio.TimeoutError))
                             and not isinstance(exc, KcodecError)):
                         exc = KafkaTimeoutError(
-                            f"{self._address(node)}: the connection and Kafka handshake did "
+                            f"{self.address(node)}: the connection and Kafka handshake did "
                             f"not complete within the {left:.1f} s left before the deadline; "
                             f"is a Kafka broker listening there?")
                     self.last_fail = time.monotonic()
-                    last[self._address(node)] = exc
+                    last[self.address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
             causes = "; ".join(str(e) for e in last.values())
             if not self.reached and definite:
@@ -183,9 +238,10 @@ class Cluster:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
 
-    def _address(self, node: int) -> str:
+    def address(self, node: int) -> str:
+        """``host:port`` of a broker id (negative: a bootstrap address)."""
         host, port = self.config.bootstrap[-node - 1] if node < 0 else \
-            self.brokers.get(node, ("?", 0))
+            self.brokers.get(broker_of(node), ("?", 0))
         return f"{host}:{port}"
 
     async def send(self, node_id: int | None, api_key: int, body: Any,
@@ -195,8 +251,12 @@ class Cluster:
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         try:
             resp = await conn.request(api_key, body, version, timeout, expect_response)
-        except KcodecError:
+        except KcodecError as exc:
             self.last_fail = time.monotonic()
+            if getattr(exc, "after_handshake", False) and not self.last_ok:
+                # a listener that wants SASL, and no broker ever answered us: waiting for
+                # api_timeout_ms changes nothing
+                exc.retriable = False  # type: ignore[attr-defined]
             raise
         self.last_ok = time.monotonic()
         return resp
@@ -212,20 +272,36 @@ class Cluster:
         if deadline is None:
             deadline = time.monotonic() + self.config.api_timeout_ms / 1000
         backoff = self.config.retry_backoff_ms / 1000
+        attempts = 0
+        last: BaseException | None = None
         while True:
+            attempts += 1
             try:
-                return await make()
+                result = await make()
+                if attempts > 1:    # a retry that succeeded late: worth an operator's eye
+                    log.info("%s succeeded after %d attempts (last error: %s)", what,
+                             attempts, last)
+                return result
             except KafkaError as exc:
+                if self.metrics is not None:
+                    self.metrics.error(what, exc.code)
                 if not exc.retriable or time.monotonic() + backoff > deadline:
                     raise
                 if exc.code in REFRESH_CODES:
                     self.invalidate()
+                last = exc
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
                 if self.closed:
                     raise ClientClosedError("the client is closed") from exc
                 if not getattr(exc, "retriable", True) or time.monotonic() + backoff > deadline:
                     raise
                 self.invalidate()
+                last = exc
+            if self.metrics is not None:
+                self.metrics.retry(what)
+            if self.debug.protocol:
+                log.debug("%s: attempt %d failed (%s), retrying in %.0f ms", what, attempts,
+                          last, backoff * 1000)
             await asyncio.sleep(backoff * (0.8 + 0.4 * _RNG.random()))
             backoff = min(backoff * 2, 1.0)
 
@@ -264,9 +340,14 @@ class Cluster:
                 if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.topics.pop(t.name, None)
             for node, conn in list(self._conns.items()):
-                if node >= 0 and node in self.brokers and self.brokers[node] != (conn.host, conn.port):
+                b = broker_of(node)
+                if node >= 0 and b in self.brokers and self.brokers[b] != (conn.host, conn.port):
                     conn.close()
             self._meta_time = time.monotonic()
+            if self.debug.metadata:
+                log.debug("metadata: %d brokers, controller %s, topics %s", len(self.brokers),
+                          self.controller_id, {t.name: (t.error_code, len(t.partitions))
+                                               for t in body.topics})
             return body
 
     async def topic(self, name: str, auto_create: bool = True,
@@ -334,9 +415,18 @@ class Cluster:
         return [c for c in self._conns.values() if c.alive]
 
     async def close(self) -> None:
+        if self._telemetry is not None and not self.closed:
+            if self._telemetry_task is not None:
+                self._telemetry_task.cancel()
+            try:                      # KIP-714: the last push says the client is going
+                await asyncio.wait_for(self._telemetry.close(), 1.0)
+            except (asyncio.TimeoutError, KcodecError):
+                pass
         self.closed = True
         if self._reaper is not None:
             self._reaper.cancel()
+        if self._stats is not None:
+            self._stats.cancel()
         for task in list(self._connecting.values()):
             task.cancel()
         readers = []

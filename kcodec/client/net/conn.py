@@ -10,16 +10,22 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError
-from kcodec.client.net.core import Connection, Response
+from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError, ResponseTooLargeError
+from kcodec.client.net.core import MAX_FRAME, Connection, Response
 from kcodec.client.net.wire import api_name as _api_name
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import describe, get_logger
 from kcodec.protocol import ApiKey
 
 if TYPE_CHECKING:
+    from kcodec.client.metrics import ClientMetrics
     from kcodec.client.net.security import Security
+    from kcodec.observe.log import Debug
 
 __all__ = ["BrokerConnection"]
+
+log = get_logger(__name__)
+_perf = time.perf_counter
 
 # connect() errors no amount of waiting changes for a broker that was never reached
 _DEFINITE_ERRNOS = {errno.ECONNREFUSED, errno.EADDRNOTAVAIL, errno.ENETUNREACH,
@@ -36,12 +42,17 @@ class BrokerConnection:
     """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
 
     def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
-                 request_timeout: float, security: Security | None = None) -> None:
+                 request_timeout: float, security: Security | None = None,
+                 max_frame: int = MAX_FRAME, metrics: ClientMetrics | None = None,
+                 debug: Debug | None = None) -> None:
         self.host, self.port, self.node_id = host, port, node_id
+        self.cm = metrics
+        self.m = metrics.node(node_id) if metrics is not None else None
+        self.debug = debug
         self.security = security
         self._reauth_at: float | None = None
         self._auth_lock: asyncio.Lock | None = None
-        self.core = Connection(client_id)
+        self.core = Connection(client_id, max_frame)
         self.request_timeout = request_timeout
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -49,6 +60,7 @@ class BrokerConnection:
         self._task: asyncio.Task | None = None
         self.error: BaseException | None = None
         self.last_used = time.monotonic()
+        self.answered = 0     # responses after the handshake
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node {self.node_id} {self.host}:{self.port}>"
@@ -75,7 +87,7 @@ class BrokerConnection:
             "ssl": sec.ssl_context, "server_hostname": self.host}
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), timeout)
+                asyncio.open_connection(self.host, self.port, limit=1 << 18, **tls), timeout)
         except ssl.SSLError as exc:
             from kcodec.client.net.security import tls_error
             raise tls_error(self.host, self.port, exc) from None
@@ -111,8 +123,10 @@ class BrokerConnection:
                             f"(ApiVersions) does not parse ({exc})") from None
         except BrokerNotAvailableError as exc:
             self.close()
+            hint = "" if sec is not None and sec.use_tls else \
+                " If the listener requires TLS, security_protocol must be SSL or SASL_SSL."
             raise _definite(f"{addr} closed the connection during the Kafka handshake "
-                            f"(ApiVersions); is it a Kafka listener? ({exc})") from None
+                            f"(ApiVersions); is it a Kafka listener? ({exc}){hint}") from None
         except BaseException:
             self.close()
             raise
@@ -122,6 +136,11 @@ class BrokerConnection:
             except BaseException:
                 self.close()
                 raise
+        if self.cm is not None:
+            self.cm.conn_created.value += 1
+            self.cm.in_flight(self.node_id, lambda: len(self._pending))
+        log.info("connected to %s (node %s)%s", addr, self.node_id,
+                 "" if sec is None else f" with {sec!r}")
         return self
 
     async def _authenticate(self, timeout: float | None = None) -> None:
@@ -162,13 +181,29 @@ class BrokerConnection:
         if expect_response:
             self._pending[cid] = fut
         self._writer.write(data)
+        m = self.m
+        if m is not None:
+            m.sent(len(data))
+            t0 = _perf()
+        dbg = self.debug
+        if dbg is not None and dbg.protocol:
+            log.debug("-> node %s %s v%s cid %s (%d bytes): %s", self.node_id,
+                      _api_name(api_key), self.core._inflight[-1][2] if expect_response and
+                      self.core._inflight else version, cid, len(data),
+                      "ApiVersions" if body_override else describe(body))
         if not expect_response:
             await self._writer.drain()
             return Response(cid, api_key, -1, None)
         try:
             if self._writer.transport.get_write_buffer_size() > 1 << 20:
                 await self._writer.drain()
-            return await asyncio.wait_for(asyncio.shield(fut), timeout or self.request_timeout)
+            resp = await asyncio.wait_for(asyncio.shield(fut), timeout or self.request_timeout)
+            if m is not None:
+                m.answered(api_key, (_perf() - t0) * 1000, resp.body)
+            if dbg is not None and dbg.protocol:
+                log.debug("<- node %s %s v%s cid %s: %s", self.node_id, _api_name(api_key),
+                          resp.version, cid, describe(resp.body))
+            return resp
         except asyncio.TimeoutError:
             # responses come in order: a lost one poisons the connection
             err = KafkaTimeoutError(
@@ -188,16 +223,22 @@ class BrokerConnection:
         assert self._reader is not None
         try:
             while True:
-                data = await self._reader.read(1 << 20)
+                data = await self._reader.read(1 << 18)
                 if not data:
                     self.core.eof()
-                    raise BrokerNotAvailableError(f"{self.host}:{self.port} closed the connection")
+                    raise self._closed_by_peer()
+                if self.m is not None:
+                    self.m.received(len(data))
                 for r in self.core.receive(data):
+                    if r.api_key != ApiKey.API_VERSIONS:
+                        self.answered += 1
                     fut = self._pending.pop(r.correlation_id, None)
                     if fut is not None and not fut.done():
                         fut.set_result(r)
         except asyncio.CancelledError:
             self.close(BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed"))
+        except ResponseTooLargeError as exc:
+            self.close(ResponseTooLargeError(f"{self.host}:{self.port}", exc.size, exc.limit))
         except ProtocolError as exc:
             self.close(ProtocolError(f"{self.host}:{self.port}: {exc}"))
         except (OSError, KcodecError) as exc:
@@ -205,11 +246,41 @@ class BrokerConnection:
                 exc = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
             self.close(exc)
 
+    def _closed_by_peer(self) -> BrokerNotAvailableError:
+        """The peer ended the stream. Right after a good handshake, on the first request and
+        without answering it, is how a SASL listener treats a client that does not
+        authenticate: say so (``after_handshake``; the cluster fails fast on it when no
+        broker ever answered this client)."""
+        addr = f"{self.host}:{self.port}"
+        sec = self.security
+        if self.answered == 0 and self._pending and self.core.broker_versions is not None \
+                and (sec is None or not sec.use_sasl):
+            proto = sec.protocol if sec is not None else "PLAINTEXT"
+            err = BrokerNotAvailableError(
+                f"{addr} closed the connection on the first request after the Kafka "
+                f"handshake without answering it: the listener probably requires SASL "
+                f"(security_protocol is {proto}; use SASL_PLAINTEXT or SASL_SSL with "
+                "sasl_mechanism, sasl_username and sasl_password)", definite=True,
+                after_handshake=True)
+            return err
+        return BrokerNotAvailableError(f"{addr} closed the connection")
+
     def close(self, error: BaseException | None = None) -> None:
         """Close the socket and fail every pending request with ``error``."""
         if self.error is None:
             self.error = error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed")
+            if self._writer is not None:       # it was up: say how it ended
+                if self.cm is not None:
+                    self.cm.conn_closed.value += 1
+                from kcodec.client.errors import ClientClosedError
+                if error is None or isinstance(error, ClientClosedError):
+                    log.debug("closed the connection to %s:%s (node %s)", self.host, self.port,
+                              self.node_id)
+                else:
+                    log.info("lost the connection to %s:%s (node %s): %s", self.host, self.port,
+                             self.node_id, error)
         self.core.closed = True
+        self.core.release()     # a partial frame of a dead connection goes at once
         pending, self._pending = self._pending, {}
         for fut in pending.values():
             if not fut.done():

@@ -13,24 +13,39 @@ Framing::
 A peer that breaks this -- an impossible size, bytes that do not decode, a correlation id
 other than the oldest in flight, a frame cut off by end of stream -- raises
 ``ProtocolError``; the driver then closes the connection and fails what was pending.
+
+Memory: a frame's size is checked when its four size bytes arrive, before any of its body
+is held: above ``max_frame`` (the client's ``receive_message_max_bytes``) it is a
+``ResponseTooLargeError``, and a frame when nothing is in flight is a ``ProtocolError``.
+The body is gathered in one buffer of the announced size -- from 1 MiB on an anonymous
+mapping whose pages are touched only as bytes arrive (a peer that announces much and
+sends little costs only what it sent) and go back to the system when the frame is
+dropped -- and is decoded in place: the records of a Fetch
+answer are read-only views of it, never copies. ``release`` drops what a dead connection
+held.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from kcodec.client.errors import KafkaError
+from kcodec.client.errors import KafkaError, ResponseTooLargeError
 from kcodec.client.net import requests
 from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import ApiKey, ErrorCode, FrameSplitter
+from kcodec.protocol import REQUESTS, ApiKey, ErrorCode
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
-MAX_FRAME = 512 * 1024 * 1024
+# The default cap on one response: librdkafka's receive.message.max.bytes (100 MB). The
+# Java client has no such cap (its fetch.max.bytes only asks the broker for less).
+MAX_FRAME = 100_000_000
+# frames from this size on are gathered in an anonymous mapping rather than on the heap
+_OWN_PAGES = 1 << 20
 
 # The versions this client speaks: (min, max) per API key. Produce and Fetch go up to their
 # topic-id versions (KIP-516); requests fall back to the last name-based version when the
@@ -61,8 +76,22 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),     # KIP-848
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),      # KIP-848
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),        # KIP-932 (v0 was Kafka 4.0's early access)
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),                  # 2: acquire mode, RENEW (KIP-1206, 1222)
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DESCRIBE_ACLS: (1, 3),            # v1+: pattern types (v0 knows literal names only)
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 
+
+# KIP-714 client telemetry (GetTelemetrySubscriptions, PushTelemetry), where kcodec's
+# protocol classes have them (the newest spec set)
+CLIENT_VERSIONS.update({k: (0, 0) for k in (71, 72) if k in REQUESTS})
 
 # the first version of an API whose requests name topics by id only
 TOPIC_ID_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
@@ -83,7 +112,11 @@ class Connection:
 
     def __init__(self, client_id: str | None = "kcodec", max_frame: int = MAX_FRAME) -> None:
         self.client_id = client_id
-        self._frames = FrameSplitter(max_frame)
+        self.max_frame = max_frame
+        self._head = bytearray()              # the size bytes of the next frame
+        self._body: bytearray | mmap.mmap | None = None   # the frame being gathered
+        self._size = 0                        # its announced size
+        self._filled = 0                      # and how much of it came
         self._next_id = 0
         self._inflight: deque[tuple[int, int, int]] = deque()   # (cid, api_key, version)
         self._unanswered: set[int] = set()   # acks=0 produce: a response may or may not come
@@ -168,24 +201,88 @@ class Connection:
         return [c for c, _, _ in self._inflight]
 
     # ------------------------------------------------------------------ responses
-    def receive(self, data: bytes) -> list[Response]:
+    def receive(self, data: Any) -> list[Response]:
         """Feed received bytes; return the responses they complete (in request order)."""
+        out = []
+        payload = None
         try:
-            payloads = self._frames.feed(data)
-            out = []
-            for payload in payloads:
+            for payload in self._frames(data):
                 r = self._decode(payload)
                 if r is not None:
                     out.append(r)
             return out
-        except ProtocolError:
-            self.closed = True
-            raise
         except KcodecError as exc:
-            self.closed = True
-            raise ProtocolError(f"undecodable response: {exc}") from exc
+            err: KcodecError = exc if isinstance(exc, ProtocolError) else \
+                ProtocolError(f"undecodable response: {exc}")
+            if err is not exc:
+                err.__cause__ = exc
+        # out of the handler, and the frame let go: an error kept for reporting must not
+        # keep a dead connection's frame alive through its traceback
+        payload = None
+        self.closed = True
+        self.release()
+        raise _detached(err)
 
-    def _decode(self, payload: bytes) -> Response | None:
+    def _frames(self, data: Any) -> list[memoryview]:
+        """The frames ``data`` completes, as read-only views of their own buffers."""
+        out: list[memoryview] = []
+        mv = memoryview(data)
+        if mv.ndim != 1 or mv.format != "B":
+            mv = mv.cast("B")
+        pos, n = 0, len(mv)
+        while pos < n:
+            body = self._body
+            if body is None:
+                take = min(4 - len(self._head), n - pos)
+                self._head += mv[pos:pos + take]
+                pos += take
+                if len(self._head) < 4:
+                    break
+                size = int.from_bytes(self._head, "big", signed=True)
+                self._head.clear()
+                self._check_size(size)
+                self._size, self._filled = size, 0
+                # a large frame gets pages of its own: touched only as bytes arrive, and
+                # given back to the system the moment the last view of it goes
+                body = self._body = bytearray(size) if size < _OWN_PAGES else \
+                    mmap.mmap(-1, size)
+            filled = self._filled
+            take = min(self._size - filled, n - pos)
+            body[filled:filled + take] = mv[pos:pos + take]
+            pos += take
+            self._filled = filled = filled + take
+            if filled == self._size:
+                self._body = None
+                out.append(memoryview(body).toreadonly())
+        return out
+
+    def _check_size(self, size: int) -> None:
+        """Refuse a frame before holding any of it."""
+        head = size.to_bytes(4, "big", signed=True)
+        if head[0] in (0x15, 0x16) and head[1] == 0x03 and head[2] <= 0x04:
+            # a TLS record (alert or handshake) where a Kafka size should be
+            raise ProtocolError("the peer answered with TLS, not Kafka: the listener requires "
+                                "TLS (security_protocol SSL or SASL_SSL)")
+        if size > self.max_frame:
+            raise ResponseTooLargeError("response", size, self.max_frame)
+        if size < 4:
+            raise ProtocolError(f"response frame size {size}: a frame holds at least its "
+                                "4-byte correlation id; the stream is corrupt")
+        if not self._inflight and not self._unanswered:
+            raise ProtocolError(f"a response frame of {size} bytes arrived with no request "
+                                "in flight")
+
+    @property
+    def pending(self) -> int:
+        """Bytes held of a frame not yet complete."""
+        return len(self._head) + (self._filled if self._body is not None else 0)
+
+    def release(self) -> None:
+        """Drop the partial frame (the connection is dead: its memory goes at once)."""
+        self._head = bytearray()
+        self._body = None
+
+    def _decode(self, payload: memoryview) -> Response | None:
         if len(payload) < 4:
             raise ProtocolError(f"response frame of {len(payload)} bytes has no header")
         cid = struct.unpack_from(">i", payload, 0)[0]
@@ -205,12 +302,25 @@ class Connection:
     def eof(self) -> None:
         """The peer closed the stream; a partial frame there is a protocol error."""
         self.closed = True
-        if self._frames.pending:
+        held = self.pending
+        self.release()
+        if held:
             raise ProtocolError(
-                f"connection closed in the middle of a frame ({self._frames.pending} bytes held)")
+                f"connection closed in the middle of a frame ({held} bytes held)")
 
 
-def _unsupported_api_versions(payload: bytes) -> Any:
+def _detached(err: BaseException) -> BaseException:
+    """``err`` and its causes without their tracebacks (whose frames hold the frame)."""
+    seen = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+    return err
+
+
+def _unsupported_api_versions(payload: Any) -> Any:
     """The body of an UNSUPPORTED_VERSION answer to ApiVersions (``Response.version`` stays
     the asked one). Kafka sends a version 0 body listing its ApiVersions range (KIP-511);
     some brokers (librdkafka's mock cluster) send bytes that decode at no version: then

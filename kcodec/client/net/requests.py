@@ -19,8 +19,11 @@ from kcodec.protocol import (
     ApiVersionsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
+    CreateAclsRequest,
     CreateTopicsRequest,
+    DeleteAclsRequest,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
     DescribeGroupsRequest,
     EndTxnRequest,
     FetchRequest,
@@ -40,6 +43,7 @@ from kcodec.protocol import (
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
+from kcodec.protocol.acl import AclBinding, AclBindingFilter
 
 __all__ = [
     "api_versions", "metadata", "find_coordinator", "produce", "fetch", "list_offsets",
@@ -290,3 +294,26 @@ def describe_groups(group_ids: Iterable[str]) -> DescribeGroupsRequest:
 def consumer_group_describe(group_ids: Iterable[str]) -> ConsumerGroupDescribeRequest:
     return ConsumerGroupDescribeRequest(group_ids=list(group_ids),
                                         include_authorized_operations=False)
+
+
+def create_acls(acls: Iterable[AclBinding]) -> CreateAclsRequest:
+    C = CreateAclsRequest
+    return C(creations=[C.AclCreation(
+        resource_type=a.resource_type, resource_name=a.resource_name,
+        resource_pattern_type=a.pattern_type, principal=a.principal, host=a.host,
+        operation=a.operation, permission_type=a.permission) for a in acls])
+
+
+def describe_acls(f: AclBindingFilter) -> DescribeAclsRequest:
+    return DescribeAclsRequest(
+        resource_type_filter=f.resource_type, resource_name_filter=f.resource_name,
+        pattern_type_filter=f.pattern_type, principal_filter=f.principal, host_filter=f.host,
+        operation=f.operation, permission_type=f.permission)
+
+
+def delete_acls(filters: Iterable[AclBindingFilter]) -> DeleteAclsRequest:
+    D = DeleteAclsRequest
+    return D(filters=[D.DeleteAclsFilter(
+        resource_type_filter=f.resource_type, resource_name_filter=f.resource_name,
+        pattern_type_filter=f.pattern_type, principal_filter=f.principal, host_filter=f.host,
+        operation=f.operation, permission_type=f.permission) for f in filters])

@@ -49,7 +49,7 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     return _encode_request(msg, version, correlation_id, client_id)
 
 
-def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:
+def decode_response(api_key: int, version: int, payload: Any) -> tuple[int, Any]:
     """(correlation_id, response) of one frame's payload; any decoding failure is a ProtocolError."""
     try:
         return _decode_response(payload, api_key, version)
@@ -62,7 +62,7 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
         raise ProtocolError(f"undecodable {RESPONSES[api_key].NAME} v{version}: {exc}") from exc
 
 
-def _lenient(api_key: int, version: int, payload: bytes) -> tuple[int, Any] | None:
+def _lenient(api_key: int, version: int, payload: Any) -> tuple[int, Any] | None:
     """The response decoded with bytes left after it ignored, as Kafka's Java client does
     (librdkafka's mock cluster pads some flexible responses with a byte); None if it does
     not decode even so."""

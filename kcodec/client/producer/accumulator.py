@@ -48,6 +48,8 @@ class RecordAccumulator(Accumulator):
         self.flushing = 0                          # flushes waiting: seal every open batch
         self.producer_id = -1
         self.epoch = -1
+        # per partition, the highest sequence acknowledged under the current producer id
+        self.acked_seq: dict[tuple[str, int], int] = {}
         # a batch holds at most this (and more only with one record, checked on its own)
         self.max_size = min(max(config.batch_size, 1024), config.max_request_size,
                             config.buffer_memory)
@@ -155,6 +157,7 @@ class RecordAccumulator(Accumulator):
         with self.lock:
             self.producer_id, self.epoch = producer_id, epoch
             self.next_seq.clear()
+            self.acked_seq.clear()
 
     def ready(self, linger: float, hold: bool) -> tuple[list[ProducerBatch], float | None]:
         """Seal the open batches that are ``linger`` seconds old (all of them while
@@ -197,16 +200,31 @@ class RecordAccumulator(Accumulator):
             q = self.queues.get((b.topic, b.partition))
             return not q or q[0] is b
 
+    def overtaken(self, b: ProducerBatch) -> bool:
+        """A later batch of ``b``'s partition was acknowledged under the current producer
+        id: the broker took it while ``b`` waited for a retry (it does so when it has no
+        state for the producer yet), so ``b`` can no longer be written in order."""
+        with self.lock:
+            return b.sequence >= 0 and \
+                self.acked_seq.get((b.topic, b.partition), -1) > b.sequence + b.count - 1
+
     def any_inflight(self) -> bool:
         with self.lock:
             return any(b.inflight for q in self.queues.values() for b in q)
 
     def acknowledged(self, b: ProducerBatch) -> None:
-        """``b`` was written: it leaves its queue and the counts."""
+        """``b`` was written: it leaves its queue and the counts. It need not be the head:
+        a later batch can be acknowledged while an earlier one waits for its retry, and
+        left queued it would be sent (and, under a new producer id, written) again."""
         with self.lock:
             q = self.queues.get((b.topic, b.partition))
             if q and q[0] is b:
                 q.popleft()
+            elif q and b in q:
+                q.remove(b)
+            if b.sequence >= 0:
+                tp = (b.topic, b.partition)
+                self.acked_seq[tp] = max(self.acked_seq.get(tp, -1), b.sequence + b.count - 1)
             self.pending -= b.count
             self.buffered -= b.size
             self.space.notify_all()

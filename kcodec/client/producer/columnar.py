@@ -23,7 +23,7 @@ from kcodec.records.columns_encode import (
 )
 from kcodec.records.header import HEADER_SIZE
 
-__all__ = ["murmur2_column", "plan_send", "PrebuiltBatch"]
+__all__ = ["murmur2_column", "plan_send", "PrebuiltBatch", "partition_column"]
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -100,6 +100,30 @@ def _as_array(v: Any, what: str) -> Any:
     if not isinstance(v, pa.Array):
         raise TypeError(f"{what} must be a pyarrow Array, not {type(v).__name__}")
     return v
+
+
+def partition_column(hooks: Any, topic: str, value: Any, key: Any, partition: Any,
+                     count: int) -> Any:
+    """The partition column with the rows the caller left to choose (null, or no column)
+    chosen by the producer's ``partitioner`` hook (kcodec.client.producer.hooks): one call
+    per such row. Keyless rows a ``*_random`` built-in leaves sticky stay null."""
+    import pyarrow as pa
+
+    n = len(_as_array(value, "value"))
+    key = _as_array(key, "key")
+    partition = _as_array(partition, "partition")
+    keys = key.to_pylist() if key is not None else [None] * n
+    given = partition.to_pylist() if partition is not None else [None] * n
+    for name, col in (("key", keys), ("partition", given)):
+        if len(col) != n:
+            raise ValueError(f"{name} has {len(col)} rows, value has {n}")
+    out = []
+    for k, p in zip(keys, given):
+        if p is None:
+            k = k.encode() if isinstance(k, str) else k
+            p = hooks.choose(topic, k, count)
+        out.append(None if p < 0 else p)
+    return pa.array(out, type=pa.int32())
 
 
 def plan_send(value: Any, key: Any, headers: Any, partition: Any, count: int,

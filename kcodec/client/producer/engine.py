@@ -40,6 +40,9 @@ class ProducerEngine:
         self.accumulator.wake = self.sender.kick
         self.txn: TransactionManager | None = TransactionManager(self) if transactional else None
         self.sender.txn = self.txn
+        if self.cluster.metrics is not None:
+            acc = self.accumulator
+            self.cluster.metrics.buffer(config.buffer_memory, lambda: acc.buffered)
 
     def kick(self) -> None:
         self.sender.kick()

@@ -5,6 +5,10 @@ murmur2, or the sticky partitioner for keyless records) and appends the record t
 accumulator (accumulator.py), whose sender task sends the batches and resolves each
 record's future with ``SendResult(partition, offset, timestamp)``. Without transactions a
 ``Producer``'s ``send`` is the accumulator's compiled fast path itself for keyed records.
+
+With user hooks set (``partitioner``, ``key_serializer``/``value_serializer``,
+``interceptors``: hooks.py) ``send`` runs them in the caller's context, Java's order:
+``on_send``, the serializers, the partitioner; their errors fail that send only.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from kcodec.client.errors import ClientClosedError, KafkaTimeoutError, RecordToo
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.producer.batch import Headers, RecordFuture, as_bytes
 from kcodec.client.producer.engine import ProducerEngine
+from kcodec.client.producer.hooks import ProducerHooks, ProducerRecord
 from kcodec.client.producer.partitioner import partition_for_key
 from kcodec.client.producer.transactions import (
     PreparedTxnState,
@@ -32,6 +37,7 @@ __all__ = ["Producer", "AsyncProducer", "RecordFuture"]
 
 class _Base:
     _engine: ProducerEngine
+    _hooks: ProducerHooks | None
 
     def _route(self, topic: str, key: bytes | None, partition: int | None, count: int) -> int:
         if partition is not None:
@@ -44,6 +50,20 @@ class _Base:
     def _count(self, topic: str) -> int | None:
         return self._engine.accumulator.counts.get(topic)
 
+    def _choose(self, hooks: ProducerHooks, rec: ProducerRecord, key: bytes | None,
+                count: int) -> int:
+        """A hooked record's partition: given (checked), else the hooks' (-1: sticky)."""
+        if rec.partition is None:
+            return hooks.choose(rec.topic, key, count)
+        return self._route(rec.topic, key, rec.partition, count)
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """This producer's metrics, named as the Java client's (kcodec.client.metrics):
+        ``{group: {name: value or [{"tags": {...}, "value": v}, ...]}}``."""
+        from kcodec.client.metrics import metrics_of
+
+        return metrics_of(self)
+
 
 class AsyncProducer(_Base):
     """The asyncio producer. ``await start()`` (or ``async with``) before sending."""
@@ -51,11 +71,15 @@ class AsyncProducer(_Base):
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ProducerConfig.from_kwargs(config, **kwargs)
         self._engine: ProducerEngine | None = None   # type: ignore[assignment]
+        self._hooks = self.config.hooks
 
     async def start(self) -> AsyncProducer:
         """Connect and get ready to send; ``async with`` calls it."""
         self._engine = ProducerEngine(self.config, asyncio.get_running_loop())
         await self._engine.start()
+        tracing = self._engine.cluster.tracing
+        if tracing is not None and type(self).send is AsyncProducer.send:
+            self.send = _traced_async(self.send, tracing)  # type: ignore[method-assign]
         return self
 
     async def send(self, topic: str, value: Any = None, key: Any = None,
@@ -65,6 +89,9 @@ class AsyncProducer(_Base):
         eng = self._engine
         if eng is None:
             raise ClientClosedError("the producer is not started")
+        if self._hooks is not None:
+            return await self._send_hooked(eng, self._hooks, ProducerRecord(
+                topic, value, key, partition, headers, timestamp))
         key, value = as_bytes(key, "key"), as_bytes(value, "value")
         count = self._count(topic) or await eng.partitions_of(topic)
         p = self._route(topic, key, partition, count)
@@ -73,6 +100,23 @@ class AsyncProducer(_Base):
             await asyncio.sleep(0.001)
         return eng.append(topic, p, count, key, value, headers, timestamp,
                           partition is None and key is None)
+
+    async def _send_hooked(self, eng: ProducerEngine, hooks: ProducerHooks,
+                           rec: ProducerRecord) -> RecordFuture:
+        rec = hooks.intercept(rec)
+        try:
+            key, value, headers = hooks.serialize(rec)
+            count = self._count(rec.topic) or await eng.partitions_of(rec.topic)
+            p = self._choose(hooks, rec, key, count)
+            acc = eng.accumulator
+            while acc.buffered > self.config.buffer_memory and not acc.closed:
+                await asyncio.sleep(0.001)
+            fut = eng.append(rec.topic, p, count, key, value, headers, rec.timestamp, p < 0)
+        except Exception as exc:
+            hooks.failed(rec.topic, rec.partition, exc)
+            raise
+        hooks.watch(fut, rec.topic)
+        return fut
 
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
         """``send``, then wait for the acknowledgement and return its ``SendResult``."""
@@ -129,6 +173,8 @@ class AsyncProducer(_Base):
         """Send what is queued (waiting at most ``timeout`` seconds), then close the connections."""
         if self._engine is not None:
             await self._engine.close(timeout)
+            if self._hooks is not None:
+                self._hooks.close()
 
     async def __aenter__(self) -> AsyncProducer:
         return await self.start()
@@ -157,12 +203,18 @@ class Producer(_Base):
         # hands anything else to ``_send`` (a Python frame less per record, ~15 % of a send);
         # not in a subclass that defines its own ``send``, which must stay the one called
         self._fast = None
-        if self._engine.txn is None:
+        self._hooks = self.config.hooks
+        if self._engine.txn is None and self._hooks is None:
             acc = self._engine.accumulator
             acc.bind(RecordFuture, self._send)
             self._fast = acc.keyed
             if type(self).send is Producer.send:
                 self.send = acc.send  # type: ignore[method-assign]
+        # tracing: the instance's send becomes the traced one (a span per record, its
+        # context in the headers); without tracing nothing is added to the send path
+        tracing = self._engine.cluster.tracing
+        if tracing is not None and type(self).send is Producer.send:
+            self.send = _traced(self.send, tracing)  # type: ignore[method-assign]
         try:
             self._loop.run(self._engine.start(), self._timeout + GRACE)
         except BaseException:
@@ -186,6 +238,9 @@ class Producer(_Base):
     def _send(self, topic: str, value: Any, key: Any, partition: int | None,
               headers: Headers, timestamp: int | None) -> RecordFuture:
         """``send``'s general path: any record the accumulator's fast path did not take."""
+        if self._hooks is not None:
+            return self._send_hooked(self._hooks, ProducerRecord(
+                topic, value, key, partition, headers, timestamp))
         eng = self._engine
         if key is not None and type(key) is not bytes:
             key = as_bytes(key, "key")
@@ -203,18 +258,49 @@ class Producer(_Base):
         return eng.append(topic, p, count, key, value, headers, timestamp,
                           partition is None and key is None)
 
+    def _send_hooked(self, hooks: ProducerHooks, rec: ProducerRecord) -> RecordFuture:
+        eng = self._engine
+        rec = hooks.intercept(rec)
+        try:
+            key, value, headers = hooks.serialize(rec)
+            count = eng.accumulator.counts.get(rec.topic)
+            if count is None:
+                count = self._loop.run(eng.partitions_of(rec.topic), self._timeout + GRACE)
+            p = self._choose(hooks, rec, key, count)
+            if eng.accumulator.buffered > self._buffer_memory:
+                self._wait_for_space()
+            fut = eng.append(rec.topic, p, count, key, value, headers, rec.timestamp, p < 0)
+        except Exception as exc:
+            hooks.failed(rec.topic, rec.partition, exc)
+            raise
+        hooks.watch(fut, rec.topic)
+        return fut
+
     def send_columns(self, topic: str, value: Any, key: Any = None, headers: Any = None,
                      partition: Any = None, timestamp: int | None = None) -> list[RecordFuture]:
         """Queue whole pyarrow columns at once (no per-row Python work): ``value`` and
         ``key`` binary or string arrays, ``headers`` list<struct<key: string, value:
         binary>>, ``partition`` int array (null: choose). Returns one future per batch
-        made, for its last record. See kcodec.client.producer.columnar."""
-        from kcodec.client.producer.columnar import plan_send
+        made, for its last record. See kcodec.client.producer.columnar.
 
+        A ``partitioner`` set on the producer chooses the rows without a partition (one
+        Python call per such row); serializers and interceptors do not run here (the
+        columns are bytes already): with either set, ``send_columns`` refuses."""
+        from kcodec.client.producer.columnar import partition_column, plan_send
+
+        hooks = self._hooks
+        if hooks is not None and (hooks.key is not None or hooks.value is not None
+                                  or hooks.interceptors is not None):
+            raise ValueError("send_columns sends the columns' bytes as they are: it runs no "
+                             "key_serializer, value_serializer or interceptors, and this "
+                             "producer has some set; use send() for its records, or a "
+                             "producer without them")
         eng = self._engine
         count = eng.accumulator.counts.get(topic)
         if count is None:
             count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+        if hooks is not None and hooks.partitioner is not None:
+            partition = partition_column(hooks, topic, value, key, partition, count)
         acc = eng.accumulator
         sticky = acc.partitioner.sticky.partition(topic, count)
         cfg = self.config
@@ -299,6 +385,8 @@ class Producer(_Base):
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued (waiting at most ``timeout`` seconds), then close the connections."""
         self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
+        if self._hooks is not None:
+            self._hooks.close()
 
     def partitions_for(self, topic: str) -> list[int]:
         """The partition numbers of ``topic`` (it is created if the broker creates topics on
@@ -311,6 +399,39 @@ class Producer(_Base):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _traced(send: Callable[..., RecordFuture], tracing: Any) -> Callable[..., RecordFuture]:
+    """``send`` with a ``send`` span per record, ended at delivery (kcodec.observe.tracing)."""
+    def send_traced(topic: str, value: Any = None, key: Any = None,
+                    partition: int | None = None, headers: Headers = None,
+                    timestamp: int | None = None) -> RecordFuture:
+        span = tracing.start_send(topic, key, value, partition)
+        try:
+            fut = send(topic, value, key, partition, tracing.headers_for(span, headers),
+                       timestamp)
+        except BaseException as exc:
+            tracing.end_send(span, exc, None)
+            raise
+        fut.add_callback(lambda err, res: tracing.end_send(span, err, res))
+        return fut
+    return send_traced
+
+
+def _traced_async(send: Callable[..., Any], tracing: Any) -> Callable[..., Any]:
+    async def send_traced(topic: str, value: Any = None, key: Any = None,
+                          partition: int | None = None, headers: Headers = None,
+                          timestamp: int | None = None) -> RecordFuture:
+        span = tracing.start_send(topic, key, value, partition)
+        try:
+            fut = await send(topic, value, key, partition, tracing.headers_for(span, headers),
+                             timestamp)
+        except BaseException as exc:
+            tracing.end_send(span, exc, None)
+            raise
+        fut.add_callback(lambda err, res: tracing.end_send(span, err, res))
+        return fut
+    return send_traced
 
 
 async def _call(fn: Callable[[], Any]) -> Any:

@@ -10,16 +10,39 @@
   partition is drawn at random -- uniformly while every partition's queue of unsent
   batches has the same length, otherwise weighted towards the shorter queues
   (``update_load``), so partitions led by a slow broker get fewer records.
+
+The ``partitioner`` setting replaces that choice for records without a partition
+(``make_partitioner``): librdkafka's names for its built-in ones, a callable
+``(topic, key_bytes, partition_count) -> int``, an object with such a ``partition``
+method, or ``"module:attr"`` naming one of those. ``murmur2_random`` (the default) is the
+behaviour above. The others, as librdkafka defines them:
+
+* ``murmur2``: every record by murmur2 of its key, a keyless one as the empty key;
+* ``consistent``: CRC-32 of the key modulo the partition count (keyless: the empty key);
+* ``consistent_random``: CRC-32 of the key; keyless records and the empty key sticky;
+* ``random``: each record to a uniformly random partition, key or not.
+
+A user's partitioner decides every record without a partition, keyless ones too (as in
+Java, where the sticky choice is the default partitioner's own); what it returns must be
+an ``int`` in ``[0, partition_count)``, else that send fails with ``PartitionerError``.
 """
 
 from __future__ import annotations
 
 import bisect
+import operator
 import random
+import zlib
+from typing import Any, Callable
 
+from kcodec.client.errors import PartitionerError
+from kcodec.client.hooks import resolve
 from kcodec.murmur import murmur2, partition_for_key
 
-__all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "DefaultPartitioner"]
+__all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "DefaultPartitioner",
+           "UserPartitioner", "make_partitioner", "PARTITIONERS", "DEFAULT_PARTITIONER"]
+
+DEFAULT_PARTITIONER = "murmur2_random"
 
 
 class StickyPartitioner:
@@ -96,3 +119,96 @@ class DefaultPartitioner:
         if key is not None:
             return partition_for_key(key, partition_count)
         return self.sticky.partition(topic, partition_count)
+
+
+class UserPartitioner:
+    """A partitioner other than the default: ``choose(topic, key, count)`` calls it and
+    checks its answer. ``sticky_keyless``: keyless records go to the sticky partitioner
+    instead (librdkafka's ``*_random`` built-ins); ``sticky_empty``: the empty key too
+    (``consistent_random``)."""
+
+    __slots__ = ("fn", "name", "sticky_keyless", "sticky_empty")
+
+    def __init__(self, fn: Callable[[str, bytes | None, int], Any], name: str,
+                 sticky_keyless: bool = False, sticky_empty: bool = False) -> None:
+        self.fn, self.name, self.sticky_keyless = fn, name, sticky_keyless
+        self.sticky_empty = sticky_empty
+
+    def sticky(self, key: bytes | None) -> bool:
+        """Whether a record with ``key`` goes to the sticky partitioner instead."""
+        return self.sticky_keyless and (key is None or (self.sticky_empty and not key))
+
+    def choose(self, topic: str, key: bytes | None, count: int) -> int:
+        try:
+            p = self.fn(topic, key, count)
+        except Exception as exc:
+            raise PartitionerError(topic, count, f"{self.name} raised "
+                                   f"{type(exc).__name__}: {exc}") from exc
+        try:
+            if isinstance(p, bool):
+                raise TypeError
+            p = operator.index(p)
+        except TypeError:
+            raise PartitionerError(topic, count, f"{self.name} returned {p!r}, not a "
+                                   "partition number") from None
+        if not 0 <= p < count:
+            raise PartitionerError(topic, count, f"{self.name} returned partition {p}, "
+                                   f"outside 0..{count - 1}")
+        return p
+
+    def __repr__(self) -> str:
+        return f"UserPartitioner({self.name})"
+
+
+def _consistent(topic: str, key: bytes | None, count: int) -> int:
+    return zlib.crc32(key or b"") % count
+
+
+def _murmur2(topic: str, key: bytes | None, count: int) -> int:
+    return partition_for_key(key or b"", count)
+
+
+def _builtin(name: str) -> UserPartitioner:
+    if name == "murmur2":
+        return UserPartitioner(_murmur2, name)
+    if name == "consistent":
+        return UserPartitioner(_consistent, name)
+    if name == "consistent_random":
+        return UserPartitioner(_consistent, name, sticky_keyless=True, sticky_empty=True)
+    rng = random.Random()
+    return UserPartitioner(lambda topic, key, count: rng.randrange(count), name)
+
+
+# librdkafka's names (``partitioner``); the default's is None: the compiled send path
+PARTITIONERS: dict[str, Callable[[str], UserPartitioner] | None] = {
+    DEFAULT_PARTITIONER: None, "murmur2": _builtin, "consistent": _builtin,
+    "consistent_random": _builtin, "random": _builtin}
+
+
+def make_partitioner(value: Any) -> UserPartitioner | None:
+    """The ``partitioner`` setting -> the partitioner to call (None: the default's own
+    path). A ``ValueError`` says what the setting takes."""
+    if value is None:
+        return None
+    if isinstance(value, str) and ":" not in value:
+        name = value.strip().lower()
+        if name not in PARTITIONERS:
+            raise ValueError(f"partitioner: unknown name {value!r}; the built-in ones are "
+                             f"{', '.join(PARTITIONERS)}, or give a callable (topic, key, "
+                             "partition_count) -> int, or 'module:attr' naming one")
+        make = PARTITIONERS[name]
+        return None if make is None else make(name)
+    obj = resolve(value, "partitioner")
+    if isinstance(obj, str):
+        return make_partitioner(obj)
+    if isinstance(obj, type) and callable(getattr(obj, "partition", None)):
+        obj = obj()                       # a class, as Java names one: one instance
+    fn = getattr(obj, "partition", None)
+    if not callable(fn):
+        fn = obj if callable(obj) and not isinstance(obj, type) else None
+    if fn is None:
+        raise ValueError(f"partitioner must be a callable (topic, key, partition_count) -> "
+                         f"int, an object with such a partition method, a built-in name or "
+                         f"'module:attr', not {type(obj).__name__}")
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    return UserPartitioner(fn, name)

@@ -9,12 +9,15 @@ its error.
 
 Retries, as Java's sender: retriable errors and lost connections are retried until
 ``delivery_timeout_ms`` (at most ``retries`` times), the metadata refreshed when the error
-says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order;
-DUPLICATE_SEQUENCE_NUMBER is a success. MESSAGE_TOO_LARGE on a batch of several records
-(the topic's max.message.bytes is below the producer's batch_size, or compression did less
-than hoped) splits it in two halves that take its place at the head of the partition's
-queue, as Java's sender splits and re-enqueues it; halving again if need be, a record alone
-that is still too large fails with the error. Idempotence: the producer id comes from
+says it is stale; OUT_OF_ORDER_SEQUENCE behind a batch being retried resends in order,
+and fails a batch that a later one overtook (written, it would break the order);
+a duplicate is a success (NONE with the original offset from Kafka, DUPLICATE_SEQUENCE_NUMBER
+from older brokers: its offset where the answer has one, else -1 and a warning).
+MESSAGE_TOO_LARGE on a batch of several records (the topic's max.message.bytes is below the
+producer's batch_size, or compression did less than hoped) splits it in two halves that
+take its place at the head of the partition's queue, as Java's sender splits and
+re-enqueues it; halving again if need be, a record alone that is still too large fails
+with the error. Idempotence: the producer id comes from
 InitProducerId; if the broker forgets it (UNKNOWN_PRODUCER_ID, e.g. after a restart), a
 new one is fetched once nothing is in flight and the unacknowledged batches are re-stamped.
 """
@@ -22,6 +25,7 @@ new one is fetched once nothing is in flight and the unacknowledged batches are 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from typing import Any
@@ -40,9 +44,15 @@ from kcodec.client.producer.accumulator import RecordAccumulator
 from kcodec.client.producer.batch import ProducerBatch
 from kcodec.client.producer.transactions import TransactionManager
 from kcodec.errors import KcodecError, ProtocolError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.records.header import HEADER_SIZE
+
+log = get_logger(__name__)
 
 __all__ = ["Sender"]
+
+_log = logging.getLogger("kcodec.client.producer")
 
 # the broker does not know this producer (any more), or saw its sequences out of order or
 # a newer epoch: an idempotent producer starts again with a new id
@@ -97,6 +107,8 @@ class Sender:
                     raise KafkaError(r.body.error_code, "InitProducerId")
                 return r.body
             body = await self.cluster.call(go, "InitProducerId")
+            log.info("producer %r: producer id %d, epoch %d", self.config.client_id,
+                     body.producer_id, body.producer_epoch)
             self.acc.set_producer(body.producer_id, body.producer_epoch)
 
     async def _run(self) -> None:
@@ -123,12 +135,33 @@ class Sender:
     # ------------------------------------------------------------------ outcomes
     def complete(self, b: ProducerBatch, base: int, log_append: int) -> None:
         self.acc.acknowledged(b)
+        cm = self.cluster.metrics
+        if cm is not None:
+            cm.batch_done(b.topic, b.count, len(b.data or b""), False)
+        if b.attempts > 1:
+            log.info("delivered %d records to %s[%d] after %d attempts (last error: %s)",
+                     b.count, b.topic, b.partition, b.attempts, b.last_error)
         b.finish(base, log_append, None)
+
+    def _duplicate(self, b: ProducerBatch, p: Any) -> None:
+        """A batch the broker had written already (its first answer was lost). Kafka
+        answers NONE with the original offset; older brokers DUPLICATE_SEQUENCE_NUMBER,
+        with the offset or without: then the offset is unknown (-1), and said so."""
+        if p.base_offset < 0:
+            _log.warning("%s[%d]: %d record(s) already written by an earlier attempt whose "
+                         "answer was lost; this broker does not say at which offset, so "
+                         "their SendResult has offset -1", b.topic, b.partition, b.count)
+        self.complete(b, p.base_offset, p.log_append_time_ms)
 
     def fail(self, b: ProducerBatch, exc: BaseException) -> None:
         self.acc.remove(b)
         if self.txn is not None:
             exc = self.txn.on_batch_failed(exc)
+        cm = self.cluster.metrics
+        if cm is not None:
+            cm.batch_done(b.topic, b.count, 0, True)
+        log.warning("%d records for %s[%d] failed after %d attempts: %s", b.count, b.topic,
+                    b.partition, b.attempts, exc)
         b.finish(-1, -1, exc)
 
     def _timed_out(self, b: ProducerBatch) -> KafkaTimeoutError:
@@ -204,6 +237,17 @@ class Sender:
                 version = 11
             req = requests.produce(cfg.transactional_id, int(cfg.acks), cfg.request_timeout_ms,
                                    [(b.topic, b.partition, b.close()) for b in batches], ids)
+            cm = self.cluster.metrics
+            if cm is not None:
+                now = time.monotonic()
+                for b in batches:
+                    cm.batch_sent(b.topic, b.count, len(b.data or b""), b.size + HEADER_SIZE,
+                                  now - b.created, b.attempts == 1)
+                cm.per_request.record(sum(b.count for b in batches))
+            if self.cluster.debug.producer:
+                log.debug("produce to node %s: %s", node, ", ".join(
+                    f"{b.topic}[{b.partition}] {b.count} records {len(b.data or b'')} bytes "
+                    f"seq {b.sequence} attempt {b.attempts}" for b in batches))
             # the answer is awaited no longer than the first batch's delivery deadline
             wait = min(cfg.request_timeout_ms / 1000,
                        max(min(b.deadline for b in batches) - time.monotonic(), 0.05))
@@ -245,10 +289,19 @@ class Sender:
                 elif p.error_code == ErrorCode.NONE:
                     self.complete(b, p.base_offset, p.log_append_time_ms)
                 elif p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:   # already written
-                    self.complete(b, -1, p.log_append_time_ms)
+                    self._duplicate(b, p)
                 elif p.error_code == ErrorCode.MESSAGE_TOO_LARGE and b.count > 1 and \
                         self._split(b):
                     pass            # its halves go out in its place
+                elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
+                        cfg.enable_idempotence and self.acc.overtaken(b):
+                    # written now, it would come after records sent later: fail it (Java
+                    # ends the same way, retrying until the delivery timeout)
+                    self.fail(b, KafkaError(
+                        p.error_code, f"produce to {b.topic}[{b.partition}]",
+                        "a batch sent after this one was written first (the broker took it "
+                        "while this one waited for a retry); not written, so that the "
+                        "partition keeps the order of sends"))
                 elif p.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and \
                         cfg.enable_idempotence and not self.acc.is_head(b):
                     # behind an earlier batch that is being retried: resend in order after
@@ -263,6 +316,8 @@ class Sender:
                                         force=True)
                 else:
                     err = KafkaError(p.error_code, f"produce to {b.topic}[{b.partition}]", p.error_message)
+                    if cm is not None:
+                        cm.error("Produce", p.error_code)
                     if err.code in REFRESH_CODES:
                         self.cluster.invalidate()
                     self._retry_or_fail(b, err)
@@ -330,6 +385,9 @@ class Sender:
         partition has no batch in flight)."""
         if self.resetting:
             return                       # another answer already started the reset
+        log.info("producer %r: the broker no longer knows producer id %d: fetching a new one "
+                 "(unacknowledged batches are sent again under it)", self.config.client_id,
+                 self.acc.producer_id)
         self.resetting = True
         try:
             await asyncio.sleep(self.config.retry_backoff_ms / 1000)

@@ -47,7 +47,10 @@ from kcodec.client.errors import (
 from kcodec.client.net import requests
 from kcodec.client.structs import ConsumerGroupMetadata
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
+from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
+
+log = get_logger(__name__)
 
 if TYPE_CHECKING:
     from kcodec.client.producer.engine import ProducerEngine
@@ -210,6 +213,8 @@ class TransactionManager:
                 f"transactional_id {self.transactional_id!r}: the transaction must be "
                 f"aborted: {exc}", code)
         if isinstance(err, FatalTransactionError):
+            if self.state != FATAL_ERROR:
+                log.warning("%s", err)      # fenced or fatal: the producer cannot go on
             self.state, self.error = FATAL_ERROR, err
         elif self.state not in (FATAL_ERROR, UNINITIALIZED):
             if self.state != ABORTING:

@@ -1,0 +1,150 @@
+"""Share-group configs: the broker's ``group.share.*`` defaults and the per-group
+``share.*`` overrides that IncrementalAlterConfigs sets on a GROUP resource (Kafka's group
+configs, KIP-932 and KIP-1240).
+
+=================================  ==========================  ===========================
+group config                       broker default (name)       values
+=================================  ==========================  ===========================
+share.auto.offset.reset            latest                      latest, earliest,
+                                                               by_duration:PnDTnHnMn.nS
+share.delivery.count.limit         group.share.delivery.       between group.share.min/
+                                   count.limit = 5             max.delivery.count.limit
+                                                               (2 and 10)
+share.record.lock.duration.ms      group.share.record.lock.    between group.share.min/
+                                   duration.ms = 30000         max.record.lock.duration.ms
+                                                               (15000 and 60000)
+share.session.timeout.ms           group.share.session.        >= 1
+                                   timeout.ms = 45000
+share.heartbeat.interval.ms        group.share.heartbeat.      >= 1
+                                   interval.ms = 5000
+share.isolation.level              read_uncommitted            read_uncommitted,
+                                                               read_committed
+share.partition.max.record.locks   group.share.partition.max.  between 100 and
+                                   record.locks = 2000         group.share.max.partition.
+                                                               max.record.locks (10000)
+=================================  ==========================  ===========================
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["BROKER_DEFAULTS", "GROUP_CONFIGS", "ShareConfigs", "ShareConfigError",
+           "parse_duration_ms"]
+
+BROKER_DEFAULTS: dict[str, int] = {
+    "group.share.delivery.count.limit": 5,
+    "group.share.min.delivery.count.limit": 2,
+    "group.share.max.delivery.count.limit": 10,
+    "group.share.record.lock.duration.ms": 30000,
+    "group.share.min.record.lock.duration.ms": 15000,
+    "group.share.max.record.lock.duration.ms": 60000,
+    "group.share.session.timeout.ms": 45000,
+    "group.share.heartbeat.interval.ms": 5000,
+    "group.share.partition.max.record.locks": 2000,
+    "group.share.max.partition.max.record.locks": 10000,
+}
+
+#: group config -> the broker config that gives its default (None: a fixed default)
+GROUP_CONFIGS: dict[str, str | None] = {
+    "share.auto.offset.reset": None,
+    "share.delivery.count.limit": "group.share.delivery.count.limit",
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.isolation.level": None,
+    "share.partition.max.record.locks": "group.share.partition.max.record.locks",
+}
+_FIXED = {"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted"}
+
+_DURATION = re.compile(
+    r"^P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$")
+
+
+class ShareConfigError(ValueError):
+    """A config name or value the broker refuses (INVALID_CONFIG), with the reason."""
+
+
+def parse_duration_ms(text: str) -> int:
+    """An ISO-8601 duration (``PnDTnHnMn.nS``, no negatives) in milliseconds."""
+    m = _DURATION.match(text)
+    if m is None or text in ("P", "PT") or text.endswith("T"):
+        raise ShareConfigError(f"{text!r} is not an ISO-8601 duration such as P1DT2H or PT30M")
+    d, h, mi, s = (m.group(k) for k in "dhms")
+    return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60000
+               + float(s or 0) * 1000)
+
+
+class ShareConfigs:
+    """The broker's share-group defaults and each group's overrides (kept in ``store``)."""
+
+    def __init__(self, broker: dict[str, Any] | None, store: Any) -> None:
+        self.broker = dict(BROKER_DEFAULTS)
+        for k, v in (broker or {}).items():
+            if k not in BROKER_DEFAULTS:
+                raise ValueError(f"unknown share-group broker config {k!r} (known: "
+                                 f"{', '.join(sorted(BROKER_DEFAULTS))})")
+            self.broker[k] = int(v)
+        self.store = store
+
+    def default(self, name: str) -> str:
+        broker = GROUP_CONFIGS[name]
+        return _FIXED[name] if broker is None else str(self.broker[broker])
+
+    def get(self, group: str, name: str) -> str:
+        return self.store.configs.get(group, {}).get(name) or self.default(name)
+
+    def get_int(self, group: str, name: str) -> int:
+        return int(self.get(group, name))
+
+    def overrides(self, group: str) -> dict[str, str]:
+        return dict(self.store.configs.get(group, {}))
+
+    def validate(self, name: str, value: str) -> None:
+        """Raise ShareConfigError if ``value`` is not allowed for the group config ``name``."""
+        if name not in GROUP_CONFIGS:
+            raise ShareConfigError(f"unknown group config {name!r} (kcodec's broker knows "
+                                   f"{', '.join(sorted(GROUP_CONFIGS))})")
+        if name == "share.auto.offset.reset":
+            if value in ("latest", "earliest"):
+                return
+            if value.startswith("by_duration:"):
+                parse_duration_ms(value[len("by_duration:"):])
+                return
+            raise ShareConfigError(f"share.auto.offset.reset must be latest, earliest or "
+                                   f"by_duration:PnDTnHnMn.nS, not {value!r}")
+        if name == "share.isolation.level":
+            if value not in ("read_uncommitted", "read_committed"):
+                raise ShareConfigError("share.isolation.level must be read_uncommitted or "
+                                       f"read_committed, not {value!r}")
+            return
+        try:
+            n = int(value)
+        except ValueError:
+            raise ShareConfigError(f"{name} must be an integer, not {value!r}") from None
+        lo, hi = 1, 2**31 - 1
+        if name == "share.delivery.count.limit":
+            lo = self.broker["group.share.min.delivery.count.limit"]
+            hi = self.broker["group.share.max.delivery.count.limit"]
+        elif name == "share.record.lock.duration.ms":
+            lo = self.broker["group.share.min.record.lock.duration.ms"]
+            hi = self.broker["group.share.max.record.lock.duration.ms"]
+        elif name == "share.partition.max.record.locks":
+            lo, hi = 100, self.broker["group.share.max.partition.max.record.locks"]
+        if not lo <= n <= hi:
+            raise ShareConfigError(f"{name} must be between {lo} and {hi}, not {n}")
+
+    def set(self, group: str, changes: dict[str, str | None], validate_only: bool = False) -> None:
+        """Apply SET (a value) and DELETE (None) to a group's overrides, all or nothing."""
+        new = self.overrides(group)
+        for k, v in changes.items():
+            if v is None:
+                if k not in GROUP_CONFIGS:
+                    raise ShareConfigError(f"unknown group config {k!r}")
+                new.pop(k, None)
+            else:
+                self.validate(k, v)
+                new[k] = v
+        if not validate_only:
+            self.store.put_configs(group, new)

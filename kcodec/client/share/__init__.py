@@ -1,0 +1,24 @@
+"""The share consumer (KIP-932, "queues for Kafka"): ``ShareConsumer`` (blocking, thread
+safe) and ``AsyncShareConsumer`` (asyncio).
+
+    facade.py       ShareConsumer, AsyncShareConsumer: what applications call; the records
+                    delivered and their acknowledgements (implicit or explicit mode)
+    fetcher.py      one ShareFetch/ShareAcknowledge loop per broker, the buffer, decoding
+    session.py      a share session with one broker (epochs, partitions)
+    membership.py   ShareGroupHeartbeat: joining, the assignment, leaving
+    acks.py         AcknowledgeType and the acknowledgement batches
+    config.py       ShareConsumerConfig
+"""
+
+from kcodec.client.share.acks import AcknowledgeType
+from kcodec.client.share.config import ShareConsumerConfig
+from kcodec.client.share.facade import AsyncShareConsumer, ShareConsumer, ShareStateError
+from kcodec.client.share.fetcher import ShareRecord
+
+ACCEPT = AcknowledgeType.ACCEPT
+RELEASE = AcknowledgeType.RELEASE
+REJECT = AcknowledgeType.REJECT
+RENEW = AcknowledgeType.RENEW
+
+__all__ = ["ShareConsumer", "AsyncShareConsumer", "ShareRecord", "AcknowledgeType",
+           "ShareConsumerConfig", "ShareStateError", "ACCEPT", "RELEASE", "REJECT", "RENEW"]

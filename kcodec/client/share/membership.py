@@ -1,0 +1,154 @@
+"""Share-group membership: ShareGroupHeartbeat to the group coordinator (KIP-932).
+
+The member makes up its id (KIP-1082), joins at epoch 0 with its subscription, then
+heartbeats at the epoch it was given, at the interval the coordinator asks for. An
+assignment in an answer is the member's new set of partitions; several members of a share
+group may hold the same partition (the share-partition leader hands each record to one of
+them), so there is nothing to revoke. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: the member
+joins again at epoch 0. Leaving is epoch -1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+import uuid
+from typing import Any
+
+from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.structs import TopicPartition
+from kcodec.errors import KcodecError, ProtocolError
+from kcodec.protocol import ApiKey, ErrorCode, ShareGroupHeartbeatRequest
+
+__all__ = ["ShareGroupMember"]
+
+HEARTBEAT = ApiKey.SHARE_GROUP_HEARTBEAT
+FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
+COORDINATOR_CODES = frozenset((ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR))
+LEAVE_EPOCH = -1
+
+
+def new_member_id() -> str:
+    """A random member id, as Java's Uuid prints it (22 characters of URL-safe base64)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ShareGroupMember:
+    def __init__(self, cluster: Cluster, group_id: str) -> None:
+        self.cluster = cluster
+        self.group_id = group_id
+        self.member_id = new_member_id()
+        self.epoch = 0
+        self.interval = 5.0
+        self.topics: list[str] = []
+        self.sent_topics: list[str] | None = None
+        self.assignment: set[TopicPartition] = set()
+        self.coordinator: int | None = None
+        self.task: asyncio.Task | None = None
+        self.last_error: BaseException | None = None
+        self.changed = asyncio.Event()          # a new assignment arrived
+        self._lock = asyncio.Lock()
+
+    async def _coordinator(self) -> int:
+        if self.coordinator is None or self.coordinator not in self.cluster.brokers:
+            self.coordinator = await self.cluster.call(
+                lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
+        return self.coordinator
+
+    async def heartbeat(self) -> None:
+        """One ShareGroupHeartbeat: the full subscription on join or when it changed."""
+        async with self._lock:
+            joining = self.epoch == 0
+            topics = self.topics if joining or self.topics != self.sent_topics else None
+            node = await self._coordinator()
+            try:
+                r = await self.cluster.send(node, HEARTBEAT, ShareGroupHeartbeatRequest(
+                    group_id=self.group_id, member_id=self.member_id, member_epoch=self.epoch,
+                    rack_id=None, subscribed_topic_names=topics),
+                    timeout=max(self.interval * 2, 5.0))
+            except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError):
+                self.coordinator = None
+                raise
+            b = r.body
+            if b.error_code in COORDINATOR_CODES:
+                self.coordinator = None
+                raise KafkaError(b.error_code, "share group coordinator", b.error_message)
+            if b.error_code in FENCED_CODES:
+                self.epoch = 0
+                self.sent_topics = None
+                raise KafkaError(b.error_code, f"ShareGroupHeartbeat {self.group_id!r}",
+                                 b.error_message)
+            if b.error_code:
+                raise KafkaError(b.error_code, f"ShareGroupHeartbeat {self.group_id!r}",
+                                 b.error_message)
+            if topics is not None:
+                self.sent_topics = topics
+            self.epoch = b.member_epoch
+            if b.heartbeat_interval_ms > 0:
+                self.interval = b.heartbeat_interval_ms / 1000
+            if b.assignment is not None:
+                self.assignment = await self._names(b.assignment.topic_partitions)
+                self.changed.set()
+
+    async def _names(self, tps: Any) -> set[TopicPartition]:
+        names = self.cluster.topic_names
+        if any(tp.topic_id not in names for tp in tps):
+            await self.cluster.refresh(self.topics, auto_create=False)
+        return {TopicPartition(names[tp.topic_id], p) for tp in tps if tp.topic_id in names
+                for p in tp.partitions}
+
+    async def join(self, topics: list[str], timeout: float) -> None:
+        """Join (or change the subscription) and start heartbeating."""
+        self.topics = sorted(topics)
+        deadline = time.monotonic() + timeout
+        await self.cluster.refresh(self.topics, auto_create=False)
+        while True:
+            try:
+                await self.heartbeat()
+                break
+            except KafkaError as exc:
+                if exc.code not in COORDINATOR_CODES | FENCED_CODES or time.monotonic() > deadline:
+                    raise
+            except KcodecError:
+                if time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.heartbeat()
+                self.last_error = None
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:
+                self.last_error = exc
+                if exc.code in FENCED_CODES:
+                    self.assignment = set()
+                    self.changed.set()
+            except KcodecError as exc:
+                self.last_error = exc
+
+    async def leave(self) -> None:
+        """Epoch -1: the coordinator reassigns at once; held records go back."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        if self.epoch <= 0 or self.coordinator is None:
+            return
+        async with self._lock:
+            try:
+                await self.cluster.send(self.coordinator, HEARTBEAT, ShareGroupHeartbeatRequest(
+                    group_id=self.group_id, member_id=self.member_id, member_epoch=LEAVE_EPOCH),
+                    timeout=5)
+            except KcodecError:
+                pass
+            self.epoch = 0
+            self.sent_topics = None
+            self.assignment = set()

@@ -1,0 +1,155 @@
+"""One fault run: kcodec's broker in one namespace, an idempotent producer and a two-member
+group in the other, a schedule of faults, then the history checker.
+
+``Run(net, tmp).go(schedule, seconds)`` starts everything, calls each ``(at, action)`` of
+the schedule at ``at`` seconds (``action(run)``), heals the link at ``seconds``, stops
+the producer, reads the whole log, waits until the group has committed the end of every
+partition, and returns the checker's ``Report`` with the timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.support import history
+from tests.support.faultnet import BROKER_IP, FaultNet
+
+TOPIC, GROUP, PARTITIONS = "events", "checkers", 3
+BOOTSTRAP = f"{BROKER_IP}:9092"
+
+
+class Run:
+    def __init__(self, net: FaultNet, tmp: Path) -> None:
+        self.net, self.tmp = net, tmp
+        self.broker: subprocess.Popen | None = None
+        self.members: dict[str, subprocess.Popen] = {}
+        self.incarnation: dict[str, int] = {}
+        self.stop_producer = tmp / "stop-producer"
+        self.stop_members = tmp / "stop-members"
+        self.log: list[str] = []
+        self.t0 = time.monotonic()
+
+    def note(self, what: str) -> None:
+        self.log.append(f"{time.monotonic() - self.t0:6.1f}s {what}")
+
+    # ------------------------------------------------------------------ processes
+    def start_broker(self) -> None:
+        self.broker = self.net.spawn(self.net.broker_ns, [
+            sys.executable, "-m", "kcodec", "broker", "--host", BROKER_IP, "--port", "9092",
+            "--data-dir", str(self.tmp / "data"), "--partitions", str(PARTITIONS), "--json"],
+            stdout=subprocess.PIPE, stderr=open(self.tmp / "broker.err", "ab"), text=True)
+        assert self.broker.stdout is not None
+        line = self.broker.stdout.readline()
+        assert line and json.loads(line)["bootstrap"] == BOOTSTRAP, line
+        self.note("broker up")
+
+    def kill_broker(self) -> None:
+        assert self.broker is not None
+        self.broker.send_signal(signal.SIGKILL)
+        self.broker.wait(10)
+        self.note("broker killed (SIGKILL)")
+
+    def pause(self, proc: subprocess.Popen, seconds: float, what: str) -> None:
+        proc.send_signal(signal.SIGSTOP)
+        self.note(f"{what} stopped (SIGSTOP) for {seconds:.0f} s")
+        time.sleep(seconds)
+        proc.send_signal(signal.SIGCONT)
+        self.note(f"{what} continued")
+
+    def workload(self, *argv: str) -> subprocess.Popen:
+        return self.net.spawn(self.net.client_ns,
+                              [sys.executable, "-m", "tests.support.fault_workload", *argv],
+                              stderr=open(self.tmp / "clients.err", "ab"))
+
+    def start_member(self, name: str) -> None:
+        n = self.incarnation[name] = self.incarnation.get(name, 0) + 1
+        self.members[name] = self.workload("consume", BOOTSTRAP, TOPIC, GROUP,
+                                           str(self.tmp / f"member-{name}-{n}.jsonl"),
+                                           str(self.stop_members))
+        self.note(f"member {name} started")
+
+    def kill_member(self, name: str) -> None:
+        self.members[name].send_signal(signal.SIGKILL)
+        self.members[name].wait(10)
+        self.note(f"member {name} killed (SIGKILL)")
+
+    # ------------------------------------------------------------------ the run
+    def go(self, schedule: list[tuple[float, Callable[[Run], Any]]], seconds: float,
+           base: dict[str, Any]) -> tuple[history.Report, dict[str, float]]:
+        self.net.set(**base)
+        self.start_broker()
+        producer = self.workload("produce", BOOTSTRAP, TOPIC, str(PARTITIONS),
+                                 str(self.tmp / "producer.jsonl"), str(self.stop_producer), "150")
+        for name in ("a", "b"):
+            self.start_member(name)
+        for at, action in sorted(schedule, key=lambda x: x[0]):
+            time.sleep(max(0.0, at - (time.monotonic() - self.t0)))
+            action(self)
+        time.sleep(max(0.0, seconds - (time.monotonic() - self.t0)))
+        faulty = self.net.counters()
+        self.net.set(delay_ms=0, jitter_ms=0, loss=0, dup=0, reorder=0, block="none")
+        self.note("link healed; until then it had "
+                  + ", ".join(f"{v} {k}" for k, v in faulty.items()))
+        self.stop_producer.touch()
+        producer.wait(180)
+        self.note(f"producer done (exit {producer.returncode})")
+        reader = self.workload("read", BOOTSTRAP, TOPIC, str(PARTITIONS),
+                               str(self.tmp / "log.jsonl"))
+        reader.wait(180)
+        log = history.load(self.tmp / "log.jsonl")
+        end = next((e for e in log if "ends" in e), {})
+        assert end.get("complete"), f"the final read did not reach the end of the log: {end}"
+        ends = end["ends"]
+        caught_up = self._wait_for_group(ends, 120)
+        self.note(f"group caught up: {caught_up}")
+        self.stop_members.touch()
+        for p in self.members.values():
+            p.wait(60)
+        committed = self.workload("committed", BOOTSTRAP, TOPIC, str(PARTITIONS), GROUP,
+                                  str(self.tmp / "committed.jsonl"))
+        committed.wait(120)
+        report = history.check(history.load(self.tmp / "producer.jsonl"), log,
+                               self._members(), history.load(self.tmp / "committed.jsonl"))
+        link = self.net.counters()
+        self.note("link in all: " + ", ".join(f"{v} {k}" for k, v in link.items())
+                  + f" (seed {self.net.seed})")
+        return report, {"seconds": time.monotonic() - self.t0, "caught_up": caught_up, **link}
+
+    def _members(self) -> dict[str, list[dict]]:
+        return {f.stem: history.load(f) for f in sorted(self.tmp.glob("member-*.jsonl"))}
+
+    def _wait_for_group(self, ends: dict[str, int], limit: float) -> bool:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            high: dict[str, int] = {}
+            for evs in self._members().values():
+                for e in evs:
+                    for p, off in e.get("commit", {}).items():
+                        high[p] = max(high.get(p, 0), off)
+            if all(high.get(p, 0) >= end for p, end in ends.items()):
+                return True
+            time.sleep(0.5)
+        return False
+
+
+def events(run: Run, n: int = 12) -> str:
+    """The members' last events other than records and commits (for a failure's message)."""
+    out = []
+    for name, evs in run._members().items():
+        rest = [json.dumps(e)[:200] for e in evs if "rec" not in e and "commit" not in e]
+        out.append(f"== {name}: " + "\n".join(rest[-n:]))
+    return "\n".join(out)
+
+
+def tail(path: Path, n: int = 30) -> str:
+    if not os.path.exists(path):
+        return ""
+    return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
