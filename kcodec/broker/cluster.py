@@ -123,6 +123,10 @@ class Cluster:
             transactions v2 beside the first generation; 0 and 1 the first only.
         transaction_two_phase_commit_enable: let InitProducerId ask for two-phase commit
             (KIP-939).
+        share_group_configs: the broker's share-group defaults and bounds by Kafka's names
+            (``{"group.share.record.lock.duration.ms": 15000}``).
+        client_metrics: KIP-714 client metrics subscriptions, each
+            ``"NAME:metrics=PREFIX,...;interval.ms=N;match=client_id=REGEX"``.
     """
 
     def __init__(self, nodes: int = 1, *, data_dir: str | os.PathLike | None = None,

@@ -152,6 +152,20 @@ class ClientConfig:
             expires_at)`` or an ``OAuthToken``.
         sasl_login_refresh_window_factor: OAUTHBEARER: a new token is fetched once this
             fraction of the old one's lifetime has passed.
+        receive_message_max_bytes: the largest response accepted (librdkafka's
+            ``receive.message.max.bytes``): a larger one closes the connection and raises
+            ``ResponseTooLargeError`` before it is read.
+        debug: DEBUG log contexts, a comma list (``"protocol,fetch"``, ``"all"``;
+            librdkafka's names too); ``KCODEC_DEBUG`` adds to it.
+        metrics_enabled: keep the metrics ``metrics()`` returns (False: none are kept).
+        statistics_interval_ms: how often ``stats_cb`` gets a JSON statistics document (0:
+            never).
+        stats_cb: ``stats_cb(json_text)``, called in a worker thread every
+            ``statistics_interval_ms``.
+        tracing_enabled: OpenTelemetry spans for send, poll and process (needs
+            ``kcodec[otel]``).
+        tracer_provider: the OpenTelemetry tracer provider (None: the global one).
+        enable_metrics_push: KIP-714: push the metrics the broker subscribes to.
     """
 
     bootstrap_servers: str | list[str] = field(
@@ -288,6 +302,15 @@ class ProducerConfig(ClientConfig):
         max_request_size: ``send`` refuses a larger record with ``RecordTooLargeError``.
         transaction_two_phase_commit_enable: KIP-939: transactions an outside coordinator
             ends with ``prepare_transaction``/``complete_transaction``; no timeout.
+        partitioner: for records sent without a partition: ``murmur2_random``,
+            ``murmur2``, ``consistent``, ``consistent_random``, ``random``, a callable
+            ``(topic, key_bytes, partition_count) -> int``, an object with that
+            ``partition`` method, or ``"module:attr"``.
+        key_serializer: turns a key into bytes before sending: ``fn(key)`` or ``fn(key,
+            ctx)`` (None: keys must be bytes).
+        value_serializer: the same for values.
+        interceptors: objects with ``on_send(record)`` and ``on_acknowledgement(metadata,
+            error)`` (either may be left out), in order.
     """
 
     acks: int | str = "all"
@@ -392,6 +415,13 @@ class ConsumerConfig(ClientConfig):
             lacks it) or ``classic`` (JoinGroup/SyncGroup).
         group_remote_assignor: consumer protocol: the broker's assignor by name (None: the
             broker's default).
+        key_deserializer: turns a key's bytes into a value: ``fn(data)`` or ``fn(data,
+            ctx)`` (None: keys stay bytes).
+        value_deserializer: the same for values.
+        interceptors: objects with ``on_consume(records)`` and ``on_commit(offsets)``
+            (either may be left out), in order.
+        error_cb: ``error_cb(exc)`` is told of lost brokers instead of ``poll`` raising
+            (librdkafka's ``error_cb``).
     """
 
     group_id: str | None = None
