@@ -578,29 +578,40 @@ class Admin:
         return self._run(self._async.lag(group_id, topics))
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """Share groups (KIP-932): state, epoch, members and the partitions each reads."""
         return self._run(self._async.describe_share_groups(list(group_ids)))
 
     def list_share_group_offsets(self, group_id: str,
                                  partitions: Iterable[TopicPartition] | None = None
                                  ) -> dict[TopicPartition, int | None]:
+        """The share group's start offset per partition (None where it has not started)."""
         return self._run(self._async.list_share_group_offsets(
             group_id, None if partitions is None else list(partitions)))
 
     def alter_share_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
                                   ) -> dict[TopicPartition, KafkaError | None]:
+        """Set the share group's start offsets (it must have no members); the error (or
+        None) per partition."""
         return self._run(self._async.alter_share_group_offsets(group_id, dict(offsets)))
 
     def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
                                    ) -> dict[str, KafkaError | None]:
+        """Forget the share group's state on ``topics`` (it must have no members); the
+        error (or None) per topic."""
         return self._run(self._async.delete_share_group_offsets(group_id, list(topics)))
     def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+        """Create ACLs; the error (or None) per ACL. An ACL that cannot be valid is a
+        ``ValueError`` before anything is sent."""
         return self._run(self._async.create_acls(list(acls)))
 
     def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs ``acl_filter`` matches (default: all); ``KafkaError`` if the broker
+        refuses (SECURITY_DISABLED: it has no authorizer)."""
         return self._run(self._async.describe_acls(acl_filter))
 
     def delete_acls(self, filters: Iterable[AclBindingFilter]
                     ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete the ACLs each filter matches; the deleted ACLs per filter."""
         return self._run(self._async.delete_acls(list(filters)))
 
     def close(self) -> None:
