@@ -383,7 +383,8 @@ def test_readme_broker_serves_the_command_line_examples() -> None:
         assert len(ok("consume", "-t", "events", "-t", "audit", "-g", "reports", "--from-beginning",
                       "--idle", "2")) == 1005
         assert len(ok("metadata", "brokers")) == 2 and len(ok("metadata", "topics", "-t", "events")) == 5
-        assert ok("groups", "list")[1].split()[:3] == ["reports", "classic", "Empty"]
+        # consume -g joins with the consumer protocol (KIP-848) by default
+        assert ok("groups", "list")[1].split()[:3] == ["reports", "consumer", "Empty"]
         assert ok("describe-groups", "-g", "reports", "-t", "events")[1].split()[:2] == ["reports", "Empty"]
         assert {r.split()[-1] for r in ok("offsets", "-g", "reports", "-t", "events")[1:]} == {"0"}
         # the group's partitions: those it committed (it printed records of; no member now)
