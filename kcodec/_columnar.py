@@ -172,6 +172,7 @@ class BinaryColumn:
         return out
 
     def equals(self, other: Any) -> bool:
+        """True if ``other`` is a ``BinaryColumn`` with the same values, nulls and type."""
         return (
             isinstance(other, BinaryColumn)
             and self.utf8 == other.utf8
@@ -182,6 +183,7 @@ class BinaryColumn:
         )
 
     def arrow_type(self) -> Any:
+        """The pyarrow type of the column (binary, string, or their large forms)."""
         utf8, large = self.utf8, self.is_large
         return _arrow_types(("bin", utf8, large), lambda pa: _binary_type(pa, utf8, large))
 
@@ -248,6 +250,7 @@ class HeadersColumn:
         return out
 
     def equals(self, other: Any) -> bool:
+        """True if ``other`` is a ``HeadersColumn`` with the same headers, nulls and layout."""
         return (
             isinstance(other, HeadersColumn)
             and self.spark == other.spark
@@ -263,6 +266,7 @@ class HeadersColumn:
                 self.spark)
 
     def arrow_type(self) -> Any:
+        """The pyarrow type of the column: a list of key/value structs."""
         layout = self._layout()
         return _arrow_types(("headers", layout), lambda pa: _headers_type(pa, *layout))
 
@@ -341,6 +345,7 @@ class RecordColumns:
 
     @property
     def column_names(self) -> list[str]:
+        """The names of the columns, in order (``is_control`` only with ``include_control``)."""
         names = list(self.FIELDS)
         if self.is_control is not None:
             names.append("is_control")

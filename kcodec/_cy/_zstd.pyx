@@ -1,3 +1,7 @@
+# cython: freethreading_compatible = False
+# (the one shared compression context is guarded by a flag taken and given back with the GIL
+# held; without a GIL two threads could take it at once, so a free-threaded interpreter
+# re-enables the GIL when this module loads. setup.py marks every other module compatible.)
 """zstd compression for the compiled batch builder: libzstd called from C, the records
 compressed straight from the builder's buffer into the batch's output (no intermediate
 bytes object, no copy of the compressed payload), through one reused compression context.

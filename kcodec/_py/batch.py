@@ -104,30 +104,37 @@ class RecordBatch:
 
     @property
     def size(self) -> int:
+        """Bytes the batch takes in the buffer, its header included."""
         return self.batch_length + 12
 
     @property
     def last_offset(self) -> int:
+        """The offset of the batch's last record."""
         return wrap64(self.base_offset + self.last_offset_delta)
 
     @property
     def next_offset(self) -> int:
+        """The offset after the batch's last record."""
         return wrap64(self.base_offset + self.last_offset_delta + 1)
 
     @property
     def compression(self) -> int:
+        """The codec id (``Codec``) of the records section."""
         return self.attributes & 0x07
 
     @property
     def timestamp_type(self) -> int:
+        """0 create time, 1 log append time."""
         return (self.attributes >> 3) & 1
 
     @property
     def is_transactional(self) -> bool:
+        """True if the batch belongs to a transaction."""
         return bool(self.attributes & 0x10)
 
     @property
     def is_control(self) -> bool:
+        """True for a control batch (transaction markers)."""
         return bool(self.attributes & 0x20)
 
     def computed_crc(self) -> int:

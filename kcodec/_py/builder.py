@@ -78,6 +78,7 @@ class RecordBatchBuilder:
 
     @property
     def record_count(self) -> int:
+        """Records appended so far."""
         return self._count
 
     @property
@@ -92,18 +93,22 @@ class RecordBatchBuilder:
 
     @property
     def producer_id(self) -> int:
+        """The producer id written into the batch (-1: none)."""
         return self._producer_id
 
     @property
     def producer_epoch(self) -> int:
+        """The producer epoch written into the batch (-1: none)."""
         return self._producer_epoch
 
     @property
     def base_sequence(self) -> int:
+        """The first record's sequence number (-1: none)."""
         return self._base_sequence
 
     @property
     def is_transactional(self) -> bool:
+        """True if the batch is marked transactional."""
         return self._transactional
 
     def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,

@@ -87,30 +87,37 @@ class LegacyBatch:
 
     @property
     def size(self) -> int:
+        """Bytes the message takes in the buffer, its offset and size included."""
         return self.message_size + 12
 
     @property
     def compression(self) -> int:
+        """The codec id (``Codec``) of a wrapper message (0 for a plain one)."""
         return self.attributes & 0x07
 
     @property
     def timestamp_type(self) -> int:
+        """-1 for magic 0; else 0 create time, 1 log append time."""
         return -1 if self.magic == 0 else (self.attributes >> 3) & 1
 
     @property
     def first_timestamp(self) -> int:
+        """The message's timestamp (-1 for magic 0)."""
         return self.timestamp
 
     @property
     def max_timestamp(self) -> int:
+        """The message's timestamp (-1 for magic 0)."""
         return self.timestamp
 
     @property
     def last_offset(self) -> int:
+        """The offset of the last (inner) message."""
         return self.offset
 
     @property
     def next_offset(self) -> int:
+        """The offset after the last (inner) message."""
         return wrap64(self.offset + 1)
 
     @property
@@ -129,23 +136,28 @@ class LegacyBatch:
 
     @property
     def key(self) -> bytes | None:
+        """The message's key (None when null)."""
         return self._span(self._key)
 
     @property
     def value(self) -> bytes | None:
+        """The message's value (None when null; a wrapper's is its compressed inner set)."""
         return self._span(self._value)
 
     def _span(self, span: tuple[int, int] | None) -> bytes | None:
         return None if span is None else bytes(self._data[span[0]:span[1]])
 
     def computed_crc(self) -> int:
+        """The CRC-32 of the message, computed now."""
         p = self.position
         return crc32(self._data[p + 16:p + 12 + self.message_size])
 
     def validate_crc(self) -> bool:
+        """True if the stored CRC-32 matches the message."""
         return self.computed_crc() == self.crc
 
     def check_crc(self) -> None:
+        """Raise ``ChecksumError`` unless the stored CRC-32 matches."""
         actual = self.computed_crc()
         if actual != self.crc:
             raise ChecksumError(self.crc, actual, self.position, "message CRC-32")
@@ -328,6 +340,7 @@ class MessageSetBuilder:
 
     @property
     def record_count(self) -> int:
+        """Messages appended so far."""
         return self._count
 
     @property

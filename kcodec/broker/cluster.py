@@ -62,6 +62,8 @@ def api_key_of(api: int | str) -> int:
 
 @dataclass
 class RecordedRequest:
+    """A request the cluster kept while recording: its node, API key and version, header, body
+    and time."""
     node_id: int
     api_key: int
     api_version: int
@@ -71,6 +73,62 @@ class RecordedRequest:
 
 
 class Cluster:
+    """One or more broker nodes in this process: ``start()``/``stop()`` or a ``with`` block;
+    ``bootstrap`` is ``host:port,...`` of the running nodes. Sizes in bytes, times as named.
+
+    Args:
+        nodes: how many broker nodes (each on its own port).
+        data_dir: keep logs, topics, committed offsets, transactions and ACLs on disk here
+            (a restart finds them again); None keeps everything in memory.
+        host: the address the nodes listen on.
+        ports: one port per node (None: free ports).
+        num_partitions: partitions of an auto-created topic.
+        auto_create_topics: create a topic when a client first names it.
+        initial_rebalance_delay_ms: classic groups wait this long for more members before
+            the first rebalance (Kafka's ``group.initial.rebalance.delay.ms``).
+        processors: network threads per node.
+        handlers: request handler threads per node.
+        max_request_bytes: the largest request frame (``socket.request.max.bytes``); a larger
+            one closes the connection before it is read.
+        queued_max_bytes: bytes of requests read and not yet answered, per node
+            (``queued.max.request.bytes``); reading waits past it.
+        idle_timeout_s: idle connections are closed after this (``connections.max.idle.ms``).
+        retention_check_s: how often retention runs over the logs.
+        cluster_id: the cluster id the nodes report (None: a new one, or the data dir's).
+        security: the TLS/SASL settings of the single listener (``kcodec.broker.security``);
+            use ``listeners`` for several.
+        listeners: named listeners, as Kafka's ``listeners`` (``"PLAINTEXT://host:port,SSL://
+            host:port"``) or ``Listener`` objects.
+        listener_security_protocol_map: listener name to security protocol, as Kafka's
+            ``listener.security.protocol.map``.
+        advertised_listeners: the addresses clients are told, as Kafka's
+            ``advertised.listeners``.
+        listener_security: listener name to its ``ListenerSecurity`` (TLS context, SASL
+            mechanisms).
+        group_consumer_migration_policy: classic and consumer protocol group conversion:
+            ``bidirectional``, ``upgrade``, ``downgrade`` or ``disabled``.
+        max_unauthenticated_request_bytes: the largest frame before SASL authentication
+            (``sasl.server.max.receive.size``).
+        request_read_timeout_s: a frame's body must arrive within this of its size.
+        failed_authentication_delay_ms: a failed SASL login is answered after this
+            (``connection.failed.authentication.delay.ms``).
+        max_connections: connections per node over all listeners (None: no limit).
+        max_connections_per_ip: connections per client address (None: no limit).
+        max_connections_per_ip_overrides: per-address limits, ``"host:N,host:N"`` or a dict.
+        authorizer: True for Kafka's ACL model (an ``Authorizer``, or None: every request
+            allowed).
+        super_users: principals allowed everything (``"User:admin;User:ops"`` or a list).
+        allow_everyone_if_no_acl_found: allow what no ACL names, instead of denying it.
+        transaction_version: the finalized ``transaction.version`` (KIP-890): 2 serves
+            transactions v2 beside the first generation; 0 and 1 the first only.
+        transaction_two_phase_commit_enable: let InitProducerId ask for two-phase commit
+            (KIP-939).
+        share_group_configs: the broker's share-group defaults and bounds by Kafka's names
+            (``{"group.share.record.lock.duration.ms": 15000}``).
+        client_metrics: KIP-714 client metrics subscriptions, each
+            ``"NAME:metrics=PREFIX,...;interval.ms=N;match=client_id=REGEX"``.
+    """
+
     def __init__(self, nodes: int = 1, *, data_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", ports: list[int] | None = None,
                  num_partitions: int = 1, auto_create_topics: bool = True,
@@ -164,6 +222,7 @@ class Cluster:
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Cluster:
+        """Start every node (``with`` calls it); returns the cluster."""
         if self.started:
             return self
         self.state.lock_data_dir()   # first: a data dir in use stops here, nothing started
@@ -248,12 +307,15 @@ class Cluster:
         return ",".join(out)
 
     def live_nodes(self) -> list[Node]:
+        """The nodes that are running."""
         return [n for n in self.nodes.values() if n.running]
 
     def alive_ids(self) -> set[int]:
+        """The ids of the nodes that are running."""
         return {n.id for n in self.nodes.values() if n.running}
 
     def controller_id(self) -> int:
+        """The id of the controller: the lowest running node (-1 if none runs)."""
         live = sorted(self.alive_ids())
         return live[0] if live else -1
 
@@ -270,11 +332,13 @@ class Cluster:
             raise ValueError(f"cannot create topic {name!r}: {ErrorCode(code).name}: {msg}")
 
     def delete_topic(self, name: str) -> None:
+        """Delete a topic, its logs, and the groups' and transactions' state of it."""
         self.state.delete_topic(name)
         self.groups.delete_topic(name)
         self.txns.forget_topic(name)
 
     def leader_of(self, topic: str, partition: int) -> int:
+        """The node id that leads ``topic``'s ``partition``."""
         p = self.state.partition(topic, partition)
         if p is None:
             raise KeyError(f"no partition {topic}-{partition}")
@@ -311,6 +375,7 @@ class Cluster:
         return cid if self.nodes[cid].running else None
 
     def set_coordinator(self, group_id: str, node_id: int) -> None:
+        """Make ``node_id`` the coordinator of ``group_id``."""
         if node_id not in self.nodes:
             raise KeyError(f"no node {node_id}")
         self.coordinators[group_id] = node_id
@@ -327,6 +392,7 @@ class Cluster:
         self.hooks.push_errors(api_key_of(api), codes)
 
     def clear_hooks(self) -> None:
+        """Remove every hook and pushed error."""
         self.hooks.clear()
 
     def cap_versions(self, api: int | str, max_version: int | None) -> None:
@@ -345,11 +411,13 @@ class Cluster:
         return self.requests
 
     def record_request(self, node: Any, req: Any) -> None:
+        """Keep one request (called by the nodes while recording)."""
         with self._rec_lock:
             self.requests.append(RecordedRequest(node.id, req.api_key, req.api_version,
                                                  req.header, req.body, time.time()))
 
     def recorded(self, api: int | str | None = None) -> list[RecordedRequest]:
+        """The requests kept so far (of ``api`` only, if given)."""
         key = None if api is None else api_key_of(api)
         with self._rec_lock:
             return [r for r in self.requests if key is None or r.api_key == key]

@@ -37,6 +37,8 @@ NEVER = "never"
 
 @dataclass(frozen=True)
 class Delay:
+    """A hook's answer: hold the request ``seconds``, then answer it normally (or with the
+    error code ``then``)."""
     seconds: float
     then: int | None = None     # an error code to answer with after the delay
 

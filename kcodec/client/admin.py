@@ -33,6 +33,8 @@ __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescripti
 
 @dataclass
 class NewTopic:
+    """A topic for ``create_topics``: its name, partitions and replication factor (-1: the
+    broker's default) and topic configs."""
     name: str
     num_partitions: int = -1           # -1: the broker's default
     replication_factor: int = -1
@@ -132,6 +134,7 @@ class AsyncAdmin:
         await self.close()
 
     async def close(self) -> None:
+        """Close the admin client's connections."""
         await self.cluster.close()
 
     def metrics(self) -> dict[str, dict[str, Any]]:
@@ -178,6 +181,7 @@ class AsyncAdmin:
                          if r.error_code else None) for r in body.responses}
 
     async def list_topics(self, include_internal: bool = False) -> list[str]:
+        """The names of the cluster's topics (internal ones with ``include_internal``)."""
         md = await self.describe_cluster()
         return sorted(t.name for t in md.topics if include_internal or not t.is_internal)
 
@@ -202,6 +206,7 @@ class AsyncAdmin:
 
     # ------------------------------------------------------------------ groups
     async def list_groups(self) -> list[GroupListing]:
+        """Every group the brokers know, with its type, state and protocol type."""
         await self.cluster.refresh([])
         out = []
         for node in list(self.cluster.brokers):
@@ -532,62 +537,85 @@ class Admin:
     def create_topics(self, topics: Iterable[str | NewTopic], num_partitions: int = -1,
                       replication_factor: int = -1, timeout_ms: int = 30000,
                       validate_only: bool = False) -> dict[str, KafkaError | None]:
+        """Create topics (names or ``NewTopic``); returns each name's error, or None where it
+        was created."""
         return self._run(self._async.create_topics(list(topics), num_partitions, replication_factor,
                                                    timeout_ms, validate_only))
 
     def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> dict[str, KafkaError | None]:
+        """Delete topics; returns each name's error, or None where it was deleted."""
         return self._run(self._async.delete_topics(list(names), timeout_ms))
 
     def list_topics(self, include_internal: bool = False) -> list[str]:
+        """The names of the cluster's topics (internal ones with ``include_internal``)."""
         return self._run(self._async.list_topics(include_internal))
 
     def describe_cluster(self, topics: list[str] | None = None,
                          allow_auto_create: bool = False) -> ClusterMetadata:
+        """Brokers, controller and topics with their partitions, leaders, replicas and ISR."""
         return self._run(self._async.describe_cluster(topics, allow_auto_create))
 
     def list_groups(self) -> list[GroupListing]:
+        """Every group the brokers know, with its type, state and protocol type."""
         return self._run(self._async.list_groups())
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """Each group's state, protocol and members with their assigned partitions."""
         return self._run(self._async.describe_groups(list(group_ids)))
 
     def list_offsets(self, partitions: Iterable[TopicPartition], spec: OffsetSpec = "latest"
                      ) -> dict[TopicPartition, int]:
+        """Each partition's offset for ``spec``: ``"earliest"``, ``"latest"`` or a timestamp in
+        ms."""
         return self._run(self._async.list_offsets(list(partitions), spec))
 
     def committed_offsets(self, group_id: str, topics: list[str] | None = None) -> dict[TopicPartition, int]:
+        """The group's committed offsets (of ``topics``, default all)."""
         return self._run(self._async.committed_offsets(group_id, topics))
 
     def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
+        """Committed offset, end offset and lag of each of the group's partitions."""
         return self._run(self._async.lag(group_id, topics))
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """Share groups (KIP-932): state, epoch, members and the partitions each reads."""
         return self._run(self._async.describe_share_groups(list(group_ids)))
 
     def list_share_group_offsets(self, group_id: str,
                                  partitions: Iterable[TopicPartition] | None = None
                                  ) -> dict[TopicPartition, int | None]:
+        """The share group's start offset per partition (None where it has not started)."""
         return self._run(self._async.list_share_group_offsets(
             group_id, None if partitions is None else list(partitions)))
 
     def alter_share_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
                                   ) -> dict[TopicPartition, KafkaError | None]:
+        """Set the share group's start offsets (it must have no members); the error (or
+        None) per partition."""
         return self._run(self._async.alter_share_group_offsets(group_id, dict(offsets)))
 
     def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
                                    ) -> dict[str, KafkaError | None]:
+        """Forget the share group's state on ``topics`` (it must have no members); the
+        error (or None) per topic."""
         return self._run(self._async.delete_share_group_offsets(group_id, list(topics)))
     def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+        """Create ACLs; the error (or None) per ACL. An ACL that cannot be valid is a
+        ``ValueError`` before anything is sent."""
         return self._run(self._async.create_acls(list(acls)))
 
     def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs ``acl_filter`` matches (default: all); ``KafkaError`` if the broker
+        refuses (SECURITY_DISABLED: it has no authorizer)."""
         return self._run(self._async.describe_acls(acl_filter))
 
     def delete_acls(self, filters: Iterable[AclBindingFilter]
                     ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete the ACLs each filter matches; the deleted ACLs per filter."""
         return self._run(self._async.delete_acls(list(filters)))
 
     def close(self) -> None:
+        """Close the admin client's connections."""
         self._run(self._async.close())
 
     def __enter__(self) -> Admin:

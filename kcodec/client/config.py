@@ -119,6 +119,55 @@ def _unknown(cls: type, name: str, names: set[str]) -> str:
 
 @dataclass
 class ClientConfig:
+    """The settings every client takes (``Producer``, ``Consumer``, ``Admin``), validated
+    once; times are in milliseconds.
+
+    Settings:
+        bootstrap_servers: ``"host:port,host:port"`` or a list; names, IPv4 or bracketed
+            IPv6 addresses. Default ``$KCODEC_BOOTSTRAP``, else ``127.0.0.1:9092``.
+        client_id: the name the brokers see in their logs and quotas.
+        request_timeout_ms: how long one request waits for its answer.
+        socket_connection_setup_timeout_ms: how long one connection attempt (socket, TLS,
+            SASL) may take.
+        retry_backoff_ms: the wait before a failed request is retried.
+        reconnect_backoff_ms: the first wait before reconnecting to a broker.
+        reconnect_backoff_max_ms: the longest wait between reconnects (it doubles up to this).
+        connections_max_idle_ms: idle connections are closed after this, and reopened on
+            demand.
+        metadata_max_age_ms: metadata is refreshed at least this often.
+        api_timeout_ms: bounds blocking calls and the search for a reachable broker (Java's
+            ``default.api.timeout.ms``).
+        security_protocol: ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT`` or ``SASL_SSL``.
+        ssl_cafile: PEM file of the CAs to trust (default: the system's).
+        ssl_certfile: PEM file of the client's certificate (mutual TLS).
+        ssl_keyfile: PEM file of the client's private key.
+        ssl_password: the password of ``ssl_keyfile`` (kept out of ``repr``).
+        ssl_endpoint_identification_algorithm: ``"https"``: the broker's certificate must
+            name the host connected to; ``""`` turns that check off.
+        ssl_context: an ``ssl.SSLContext`` used as given, instead of the ``ssl_*`` files.
+        sasl_mechanism: ``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512`` or ``OAUTHBEARER``.
+        sasl_username: the SASL user (PLAIN, SCRAM).
+        sasl_password: the SASL password (kept out of ``repr``).
+        sasl_oauth_token_provider: OAUTHBEARER: a callable returning the token, ``(token,
+            expires_at)`` or an ``OAuthToken``.
+        sasl_login_refresh_window_factor: OAUTHBEARER: a new token is fetched once this
+            fraction of the old one's lifetime has passed.
+        receive_message_max_bytes: the largest response accepted (librdkafka's
+            ``receive.message.max.bytes``): a larger one closes the connection and raises
+            ``ResponseTooLargeError`` before it is read.
+        debug: DEBUG log contexts, a comma list (``"protocol,fetch"``, ``"all"``;
+            librdkafka's names too); ``KCODEC_DEBUG`` adds to it.
+        metrics_enabled: keep the metrics ``metrics()`` returns (False: none are kept).
+        statistics_interval_ms: how often ``stats_cb`` gets a JSON statistics document (0:
+            never).
+        stats_cb: ``stats_cb(json_text)``, called in a worker thread every
+            ``statistics_interval_ms``.
+        tracing_enabled: OpenTelemetry spans for send, poll and process (needs
+            ``kcodec[otel]``).
+        tracer_provider: the OpenTelemetry tracer provider (None: the global one).
+        enable_metrics_push: KIP-714: push the metrics the broker subscribes to.
+    """
+
     bootstrap_servers: str | list[str] = field(
         default_factory=lambda: os.environ.get("KCODEC_BOOTSTRAP", DEFAULT_BOOTSTRAP))
     client_id: str = "kcodec"
@@ -231,6 +280,39 @@ class ClientConfig:
 
 @dataclass
 class ProducerConfig(ClientConfig):
+    """The producer's settings, on top of :class:`ClientConfig`'s.
+
+    Settings:
+        acks: ``"all"`` (or -1), 1 or 0: which acknowledgement completes a send.
+        linger_ms: how long a batch waits for more records before it is sent.
+        batch_size: the most record bytes per batch (what the sticky partitioner counts).
+        max_in_flight_requests_per_connection: unanswered Produce requests per broker (at
+            most 5 with idempotence).
+        retries: how often a retriable failure is retried, within ``delivery_timeout_ms``.
+        delivery_timeout_ms: a record not acknowledged within this fails with
+            ``KafkaTimeoutError`` naming the last error.
+        compression_type: ``none``, ``gzip``, ``snappy``, ``lz4`` or ``zstd``.
+        compression_level: the codec's level (None: the codec's default, as Kafka's).
+        enable_idempotence: producer ids and sequence numbers, so a retried batch is written
+            once (needs ``acks="all"``).
+        buffer_memory: bytes of closed batches waiting for acknowledgement; ``send`` blocks
+            (up to ``api_timeout_ms``) past it.
+        transactional_id: makes the producer transactional (see the transactions guide).
+        transaction_timeout_ms: the coordinator aborts a transaction open longer than this.
+        max_request_size: ``send`` refuses a larger record with ``RecordTooLargeError``.
+        transaction_two_phase_commit_enable: KIP-939: transactions an outside coordinator
+            ends with ``prepare_transaction``/``complete_transaction``; no timeout.
+        partitioner: for records sent without a partition: ``murmur2_random``,
+            ``murmur2``, ``consistent``, ``consistent_random``, ``random``, a callable
+            ``(topic, key_bytes, partition_count) -> int``, an object with that
+            ``partition`` method, or ``"module:attr"``.
+        key_serializer: turns a key into bytes before sending: ``fn(key)`` or ``fn(key,
+            ctx)`` (None: keys must be bytes).
+        value_serializer: the same for values.
+        interceptors: objects with ``on_send(record)`` and ``on_acknowledgement(metadata,
+            error)`` (either may be left out), in order.
+    """
+
     acks: int | str = "all"
     linger_ms: int = 5
     batch_size: int = 16384
@@ -305,6 +387,43 @@ class ProducerConfig(ClientConfig):
 
 @dataclass
 class ConsumerConfig(ClientConfig):
+    """The consumer's settings, on top of :class:`ClientConfig`'s.
+
+    Settings:
+        group_id: the consumer group (None: no group; ``assign()`` the partitions to read).
+        group_instance_id: static membership: a restarted member with the same id keeps its
+            partitions.
+        enable_auto_commit: commit what was consumed every ``auto_commit_interval_ms``, on
+            rebalances and on ``close()``.
+        auto_commit_interval_ms: how often auto-commit commits.
+        auto_offset_reset: where a partition without a committed offset starts:
+            ``latest``, ``earliest``, or ``none`` (raise ``NoOffsetForPartitionError``).
+        fetch_min_bytes: a fetch waits (up to ``fetch_max_wait_ms``) for this many bytes.
+        fetch_max_bytes: the most bytes one fetch response brings.
+        max_partition_fetch_bytes: the most bytes one fetch brings per partition.
+        fetch_max_wait_ms: how long the broker may hold a fetch waiting for data.
+        isolation_level: ``read_uncommitted``, or ``read_committed`` (records of aborted
+            transactions left out, reads stop at the last stable offset).
+        session_timeout_ms: a member not heard from for this long leaves the group.
+        heartbeat_interval_ms: how often the member heartbeats (below the session timeout).
+        max_poll_interval_ms: a member that does not poll for this long leaves the group.
+        max_poll_records: the most records one ``poll`` returns.
+        partition_assignment_strategy: classic protocol: assignor names in preference order
+            (``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``).
+        check_crcs: check each batch's CRC-32C.
+        group_protocol: ``consumer`` (KIP-848, the broker assigns; classic where the broker
+            lacks it) or ``classic`` (JoinGroup/SyncGroup).
+        group_remote_assignor: consumer protocol: the broker's assignor by name (None: the
+            broker's default).
+        key_deserializer: turns a key's bytes into a value: ``fn(data)`` or ``fn(data,
+            ctx)`` (None: keys stay bytes).
+        value_deserializer: the same for values.
+        interceptors: objects with ``on_consume(records)`` and ``on_commit(offsets)``
+            (either may be left out), in order.
+        error_cb: ``error_cb(exc)`` is told of lost brokers instead of ``poll`` raising
+            (librdkafka's ``error_cb``).
+    """
+
     group_id: str | None = None
     group_instance_id: str | None = None
     enable_auto_commit: bool = True
@@ -392,4 +511,4 @@ class ConsumerConfig(ClientConfig):
 
 @dataclass
 class AdminConfig(ClientConfig):
-    pass
+    """The admin client's settings: :class:`ClientConfig`'s, nothing of its own."""

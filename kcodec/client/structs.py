@@ -19,6 +19,7 @@ __all__ = ["TopicPartition", "ConsumerRecord", "SendResult", "ConsumerGroupMetad
 
 
 class TopicPartition(NamedTuple):
+    """A topic's partition: ``TopicPartition("events", 0)``."""
     topic: str
     partition: int
 

@@ -228,10 +228,12 @@ class Message(Struct):
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
+        """True if ``version`` of this message is a flexible one (compact types, tagged fields)."""
         return in_range(version, cls.FLEXIBLE_VERSIONS)
 
     @classmethod
     def check_version(cls, version: int) -> None:
+        """Raise ``UnsupportedVersionError`` unless ``version`` is one this message has."""
         if not isinstance(version, int) or not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
             raise UnsupportedVersionError(
                 f"{cls.NAME} version {version!r} is not supported "
@@ -373,6 +375,16 @@ def _finish(cls: type[Struct], structs: dict[str, type[Struct]]) -> None:
     cls._fresh = tuple(fresh)
 
 
+def _message_doc(decl: MessageDecl, valid: tuple[int, int]) -> str:
+    """The docstring of a generated message class, from its declaration."""
+    what = {"request": "The request", "response": "The response",
+            "header": "The header"}.get(decl.kind, "The message")
+    key = f" of API key {decl.api_key}" if decl.api_key is not None else ""
+    fields = ", ".join(f.name for f in decl.fields) or "none"
+    return (f"{what} {decl.name}{key}, versions {valid[0]}-{valid[1]}, all folded into "
+            f"this one class (generated from Kafka's message specs). Fields: {fields}.")
+
+
 def build_message(decl: MessageDecl) -> type[Message]:
     """The class of one declaration, with its nested struct classes as attributes."""
     cls: Any = _make_struct(decl.name, decl.fields, Message)
@@ -390,6 +402,7 @@ def build_message(decl: MessageDecl) -> type[Message]:
         if span is not None:
             spans.append((span[0], span[1], hv))
     cls.HEADER_VERSIONS = tuple(sorted(spans))
+    cls.__doc__ = _message_doc(decl, valid)
     structs: dict[str, type[Struct]] = {}
     for sname, sfields in decl.structs.items():
         structs[sname] = _make_struct(sname, sfields, Struct)

@@ -11,6 +11,8 @@ __all__ = ["ApiKey"]
 
 
 class ApiKey(enum.IntEnum):
+    """The API key of each request, by its Java name: ``ApiKey(3).name`` is ``"METADATA"``."""
+
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2

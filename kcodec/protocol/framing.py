@@ -166,6 +166,7 @@ class FrameSplitter:
         return len(self._buf)
 
     def feed(self, data: Any) -> list[bytes]:
+        """Add ``data`` (bytes received) and return the bodies of the frames it completed."""
         self._buf += data
         out: list[bytes] = []
         buf = self._buf

@@ -102,6 +102,7 @@ class RecoveryResult:
 
     @property
     def truncate_at(self) -> int:
+        """The byte position the broker would truncate the segment at (``valid_bytes``)."""
         return self.valid_bytes
 
     @property

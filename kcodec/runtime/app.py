@@ -54,6 +54,8 @@ class App:
         return fn
 
     def run(self, **overrides: Any) -> int:
+        """Run the decorated handler with the app's settings (``overrides`` win); returns the
+        exit code."""
         if self._handler is None:
             raise ValueError("no handler: decorate one with @app.handler")
         return run(self._handler, config=self.config, **{**self.settings, **overrides})

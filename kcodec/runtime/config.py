@@ -33,7 +33,13 @@ PRODUCER_ONLY = ("partitioner",)
 
 @dataclass
 class Settings:
-    """Everything ``kcodec run`` needs besides the handler."""
+    """Everything ``kcodec run`` needs besides the handler.
+
+    Settings:
+        client: the client's settings by their kcodec names (``-X NAME=VALUE``, the
+            ``[client]`` table, ``KCODEC_RUN_CLIENT_<NAME>``), given to every consumer and
+            producer the runtime makes.
+    """
 
     topics: list[str] = field(default_factory=list)
     group: str = ""
@@ -70,6 +76,7 @@ class Settings:
 
     # ------------------------------------------------------------------ checks
     def validate(self) -> None:
+        """Check every setting, raising ``ValueError`` naming the first bad one."""
         if isinstance(self.topics, str):
             self.topics = [t for t in self.topics.split(",") if t]
         if not isinstance(self.topics, list) or not all(isinstance(t, str) and t for t in self.topics):
@@ -141,16 +148,20 @@ class Settings:
     # ------------------------------------------------------------------ derived
     @property
     def socket_path(self) -> str:
+        """The control socket's path (``control_socket``, or ``<state_dir>/control.sock``)."""
         return self.control_socket or os.path.join(self.state_dir, "control.sock")
 
     @property
     def prefix(self) -> str:
+        """The Redis key prefix (``redis_prefix``, or ``kcodec:<group>``)."""
         return self.redis_prefix or f"kcodec:{self.group}"
 
     def client_settings(self) -> dict[str, Any]:
+        """The client settings: ``bootstrap_servers`` and the ``client`` table."""
         return {"bootstrap_servers": self.bootstrap, **self.client}
 
     def consumer_config(self) -> dict[str, Any]:
+        """The pullers' consumer settings, checked by ``ConsumerConfig``."""
         from kcodec.client import ConsumerConfig
 
         # a member killed with -9 holds its partitions until its session times out: the
@@ -164,23 +175,27 @@ class Settings:
         return cfg
 
     def producer_config(self) -> dict[str, Any]:
+        """The client settings a producer takes (dead-letter topic)."""
         from kcodec.client import ProducerConfig
 
         names = {f.name for f in dataclasses.fields(ProducerConfig)}
         return {k: v for k, v in self.client_settings().items() if k in names}
 
     def admin_config(self) -> dict[str, Any]:
+        """The client settings an admin client takes."""
         from kcodec.client import AdminConfig
 
         names = {f.name for f in dataclasses.fields(AdminConfig)}
         return {k: v for k, v in self.client_settings().items() if k in names}
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict."""
         return dataclasses.asdict(self)
 
     # ------------------------------------------------------------------ sources
     @classmethod
     def names(cls) -> list[str]:
+        """The names of every setting."""
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod

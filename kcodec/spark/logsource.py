@@ -129,6 +129,7 @@ class KafkaLogSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``kcodec-log``."""
         return "kcodec-log"
 
     def _flags(self) -> tuple[bool, bool]:
@@ -136,9 +137,11 @@ class KafkaLogSource(DataSource):
                 _bool(self.options, "includeProducer", False))
 
     def schema(self) -> StructType:
+        """The records' schema (headers and producer columns when asked for)."""
         return log_schema(*self._flags())
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The reader of ``spark.read.format("kcodec-log").load(path)``."""
         for k in self.options:
             if str(k).lower() not in _OPTIONS:
                 raise ValueError(f"unknown option {k!r} for kcodec-log (options: "

@@ -40,6 +40,7 @@ class KafkaSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``kcodec``."""
         return "kcodec"
 
     def _headers(self) -> bool:
@@ -47,6 +48,7 @@ class KafkaSource(DataSource):
         return v == "true"
 
     def schema(self) -> StructType:
+        """Spark's Kafka schema (with ``headers`` when ``includeHeaders`` is true)."""
         return kafka_schema(self._headers())
 
     def _check_schema(self, schema: StructType) -> None:
@@ -55,18 +57,21 @@ class KafkaSource(DataSource):
                              "cannot be given another one: drop .schema(...)")
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader of ``spark.read``."""
         self._check_schema(schema)
         opts = parse_source(self.options, streaming=False)
         cls = KafkaPushdownReader if pushdown_enabled() else KafkaBatchReader
         return cls(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The stream reader of ``spark.readStream``."""
         self._check_schema(schema)
         from kcodec.spark.stream import make_stream_reader
 
         return make_stream_reader(parse_source(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
+        """The sink of ``df.write`` (append only)."""
         from kcodec.spark.sink import KafkaWriter
 
         if overwrite:
@@ -75,6 +80,7 @@ class KafkaSource(DataSource):
         return KafkaWriter(self.options, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+        """The sink of ``df.writeStream``."""
         from kcodec.spark.sink import make_stream_writer
 
         return make_stream_writer(self.options, schema)

@@ -110,9 +110,13 @@ class TaskMetrics:
 
     @property
     def tasks(self) -> list[dict[str, Any]]:
+        """One dict per finished kcodec task of this session: ``kind`` (read or write),
+        topic, partition, offsets, records, bytes, requests and their latency."""
         return list(self._acc.value)
 
     def summary(self) -> dict[str, dict[str, float]]:
+        """The tasks' totals per kind: ``{"read": {"tasks", "records", "bytes",
+        "requests", "request-latency-avg", "request-latency-max"}, "write": ...}``."""
         out: dict[str, dict[str, float]] = {}
         for t in self._acc.value:
             s = out.setdefault(t["kind"], {"tasks": 0, "records": 0, "bytes": 0, "requests": 0,

@@ -185,8 +185,8 @@ def pure_python_message() -> str:
     if "KCODEC_NO_EXTENSIONS" in why:
         return text + "Unset KCODEC_NO_EXTENSIONS in the executors' environment."
     return text + ("Install kcodec from a wheel in the Python the executors run (see the "
-                   "README: Running on a cluster): code shipped with --py-files or as a zip "
-                   "cannot load compiled modules.")
+                   "Spark guide, docs/guide/spark.md: Running on a cluster): code shipped "
+                   "with --py-files or as a zip cannot load compiled modules.")
 
 
 def _first_in_executor() -> bool:
@@ -269,6 +269,6 @@ def check_executors(spark: Any, tasks: int | None = None) -> list[dict[str, str]
         raise WorkerPythonError(
             f"kcodec cannot be loaded by the session's Python workers: {where}. Install "
             "kcodec[spark] in the Python the executors run (spark.pyspark.python, or "
-            "PYSPARK_PYTHON), or ship a packed venv with --archives (README: Running on a "
-            "cluster), and call kcodec.spark.register(spark)")
+            "PYSPARK_PYTHON), or ship a packed venv with --archives (Spark guide, docs/"
+            "guide/spark.md: Running on a cluster), and call kcodec.spark.register(spark)")
     return out

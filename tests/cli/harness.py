@@ -87,7 +87,7 @@ class DyingBroker:
 
 
 class CliBroker:
-    """kcodec's broker as the README starts it for its examples: ``kcodec broker --port P``
+    """kcodec's broker as the CLI guide starts it for its examples: ``kcodec broker --port P``
     in a process of its own, stopped with SIGINT."""
 
     def __init__(self, *extra: str) -> None:

@@ -356,8 +356,9 @@ def test_produce_resume_line_is_the_first_line_not_confirmed() -> None:
 
 @pytest.mark.slow   # ~8 s: a dozen commands, one idle wait
 def test_readme_broker_serves_the_command_line_examples() -> None:
-    """The README's "A broker for the examples" and its command list, as written (with -b
-    for the free port the test takes instead of 9092)."""
+    """The CLI guide's "A broker for the examples" and its command list
+    (docs/guide/cli.md), as written (with -b for the free port the test takes instead of
+    9092)."""
     b = CliBroker()
     try:
         bs = ["-b", b.bootstrap]
@@ -382,7 +383,8 @@ def test_readme_broker_serves_the_command_line_examples() -> None:
         assert len(ok("consume", "-t", "events", "-t", "audit", "-g", "reports", "--from-beginning",
                       "--idle", "2")) == 1005
         assert len(ok("metadata", "brokers")) == 2 and len(ok("metadata", "topics", "-t", "events")) == 5
-        assert ok("groups", "list")[1].split()[:3] == ["reports", "classic", "Empty"]
+        # consume -g joins with the consumer protocol (KIP-848) by default
+        assert ok("groups", "list")[1].split()[:3] == ["reports", "consumer", "Empty"]
         assert ok("describe-groups", "-g", "reports", "-t", "events")[1].split()[:2] == ["reports", "Empty"]
         assert {r.split()[-1] for r in ok("offsets", "-g", "reports", "-t", "events")[1:]} == {"0"}
         # the group's partitions: those it committed (it printed records of; no member now)

@@ -296,20 +296,20 @@ def test_acknowledgements_of_a_forgotten_session_go_in_the_next_one(cluster) -> 
         assert cluster.share.start_offset("g", "t", 0) == 5
 
 
-def test_the_readme_example_runs_as_written(cluster) -> None:
-    """The README's share-group example, against a broker here (its address swapped in,
-    ``handle`` and ``ok`` given)."""
+def test_the_guide_example_runs_as_written(cluster) -> None:
+    """The share-group guide's example (docs/guide/share-groups.md), against a broker here
+    (its address swapped in, ``handle`` and ``ok`` given)."""
     from tests.support import REPO
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Share groups (KIP-932)"):]
+    text = (REPO / "docs" / "guide" / "share-groups.md").read_text(encoding="utf-8")
+    section = text[text.index("## The share consumer"):]
     code = section[section.index("```python") + len("```python"):section.index("```\n", 10)]
     cluster.create_topic("jobs", 1)
     cluster.share.configs.set("workers", {"share.auto.offset.reset": "earliest"})
     produce(cluster.bootstrap, 4, topic="jobs")
     handled: list = []
     ns = {"handle": handled.append, "ok": lambda r: True}
-    exec(code.replace("127.0.0.1:9092", cluster.bootstrap), ns)   # noqa: S102 - our README
+    exec(code.replace("127.0.0.1:9092", cluster.bootstrap), ns)   # noqa: S102 - our docs
     # the implicit consumer's one poll handles the 4 records and accepts them at close
     assert [r.value for r in handled] == [b"v%05d" % i for i in range(4)]
     assert cluster.share.start_offset("workers", "jobs", 0) == 4

@@ -331,15 +331,15 @@ def test_read_log_ignores_torn_lines(tmp_path) -> None:
 
 
 def test_readme_quickstart_works_as_written(tmp_path) -> None:
-    """The README's three terminals, on a free port (KCODEC_BOOTSTRAP) and in a scratch
-    directory beside a copy of examples/."""
+    """The README's three terminals (its `kcodec run` quickstart), on a free port
+    (KCODEC_BOOTSTRAP) and in a scratch directory beside a copy of examples/."""
     import re
     import shutil
 
     from kcodec.testing.net import free_port
 
     readme = (ROOT_PATH / "README.md").read_text()
-    block = readme.split("## kcodec run: a consumer runtime", 1)[1].split("```sh\n", 1)[1]
+    block = readme.split("## Quickstart: `kcodec run`", 1)[1].split("```sh\n", 1)[1]
     lines = [ln.split("#")[0].strip() for ln in block.split("```", 1)[0].splitlines()]
     assert [ln.split()[1] for ln in lines] == ["broker", "10", "run", "ctl"], lines
     port = free_port()

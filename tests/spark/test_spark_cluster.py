@@ -102,7 +102,7 @@ def _read_all(bootstrap: str, topic: str) -> list[bytes]:
 
 
 def _packed_env(root: Path) -> Path:
-    """The README's packed-venv recipe, cut down to what the test needs: a venv made with
+    """The Spark guide's packed-venv recipe (docs/guide/spark.md), cut down to what the test needs: a venv made with
     --copies (no absolute symlink to the system's python), kcodec inside it, pyarrow and
     numpy from this venv (a .pth: the test does not copy 250 MB), packed without "./"
     entries. Returns the archive."""
@@ -143,7 +143,7 @@ def _unpacked_here(tmp_path: Path) -> Path:
 
 def test_example_job_with_a_packed_venv_on_the_pure_python_twins(cluster, kbroker, events,
                                                                  tmp_path) -> None:
-    """The README's recipe end to end, with the executors told to run the pure-Python
+    """The Spark guide's recipe end to end, with the executors told to run the pure-Python
     twins (KCODEC_NO_EXTENSIONS=1 in their environment): exact counts, and each executor
     says once on its stderr that it runs them."""
     archive = _unpacked_here(tmp_path)

@@ -155,7 +155,7 @@ def test_pure_python_twins_are_reported_once_per_executor(monkeypatch, tmp_path,
     workers.warn_if_pure()
     err = capsys.readouterr().err
     assert err.count("runs kcodec's pure-Python twins") == 1
-    assert "2-3x slower" in err and "README" in err and "kcodec._cy.crc" in err
+    assert "2-3x slower" in err and "docs/guide/spark.md: Running on a cluster" in err and "kcodec._cy.crc" in err
     monkeypatch.setattr(kcodec._impl, "EXTENSION_ERROR", "disabled by KCODEC_NO_EXTENSIONS")
     assert "Unset KCODEC_NO_EXTENSIONS" in workers.pure_python_message()
     # another Python worker of the same executor (a new process): the mark says it was told

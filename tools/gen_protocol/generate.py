@@ -427,7 +427,9 @@ def render_api_keys(decls: list[Any]) -> str:
                   for d in decls if d.kind == "request")
     out = [HEADER, '"""Kafka\'s API keys by name: ``ApiKey.FETCH == 1`` (generated with the messages)."""',
            "", "from __future__ import annotations", "", "import enum", "",
-           '__all__ = ["ApiKey"]', "", "", "class ApiKey(enum.IntEnum):"]
+           '__all__ = ["ApiKey"]', "", "", "class ApiKey(enum.IntEnum):",
+           '    """The API key of each request, by its Java name: ``ApiKey(3).name`` is '
+           '``"METADATA"``."""', ""]
     out += [f"    {name} = {key}" for key, name in keys]
     return "\n".join(out) + "\n"
 

@@ -40,7 +40,7 @@ def _now_ms() -> int:
 class PartitionLog:
     """The log of one topic partition (on disk under ``directory``, or in memory if None).
 
-    Made by ``LogManager.create``/``get``; see the README's Broker/Log section.
+    Made by ``LogManager.create``/``get``; see the broker guide's Log section (docs/guide/broker.md).
     """
 
     def __init__(self, topic: str, partition: int, config: LogConfig,

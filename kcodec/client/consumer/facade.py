@@ -48,9 +48,15 @@ class RebalanceListener:
     the membership was lost (by default it calls ``on_partitions_revoked``).
     """
 
-    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any: ...
-    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any: ...
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any:
+        """Called with the partitions taken away, while the consumer still owns them."""
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any:
+        """Called with the partitions given, after each completed rebalance."""
+
     def on_partitions_lost(self, lost: list[TopicPartition]) -> Any:
+        """Called instead of revoked when the membership was lost; calls
+        ``on_partitions_revoked`` by default."""
         return self.on_partitions_revoked(lost)
 
 
@@ -237,6 +243,7 @@ class AsyncConsumer(_Common):
         return self._eng
 
     async def start(self) -> AsyncConsumer:
+        """Connect (and subscribe to the topics given); ``async with`` calls it."""
         if self._eng is None:
             self._eng = ConsumerEngine(self.config, asyncio.get_running_loop())
             self._eng.start()
@@ -245,11 +252,14 @@ class AsyncConsumer(_Common):
         return self
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly these partitions, outside any group subscription."""
         self._engine.subs.subscription = []
         self._engine.set_assignment(TopicPartition(*tp) for tp in partitions)
 
     def subscribe(self, topics: str | list[str] | None = None,
                   listener: RebalanceListener | None = None, *, pattern: Any = None) -> None:
+        """Join the group for ``topics`` (or the topics matching ``pattern``); needs
+        ``group_id``."""
         eng = self._engine
         if eng.group is None:
             raise ValueError(_NO_GROUP)
@@ -434,6 +444,7 @@ class AsyncConsumer(_Common):
                 yield rec
 
     async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record ``poll`` will return for ``partition``."""
         eng = self._engine
         tp = TopicPartition(*partition)
         if tp not in eng.subs.states:
@@ -443,9 +454,11 @@ class AsyncConsumer(_Common):
         return eng.subs.states[tp].position  # type: ignore[return-value]
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Move the partitions (default: every assigned one) to their earliest offset."""
         await self._seek_to(partitions, EARLIEST)
 
     async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Move the partitions (default: every assigned one) to their end."""
         await self._seek_to(partitions, LATEST)
 
     async def _seek_to(self, partitions: Any, ts: int) -> None:
@@ -455,6 +468,7 @@ class AsyncConsumer(_Common):
             self._engine.seek(tp, off)
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offset of each partition (None where nothing is committed)."""
         g = self._engine.group
         if g is None:
             raise ValueError("committed offsets need a group_id")
@@ -472,6 +486,7 @@ class AsyncConsumer(_Common):
             self._hooks.committed(offsets)
 
     def commit_async(self, offsets: dict[TopicPartition, int] | None = None) -> asyncio.Task:
+        """Commit in the background; returns the task."""
         return asyncio.get_running_loop().create_task(self.commit(offsets))
 
     async def _quiet_commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
@@ -525,6 +540,7 @@ class Consumer(_Common):
         return self._loop.run(coro, self._timeout + GRACE if timeout is None else timeout)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly these partitions, outside any group subscription."""
         self._async.assign(partitions)
 
     def subscribe(self, topics: str | list[str] | None = None,
@@ -610,15 +626,19 @@ class Consumer(_Common):
                 yield from self._hand_out(polled)
 
     def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record ``poll`` will return for ``partition``."""
         return self._run(self._async.position(partition))
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Move the partitions (default: every assigned one) to their earliest offset."""
         self._run(self._async.seek_to_beginning(*partitions))
 
     def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Move the partitions (default: every assigned one) to their end."""
         self._run(self._async.seek_to_end(*partitions))
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offset of each partition (None where nothing is committed)."""
         return self._run(self._async.committed(list(partitions)))
 
     def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:

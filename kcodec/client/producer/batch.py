@@ -142,6 +142,7 @@ class RecordFuture:
     _index: int
 
     def done(self) -> bool:
+        """True once the record is acknowledged or has failed."""
         return self._batch.event.is_set()
 
     def _value(self) -> SendResult:
@@ -155,11 +156,14 @@ class RecordFuture:
         return SendResult(b.partition, off, ts)
 
     def result(self, timeout: float | None = None) -> SendResult:
+        """Wait (at most ``timeout`` seconds) and return the ``SendResult``, or raise the
+        record's error."""
         if not self._batch.event.wait(timeout):
             raise KafkaTimeoutError(f"delivery not confirmed within {timeout} s")
         return self._value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        """Wait (at most ``timeout`` seconds) and return the record's error, or None."""
         self._batch.event.wait(timeout)
         b = self._batch
         return b.part_of(self._index)[0].error if b.parts is not None else b.error

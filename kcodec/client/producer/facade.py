@@ -74,6 +74,7 @@ class AsyncProducer(_Base):
         self._hooks = self.config.hooks
 
     async def start(self) -> AsyncProducer:
+        """Connect and get ready to send; ``async with`` calls it."""
         self._engine = ProducerEngine(self.config, asyncio.get_running_loop())
         await self._engine.start()
         tracing = self._engine.cluster.tracing
@@ -118,6 +119,7 @@ class AsyncProducer(_Base):
         return fut
 
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> SendResult:
+        """``send``, then wait for the acknowledgement and return its ``SendResult``."""
         return await (await self.send(*args, **kwargs))
 
     # transactions (transactional_id set): see kcodec.client.producer.transactions
@@ -146,6 +148,7 @@ class AsyncProducer(_Base):
         return await self._txn().complete(prepared)
 
     async def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit or abort belong to it."""
         self._txn().begin()
 
     async def send_offsets_to_transaction(
@@ -154,16 +157,20 @@ class AsyncProducer(_Base):
         await self._txn().send_offsets(offsets, group_metadata)
 
     async def commit_transaction(self) -> None:
+        """Flush, then commit; an ``AbortableTransactionError`` means: abort instead."""
         await self._txn().commit()
 
     async def abort_transaction(self) -> None:
+        """Abort the transaction: its records are never seen by read_committed consumers."""
         await self._txn().abort()
 
     async def flush(self) -> None:
+        """Send everything queued and wait for every acknowledgement."""
         if self._engine is not None:
             await self._engine.flush()
 
     async def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (waiting at most ``timeout`` seconds), then close the connections."""
         if self._engine is not None:
             await self._engine.close(timeout)
             if self._hooks is not None:
@@ -352,6 +359,7 @@ class Producer(_Base):
                               timeout if timeout is not None else self._timeout + 1)
 
     def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit or abort belong to it."""
         txn = self._txn()
         self._loop.run(_call(txn.begin), self._timeout)
 
@@ -367,6 +375,7 @@ class Producer(_Base):
         self._loop.run(self._txn().commit(), timeout if timeout is not None else self._timeout + 1)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: its records are never seen by read_committed consumers."""
         self._loop.run(self._txn().abort(), timeout if timeout is not None else self._timeout + 1)
 
     def flush(self, timeout: float | None = None) -> None:
@@ -374,11 +383,14 @@ class Producer(_Base):
         self._loop.run(self._engine.flush(), timeout if timeout is not None else None)
 
     def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (waiting at most ``timeout`` seconds), then close the connections."""
         self._loop.run(self._engine.close(timeout), None if timeout is None else timeout + 5)
         if self._hooks is not None:
             self._hooks.close()
 
     def partitions_for(self, topic: str) -> list[int]:
+        """The partition numbers of ``topic`` (it is created if the broker creates topics on
+        use)."""
         info = self._loop.run(self._engine.cluster.topic(topic), self._timeout + GRACE)
         return sorted(info.partitions)
 

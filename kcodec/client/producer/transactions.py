@@ -119,6 +119,7 @@ class PreparedTxnState:
 
     @classmethod
     def parse(cls, text: str) -> PreparedTxnState:
+        """The state ``str()`` wrote (``"<producer id>:<epoch>"``; ``""``: no transaction)."""
         if text == "":
             return cls()
         pid, sep, epoch = str(text).partition(":")

@@ -16,6 +16,24 @@ ACQUIRE_MODES = ("batch_optimized", "record_limit")
 
 @dataclass
 class ShareConsumerConfig(ClientConfig):
+    """The settings of ``ShareConsumer`` and ``AsyncShareConsumer``: every client's, and:
+
+    Settings:
+        group_id: the share group to join (required).
+        share_acknowledgement_mode: ``implicit`` (a poll's records are accepted at the next
+            poll or commit) or ``explicit`` (each record is given to ``acknowledge``).
+        share_acquire_mode: ``batch_optimized`` (whole batches, fetched ahead) or
+            ``record_limit`` (KIP-1206: the broker acquires at most ``max_poll_records``).
+        max_poll_records: the most records one ``poll`` returns.
+        fetch_min_bytes: a share fetch waits (up to ``fetch_max_wait_ms``) for this many
+            bytes.
+        fetch_max_bytes: the most bytes one share fetch response brings.
+        fetch_max_wait_ms: how long the broker may hold a share fetch waiting for records.
+        max_poll_interval_ms: taken and checked, as Java's ShareConsumer has it; the share
+            consumer does not act on it yet (a member stays while it heartbeats).
+        check_crcs: check each batch's CRC-32C.
+    """
+
     group_id: str | None = None
     share_acknowledgement_mode: str = "implicit"
     share_acquire_mode: str = "batch_optimized"

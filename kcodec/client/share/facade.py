@@ -244,6 +244,7 @@ class AsyncShareConsumer:
         return self._eng
 
     async def start(self) -> AsyncShareConsumer:
+        """Start the consumer (``async with`` does it) and join with the topics given."""
         if self._eng is None:
             self._eng = _Engine(self.config, asyncio.get_running_loop())
         if self._topics:
@@ -251,16 +252,21 @@ class AsyncShareConsumer:
         return self
 
     async def subscribe(self, topics: str | list[str]) -> None:
+        """Read ``topics`` as a member of the share group (replacing the subscription)."""
         await self._engine.subscribe([topics] if isinstance(topics, str) else list(topics))
 
     def subscription(self) -> list[str]:
+        """The topics subscribed to."""
         return list(self._engine.subscription)
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions the share group's coordinator gave this member (other members
+        may read them too)."""
         return set(self._engine.member.assignment)
 
     @property
     def member_id(self) -> str:
+        """This member's id in the share group (made by the client, as KIP-932 says)."""
         return self._engine.member.member_id
 
     @property
@@ -383,22 +389,28 @@ class ShareConsumer:
             self.subscribe(names)
 
     def subscribe(self, topics: str | list[str]) -> None:
+        """Read ``topics`` as a member of the share group (replacing the subscription)."""
         with self._lock:
             self._loop.run(self._async.subscribe(topics), self._timeout + GRACE,
                            f"joining share group {self.config.group_id!r}")
 
     def subscription(self) -> list[str]:
+        """The topics subscribed to."""
         return self._async.subscription()
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions the share group's coordinator gave this member (other members
+        may read them too)."""
         return self._async.assignment()
 
     @property
     def member_id(self) -> str:
+        """This member's id in the share group (made by the client, as KIP-932 says)."""
         return self._async.member_id
 
     @property
     def acquisition_lock_timeout_ms(self) -> int:
+        """The lock duration the brokers last gave (-1 before the first fetch)."""
         return self._async.acquisition_lock_timeout_ms
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> list[ShareRecord]:

@@ -1,0 +1,85 @@
+"""The docs build clean, and the README stays short and its links resolve.
+
+The build is the one scripts/docs runs (Sphinx, warnings as errors, from scratch): a broken
+internal link, a missing page in a toctree, a bad docstring or a setting without a
+description in a generated configuration table fails it. It needs the docs extra
+(``pip install -e '.[docs]'``; the test extra includes it). External links are not checked
+here (no network in CI): ``scripts/docs -b linkcheck`` does that by hand.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO
+
+ROOT = Path(REPO)
+DOCS = ROOT / "docs"
+
+pytestmark = pytest.mark.skipif(not (DOCS / "conf.py").exists(),
+                                reason="docs/ is not beside the tests (an installed wheel)")
+
+
+def test_docs_build_with_warnings_as_errors(tmp_path: Path) -> None:
+    try:
+        import myst_parser  # noqa: F401
+        import sphinx  # noqa: F401
+    except ImportError as exc:
+        pytest.fail(f"building the docs needs the docs extra ({exc.name} is missing): "
+                    "pip install -e '.[docs]' (scripts/test installs it)")
+    p = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q",
+                        "-b", "html", "-d", str(tmp_path / "doctrees"), str(DOCS),
+                        str(tmp_path / "html")], capture_output=True, text=True, timeout=600,
+                       cwd=ROOT)
+    assert p.returncode == 0, f"the docs do not build clean (scripts/docs):\n{p.stderr[-6000:]}"
+    assert (tmp_path / "html" / "reference" / "config.html").exists()
+
+
+def test_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move reference text to docs/"
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+def test_readme_links_resolve() -> None:
+    """Every relative link and picture of the README names a file of the checkout (and a
+    heading that exists, for links into Markdown pages)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    bad = []
+    for target, anchor in _LINK.findall(text):
+        if "://" in target:
+            continue
+        path = ROOT / target
+        if not path.exists():
+            bad.append(target)
+        elif anchor and path.suffix == ".md":
+            slugs = {_slug(h) for h in re.findall(r"^#+ (.+)$", path.read_text(encoding="utf-8"),
+                                                  re.M)}
+            if anchor[1:] not in slugs:
+                bad.append(target + anchor)
+    assert not bad, f"README.md links to what does not exist: {bad}"
+
+
+def _slug(heading: str) -> str:
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_layers_picture_is_current() -> None:
+    """docs/_static/layers.svg (the README's picture) is drawn from tests/test_layers.py's
+    floors; regenerate it with ``python docs/_ext/kcodec_docs.py`` when they change."""
+    pytest.importorskip("sphinx")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from kcodec_docs import layers_svg
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    assert (DOCS / "_static" / "layers.svg").read_text() == layers_svg(), \
+        "docs/_static/layers.svg is stale: python docs/_ext/kcodec_docs.py"
