@@ -72,7 +72,15 @@ def debug_contexts(setting: str | None) -> frozenset[str]:
     """The contexts named by ``setting`` and ``KCODEC_DEBUG`` together; ``ValueError``
     naming an unknown one and listing the known."""
     words: list[str] = []
-    for text in (setting, os.environ.get("KCODEC_DEBUG")):
+    env = os.environ.get("KCODEC_DEBUG")
+    # the same variable asks setup.py for a debug build (KCODEC_DEBUG=1): a yes/no value
+    # means every context / none, so such a shell never makes a client refuse to start
+    flag = (env or "").strip().lower()
+    if flag in ("1", "true", "yes", "on"):
+        env = "all"
+    elif flag in ("0", "false", "no", "off"):
+        env = None
+    for text in (setting, env):
         if text:
             words += [w.strip().lower() for w in text.split(",") if w.strip()]
     out: set[str] = set()

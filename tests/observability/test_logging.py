@@ -17,7 +17,7 @@ from kcodec.broker.security import (
     TokenInfo,
     make_scram_credential,
 )
-from kcodec.client import Consumer, Producer
+from kcodec.client import Consumer, Producer, ProducerConfig
 from kcodec.observe.log import CONTEXTS, Debug, debug_contexts, describe, redact
 from kcodec.protocol import REQUESTS, ApiKey
 
@@ -37,6 +37,15 @@ def test_contexts_from_the_setting_and_the_environment(monkeypatch):
     assert debug_contexts("msg") == {"msg", "broker"}
     with pytest.raises(ValueError, match="unknown context 'bogus'.*known: all, broker"):
         debug_contexts("bogus")
+
+
+def test_the_debug_build_flag_in_the_environment_is_not_refused(monkeypatch):
+    # KCODEC_DEBUG=1 also asks setup.py for a debug build: left set, it must not stop clients
+    monkeypatch.setenv("KCODEC_DEBUG", "1")
+    assert debug_contexts(None) == set(CONTEXTS)
+    ProducerConfig(bootstrap_servers="127.0.0.1:1")   # refused "1" before
+    monkeypatch.setenv("KCODEC_DEBUG", "0")
+    assert debug_contexts("fetch") == {"fetch"}
 
 
 def test_debug_is_off_unless_the_logger_is_at_debug(monkeypatch):
