@@ -145,17 +145,18 @@ class Acceptor:
 
     def _refuse(self, quotas: ConnectionQuotas, conn: socket.socket, host: str, addr: object,
                 why: str) -> None:
-        """Close a connection past a limit at once (the client sees it closed), and log it."""
-        try:
-            conn.close()
-        except OSError:
-            pass
+        """Log a connection past a limit, then close it at once (the client sees it closed
+        only after the line is written, so whoever watches both sees them in that order)."""
         count = quotas.should_log(host)
         if count is not None:
             port = addr[1] if isinstance(addr, tuple) and len(addr) > 1 else "?"
             more = f" ({count} refused from {host} since the last such line)" if count > 1 else ""
             log.warning("kcodec broker: refused a connection from %s:%s on %s: %s%s", host,
                         port, self._where(), why, more)
+        try:
+            conn.close()
+        except OSError:
+            pass
 
     def _where(self) -> str:
         try:
