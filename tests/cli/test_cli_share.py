@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import confluent_kafka.admin as ca
 import pytest
 
 from kcodec.client import Admin, Producer, TopicPartition
@@ -15,6 +14,8 @@ from tests.cli.harness import create, finish, kcodec, run
 
 def earliest(bootstrap: str, group: str) -> None:
     """share.auto.offset.reset=earliest on the group (IncrementalAlterConfigs, GROUP)."""
+    import confluent_kafka.admin as ca  # a peer: imported by the peers tests only
+
     admin = ca.AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     r = ca.ConfigResource(ca.ResourceType.GROUP, group, incremental_configs=[ca.ConfigEntry(
         "share.auto.offset.reset", "earliest", incremental_operation=ca.AlterConfigOpType.SET)])
