@@ -386,3 +386,18 @@ def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
         assert time.monotonic() - started >= 1.0   # not before the session timed out
         assert len(c.consumer_groups.describe("st").members) == 1
         a.close()
+
+
+def test_a_commit_at_the_previous_epoch_covers_only_what_the_member_still_owns(coord) -> None:
+    # a commit sent before a revocation, answered after it: the partition's new owner may
+    # have committed further already, so the old epoch must not move it back
+    _, _, _, ea, _ = hb(coord, "a", 0, ["t"], {})
+    _, _, _, eb, _ = hb(coord, "b", 0, ["t"], {})
+    _, _, _, ea2, got = hb(coord, "a", ea, None, {"t": {0, 1, 2, 3}})
+    kept = set(got["t"])
+    _, _, _, ea3, _ = hb(coord, "a", ea2, None, {"t": kept})      # revoked: a's epoch moves on
+    assert ea3 > ea2
+    gone = ({0, 1, 2, 3} - kept).pop()
+    assert coord.check_commit("g", "a", ea2, [("t", p) for p in kept]) == 0
+    assert coord.check_commit("g", "a", ea2, [("t", gone)]) == E.STALE_MEMBER_EPOCH
+    assert coord.check_commit("g", "a", ea3, [("t", p) for p in kept]) == 0

@@ -190,7 +190,8 @@ def offset_commit(node: Any, req: Any) -> Any:
                                     p.committed_leader_epoch, p.committed_metadata))
         cgroups = node.cluster.consumer_groups
         if cgroups.is_consumer_group(b.group_id):   # KIP-848: member epochs, not generations
-            code = cgroups.check_commit(b.group_id, b.member_id, b.generation_id_or_member_epoch)
+            code = cgroups.check_commit(b.group_id, b.member_id, b.generation_id_or_member_epoch,
+                                        [(o[0], o[1]) for o in offsets])
             if not code:
                 code = node.cluster.groups.commit(b.group_id, -1, "", None, offsets)
         else:

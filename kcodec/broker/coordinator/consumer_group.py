@@ -421,8 +421,11 @@ class ConsumerGroupCoordinator:
         with self.lock:
             return group_id in self.groups
 
-    def check_commit(self, group_id: str, member_id: str, epoch: int) -> int:
-        """The error for an OffsetCommit from ``member_id`` at ``epoch`` (0: accepted)."""
+    def check_commit(self, group_id: str, member_id: str, epoch: int,
+                     partitions: list[tuple[str, int]] | None = None) -> int:
+        """The error for an OffsetCommit from ``member_id`` at ``epoch`` (0: accepted). The
+        previous epoch is accepted only for ``partitions`` the member still owns: a commit
+        sent before a revocation must not move back a partition its new owner committed."""
         with self.lock:
             g = self.groups.get(group_id)
             if g is None:
@@ -435,6 +438,9 @@ class ConsumerGroupCoordinator:
             if epoch > m.epoch:
                 return E.FENCED_MEMBER_EPOCH
             if epoch < m.epoch and epoch != m.previous_epoch:
+                return E.STALE_MEMBER_EPOCH
+            if epoch != m.epoch and partitions is not None and any(
+                    p not in m.assigned.get(t, ()) for t, p in partitions):
                 return E.STALE_MEMBER_EPOCH
             return 0
 
