@@ -401,3 +401,5 @@ def test_a_commit_at_the_previous_epoch_covers_only_what_the_member_still_owns(c
     assert coord.check_commit("g", "a", ea2, [("t", p) for p in kept]) == 0
     assert coord.check_commit("g", "a", ea2, [("t", gone)]) == E.STALE_MEMBER_EPOCH
     assert coord.check_commit("g", "a", ea3, [("t", p) for p in kept]) == 0
+    # at the current epoch too: a partition the member does not own is not its to commit
+    assert coord.check_commit("g", "a", ea3, [("t", gone)]) == E.STALE_MEMBER_EPOCH

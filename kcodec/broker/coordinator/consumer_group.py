@@ -423,9 +423,11 @@ class ConsumerGroupCoordinator:
 
     def check_commit(self, group_id: str, member_id: str, epoch: int,
                      partitions: list[tuple[str, int]] | None = None) -> int:
-        """The error for an OffsetCommit from ``member_id`` at ``epoch`` (0: accepted). The
-        previous epoch is accepted only for ``partitions`` the member still owns: a commit
-        sent before a revocation must not move back a partition its new owner committed."""
+        """The error for an OffsetCommit from ``member_id`` at ``epoch`` (0: accepted). A
+        member commits only ``partitions`` it owns (assigned, or being revoked from it): a
+        commit of records fetched before the member was fenced, sent after it rejoined at a
+        new epoch, must not move back a partition its new owner committed (the idea of
+        KIP-1251's per-partition assignment epochs). STALE_MEMBER_EPOCH otherwise."""
         with self.lock:
             g = self.groups.get(group_id)
             if g is None:
@@ -439,8 +441,10 @@ class ConsumerGroupCoordinator:
                 return E.FENCED_MEMBER_EPOCH
             if epoch < m.epoch and epoch != m.previous_epoch:
                 return E.STALE_MEMBER_EPOCH
-            if epoch != m.epoch and partitions is not None and any(
-                    p not in m.assigned.get(t, ()) for t, p in partitions):
+            if partitions is not None and not m.classic and any(
+                    p not in m.assigned.get(t, ()) and p not in m.revoking.get(t, ())
+                    for t, p in partitions):
+                # not (or no longer) this member's: its new owner may have committed further
                 return E.STALE_MEMBER_EPOCH
             return 0
 
