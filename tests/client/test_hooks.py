@@ -35,7 +35,7 @@ from kcodec.client.errors import (
 from kcodec.client.hooks import Codec, Interceptors, ProducerRecord, SerializationContext
 from kcodec.client.producer.partitioner import make_partitioner, partition_for_key
 from kcodec.errors import KcodecError
-from tests.support import REPO
+from tests.support import REPO, project_text
 
 
 # ---------------------------------------------------------------- helpers named by tests
@@ -624,7 +624,7 @@ def test_the_guide_hooks_example_runs_as_written(tmp_path) -> None:
     import os
     import re
 
-    text = (REPO / "docs" / "guide" / "client.md").read_text()
+    text = project_text("docs", "guide", "client.md")
     section = text[text.index("## Hooks"):]
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code is not None

@@ -299,9 +299,9 @@ def test_acknowledgements_of_a_forgotten_session_go_in_the_next_one(cluster) -> 
 def test_the_guide_example_runs_as_written(cluster) -> None:
     """The share-group guide's example (docs/guide/share-groups.md), against a broker here
     (its address swapped in, ``handle`` and ``ok`` given)."""
-    from tests.support import REPO
+    from tests.support import project_text
 
-    text = (REPO / "docs" / "guide" / "share-groups.md").read_text(encoding="utf-8")
+    text = project_text("docs", "guide", "share-groups.md")
     section = text[text.index("## The share consumer"):]
     code = section[section.index("```python") + len("```python"):section.index("```\n", 10)]
     cluster.create_topic("jobs", 1)

@@ -190,9 +190,9 @@ def test_confluent_style_settings_are_taken():
 
 def test_the_operations_guide_metrics_example_runs(broker):
     """The metrics example of docs/guide/operations.md, as written (its address swapped)."""
-    from tests.support import REPO
+    from tests.support import project_text
 
-    guide = (REPO / "docs" / "guide" / "operations.md").read_text(encoding="utf-8")
+    guide = project_text("docs", "guide", "operations.md")
     start = guide.index("## Metrics")
     block = guide[start:].split("```python\n", 1)[1].split("```", 1)[0]
     assert "stats_cb" in block

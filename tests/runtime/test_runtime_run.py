@@ -17,6 +17,7 @@ import pytest
 from kcodec.client import Admin, Consumer, TopicPartition
 from tests.runtime.support import ROOT, Run, env, produce, read_log, wait_for
 from tests.support import REPO as ROOT_PATH
+from tests.support import project_text
 
 
 def name(prefix: str) -> str:
@@ -338,7 +339,7 @@ def test_readme_quickstart_works_as_written(tmp_path) -> None:
 
     from kcodec.testing.net import free_port
 
-    readme = (ROOT_PATH / "README.md").read_text()
+    readme = project_text("README.md")
     block = readme.split("## Quickstart: `kcodec run`", 1)[1].split("```sh\n", 1)[1]
     lines = [ln.split("#")[0].strip() for ln in block.split("```", 1)[0].splitlines()]
     assert [ln.split()[1] for ln in lines] == ["broker", "10", "run", "ctl"], lines
