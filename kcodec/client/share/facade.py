@@ -281,24 +281,11 @@ class AsyncShareConsumer:
         eng.before_poll()
         await eng.follow_assignment()
         n = max_records or self.config.max_poll_records
-        deadline = time.monotonic() + timeout
-        while True:
-            out = eng.take_records(n)
-            if out:
-                return out
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return []
-            arrived = eng.fetcher.arrived
-            arrived.clear()
-            if not eng.fetcher.buffer:
-                try:
-                    await asyncio.wait_for(arrived.wait(), min(left, 0.1))
-                except asyncio.TimeoutError:
-                    pass
-            await eng.follow_assignment()
+
+        def error_seen() -> None:      # a fetch error: raised by before_poll, as at the start
             if eng.fetcher.error is not None:
                 eng.before_poll()
+        return await self._until(lambda: eng.take_records(n), timeout, error_seen)
 
     async def poll_columns(self, timeout: float = 0.0) -> list[ShareColumns]:
         """The fetched records as columns (``kcodec.records.RecordColumns``, numpy needed),
@@ -308,9 +295,16 @@ class AsyncShareConsumer:
         eng = self._engine
         eng.before_poll()
         await eng.follow_assignment()
+        return await self._until(eng.take_columns, timeout)
+
+    async def _until(self, take: Callable[[], list], timeout: float,
+                     after_wait: Callable[[], None] | None = None) -> list:
+        """``take()`` until it gives something or ``timeout`` passes, waiting for fetched
+        answers in between (and following assignment changes)."""
+        eng = self._engine
         deadline = time.monotonic() + timeout
         while True:
-            out = eng.take_columns()
+            out = take()
             if out:
                 return out
             left = deadline - time.monotonic()
@@ -324,6 +318,8 @@ class AsyncShareConsumer:
                 except asyncio.TimeoutError:
                     pass
             await eng.follow_assignment()
+            if after_wait is not None:
+                after_wait()
 
     def acknowledge(self, record: Any, kind: AcknowledgeType | int = AcknowledgeType.ACCEPT) -> None:
         """Explicit mode: how ``record`` was handled (sent at the next poll or commit)."""
