@@ -251,6 +251,40 @@ def test_describe_shows_members_sharing_a_partition() -> None:
         assert all(m.assignment == {"t": [0]} for m in d.members)
 
 
+def test_a_member_that_stops_polling_leaves_and_its_records_go_to_another() -> None:
+    """max_poll_interval_ms: a member whose application stops polling leaves the group
+    (the broker gives its acquired records to the others at once, long before their lock
+    of 30 s would end) and joins again at its next poll; what it held is forgotten."""
+    from kcodec.client.share import ShareStateError
+
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 5)
+        with share(c, client_id="slow", share_acknowledgement_mode="explicit",
+                   max_poll_interval_ms=1500) as slow, share(c, client_id="other") as other:
+            held = drain(slow, 5)
+            assert [r.offset for r in held] == [0, 1, 2, 3, 4]
+            t0 = time.monotonic()
+            got = drain(other, 5, timeout=15)            # slow does not poll meanwhile
+            assert [(r.offset, r.delivery_count) for r in got] == [(o, 2) for o in range(5)]
+            assert 1.5 <= time.monotonic() - t0 < 10     # its leaving, not the lock's end
+            with Admin(bootstrap_servers=c.bootstrap) as admin:
+                assert [m.client_id for m in admin.describe_groups(["g"])[0].members] == \
+                    ["other"]
+                with pytest.raises(ShareStateError, match="not delivered"):
+                    slow.acknowledge(held[0], ACCEPT)
+                assert slow.poll(0.5) == []              # polls again: joins again
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    members = admin.describe_groups(["g"])[0].members
+                    if len(members) == 2:
+                        break
+                    time.sleep(0.2)
+                assert sorted(m.client_id for m in members) == ["other", "slow"]
+        assert c.share.start_offset("g", "t", 0) == 5      # other accepted all five on close
+
+
 def test_acls_need_read_on_group_and_topic() -> None:
     """As Kafka: the heartbeat needs READ on the group (and DESCRIBE on the topics); a
     fetch needs READ on the group, and READ on each topic or that partition fails."""

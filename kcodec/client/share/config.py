@@ -29,8 +29,9 @@ class ShareConsumerConfig(ClientConfig):
             bytes.
         fetch_max_bytes: the most bytes one share fetch response brings.
         fetch_max_wait_ms: how long the broker may hold a share fetch waiting for records.
-        max_poll_interval_ms: taken and checked, as Java's ShareConsumer has it; the share
-            consumer does not act on it yet (a member stays while it heartbeats).
+        max_poll_interval_ms: a member whose application does not poll for this long
+            leaves the group (the records it acquired go to the other members; fetched
+            ones not yet polled are dropped) and joins again at its next poll.
         check_crcs: check each batch's CRC-32C.
     """
 

@@ -69,6 +69,9 @@ class _Engine:
         self.subscription: list[str] = []
         self.closed = False
         self.last_poll = time.monotonic()
+        self.member.since_poll = lambda: time.monotonic() - self.last_poll
+        self.member.max_poll_interval = config.max_poll_interval_ms / 1000
+        self.member.on_stale = self._left_for_want_of_polls
 
     # ------------------------------------------------------------------ acknowledgements
     def acknowledge(self, record: Any, kind: AcknowledgeType | int) -> None:
@@ -118,9 +121,20 @@ class _Engine:
                     del self.delivered[tp]
         return acks.take()
 
+    def _left_for_want_of_polls(self) -> None:
+        """The member left (max_poll_interval_ms passed without a poll): the broker gave
+        back what it had acquired, so nothing fetched or handed out can be acknowledged
+        any more. Fetched records are dropped; those handed out are forgotten (another
+        member gets them; an acknowledge() of one now says it was not delivered here)."""
+        self.fetcher.drop_unpolled()
+        with self.lock:
+            self.last_poll_spans = []
+            self.delivered.clear()
+
     def before_poll(self) -> None:
         if self.closed:
             raise ClientClosedError("the share consumer is closed")
+        self.last_poll = time.monotonic()
         err = self.fetcher.error
         if err is not None:
             self.fetcher.error = None
@@ -188,6 +202,7 @@ class _Engine:
     # ------------------------------------------------------------------ membership
     async def subscribe(self, topics: list[str]) -> None:
         self.subscription = sorted(set(topics))
+        self.last_poll = time.monotonic()
         await self.member.join(self.subscription, self.config.api_timeout_ms / 1000)
         self.fetcher.start_loops()
 
@@ -304,6 +319,7 @@ class AsyncShareConsumer:
         eng = self._engine
         deadline = time.monotonic() + timeout
         while True:
+            eng.last_poll = time.monotonic()    # waiting in poll is polling
             out = take()
             if out:
                 return out
@@ -421,6 +437,7 @@ class ShareConsumer:
         deadline = time.monotonic() + timeout
         fetcher = eng.fetcher
         while True:
+            eng.last_poll = time.monotonic()    # waiting in poll is polling
             with self._lock:
                 out = eng.take_records(n)
                 if out:
@@ -449,6 +466,7 @@ class ShareConsumer:
         deadline = time.monotonic() + timeout
         fetcher = eng.fetcher
         while True:
+            eng.last_poll = time.monotonic()    # waiting in poll is polling
             with self._lock:
                 out = eng.take_columns()
                 if out:

@@ -6,14 +6,20 @@ assignment in an answer is the member's new set of partitions; several members o
 group may hold the same partition (the share-partition leader hands each record to one of
 them), so there is nothing to revoke. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: the member
 joins again at epoch 0. Leaving is epoch -1.
+
+A member whose application has not polled for ``max_poll_interval_ms`` leaves (its
+acquired records go back to the others) and stops heartbeating; the next poll joins it
+again at epoch 0, with the same member id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
@@ -23,6 +29,8 @@ from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ApiKey, ErrorCode, ShareGroupHeartbeatRequest
 
 __all__ = ["ShareGroupMember"]
+
+log = logging.getLogger("kcodec.client.share")
 
 HEARTBEAT = ApiKey.SHARE_GROUP_HEARTBEAT
 FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
@@ -51,6 +59,11 @@ class ShareGroupMember:
         self.last_error: BaseException | None = None
         self.changed = asyncio.Event()          # a new assignment arrived
         self._lock = asyncio.Lock()
+        # seconds since the application last polled, and what to do on leaving for it
+        self.since_poll: Callable[[], float] = lambda: 0.0
+        self.max_poll_interval = float("inf")
+        self.on_stale: Callable[[], None] = lambda: None
+        self.stale = False                      # left for want of polls; a poll rejoins
 
     async def _coordinator(self) -> int:
         if self.coordinator is None or self.coordinator not in self.cluster.brokers:
@@ -103,6 +116,7 @@ class ShareGroupMember:
     async def join(self, topics: list[str], timeout: float) -> None:
         """Join (or change the subscription) and start heartbeating."""
         self.topics = sorted(topics)
+        self.stale = False
         deadline = time.monotonic() + timeout
         await self.cluster.refresh(self.topics, auto_create=False)
         while True:
@@ -121,7 +135,15 @@ class ShareGroupMember:
 
     async def _loop(self) -> None:
         while True:
-            await asyncio.sleep(self.interval)
+            await asyncio.sleep(0.1 if self.stale else self.interval)
+            idle = self.since_poll()
+            if idle > self.max_poll_interval:
+                if not self.stale:
+                    await self._leave_stale(idle)
+                continue
+            if self.stale:
+                self.stale = False
+                log.info("share group %r: polled again: joining again", self.group_id)
             try:
                 await self.heartbeat()
                 self.last_error = None
@@ -135,12 +157,21 @@ class ShareGroupMember:
             except KcodecError as exc:
                 self.last_error = exc
 
-    async def leave(self) -> None:
-        """Epoch -1: the coordinator reassigns at once; held records go back."""
-        if self.task is not None:
-            self.task.cancel()
-            self.task = None
+    async def _leave_stale(self, idle: float) -> None:
+        log.warning("share group %r: poll() was not called for %.1f s, more than "
+                    "max_poll_interval_ms (%d ms): this member leaves the group and the "
+                    "records it acquired go back to the other members; the next poll joins "
+                    "again. Poll more often, or raise max_poll_interval_ms",
+                    self.group_id, idle, self.max_poll_interval * 1000)
+        self.stale = True
+        await self._send_leave()
+        self.assignment = set()
+        self.changed.set()
+        self.on_stale()
+
+    async def _send_leave(self) -> None:
         if self.epoch <= 0 or self.coordinator is None:
+            self.epoch = 0
             return
         async with self._lock:
             try:
@@ -151,4 +182,11 @@ class ShareGroupMember:
                 pass
             self.epoch = 0
             self.sent_topics = None
-            self.assignment = set()
+
+    async def leave(self) -> None:
+        """Epoch -1: the coordinator reassigns at once; held records go back."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        await self._send_leave()
+        self.assignment = set()
