@@ -6,6 +6,7 @@ counters. Slow tests (``-m slow``), root only, like the fault runs."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -133,3 +134,24 @@ def test_resets_break_established_connections(net: FaultNet) -> None:
     assert net.counters()["resets"] > 0
     time.sleep(1.0)
     assert probe(net, "rtt", 1)["ok"], "connections work again after the resets"
+
+
+@pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))
+def test_namespaces_of_a_killed_run_are_swept_and_a_live_run_s_kept(tmp_path) -> None:
+    """A run killed with SIGKILL never deletes its namespaces; the next one does, and leaves
+    alone those whose owner still runs."""
+    from tests.support.faultnet import sweep
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()                                     # a pid that is gone (not reused at once)
+    names = {"dead": f"kcf-c-{dead.pid}-abc123", "alive": f"kcf-b-{os.getpid()}-abc123"}
+    for ns in names.values():
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+    try:
+        gone = sweep()
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert names["dead"] in gone and names["dead"] not in listed
+        assert names["alive"] not in gone and names["alive"] in listed
+    finally:
+        for ns in names.values():
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -36,6 +36,7 @@ import heapq
 import json
 import os
 import random
+import re
 import select
 import shutil
 import socket
@@ -64,6 +65,33 @@ def _ip(*argv: str, ns: str | None = None, check: bool = True) -> subprocess.Com
     return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=30)
 
 
+def sweep() -> list[str]:
+    """Delete the namespaces (and with them their veths) of runs whose process is gone: a
+    test run killed with SIGKILL never reaches ``__exit__``. Returns the names deleted."""
+    out = _ip("ip", "netns", "list", check=False).stdout.split("\n")
+    gone = []
+    for line in out:
+        m = re.match(r"(kcf-[cbp]-(\d+)-[0-9a-f]+)", line)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(2)), 0)
+            continue                      # its owner still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        ns = m.group(1)
+        for pid in _ip("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+        _ip("ip", "netns", "del", ns, check=False)
+        gone.append(ns)
+    return gone
+
+
 class FaultNet:
     """The namespaces, veths and link process of one test (a context manager)."""
 
@@ -71,7 +99,9 @@ class FaultNet:
         env_seed = int(os.environ.get("KCODEC_FAULT_SEED", "0"))
         self.seed = seed or env_seed or random.randrange(1, 2**31)
         tag = uuid.uuid4().hex[:6]
-        self.client_ns, self.broker_ns = f"kcf-c-{tag}", f"kcf-b-{tag}"
+        # the owner's pid in the name: a later run deletes what a killed one left behind
+        self.client_ns = f"kcf-c-{os.getpid()}-{tag}"
+        self.broker_ns = f"kcf-b-{os.getpid()}-{tag}"
         self.c_root, self.c_ns = f"kfc{tag}r", f"kfc{tag}n"
         self.b_root, self.b_ns = f"kfb{tag}r", f"kfb{tag}n"
         self.link: subprocess.Popen | None = None
@@ -89,7 +119,7 @@ class FaultNet:
         mine = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True).stdout
         if f" {NET}" in mine:
             return f"this machine uses {NET}0/24 itself; the fault harness needs it free"
-        name = f"kcf-probe-{uuid.uuid4().hex[:6]}"
+        name = f"kcf-p-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
         if r.returncode != 0:
             return f"'ip netns add' failed here: {r.stderr.strip()}"
@@ -97,6 +127,7 @@ class FaultNet:
         return None
 
     def __enter__(self) -> FaultNet:
+        sweep()
         try:
             for ns, root, inner, addr in ((self.client_ns, self.c_root, self.c_ns, CLIENT_IP),
                                           (self.broker_ns, self.b_root, self.b_ns, BROKER_IP)):
