@@ -176,6 +176,7 @@ def test_unreachable_broker_exit_1(capsys) -> None:
     from kcodec.testing.net import free_port
     rc, out, err = run(capsys, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "0.5")
     assert rc == 1 and "no broker reachable" in err and len(err.strip().splitlines()) == 1
+    assert "check the bootstrap address" in err            # what to do, not only what failed
 
 
 def test_demo_round_trips_every_codec(capsys) -> None:

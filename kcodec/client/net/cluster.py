@@ -230,11 +230,14 @@ class Cluster:
                     definite = definite and getattr(exc, "definite", False)
             causes = "; ".join(str(e) for e in last.values())
             if not self.reached and definite:
-                raise BrokerNotAvailableError(f"no broker reachable: {causes}", retriable=False)
+                raise BrokerNotAvailableError(
+                    f"no broker reachable: {causes}: check the bootstrap address "
+                    f"(bootstrap_servers, -b) and that a broker runs there", retriable=False)
             if time.monotonic() + backoff > deadline:
                 raise BrokerNotAvailableError(
                     f"no broker reachable within {time.monotonic() - start:.1f} s "
-                    f"(last error: {causes or 'no address could be tried in time'})")
+                    f"(last error: {causes or 'no address could be tried in time'}): check "
+                    f"the bootstrap address (bootstrap_servers, -b) and that a broker runs there")
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.reconnect_backoff_max_ms / 1000)
 
