@@ -56,10 +56,27 @@ def decode_response(api_key: int, version: int, payload: Any) -> tuple[int, Any]
     except ProtocolError:
         raise
     except KcodecError as exc:
-        lenient = _lenient(api_key, version, payload)
-        if lenient is not None:
-            return lenient
-        raise ProtocolError(f"undecodable {RESPONSES[api_key].NAME} v{version}: {exc}") from exc
+        # the failure without its traceback: in the pure twin its frames hold what the
+        # decode had made so far (copies of the frame's unknown tagged fields: up to the
+        # frame's size), which must not stay alive through the second attempt
+        err = _bare(exc)
+    lenient = _lenient(api_key, version, payload)
+    if lenient is not None:
+        return lenient
+    raise ProtocolError(f"undecodable {RESPONSES[api_key].NAME} v{version}: {err}") from err
+
+
+def _bare(exc: BaseException) -> BaseException:
+    """``exc`` and the exceptions it chains to, their tracebacks dropped."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = None
+        if e.__cause__ is not None:
+            _bare(e.__cause__)
+        e = e.__context__
+    return exc
 
 
 def _lenient(api_key: int, version: int, payload: Any) -> tuple[int, Any] | None:
