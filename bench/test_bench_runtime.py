@@ -270,12 +270,14 @@ def _settled(boot: str, group: str, members: int, timeout: float = 60.0) -> floa
     raise AssertionError(f"group {group!r} did not settle on {members} members in {timeout} s")
 
 
-def _measure_held(boot: str, pullers: int, handler: str) -> tuple[float | None, float]:
+def _measure_held(boot: str, pullers: int, handler: str
+                  ) -> tuple[float | None, float, tuple[float, float]]:
     """records/s of ``kcodec run direct`` with ``pullers`` pullers once every puller holds
     its partitions: the records are on a fresh topic in an open transaction, the runtime
     reads committed records only, and the transaction commits when the group has settled.
     The clock starts at the first record handled, as in ``_measure``; the settling time
-    (joins and the rebalance that gives the later pullers their share) is returned apart."""
+    (joins and the rebalance that gives the later pullers their share) is returned apart,
+    and so is how far apart the pullers' first records and their last ones were (s)."""
     topic, group = f"bench-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:8]}"
     producer = _prepare_held(boot, topic)
     d = tempfile.mkdtemp(prefix="kcodec-bench-count-")
@@ -286,7 +288,7 @@ def _measure_held(boot: str, pullers: int, handler: str) -> tuple[float | None, 
             "--state-dir", tempfile.mkdtemp(prefix="kcodec-bench-run-")]
     proc = subprocess.Popen(argv, env=env(KCODEC_BENCH_COUNT_DIR=d, KCODEC_BENCH_TOTAL=str(N)),
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rate = None
+    rate, skew = None, (0.0, 0.0)
     try:
         settle = _settled(boot, group, pullers)
         assert not os.listdir(d), "records were handled before the transaction committed"
@@ -304,6 +306,8 @@ def _measure_held(boot: str, pullers: int, handler: str) -> tuple[float | None, 
             if sum(r[1] for r in rows) >= N:
                 assert len(rows) == pullers, f"{len(rows)} of {pullers} pullers handled records"
                 rate = N / (max(r[2] for r in rows) - min(r[0] for r in rows))
+                skew = (max(r[0] for r in rows) - min(r[0] for r in rows),
+                        max(r[2] for r in rows) - min(r[2] for r in rows))
                 break
             time.sleep(0.02)
     finally:
@@ -315,7 +319,7 @@ def _measure_held(boot: str, pullers: int, handler: str) -> tuple[float | None, 
             proc.kill()
             proc.wait(10)
         shutil.rmtree(d, ignore_errors=True)
-    return rate, settle
+    return rate, settle, skew
 
 
 def test_pullers_scale_over_cores() -> None:
@@ -335,13 +339,15 @@ def test_pullers_scale_over_cores() -> None:
     results: dict[str, list[float | None]] = {f"{h}, {n} puller{'s' * (n > 1)}": []
                                               for h, n in rows}
     settles: list[float] = []
+    skews: dict[str, list[tuple[float, float]]] = {k: [] for k in results}
     broker = _Server([sys.executable, "-m", "kcodec", "broker", "--port", str(free_port()),
                       "--partitions", "4"])
     try:
         for _ in range(ROUNDS):
             for h, n in rows:
-                rate, settle = _measure_held(broker.line, n, h)
+                rate, settle, skew = _measure_held(broker.line, n, h)
                 results[f"{h}, {n} puller{'s' * (n > 1)}"].append(rate)
+                skews[f"{h}, {n} puller{'s' * (n > 1)}"].append(skew)
                 settles.append(settle)
     finally:
         broker.stop()
@@ -352,7 +358,9 @@ def test_pullers_scale_over_cores() -> None:
           f"{min(settles):.1f}-{max(settles):.1f} s (not timed)")
     for k, v in med.items():
         rounds = " ".join(f"{x:,.0f}" if x else "fail" for x in results[k])
-        print(f"{k:24} {v or 0:>11,.0f}  {rounds}")
+        apart = "" if k.endswith(" 1 puller") else "  first/last records apart (s): " + \
+            " ".join(f"{a:.2f}/{b:.2f}" for a, b in skews[k])
+        print(f"{k:24} {v or 0:>11,.0f}  {rounds}{apart}")
     for h in ("noop", "busy", "waiting"):
         one, two = med[f"{h}, 1 puller"], med[f"{h}, 2 pullers"]
         if one and two:
