@@ -592,4 +592,4 @@ def test_mutated_segments_never_crash(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_mutated_segments_never_crash_long(tmp_path: Path) -> None:
-    fuzz_segments(tmp_path, 99, 3000, cli=True)
+    fuzz_segments(tmp_path, 99, 1500, cli=True)
