@@ -63,6 +63,31 @@ def _prepare(boot: str, topic: str) -> None:
         p.flush(300)
 
 
+def _rows(d: str) -> list[tuple[float, int, float]]:
+    """The handler processes' count files in ``d``: (first record's time, count, last's)."""
+    rows = []
+    for f in os.listdir(d):
+        if f.startswith("."):
+            continue
+        try:
+            a, n, t = open(os.path.join(d, f)).read().split()
+        except (ValueError, OSError):
+            continue
+        rows.append((float(a), int(n), float(t)))
+    return rows
+
+
+def _stop(p: subprocess.Popen) -> None:
+    """SIGTERM (the runtime's clean stop), then SIGKILL after 30 s."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+
+
 def _measure(argv: list[str], extra_env: dict[str, str]) -> tuple[float | None, str]:
     """records/s of one contender (None: it did not get through), and its stderr tail."""
     d = tempfile.mkdtemp(prefix="kcodec-bench-count-")
@@ -73,15 +98,7 @@ def _measure(argv: list[str], extra_env: dict[str, str]) -> tuple[float | None, 
     try:
         last, still = -1, time.monotonic()
         while p.poll() is None:
-            rows = []
-            for f in os.listdir(d):
-                if f.startswith("."):
-                    continue
-                try:
-                    a, n, t = open(os.path.join(d, f)).read().split()
-                except (ValueError, OSError):
-                    continue
-                rows.append((float(a), int(n), float(t)))
+            rows = _rows(d)
             total = sum(r[1] for r in rows)
             if total >= N:
                 rate = N / (max(r[2] for r in rows) - min(r[0] for r in rows))
@@ -92,13 +109,7 @@ def _measure(argv: list[str], extra_env: dict[str, str]) -> tuple[float | None, 
                 break
             time.sleep(0.02)
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
+        _stop(p)
         shutil.rmtree(d, ignore_errors=True)
         err.seek(0)
         tail = err.read().decode(errors="replace")[-1500:]
@@ -295,14 +306,7 @@ def _measure_held(boot: str, pullers: int, handler: str
         producer.commit_transaction(60)
         deadline = time.monotonic() + STALL
         while time.monotonic() < deadline and proc.poll() is None:
-            rows = []
-            for f in os.listdir(d):
-                if not f.startswith("."):
-                    try:
-                        a, n, t = open(os.path.join(d, f)).read().split()
-                    except (ValueError, OSError):
-                        continue
-                    rows.append((float(a), int(n), float(t)))
+            rows = _rows(d)
             if sum(r[1] for r in rows) >= N:
                 assert len(rows) == pullers, f"{len(rows)} of {pullers} pullers handled records"
                 rate = N / (max(r[2] for r in rows) - min(r[0] for r in rows))
@@ -312,12 +316,7 @@ def _measure_held(boot: str, pullers: int, handler: str
             time.sleep(0.02)
     finally:
         producer.close(10)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        _stop(proc)
         shutil.rmtree(d, ignore_errors=True)
     return rate, settle, skew
 
