@@ -285,6 +285,43 @@ def test_a_member_that_stops_polling_leaves_and_its_records_go_to_another() -> N
         assert c.share.start_offset("g", "t", 0) == 5      # other accepted all five on close
 
 
+def test_a_fetch_from_a_member_that_left_acquires_nothing() -> None:
+    """A member's fetch can be on the wire when its leave gives back what it held: the
+    broker acquires nothing for a member that is not in the group, so the records go to
+    the members that are (not back to the one that left, locked for 30 s)."""
+    from kcodec.protocol import ShareFetchRequest as F
+    from kcodec.protocol import ShareGroupHeartbeatRequest as H
+    from tests.support.broker_raw import Raw
+
+    def fetch(raw: Raw, tid: object, epoch: int) -> list[tuple[int, int, int]]:
+        r = raw.call(F(group_id="g", member_id="gone", share_session_epoch=epoch,
+                       max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, max_records=100,
+                       batch_size=100, topics=[F.FetchTopic(topic_id=tid, partitions=[
+                           F.FetchPartition(partition_index=0)])] if epoch == 0 else []), 2)
+        assert r.error_code == 0
+        return [(a.first_offset, a.last_offset, a.delivery_count)
+                for t in r.responses for p in t.partitions for a in p.acquired_records]
+
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        tid = c.state.topics["t"].topic_id
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 5)
+        with Raw(c.bootstrap) as raw:
+            joined = raw.call(H(group_id="g", member_id="gone", member_epoch=0,
+                                subscribed_topic_names=["t"]), 1)
+            assert joined.error_code == 0
+            assert fetch(raw, tid, 0) == [(0, 4, 1)]
+            left = raw.call(H(group_id="g", member_id="gone", member_epoch=-1), 1)
+            assert (left.error_code, left.member_epoch) == (0, -1)
+            assert fetch(raw, tid, 1) == []              # released, and not taken back
+            with share(c, client_id="other") as other:
+                t0 = time.monotonic()
+                got = drain(other, 5, timeout=10)
+                assert [(r.offset, r.delivery_count) for r in got] == [(o, 2) for o in range(5)]
+                assert time.monotonic() - t0 < 5
+
+
 def test_acls_need_read_on_group_and_topic() -> None:
     """As Kafka: the heartbeat needs READ on the group (and DESCRIBE on the topics); a
     fetch needs READ on the group, and READ on each topic or that partition fails."""

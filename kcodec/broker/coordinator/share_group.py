@@ -105,9 +105,10 @@ class ShareGroupCoordinator:
         return None
 
     def is_member(self, group_id: str, member_id: str) -> bool:
-        with self.lock:
-            g = self.groups.get(group_id)
-            return g is not None and member_id in g.members
+        # no lock: the share manager asks this holding its own locks, which a member's
+        # removal here takes holding this one (a dict lookup is atomic on its own)
+        g = self.groups.get(group_id)
+        return g is not None and member_id in g.members
 
     def is_share_group(self, group_id: str) -> bool:
         with self.lock:

@@ -264,6 +264,11 @@ class SharePartitionManager:
         chunks: dict[int, bytes] = {}
         try:
             with sp.lock:
+                # a member that left acquires nothing: its fetch may have been on the
+                # wire when its leave released what it held. Asked under the partition's
+                # lock, which the release takes after the member is gone
+                if not self.is_member(group, member):
+                    return 0, b"", []
                 if sp.end < log.log_start_offset or sp.start < log.log_start_offset:
                     sp.archive_below(int(log.log_start_offset))
                 ranges = sp.acquire_available(member, max_records, strict, deadline)

@@ -134,8 +134,14 @@ class ShareGroupMember:
             self.task = asyncio.get_running_loop().create_task(self._loop())
 
     async def _loop(self) -> None:
+        beat_at = time.monotonic() + self.interval
         while True:
-            await asyncio.sleep(0.1 if self.stale else self.interval)
+            now = time.monotonic()
+            # awake when the heartbeat is due, or when max_poll_interval_ms runs out if
+            # that is sooner: a member not polled leaves on time, not at the next beat
+            wake = now + 0.1 if self.stale else \
+                min(beat_at, now + self.max_poll_interval - self.since_poll() + 0.01)
+            await asyncio.sleep(max(0.0, wake - now))
             idle = self.since_poll()
             if idle > self.max_poll_interval:
                 if not self.stale:
@@ -144,6 +150,9 @@ class ShareGroupMember:
             if self.stale:
                 self.stale = False
                 log.info("share group %r: polled again: joining again", self.group_id)
+            elif time.monotonic() < beat_at:
+                continue
+            beat_at = time.monotonic() + self.interval
             try:
                 await self.heartbeat()
                 self.last_error = None
@@ -164,9 +173,9 @@ class ShareGroupMember:
                     "again. Poll more often, or raise max_poll_interval_ms",
                     self.group_id, idle, self.max_poll_interval * 1000)
         self.stale = True
-        await self._send_leave()
-        self.assignment = set()
+        self.assignment = set()          # no fetch starts after the leave is sent
         self.changed.set()
+        await self._send_leave()
         self.on_stale()
 
     async def _send_leave(self) -> None:
