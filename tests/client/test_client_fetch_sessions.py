@@ -236,3 +236,39 @@ def test_incremental_fetches_against_kcodecs_broker():
     assert sorted(got) == sorted([f"{i}".encode() for i in range(30)] + [b"late"])
     assert sessions and all(enabled and sid != 0 for enabled, sid, _i, _f in sessions)
     assert sum(s[2] for s in sessions) > sum(s[3] for s in sessions)
+
+
+def test_a_partition_held_back_for_its_full_buffer_is_not_left_waiting_on_the_others():
+    """A partition with two blobs buffered is left out of the next Fetch; if that Fetch
+    waited fetch_max_wait_ms for the other (caught-up) partitions, the held-back one would
+    sit idle until it came back once the application had freed its buffer: reading a
+    partition stalled for fetch_max_wait_ms again and again, and the last records of a
+    topic came that much late. While a partition is held back the broker is asked to wait
+    20 ms at most."""
+    from kcodec.broker import Cluster
+    from kcodec.client import Consumer, Producer
+
+    with Cluster(1) as b:
+        b.create_topic("t", 2)
+        with Producer(bootstrap_servers=b.bootstrap, linger_ms=0, batch_size=16384) as p:
+            for i in range(200):
+                p.send("t", b"%04d" % i + b"x" * 1000, partition=0)
+            p.flush(10)
+        b.record()
+        with Consumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
+                      fetch_max_wait_ms=5000, max_partition_fetch_bytes=16384) as c:
+            c.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
+            got: list[bytes] = []
+            t0 = time.monotonic()
+            while len(got) < 200 and time.monotonic() - t0 < 60:
+                for recs in c.poll(1.0, max_records=5).values():
+                    got += [r.value[:4] for r in recs]
+                time.sleep(0.005)                  # slower than fetching: buffers fill
+            took = time.monotonic() - t0
+        assert got == [b"%04d" % i for i in range(200)]
+        fetches = b.recorded("Fetch")
+        # the Fetches that took partition 0 out of the session: it was held back then
+        held = [f.body.max_wait_ms for f in fetches
+                if any(0 in t.partitions for t in f.body.forgotten_topics_data)]
+        assert held and set(held) == {20}, held
+        assert took < 4, f"{took:.1f} s: a held-back partition waited out fetch_max_wait_ms"

@@ -51,6 +51,13 @@ __all__ = ["Fetcher", "FETCH_REFRESH_CODES"]
 # mean stale metadata, and OFFSET_NOT_AVAILABLE (a new leader's high watermark not caught
 # up), as Java's fetcher does.
 FETCH_REFRESH_CODES = REFRESH_CODES | {ErrorCode.OFFSET_NOT_AVAILABLE}
+#: the longest a Fetch waits at the broker while a partition of that broker is held back
+#: because its buffer is full: the application frees it at its next poll, and a Fetch
+#: waiting out fetch_max_wait_ms for the others would leave it idle until then (the last
+#: records of a partition came ~fetch_max_wait_ms late). Short enough not to be seen;
+#: long enough that a slow application does not turn it into a stream of empty fetches.
+HELD_BACK_WAIT_MS = 20
+
 _TOPIC_ID_CODES = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
                    ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
 
@@ -207,8 +214,10 @@ class Fetcher:
         for f in self.buffer:
             buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
-        wanted = [tp for tp, st in self.subs.states.items()
-                  if not st.paused and st.fetch_position is not None and buffered_tps.get(tp, 0) < 2]
+        wanted, held = [], []
+        for tp, st in self.subs.states.items():
+            if not st.paused and st.fetch_position is not None:
+                (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
         if not wanted and not self.inflight and not self._resolving():
             self.progressed()    # nothing asked of the brokers: nobody is late
         unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
@@ -219,19 +228,25 @@ class Fetcher:
             st = self.subs.states.get(tp)
             if st is None:       # revoked by a rebalance while the metadata was refreshed
                 continue
-            info = self.cluster.topics.get(tp.topic)
-            leader = info.partitions.get(tp.partition, -1) if info is not None else -1
-            if leader < 0:
-                continue
-            if leader in self.inflight or st.fetch_position is None:
+            leader = self._leader(tp)
+            if leader < 0 or leader in self.inflight or st.fetch_position is None:
                 continue
             by_node.setdefault(leader, []).append((tp, st.fetch_position))
+        held_on = {self._leader(tp) for tp in held} if held and by_node else set()
         for node, parts in by_node.items():
             self.inflight[node] = time.monotonic()
-            self.loop.create_task(self._fetch(node, parts))
+            self.loop.create_task(self._fetch(node, parts, short=node in held_on))
 
-    async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
+    def _leader(self, tp: TopicPartition) -> int:
+        info = self.cluster.topics.get(tp.topic)
+        return info.partitions.get(tp.partition, -1) if info is not None else -1
+
+    async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]],
+                     short: bool = False) -> None:
+        """One Fetch to ``node``; ``short``: a partition there is held back for its full
+        buffer, so the broker waits HELD_BACK_WAIT_MS at most for the others' records."""
         cfg = self.config
+        max_wait = min(cfg.fetch_max_wait_ms, HELD_BACK_WAIT_MS) if short else cfg.fetch_max_wait_ms
         session = self.sessions.get(node)
         if session is None:
             session = self.sessions[node] = FetchSession[TopicPartition]()
@@ -254,7 +269,7 @@ class Fetcher:
                 session.topic_ids = ids is not None
             sid, sepoch, send, forget = session.build(dict(parts))
             req = requests.fetch(
-                max_wait_ms=cfg.fetch_max_wait_ms, min_bytes=cfg.fetch_min_bytes,
+                max_wait_ms=max_wait, min_bytes=cfg.fetch_min_bytes,
                 max_bytes=cfg.fetch_max_bytes, read_committed=self.read_committed,
                 session_id=sid, session_epoch=sepoch,
                 partitions=[(tp.topic, tp.partition, off) for tp, off in send.items()],
