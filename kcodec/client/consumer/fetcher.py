@@ -214,9 +214,10 @@ class Fetcher:
         for f in self.buffer:
             buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
-        wanted, held = [], []
-        for tp, st in self.subs.states.items():
-            if not st.paused and st.fetch_position is not None:
+        wanted: list[TopicPartition] = []
+        held: list[TopicPartition] = []
+        for tp, state in self.subs.states.items():
+            if not state.paused and state.fetch_position is not None:
                 (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
         if not wanted and not self.inflight and not self._resolving():
             self.progressed()    # nothing asked of the brokers: nobody is late
