@@ -403,3 +403,64 @@ def test_a_commit_at_the_previous_epoch_covers_only_what_the_member_still_owns(c
     assert coord.check_commit("g", "a", ea3, [("t", p) for p in kept]) == 0
     # at the current epoch too: a partition the member does not own is not its to commit
     assert coord.check_commit("g", "a", ea3, [("t", gone)]) == E.STALE_MEMBER_EPOCH
+
+
+def test_a_full_heartbeat_is_answered_with_the_whole_assignment(coord) -> None:
+    # b's answer with its partitions is lost on the way: the coordinator took them as sent,
+    # so an ordinary heartbeat says nothing new; the full request b sends after the failure
+    # (subscription and owned partitions) gets the assignment again
+    _, _, _, ea, _ = hb(coord, "a", 0, ["t"], {})
+    _, _, _, eb, got = hb(coord, "b", 0, ["t"], {})
+    assert got == {}
+    _, _, _, ea2, got = hb(coord, "a", ea, None, {"t": {0, 1, 2, 3}})
+    hb(coord, "a", ea2, None, {"t": set(got["t"])})                # a revoked two
+    _, _, _, eb2, lost = hb(coord, "b", eb, None, None)
+    assert len(lost["t"]) == 2                                      # this answer is lost
+    assert hb(coord, "b", eb, None, None)[4] is None                # nothing changed since
+    code, _, _, eb3, again = hb(coord, "b", eb, ["t"], {})          # the full request
+    assert code == 0 and eb3 == eb2 and again == lost
+    # a full request from a member still giving partitions up (it reports them) keeps
+    # them revoking: they go to their new owner only once reported gone
+    hb(coord, "c", 0, ["t"], {})                                    # c joins: a gives one up
+    a = coord.groups["g"].members["a"]
+    hb(coord, "a", a.epoch, None, None)
+    assert a.state == "UNREVOKED_PARTITIONS"
+    holds = {"t": a.assigned["t"] | a.revoking["t"]}
+    assert hb(coord, "a", a.epoch, ["t"], holds)[0] == 0
+    assert a.state == "UNREVOKED_PARTITIONS" and a.revoking
+
+
+@pytest.mark.slow
+def test_a_member_whose_heartbeat_answer_was_lost_still_gets_its_partitions() -> None:
+    # the answer carrying a member's first partitions times out (a one-way partition, a
+    # reset): the member must not wait forever for an assignment the coordinator thinks it sent
+    from kcodec.client.errors import KafkaTimeoutError
+    from kcodec.protocol import ApiKey
+
+    with Cluster(1) as c:
+        c.consumer_groups.heartbeat_interval_ms = 100
+        c.create_topic("t", 4)
+        a = _consumer(c, "lost")
+        seen: list[bytes] = []
+        assert _poll_until([a], lambda: len(a.assignment()) == 4, seen)
+        b = _consumer(c, "lost")
+        cluster = b._engine.group.cluster
+        real = cluster.send
+        dropped: list[object] = []
+
+        async def send(node, api_key, body, *args, **kw):
+            resp = await real(node, api_key, body, *args, **kw)
+            asg = getattr(resp.body, "assignment", None)
+            if (api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and not dropped and asg is not None
+                    and any(tp.partitions for tp in asg.topic_partitions)):
+                dropped.append(asg)
+                raise KafkaTimeoutError("the answer was lost on the way (test)")
+            return resp
+
+        cluster.send = send
+        assert _poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 2,
+                           seen, timeout=15)
+        assert dropped, "no heartbeat answer was dropped: the test proved nothing"
+        assert not set(a.assignment()) & set(b.assignment())
+        a.close()
+        b.close()

@@ -27,6 +27,11 @@ named ones and those its pattern matches now; a topic created or deleted that ch
 pattern matches bumps the group epoch at the next heartbeat, so new matching topics are
 assigned and deleted ones dropped. A pattern RE2 rejects is INVALID_REGULAR_EXPRESSION.
 
+The assignment goes in a heartbeat's answer when it changed since the last one sent, when
+the member joins, and on a full request (rebalance timeout, subscription and owned
+partitions all set): a member sends one after a heartbeat that failed, as its answer, with a
+new assignment in it, may have been lost on the way.
+
 A member that does not heartbeat for the session timeout, or does not revoke within its
 rebalance timeout, is removed (its partitions become free). A heartbeat at a stale epoch
 answers FENCED_MEMBER_EPOCH; the member rejoins at epoch 0 with its member id.
@@ -240,8 +245,12 @@ class ConsumerGroupCoordinator:
                 m.revoking = {}
                 m.state = "STABLE"
             self._reconcile(g, m)
+            # a full request (what a member sends after a heartbeat whose answer it did not
+            # get) is answered with the whole assignment: the lost answer may have carried it
+            full = rebalance_timeout_ms != -1 and owned is not None and (
+                topics is not None or regex is not None)
             out = None
-            if m.sent is None or m.sent != m.assigned:
+            if full or m.sent is None or m.sent != m.assigned:
                 out = m.sent = _copy(m.assigned)
             return 0, None, member_id, m.epoch, out
 

@@ -51,6 +51,17 @@ class ConsumerGroupMember(ClassicGroupMember):
         self.sent_regex: str | None = None
         self.hb_lock = asyncio.Lock()
         self.settled = False     # the coordinator was seen to offer ConsumerGroupHeartbeat
+        # the last heartbeat failed (timed out, connection lost, an error answer): its answer,
+        # perhaps with a new assignment in it, may be lost, so the next one is a full request
+        # (subscription and owned partitions), which the coordinator answers with the whole
+        # assignment, as the Java client does
+        self.full = False
+        # what the member may still hold: the partitions it brought into the last join and
+        # those that join gave it (the ones revoked are given up only after it returns), so
+        # a full request never reports less than the member holds; reporting less would let
+        # the coordinator hand a partition on while this member still processes it
+        self.holding: set[TopicPartition] = set()
+        self.joining = False
 
     @property
     def cooperative(self) -> bool:
@@ -70,21 +81,26 @@ class ConsumerGroupMember(ClassicGroupMember):
         return (self.epoch, self.member_id) if self.epoch > 0 else (-1, "")
 
     async def _heartbeat(self, owned: set[TopicPartition] | None) -> Any:
-        """One ConsumerGroupHeartbeat; full fields on join, else only what changed."""
+        """One ConsumerGroupHeartbeat; full fields on join and after a failed one, else only
+        what changed."""
         async with self.hb_lock:
             joining = self.epoch == 0
+            full = joining or self.full
             changed = self.topics != self.sent_topics or self.regex != self.sent_regex
             # a pattern subscription (broker-side RE2/J matching) names no topics itself
             names = [] if self.regex else self.topics
-            topics = names if joining or changed else None
+            topics = names if full or changed else None
             regex = (self.regex or "") if topics is not None else None
+            if full and owned is None:
+                owned = set(self.holding)
             parts: dict[Any, list[int]] | None = None
-            if owned is not None and (joining or owned != self.reported):
+            if owned is not None and (full or owned != self.reported):
                 parts = {}
                 for tp in owned:
                     info = self.cluster.topics.get(tp.topic)
                     if info is not None and info.topic_id is not None:
                         parts.setdefault(info.topic_id, []).append(tp.partition)
+            self.full = True     # until an answer without an error says otherwise
             node = await self.coordinator_node()
             r = await self.cluster.send(node, HEARTBEAT, requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, self.epoch, self.config.group_instance_id,
@@ -106,6 +122,7 @@ class ConsumerGroupMember(ClassicGroupMember):
             if b.error_code:
                 raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}",
                                  b.error_message)
+            self.full = False
             if topics is not None:
                 self.sent_topics, self.sent_regex = self.topics, self.regex
             if parts is not None:
@@ -132,23 +149,28 @@ class ConsumerGroupMember(ClassicGroupMember):
         """Join, or apply the newest assignment; returns the partitions to own now."""
         self.topics = sorted(topics)
         deadline = time.monotonic() + max(self.config.api_timeout_ms, self.config.session_timeout_ms) / 1000
-        while True:
-            try:
-                await self._heartbeat(owned)
-                break
-            except KafkaError as exc:
-                if exc.code in FENCED_CODES:
-                    owned = set()
-                    self.lost = False   # nothing is owned any more; the caller revoked it already
-                elif exc.code not in COORDINATOR_CODES or time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.1)
-            except KcodecError:   # the coordinator's connection broke: find it again, retry
-                self.coordinator = None
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.1)
+        self.joining = True
+        try:
+            while True:
+                try:
+                    await self._heartbeat(owned)
+                    break
+                except KafkaError as exc:
+                    if exc.code in FENCED_CODES:
+                        owned = set()
+                        self.lost = False   # nothing is owned any more; the caller revoked it already
+                    elif exc.code not in COORDINATOR_CODES or time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.1)
+                except KcodecError:   # the coordinator's connection broke: find it again, retry
+                    self.coordinator = None
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.1)
+        finally:
+            self.joining = False
         new = self.pending if self.pending is not None else set(owned)
+        self.holding = set(owned) | new
         self.pending = None
         self.assignment = new
         self.need_rejoin = False
@@ -168,8 +190,10 @@ class ConsumerGroupMember(ClassicGroupMember):
                 await self.leave("max_poll_interval_ms exceeded", stop=False)
                 continue
             try:
-                # until poll applies a new assignment, report what is owned now
-                await self._heartbeat(self.reported)
+                # nothing new to report (a full request reports ``holding``); a join under way
+                # heartbeats itself, with what the member owns at that step
+                if not self.joining:
+                    await self._heartbeat(None)
             except asyncio.CancelledError:
                 raise
             except KcodecError as exc:
