@@ -59,7 +59,7 @@ def test_a_partition_revoked_while_metadata_is_refreshed_is_skipped() -> None:
         cluster = _Cluster(rebalance)
         f = _fetcher(loop, cluster, subs)
 
-        async def fetch(node: int, parts: list, short: bool = False) -> None:
+        async def fetch(node: int, parts: list, short: bool = False, epochs: Any = None) -> None:
             sent.append((node, parts))
 
         f._fetch = fetch     # type: ignore[method-assign]

@@ -194,6 +194,15 @@ class _Common:
             eng.subs.resolve = True
             eng.fetcher.kick()
 
+    def _consumed(self) -> dict[TopicPartition, int]:
+        """What the application has consumed, read now: the auto-commit of a poll commits
+        the records earlier polls returned (as Java's), not the ones this poll is about to
+        return -- read when the commit ran on the client's loop, the positions could
+        already include those, and a crash while handling them would lose them."""
+        subs = self._engine.subs
+        with subs.lock:
+            return subs.positions_to_commit()
+
     def _auto_commit_due(self) -> bool:
         eng = self._engine
         cfg = eng.config
@@ -397,7 +406,7 @@ class AsyncConsumer(_Common):
         self._resolve_positions()
         if self._auto_commit_due():
             self._engine.last_commit = time.monotonic()
-            asyncio.get_running_loop().create_task(self._quiet_commit())
+            asyncio.get_running_loop().create_task(self._quiet_commit(self._consumed()))
         eng = self._engine
         n = max_records or self.config.max_poll_records
         deadline = time.monotonic() + timeout
@@ -584,7 +593,7 @@ class Consumer(_Common):
         self._resolve_positions()
         if self._auto_commit_due():
             eng.last_commit = time.monotonic()
-            self._loop.submit(self._async._quiet_commit())
+            self._loop.submit(self._async._quiet_commit(self._consumed()))
         n = max_records or self.config.max_poll_records
         deadline = time.monotonic() + timeout
         while True:

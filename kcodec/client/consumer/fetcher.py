@@ -225,36 +225,49 @@ class Fetcher:
                    or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
         if unknown or (wanted and self.cluster.stale):
             await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
-        for tp in wanted:
-            st = self.subs.states.get(tp)
-            if st is None:       # revoked by a rebalance while the metadata was refreshed
-                continue
-            leader = self._leader(tp)
-            if leader < 0 or leader in self.inflight or st.fetch_position is None:
-                continue
-            by_node.setdefault(leader, []).append((tp, st.fetch_position))
+        epochs: dict[TopicPartition, int] = {}
+        with self.subs.lock:     # the offset and the epoch of one state, read together
+            for tp in wanted:
+                st = self.subs.states.get(tp)
+                if st is None:   # revoked by a rebalance while the metadata was refreshed
+                    continue
+                leader = self._leader(tp)
+                if leader < 0 or leader in self.inflight or st.fetch_position is None:
+                    continue
+                by_node.setdefault(leader, []).append((tp, st.fetch_position))
+                epochs[tp] = st.epoch
         held_on = {self._leader(tp) for tp in held} if held and by_node else set()
         for node, parts in by_node.items():
             self.inflight[node] = time.monotonic()
-            self.loop.create_task(self._fetch(node, parts, short=node in held_on))
+            self.loop.create_task(self._fetch(node, parts, short=node in held_on,
+                                              epochs=epochs))
 
     def _leader(self, tp: TopicPartition) -> int:
         info = self.cluster.topics.get(tp.topic)
         return info.partitions.get(tp.partition, -1) if info is not None else -1
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]],
-                     short: bool = False) -> None:
-        """One Fetch to ``node``; ``short``: a partition there is held back for its full
-        buffer, so the broker waits HELD_BACK_WAIT_MS at most for the others' records."""
+                     short: bool = False, epochs: dict[TopicPartition, int] | None = None) -> None:
+        """One Fetch to ``node`` for ``parts`` (partition, fetch offset), asked for the
+        partition states of ``epochs`` (read with the offsets); ``short``: a partition
+        there is held back for its full buffer, so the broker waits HELD_BACK_WAIT_MS at
+        most for the others' records.
+
+        An answer counts for a partition only if its state is still the one asked for
+        (same epoch) and still fetches from the offset asked (Java's fetcher checks the
+        same): a rebalance that revoked the partition and gave it back, a seek, a reset or
+        another answer that came first makes it stale, and it is dropped. Taking it would
+        skip the records between the new position and the old fetch offset."""
         cfg = self.config
         max_wait = min(cfg.fetch_max_wait_ms, HELD_BACK_WAIT_MS) if short else cfg.fetch_max_wait_ms
         session = self.sessions.get(node)
         if session is None:
             session = self.sessions[node] = FetchSession[TopicPartition]()
         try:
-            epochs = {}
-            for tp, _off in parts:
-                epochs[tp] = self.subs.states[tp].epoch if tp in self.subs.states else -1
+            if epochs is None:
+                with self.subs.lock:
+                    epochs = {tp: st.epoch for tp, _off in parts
+                              if (st := self.subs.states.get(tp)) is not None}
             # KIP-227: only new and moved partitions go into an incremental fetch
             conn = await self.cluster.connection(node)
             version = conn.core.version(ApiKey.FETCH)
@@ -299,7 +312,7 @@ class Fetcher:
             if code:
                 raise KafkaError(code, "Fetch")
             offsets = dict(parts)
-            got = []
+            got: list[tuple[Fetched, int]] = []
             for t in body.responses:
                 name = t.topic if ids is None else self.cluster.topic_names.get(t.topic_id)
                 if name is None:          # an id we do not know (any more): re-learn
@@ -307,8 +320,10 @@ class Fetcher:
                     continue
                 for p in t.partitions:
                     tp = TopicPartition(name, p.partition_index)
-                    st = self.subs.states.get(tp)
-                    if st is None or st.epoch != epochs.get(tp) or tp not in offsets:
+                    if tp not in offsets:
+                        continue
+                    st = self._current(tp, epochs.get(tp), offsets[tp])
+                    if st is None:
                         continue
                     if p.error_code:
                         if cm is not None:
@@ -326,19 +341,21 @@ class Fetcher:
                     nxt = next_offset(data, offsets[tp])
                     if nxt <= offsets[tp]:
                         continue
-                    f = Fetched(tp, offsets[tp], data, p.aborted_transactions, st.epoch)
-                    st.fetch_position = nxt
-                    got.append(f)
+                    got.append((Fetched(tp, offsets[tp], data, p.aborted_transactions,
+                                        st.epoch), nxt))
             if self.cluster.debug.fetch:
                 log.debug("fetch from node %s: %d partitions asked, %d with data (%d bytes) "
                           "in %.1f ms", node, len(parts), len(got),
-                          sum(len(f.data) for f in got), (time.monotonic() - t0) * 1000)
+                          sum(len(f.data) for f, _ in got), (time.monotonic() - t0) * 1000)
             if got:
-                with self.subs.lock:
-                    for f in got:
-                        if self.subs.states.get(f.tp) is not None and self.subs.states[f.tp].epoch == f.epoch:
-                            self.buffer.append(f)
-                            self.buffered_bytes += len(f.data)
+                with self.subs.lock:   # checked again: the polling thread may have moved on
+                    for f, nxt in got:
+                        st = self.subs.states.get(f.tp)
+                        if st is None or st.epoch != f.epoch or st.fetch_position != f.offset:
+                            continue
+                        st.fetch_position = nxt
+                        self.buffer.append(f)
+                        self.buffered_bytes += len(f.data)
                     self.data_ready.notify_all()
                 self.adata.set()
         except asyncio.CancelledError:
@@ -354,12 +371,34 @@ class Fetcher:
             self.inflight.pop(node, None)
             self.wake.set()
 
+    def _current(self, tp: TopicPartition, epoch: int | None, offset: int) -> PartitionState | None:
+        """``tp``'s state if a fetch answer from ``offset`` asked for this ``epoch`` is
+        still its answer (see ``_fetch``), else None."""
+        with self.subs.lock:
+            st = self.subs.states.get(tp)
+            if st is None or st.epoch != epoch or st.fetch_position != offset:
+                return None
+            return st
+
+    def _refetch(self, st: PartitionState, f: Fetched) -> None:
+        """``f`` starts past the position (``_gap``): drop what is buffered for its
+        partition and fetch again from the position (lock held). Skipping to ``f`` would
+        lose the records in between; no answer that ``_fetch`` keeps leads here."""
+        log.warning("%s[%d]: a fetched blob starts at offset %d, past the position %d: "
+                    "fetching again from the position", f.tp.topic, f.tp.partition, f.offset,
+                    st.position)
+        self.drop(lambda b: b.tp == f.tp)
+        st.fetch_position = st.position
+        st.epoch = self.subs.next_epoch()
+        self.kick()
+
     def _partition_error(self, tp: TopicPartition, st: PartitionState, code: int) -> None:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.config.auto_offset_reset == "none":
                 self.error = KafkaError(code, f"fetch {tp.topic}[{tp.partition}]")
-            st.position = st.fetch_position = None
-            st.epoch += 1
+            with self.subs.lock:
+                st.position = st.fetch_position = None
+                st.epoch = self.subs.next_epoch()
         elif code in FETCH_REFRESH_CODES:
             self.cluster.invalidate()
         elif code == ErrorCode.UNKNOWN_LEADER_EPOCH:
@@ -382,6 +421,9 @@ class Fetcher:
                 if st is None or st.epoch != f.epoch:
                     self.buffer.popleft()
                     self.buffered_bytes -= len(f.data)
+                    continue
+                if f.records is None and _gap(f, st):
+                    self._refetch(st, f)
                     continue
             if f.records is None:
                 at = st.position if st.position is not None else f.offset
@@ -425,16 +467,21 @@ class Fetcher:
         picked: dict[TopicPartition, Fetched] = {}
         with self.subs.lock:
             rest: deque[Fetched] = deque()
+            gaps: list[tuple[PartitionState, Fetched]] = []
             for f in self.buffer:
                 st = self.subs.states.get(f.tp)
                 if st is None or st.epoch != f.epoch:
                     continue
                 if f.tp in picked or f.records is not None:
                     rest.append(f)
+                elif _gap(f, st):
+                    gaps.append((st, f))
                 else:
                     picked[f.tp] = f
             self.buffer = rest
             self.buffered_bytes = sum(len(f.data) for f in rest)
+            for st, f in gaps:
+                self._refetch(st, f)
         out = {}
         for tp, f in picked.items():
             st = self.subs.states.get(tp)
@@ -456,3 +503,8 @@ class Fetcher:
                 out[tp] = cols
         self.kick()
         return out
+
+
+def _gap(f: Fetched, st: PartitionState) -> bool:
+    """A blob not yet decoded that does not continue from the partition's position."""
+    return st.position is not None and f.offset > st.position

@@ -1,8 +1,12 @@
 """The consumer's assignment and where each of its partitions stands.
 
     PartitionState     position (the next record to hand out), fetch position (the next
-                       offset to fetch), high watermark, paused, and an epoch bumped by
-                       every seek (buffered data of an older epoch is stale)
+                       offset to fetch), high watermark, paused, and an epoch: what a
+                       fetch answer and a buffered blob must match to count. Epochs come
+                       from one counter per consumer, so a seek and a new state (a
+                       partition revoked and given back) each get one never used before:
+                       an answer to a Fetch sent for the state a rebalance replaced can
+                       never pass for an answer to its successor
     SubscriptionState  the subscribed topics, the assignment (a PartitionState per
                        partition), the rebalance listener, the partitions without a
                        committed offset under ``auto_offset_reset="none"``, and the records
@@ -14,6 +18,7 @@ so an assignment change or a seek drops stale buffered data in the same step.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
@@ -26,12 +31,12 @@ class PartitionState:
     __slots__ = ("position", "fetch_position", "high_watermark", "paused", "epoch",
                  "log_start")
 
-    def __init__(self) -> None:
+    def __init__(self, epoch: int = 0) -> None:
         self.position: int | None = None
         self.fetch_position: int | None = None
         self.high_watermark = -1
         self.paused = False
-        self.epoch = 0   # bumped on seek: buffered data of an older epoch is stale
+        self.epoch = epoch   # renewed on seek: buffered data of another epoch is stale
         self.log_start = -1   # the log start offset the last fetch reported (records-lead)
 
 
@@ -42,6 +47,7 @@ class SubscriptionState:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.states: dict[TopicPartition, PartitionState] = {}
+        self._epochs = itertools.count(1)
         self.subscription: list[str] = []
         # subscribe(pattern=...): the pattern as given (sent to the broker under the consumer
         # protocol) and compiled for client-side matching (classic); the subscription is
@@ -57,14 +63,19 @@ class SubscriptionState:
         # of the first of them (what commits and rewinds use instead of the position)
         self.held: dict[TopicPartition, int] = {}
 
+    def next_epoch(self) -> int:
+        """An epoch no state of this consumer had before (lock held)."""
+        return next(self._epochs)
+
     def assign(self, tps: set[TopicPartition]) -> None:
-        """The assignment becomes ``tps`` (lock held): new partitions have no position,
-        partitions kept keep theirs."""
+        """The assignment becomes ``tps`` (lock held): new partitions have no position
+        and a new epoch, partitions kept keep theirs."""
         for tp in list(self.states):
             if tp not in tps:
                 del self.states[tp]
         for tp in tps:
-            self.states.setdefault(tp, PartitionState())
+            if tp not in self.states:
+                self.states[tp] = PartitionState(self.next_epoch())
         self.no_offset &= tps
         for tp in [tp for tp in self.held if tp not in tps]:
             del self.held[tp]
@@ -77,7 +88,7 @@ class SubscriptionState:
             raise ValueError(f"{tp} is not assigned to this consumer")
         st.position = offset
         st.fetch_position = offset
-        st.epoch += 1
+        st.epoch = self.next_epoch()
         self.held.pop(tp, None)   # the application said where to go on
         self.no_offset.discard(tp)
 
