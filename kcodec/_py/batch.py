@@ -215,19 +215,6 @@ class _Unusual(Exception):
     segment's mapped file too) alive for the life of the process."""
 
 
-def _short(data: bytes, i: int) -> tuple[int, int]:
-    """The zigzag varint of one or two bytes at ``i`` and the position after it; _Unusual
-    for a longer one (or none: IndexError past the end)."""
-    b = data[i]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), i + 1
-    c = data[i + 1]
-    if c >= 0x80:
-        raise _Unusual
-    b = (b & 0x7F) | (c << 7)
-    return (b >> 1) ^ -(b & 1), i + 2
-
-
 def _iter_records(batch: RecordBatch, data: Any, pos: int, end: int,
                   base: int) -> Iterator[Record]:
     """Decode ``batch.record_count`` records from data[pos:end] (errors at position + base).
@@ -261,42 +248,109 @@ def _iter_records(batch: RecordBatch, data: Any, pos: int, end: int,
 def _quick_record(data: bytes, pos: int, end: int, base_offset: int, first_ts: int,
                   ts_type: int, log_append: int | None) -> tuple[Record, int]:
     """The record at ``pos`` when every varint of it has one or two bytes and every length
-    fits; anything else raises (_Unusual, IndexError...) for _read_record to read."""
-    length, i = _short(data, pos)
+    fits; anything else raises (_Unusual, IndexError...) for _read_record to read.
+
+    Each varint is read in line, the one-byte form first: a function call per varint (ten
+    a record) cost a sixth of the whole decode."""
+    b = data[pos]
+    if b < 0x80:
+        length, i = (b >> 1) ^ -(b & 1), pos + 1
+    else:
+        c = data[pos + 1]
+        if c >= 0x80:
+            raise _Unusual
+        b = (b & 0x7F) | (c << 7)
+        length, i = (b >> 1) ^ -(b & 1), pos + 2
     rec_end = i + length
     if length < 0 or rec_end > end:
         raise _Unusual
     attributes = data[i]
     if attributes > 127:
         attributes -= 256
-    tsd, i = _short(data, i + 1)
-    od, i = _short(data, i)
-    n, i = _short(data, i)
+    b = data[i + 1]
+    if b < 0x80:
+        tsd, i = (b >> 1) ^ -(b & 1), i + 2
+    else:
+        c = data[i + 2]
+        if c >= 0x80:
+            raise _Unusual
+        b = (b & 0x7F) | (c << 7)
+        tsd, i = (b >> 1) ^ -(b & 1), i + 3
+    b = data[i]
+    if b < 0x80:
+        od, i = (b >> 1) ^ -(b & 1), i + 1
+    else:
+        c = data[i + 1]
+        if c >= 0x80:
+            raise _Unusual
+        b = (b & 0x7F) | (c << 7)
+        od, i = (b >> 1) ^ -(b & 1), i + 2
+    b = data[i]
+    if b < 0x80:
+        n, i = (b >> 1) ^ -(b & 1), i + 1
+    else:
+        c = data[i + 1]
+        if c >= 0x80:
+            raise _Unusual
+        b = (b & 0x7F) | (c << 7)
+        n, i = (b >> 1) ^ -(b & 1), i + 2
     key = None
     if n >= 0:
         key = data[i:i + n]
         i += n
     elif n != -1:
         raise _Unusual
-    n, i = _short(data, i)
+    b = data[i]
+    if b < 0x80:
+        n, i = (b >> 1) ^ -(b & 1), i + 1
+    else:
+        c = data[i + 1]
+        if c >= 0x80:
+            raise _Unusual
+        b = (b & 0x7F) | (c << 7)
+        n, i = (b >> 1) ^ -(b & 1), i + 2
     value = None
     if n >= 0:
         value = data[i:i + n]
         i += n
     elif n != -1:
         raise _Unusual
-    hc, i = _short(data, i)
+    b = data[i]
+    if b < 0x80:
+        hc, i = (b >> 1) ^ -(b & 1), i + 1
+    else:
+        c = data[i + 1]
+        if c >= 0x80:
+            raise _Unusual
+        b = (b & 0x7F) | (c << 7)
+        hc, i = (b >> 1) ^ -(b & 1), i + 2
     headers: list[tuple[str, bytes | None]] = []
     if hc:
         if hc < 0 or hc > (rec_end - i) // 2:
             raise _Unusual
         for _ in range(hc):
-            n, i = _short(data, i)
+            b = data[i]
+            if b < 0x80:
+                n, i = (b >> 1) ^ -(b & 1), i + 1
+            else:
+                c = data[i + 1]
+                if c >= 0x80:
+                    raise _Unusual
+                b = (b & 0x7F) | (c << 7)
+                n, i = (b >> 1) ^ -(b & 1), i + 2
             if n < 0:
                 raise _Unusual
             hk = data[i:i + n].decode()
             i += n
-            n, i = _short(data, i)
+            b = data[i]
+            if b < 0x80:
+                n, i = (b >> 1) ^ -(b & 1), i + 1
+            else:
+                c = data[i + 1]
+                if c >= 0x80:
+                    raise _Unusual
+                b = (b & 0x7F) | (c << 7)
+                n, i = (b >> 1) ^ -(b & 1), i + 2
             if n >= 0:
                 headers.append((hk, data[i:i + n]))
                 i += n
