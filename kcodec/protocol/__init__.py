@@ -6,7 +6,9 @@
     >>> MetadataRequest.decode(body, 12) == req
     True
 
-* One class per message, named as in Kafka's specs, all versions folded in; nested structs
+* One class per message, named as in Kafka's specs, all versions folded in (requests derive
+  from ``Request``, typed by their response class, ``RESPONSE``; responses from
+  ``Response``); nested structs
   are classes on the message class (``MetadataResponse.MetadataResponseBroker``), named
   as the spec names the struct type. Attributes are the snake_case spec field names, each
   defaulting to its spec default.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.protocol._struct import Message, Struct
+from kcodec.protocol._struct import Message, Request, Response, Struct
 from kcodec.protocol.api_keys import ApiKey
 from kcodec.protocol.error_codes import ErrorCode
 from kcodec.protocol.framing import (
@@ -39,7 +41,7 @@ from kcodec.protocol.messages_index import CLASSES, REQUESTS, RESPONSES
 from kcodec.protocol.versions import broker_versions, negotiate, pick_version, supported_versions
 
 __all__ = [
-    "Message", "Struct", "ApiKey", "ErrorCode", "CLASSES", "REQUESTS", "RESPONSES",
+    "Message", "Request", "Response", "Struct", "ApiKey", "ErrorCode", "CLASSES", "REQUESTS", "RESPONSES",
     "encode_request", "decode_request", "encode_response", "decode_response",
     "read_response_header", "request_header_version", "response_header_version",
     "FrameSplitter", "DEFAULT_MAX_FRAME_SIZE",

@@ -5,6 +5,8 @@ from typing import Any
 from uuid import UUID
 
 from kcodec.protocol._struct import Message as Message
+from kcodec.protocol._struct import Request as Request
+from kcodec.protocol._struct import Response as Response
 from kcodec.protocol._struct import Struct as Struct
 from kcodec.protocol.api_keys import ApiKey as ApiKey
 from kcodec.protocol.error_codes import ErrorCode as ErrorCode
@@ -27,6 +29,8 @@ from kcodec.protocol.versions import supported_versions as supported_versions
 
 __all__ = [
     'Message',
+    'Request',
+    'Response',
     'Struct',
     'ApiKey',
     'ErrorCode',
@@ -46,193 +50,202 @@ __all__ = [
     'negotiate',
     'pick_version',
     'supported_versions',
-    'AddOffsetsToTxnRequest',
     'AddOffsetsToTxnResponse',
-    'AddPartitionsToTxnRequest',
+    'AddOffsetsToTxnRequest',
     'AddPartitionsToTxnResponse',
-    'AddRaftVoterRequest',
+    'AddPartitionsToTxnRequest',
     'AddRaftVoterResponse',
-    'AllocateProducerIdsRequest',
+    'AddRaftVoterRequest',
     'AllocateProducerIdsResponse',
-    'AlterClientQuotasRequest',
+    'AllocateProducerIdsRequest',
     'AlterClientQuotasResponse',
-    'AlterConfigsRequest',
+    'AlterClientQuotasRequest',
     'AlterConfigsResponse',
-    'AlterPartitionReassignmentsRequest',
-    'AlterPartitionReassignmentsResponse',
-    'AlterPartitionRequest',
+    'AlterConfigsRequest',
     'AlterPartitionResponse',
-    'AlterReplicaLogDirsRequest',
+    'AlterPartitionRequest',
+    'AlterPartitionReassignmentsResponse',
+    'AlterPartitionReassignmentsRequest',
     'AlterReplicaLogDirsResponse',
-    'AlterShareGroupOffsetsRequest',
+    'AlterReplicaLogDirsRequest',
     'AlterShareGroupOffsetsResponse',
-    'AlterUserScramCredentialsRequest',
+    'AlterShareGroupOffsetsRequest',
     'AlterUserScramCredentialsResponse',
-    'ApiVersionsRequest',
+    'AlterUserScramCredentialsRequest',
     'ApiVersionsResponse',
-    'AssignReplicasToDirsRequest',
+    'ApiVersionsRequest',
     'AssignReplicasToDirsResponse',
-    'BeginQuorumEpochRequest',
+    'AssignReplicasToDirsRequest',
     'BeginQuorumEpochResponse',
-    'BrokerHeartbeatRequest',
+    'BeginQuorumEpochRequest',
     'BrokerHeartbeatResponse',
-    'BrokerRegistrationRequest',
+    'BrokerHeartbeatRequest',
     'BrokerRegistrationResponse',
-    'ConsumerGroupDescribeRequest',
+    'BrokerRegistrationRequest',
     'ConsumerGroupDescribeResponse',
-    'ConsumerGroupHeartbeatRequest',
+    'ConsumerGroupDescribeRequest',
     'ConsumerGroupHeartbeatResponse',
+    'ConsumerGroupHeartbeatRequest',
     'ConsumerProtocolAssignment',
     'ConsumerProtocolSubscription',
-    'ControllerRegistrationRequest',
     'ControllerRegistrationResponse',
-    'CreateAclsRequest',
+    'ControllerRegistrationRequest',
     'CreateAclsResponse',
-    'CreateDelegationTokenRequest',
+    'CreateAclsRequest',
     'CreateDelegationTokenResponse',
-    'CreatePartitionsRequest',
+    'CreateDelegationTokenRequest',
     'CreatePartitionsResponse',
-    'CreateTopicsRequest',
+    'CreatePartitionsRequest',
     'CreateTopicsResponse',
-    'DeleteAclsRequest',
+    'CreateTopicsRequest',
     'DeleteAclsResponse',
-    'DeleteGroupsRequest',
+    'DeleteAclsRequest',
     'DeleteGroupsResponse',
-    'DeleteRecordsRequest',
+    'DeleteGroupsRequest',
     'DeleteRecordsResponse',
-    'DeleteShareGroupOffsetsRequest',
+    'DeleteRecordsRequest',
     'DeleteShareGroupOffsetsResponse',
-    'DeleteShareGroupStateRequest',
+    'DeleteShareGroupOffsetsRequest',
     'DeleteShareGroupStateResponse',
-    'DeleteTopicsRequest',
+    'DeleteShareGroupStateRequest',
     'DeleteTopicsResponse',
-    'DescribeAclsRequest',
+    'DeleteTopicsRequest',
     'DescribeAclsResponse',
-    'DescribeClientQuotasRequest',
+    'DescribeAclsRequest',
     'DescribeClientQuotasResponse',
-    'DescribeClusterRequest',
+    'DescribeClientQuotasRequest',
     'DescribeClusterResponse',
-    'DescribeConfigsRequest',
+    'DescribeClusterRequest',
     'DescribeConfigsResponse',
-    'DescribeDelegationTokenRequest',
+    'DescribeConfigsRequest',
     'DescribeDelegationTokenResponse',
-    'DescribeGroupsRequest',
+    'DescribeDelegationTokenRequest',
     'DescribeGroupsResponse',
-    'DescribeLogDirsRequest',
+    'DescribeGroupsRequest',
     'DescribeLogDirsResponse',
-    'DescribeProducersRequest',
+    'DescribeLogDirsRequest',
     'DescribeProducersResponse',
-    'DescribeQuorumRequest',
+    'DescribeProducersRequest',
     'DescribeQuorumResponse',
-    'DescribeShareGroupOffsetsRequest',
+    'DescribeQuorumRequest',
     'DescribeShareGroupOffsetsResponse',
-    'DescribeTopicPartitionsRequest',
+    'DescribeShareGroupOffsetsRequest',
     'DescribeTopicPartitionsResponse',
-    'DescribeTransactionsRequest',
+    'DescribeTopicPartitionsRequest',
     'DescribeTransactionsResponse',
-    'DescribeUserScramCredentialsRequest',
+    'DescribeTransactionsRequest',
     'DescribeUserScramCredentialsResponse',
-    'ElectLeadersRequest',
+    'DescribeUserScramCredentialsRequest',
     'ElectLeadersResponse',
-    'EndQuorumEpochRequest',
+    'ElectLeadersRequest',
     'EndQuorumEpochResponse',
-    'EndTxnRequest',
+    'EndQuorumEpochRequest',
     'EndTxnResponse',
-    'EnvelopeRequest',
+    'EndTxnRequest',
     'EnvelopeResponse',
-    'ExpireDelegationTokenRequest',
+    'EnvelopeRequest',
     'ExpireDelegationTokenResponse',
-    'FetchRequest',
+    'ExpireDelegationTokenRequest',
     'FetchResponse',
-    'FetchSnapshotRequest',
+    'FetchRequest',
     'FetchSnapshotResponse',
-    'FindCoordinatorRequest',
+    'FetchSnapshotRequest',
     'FindCoordinatorResponse',
-    'GetTelemetrySubscriptionsRequest',
+    'FindCoordinatorRequest',
     'GetTelemetrySubscriptionsResponse',
-    'HeartbeatRequest',
+    'GetTelemetrySubscriptionsRequest',
     'HeartbeatResponse',
-    'IncrementalAlterConfigsRequest',
+    'HeartbeatRequest',
     'IncrementalAlterConfigsResponse',
-    'InitProducerIdRequest',
+    'IncrementalAlterConfigsRequest',
     'InitProducerIdResponse',
-    'InitializeShareGroupStateRequest',
+    'InitProducerIdRequest',
     'InitializeShareGroupStateResponse',
-    'JoinGroupRequest',
+    'InitializeShareGroupStateRequest',
     'JoinGroupResponse',
-    'LeaveGroupRequest',
+    'JoinGroupRequest',
     'LeaveGroupResponse',
-    'ListConfigResourcesRequest',
+    'LeaveGroupRequest',
     'ListConfigResourcesResponse',
-    'ListGroupsRequest',
+    'ListConfigResourcesRequest',
     'ListGroupsResponse',
-    'ListOffsetsRequest',
+    'ListGroupsRequest',
     'ListOffsetsResponse',
-    'ListPartitionReassignmentsRequest',
+    'ListOffsetsRequest',
     'ListPartitionReassignmentsResponse',
-    'ListTransactionsRequest',
+    'ListPartitionReassignmentsRequest',
     'ListTransactionsResponse',
-    'MetadataRequest',
+    'ListTransactionsRequest',
     'MetadataResponse',
-    'OffsetCommitRequest',
+    'MetadataRequest',
     'OffsetCommitResponse',
-    'OffsetDeleteRequest',
+    'OffsetCommitRequest',
     'OffsetDeleteResponse',
-    'OffsetFetchRequest',
+    'OffsetDeleteRequest',
     'OffsetFetchResponse',
-    'OffsetForLeaderEpochRequest',
+    'OffsetFetchRequest',
     'OffsetForLeaderEpochResponse',
-    'ProduceRequest',
+    'OffsetForLeaderEpochRequest',
     'ProduceResponse',
-    'PushTelemetryRequest',
+    'ProduceRequest',
     'PushTelemetryResponse',
-    'ReadShareGroupStateRequest',
+    'PushTelemetryRequest',
     'ReadShareGroupStateResponse',
-    'ReadShareGroupStateSummaryRequest',
+    'ReadShareGroupStateRequest',
     'ReadShareGroupStateSummaryResponse',
-    'RemoveRaftVoterRequest',
+    'ReadShareGroupStateSummaryRequest',
     'RemoveRaftVoterResponse',
-    'RenewDelegationTokenRequest',
+    'RemoveRaftVoterRequest',
     'RenewDelegationTokenResponse',
+    'RenewDelegationTokenRequest',
     'RequestHeader',
     'ResponseHeader',
-    'SaslAuthenticateRequest',
     'SaslAuthenticateResponse',
-    'SaslHandshakeRequest',
+    'SaslAuthenticateRequest',
     'SaslHandshakeResponse',
-    'ShareAcknowledgeRequest',
+    'SaslHandshakeRequest',
     'ShareAcknowledgeResponse',
-    'ShareFetchRequest',
+    'ShareAcknowledgeRequest',
     'ShareFetchResponse',
-    'ShareGroupDescribeRequest',
+    'ShareFetchRequest',
     'ShareGroupDescribeResponse',
-    'ShareGroupHeartbeatRequest',
+    'ShareGroupDescribeRequest',
     'ShareGroupHeartbeatResponse',
-    'StreamsGroupDescribeRequest',
+    'ShareGroupHeartbeatRequest',
     'StreamsGroupDescribeResponse',
-    'StreamsGroupHeartbeatRequest',
+    'StreamsGroupDescribeRequest',
     'StreamsGroupHeartbeatResponse',
-    'StreamsGroupTopologyDescriptionUpdateRequest',
+    'StreamsGroupHeartbeatRequest',
     'StreamsGroupTopologyDescriptionUpdateResponse',
-    'SyncGroupRequest',
+    'StreamsGroupTopologyDescriptionUpdateRequest',
     'SyncGroupResponse',
-    'TxnOffsetCommitRequest',
+    'SyncGroupRequest',
     'TxnOffsetCommitResponse',
-    'UnregisterBrokerRequest',
+    'TxnOffsetCommitRequest',
     'UnregisterBrokerResponse',
-    'UpdateFeaturesRequest',
+    'UnregisterBrokerRequest',
     'UpdateFeaturesResponse',
-    'UpdateRaftVoterRequest',
+    'UpdateFeaturesRequest',
     'UpdateRaftVoterResponse',
-    'VoteRequest',
+    'UpdateRaftVoterRequest',
     'VoteResponse',
-    'WriteShareGroupStateRequest',
+    'VoteRequest',
     'WriteShareGroupStateResponse',
-    'WriteTxnMarkersRequest',
+    'WriteShareGroupStateRequest',
     'WriteTxnMarkersResponse',
+    'WriteTxnMarkersRequest',
 ]
 
-class AddOffsetsToTxnRequest(Message):
+class AddOffsetsToTxnResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AddOffsetsToTxnResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddOffsetsToTxnResponse, int]: ...
+
+class AddOffsetsToTxnRequest(Request[AddOffsetsToTxnResponse]):
     transactional_id: str
     producer_id: int
     producer_epoch: int
@@ -243,39 +256,7 @@ class AddOffsetsToTxnRequest(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddOffsetsToTxnRequest, int]: ...
 
-class AddOffsetsToTxnResponse(Message):
-    throttle_time_ms: int
-    error_code: int
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AddOffsetsToTxnResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddOffsetsToTxnResponse, int]: ...
-
-class AddPartitionsToTxnRequest(Message):
-    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
-    v3_and_below_transactional_id: str
-    v3_and_below_producer_id: int
-    v3_and_below_producer_epoch: int
-    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
-    def __init__(self, *, transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = ..., v3_and_below_transactional_id: str = ..., v3_and_below_producer_id: int = ..., v3_and_below_producer_epoch: int = ..., v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AddPartitionsToTxnRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddPartitionsToTxnRequest, int]: ...
-    class AddPartitionsToTxnTransaction(Struct):
-        transactional_id: str
-        producer_id: int
-        producer_epoch: int
-        verify_only: bool
-        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
-        def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., verify_only: bool = ..., topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = ...) -> None: ...
-    class AddPartitionsToTxnTopic(Struct):
-        name: str
-        partitions: list[int]
-        def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
-
-class AddPartitionsToTxnResponse(Message):
+class AddPartitionsToTxnResponse(Response):
     throttle_time_ms: int
     error_code: int
     results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
@@ -298,7 +279,40 @@ class AddPartitionsToTxnResponse(Message):
         partition_error_code: int
         def __init__(self, *, partition_index: int = ..., partition_error_code: int = ...) -> None: ...
 
-class AddRaftVoterRequest(Message):
+class AddPartitionsToTxnRequest(Request[AddPartitionsToTxnResponse]):
+    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+    def __init__(self, *, transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = ..., v3_and_below_transactional_id: str = ..., v3_and_below_producer_id: int = ..., v3_and_below_producer_epoch: int = ..., v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AddPartitionsToTxnRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddPartitionsToTxnRequest, int]: ...
+    class AddPartitionsToTxnTransaction(Struct):
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+        def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., verify_only: bool = ..., topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = ...) -> None: ...
+    class AddPartitionsToTxnTopic(Struct):
+        name: str
+        partitions: list[int]
+        def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
+
+class AddRaftVoterResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AddRaftVoterResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddRaftVoterResponse, int]: ...
+
+class AddRaftVoterRequest(Request[AddRaftVoterResponse]):
     cluster_id: str | None
     timeout_ms: int
     voter_id: int
@@ -316,26 +330,7 @@ class AddRaftVoterRequest(Message):
         port: int
         def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
 
-class AddRaftVoterResponse(Message):
-    throttle_time_ms: int
-    error_code: int
-    error_message: str | None
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AddRaftVoterResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AddRaftVoterResponse, int]: ...
-
-class AllocateProducerIdsRequest(Message):
-    broker_id: int
-    broker_epoch: int
-    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AllocateProducerIdsRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AllocateProducerIdsRequest, int]: ...
-
-class AllocateProducerIdsResponse(Message):
+class AllocateProducerIdsResponse(Response):
     throttle_time_ms: int
     error_code: int
     producer_id_start: int
@@ -346,7 +341,34 @@ class AllocateProducerIdsResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AllocateProducerIdsResponse, int]: ...
 
-class AlterClientQuotasRequest(Message):
+class AllocateProducerIdsRequest(Request[AllocateProducerIdsResponse]):
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AllocateProducerIdsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AllocateProducerIdsRequest, int]: ...
+
+class AlterClientQuotasResponse(Response):
+    throttle_time_ms: int
+    entries: list[AlterClientQuotasResponse.EntryData]
+    def __init__(self, *, throttle_time_ms: int = ..., entries: list[AlterClientQuotasResponse.EntryData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterClientQuotasResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterClientQuotasResponse, int]: ...
+    class EntryData(Struct):
+        error_code: int
+        error_message: str | None
+        entity: list[AlterClientQuotasResponse.EntityData]
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., entity: list[AlterClientQuotasResponse.EntityData] = ...) -> None: ...
+    class EntityData(Struct):
+        entity_type: str
+        entity_name: str | None
+        def __init__(self, *, entity_type: str = ..., entity_name: str | None = ...) -> None: ...
+
+class AlterClientQuotasRequest(Request[AlterClientQuotasResponse]):
     entries: list[AlterClientQuotasRequest.EntryData]
     validate_only: bool
     def __init__(self, *, entries: list[AlterClientQuotasRequest.EntryData] = ..., validate_only: bool = ...) -> None: ...
@@ -368,25 +390,22 @@ class AlterClientQuotasRequest(Message):
         remove: bool
         def __init__(self, *, key: str = ..., value: float = ..., remove: bool = ...) -> None: ...
 
-class AlterClientQuotasResponse(Message):
+class AlterConfigsResponse(Response):
     throttle_time_ms: int
-    entries: list[AlterClientQuotasResponse.EntryData]
-    def __init__(self, *, throttle_time_ms: int = ..., entries: list[AlterClientQuotasResponse.EntryData] = ...) -> None: ...
+    responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
+    def __init__(self, *, throttle_time_ms: int = ..., responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterClientQuotasResponse: ...
+    def decode(cls, buf: Any, version: int) -> AlterConfigsResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterClientQuotasResponse, int]: ...
-    class EntryData(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterConfigsResponse, int]: ...
+    class AlterConfigsResourceResponse(Struct):
         error_code: int
         error_message: str | None
-        entity: list[AlterClientQuotasResponse.EntityData]
-        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., entity: list[AlterClientQuotasResponse.EntityData] = ...) -> None: ...
-    class EntityData(Struct):
-        entity_type: str
-        entity_name: str | None
-        def __init__(self, *, entity_type: str = ..., entity_name: str | None = ...) -> None: ...
+        resource_type: int
+        resource_name: str
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ...) -> None: ...
 
-class AlterConfigsRequest(Message):
+class AlterConfigsRequest(Request[AlterConfigsResponse]):
     resources: list[AlterConfigsRequest.AlterConfigsResource]
     validate_only: bool
     def __init__(self, *, resources: list[AlterConfigsRequest.AlterConfigsResource] = ..., validate_only: bool = ...) -> None: ...
@@ -404,61 +423,31 @@ class AlterConfigsRequest(Message):
         value: str | None
         def __init__(self, *, name: str = ..., value: str | None = ...) -> None: ...
 
-class AlterConfigsResponse(Message):
+class AlterPartitionResponse(Response):
     throttle_time_ms: int
-    responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
-    def __init__(self, *, throttle_time_ms: int = ..., responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterConfigsResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterConfigsResponse, int]: ...
-    class AlterConfigsResourceResponse(Struct):
-        error_code: int
-        error_message: str | None
-        resource_type: int
-        resource_name: str
-        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ...) -> None: ...
-
-class AlterPartitionReassignmentsRequest(Message):
-    timeout_ms: int
-    allow_replication_factor_change: bool
-    topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
-    def __init__(self, *, timeout_ms: int = ..., allow_replication_factor_change: bool = ..., topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterPartitionReassignmentsRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionReassignmentsRequest, int]: ...
-    class ReassignableTopic(Struct):
-        name: str
-        partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition]
-        def __init__(self, *, name: str = ..., partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = ...) -> None: ...
-    class ReassignablePartition(Struct):
-        partition_index: int
-        replicas: list[int] | None
-        def __init__(self, *, partition_index: int = ..., replicas: list[int] | None = ...) -> None: ...
-
-class AlterPartitionReassignmentsResponse(Message):
-    throttle_time_ms: int
-    allow_replication_factor_change: bool
     error_code: int
-    error_message: str | None
-    responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse]
-    def __init__(self, *, throttle_time_ms: int = ..., allow_replication_factor_change: bool = ..., error_code: int = ..., error_message: str | None = ..., responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = ...) -> None: ...
+    topics: list[AlterPartitionResponse.TopicData]
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., topics: list[AlterPartitionResponse.TopicData] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterPartitionReassignmentsResponse: ...
+    def decode(cls, buf: Any, version: int) -> AlterPartitionResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionReassignmentsResponse, int]: ...
-    class ReassignableTopicResponse(Struct):
-        name: str
-        partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
-        def __init__(self, *, name: str = ..., partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = ...) -> None: ...
-    class ReassignablePartitionResponse(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[AlterPartitionResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
         partition_index: int
         error_code: int
-        error_message: str | None
-        def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+        leader_id: int
+        leader_epoch: int
+        isr: list[int]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ..., isr: list[int] = ..., leader_recovery_state: int = ..., partition_epoch: int = ...) -> None: ...
 
-class AlterPartitionRequest(Message):
+class AlterPartitionRequest(Request[AlterPartitionResponse]):
     broker_id: int
     broker_epoch: int
     topics: list[AlterPartitionRequest.TopicData]
@@ -485,47 +474,46 @@ class AlterPartitionRequest(Message):
         broker_epoch: int
         def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
 
-class AlterPartitionResponse(Message):
+class AlterPartitionReassignmentsResponse(Response):
     throttle_time_ms: int
+    allow_replication_factor_change: bool
     error_code: int
-    topics: list[AlterPartitionResponse.TopicData]
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., topics: list[AlterPartitionResponse.TopicData] = ...) -> None: ...
+    error_message: str | None
+    responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse]
+    def __init__(self, *, throttle_time_ms: int = ..., allow_replication_factor_change: bool = ..., error_code: int = ..., error_message: str | None = ..., responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterPartitionResponse: ...
+    def decode(cls, buf: Any, version: int) -> AlterPartitionReassignmentsResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionResponse, int]: ...
-    class TopicData(Struct):
-        topic_name: str
-        topic_id: UUID
-        partitions: list[AlterPartitionResponse.PartitionData]
-        def __init__(self, *, topic_name: str = ..., topic_id: UUID = ..., partitions: list[AlterPartitionResponse.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionReassignmentsResponse, int]: ...
+    class ReassignableTopicResponse(Struct):
+        name: str
+        partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
+        def __init__(self, *, name: str = ..., partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = ...) -> None: ...
+    class ReassignablePartitionResponse(Struct):
         partition_index: int
         error_code: int
-        leader_id: int
-        leader_epoch: int
-        isr: list[int]
-        leader_recovery_state: int
-        partition_epoch: int
-        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ..., isr: list[int] = ..., leader_recovery_state: int = ..., partition_epoch: int = ...) -> None: ...
+        error_message: str | None
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class AlterReplicaLogDirsRequest(Message):
-    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
-    def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = ...) -> None: ...
+class AlterPartitionReassignmentsRequest(Request[AlterPartitionReassignmentsResponse]):
+    timeout_ms: int
+    allow_replication_factor_change: bool
+    topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
+    def __init__(self, *, timeout_ms: int = ..., allow_replication_factor_change: bool = ..., topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterReplicaLogDirsRequest: ...
+    def decode(cls, buf: Any, version: int) -> AlterPartitionReassignmentsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterReplicaLogDirsRequest, int]: ...
-    class AlterReplicaLogDir(Struct):
-        path: str
-        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
-        def __init__(self, *, path: str = ..., topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = ...) -> None: ...
-    class AlterReplicaLogDirTopic(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterPartitionReassignmentsRequest, int]: ...
+    class ReassignableTopic(Struct):
         name: str
-        partitions: list[int]
-        def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
+        partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition]
+        def __init__(self, *, name: str = ..., partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = ...) -> None: ...
+    class ReassignablePartition(Struct):
+        partition_index: int
+        replicas: list[int] | None
+        def __init__(self, *, partition_index: int = ..., replicas: list[int] | None = ...) -> None: ...
 
-class AlterReplicaLogDirsResponse(Message):
+class AlterReplicaLogDirsResponse(Response):
     throttle_time_ms: int
     results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = ...) -> None: ...
@@ -542,24 +530,23 @@ class AlterReplicaLogDirsResponse(Message):
         error_code: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
 
-class AlterShareGroupOffsetsRequest(Message):
-    group_id: str
-    topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
-    def __init__(self, *, group_id: str = ..., topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = ...) -> None: ...
+class AlterReplicaLogDirsRequest(Request[AlterReplicaLogDirsResponse]):
+    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
+    def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterShareGroupOffsetsRequest: ...
+    def decode(cls, buf: Any, version: int) -> AlterReplicaLogDirsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterShareGroupOffsetsRequest, int]: ...
-    class AlterShareGroupOffsetsRequestTopic(Struct):
-        topic_name: str
-        partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
-        def __init__(self, *, topic_name: str = ..., partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition] = ...) -> None: ...
-    class AlterShareGroupOffsetsRequestPartition(Struct):
-        partition_index: int
-        start_offset: int
-        def __init__(self, *, partition_index: int = ..., start_offset: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterReplicaLogDirsRequest, int]: ...
+    class AlterReplicaLogDir(Struct):
+        path: str
+        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
+        def __init__(self, *, path: str = ..., topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = ...) -> None: ...
+    class AlterReplicaLogDirTopic(Struct):
+        name: str
+        partitions: list[int]
+        def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
 
-class AlterShareGroupOffsetsResponse(Message):
+class AlterShareGroupOffsetsResponse(Response):
     throttle_time_ms: int
     responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
     def __init__(self, *, throttle_time_ms: int = ..., responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = ...) -> None: ...
@@ -578,7 +565,38 @@ class AlterShareGroupOffsetsResponse(Message):
         error_message: str | None
         def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class AlterUserScramCredentialsRequest(Message):
+class AlterShareGroupOffsetsRequest(Request[AlterShareGroupOffsetsResponse]):
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterShareGroupOffsetsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterShareGroupOffsetsRequest, int]: ...
+    class AlterShareGroupOffsetsRequestTopic(Struct):
+        topic_name: str
+        partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
+        def __init__(self, *, topic_name: str = ..., partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition] = ...) -> None: ...
+    class AlterShareGroupOffsetsRequestPartition(Struct):
+        partition_index: int
+        start_offset: int
+        def __init__(self, *, partition_index: int = ..., start_offset: int = ...) -> None: ...
+
+class AlterUserScramCredentialsResponse(Response):
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AlterUserScramCredentialsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterUserScramCredentialsResponse, int]: ...
+    class AlterUserScramCredentialsResult(Struct):
+        user: str
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, user: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class AlterUserScramCredentialsRequest(Request[AlterUserScramCredentialsResponse]):
     deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
     upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
     def __init__(self, *, deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = ..., upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = ...) -> None: ...
@@ -598,30 +616,7 @@ class AlterUserScramCredentialsRequest(Message):
         salted_password: bytes
         def __init__(self, *, name: str = ..., mechanism: int = ..., iterations: int = ..., salt: bytes = ..., salted_password: bytes = ...) -> None: ...
 
-class AlterUserScramCredentialsResponse(Message):
-    throttle_time_ms: int
-    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
-    def __init__(self, *, throttle_time_ms: int = ..., results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> AlterUserScramCredentialsResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AlterUserScramCredentialsResponse, int]: ...
-    class AlterUserScramCredentialsResult(Struct):
-        user: str
-        error_code: int
-        error_message: str | None
-        def __init__(self, *, user: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
-
-class ApiVersionsRequest(Message):
-    client_software_name: str
-    client_software_version: str
-    def __init__(self, *, client_software_name: str = ..., client_software_version: str = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> ApiVersionsRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ApiVersionsRequest, int]: ...
-
-class ApiVersionsResponse(Message):
+class ApiVersionsResponse(Response):
     error_code: int
     api_keys: list[ApiVersionsResponse.ApiVersion]
     throttle_time_ms: int
@@ -650,28 +645,16 @@ class ApiVersionsResponse(Message):
         min_version_level: int
         def __init__(self, *, name: str = ..., max_version_level: int = ..., min_version_level: int = ...) -> None: ...
 
-class AssignReplicasToDirsRequest(Message):
-    broker_id: int
-    broker_epoch: int
-    directories: list[AssignReplicasToDirsRequest.DirectoryData]
-    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ..., directories: list[AssignReplicasToDirsRequest.DirectoryData] = ...) -> None: ...
+class ApiVersionsRequest(Request[ApiVersionsResponse]):
+    client_software_name: str
+    client_software_version: str
+    def __init__(self, *, client_software_name: str = ..., client_software_version: str = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> AssignReplicasToDirsRequest: ...
+    def decode(cls, buf: Any, version: int) -> ApiVersionsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AssignReplicasToDirsRequest, int]: ...
-    class DirectoryData(Struct):
-        id: UUID
-        topics: list[AssignReplicasToDirsRequest.TopicData]
-        def __init__(self, *, id: UUID = ..., topics: list[AssignReplicasToDirsRequest.TopicData] = ...) -> None: ...
-    class TopicData(Struct):
-        topic_id: UUID
-        partitions: list[AssignReplicasToDirsRequest.PartitionData]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[AssignReplicasToDirsRequest.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition_index: int
-        def __init__(self, *, partition_index: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ApiVersionsRequest, int]: ...
 
-class AssignReplicasToDirsResponse(Message):
+class AssignReplicasToDirsResponse(Response):
     throttle_time_ms: int
     error_code: int
     directories: list[AssignReplicasToDirsResponse.DirectoryData]
@@ -693,7 +676,53 @@ class AssignReplicasToDirsResponse(Message):
         error_code: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
 
-class BeginQuorumEpochRequest(Message):
+class AssignReplicasToDirsRequest(Request[AssignReplicasToDirsResponse]):
+    broker_id: int
+    broker_epoch: int
+    directories: list[AssignReplicasToDirsRequest.DirectoryData]
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ..., directories: list[AssignReplicasToDirsRequest.DirectoryData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> AssignReplicasToDirsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[AssignReplicasToDirsRequest, int]: ...
+    class DirectoryData(Struct):
+        id: UUID
+        topics: list[AssignReplicasToDirsRequest.TopicData]
+        def __init__(self, *, id: UUID = ..., topics: list[AssignReplicasToDirsRequest.TopicData] = ...) -> None: ...
+    class TopicData(Struct):
+        topic_id: UUID
+        partitions: list[AssignReplicasToDirsRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[AssignReplicasToDirsRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        def __init__(self, *, partition_index: int = ...) -> None: ...
+
+class BeginQuorumEpochResponse(Response):
+    error_code: int
+    topics: list[BeginQuorumEpochResponse.TopicData]
+    node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
+    def __init__(self, *, error_code: int = ..., topics: list[BeginQuorumEpochResponse.TopicData] = ..., node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> BeginQuorumEpochResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BeginQuorumEpochResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[BeginQuorumEpochResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[BeginQuorumEpochResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+
+class BeginQuorumEpochRequest(Request[BeginQuorumEpochResponse]):
     cluster_id: str | None
     voter_id: int
     topics: list[BeginQuorumEpochRequest.TopicData]
@@ -719,32 +748,19 @@ class BeginQuorumEpochRequest(Message):
         port: int
         def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
 
-class BeginQuorumEpochResponse(Message):
+class BrokerHeartbeatResponse(Response):
+    throttle_time_ms: int
     error_code: int
-    topics: list[BeginQuorumEpochResponse.TopicData]
-    node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
-    def __init__(self, *, error_code: int = ..., topics: list[BeginQuorumEpochResponse.TopicData] = ..., node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = ...) -> None: ...
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., is_caught_up: bool = ..., is_fenced: bool = ..., should_shut_down: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> BeginQuorumEpochResponse: ...
+    def decode(cls, buf: Any, version: int) -> BrokerHeartbeatResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BeginQuorumEpochResponse, int]: ...
-    class TopicData(Struct):
-        topic_name: str
-        partitions: list[BeginQuorumEpochResponse.PartitionData]
-        def __init__(self, *, topic_name: str = ..., partitions: list[BeginQuorumEpochResponse.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition_index: int
-        error_code: int
-        leader_id: int
-        leader_epoch: int
-        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
-    class NodeEndpoint(Struct):
-        node_id: int
-        host: str
-        port: int
-        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerHeartbeatResponse, int]: ...
 
-class BrokerHeartbeatRequest(Message):
+class BrokerHeartbeatRequest(Request[BrokerHeartbeatResponse]):
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int
@@ -757,19 +773,17 @@ class BrokerHeartbeatRequest(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerHeartbeatRequest, int]: ...
 
-class BrokerHeartbeatResponse(Message):
+class BrokerRegistrationResponse(Response):
     throttle_time_ms: int
     error_code: int
-    is_caught_up: bool
-    is_fenced: bool
-    should_shut_down: bool
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., is_caught_up: bool = ..., is_fenced: bool = ..., should_shut_down: bool = ...) -> None: ...
+    broker_epoch: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., broker_epoch: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> BrokerHeartbeatResponse: ...
+    def decode(cls, buf: Any, version: int) -> BrokerRegistrationResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerHeartbeatResponse, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerRegistrationResponse, int]: ...
 
-class BrokerRegistrationRequest(Message):
+class BrokerRegistrationRequest(Request[BrokerRegistrationResponse]):
     broker_id: int
     cluster_id: str
     incarnation_id: UUID
@@ -796,26 +810,7 @@ class BrokerRegistrationRequest(Message):
         max_supported_version: int
         def __init__(self, *, name: str = ..., min_supported_version: int = ..., max_supported_version: int = ...) -> None: ...
 
-class BrokerRegistrationResponse(Message):
-    throttle_time_ms: int
-    error_code: int
-    broker_epoch: int
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., broker_epoch: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> BrokerRegistrationResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[BrokerRegistrationResponse, int]: ...
-
-class ConsumerGroupDescribeRequest(Message):
-    group_ids: list[str]
-    include_authorized_operations: bool
-    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> ConsumerGroupDescribeRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ConsumerGroupDescribeRequest, int]: ...
-
-class ConsumerGroupDescribeResponse(Message):
+class ConsumerGroupDescribeResponse(Response):
     throttle_time_ms: int
     groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
@@ -855,28 +850,16 @@ class ConsumerGroupDescribeResponse(Message):
         partitions: list[int]
         def __init__(self, *, topic_id: UUID = ..., topic_name: str = ..., partitions: list[int] = ...) -> None: ...
 
-class ConsumerGroupHeartbeatRequest(Message):
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None
-    rack_id: str | None
-    rebalance_timeout_ms: int
-    subscribed_topic_names: list[str] | None
-    subscribed_topic_regex: str | None
-    server_assignor: str | None
-    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
-    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., instance_id: str | None = ..., rack_id: str | None = ..., rebalance_timeout_ms: int = ..., subscribed_topic_names: list[str] | None = ..., subscribed_topic_regex: str | None = ..., server_assignor: str | None = ..., topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = ...) -> None: ...
+class ConsumerGroupDescribeRequest(Request[ConsumerGroupDescribeResponse]):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ConsumerGroupHeartbeatRequest: ...
+    def decode(cls, buf: Any, version: int) -> ConsumerGroupDescribeRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ConsumerGroupHeartbeatRequest, int]: ...
-    class TopicPartitions(Struct):
-        topic_id: UUID
-        partitions: list[int]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ConsumerGroupDescribeRequest, int]: ...
 
-class ConsumerGroupHeartbeatResponse(Message):
+class ConsumerGroupHeartbeatResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -892,6 +875,27 @@ class ConsumerGroupHeartbeatResponse(Message):
     class Assignment(Struct):
         topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions]
         def __init__(self, *, topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = ...) -> None: ...
+    class TopicPartitions(Struct):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
+
+class ConsumerGroupHeartbeatRequest(Request[ConsumerGroupHeartbeatResponse]):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., instance_id: str | None = ..., rack_id: str | None = ..., rebalance_timeout_ms: int = ..., subscribed_topic_names: list[str] | None = ..., subscribed_topic_regex: str | None = ..., server_assignor: str | None = ..., topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ConsumerGroupHeartbeatRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ConsumerGroupHeartbeatRequest, int]: ...
     class TopicPartitions(Struct):
         topic_id: UUID
         partitions: list[int]
@@ -926,7 +930,17 @@ class ConsumerProtocolSubscription(Message):
         partitions: list[int]
         def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
 
-class ControllerRegistrationRequest(Message):
+class ControllerRegistrationResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ControllerRegistrationResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ControllerRegistrationResponse, int]: ...
+
+class ControllerRegistrationRequest(Request[ControllerRegistrationResponse]):
     controller_id: int
     incarnation_id: UUID
     zk_migration_ready: bool
@@ -949,17 +963,20 @@ class ControllerRegistrationRequest(Message):
         max_supported_version: int
         def __init__(self, *, name: str = ..., min_supported_version: int = ..., max_supported_version: int = ...) -> None: ...
 
-class ControllerRegistrationResponse(Message):
+class CreateAclsResponse(Response):
     throttle_time_ms: int
-    error_code: int
-    error_message: str | None
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    results: list[CreateAclsResponse.AclCreationResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[CreateAclsResponse.AclCreationResult] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ControllerRegistrationResponse: ...
+    def decode(cls, buf: Any, version: int) -> CreateAclsResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ControllerRegistrationResponse, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateAclsResponse, int]: ...
+    class AclCreationResult(Struct):
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class CreateAclsRequest(Message):
+class CreateAclsRequest(Request[CreateAclsResponse]):
     creations: list[CreateAclsRequest.AclCreation]
     def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = ...) -> None: ...
     @classmethod
@@ -976,35 +993,7 @@ class CreateAclsRequest(Message):
         permission_type: int
         def __init__(self, *, resource_type: int = ..., resource_name: str = ..., resource_pattern_type: int = ..., principal: str = ..., host: str = ..., operation: int = ..., permission_type: int = ...) -> None: ...
 
-class CreateAclsResponse(Message):
-    throttle_time_ms: int
-    results: list[CreateAclsResponse.AclCreationResult]
-    def __init__(self, *, throttle_time_ms: int = ..., results: list[CreateAclsResponse.AclCreationResult] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> CreateAclsResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateAclsResponse, int]: ...
-    class AclCreationResult(Struct):
-        error_code: int
-        error_message: str | None
-        def __init__(self, *, error_code: int = ..., error_message: str | None = ...) -> None: ...
-
-class CreateDelegationTokenRequest(Message):
-    owner_principal_type: str | None
-    owner_principal_name: str | None
-    renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
-    max_lifetime_ms: int
-    def __init__(self, *, owner_principal_type: str | None = ..., owner_principal_name: str | None = ..., renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = ..., max_lifetime_ms: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> CreateDelegationTokenRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateDelegationTokenRequest, int]: ...
-    class CreatableRenewers(Struct):
-        principal_type: str
-        principal_name: str
-        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
-
-class CreateDelegationTokenResponse(Message):
+class CreateDelegationTokenResponse(Response):
     error_code: int
     principal_type: str
     principal_name: str
@@ -1022,7 +1011,36 @@ class CreateDelegationTokenResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateDelegationTokenResponse, int]: ...
 
-class CreatePartitionsRequest(Message):
+class CreateDelegationTokenRequest(Request[CreateDelegationTokenResponse]):
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
+    max_lifetime_ms: int
+    def __init__(self, *, owner_principal_type: str | None = ..., owner_principal_name: str | None = ..., renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = ..., max_lifetime_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> CreateDelegationTokenRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateDelegationTokenRequest, int]: ...
+    class CreatableRenewers(Struct):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
+
+class CreatePartitionsResponse(Response):
+    throttle_time_ms: int
+    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> CreatePartitionsResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreatePartitionsResponse, int]: ...
+    class CreatePartitionsTopicResult(Struct):
+        name: str
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, name: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class CreatePartitionsRequest(Request[CreatePartitionsResponse]):
     topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
     timeout_ms: int
     validate_only: bool
@@ -1040,46 +1058,7 @@ class CreatePartitionsRequest(Message):
         broker_ids: list[int]
         def __init__(self, *, broker_ids: list[int] = ...) -> None: ...
 
-class CreatePartitionsResponse(Message):
-    throttle_time_ms: int
-    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
-    def __init__(self, *, throttle_time_ms: int = ..., results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> CreatePartitionsResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreatePartitionsResponse, int]: ...
-    class CreatePartitionsTopicResult(Struct):
-        name: str
-        error_code: int
-        error_message: str | None
-        def __init__(self, *, name: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
-
-class CreateTopicsRequest(Message):
-    topics: list[CreateTopicsRequest.CreatableTopic]
-    timeout_ms: int
-    validate_only: bool
-    def __init__(self, *, topics: list[CreateTopicsRequest.CreatableTopic] = ..., timeout_ms: int = ..., validate_only: bool = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> CreateTopicsRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateTopicsRequest, int]: ...
-    class CreatableTopic(Struct):
-        name: str
-        num_partitions: int
-        replication_factor: int
-        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
-        configs: list[CreateTopicsRequest.CreatableTopicConfig]
-        def __init__(self, *, name: str = ..., num_partitions: int = ..., replication_factor: int = ..., assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = ..., configs: list[CreateTopicsRequest.CreatableTopicConfig] = ...) -> None: ...
-    class CreatableReplicaAssignment(Struct):
-        partition_index: int
-        broker_ids: list[int]
-        def __init__(self, *, partition_index: int = ..., broker_ids: list[int] = ...) -> None: ...
-    class CreatableTopicConfig(Struct):
-        name: str
-        value: str | None
-        def __init__(self, *, name: str = ..., value: str | None = ...) -> None: ...
-
-class CreateTopicsResponse(Message):
+class CreateTopicsResponse(Response):
     throttle_time_ms: int
     topics: list[CreateTopicsResponse.CreatableTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[CreateTopicsResponse.CreatableTopicResult] = ...) -> None: ...
@@ -1105,24 +1084,32 @@ class CreateTopicsResponse(Message):
         is_sensitive: bool
         def __init__(self, *, name: str = ..., value: str | None = ..., read_only: bool = ..., config_source: int = ..., is_sensitive: bool = ...) -> None: ...
 
-class DeleteAclsRequest(Message):
-    filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...) -> None: ...
+class CreateTopicsRequest(Request[CreateTopicsResponse]):
+    topics: list[CreateTopicsRequest.CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
+    def __init__(self, *, topics: list[CreateTopicsRequest.CreatableTopic] = ..., timeout_ms: int = ..., validate_only: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DeleteAclsRequest: ...
+    def decode(cls, buf: Any, version: int) -> CreateTopicsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteAclsRequest, int]: ...
-    class DeleteAclsFilter(Struct):
-        resource_type_filter: int
-        resource_name_filter: str | None
-        pattern_type_filter: int
-        principal_filter: str | None
-        host_filter: str | None
-        operation: int
-        permission_type: int
-        def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[CreateTopicsRequest, int]: ...
+    class CreatableTopic(Struct):
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
+        configs: list[CreateTopicsRequest.CreatableTopicConfig]
+        def __init__(self, *, name: str = ..., num_partitions: int = ..., replication_factor: int = ..., assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = ..., configs: list[CreateTopicsRequest.CreatableTopicConfig] = ...) -> None: ...
+    class CreatableReplicaAssignment(Struct):
+        partition_index: int
+        broker_ids: list[int]
+        def __init__(self, *, partition_index: int = ..., broker_ids: list[int] = ...) -> None: ...
+    class CreatableTopicConfig(Struct):
+        name: str
+        value: str | None
+        def __init__(self, *, name: str = ..., value: str | None = ...) -> None: ...
 
-class DeleteAclsResponse(Message):
+class DeleteAclsResponse(Response):
     throttle_time_ms: int
     filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     def __init__(self, *, throttle_time_ms: int = ..., filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = ...) -> None: ...
@@ -1147,15 +1134,24 @@ class DeleteAclsResponse(Message):
         permission_type: int
         def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ..., pattern_type: int = ..., principal: str = ..., host: str = ..., operation: int = ..., permission_type: int = ...) -> None: ...
 
-class DeleteGroupsRequest(Message):
-    groups_names: list[str]
-    def __init__(self, *, groups_names: list[str] = ...) -> None: ...
+class DeleteAclsRequest(Request[DeleteAclsResponse]):
+    filters: list[DeleteAclsRequest.DeleteAclsFilter]
+    def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DeleteGroupsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DeleteAclsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteGroupsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteAclsRequest, int]: ...
+    class DeleteAclsFilter(Struct):
+        resource_type_filter: int
+        resource_name_filter: str | None
+        pattern_type_filter: int
+        principal_filter: str | None
+        host_filter: str | None
+        operation: int
+        permission_type: int
+        def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ...) -> None: ...
 
-class DeleteGroupsResponse(Message):
+class DeleteGroupsResponse(Response):
     throttle_time_ms: int
     results: list[DeleteGroupsResponse.DeletableGroupResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[DeleteGroupsResponse.DeletableGroupResult] = ...) -> None: ...
@@ -1168,24 +1164,15 @@ class DeleteGroupsResponse(Message):
         error_code: int
         def __init__(self, *, group_id: str = ..., error_code: int = ...) -> None: ...
 
-class DeleteRecordsRequest(Message):
-    topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
-    timeout_ms: int
-    def __init__(self, *, topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = ..., timeout_ms: int = ...) -> None: ...
+class DeleteGroupsRequest(Request[DeleteGroupsResponse]):
+    groups_names: list[str]
+    def __init__(self, *, groups_names: list[str] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DeleteRecordsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DeleteGroupsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteRecordsRequest, int]: ...
-    class DeleteRecordsTopic(Struct):
-        name: str
-        partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
-        def __init__(self, *, name: str = ..., partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = ...) -> None: ...
-    class DeleteRecordsPartition(Struct):
-        partition_index: int
-        offset: int
-        def __init__(self, *, partition_index: int = ..., offset: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteGroupsRequest, int]: ...
 
-class DeleteRecordsResponse(Message):
+class DeleteRecordsResponse(Response):
     throttle_time_ms: int
     topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = ...) -> None: ...
@@ -1203,19 +1190,24 @@ class DeleteRecordsResponse(Message):
         error_code: int
         def __init__(self, *, partition_index: int = ..., low_watermark: int = ..., error_code: int = ...) -> None: ...
 
-class DeleteShareGroupOffsetsRequest(Message):
-    group_id: str
-    topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
-    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic] = ...) -> None: ...
+class DeleteRecordsRequest(Request[DeleteRecordsResponse]):
+    topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
+    timeout_ms: int
+    def __init__(self, *, topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = ..., timeout_ms: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DeleteShareGroupOffsetsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DeleteRecordsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupOffsetsRequest, int]: ...
-    class DeleteShareGroupOffsetsRequestTopic(Struct):
-        topic_name: str
-        def __init__(self, *, topic_name: str = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteRecordsRequest, int]: ...
+    class DeleteRecordsTopic(Struct):
+        name: str
+        partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
+        def __init__(self, *, name: str = ..., partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = ...) -> None: ...
+    class DeleteRecordsPartition(Struct):
+        partition_index: int
+        offset: int
+        def __init__(self, *, partition_index: int = ..., offset: int = ...) -> None: ...
 
-class DeleteShareGroupOffsetsResponse(Message):
+class DeleteShareGroupOffsetsResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -1236,23 +1228,19 @@ class DeleteShareGroupOffsetsResponse(Message):
         error_message: str | None
         def __init__(self, *, partition_index: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class DeleteShareGroupStateRequest(Message):
+class DeleteShareGroupOffsetsRequest(Request[DeleteShareGroupOffsetsResponse]):
     group_id: str
-    topics: list[DeleteShareGroupStateRequest.DeleteStateData]
-    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupStateRequest.DeleteStateData] = ...) -> None: ...
+    topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DeleteShareGroupStateRequest: ...
+    def decode(cls, buf: Any, version: int) -> DeleteShareGroupOffsetsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupStateRequest, int]: ...
-    class DeleteStateData(Struct):
-        topic_id: UUID
-        partitions: list[DeleteShareGroupStateRequest.PartitionData]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[DeleteShareGroupStateRequest.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition: int
-        def __init__(self, *, partition: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupOffsetsRequest, int]: ...
+    class DeleteShareGroupOffsetsRequestTopic(Struct):
+        topic_name: str
+        def __init__(self, *, topic_name: str = ...) -> None: ...
 
-class DeleteShareGroupStateResponse(Message):
+class DeleteShareGroupStateResponse(Response):
     results: list[DeleteShareGroupStateResponse.DeleteStateResult]
     def __init__(self, *, results: list[DeleteShareGroupStateResponse.DeleteStateResult] = ...) -> None: ...
     @classmethod
@@ -1269,21 +1257,23 @@ class DeleteShareGroupStateResponse(Message):
         error_message: str | None
         def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class DeleteTopicsRequest(Message):
-    topics: list[DeleteTopicsRequest.DeleteTopicState]
-    topic_names: list[str]
-    timeout_ms: int
-    def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] = ..., topic_names: list[str] = ..., timeout_ms: int = ...) -> None: ...
+class DeleteShareGroupStateRequest(Request[DeleteShareGroupStateResponse]):
+    group_id: str
+    topics: list[DeleteShareGroupStateRequest.DeleteStateData]
+    def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupStateRequest.DeleteStateData] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DeleteTopicsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DeleteShareGroupStateRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteTopicsRequest, int]: ...
-    class DeleteTopicState(Struct):
-        name: str | None
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteShareGroupStateRequest, int]: ...
+    class DeleteStateData(Struct):
         topic_id: UUID
-        def __init__(self, *, name: str | None = ..., topic_id: UUID = ...) -> None: ...
+        partitions: list[DeleteShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[DeleteShareGroupStateRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        def __init__(self, *, partition: int = ...) -> None: ...
 
-class DeleteTopicsResponse(Message):
+class DeleteTopicsResponse(Response):
     throttle_time_ms: int
     responses: list[DeleteTopicsResponse.DeletableTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., responses: list[DeleteTopicsResponse.DeletableTopicResult] = ...) -> None: ...
@@ -1298,21 +1288,21 @@ class DeleteTopicsResponse(Message):
         error_message: str | None
         def __init__(self, *, name: str | None = ..., topic_id: UUID = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class DescribeAclsRequest(Message):
-    resource_type_filter: int
-    resource_name_filter: str | None
-    pattern_type_filter: int
-    principal_filter: str | None
-    host_filter: str | None
-    operation: int
-    permission_type: int
-    def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ...) -> None: ...
+class DeleteTopicsRequest(Request[DeleteTopicsResponse]):
+    topics: list[DeleteTopicsRequest.DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
+    def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] = ..., topic_names: list[str] = ..., timeout_ms: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeAclsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DeleteTopicsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeAclsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DeleteTopicsRequest, int]: ...
+    class DeleteTopicState(Struct):
+        name: str | None
+        topic_id: UUID
+        def __init__(self, *, name: str | None = ..., topic_id: UUID = ...) -> None: ...
 
-class DescribeAclsResponse(Message):
+class DescribeAclsResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -1335,21 +1325,21 @@ class DescribeAclsResponse(Message):
         permission_type: int
         def __init__(self, *, principal: str = ..., host: str = ..., operation: int = ..., permission_type: int = ...) -> None: ...
 
-class DescribeClientQuotasRequest(Message):
-    components: list[DescribeClientQuotasRequest.ComponentData]
-    strict: bool
-    def __init__(self, *, components: list[DescribeClientQuotasRequest.ComponentData] = ..., strict: bool = ...) -> None: ...
+class DescribeAclsRequest(Request[DescribeAclsResponse]):
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeClientQuotasRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeAclsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeClientQuotasRequest, int]: ...
-    class ComponentData(Struct):
-        entity_type: str
-        match_type: int
-        match: str | None
-        def __init__(self, *, entity_type: str = ..., match_type: int = ..., match: str | None = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeAclsRequest, int]: ...
 
-class DescribeClientQuotasResponse(Message):
+class DescribeClientQuotasResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -1372,17 +1362,21 @@ class DescribeClientQuotasResponse(Message):
         value: float
         def __init__(self, *, key: str = ..., value: float = ...) -> None: ...
 
-class DescribeClusterRequest(Message):
-    include_cluster_authorized_operations: bool
-    endpoint_type: int
-    include_fenced_brokers: bool
-    def __init__(self, *, include_cluster_authorized_operations: bool = ..., endpoint_type: int = ..., include_fenced_brokers: bool = ...) -> None: ...
+class DescribeClientQuotasRequest(Request[DescribeClientQuotasResponse]):
+    components: list[DescribeClientQuotasRequest.ComponentData]
+    strict: bool
+    def __init__(self, *, components: list[DescribeClientQuotasRequest.ComponentData] = ..., strict: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeClusterRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeClientQuotasRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeClusterRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeClientQuotasRequest, int]: ...
+    class ComponentData(Struct):
+        entity_type: str
+        match_type: int
+        match: str | None
+        def __init__(self, *, entity_type: str = ..., match_type: int = ..., match: str | None = ...) -> None: ...
 
-class DescribeClusterResponse(Message):
+class DescribeClusterResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -1404,22 +1398,17 @@ class DescribeClusterResponse(Message):
         is_fenced: bool
         def __init__(self, *, broker_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., is_fenced: bool = ...) -> None: ...
 
-class DescribeConfigsRequest(Message):
-    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    include_synonyms: bool
-    include_documentation: bool
-    def __init__(self, *, resources: list[DescribeConfigsRequest.DescribeConfigsResource] = ..., include_synonyms: bool = ..., include_documentation: bool = ...) -> None: ...
+class DescribeClusterRequest(Request[DescribeClusterResponse]):
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    include_fenced_brokers: bool
+    def __init__(self, *, include_cluster_authorized_operations: bool = ..., endpoint_type: int = ..., include_fenced_brokers: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeConfigsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeClusterRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeConfigsRequest, int]: ...
-    class DescribeConfigsResource(Struct):
-        resource_type: int
-        resource_name: str
-        configuration_keys: list[str] | None
-        def __init__(self, *, resource_type: int = ..., resource_name: str = ..., configuration_keys: list[str] | None = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeClusterRequest, int]: ...
 
-class DescribeConfigsResponse(Message):
+class DescribeConfigsResponse(Response):
     throttle_time_ms: int
     results: list[DescribeConfigsResponse.DescribeConfigsResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[DescribeConfigsResponse.DescribeConfigsResult] = ...) -> None: ...
@@ -1451,19 +1440,22 @@ class DescribeConfigsResponse(Message):
         source: int
         def __init__(self, *, name: str = ..., value: str | None = ..., source: int = ...) -> None: ...
 
-class DescribeDelegationTokenRequest(Message):
-    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
-    def __init__(self, *, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = ...) -> None: ...
+class DescribeConfigsRequest(Request[DescribeConfigsResponse]):
+    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
+    def __init__(self, *, resources: list[DescribeConfigsRequest.DescribeConfigsResource] = ..., include_synonyms: bool = ..., include_documentation: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeDelegationTokenRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeConfigsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeDelegationTokenRequest, int]: ...
-    class DescribeDelegationTokenOwner(Struct):
-        principal_type: str
-        principal_name: str
-        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeConfigsRequest, int]: ...
+    class DescribeConfigsResource(Struct):
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None
+        def __init__(self, *, resource_type: int = ..., resource_name: str = ..., configuration_keys: list[str] | None = ...) -> None: ...
 
-class DescribeDelegationTokenResponse(Message):
+class DescribeDelegationTokenResponse(Response):
     error_code: int
     tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
     throttle_time_ms: int
@@ -1489,16 +1481,19 @@ class DescribeDelegationTokenResponse(Message):
         principal_name: str
         def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
 
-class DescribeGroupsRequest(Message):
-    groups: list[str]
-    include_authorized_operations: bool
-    def __init__(self, *, groups: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
+class DescribeDelegationTokenRequest(Request[DescribeDelegationTokenResponse]):
+    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
+    def __init__(self, *, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeGroupsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeDelegationTokenRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeGroupsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeDelegationTokenRequest, int]: ...
+    class DescribeDelegationTokenOwner(Struct):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = ..., principal_name: str = ...) -> None: ...
 
-class DescribeGroupsResponse(Message):
+class DescribeGroupsResponse(Response):
     throttle_time_ms: int
     groups: list[DescribeGroupsResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribeGroupsResponse.DescribedGroup] = ...) -> None: ...
@@ -1525,19 +1520,16 @@ class DescribeGroupsResponse(Message):
         member_assignment: bytes
         def __init__(self, *, member_id: str = ..., group_instance_id: str | None = ..., client_id: str = ..., client_host: str = ..., member_metadata: bytes = ..., member_assignment: bytes = ...) -> None: ...
 
-class DescribeLogDirsRequest(Message):
-    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
-    def __init__(self, *, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = ...) -> None: ...
+class DescribeGroupsRequest(Request[DescribeGroupsResponse]):
+    groups: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, groups: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeLogDirsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeGroupsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeLogDirsRequest, int]: ...
-    class DescribableLogDirTopic(Struct):
-        topic: str
-        partitions: list[int]
-        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeGroupsRequest, int]: ...
 
-class DescribeLogDirsResponse(Message):
+class DescribeLogDirsResponse(Response):
     throttle_time_ms: int
     error_code: int
     results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
@@ -1565,19 +1557,19 @@ class DescribeLogDirsResponse(Message):
         is_future_key: bool
         def __init__(self, *, partition_index: int = ..., partition_size: int = ..., offset_lag: int = ..., is_future_key: bool = ...) -> None: ...
 
-class DescribeProducersRequest(Message):
-    topics: list[DescribeProducersRequest.TopicRequest]
-    def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = ...) -> None: ...
+class DescribeLogDirsRequest(Request[DescribeLogDirsResponse]):
+    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
+    def __init__(self, *, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeProducersRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeLogDirsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeProducersRequest, int]: ...
-    class TopicRequest(Struct):
-        name: str
-        partition_indexes: list[int]
-        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeLogDirsRequest, int]: ...
+    class DescribableLogDirTopic(Struct):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
 
-class DescribeProducersResponse(Message):
+class DescribeProducersResponse(Response):
     throttle_time_ms: int
     topics: list[DescribeProducersResponse.TopicResponse]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[DescribeProducersResponse.TopicResponse] = ...) -> None: ...
@@ -1604,22 +1596,19 @@ class DescribeProducersResponse(Message):
         current_txn_start_offset: int
         def __init__(self, *, producer_id: int = ..., producer_epoch: int = ..., last_sequence: int = ..., last_timestamp: int = ..., coordinator_epoch: int = ..., current_txn_start_offset: int = ...) -> None: ...
 
-class DescribeQuorumRequest(Message):
-    topics: list[DescribeQuorumRequest.TopicData]
-    def __init__(self, *, topics: list[DescribeQuorumRequest.TopicData] = ...) -> None: ...
+class DescribeProducersRequest(Request[DescribeProducersResponse]):
+    topics: list[DescribeProducersRequest.TopicRequest]
+    def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeQuorumRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeProducersRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeQuorumRequest, int]: ...
-    class TopicData(Struct):
-        topic_name: str
-        partitions: list[DescribeQuorumRequest.PartitionData]
-        def __init__(self, *, topic_name: str = ..., partitions: list[DescribeQuorumRequest.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition_index: int
-        def __init__(self, *, partition_index: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeProducersRequest, int]: ...
+    class TopicRequest(Struct):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
 
-class DescribeQuorumResponse(Message):
+class DescribeQuorumResponse(Response):
     error_code: int
     error_message: str | None
     topics: list[DescribeQuorumResponse.TopicData]
@@ -1660,23 +1649,22 @@ class DescribeQuorumResponse(Message):
         port: int
         def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
 
-class DescribeShareGroupOffsetsRequest(Message):
-    groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
-    def __init__(self, *, groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = ...) -> None: ...
+class DescribeQuorumRequest(Request[DescribeQuorumResponse]):
+    topics: list[DescribeQuorumRequest.TopicData]
+    def __init__(self, *, topics: list[DescribeQuorumRequest.TopicData] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeShareGroupOffsetsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeQuorumRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeShareGroupOffsetsRequest, int]: ...
-    class DescribeShareGroupOffsetsRequestGroup(Struct):
-        group_id: str
-        topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None
-        def __init__(self, *, group_id: str = ..., topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None = ...) -> None: ...
-    class DescribeShareGroupOffsetsRequestTopic(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeQuorumRequest, int]: ...
+    class TopicData(Struct):
         topic_name: str
-        partitions: list[int]
-        def __init__(self, *, topic_name: str = ..., partitions: list[int] = ...) -> None: ...
+        partitions: list[DescribeQuorumRequest.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[DescribeQuorumRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        def __init__(self, *, partition_index: int = ...) -> None: ...
 
-class DescribeShareGroupOffsetsResponse(Message):
+class DescribeShareGroupOffsetsResponse(Response):
     throttle_time_ms: int
     groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup] = ...) -> None: ...
@@ -1703,24 +1691,23 @@ class DescribeShareGroupOffsetsResponse(Message):
         error_message: str | None
         def __init__(self, *, partition_index: int = ..., start_offset: int = ..., leader_epoch: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class DescribeTopicPartitionsRequest(Message):
-    topics: list[DescribeTopicPartitionsRequest.TopicRequest]
-    response_partition_limit: int
-    cursor: DescribeTopicPartitionsRequest.Cursor | None
-    def __init__(self, *, topics: list[DescribeTopicPartitionsRequest.TopicRequest] = ..., response_partition_limit: int = ..., cursor: DescribeTopicPartitionsRequest.Cursor | None = ...) -> None: ...
+class DescribeShareGroupOffsetsRequest(Request[DescribeShareGroupOffsetsResponse]):
+    groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
+    def __init__(self, *, groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeTopicPartitionsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeShareGroupOffsetsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeTopicPartitionsRequest, int]: ...
-    class TopicRequest(Struct):
-        name: str
-        def __init__(self, *, name: str = ...) -> None: ...
-    class Cursor(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeShareGroupOffsetsRequest, int]: ...
+    class DescribeShareGroupOffsetsRequestGroup(Struct):
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None
+        def __init__(self, *, group_id: str = ..., topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None = ...) -> None: ...
+    class DescribeShareGroupOffsetsRequestTopic(Struct):
         topic_name: str
-        partition_index: int
-        def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
+        partitions: list[int]
+        def __init__(self, *, topic_name: str = ..., partitions: list[int] = ...) -> None: ...
 
-class DescribeTopicPartitionsResponse(Message):
+class DescribeTopicPartitionsResponse(Response):
     throttle_time_ms: int
     topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
     next_cursor: DescribeTopicPartitionsResponse.Cursor | None
@@ -1753,15 +1740,24 @@ class DescribeTopicPartitionsResponse(Message):
         partition_index: int
         def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
 
-class DescribeTransactionsRequest(Message):
-    transactional_ids: list[str]
-    def __init__(self, *, transactional_ids: list[str] = ...) -> None: ...
+class DescribeTopicPartitionsRequest(Request[DescribeTopicPartitionsResponse]):
+    topics: list[DescribeTopicPartitionsRequest.TopicRequest]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequest.Cursor | None
+    def __init__(self, *, topics: list[DescribeTopicPartitionsRequest.TopicRequest] = ..., response_partition_limit: int = ..., cursor: DescribeTopicPartitionsRequest.Cursor | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeTransactionsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeTopicPartitionsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeTransactionsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeTopicPartitionsRequest, int]: ...
+    class TopicRequest(Struct):
+        name: str
+        def __init__(self, *, name: str = ...) -> None: ...
+    class Cursor(Struct):
+        topic_name: str
+        partition_index: int
+        def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
 
-class DescribeTransactionsResponse(Message):
+class DescribeTransactionsResponse(Response):
     throttle_time_ms: int
     transaction_states: list[DescribeTransactionsResponse.TransactionState]
     def __init__(self, *, throttle_time_ms: int = ..., transaction_states: list[DescribeTransactionsResponse.TransactionState] = ...) -> None: ...
@@ -1784,18 +1780,15 @@ class DescribeTransactionsResponse(Message):
         partitions: list[int]
         def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
 
-class DescribeUserScramCredentialsRequest(Message):
-    users: list[DescribeUserScramCredentialsRequest.UserName] | None
-    def __init__(self, *, users: list[DescribeUserScramCredentialsRequest.UserName] | None = ...) -> None: ...
+class DescribeTransactionsRequest(Request[DescribeTransactionsResponse]):
+    transactional_ids: list[str]
+    def __init__(self, *, transactional_ids: list[str] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> DescribeUserScramCredentialsRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeTransactionsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeUserScramCredentialsRequest, int]: ...
-    class UserName(Struct):
-        name: str
-        def __init__(self, *, name: str = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeTransactionsRequest, int]: ...
 
-class DescribeUserScramCredentialsResponse(Message):
+class DescribeUserScramCredentialsResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -1816,21 +1809,18 @@ class DescribeUserScramCredentialsResponse(Message):
         iterations: int
         def __init__(self, *, mechanism: int = ..., iterations: int = ...) -> None: ...
 
-class ElectLeadersRequest(Message):
-    election_type: int
-    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
-    timeout_ms: int
-    def __init__(self, *, election_type: int = ..., topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = ..., timeout_ms: int = ...) -> None: ...
+class DescribeUserScramCredentialsRequest(Request[DescribeUserScramCredentialsResponse]):
+    users: list[DescribeUserScramCredentialsRequest.UserName] | None
+    def __init__(self, *, users: list[DescribeUserScramCredentialsRequest.UserName] | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ElectLeadersRequest: ...
+    def decode(cls, buf: Any, version: int) -> DescribeUserScramCredentialsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ElectLeadersRequest, int]: ...
-    class TopicPartitions(Struct):
-        topic: str
-        partitions: list[int]
-        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[DescribeUserScramCredentialsRequest, int]: ...
+    class UserName(Struct):
+        name: str
+        def __init__(self, *, name: str = ...) -> None: ...
 
-class ElectLeadersResponse(Message):
+class ElectLeadersResponse(Response):
     throttle_time_ms: int
     error_code: int
     replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
@@ -1849,7 +1839,46 @@ class ElectLeadersResponse(Message):
         error_message: str | None
         def __init__(self, *, partition_id: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class EndQuorumEpochRequest(Message):
+class ElectLeadersRequest(Request[ElectLeadersResponse]):
+    election_type: int
+    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
+    timeout_ms: int
+    def __init__(self, *, election_type: int = ..., topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = ..., timeout_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ElectLeadersRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ElectLeadersRequest, int]: ...
+    class TopicPartitions(Struct):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
+
+class EndQuorumEpochResponse(Response):
+    error_code: int
+    topics: list[EndQuorumEpochResponse.TopicData]
+    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
+    def __init__(self, *, error_code: int = ..., topics: list[EndQuorumEpochResponse.TopicData] = ..., node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EndQuorumEpochResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndQuorumEpochResponse, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[EndQuorumEpochResponse.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[EndQuorumEpochResponse.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
+
+class EndQuorumEpochRequest(Request[EndQuorumEpochResponse]):
     cluster_id: str | None
     topics: list[EndQuorumEpochRequest.TopicData]
     leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
@@ -1879,43 +1908,7 @@ class EndQuorumEpochRequest(Message):
         port: int
         def __init__(self, *, name: str = ..., host: str = ..., port: int = ...) -> None: ...
 
-class EndQuorumEpochResponse(Message):
-    error_code: int
-    topics: list[EndQuorumEpochResponse.TopicData]
-    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
-    def __init__(self, *, error_code: int = ..., topics: list[EndQuorumEpochResponse.TopicData] = ..., node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> EndQuorumEpochResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndQuorumEpochResponse, int]: ...
-    class TopicData(Struct):
-        topic_name: str
-        partitions: list[EndQuorumEpochResponse.PartitionData]
-        def __init__(self, *, topic_name: str = ..., partitions: list[EndQuorumEpochResponse.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition_index: int
-        error_code: int
-        leader_id: int
-        leader_epoch: int
-        def __init__(self, *, partition_index: int = ..., error_code: int = ..., leader_id: int = ..., leader_epoch: int = ...) -> None: ...
-    class NodeEndpoint(Struct):
-        node_id: int
-        host: str
-        port: int
-        def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
-
-class EndTxnRequest(Message):
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    committed: bool
-    def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., committed: bool = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> EndTxnRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndTxnRequest, int]: ...
-
-class EndTxnResponse(Message):
+class EndTxnResponse(Response):
     throttle_time_ms: int
     error_code: int
     producer_id: int
@@ -1926,7 +1919,27 @@ class EndTxnResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndTxnResponse, int]: ...
 
-class EnvelopeRequest(Message):
+class EndTxnRequest(Request[EndTxnResponse]):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., committed: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EndTxnRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EndTxnRequest, int]: ...
+
+class EnvelopeResponse(Response):
+    response_data: bytes | None
+    error_code: int
+    def __init__(self, *, response_data: bytes | None = ..., error_code: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> EnvelopeResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EnvelopeResponse, int]: ...
+
+class EnvelopeRequest(Request[EnvelopeResponse]):
     request_data: bytes
     request_principal: bytes | None
     client_host_address: bytes
@@ -1936,25 +1949,7 @@ class EnvelopeRequest(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EnvelopeRequest, int]: ...
 
-class EnvelopeResponse(Message):
-    response_data: bytes | None
-    error_code: int
-    def __init__(self, *, response_data: bytes | None = ..., error_code: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> EnvelopeResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[EnvelopeResponse, int]: ...
-
-class ExpireDelegationTokenRequest(Message):
-    hmac: bytes
-    expiry_time_period_ms: int
-    def __init__(self, *, hmac: bytes = ..., expiry_time_period_ms: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> ExpireDelegationTokenRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ExpireDelegationTokenRequest, int]: ...
-
-class ExpireDelegationTokenResponse(Message):
+class ExpireDelegationTokenResponse(Response):
     error_code: int
     expiry_timestamp_ms: int
     throttle_time_ms: int
@@ -1964,50 +1959,16 @@ class ExpireDelegationTokenResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ExpireDelegationTokenResponse, int]: ...
 
-class FetchRequest(Message):
-    cluster_id: str | None
-    replica_id: int
-    replica_state: FetchRequest.ReplicaState
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    isolation_level: int
-    session_id: int
-    session_epoch: int
-    topics: list[FetchRequest.FetchTopic]
-    forgotten_topics_data: list[FetchRequest.ForgottenTopic]
-    rack_id: str
-    def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., replica_state: FetchRequest.ReplicaState = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., isolation_level: int = ..., session_id: int = ..., session_epoch: int = ..., topics: list[FetchRequest.FetchTopic] = ..., forgotten_topics_data: list[FetchRequest.ForgottenTopic] = ..., rack_id: str = ...) -> None: ...
+class ExpireDelegationTokenRequest(Request[ExpireDelegationTokenResponse]):
+    hmac: bytes
+    expiry_time_period_ms: int
+    def __init__(self, *, hmac: bytes = ..., expiry_time_period_ms: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> FetchRequest: ...
+    def decode(cls, buf: Any, version: int) -> ExpireDelegationTokenRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FetchRequest, int]: ...
-    class ReplicaState(Struct):
-        replica_id: int
-        replica_epoch: int
-        def __init__(self, *, replica_id: int = ..., replica_epoch: int = ...) -> None: ...
-    class FetchTopic(Struct):
-        topic: str
-        topic_id: UUID
-        partitions: list[FetchRequest.FetchPartition]
-        def __init__(self, *, topic: str = ..., topic_id: UUID = ..., partitions: list[FetchRequest.FetchPartition] = ...) -> None: ...
-    class FetchPartition(Struct):
-        partition: int
-        current_leader_epoch: int
-        fetch_offset: int
-        last_fetched_epoch: int
-        log_start_offset: int
-        partition_max_bytes: int
-        replica_directory_id: UUID
-        high_watermark: int
-        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., fetch_offset: int = ..., last_fetched_epoch: int = ..., log_start_offset: int = ..., partition_max_bytes: int = ..., replica_directory_id: UUID = ..., high_watermark: int = ...) -> None: ...
-    class ForgottenTopic(Struct):
-        topic: str
-        topic_id: UUID
-        partitions: list[int]
-        def __init__(self, *, topic: str = ..., topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ExpireDelegationTokenRequest, int]: ...
 
-class FetchResponse(Message):
+class FetchResponse(Response):
     throttle_time_ms: int
     error_code: int
     session_id: int
@@ -2059,33 +2020,50 @@ class FetchResponse(Message):
         rack: str | None
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
 
-class FetchSnapshotRequest(Message):
+class FetchRequest(Request[FetchResponse]):
     cluster_id: str | None
     replica_id: int
+    replica_state: FetchRequest.ReplicaState
+    max_wait_ms: int
+    min_bytes: int
     max_bytes: int
-    topics: list[FetchSnapshotRequest.TopicSnapshot]
-    def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., max_bytes: int = ..., topics: list[FetchSnapshotRequest.TopicSnapshot] = ...) -> None: ...
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchRequest.FetchTopic]
+    forgotten_topics_data: list[FetchRequest.ForgottenTopic]
+    rack_id: str
+    def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., replica_state: FetchRequest.ReplicaState = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., isolation_level: int = ..., session_id: int = ..., session_epoch: int = ..., topics: list[FetchRequest.FetchTopic] = ..., forgotten_topics_data: list[FetchRequest.ForgottenTopic] = ..., rack_id: str = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> FetchSnapshotRequest: ...
+    def decode(cls, buf: Any, version: int) -> FetchRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FetchSnapshotRequest, int]: ...
-    class TopicSnapshot(Struct):
-        name: str
-        partitions: list[FetchSnapshotRequest.PartitionSnapshot]
-        def __init__(self, *, name: str = ..., partitions: list[FetchSnapshotRequest.PartitionSnapshot] = ...) -> None: ...
-    class PartitionSnapshot(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FetchRequest, int]: ...
+    class ReplicaState(Struct):
+        replica_id: int
+        replica_epoch: int
+        def __init__(self, *, replica_id: int = ..., replica_epoch: int = ...) -> None: ...
+    class FetchTopic(Struct):
+        topic: str
+        topic_id: UUID
+        partitions: list[FetchRequest.FetchPartition]
+        def __init__(self, *, topic: str = ..., topic_id: UUID = ..., partitions: list[FetchRequest.FetchPartition] = ...) -> None: ...
+    class FetchPartition(Struct):
         partition: int
         current_leader_epoch: int
-        snapshot_id: FetchSnapshotRequest.SnapshotId
-        position: int
+        fetch_offset: int
+        last_fetched_epoch: int
+        log_start_offset: int
+        partition_max_bytes: int
         replica_directory_id: UUID
-        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., snapshot_id: FetchSnapshotRequest.SnapshotId = ..., position: int = ..., replica_directory_id: UUID = ...) -> None: ...
-    class SnapshotId(Struct):
-        end_offset: int
-        epoch: int
-        def __init__(self, *, end_offset: int = ..., epoch: int = ...) -> None: ...
+        high_watermark: int
+        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., fetch_offset: int = ..., last_fetched_epoch: int = ..., log_start_offset: int = ..., partition_max_bytes: int = ..., replica_directory_id: UUID = ..., high_watermark: int = ...) -> None: ...
+    class ForgottenTopic(Struct):
+        topic: str
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic: str = ..., topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
 
-class FetchSnapshotResponse(Message):
+class FetchSnapshotResponse(Response):
     throttle_time_ms: int
     error_code: int
     topics: list[FetchSnapshotResponse.TopicSnapshot]
@@ -2122,17 +2100,33 @@ class FetchSnapshotResponse(Message):
         port: int
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
 
-class FindCoordinatorRequest(Message):
-    key: str
-    key_type: int
-    coordinator_keys: list[str]
-    def __init__(self, *, key: str = ..., key_type: int = ..., coordinator_keys: list[str] = ...) -> None: ...
+class FetchSnapshotRequest(Request[FetchSnapshotResponse]):
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    topics: list[FetchSnapshotRequest.TopicSnapshot]
+    def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., max_bytes: int = ..., topics: list[FetchSnapshotRequest.TopicSnapshot] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> FindCoordinatorRequest: ...
+    def decode(cls, buf: Any, version: int) -> FetchSnapshotRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FindCoordinatorRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FetchSnapshotRequest, int]: ...
+    class TopicSnapshot(Struct):
+        name: str
+        partitions: list[FetchSnapshotRequest.PartitionSnapshot]
+        def __init__(self, *, name: str = ..., partitions: list[FetchSnapshotRequest.PartitionSnapshot] = ...) -> None: ...
+    class PartitionSnapshot(Struct):
+        partition: int
+        current_leader_epoch: int
+        snapshot_id: FetchSnapshotRequest.SnapshotId
+        position: int
+        replica_directory_id: UUID
+        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., snapshot_id: FetchSnapshotRequest.SnapshotId = ..., position: int = ..., replica_directory_id: UUID = ...) -> None: ...
+    class SnapshotId(Struct):
+        end_offset: int
+        epoch: int
+        def __init__(self, *, end_offset: int = ..., epoch: int = ...) -> None: ...
 
-class FindCoordinatorResponse(Message):
+class FindCoordinatorResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -2154,15 +2148,17 @@ class FindCoordinatorResponse(Message):
         error_message: str | None
         def __init__(self, *, key: str = ..., node_id: int = ..., host: str = ..., port: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class GetTelemetrySubscriptionsRequest(Message):
-    client_instance_id: UUID
-    def __init__(self, *, client_instance_id: UUID = ...) -> None: ...
+class FindCoordinatorRequest(Request[FindCoordinatorResponse]):
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
+    def __init__(self, *, key: str = ..., key_type: int = ..., coordinator_keys: list[str] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> GetTelemetrySubscriptionsRequest: ...
+    def decode(cls, buf: Any, version: int) -> FindCoordinatorRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[GetTelemetrySubscriptionsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[FindCoordinatorRequest, int]: ...
 
-class GetTelemetrySubscriptionsResponse(Message):
+class GetTelemetrySubscriptionsResponse(Response):
     throttle_time_ms: int
     error_code: int
     client_instance_id: UUID
@@ -2178,7 +2174,24 @@ class GetTelemetrySubscriptionsResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[GetTelemetrySubscriptionsResponse, int]: ...
 
-class HeartbeatRequest(Message):
+class GetTelemetrySubscriptionsRequest(Request[GetTelemetrySubscriptionsResponse]):
+    client_instance_id: UUID
+    def __init__(self, *, client_instance_id: UUID = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> GetTelemetrySubscriptionsRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[GetTelemetrySubscriptionsRequest, int]: ...
+
+class HeartbeatResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> HeartbeatResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[HeartbeatResponse, int]: ...
+
+class HeartbeatRequest(Request[HeartbeatResponse]):
     group_id: str
     generation_id: int
     member_id: str
@@ -2189,16 +2202,22 @@ class HeartbeatRequest(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[HeartbeatRequest, int]: ...
 
-class HeartbeatResponse(Message):
+class IncrementalAlterConfigsResponse(Response):
     throttle_time_ms: int
-    error_code: int
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
+    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
+    def __init__(self, *, throttle_time_ms: int = ..., responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> HeartbeatResponse: ...
+    def decode(cls, buf: Any, version: int) -> IncrementalAlterConfigsResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[HeartbeatResponse, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[IncrementalAlterConfigsResponse, int]: ...
+    class AlterConfigsResourceResponse(Struct):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ...) -> None: ...
 
-class IncrementalAlterConfigsRequest(Message):
+class IncrementalAlterConfigsRequest(Request[IncrementalAlterConfigsResponse]):
     resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
     validate_only: bool
     def __init__(self, *, resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = ..., validate_only: bool = ...) -> None: ...
@@ -2217,35 +2236,7 @@ class IncrementalAlterConfigsRequest(Message):
         value: str | None
         def __init__(self, *, name: str = ..., config_operation: int = ..., value: str | None = ...) -> None: ...
 
-class IncrementalAlterConfigsResponse(Message):
-    throttle_time_ms: int
-    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
-    def __init__(self, *, throttle_time_ms: int = ..., responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> IncrementalAlterConfigsResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[IncrementalAlterConfigsResponse, int]: ...
-    class AlterConfigsResourceResponse(Struct):
-        error_code: int
-        error_message: str | None
-        resource_type: int
-        resource_name: str
-        def __init__(self, *, error_code: int = ..., error_message: str | None = ..., resource_type: int = ..., resource_name: str = ...) -> None: ...
-
-class InitProducerIdRequest(Message):
-    transactional_id: str | None
-    transaction_timeout_ms: int
-    producer_id: int
-    producer_epoch: int
-    enable2_pc: bool
-    keep_prepared_txn: bool
-    def __init__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ..., enable2_pc: bool = ..., keep_prepared_txn: bool = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> InitProducerIdRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitProducerIdRequest, int]: ...
-
-class InitProducerIdResponse(Message):
+class InitProducerIdResponse(Response):
     throttle_time_ms: int
     error_code: int
     producer_id: int
@@ -2258,7 +2249,37 @@ class InitProducerIdResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitProducerIdResponse, int]: ...
 
-class InitializeShareGroupStateRequest(Message):
+class InitProducerIdRequest(Request[InitProducerIdResponse]):
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    producer_id: int
+    producer_epoch: int
+    enable2_pc: bool
+    keep_prepared_txn: bool
+    def __init__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ..., enable2_pc: bool = ..., keep_prepared_txn: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> InitProducerIdRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitProducerIdRequest, int]: ...
+
+class InitializeShareGroupStateResponse(Response):
+    results: list[InitializeShareGroupStateResponse.InitializeStateResult]
+    def __init__(self, *, results: list[InitializeShareGroupStateResponse.InitializeStateResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> InitializeShareGroupStateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitializeShareGroupStateResponse, int]: ...
+    class InitializeStateResult(Struct):
+        topic_id: UUID
+        partitions: list[InitializeShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[InitializeShareGroupStateResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class InitializeShareGroupStateRequest(Request[InitializeShareGroupStateResponse]):
     group_id: str
     topics: list[InitializeShareGroupStateRequest.InitializeStateData]
     def __init__(self, *, group_id: str = ..., topics: list[InitializeShareGroupStateRequest.InitializeStateData] = ...) -> None: ...
@@ -2276,43 +2297,7 @@ class InitializeShareGroupStateRequest(Message):
         start_offset: int
         def __init__(self, *, partition: int = ..., state_epoch: int = ..., start_offset: int = ...) -> None: ...
 
-class InitializeShareGroupStateResponse(Message):
-    results: list[InitializeShareGroupStateResponse.InitializeStateResult]
-    def __init__(self, *, results: list[InitializeShareGroupStateResponse.InitializeStateResult] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> InitializeShareGroupStateResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[InitializeShareGroupStateResponse, int]: ...
-    class InitializeStateResult(Struct):
-        topic_id: UUID
-        partitions: list[InitializeShareGroupStateResponse.PartitionResult]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[InitializeShareGroupStateResponse.PartitionResult] = ...) -> None: ...
-    class PartitionResult(Struct):
-        partition: int
-        error_code: int
-        error_message: str | None
-        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
-
-class JoinGroupRequest(Message):
-    group_id: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str
-    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
-    reason: str | None
-    def __init__(self, *, group_id: str = ..., session_timeout_ms: int = ..., rebalance_timeout_ms: int = ..., member_id: str = ..., group_instance_id: str | None = ..., protocol_type: str = ..., protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = ..., reason: str | None = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> JoinGroupRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[JoinGroupRequest, int]: ...
-    class JoinGroupRequestProtocol(Struct):
-        name: str
-        metadata: bytes
-        def __init__(self, *, name: str = ..., metadata: bytes = ...) -> None: ...
-
-class JoinGroupResponse(Message):
+class JoinGroupResponse(Response):
     throttle_time_ms: int
     error_code: int
     generation_id: int
@@ -2333,22 +2318,26 @@ class JoinGroupResponse(Message):
         metadata: bytes
         def __init__(self, *, member_id: str = ..., group_instance_id: str | None = ..., metadata: bytes = ...) -> None: ...
 
-class LeaveGroupRequest(Message):
+class JoinGroupRequest(Request[JoinGroupResponse]):
     group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
     member_id: str
-    members: list[LeaveGroupRequest.MemberIdentity]
-    def __init__(self, *, group_id: str = ..., member_id: str = ..., members: list[LeaveGroupRequest.MemberIdentity] = ...) -> None: ...
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
+    reason: str | None
+    def __init__(self, *, group_id: str = ..., session_timeout_ms: int = ..., rebalance_timeout_ms: int = ..., member_id: str = ..., group_instance_id: str | None = ..., protocol_type: str = ..., protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = ..., reason: str | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> LeaveGroupRequest: ...
+    def decode(cls, buf: Any, version: int) -> JoinGroupRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[LeaveGroupRequest, int]: ...
-    class MemberIdentity(Struct):
-        member_id: str
-        group_instance_id: str | None
-        reason: str | None
-        def __init__(self, *, member_id: str = ..., group_instance_id: str | None = ..., reason: str | None = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[JoinGroupRequest, int]: ...
+    class JoinGroupRequestProtocol(Struct):
+        name: str
+        metadata: bytes
+        def __init__(self, *, name: str = ..., metadata: bytes = ...) -> None: ...
 
-class LeaveGroupResponse(Message):
+class LeaveGroupResponse(Response):
     throttle_time_ms: int
     error_code: int
     members: list[LeaveGroupResponse.MemberResponse]
@@ -2363,15 +2352,22 @@ class LeaveGroupResponse(Message):
         error_code: int
         def __init__(self, *, member_id: str = ..., group_instance_id: str | None = ..., error_code: int = ...) -> None: ...
 
-class ListConfigResourcesRequest(Message):
-    resource_types: list[int]
-    def __init__(self, *, resource_types: list[int] = ...) -> None: ...
+class LeaveGroupRequest(Request[LeaveGroupResponse]):
+    group_id: str
+    member_id: str
+    members: list[LeaveGroupRequest.MemberIdentity]
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., members: list[LeaveGroupRequest.MemberIdentity] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ListConfigResourcesRequest: ...
+    def decode(cls, buf: Any, version: int) -> LeaveGroupRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListConfigResourcesRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[LeaveGroupRequest, int]: ...
+    class MemberIdentity(Struct):
+        member_id: str
+        group_instance_id: str | None
+        reason: str | None
+        def __init__(self, *, member_id: str = ..., group_instance_id: str | None = ..., reason: str | None = ...) -> None: ...
 
-class ListConfigResourcesResponse(Message):
+class ListConfigResourcesResponse(Response):
     throttle_time_ms: int
     error_code: int
     config_resources: list[ListConfigResourcesResponse.ConfigResource]
@@ -2385,16 +2381,15 @@ class ListConfigResourcesResponse(Message):
         resource_type: int
         def __init__(self, *, resource_name: str = ..., resource_type: int = ...) -> None: ...
 
-class ListGroupsRequest(Message):
-    states_filter: list[str]
-    types_filter: list[str]
-    def __init__(self, *, states_filter: list[str] = ..., types_filter: list[str] = ...) -> None: ...
+class ListConfigResourcesRequest(Request[ListConfigResourcesResponse]):
+    resource_types: list[int]
+    def __init__(self, *, resource_types: list[int] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ListGroupsRequest: ...
+    def decode(cls, buf: Any, version: int) -> ListConfigResourcesRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListGroupsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListConfigResourcesRequest, int]: ...
 
-class ListGroupsResponse(Message):
+class ListGroupsResponse(Response):
     throttle_time_ms: int
     error_code: int
     groups: list[ListGroupsResponse.ListedGroup]
@@ -2410,28 +2405,16 @@ class ListGroupsResponse(Message):
         group_type: str
         def __init__(self, *, group_id: str = ..., protocol_type: str = ..., group_state: str = ..., group_type: str = ...) -> None: ...
 
-class ListOffsetsRequest(Message):
-    replica_id: int
-    isolation_level: int
-    topics: list[ListOffsetsRequest.ListOffsetsTopic]
-    timeout_ms: int
-    def __init__(self, *, replica_id: int = ..., isolation_level: int = ..., topics: list[ListOffsetsRequest.ListOffsetsTopic] = ..., timeout_ms: int = ...) -> None: ...
+class ListGroupsRequest(Request[ListGroupsResponse]):
+    states_filter: list[str]
+    types_filter: list[str]
+    def __init__(self, *, states_filter: list[str] = ..., types_filter: list[str] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ListOffsetsRequest: ...
+    def decode(cls, buf: Any, version: int) -> ListGroupsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListOffsetsRequest, int]: ...
-    class ListOffsetsTopic(Struct):
-        name: str
-        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
-        def __init__(self, *, name: str = ..., partitions: list[ListOffsetsRequest.ListOffsetsPartition] = ...) -> None: ...
-    class ListOffsetsPartition(Struct):
-        partition_index: int
-        current_leader_epoch: int
-        timestamp: int
-        max_num_offsets: int
-        def __init__(self, *, partition_index: int = ..., current_leader_epoch: int = ..., timestamp: int = ..., max_num_offsets: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListGroupsRequest, int]: ...
 
-class ListOffsetsResponse(Message):
+class ListOffsetsResponse(Response):
     throttle_time_ms: int
     topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = ...) -> None: ...
@@ -2452,20 +2435,28 @@ class ListOffsetsResponse(Message):
         leader_epoch: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ..., old_style_offsets: list[int] = ..., timestamp: int = ..., offset: int = ..., leader_epoch: int = ...) -> None: ...
 
-class ListPartitionReassignmentsRequest(Message):
+class ListOffsetsRequest(Request[ListOffsetsResponse]):
+    replica_id: int
+    isolation_level: int
+    topics: list[ListOffsetsRequest.ListOffsetsTopic]
     timeout_ms: int
-    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
-    def __init__(self, *, timeout_ms: int = ..., topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = ...) -> None: ...
+    def __init__(self, *, replica_id: int = ..., isolation_level: int = ..., topics: list[ListOffsetsRequest.ListOffsetsTopic] = ..., timeout_ms: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ListPartitionReassignmentsRequest: ...
+    def decode(cls, buf: Any, version: int) -> ListOffsetsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListPartitionReassignmentsRequest, int]: ...
-    class ListPartitionReassignmentsTopics(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListOffsetsRequest, int]: ...
+    class ListOffsetsTopic(Struct):
         name: str
-        partition_indexes: list[int]
-        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
+        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
+        def __init__(self, *, name: str = ..., partitions: list[ListOffsetsRequest.ListOffsetsPartition] = ...) -> None: ...
+    class ListOffsetsPartition(Struct):
+        partition_index: int
+        current_leader_epoch: int
+        timestamp: int
+        max_num_offsets: int
+        def __init__(self, *, partition_index: int = ..., current_leader_epoch: int = ..., timestamp: int = ..., max_num_offsets: int = ...) -> None: ...
 
-class ListPartitionReassignmentsResponse(Message):
+class ListPartitionReassignmentsResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -2486,18 +2477,20 @@ class ListPartitionReassignmentsResponse(Message):
         removing_replicas: list[int]
         def __init__(self, *, partition_index: int = ..., replicas: list[int] = ..., adding_replicas: list[int] = ..., removing_replicas: list[int] = ...) -> None: ...
 
-class ListTransactionsRequest(Message):
-    state_filters: list[str]
-    producer_id_filters: list[int]
-    duration_filter: int
-    transactional_id_pattern: str | None
-    def __init__(self, *, state_filters: list[str] = ..., producer_id_filters: list[int] = ..., duration_filter: int = ..., transactional_id_pattern: str | None = ...) -> None: ...
+class ListPartitionReassignmentsRequest(Request[ListPartitionReassignmentsResponse]):
+    timeout_ms: int
+    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
+    def __init__(self, *, timeout_ms: int = ..., topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ListTransactionsRequest: ...
+    def decode(cls, buf: Any, version: int) -> ListPartitionReassignmentsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListTransactionsRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListPartitionReassignmentsRequest, int]: ...
+    class ListPartitionReassignmentsTopics(Struct):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
 
-class ListTransactionsResponse(Message):
+class ListTransactionsResponse(Response):
     throttle_time_ms: int
     error_code: int
     unknown_state_filters: list[str]
@@ -2513,22 +2506,18 @@ class ListTransactionsResponse(Message):
         transaction_state: str
         def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., transaction_state: str = ...) -> None: ...
 
-class MetadataRequest(Message):
-    topics: list[MetadataRequest.MetadataRequestTopic] | None
-    allow_auto_topic_creation: bool
-    include_cluster_authorized_operations: bool
-    include_topic_authorized_operations: bool
-    def __init__(self, *, topics: list[MetadataRequest.MetadataRequestTopic] | None = ..., allow_auto_topic_creation: bool = ..., include_cluster_authorized_operations: bool = ..., include_topic_authorized_operations: bool = ...) -> None: ...
+class ListTransactionsRequest(Request[ListTransactionsResponse]):
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    transactional_id_pattern: str | None
+    def __init__(self, *, state_filters: list[str] = ..., producer_id_filters: list[int] = ..., duration_filter: int = ..., transactional_id_pattern: str | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> MetadataRequest: ...
+    def decode(cls, buf: Any, version: int) -> ListTransactionsRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[MetadataRequest, int]: ...
-    class MetadataRequestTopic(Struct):
-        topic_id: UUID
-        name: str | None
-        def __init__(self, *, topic_id: UUID = ..., name: str | None = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ListTransactionsRequest, int]: ...
 
-class MetadataResponse(Message):
+class MetadataResponse(Response):
     throttle_time_ms: int
     brokers: list[MetadataResponse.MetadataResponseBroker]
     cluster_id: str | None
@@ -2565,7 +2554,40 @@ class MetadataResponse(Message):
         offline_replicas: list[int]
         def __init__(self, *, error_code: int = ..., partition_index: int = ..., leader_id: int = ..., leader_epoch: int = ..., replica_nodes: list[int] = ..., isr_nodes: list[int] = ..., offline_replicas: list[int] = ...) -> None: ...
 
-class OffsetCommitRequest(Message):
+class MetadataRequest(Request[MetadataResponse]):
+    topics: list[MetadataRequest.MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+    def __init__(self, *, topics: list[MetadataRequest.MetadataRequestTopic] | None = ..., allow_auto_topic_creation: bool = ..., include_cluster_authorized_operations: bool = ..., include_topic_authorized_operations: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> MetadataRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[MetadataRequest, int]: ...
+    class MetadataRequestTopic(Struct):
+        topic_id: UUID
+        name: str | None
+        def __init__(self, *, topic_id: UUID = ..., name: str | None = ...) -> None: ...
+
+class OffsetCommitResponse(Response):
+    throttle_time_ms: int
+    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> OffsetCommitResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetCommitResponse, int]: ...
+    class OffsetCommitResponseTopic(Struct):
+        name: str
+        topic_id: UUID
+        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
+        def __init__(self, *, name: str = ..., topic_id: UUID = ..., partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = ...) -> None: ...
+    class OffsetCommitResponsePartition(Struct):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
+
+class OffsetCommitRequest(Request[OffsetCommitResponse]):
     group_id: str
     generation_id_or_member_epoch: int
     member_id: str
@@ -2590,41 +2612,7 @@ class OffsetCommitRequest(Message):
         committed_metadata: str | None
         def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., commit_timestamp: int = ..., committed_metadata: str | None = ...) -> None: ...
 
-class OffsetCommitResponse(Message):
-    throttle_time_ms: int
-    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
-    def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> OffsetCommitResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetCommitResponse, int]: ...
-    class OffsetCommitResponseTopic(Struct):
-        name: str
-        topic_id: UUID
-        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
-        def __init__(self, *, name: str = ..., topic_id: UUID = ..., partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = ...) -> None: ...
-    class OffsetCommitResponsePartition(Struct):
-        partition_index: int
-        error_code: int
-        def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
-
-class OffsetDeleteRequest(Message):
-    group_id: str
-    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
-    def __init__(self, *, group_id: str = ..., topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> OffsetDeleteRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetDeleteRequest, int]: ...
-    class OffsetDeleteRequestTopic(Struct):
-        name: str
-        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
-        def __init__(self, *, name: str = ..., partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = ...) -> None: ...
-    class OffsetDeleteRequestPartition(Struct):
-        partition_index: int
-        def __init__(self, *, partition_index: int = ...) -> None: ...
-
-class OffsetDeleteResponse(Message):
+class OffsetDeleteResponse(Response):
     error_code: int
     throttle_time_ms: int
     topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
@@ -2642,33 +2630,23 @@ class OffsetDeleteResponse(Message):
         error_code: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
 
-class OffsetFetchRequest(Message):
+class OffsetDeleteRequest(Request[OffsetDeleteResponse]):
     group_id: str
-    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
-    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
-    require_stable: bool
-    def __init__(self, *, group_id: str = ..., topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = ..., groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = ..., require_stable: bool = ...) -> None: ...
+    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
+    def __init__(self, *, group_id: str = ..., topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> OffsetFetchRequest: ...
+    def decode(cls, buf: Any, version: int) -> OffsetDeleteRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetFetchRequest, int]: ...
-    class OffsetFetchRequestTopic(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetDeleteRequest, int]: ...
+    class OffsetDeleteRequestTopic(Struct):
         name: str
-        partition_indexes: list[int]
-        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
-    class OffsetFetchRequestGroup(Struct):
-        group_id: str
-        member_id: str | None
-        member_epoch: int
-        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
-        def __init__(self, *, group_id: str = ..., member_id: str | None = ..., member_epoch: int = ..., topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = ...) -> None: ...
-    class OffsetFetchRequestTopics(Struct):
-        name: str
-        topic_id: UUID
-        partition_indexes: list[int]
-        def __init__(self, *, name: str = ..., topic_id: UUID = ..., partition_indexes: list[int] = ...) -> None: ...
+        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
+        def __init__(self, *, name: str = ..., partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = ...) -> None: ...
+    class OffsetDeleteRequestPartition(Struct):
+        partition_index: int
+        def __init__(self, *, partition_index: int = ...) -> None: ...
 
-class OffsetFetchResponse(Message):
+class OffsetFetchResponse(Response):
     throttle_time_ms: int
     topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     error_code: int
@@ -2707,25 +2685,33 @@ class OffsetFetchResponse(Message):
         error_code: int
         def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., metadata: str | None = ..., error_code: int = ...) -> None: ...
 
-class OffsetForLeaderEpochRequest(Message):
-    replica_id: int
-    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
-    def __init__(self, *, replica_id: int = ..., topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = ...) -> None: ...
+class OffsetFetchRequest(Request[OffsetFetchResponse]):
+    group_id: str
+    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
+    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
+    require_stable: bool
+    def __init__(self, *, group_id: str = ..., topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = ..., groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = ..., require_stable: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> OffsetForLeaderEpochRequest: ...
+    def decode(cls, buf: Any, version: int) -> OffsetFetchRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetForLeaderEpochRequest, int]: ...
-    class OffsetForLeaderTopic(Struct):
-        topic: str
-        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
-        def __init__(self, *, topic: str = ..., partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = ...) -> None: ...
-    class OffsetForLeaderPartition(Struct):
-        partition: int
-        current_leader_epoch: int
-        leader_epoch: int
-        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., leader_epoch: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetFetchRequest, int]: ...
+    class OffsetFetchRequestTopic(Struct):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
+    class OffsetFetchRequestGroup(Struct):
+        group_id: str
+        member_id: str | None
+        member_epoch: int
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
+        def __init__(self, *, group_id: str = ..., member_id: str | None = ..., member_epoch: int = ..., topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = ...) -> None: ...
+    class OffsetFetchRequestTopics(Struct):
+        name: str
+        topic_id: UUID
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = ..., topic_id: UUID = ..., partition_indexes: list[int] = ...) -> None: ...
 
-class OffsetForLeaderEpochResponse(Message):
+class OffsetForLeaderEpochResponse(Response):
     throttle_time_ms: int
     topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = ...) -> None: ...
@@ -2744,27 +2730,25 @@ class OffsetForLeaderEpochResponse(Message):
         end_offset: int
         def __init__(self, *, error_code: int = ..., partition: int = ..., leader_epoch: int = ..., end_offset: int = ...) -> None: ...
 
-class ProduceRequest(Message):
-    transactional_id: str | None
-    acks: int
-    timeout_ms: int
-    topic_data: list[ProduceRequest.TopicProduceData]
-    def __init__(self, *, transactional_id: str | None = ..., acks: int = ..., timeout_ms: int = ..., topic_data: list[ProduceRequest.TopicProduceData] = ...) -> None: ...
+class OffsetForLeaderEpochRequest(Request[OffsetForLeaderEpochResponse]):
+    replica_id: int
+    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
+    def __init__(self, *, replica_id: int = ..., topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ProduceRequest: ...
+    def decode(cls, buf: Any, version: int) -> OffsetForLeaderEpochRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ProduceRequest, int]: ...
-    class TopicProduceData(Struct):
-        name: str
-        topic_id: UUID
-        partition_data: list[ProduceRequest.PartitionProduceData]
-        def __init__(self, *, name: str = ..., topic_id: UUID = ..., partition_data: list[ProduceRequest.PartitionProduceData] = ...) -> None: ...
-    class PartitionProduceData(Struct):
-        index: int
-        records: bytes | bytearray | memoryview | None
-        def __init__(self, *, index: int = ..., records: bytes | bytearray | memoryview | None = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[OffsetForLeaderEpochRequest, int]: ...
+    class OffsetForLeaderTopic(Struct):
+        topic: str
+        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
+        def __init__(self, *, topic: str = ..., partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = ...) -> None: ...
+    class OffsetForLeaderPartition(Struct):
+        partition: int
+        current_leader_epoch: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., leader_epoch: int = ...) -> None: ...
 
-class ProduceResponse(Message):
+class ProduceResponse(Response):
     responses: list[ProduceResponse.TopicProduceResponse]
     throttle_time_ms: int
     node_endpoints: list[ProduceResponse.NodeEndpoint]
@@ -2803,7 +2787,36 @@ class ProduceResponse(Message):
         rack: str | None
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
 
-class PushTelemetryRequest(Message):
+class ProduceRequest(Request[ProduceResponse]):
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[ProduceRequest.TopicProduceData]
+    def __init__(self, *, transactional_id: str | None = ..., acks: int = ..., timeout_ms: int = ..., topic_data: list[ProduceRequest.TopicProduceData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> ProduceRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ProduceRequest, int]: ...
+    class TopicProduceData(Struct):
+        name: str
+        topic_id: UUID
+        partition_data: list[ProduceRequest.PartitionProduceData]
+        def __init__(self, *, name: str = ..., topic_id: UUID = ..., partition_data: list[ProduceRequest.PartitionProduceData] = ...) -> None: ...
+    class PartitionProduceData(Struct):
+        index: int
+        records: bytes | bytearray | memoryview | None
+        def __init__(self, *, index: int = ..., records: bytes | bytearray | memoryview | None = ...) -> None: ...
+
+class PushTelemetryResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> PushTelemetryResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[PushTelemetryResponse, int]: ...
+
+class PushTelemetryRequest(Request[PushTelemetryResponse]):
     client_instance_id: UUID
     subscription_id: int
     terminating: bool
@@ -2815,33 +2828,7 @@ class PushTelemetryRequest(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[PushTelemetryRequest, int]: ...
 
-class PushTelemetryResponse(Message):
-    throttle_time_ms: int
-    error_code: int
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> PushTelemetryResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[PushTelemetryResponse, int]: ...
-
-class ReadShareGroupStateRequest(Message):
-    group_id: str
-    topics: list[ReadShareGroupStateRequest.ReadStateData]
-    def __init__(self, *, group_id: str = ..., topics: list[ReadShareGroupStateRequest.ReadStateData] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateRequest, int]: ...
-    class ReadStateData(Struct):
-        topic_id: UUID
-        partitions: list[ReadShareGroupStateRequest.PartitionData]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateRequest.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition: int
-        leader_epoch: int
-        def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
-
-class ReadShareGroupStateResponse(Message):
+class ReadShareGroupStateResponse(Response):
     results: list[ReadShareGroupStateResponse.ReadStateResult]
     def __init__(self, *, results: list[ReadShareGroupStateResponse.ReadStateResult] = ...) -> None: ...
     @classmethod
@@ -2867,24 +2854,24 @@ class ReadShareGroupStateResponse(Message):
         delivery_count: int
         def __init__(self, *, first_offset: int = ..., last_offset: int = ..., delivery_state: int = ..., delivery_count: int = ...) -> None: ...
 
-class ReadShareGroupStateSummaryRequest(Message):
+class ReadShareGroupStateRequest(Request[ReadShareGroupStateResponse]):
     group_id: str
-    topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
-    def __init__(self, *, group_id: str = ..., topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = ...) -> None: ...
+    topics: list[ReadShareGroupStateRequest.ReadStateData]
+    def __init__(self, *, group_id: str = ..., topics: list[ReadShareGroupStateRequest.ReadStateData] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateSummaryRequest: ...
+    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateSummaryRequest, int]: ...
-    class ReadStateSummaryData(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateRequest, int]: ...
+    class ReadStateData(Struct):
         topic_id: UUID
-        partitions: list[ReadShareGroupStateSummaryRequest.PartitionData]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = ...) -> None: ...
+        partitions: list[ReadShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateRequest.PartitionData] = ...) -> None: ...
     class PartitionData(Struct):
         partition: int
         leader_epoch: int
         def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
 
-class ReadShareGroupStateSummaryResponse(Message):
+class ReadShareGroupStateSummaryResponse(Response):
     results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult]
     def __init__(self, *, results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = ...) -> None: ...
     @classmethod
@@ -2903,17 +2890,24 @@ class ReadShareGroupStateSummaryResponse(Message):
         start_offset: int
         def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ..., state_epoch: int = ..., start_offset: int = ...) -> None: ...
 
-class RemoveRaftVoterRequest(Message):
-    cluster_id: str | None
-    voter_id: int
-    voter_directory_id: UUID
-    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., voter_directory_id: UUID = ...) -> None: ...
+class ReadShareGroupStateSummaryRequest(Request[ReadShareGroupStateSummaryResponse]):
+    group_id: str
+    topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
+    def __init__(self, *, group_id: str = ..., topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> RemoveRaftVoterRequest: ...
+    def decode(cls, buf: Any, version: int) -> ReadShareGroupStateSummaryRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RemoveRaftVoterRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ReadShareGroupStateSummaryRequest, int]: ...
+    class ReadStateSummaryData(Struct):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateSummaryRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
 
-class RemoveRaftVoterResponse(Message):
+class RemoveRaftVoterResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -2923,16 +2917,17 @@ class RemoveRaftVoterResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RemoveRaftVoterResponse, int]: ...
 
-class RenewDelegationTokenRequest(Message):
-    hmac: bytes
-    renew_period_ms: int
-    def __init__(self, *, hmac: bytes = ..., renew_period_ms: int = ...) -> None: ...
+class RemoveRaftVoterRequest(Request[RemoveRaftVoterResponse]):
+    cluster_id: str | None
+    voter_id: int
+    voter_directory_id: UUID
+    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., voter_directory_id: UUID = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> RenewDelegationTokenRequest: ...
+    def decode(cls, buf: Any, version: int) -> RemoveRaftVoterRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RenewDelegationTokenRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RemoveRaftVoterRequest, int]: ...
 
-class RenewDelegationTokenResponse(Message):
+class RenewDelegationTokenResponse(Response):
     error_code: int
     expiry_timestamp_ms: int
     throttle_time_ms: int
@@ -2941,6 +2936,15 @@ class RenewDelegationTokenResponse(Message):
     def decode(cls, buf: Any, version: int) -> RenewDelegationTokenResponse: ...
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RenewDelegationTokenResponse, int]: ...
+
+class RenewDelegationTokenRequest(Request[RenewDelegationTokenResponse]):
+    hmac: bytes
+    renew_period_ms: int
+    def __init__(self, *, hmac: bytes = ..., renew_period_ms: int = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> RenewDelegationTokenRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[RenewDelegationTokenRequest, int]: ...
 
 class RequestHeader(Message):
     request_api_key: int
@@ -2961,15 +2965,7 @@ class ResponseHeader(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ResponseHeader, int]: ...
 
-class SaslAuthenticateRequest(Message):
-    auth_bytes: bytes
-    def __init__(self, *, auth_bytes: bytes = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> SaslAuthenticateRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslAuthenticateRequest, int]: ...
-
-class SaslAuthenticateResponse(Message):
+class SaslAuthenticateResponse(Response):
     error_code: int
     error_message: str | None
     auth_bytes: bytes
@@ -2980,15 +2976,15 @@ class SaslAuthenticateResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslAuthenticateResponse, int]: ...
 
-class SaslHandshakeRequest(Message):
-    mechanism: str
-    def __init__(self, *, mechanism: str = ...) -> None: ...
+class SaslAuthenticateRequest(Request[SaslAuthenticateResponse]):
+    auth_bytes: bytes
+    def __init__(self, *, auth_bytes: bytes = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> SaslHandshakeRequest: ...
+    def decode(cls, buf: Any, version: int) -> SaslAuthenticateRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslHandshakeRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslAuthenticateRequest, int]: ...
 
-class SaslHandshakeResponse(Message):
+class SaslHandshakeResponse(Response):
     error_code: int
     mechanisms: list[str]
     def __init__(self, *, error_code: int = ..., mechanisms: list[str] = ...) -> None: ...
@@ -2997,32 +2993,15 @@ class SaslHandshakeResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslHandshakeResponse, int]: ...
 
-class ShareAcknowledgeRequest(Message):
-    group_id: str | None
-    member_id: str | None
-    share_session_epoch: int
-    is_renew_ack: bool
-    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
-    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., is_renew_ack: bool = ..., topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = ...) -> None: ...
+class SaslHandshakeRequest(Request[SaslHandshakeResponse]):
+    mechanism: str
+    def __init__(self, *, mechanism: str = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ShareAcknowledgeRequest: ...
+    def decode(cls, buf: Any, version: int) -> SaslHandshakeRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareAcknowledgeRequest, int]: ...
-    class AcknowledgeTopic(Struct):
-        topic_id: UUID
-        partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = ...) -> None: ...
-    class AcknowledgePartition(Struct):
-        partition_index: int
-        acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
-        def __init__(self, *, partition_index: int = ..., acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = ...) -> None: ...
-    class AcknowledgementBatch(Struct):
-        first_offset: int
-        last_offset: int
-        acknowledge_types: list[int]
-        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SaslHandshakeRequest, int]: ...
 
-class ShareAcknowledgeResponse(Message):
+class ShareAcknowledgeResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -3055,43 +3034,32 @@ class ShareAcknowledgeResponse(Message):
         rack: str | None
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
 
-class ShareFetchRequest(Message):
+class ShareAcknowledgeRequest(Request[ShareAcknowledgeResponse]):
     group_id: str | None
     member_id: str | None
     share_session_epoch: int
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    max_records: int
-    batch_size: int
-    share_acquire_mode: int
-    topics: list[ShareFetchRequest.FetchTopic]
-    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
-    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., max_records: int = ..., batch_size: int = ..., share_acquire_mode: int = ..., topics: list[ShareFetchRequest.FetchTopic] = ..., forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...) -> None: ...
+    is_renew_ack: bool
+    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
+    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., is_renew_ack: bool = ..., topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ShareFetchRequest: ...
+    def decode(cls, buf: Any, version: int) -> ShareAcknowledgeRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareFetchRequest, int]: ...
-    class FetchTopic(Struct):
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareAcknowledgeRequest, int]: ...
+    class AcknowledgeTopic(Struct):
         topic_id: UUID
-        partitions: list[ShareFetchRequest.FetchPartition]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareFetchRequest.FetchPartition] = ...) -> None: ...
-    class FetchPartition(Struct):
+        partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = ...) -> None: ...
+    class AcknowledgePartition(Struct):
         partition_index: int
-        partition_max_bytes: int
-        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
-        def __init__(self, *, partition_index: int = ..., partition_max_bytes: int = ..., acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = ...) -> None: ...
+        acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
+        def __init__(self, *, partition_index: int = ..., acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = ...) -> None: ...
     class AcknowledgementBatch(Struct):
         first_offset: int
         last_offset: int
         acknowledge_types: list[int]
         def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ...) -> None: ...
-    class ForgottenTopic(Struct):
-        topic_id: UUID
-        partitions: list[int]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
 
-class ShareFetchResponse(Message):
+class ShareFetchResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -3133,16 +3101,43 @@ class ShareFetchResponse(Message):
         rack: str | None
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ...) -> None: ...
 
-class ShareGroupDescribeRequest(Message):
-    group_ids: list[str]
-    include_authorized_operations: bool
-    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
+class ShareFetchRequest(Request[ShareFetchResponse]):
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    topics: list[ShareFetchRequest.FetchTopic]
+    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
+    def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., max_records: int = ..., batch_size: int = ..., share_acquire_mode: int = ..., topics: list[ShareFetchRequest.FetchTopic] = ..., forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ShareGroupDescribeRequest: ...
+    def decode(cls, buf: Any, version: int) -> ShareFetchRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupDescribeRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareFetchRequest, int]: ...
+    class FetchTopic(Struct):
+        topic_id: UUID
+        partitions: list[ShareFetchRequest.FetchPartition]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[ShareFetchRequest.FetchPartition] = ...) -> None: ...
+    class FetchPartition(Struct):
+        partition_index: int
+        partition_max_bytes: int
+        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
+        def __init__(self, *, partition_index: int = ..., partition_max_bytes: int = ..., acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = ...) -> None: ...
+    class AcknowledgementBatch(Struct):
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        def __init__(self, *, first_offset: int = ..., last_offset: int = ..., acknowledge_types: list[int] = ...) -> None: ...
+    class ForgottenTopic(Struct):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
 
-class ShareGroupDescribeResponse(Message):
+class ShareGroupDescribeResponse(Response):
     throttle_time_ms: int
     groups: list[ShareGroupDescribeResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[ShareGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
@@ -3179,19 +3174,16 @@ class ShareGroupDescribeResponse(Message):
         partitions: list[int]
         def __init__(self, *, topic_id: UUID = ..., topic_name: str = ..., partitions: list[int] = ...) -> None: ...
 
-class ShareGroupHeartbeatRequest(Message):
-    group_id: str
-    member_id: str
-    member_epoch: int
-    rack_id: str | None
-    subscribed_topic_names: list[str] | None
-    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., rack_id: str | None = ..., subscribed_topic_names: list[str] | None = ...) -> None: ...
+class ShareGroupDescribeRequest(Request[ShareGroupDescribeResponse]):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> ShareGroupHeartbeatRequest: ...
+    def decode(cls, buf: Any, version: int) -> ShareGroupDescribeRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupHeartbeatRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupDescribeRequest, int]: ...
 
-class ShareGroupHeartbeatResponse(Message):
+class ShareGroupHeartbeatResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -3212,17 +3204,19 @@ class ShareGroupHeartbeatResponse(Message):
         partitions: list[int]
         def __init__(self, *, topic_id: UUID = ..., partitions: list[int] = ...) -> None: ...
 
-class StreamsGroupDescribeRequest(Message):
-    group_ids: list[str]
-    include_authorized_operations: bool
-    include_topology_description: bool
-    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ..., include_topology_description: bool = ...) -> None: ...
+class ShareGroupHeartbeatRequest(Request[ShareGroupHeartbeatResponse]):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., rack_id: str | None = ..., subscribed_topic_names: list[str] | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> StreamsGroupDescribeRequest: ...
+    def decode(cls, buf: Any, version: int) -> ShareGroupHeartbeatRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupDescribeRequest, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[ShareGroupHeartbeatRequest, int]: ...
 
-class StreamsGroupDescribeResponse(Message):
+class StreamsGroupDescribeResponse(Response):
     throttle_time_ms: int
     groups: list[StreamsGroupDescribeResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[StreamsGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
@@ -3298,7 +3292,58 @@ class StreamsGroupDescribeResponse(Message):
         partitions: list[int]
         def __init__(self, *, subtopology_id: str = ..., partitions: list[int] = ...) -> None: ...
 
-class StreamsGroupHeartbeatRequest(Message):
+class StreamsGroupDescribeRequest(Request[StreamsGroupDescribeResponse]):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    include_topology_description: bool
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ..., include_topology_description: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupDescribeRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupDescribeRequest, int]: ...
+
+class StreamsGroupHeartbeatResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    acceptable_recovery_lag: int
+    task_offset_interval_ms: int
+    status: list[StreamsGroupHeartbeatResponse.Status] | None
+    active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., acceptable_recovery_lag: int = ..., task_offset_interval_ms: int = ..., status: list[StreamsGroupHeartbeatResponse.Status] | None = ..., active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> StreamsGroupHeartbeatResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupHeartbeatResponse, int]: ...
+    class Status(Struct):
+        status_code: int
+        status_detail: str
+        def __init__(self, *, status_code: int = ..., status_detail: str = ...) -> None: ...
+    class TaskIds(Struct):
+        subtopology_id: str
+        partitions: list[int]
+        def __init__(self, *, subtopology_id: str = ..., partitions: list[int] = ...) -> None: ...
+    class EndpointToPartitions(Struct):
+        user_endpoint: StreamsGroupHeartbeatResponse.Endpoint
+        active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
+        standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
+        def __init__(self, *, user_endpoint: StreamsGroupHeartbeatResponse.Endpoint = ..., active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = ..., standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = ...) -> None: ...
+    class Endpoint(Struct):
+        host: str
+        port: int
+        def __init__(self, *, host: str = ..., port: int = ...) -> None: ...
+    class TopicPartition(Struct):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
+
+class StreamsGroupHeartbeatRequest(Request[StreamsGroupHeartbeatResponse]):
     group_id: str
     member_id: str
     member_epoch: int
@@ -3363,48 +3408,17 @@ class StreamsGroupHeartbeatRequest(Message):
         offset: int
         def __init__(self, *, subtopology_id: str = ..., partition: int = ..., offset: int = ...) -> None: ...
 
-class StreamsGroupHeartbeatResponse(Message):
+class StreamsGroupTopologyDescriptionUpdateResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
-    acceptable_recovery_lag: int
-    task_offset_interval_ms: int
-    status: list[StreamsGroupHeartbeatResponse.Status] | None
-    active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
-    standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
-    warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
-    partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., acceptable_recovery_lag: int = ..., task_offset_interval_ms: int = ..., status: list[StreamsGroupHeartbeatResponse.Status] | None = ..., active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = ..., partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None = ...) -> None: ...
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> StreamsGroupHeartbeatResponse: ...
+    def decode(cls, buf: Any, version: int) -> StreamsGroupTopologyDescriptionUpdateResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupHeartbeatResponse, int]: ...
-    class Status(Struct):
-        status_code: int
-        status_detail: str
-        def __init__(self, *, status_code: int = ..., status_detail: str = ...) -> None: ...
-    class TaskIds(Struct):
-        subtopology_id: str
-        partitions: list[int]
-        def __init__(self, *, subtopology_id: str = ..., partitions: list[int] = ...) -> None: ...
-    class EndpointToPartitions(Struct):
-        user_endpoint: StreamsGroupHeartbeatResponse.Endpoint
-        active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
-        standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
-        def __init__(self, *, user_endpoint: StreamsGroupHeartbeatResponse.Endpoint = ..., active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = ..., standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = ...) -> None: ...
-    class Endpoint(Struct):
-        host: str
-        port: int
-        def __init__(self, *, host: str = ..., port: int = ...) -> None: ...
-    class TopicPartition(Struct):
-        topic: str
-        partitions: list[int]
-        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupTopologyDescriptionUpdateResponse, int]: ...
 
-class StreamsGroupTopologyDescriptionUpdateRequest(Message):
+class StreamsGroupTopologyDescriptionUpdateRequest(Request[StreamsGroupTopologyDescriptionUpdateResponse]):
     group_id: str
     member_id: str
     topology_epoch: int
@@ -3435,17 +3449,19 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
         processor: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode
         def __init__(self, *, source: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = ..., processor: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = ...) -> None: ...
 
-class StreamsGroupTopologyDescriptionUpdateResponse(Message):
+class SyncGroupResponse(Response):
     throttle_time_ms: int
     error_code: int
-    error_message: str | None
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: bytes
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., protocol_type: str | None = ..., protocol_name: str | None = ..., assignment: bytes = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> StreamsGroupTopologyDescriptionUpdateResponse: ...
+    def decode(cls, buf: Any, version: int) -> SyncGroupResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[StreamsGroupTopologyDescriptionUpdateResponse, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SyncGroupResponse, int]: ...
 
-class SyncGroupRequest(Message):
+class SyncGroupRequest(Request[SyncGroupResponse]):
     group_id: str
     generation_id: int
     member_id: str
@@ -3463,19 +3479,24 @@ class SyncGroupRequest(Message):
         assignment: bytes
         def __init__(self, *, member_id: str = ..., assignment: bytes = ...) -> None: ...
 
-class SyncGroupResponse(Message):
+class TxnOffsetCommitResponse(Response):
     throttle_time_ms: int
-    error_code: int
-    protocol_type: str | None
-    protocol_name: str | None
-    assignment: bytes
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., protocol_type: str | None = ..., protocol_name: str | None = ..., assignment: bytes = ...) -> None: ...
+    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> SyncGroupResponse: ...
+    def decode(cls, buf: Any, version: int) -> TxnOffsetCommitResponse: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[SyncGroupResponse, int]: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[TxnOffsetCommitResponse, int]: ...
+    class TxnOffsetCommitResponseTopic(Struct):
+        name: str
+        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
+        def __init__(self, *, name: str = ..., partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = ...) -> None: ...
+    class TxnOffsetCommitResponsePartition(Struct):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
 
-class TxnOffsetCommitRequest(Message):
+class TxnOffsetCommitRequest(Request[TxnOffsetCommitResponse]):
     transactional_id: str
     group_id: str
     producer_id: int
@@ -3500,32 +3521,7 @@ class TxnOffsetCommitRequest(Message):
         committed_metadata: str | None
         def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., committed_metadata: str | None = ...) -> None: ...
 
-class TxnOffsetCommitResponse(Message):
-    throttle_time_ms: int
-    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
-    def __init__(self, *, throttle_time_ms: int = ..., topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> TxnOffsetCommitResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[TxnOffsetCommitResponse, int]: ...
-    class TxnOffsetCommitResponseTopic(Struct):
-        name: str
-        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
-        def __init__(self, *, name: str = ..., partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = ...) -> None: ...
-    class TxnOffsetCommitResponsePartition(Struct):
-        partition_index: int
-        error_code: int
-        def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
-
-class UnregisterBrokerRequest(Message):
-    broker_id: int
-    def __init__(self, *, broker_id: int = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> UnregisterBrokerRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UnregisterBrokerRequest, int]: ...
-
-class UnregisterBrokerResponse(Message):
+class UnregisterBrokerResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -3535,23 +3531,15 @@ class UnregisterBrokerResponse(Message):
     @classmethod
     def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UnregisterBrokerResponse, int]: ...
 
-class UpdateFeaturesRequest(Message):
-    timeout_ms: int
-    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
-    validate_only: bool
-    def __init__(self, *, timeout_ms: int = ..., feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = ..., validate_only: bool = ...) -> None: ...
+class UnregisterBrokerRequest(Request[UnregisterBrokerResponse]):
+    broker_id: int
+    def __init__(self, *, broker_id: int = ...) -> None: ...
     @classmethod
-    def decode(cls, buf: Any, version: int) -> UpdateFeaturesRequest: ...
+    def decode(cls, buf: Any, version: int) -> UnregisterBrokerRequest: ...
     @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UpdateFeaturesRequest, int]: ...
-    class FeatureUpdateKey(Struct):
-        feature: str
-        max_version_level: int
-        allow_downgrade: bool
-        upgrade_type: int
-        def __init__(self, *, feature: str = ..., max_version_level: int = ..., allow_downgrade: bool = ..., upgrade_type: int = ...) -> None: ...
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UnregisterBrokerRequest, int]: ...
 
-class UpdateFeaturesResponse(Message):
+class UpdateFeaturesResponse(Response):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -3567,7 +3555,39 @@ class UpdateFeaturesResponse(Message):
         error_message: str | None
         def __init__(self, *, feature: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
-class UpdateRaftVoterRequest(Message):
+class UpdateFeaturesRequest(Request[UpdateFeaturesResponse]):
+    timeout_ms: int
+    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
+    validate_only: bool
+    def __init__(self, *, timeout_ms: int = ..., feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = ..., validate_only: bool = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> UpdateFeaturesRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UpdateFeaturesRequest, int]: ...
+    class FeatureUpdateKey(Struct):
+        feature: str
+        max_version_level: int
+        allow_downgrade: bool
+        upgrade_type: int
+        def __init__(self, *, feature: str = ..., max_version_level: int = ..., allow_downgrade: bool = ..., upgrade_type: int = ...) -> None: ...
+
+class UpdateRaftVoterResponse(Response):
+    throttle_time_ms: int
+    error_code: int
+    current_leader: UpdateRaftVoterResponse.CurrentLeader
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., current_leader: UpdateRaftVoterResponse.CurrentLeader = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> UpdateRaftVoterResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UpdateRaftVoterResponse, int]: ...
+    class CurrentLeader(Struct):
+        leader_id: int
+        leader_epoch: int
+        host: str
+        port: int
+        def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., host: str = ..., port: int = ...) -> None: ...
+
+class UpdateRaftVoterRequest(Request[UpdateRaftVoterResponse]):
     cluster_id: str | None
     current_leader_epoch: int
     voter_id: int
@@ -3589,46 +3609,7 @@ class UpdateRaftVoterRequest(Message):
         max_supported_version: int
         def __init__(self, *, min_supported_version: int = ..., max_supported_version: int = ...) -> None: ...
 
-class UpdateRaftVoterResponse(Message):
-    throttle_time_ms: int
-    error_code: int
-    current_leader: UpdateRaftVoterResponse.CurrentLeader
-    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., current_leader: UpdateRaftVoterResponse.CurrentLeader = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> UpdateRaftVoterResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[UpdateRaftVoterResponse, int]: ...
-    class CurrentLeader(Struct):
-        leader_id: int
-        leader_epoch: int
-        host: str
-        port: int
-        def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., host: str = ..., port: int = ...) -> None: ...
-
-class VoteRequest(Message):
-    cluster_id: str | None
-    voter_id: int
-    topics: list[VoteRequest.TopicData]
-    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., topics: list[VoteRequest.TopicData] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> VoteRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[VoteRequest, int]: ...
-    class TopicData(Struct):
-        topic_name: str
-        partitions: list[VoteRequest.PartitionData]
-        def __init__(self, *, topic_name: str = ..., partitions: list[VoteRequest.PartitionData] = ...) -> None: ...
-    class PartitionData(Struct):
-        partition_index: int
-        candidate_epoch: int
-        candidate_id: int
-        candidate_directory_id: UUID
-        voter_directory_id: UUID
-        last_offset_epoch: int
-        last_offset: int
-        def __init__(self, *, partition_index: int = ..., candidate_epoch: int = ..., candidate_id: int = ..., candidate_directory_id: UUID = ..., voter_directory_id: UUID = ..., last_offset_epoch: int = ..., last_offset: int = ...) -> None: ...
-
-class VoteResponse(Message):
+class VoteResponse(Response):
     error_code: int
     topics: list[VoteResponse.TopicData]
     node_endpoints: list[VoteResponse.NodeEndpoint]
@@ -3654,7 +3635,47 @@ class VoteResponse(Message):
         port: int
         def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ...) -> None: ...
 
-class WriteShareGroupStateRequest(Message):
+class VoteRequest(Request[VoteResponse]):
+    cluster_id: str | None
+    voter_id: int
+    topics: list[VoteRequest.TopicData]
+    def __init__(self, *, cluster_id: str | None = ..., voter_id: int = ..., topics: list[VoteRequest.TopicData] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> VoteRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[VoteRequest, int]: ...
+    class TopicData(Struct):
+        topic_name: str
+        partitions: list[VoteRequest.PartitionData]
+        def __init__(self, *, topic_name: str = ..., partitions: list[VoteRequest.PartitionData] = ...) -> None: ...
+    class PartitionData(Struct):
+        partition_index: int
+        candidate_epoch: int
+        candidate_id: int
+        candidate_directory_id: UUID
+        voter_directory_id: UUID
+        last_offset_epoch: int
+        last_offset: int
+        def __init__(self, *, partition_index: int = ..., candidate_epoch: int = ..., candidate_id: int = ..., candidate_directory_id: UUID = ..., voter_directory_id: UUID = ..., last_offset_epoch: int = ..., last_offset: int = ...) -> None: ...
+
+class WriteShareGroupStateResponse(Response):
+    results: list[WriteShareGroupStateResponse.WriteStateResult]
+    def __init__(self, *, results: list[WriteShareGroupStateResponse.WriteStateResult] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> WriteShareGroupStateResponse: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[WriteShareGroupStateResponse, int]: ...
+    class WriteStateResult(Struct):
+        topic_id: UUID
+        partitions: list[WriteShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ..., partitions: list[WriteShareGroupStateResponse.PartitionResult] = ...) -> None: ...
+    class PartitionResult(Struct):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
+
+class WriteShareGroupStateRequest(Request[WriteShareGroupStateResponse]):
     group_id: str
     topics: list[WriteShareGroupStateRequest.WriteStateData]
     def __init__(self, *, group_id: str = ..., topics: list[WriteShareGroupStateRequest.WriteStateData] = ...) -> None: ...
@@ -3680,44 +3701,7 @@ class WriteShareGroupStateRequest(Message):
         delivery_count: int
         def __init__(self, *, first_offset: int = ..., last_offset: int = ..., delivery_state: int = ..., delivery_count: int = ...) -> None: ...
 
-class WriteShareGroupStateResponse(Message):
-    results: list[WriteShareGroupStateResponse.WriteStateResult]
-    def __init__(self, *, results: list[WriteShareGroupStateResponse.WriteStateResult] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> WriteShareGroupStateResponse: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[WriteShareGroupStateResponse, int]: ...
-    class WriteStateResult(Struct):
-        topic_id: UUID
-        partitions: list[WriteShareGroupStateResponse.PartitionResult]
-        def __init__(self, *, topic_id: UUID = ..., partitions: list[WriteShareGroupStateResponse.PartitionResult] = ...) -> None: ...
-    class PartitionResult(Struct):
-        partition: int
-        error_code: int
-        error_message: str | None
-        def __init__(self, *, partition: int = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
-
-class WriteTxnMarkersRequest(Message):
-    markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
-    def __init__(self, *, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = ...) -> None: ...
-    @classmethod
-    def decode(cls, buf: Any, version: int) -> WriteTxnMarkersRequest: ...
-    @classmethod
-    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[WriteTxnMarkersRequest, int]: ...
-    class WritableTxnMarker(Struct):
-        producer_id: int
-        producer_epoch: int
-        transaction_result: bool
-        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
-        coordinator_epoch: int
-        transaction_version: int
-        def __init__(self, *, producer_id: int = ..., producer_epoch: int = ..., transaction_result: bool = ..., topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = ..., coordinator_epoch: int = ..., transaction_version: int = ...) -> None: ...
-    class WritableTxnMarkerTopic(Struct):
-        name: str
-        partition_indexes: list[int]
-        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
-
-class WriteTxnMarkersResponse(Message):
+class WriteTxnMarkersResponse(Response):
     markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
     def __init__(self, *, markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = ...) -> None: ...
     @classmethod
@@ -3736,3 +3720,23 @@ class WriteTxnMarkersResponse(Message):
         partition_index: int
         error_code: int
         def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
+
+class WriteTxnMarkersRequest(Request[WriteTxnMarkersResponse]):
+    markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
+    def __init__(self, *, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = ...) -> None: ...
+    @classmethod
+    def decode(cls, buf: Any, version: int) -> WriteTxnMarkersRequest: ...
+    @classmethod
+    def decode_from(cls, buf: Any, version: int, pos: int = ...) -> tuple[WriteTxnMarkersRequest, int]: ...
+    class WritableTxnMarker(Struct):
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
+        coordinator_epoch: int
+        transaction_version: int
+        def __init__(self, *, producer_id: int = ..., producer_epoch: int = ..., transaction_result: bool = ..., topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = ..., coordinator_epoch: int = ..., transaction_version: int = ...) -> None: ...
+    class WritableTxnMarkerTopic(Struct):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...

@@ -6,18 +6,25 @@ the snake_case field names; each defaults to its spec default, so objects build 
 Objects compare equal when they have the same class and the same attribute values
 (including tagged fields a newer peer sent that this version does not know, kept in
 ``_unknown_tags`` as ``{tag: raw bytes}``, else None, and written back on encode).
+
+A request class derives from :class:`Request` (``FetchRequest(Request[FetchResponse])`` in
+the type stub) and knows its API key and its response's class (``API_KEY``,
+``RESPONSE``), so a round trip is typed from the request object alone: whoever sends
+``req`` gets back a ``type(req).RESPONSE``. A response class derives from
+:class:`Response`.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from kcodec.errors import UnsupportedVersionError
 from kcodec.protocol import _plan as P
 from kcodec.protocol._decl import Field, MessageDecl, in_range, parse_range
 
-__all__ = ["Struct", "Message", "build_message", "ZERO_UUID", "UNKNOWN_TAGS"]
+__all__ = ["Struct", "Message", "Request", "Response", "build_message", "ZERO_UUID",
+           "UNKNOWN_TAGS"]
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -271,6 +278,24 @@ class Message(Struct):
         return decode_struct(cls.plan(version), buf, pos, False)
 
 
+class Response(Message):
+    """A response message (the class of one API's responses, all versions folded in)."""
+
+    __slots__ = ()
+
+
+R = TypeVar("R", bound=Response)
+
+
+class Request(Message, Generic[R]):
+    """A request message; ``R`` (``RESPONSE`` at run time) is the class of its response."""
+
+    __slots__ = ()
+
+    API_KEY: ClassVar[int]
+    RESPONSE: ClassVar[type[Response]]
+
+
 def _op_code(fi: _FieldInfo, elem: str, flexible: bool) -> int:
     if elem in P.FIXED:
         return P.FIXED[elem]
@@ -387,7 +412,8 @@ def _message_doc(decl: MessageDecl, valid: tuple[int, int]) -> str:
 
 def build_message(decl: MessageDecl) -> type[Message]:
     """The class of one declaration, with its nested struct classes as attributes."""
-    cls: Any = _make_struct(decl.name, decl.fields, Message)
+    base = {"request": Request, "response": Response}.get(decl.kind, Message)
+    cls: Any = _make_struct(decl.name, decl.fields, base)
     valid = parse_range(decl.valid)
     assert valid is not None
     cls.API_KEY = decl.api_key

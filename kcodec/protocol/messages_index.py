@@ -1,7 +1,8 @@
 """Every message class, built once from the generated declarations.
 
 ``CLASSES[name]`` for every spec (requests, responses, headers, consumer protocol structs),
-``REQUESTS[api_key]`` and ``RESPONSES[api_key]``.
+``REQUESTS[api_key]`` and ``RESPONSES[api_key]``; each request class's ``RESPONSE`` is its
+API's response class.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ for _mod in MODULES:
             REQUESTS[_decl.api_key] = _cls
         elif _decl.kind == "response":
             RESPONSES[_decl.api_key] = _cls
+
+for _key, _cls in REQUESTS.items():
+    _cls.RESPONSE = RESPONSES[_key]     # type: ignore[attr-defined]
 
 REQUESTS = dict(sorted(REQUESTS.items()))
 RESPONSES = dict(sorted(RESPONSES.items()))
