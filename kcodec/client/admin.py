@@ -16,7 +16,7 @@ from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, UnsupportedVersionError
-from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import ErrorCode
 from kcodec.protocol.acl import (
     AclBinding,
     AclBindingFilter,
@@ -161,8 +161,7 @@ class AsyncAdmin:
             timeout_ms, validate_only)
 
         async def go() -> Any:
-            return (await self.cluster.send(await self._controller(), ApiKey.CREATE_TOPICS,
-                                            req)).body
+            return await self.cluster.request(await self._controller(), req)
         body = await self.cluster.call(go, "CreateTopics")
         self.cluster.invalidate()
         return {t.name: (KafkaError(t.error_code, f"create topic {t.name!r}", t.error_message)
@@ -173,8 +172,7 @@ class AsyncAdmin:
         req = requests.delete_topics(names, timeout_ms)
 
         async def go() -> Any:
-            return (await self.cluster.send(await self._controller(), ApiKey.DELETE_TOPICS,
-                                            req)).body
+            return await self.cluster.request(await self._controller(), req)
         body = await self.cluster.call(go, "DeleteTopics")
         self.cluster.invalidate()
         return {r.name: (KafkaError(r.error_code, f"delete topic {r.name!r}", r.error_message)
@@ -211,8 +209,7 @@ class AsyncAdmin:
         out = []
         for node in list(self.cluster.brokers):
             async def go(node: int = node) -> Any:
-                return (await self.cluster.send(node, ApiKey.LIST_GROUPS,
-                                                requests.list_groups())).body
+                return await self.cluster.request(node, requests.list_groups())
             body = await self.cluster.call(go, "ListGroups")
             if body.error_code:
                 raise KafkaError(body.error_code, "ListGroups")
@@ -227,8 +224,7 @@ class AsyncAdmin:
         """``gid`` described by ConsumerGroupDescribe; None when it is not a consumer-protocol
         group or the broker has no such API (then DescribeGroups describes it)."""
         async def go() -> Any:
-            return (await self.cluster.send(node, ApiKey.CONSUMER_GROUP_DESCRIBE,
-                                            requests.consumer_group_describe([gid]))).body
+            return await self.cluster.request(node, requests.consumer_group_describe([gid]))
         try:
             body = await self.cluster.call(go, "ConsumerGroupDescribe")
         except UnsupportedVersionError:
@@ -252,8 +248,7 @@ class AsyncAdmin:
         from kcodec.protocol import ShareGroupDescribeRequest
 
         async def go() -> Any:
-            return (await self.cluster.send(node, ApiKey.SHARE_GROUP_DESCRIBE,
-                                            ShareGroupDescribeRequest(group_ids=[gid]))).body
+            return await self.cluster.request(node, ShareGroupDescribeRequest(group_ids=[gid]))
         try:
             body = await self.cluster.call(go, "ShareGroupDescribe")
         except UnsupportedVersionError:
@@ -302,7 +297,7 @@ class AsyncAdmin:
         node = await self._coordinator(group_id)
 
         async def go() -> Any:
-            return (await self.cluster.send(node, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, req)).body
+            return await self.cluster.request(node, req)
         body = await self.cluster.call(go, "DescribeShareGroupOffsets")
         (g,) = body.groups
         if g.error_code:
@@ -331,7 +326,7 @@ class AsyncAdmin:
         node = await self._coordinator(group_id)
 
         async def go() -> Any:
-            return (await self.cluster.send(node, ApiKey.ALTER_SHARE_GROUP_OFFSETS, req)).body
+            return await self.cluster.request(node, req)
         body = await self.cluster.call(go, "AlterShareGroupOffsets")
         return {TopicPartition(t.topic_name, p.partition_index):
                 KafkaError(p.error_code, f"alter share-group offset of {group_id!r}",
@@ -349,7 +344,7 @@ class AsyncAdmin:
         node = await self._coordinator(group_id)
 
         async def go() -> Any:
-            return (await self.cluster.send(node, ApiKey.DELETE_SHARE_GROUP_OFFSETS, req)).body
+            return await self.cluster.request(node, req)
         body = await self.cluster.call(go, "DeleteShareGroupOffsets")
         if body.error_code:
             raise KafkaError(body.error_code, f"delete share-group offsets of {group_id!r}",
@@ -379,8 +374,7 @@ class AsyncAdmin:
                 continue
 
             async def go(node: int = node, gid: str = gid) -> Any:
-                return (await self.cluster.send(node, ApiKey.DESCRIBE_GROUPS,
-                                                requests.describe_groups([gid]))).body
+                return await self.cluster.request(node, requests.describe_groups([gid]))
             body = await self.cluster.call(go, "DescribeGroups")
             for g in body.groups:
                 if g.error_code:
@@ -423,7 +417,7 @@ class AsyncAdmin:
         req = requests.offset_fetch(group_id, wanted)
 
         async def go() -> Any:
-            return (await self.cluster.send(node, ApiKey.OFFSET_FETCH, req)).body
+            return await self.cluster.request(node, req)
         body = await self.cluster.call(go, "OffsetFetch")
         if body.error_code:
             raise KafkaError(body.error_code, f"committed offsets of {group_id!r}")
@@ -459,7 +453,7 @@ class AsyncAdmin:
         req = requests.create_acls(acls)
 
         async def go() -> Any:
-            return (await self.cluster.send(None, ApiKey.CREATE_ACLS, req)).body
+            return await self.cluster.request(None, req)
         body = await self.cluster.call(go, "CreateAcls")
         return {a: (KafkaError(r.error_code, f"create ACL {a}", r.error_message)
                     if r.error_code else None) for a, r in zip(acls, body.results)}
@@ -471,7 +465,7 @@ class AsyncAdmin:
         req = requests.describe_acls(f)
 
         async def go() -> Any:
-            return (await self.cluster.send(None, ApiKey.DESCRIBE_ACLS, req)).body
+            return await self.cluster.request(None, req)
         body = await self.cluster.call(go, "DescribeAcls")
         if body.error_code:
             raise KafkaError(body.error_code, "describe ACLs", body.error_message)
@@ -488,7 +482,7 @@ class AsyncAdmin:
         req = requests.delete_acls(filters)
 
         async def go() -> Any:
-            return (await self.cluster.send(None, ApiKey.DELETE_ACLS, req)).body
+            return await self.cluster.request(None, req)
         body = await self.cluster.call(go, "DeleteAcls")
         out: dict[AclBindingFilter, list[AclBinding]] = {}
         for f, r in zip(filters, body.filter_results):

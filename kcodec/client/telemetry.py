@@ -68,7 +68,7 @@ class TelemetryReporter:
         versions = (await self.cluster.connection(node)).core.broker_versions or {}
         if api_key not in versions:
             return None
-        return (await self.cluster.send(node, api_key, body, version=0)).body
+        return await self.cluster.request(node, body, version=0)
 
     async def _subscribe(self) -> bool:
         body = await self._request(GET_TELEMETRY_SUBSCRIPTIONS,

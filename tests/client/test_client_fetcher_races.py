@@ -115,13 +115,13 @@ def _group_connection(boot: str) -> None:
                   heartbeat_interval_ms=100) as c:
         cluster = c._engine.cluster
         sent: list = []
-        real = cluster.send
+        real = cluster.request
 
-        async def spy(node_id: Any, api_key: int, *a: Any, **k: Any) -> Any:
-            sent.append((node_id, api_key))
-            return await real(node_id, api_key, *a, **k)
+        async def spy(node_id: Any, req: Any, *a: Any, **k: Any) -> Any:
+            sent.append((node_id, req.API_KEY))
+            return await real(node_id, req, *a, **k)
 
-        cluster.send = spy      # type: ignore[method-assign]
+        cluster.request = spy      # type: ignore[method-assign]
         c.subscribe(["conn-t"])
         got = 0
         for _ in range(100):

@@ -445,19 +445,19 @@ def test_a_member_whose_heartbeat_answer_was_lost_still_gets_its_partitions() ->
         assert _poll_until([a], lambda: len(a.assignment()) == 4, seen)
         b = _consumer(c, "lost")
         cluster = b._engine.group.cluster
-        real = cluster.send
+        real = cluster.request
         dropped: list[object] = []
 
-        async def send(node, api_key, body, *args, **kw):
-            resp = await real(node, api_key, body, *args, **kw)
-            asg = getattr(resp.body, "assignment", None)
-            if (api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and not dropped and asg is not None
+        async def request(node, req, *args, **kw):
+            resp = await real(node, req, *args, **kw)
+            asg = getattr(resp, "assignment", None)
+            if (req.API_KEY == ApiKey.CONSUMER_GROUP_HEARTBEAT and not dropped and asg is not None
                     and any(tp.partitions for tp in asg.topic_partitions)):
                 dropped.append(asg)
                 raise KafkaTimeoutError("the answer was lost on the way (test)")
             return resp
 
-        cluster.send = send
+        cluster.request = request
         assert _poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 2,
                            seen, timeout=15)
         assert dropped, "no heartbeat answer was dropped: the test proved nothing"

@@ -40,7 +40,9 @@ def _log(bootstrap: str, topic: str, partition: int = 0) -> list:
     import asyncio
 
     from kcodec.client.config import ConsumerConfig
+    from kcodec.client.net import requests
     from kcodec.client.net.cluster import Cluster
+    from kcodec.protocol import ApiKey
     from kcodec.records import iter_batches
 
     async def fetch() -> list:
@@ -48,15 +50,15 @@ def _log(bootstrap: str, topic: str, partition: int = 0) -> list:
         batches: list = []
         try:
             leader = await cl.leader(topic, partition)
+            conn = await cl.connection(leader)
+            version = min(conn.core.version(ApiKey.FETCH), 12)   # topics by name
             offset = 0
             while True:     # the mock answers one batch per fetch
-                r = await cl.send(leader, 1, {
-                    "replica_id": -1, "max_wait_ms": 10, "min_bytes": 1, "max_bytes": 1 << 20,
-                    "isolation_level": 0, "topics": [{"topic": topic, "partitions": [{
-                        "partition": partition, "fetch_offset": offset,
-                        "partition_max_bytes": 1 << 20, "log_start_offset": -1,
-                        "current_leader_epoch": -1}]}]})
-                got = list(iter_batches(r.body.responses[0].partitions[0].records or b"",
+                r = await cl.request(leader, requests.fetch(
+                    max_wait_ms=10, min_bytes=1, max_bytes=1 << 20, read_committed=False,
+                    session_id=0, session_epoch=-1, partitions=[(topic, partition, offset)],
+                    partition_max_bytes=1 << 20), version)
+                got = list(iter_batches(r.responses[0].partitions[0].records or b"",
                                         validate_crc=False))
                 if not got:
                     return batches

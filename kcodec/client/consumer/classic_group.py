@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.assignors import Assignment, Subscription, get_assignor
@@ -24,7 +24,9 @@ from kcodec.client.net.cluster import Cluster, coordinator_channel
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.observe.log import get_logger
-from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import ErrorCode, Request, Response
+
+R = TypeVar("R", bound=Response)
 
 log = get_logger(__name__)
 
@@ -78,21 +80,21 @@ class ClassicGroupMember:
                 lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
         return coordinator_channel(self.coordinator)
 
-    async def request(self, api_key: int, body: Any) -> Any:
+    async def request(self, req: Request[R]) -> R:
         """A request to the coordinator; coordinator moves and disconnects are retried."""
-        async def go() -> Any:
+        async def go() -> R:
             node = await self.coordinator_node()
             try:
-                r = await self.cluster.send(node, api_key, body)
+                body = await self.cluster.request(node, req)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError):
                 self.coordinator = None
                 raise
-            code = getattr(r.body, "error_code", 0)
+            code = getattr(body, "error_code", 0)
             if code in COORDINATOR_CODES:
                 self.coordinator = None
                 raise KafkaError(code, "group coordinator")
-            return r.body
-        return await self.cluster.call(go, "group request")
+            return body
+        return await self.cluster.call(go, "group request")  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ join / sync
     async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
@@ -106,7 +108,7 @@ class ClassicGroupMember:
                 owned_map.setdefault(tp.topic, []).append(tp.partition)
             protocols = [(a.name, a.subscription(self.topics, owned_map, self.generation).encode())
                          for a in self.assignors]
-            body = await self.request(ApiKey.JOIN_GROUP, requests.join_group(
+            body = await self.request(requests.join_group(
                 self.group_id, self.member_id, cfg.group_instance_id, cfg.session_timeout_ms,
                 cfg.max_poll_interval_ms, protocols))
             if body.error_code == ErrorCode.MEMBER_ID_REQUIRED:   # rejoin with the given id
@@ -131,7 +133,7 @@ class ClassicGroupMember:
             assignments = []
             if self.leader and not body.skip_assignment:
                 assignments = await self._assign(body)
-            sbody = await self.request(ApiKey.SYNC_GROUP, requests.sync_group(
+            sbody = await self.request(requests.sync_group(
                 self.group_id, self.generation, self.member_id, cfg.group_instance_id,
                 self.protocol, assignments))
             if sbody.error_code in REJOIN_CODES:
@@ -196,10 +198,10 @@ class ClassicGroupMember:
                 continue
             try:
                 node = await self.coordinator_node()
-                r = await self.cluster.send(node, ApiKey.HEARTBEAT, requests.heartbeat(
+                hb = await self.cluster.request(node, requests.heartbeat(
                     self.group_id, self.generation, self.member_id,
                     self.config.group_instance_id), timeout=max(interval * 2, 1.0))
-                code = r.body.error_code
+                code = hb.error_code
                 if code in COORDINATOR_CODES:
                     self.coordinator = None
                 elif code in FENCED:   # another member may own our partitions now
@@ -226,7 +228,7 @@ class ClassicGroupMember:
             return
         generation, member_id = self.commit_identity()
         t0 = time.monotonic()
-        body = await self.request(ApiKey.OFFSET_COMMIT, requests.offset_commit(
+        body = await self.request(requests.offset_commit(
             self.group_id, generation, member_id, self.config.group_instance_id,
             [(tp.topic, tp.partition, off) for tp, off in offsets.items()]))
         cm = self.cluster.metrics
@@ -255,7 +257,7 @@ class ClassicGroupMember:
             by = {}
             for tp in tps:
                 by.setdefault(tp.topic, []).append(tp.partition)
-        body = await self.request(ApiKey.OFFSET_FETCH, requests.offset_fetch(self.group_id, by))
+        body = await self.request(requests.offset_fetch(self.group_id, by))
         if body.error_code:
             raise KafkaError(body.error_code, f"OffsetFetch {self.group_id!r}")
         out = {}
@@ -274,7 +276,7 @@ class ClassicGroupMember:
             return
         try:
             node = await self.coordinator_node()
-            await self.cluster.send(node, ApiKey.LEAVE_GROUP, requests.leave_group(
+            await self.cluster.request(node, requests.leave_group(
                 self.group_id, self.member_id, self.config.group_instance_id, reason),
                 timeout=5)
         except KcodecError:

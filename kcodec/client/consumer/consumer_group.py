@@ -24,13 +24,12 @@ from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
 from kcodec.observe.log import get_logger
-from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import ErrorCode
 
 log = get_logger(__name__)
 
 __all__ = ["ConsumerGroupMember"]
 
-HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
 FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
 
 
@@ -102,11 +101,10 @@ class ConsumerGroupMember(ClassicGroupMember):
                         parts.setdefault(info.topic_id, []).append(tp.partition)
             self.full = True     # until an answer without an error says otherwise
             node = await self.coordinator_node()
-            r = await self.cluster.send(node, HEARTBEAT, requests.consumer_group_heartbeat(
+            b = await self.cluster.request(node, requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, self.epoch, self.config.group_instance_id,
                 self.config.max_poll_interval_ms, topics, self.config.group_remote_assignor,
                 parts, regex), timeout=max(self.interval * 2, 5.0))
-            b = r.body
             if b.error_code in COORDINATOR_CODES:
                 self.coordinator = None
                 raise KafkaError(b.error_code, "group coordinator")
@@ -209,7 +207,7 @@ class ConsumerGroupMember(ClassicGroupMember):
         try:
             node = await self.coordinator_node()
             # member epoch -1 leaves; -2 leaves for now, a static member
-            await self.cluster.send(node, HEARTBEAT, requests.consumer_group_heartbeat(
+            await self.cluster.request(node, requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, -2 if self.config.group_instance_id else -1,
                 self.config.group_instance_id, -1, None, None, None), timeout=5)
         except KcodecError:

@@ -60,7 +60,7 @@ async def fetch_partition(cluster: Cluster, topic: str, partition: int, offset: 
         topic_ids=ids)
     if timeout is None:
         timeout = cluster.config.request_timeout_ms / 1000 + max_wait_ms / 1000
-    body = (await cluster.send(leader, ApiKey.FETCH, req, version, timeout=timeout)).body
+    body = await cluster.request(leader, req, version, timeout=timeout)
     if body.error_code:
         raise KafkaError(body.error_code, "Fetch")
     for t in body.responses:

@@ -293,7 +293,7 @@ class Fetcher:
             cm = self.cluster.metrics
             t0 = time.monotonic()
             try:
-                resp = await self.cluster.send(node, ApiKey.FETCH, req, version, timeout=timeout)
+                body = await self.cluster.request(node, req, version, timeout=timeout)
             except BaseException:
                 session.on_error()
                 raise
@@ -301,8 +301,7 @@ class Fetcher:
             if cm is not None:
                 cm.fetches.value += 1
                 cm.fetch_latency.record((time.monotonic() - t0) * 1000)
-            body = resp.body
-            code = getattr(body, "error_code", 0) or 0
+            code = body.error_code
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
                 return            # the session is gone: the next fetch is a full one
             if code in _TOPIC_ID_CODES:   # the topic ids changed: re-learn them, a new session

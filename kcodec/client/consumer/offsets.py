@@ -16,7 +16,6 @@ from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
-from kcodec.protocol import ApiKey
 
 __all__ = ["EARLIEST", "LATEST", "list_offsets"]
 
@@ -35,12 +34,12 @@ async def list_offsets(cluster: Cluster, tps: Iterable[TopicPartition], timestam
                                     read_committed)
 
         async def go(node: int = node, req: Any = req) -> Any:
-            r = await cluster.send(node, ApiKey.LIST_OFFSETS, req)
-            for t in r.body.topics:
+            body = await cluster.request(node, req)
+            for t in body.topics:
                 for p in t.partitions:
                     if p.error_code:
                         raise KafkaError(p.error_code, f"ListOffsets {t.name}[{p.partition_index}]")
-            return r.body
+            return body
         body = await cluster.call(go, "ListOffsets")
         for t in body.topics:
             for p in t.partitions:

@@ -28,7 +28,8 @@ class Fetched:
 
     __slots__ = ("tp", "offset", "data", "aborted", "epoch", "records", "pos", "next_offset")
 
-    def __init__(self, tp: TopicPartition, offset: int, data: bytes, aborted: Any, epoch: int) -> None:
+    def __init__(self, tp: TopicPartition, offset: int, data: bytes | bytearray | memoryview,
+                 aborted: Any, epoch: int) -> None:
         self.tp, self.offset, self.data, self.aborted, self.epoch = tp, offset, data, aborted, epoch
         self.records: list | None = None
         self.pos = 0

@@ -8,7 +8,7 @@ import time
 import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from kcodec.client.config import ClientConfig
 from kcodec.client.errors import (
@@ -23,9 +23,13 @@ from kcodec.client.net.conn import BrokerConnection
 from kcodec.client.net.core import Response
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.observe.log import Debug, get_logger
-from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import ErrorCode, Request
+from kcodec.protocol import Response as ResponseBody
 
 log = get_logger(__name__)
+
+R = TypeVar("R", bound=ResponseBody)
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from kcodec.client.metrics import ClientMetrics
@@ -247,13 +251,27 @@ class Cluster:
             self.brokers.get(broker_of(node), ("?", 0))
         return f"{host}:{port}"
 
-    async def send(self, node_id: int | None, api_key: int, body: Any,
-                   version: int | None = None, timeout: float | None = None,
-                   expect_response: bool = True) -> Response:
-        """One request to ``node_id`` (None: any broker)."""
+    async def request(self, node_id: int | None, req: Request[R], version: int | None = None,
+                      timeout: float | None = None) -> R:
+        """Send ``req`` to ``node_id`` (None: any broker) and return its answer, of the
+        request's response class (``type(req).RESPONSE``): the one round trip of the client.
+        The API key comes from the request's class, the version from the broker's
+        negotiated range unless given."""
+        return (await self._roundtrip(node_id, req, version, timeout, True)).body  # type: ignore[no-any-return]
+
+    async def request_unanswered(self, node_id: int | None, req: Request[Any],
+                                 version: int | None = None) -> None:
+        """Send ``req`` expecting no answer (a Produce with acks=0)."""
+        await self._roundtrip(node_id, req, version, None, False)
+
+    async def _roundtrip(self, node_id: int | None, req: Request[Any], version: int | None,
+                         timeout: float | None, expect_response: bool) -> Response:
+        if not isinstance(req, Request):
+            raise TypeError(f"a request is a kcodec.protocol request object (FetchRequest, "
+                            f"...), not {type(req).__name__}")
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         try:
-            resp = await conn.request(api_key, body, version, timeout, expect_response)
+            resp = await conn.request(req.API_KEY, req, version, timeout, expect_response)
         except KcodecError as exc:
             self.last_fail = time.monotonic()
             if getattr(exc, "after_handshake", False) and not self.last_ok:
@@ -264,8 +282,8 @@ class Cluster:
         self.last_ok = time.monotonic()
         return resp
 
-    async def call(self, make: Callable[[], Awaitable[Any]], what: str,
-                   deadline: float | None = None) -> Any:
+    async def call(self, make: Callable[[], Awaitable[T]], what: str,
+                   deadline: float | None = None) -> T:
         """Run ``make()`` until it succeeds, retrying retriable failures with backoff.
 
         Retriable: disconnects, timeouts, protocol errors on one connection, and
@@ -322,13 +340,14 @@ class Cluster:
             self._meta_lock = asyncio.Lock()
         async with self._meta_lock:
             req = requests.metadata(topics, auto_create)
-            resp = await self.call(lambda: self.send(None, ApiKey.METADATA, req), "metadata")
-            body = resp.body
+            body = await self.call(lambda: self.request(None, req), "metadata")
             self.brokers = {b.node_id: (b.host, b.port) for b in body.brokers}
             self.racks = {b.node_id: b.rack for b in body.brokers}
             self.cluster_id = body.cluster_id
             self.controller_id = body.controller_id
             for t in body.topics:
+                if t.name is None:     # asked by name, answered without one: nothing to file
+                    continue
                 tid = getattr(t, "topic_id", None)
                 info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal,
                                  topic_id=tid if tid is not None and tid.int else None)
@@ -389,8 +408,7 @@ class Cluster:
         """The node id of the coordinator of group (or, ``key_type`` TRANSACTION,
         transactional id) ``key``, its address remembered; ``KafkaError`` on an error code
         (one attempt: callers retry through ``call``)."""
-        b = (await self.send(None, ApiKey.FIND_COORDINATOR,
-                             requests.find_coordinator(key, key_type))).body
+        b = await self.request(None, requests.find_coordinator(key, key_type))
         if b.error_code:
             raise KafkaError(b.error_code, f"FindCoordinator {key!r}")
         self.brokers.setdefault(b.node_id, (b.host, b.port))

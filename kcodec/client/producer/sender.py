@@ -101,11 +101,10 @@ class Sender:
             self.pid_lock = asyncio.Lock()
         async with self.pid_lock:
             async def go() -> Any:
-                r = await self.cluster.send(None, ApiKey.INIT_PRODUCER_ID,
-                                            requests.init_producer_id(None, 60000))
-                if r.body.error_code:
-                    raise KafkaError(r.body.error_code, "InitProducerId")
-                return r.body
+                r = await self.cluster.request(None, requests.init_producer_id(None, 60000))
+                if r.error_code:
+                    raise KafkaError(r.error_code, "InitProducerId")
+                return r
             body = await self.cluster.call(go, "InitProducerId")
             log.info("producer %r: producer id %d, epoch %d", self.config.client_id,
                      body.producer_id, body.producer_epoch)
@@ -262,8 +261,10 @@ class Sender:
                     # request is written before that (the connection is up, so sending
                     # writes at once)
                     turn.set_result(None)
-                resp = await self.cluster.send(node, ApiKey.PRODUCE, req, timeout=wait,
-                                               expect_response=cfg.acks != 0, version=version)
+                if cfg.acks == 0:
+                    await self.cluster.request_unanswered(node, req, version=version)
+                else:
+                    resp = await self.cluster.request(node, req, version=version, timeout=wait)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError, ClientClosedError) as exc:
                 if isinstance(exc, ClientClosedError):
                     for b in batches:
@@ -280,7 +281,7 @@ class Sender:
                 return
             names = self.cluster.topic_names
             results = {(t.name or names.get(getattr(t, "topic_id", None), ""), p.index): p
-                       for t in resp.body.responses for p in t.partition_responses}
+                       for t in resp.responses for p in t.partition_responses}
             need_pid = False
             for b in batches:
                 p = results.get((b.topic, b.partition))

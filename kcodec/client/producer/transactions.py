@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kcodec.client.errors import (
     BrokerNotAvailableError,
@@ -48,7 +49,9 @@ from kcodec.client.net import requests
 from kcodec.client.structs import ConsumerGroupMetadata
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.observe.log import get_logger
-from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import ApiKey, ErrorCode, Request, Response
+
+R = TypeVar("R", bound=Response)
 
 log = get_logger(__name__)
 
@@ -259,8 +262,8 @@ class TransactionManager:
         except KcodecError:
             pass          # keep what was known; the next end asks again
 
-    async def _request(self, api_key: int, body: Any, what: str, codes: Any,
-                       deadline: float | None = None, version: int | None = None) -> Any:
+    async def _request(self, req: Request[R], what: str, codes: Callable[[R], int],
+                       deadline: float | None = None, version: int | None = None) -> R:
         """A request to the transaction coordinator, retried while the error says so.
 
         ``codes(response_body) -> int``: the error code to judge the response by.
@@ -271,8 +274,8 @@ class TransactionManager:
         while True:
             try:
                 node = await self._coordinator()
-                r = await self.cluster.send(node, api_key, body, version=version)
-                code = codes(r.body)
+                body = await self.cluster.request(node, req, version=version)
+                code = codes(body)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
                 self.coordinator = None
                 if time.monotonic() + backoff > deadline:
@@ -280,7 +283,7 @@ class TransactionManager:
                 await asyncio.sleep(backoff)
                 continue
             if code == E.NONE:
-                return r.body
+                return body
             if code in COORDINATOR_MOVED:
                 self.coordinator = None
             elif code not in RETRY:
@@ -307,7 +310,6 @@ class TransactionManager:
                     "needs InitProducerId v6 (KIP-939); the transaction coordinator speaks up "
                     f"to v{have}: leave both off with this broker")
         body = await self._request(
-            ApiKey.INIT_PRODUCER_ID,
             requests.init_producer_id(self.transactional_id, self.timeout_ms,
                                       two_phase=self.two_phase, keep_prepared=keep_prepared),
             "InitProducerId", lambda b: b.error_code)
@@ -364,7 +366,7 @@ class TransactionManager:
                 bad = [c for c in codes if c not in (E.NONE, E.OPERATION_NOT_ATTEMPTED)]
                 return bad[0] if bad else 0
             try:
-                await self._request(ApiKey.ADD_PARTITIONS_TO_TXN, req, "AddPartitionsToTxn",
+                await self._request(req, "AddPartitionsToTxn",
                                     worst)
             except KcodecError as exc:
                 self.fail(exc, getattr(exc, "code", None))
@@ -379,7 +381,7 @@ class TransactionManager:
             group = ConsumerGroupMetadata(group)
         acc = self.engine.accumulator
         if not self.offsets_added and not self.v2:   # v2: TxnOffsetCommit v5 adds the group
-            await self._request(ApiKey.ADD_OFFSETS_TO_TXN, requests.add_offsets_to_txn(
+            await self._request(requests.add_offsets_to_txn(
                 self.transactional_id, acc.producer_id, acc.epoch, group.group_id),
                 "AddOffsetsToTxn", lambda b: b.error_code)
         self.offsets_added = True
@@ -412,9 +414,8 @@ class TransactionManager:
                     conn = await self.cluster.connection(node)
                     version = min(conn.core.version(ApiKey.TXN_OFFSET_COMMIT),
                                   5 if self.v2 else 4)
-                    r = await self.cluster.send(node, ApiKey.TXN_OFFSET_COMMIT, req,
-                                                version=version)
-                    codes = [p.error_code for t in r.body.topics for p in t.partitions]
+                    resp = await self.cluster.request(node, req, version=version)
+                    codes = [p.error_code for t in resp.topics for p in t.partitions]
                     code = next((c for c in codes if c), E.NONE)
                     if code == E.NONE:
                         return
@@ -494,7 +495,7 @@ class TransactionManager:
             acc = eng.accumulator
             conn = await self.cluster.connection(await self._coordinator())
             version = min(conn.core.version(ApiKey.END_TXN), 5 if self.v2 else 4)
-            body = await self._request(ApiKey.END_TXN, requests.end_txn(
+            body = await self._request(requests.end_txn(
                 self.transactional_id, acc.producer_id, acc.epoch, commit),
                 "EndTxn", lambda b: b.error_code, version=version)
             sent = True

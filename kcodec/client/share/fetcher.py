@@ -36,7 +36,6 @@ from kcodec.client.share.session import FINAL_EPOCH, ShareSession
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
 from kcodec.protocol import (
-    ApiKey,
     ErrorCode,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
@@ -284,12 +283,11 @@ class ShareFetcher:
                 forgotten_topics_data=[R.ForgottenTopic(topic_id=t, partitions=ps)
                                        for t, ps in gone.items()])
         try:
-            r = await self.cluster.send(node, ApiKey.SHARE_FETCH, req,
-                                        timeout=self.cluster.request_timeout + cfg.fetch_max_wait_ms / 1000)
+            b = await self.cluster.request(
+                node, req, timeout=self.cluster.request_timeout + cfg.fetch_max_wait_ms / 1000)
         except KcodecError as exc:
             self._ack_failed(acks, exc)
             raise
-        b = r.body
         if b.error_code:
             err = KafkaError(b.error_code, "ShareFetch", b.error_message)
             if b.error_code in SESSION_CODES:
@@ -382,8 +380,7 @@ class ShareFetcher:
                 topics=[R.AcknowledgeTopic(topic_id=t, partitions=ps) for t, ps in topics.items()])
         results: dict[TopicPartition, BaseException | None] = {}
         try:
-            r = await self.cluster.send(node, ApiKey.SHARE_ACKNOWLEDGE, req)
-            b = r.body
+            b = await self.cluster.request(node, req)
             if b.error_code:
                 raise KafkaError(b.error_code, "ShareAcknowledge", b.error_message)
         except KcodecError as exc:

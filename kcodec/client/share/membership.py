@@ -26,13 +26,12 @@ from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeo
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
-from kcodec.protocol import ApiKey, ErrorCode, ShareGroupHeartbeatRequest
+from kcodec.protocol import ErrorCode, ShareGroupHeartbeatRequest
 
 __all__ = ["ShareGroupMember"]
 
 log = logging.getLogger("kcodec.client.share")
 
-HEARTBEAT = ApiKey.SHARE_GROUP_HEARTBEAT
 FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
 COORDINATOR_CODES = frozenset((ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR))
@@ -78,14 +77,13 @@ class ShareGroupMember:
             topics = self.topics if joining or self.topics != self.sent_topics else None
             node = await self._coordinator()
             try:
-                r = await self.cluster.send(node, HEARTBEAT, ShareGroupHeartbeatRequest(
+                b = await self.cluster.request(node, ShareGroupHeartbeatRequest(
                     group_id=self.group_id, member_id=self.member_id, member_epoch=self.epoch,
                     rack_id=None, subscribed_topic_names=topics),
                     timeout=max(self.interval * 2, 5.0))
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError):
                 self.coordinator = None
                 raise
-            b = r.body
             if b.error_code in COORDINATOR_CODES:
                 self.coordinator = None
                 raise KafkaError(b.error_code, "share group coordinator", b.error_message)
@@ -184,7 +182,7 @@ class ShareGroupMember:
             return
         async with self._lock:
             try:
-                await self.cluster.send(self.coordinator, HEARTBEAT, ShareGroupHeartbeatRequest(
+                await self.cluster.request(self.coordinator, ShareGroupHeartbeatRequest(
                     group_id=self.group_id, member_id=self.member_id, member_epoch=LEAVE_EPOCH),
                     timeout=5)
             except KcodecError:

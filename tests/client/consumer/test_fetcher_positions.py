@@ -58,14 +58,14 @@ class _Broker:
     def invalidate(self) -> None:
         pass
 
-    async def send(self, node: int, key: int, req: Any, version: int, timeout: float) -> Any:
+    async def request(self, node: int, req: Any, version: int, timeout: float) -> Any:
         off = req.topics[0].partitions[0].fetch_offset
         self.asked.append(off)
         data = await self.answers.get()
         part = SimpleNamespace(partition_index=0, error_code=0, high_watermark=1000,
                                log_start_offset=0, records=data, aborted_transactions=None)
-        return SimpleNamespace(body=SimpleNamespace(
-            error_code=0, session_id=0, responses=[SimpleNamespace(topic="t", partitions=[part])]))
+        return SimpleNamespace(
+            error_code=0, session_id=0, responses=[SimpleNamespace(topic="t", partitions=[part])])
 
 
 def _fetcher(loop: asyncio.AbstractEventLoop, broker: _Broker, subs: SubscriptionState) -> Fetcher:
