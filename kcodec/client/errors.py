@@ -15,7 +15,18 @@ __all__ = ["KafkaError", "RecordTooLargeError", "KafkaTimeoutError", "BrokerNotA
            "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
            "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check",
            "HookError", "SerializationError", "RecordDeserializationError", "PartitionerError",
-           "AssignorError"]
+           "AssignorError", "TransactionError", "TransactionStateError",
+           "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
+           "ShareStateError", "SaslMechanismError",
+           "COORDINATOR_CODES", "FENCED_CODES", "REJOIN_CODES"]
+
+# The group protocols' sets of codes, from the error table's flags (kcodec.protocol.ErrorCode):
+# find the coordinator again (it moved; or it is loading the group, and asking again finds
+# it or waits), the membership is gone (fenced: the partitions are lost), join again.
+COORDINATOR_CODES = frozenset(c for c in ErrorCode if c.coordinator_moved) | {
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+FENCED_CODES = frozenset(c for c in ErrorCode if c.member_fenced)
+REJOIN_CODES = frozenset(c for c in ErrorCode if c.rejoin)
 
 def error_name(code: int) -> str:
     try:
@@ -179,3 +190,41 @@ class AssignorError(HookError):
 def check(code: int, context: str = "", message: str | None = None) -> None:
     if code:
         raise KafkaError(code, context, message)
+
+
+class TransactionError(KcodecError):
+    """Base of the transactional producer's errors; ``code`` is the broker's, if any."""
+
+    code: int | None = None
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TransactionStateError(TransactionError):
+    """A call in the wrong state (Java: IllegalStateException), e.g. send outside a
+    transaction or commit after an abortable error."""
+
+
+class AbortableTransactionError(TransactionError):
+    """The transaction cannot commit: call ``abort_transaction`` and start a new one."""
+
+
+class FatalTransactionError(TransactionError):
+    """The producer cannot go on: close it (and start a new one if it was fenced)."""
+
+
+class ProducerFencedError(FatalTransactionError):
+    """Another producer with the same transactional_id took over (or the coordinator ended
+    this one's transaction after transaction_timeout_ms and bumped the epoch)."""
+
+
+class ShareStateError(KcodecError):
+    """A share consumer used out of order: ``acknowledge`` in implicit mode, a record this
+    consumer did not deliver (or already acknowledged), or ``poll`` in explicit mode with
+    records of the last poll not acknowledged."""
+
+
+class SaslMechanismError(KcodecError):
+    """The server's SASL message is malformed or fails verification (message names no secret)."""

@@ -197,6 +197,32 @@ class _Base(enum.IntEnum):
     def invalid_metadata(self) -> bool:
         return _INFO[self.value][1]
 
+    @property
+    def coordinator_moved(self) -> bool:
+        """The group or transaction coordinator asked is not (or no longer) the one: find
+        it again (Java marks its coordinator unknown)."""
+        return self.name in _COORDINATOR_MOVED
+
+    @property
+    def member_fenced(self) -> bool:
+        """The group no longer knows this member at this generation or epoch: its partitions
+        may be someone else's now (lost, not revoked), and it joins again as a new member."""
+        return self.name in _MEMBER_FENCED
+
+    @property
+    def rejoin(self) -> bool:
+        """A classic group member must join again (its generation is stale, or the group is
+        rebalancing)."""
+        return self.name in _REJOIN
+
+
+# The group and transaction protocols' kinds of codes, as Java's coordinators and members
+# treat them (one place: the client derives its sets from these flags).
+_COORDINATOR_MOVED = frozenset(("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"))
+_MEMBER_FENCED = frozenset(("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"))
+_REJOIN = frozenset(("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
+                     "MEMBER_ID_REQUIRED"))
+
 
 _ROWS = _rows()
 _INFO = {code: (r, m, desc) for code, _name, r, m, desc in _ROWS}

@@ -7,7 +7,8 @@ from typing import Any
 from kcodec.errors import UnsupportedVersionError
 from kcodec.protocol.messages_index import REQUESTS, RESPONSES
 
-__all__ = ["supported_versions", "broker_versions", "pick_version", "negotiate"]
+__all__ = ["supported_versions", "broker_versions", "pick_version", "negotiate",
+           "first_version_with"]
 
 
 def supported_versions(api_key: int, include_unstable: bool = False) -> tuple[int, int]:
@@ -26,6 +27,17 @@ def supported_versions(api_key: int, include_unstable: bool = False) -> tuple[in
     if cls.LATEST_UNSTABLE and not include_unstable and cls.MIN_VERSION < hi == cls.MAX_VERSION:
         hi -= 1
     return cls.MIN_VERSION, hi
+
+
+def first_version_with(cls: Any, field: str) -> int | None:
+    """The first version of message class ``cls`` that has a field named ``field`` (at
+    its top level or in any of its structs), or None: ``first_version_with(FetchRequest,
+    "topic_id")`` is 13, where Fetch names topics by id (KIP-516)."""
+    from kcodec.protocol._decl import parse_range
+
+    firsts = [span[0] for c in (cls, *cls.STRUCTS.values()) for f in c.fields()
+              if f.name == field and (span := parse_range(f.versions)) is not None]
+    return min(firsts) if firsts else None
 
 
 def broker_versions(api_versions_response: Any) -> dict[int, tuple[int, int]]:

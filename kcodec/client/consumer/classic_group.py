@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.assignors import Assignment, Subscription, get_assignor
 from kcodec.client.errors import (
+    COORDINATOR_CODES,
+    FENCED_CODES,
+    REJOIN_CODES,
     BrokerNotAvailableError,
     KafkaError,
     KafkaTimeoutError,
@@ -30,16 +33,7 @@ R = TypeVar("R", bound=Response)
 
 log = get_logger(__name__)
 
-__all__ = ["ClassicGroupMember", "GroupMember", "COORDINATOR_CODES", "REJOIN_CODES"]
-
-
-# the coordinator is loading, gone or elsewhere: find it again
-COORDINATOR_CODES = frozenset((ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR))
-# the membership is stale: join again
-REJOIN_CODES = frozenset((ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
-                          ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED))
-FENCED = (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION)
+__all__ = ["ClassicGroupMember"]
 
 
 class ClassicGroupMember:
@@ -114,7 +108,7 @@ class ClassicGroupMember:
             if body.error_code == ErrorCode.MEMBER_ID_REQUIRED:   # rejoin with the given id
                 self.member_id = body.member_id
                 continue
-            if body.error_code in FENCED:
+            if body.error_code in FENCED_CODES:
                 log.info("group %r: JoinGroup says %s: joining again as a new member",
                          self.group_id, ErrorCode(body.error_code).name)
                 self.member_id = ""
@@ -137,7 +131,7 @@ class ClassicGroupMember:
                 self.group_id, self.generation, self.member_id, cfg.group_instance_id,
                 self.protocol, assignments))
             if sbody.error_code in REJOIN_CODES:
-                if sbody.error_code in FENCED:
+                if sbody.error_code in FENCED_CODES:
                     self.member_id = ""
                 if time.monotonic() > deadline:
                     raise KafkaError(sbody.error_code, f"SyncGroup {self.group_id!r}")
@@ -204,7 +198,7 @@ class ClassicGroupMember:
                 code = hb.error_code
                 if code in COORDINATOR_CODES:
                     self.coordinator = None
-                elif code in FENCED:   # another member may own our partitions now
+                elif code in FENCED_CODES:   # another member may own our partitions now
                     log.info("group %r: fenced (heartbeat says %s): the partitions are lost, "
                              "rejoining", self.group_id, ErrorCode(code).name)
                     if code == ErrorCode.UNKNOWN_MEMBER_ID:
@@ -285,5 +279,3 @@ class ClassicGroupMember:
         self.generation = -1
         self.leader_id = ""
 
-
-GroupMember = ClassicGroupMember    # its name before the split by role (Kafka: ClassicGroup)

@@ -17,8 +17,8 @@ import uuid
 from typing import Any
 
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.consumer.classic_group import COORDINATOR_CODES, ClassicGroupMember
-from kcodec.client.errors import KafkaError
+from kcodec.client.consumer.classic_group import ClassicGroupMember
+from kcodec.client.errors import COORDINATOR_CODES, FENCED_CODES, KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
@@ -30,7 +30,6 @@ log = get_logger(__name__)
 
 __all__ = ["ConsumerGroupMember"]
 
-FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
 
 
 class ConsumerGroupMember(ClassicGroupMember):

@@ -27,7 +27,6 @@ from kcodec.client.consumer.visibility import Fetched, visible_blob
 from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
-from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
 from kcodec.protocol import ApiKey, ErrorCode
 from kcodec.records.header import next_offset
@@ -46,12 +45,8 @@ async def fetch_partition(cluster: Cluster, topic: str, partition: int, offset: 
     """Fetch ``topic[partition]`` from ``offset`` from its leader: the answer's partition
     (``FetchResponse.PartitionData``); one attempt, retry through ``cluster.call``."""
     leader = await cluster.leader(topic, partition)
-    version = (await cluster.connection(leader)).core.version(ApiKey.FETCH)
-    ids = None
-    if version >= TOPIC_ID_VERSIONS[ApiKey.FETCH]:
-        ids = cluster.topic_ids({topic})
-        if ids is None:            # no id in the metadata: the last version naming topics
-            version = TOPIC_ID_VERSIONS[ApiKey.FETCH] - 1
+    version, ids = cluster.by_topic_id(
+        ApiKey.FETCH, (await cluster.connection(leader)).core.version(ApiKey.FETCH), {topic})
     req = requests.fetch(
         max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
         read_committed=read_committed, session_id=0, session_epoch=-1,

@@ -36,7 +36,6 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
-from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.observe.log import get_logger
@@ -270,14 +269,10 @@ class Fetcher:
                               if (st := self.subs.states.get(tp)) is not None}
             # KIP-227: only new and moved partitions go into an incremental fetch
             conn = await self.cluster.connection(node)
-            version = conn.core.version(ApiKey.FETCH)
-            ids = None
-            if version >= TOPIC_ID_VERSIONS[ApiKey.FETCH]:
-                # KIP-516: topics by id; without ids in the metadata, the last named version
-                ids = self.cluster.topic_ids({tp.topic for tp, _ in parts} |
-                                             {tp.topic for tp in session.offsets})
-                if ids is None:
-                    version = TOPIC_ID_VERSIONS[ApiKey.FETCH] - 1
+            # KIP-516: topics by id; without ids in the metadata, the last named version
+            version, ids = self.cluster.by_topic_id(
+                ApiKey.FETCH, conn.core.version(ApiKey.FETCH),
+                {tp.topic for tp, _ in parts} | {tp.topic for tp in session.offsets})
             if session.topic_ids != (ids is not None):
                 session.reset()           # a session names topics one way throughout
                 session.topic_ids = ids is not None

@@ -6,7 +6,7 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -20,7 +20,7 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.net.conn import BrokerConnection
-from kcodec.client.net.core import Response
+from kcodec.client.net.core import TOPIC_ID_VERSIONS, Response
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.observe.log import Debug, get_logger
 from kcodec.protocol import ErrorCode, Request
@@ -392,6 +392,20 @@ class Cluster:
             if not is_retriable(code) or time.monotonic() + backoff > deadline:
                 raise KafkaError(code or ErrorCode.LEADER_NOT_AVAILABLE, f"topic {name!r}")
             await asyncio.sleep(backoff)
+
+    def by_topic_id(self, api_key: int, version: int | None,
+                    topics: Iterable[str]) -> tuple[int | None, dict[str, Any] | None]:
+        """KIP-516 for a Produce or Fetch to a broker that takes it up to ``version`` (None:
+        not known yet, the negotiated one): (the version to send, the topics' ids). By id
+        where that version names topics by id and the metadata has every topic's id; else
+        by name, at most at the last version that names them (ids None)."""
+        first = TOPIC_ID_VERSIONS[api_key]
+        if version is not None and version < first:
+            return version, None
+        ids = self.topic_ids(topics)
+        if ids is None:
+            return (first - 1 if version is None else min(version, first - 1)), None
+        return version, ids
 
     def topic_ids(self, names: Any) -> dict[str, Any] | None:
         """Topic ids of ``names`` (KIP-516), or None if the metadata lacks one of them:

@@ -38,6 +38,7 @@ from kcodec.client.net import requests
 from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import REQUESTS, ApiKey, ErrorCode
+from kcodec.protocol.versions import first_version_with
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
 
@@ -93,8 +94,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
 # protocol classes have them (the newest spec set)
 CLIENT_VERSIONS.update({k: (0, 0) for k in (71, 72) if k in REQUESTS})
 
-# the first version of an API whose requests name topics by id only
-TOPIC_ID_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
+# the first version of Produce and Fetch whose requests name topics by id (KIP-516), as the
+# declarations say: where the metadata lacks an id, the version before it names them
+TOPIC_ID_VERSIONS: dict[int, int] = {
+    k: v for k in (ApiKey.PRODUCE, ApiKey.FETCH)
+    if (v := first_version_with(REQUESTS[k], "topic_id")) is not None}
 
 
 @dataclass

@@ -27,17 +27,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
-from kcodec.errors import KcodecError
+from kcodec.client.errors import SaslMechanismError
 from kcodec.sasl.scram import HASHES, escape_name, keys, parse_attributes, salted_password
 
 __all__ = ["SaslMechanism", "Plain", "Scram", "OAuthBearer", "OAuthToken", "TokenCache",
            "SaslMechanismError", "MECHANISMS", "make_mechanism"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-
-
-class SaslMechanismError(KcodecError):
-    """The server's SASL message is malformed or fails verification (message names no secret)."""
 
 
 class SaslMechanism:

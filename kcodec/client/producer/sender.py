@@ -39,7 +39,6 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
-from kcodec.client.net.core import TOPIC_ID_VERSIONS
 from kcodec.client.producer.accumulator import RecordAccumulator
 from kcodec.client.producer.batch import ProducerBatch
 from kcodec.client.producer.transactions import TransactionManager
@@ -230,10 +229,8 @@ class Sender:
             # A first-generation transaction may not go past v11 (v12+ adds the partitions
             # to the transaction itself: transactions v2, KIP-890)
             v1_txn = self.txn is not None and not self.txn.v2
-            ids = None if v1_txn else self.cluster.topic_ids({b.topic for b in batches})
-            version = None if ids is not None else TOPIC_ID_VERSIONS[ApiKey.PRODUCE] - 1
-            if v1_txn:
-                version = 11
+            version, ids = (11, None) if v1_txn else self.cluster.by_topic_id(
+                ApiKey.PRODUCE, None, {b.topic for b in batches})
             req = requests.produce(cfg.transactional_id, int(cfg.acks), cfg.request_timeout_ms,
                                    [(b.topic, b.partition, b.close()) for b in batches], ids)
             cm = self.cluster.metrics

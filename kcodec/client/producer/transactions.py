@@ -40,9 +40,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kcodec.client.errors import (
+    AbortableTransactionError,
     BrokerNotAvailableError,
+    FatalTransactionError,
     KafkaError,
     KafkaTimeoutError,
+    ProducerFencedError,
+    TransactionError,
+    TransactionStateError,
     error_name,
 )
 from kcodec.client.net import requests
@@ -64,7 +69,7 @@ __all__ = ["TransactionManager", "ConsumerGroupMetadata", "TransactionError",
 
 E = ErrorCode
 # the coordinator is gone or elsewhere: find it again
-COORDINATOR_MOVED = frozenset((E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR))
+COORDINATOR_MOVED = frozenset(c for c in E if c.coordinator_moved)
 # try the same request again after a backoff
 RETRY = frozenset((E.COORDINATOR_LOAD_IN_PROGRESS, E.CONCURRENT_TRANSACTIONS,
                    E.REQUEST_TIMED_OUT, E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER))
@@ -78,34 +83,6 @@ ABORTABLE = frozenset((E.TOPIC_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAILE
                        E.INVALID_PRODUCER_ID_MAPPING, E.TRANSACTION_ABORTABLE,
                        E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID))
 _NO_ANSWER = -2        # (not a code: the request got no answer)
-
-
-class TransactionError(KcodecError):
-    """Base of the transactional producer's errors; ``code`` is the broker's, if any."""
-
-    code: int | None = None
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class TransactionStateError(TransactionError):
-    """A call in the wrong state (Java: IllegalStateException), e.g. send outside a
-    transaction or commit after an abortable error."""
-
-
-class AbortableTransactionError(TransactionError):
-    """The transaction cannot commit: call ``abort_transaction`` and start a new one."""
-
-
-class FatalTransactionError(TransactionError):
-    """The producer cannot go on: close it (and start a new one if it was fenced)."""
-
-
-class ProducerFencedError(FatalTransactionError):
-    """Another producer with the same transactional_id took over (or the coordinator ended
-    this one's transaction after transaction_timeout_ms and bumped the epoch)."""
 
 
 class PreparedTxnState:

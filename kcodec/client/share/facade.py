@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
-from kcodec.client.errors import ClientClosedError, KafkaTimeoutError
+from kcodec.client.errors import ClientClosedError, KafkaTimeoutError, ShareStateError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch, batches, runs
@@ -35,17 +35,10 @@ from kcodec.client.share.config import ShareConsumerConfig
 from kcodec.client.share.fetcher import ShareFetcher, ShareRecord
 from kcodec.client.share.membership import ShareGroupMember
 from kcodec.client.structs import TopicPartition
-from kcodec.errors import KcodecError
 
 __all__ = ["ShareConsumer", "AsyncShareConsumer", "ShareStateError"]
 
 Results = dict[TopicPartition, BaseException | None]
-
-
-class ShareStateError(KcodecError):
-    """A share consumer used out of order: ``acknowledge`` in implicit mode, a record this
-    consumer did not deliver (or already acknowledged), or ``poll`` in explicit mode with
-    records of the last poll not acknowledged."""
 
 
 class _Engine:

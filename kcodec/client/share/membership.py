@@ -22,19 +22,22 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kcodec.client.errors import BrokerNotAvailableError, KafkaError, KafkaTimeoutError
+from kcodec.client.errors import (
+    COORDINATOR_CODES,
+    FENCED_CODES,
+    BrokerNotAvailableError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError, ProtocolError
-from kcodec.protocol import ErrorCode, ShareGroupHeartbeatRequest
+from kcodec.protocol import ShareGroupHeartbeatRequest
 
 __all__ = ["ShareGroupMember"]
 
 log = logging.getLogger("kcodec.client.share")
 
-FENCED_CODES = frozenset((ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH))
-COORDINATOR_CODES = frozenset((ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR))
 LEAVE_EPOCH = -1
 
 
