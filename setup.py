@@ -20,7 +20,7 @@ from setuptools.command.build_ext import build_ext
 
 
 def _truthy(name: str) -> bool:
-    # Keep in step with kcodec._impl._truthy (tests/test_packaging.py checks they agree).
+    # Keep in step with kcodec._impl._truthy (tests/packaging/test_packaging.py checks they agree).
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 

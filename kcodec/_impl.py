@@ -20,7 +20,7 @@ of its own name, at module level:
         from kcodec._py.NAME import *
 
 Twins import only twins of their own implementation and the bottom floor (errors, _limits,
-_codecs, _columnar). tests/test_twins.py holds every module to these rules. ``twin()``
+_codecs, _columnar). tests/house/test_twins.py holds every module to these rules. ``twin()``
 below is for tests, benchmarks and fuzzing, which load both twins side by side.
 """
 

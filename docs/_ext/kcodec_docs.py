@@ -290,7 +290,7 @@ class ProtocolMessages(ConfigTable):
                                        rows, "6 30 26 26 12"))
 
 
-# What each floor of tests/test_layers.py holds, for the picture (the modules come from the
+# What each floor of tests/house/test_layers.py holds, for the picture (the modules come from the
 # test's FLOORS, so a module moved between floors moves in the picture too).
 FLOOR_NAMES = {
     4: "the leaves: built on everything below, imported only by users",
@@ -302,7 +302,7 @@ FLOOR_NAMES = {
 
 
 def layers_svg() -> str:
-    """The layers of tests/test_layers.py as an SVG picture: one band per floor, top down,
+    """The layers of tests/house/test_layers.py as an SVG picture: one band per floor, top down,
     each with its modules; imports point down."""
     import os
     import sys
@@ -311,7 +311,7 @@ def layers_svg() -> str:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if root not in sys.path:
         sys.path.insert(0, root)
-    from tests.test_layers import FLOORS
+    from tests.house.test_layers import FLOORS
 
     floors: dict[int, list[str]] = {}
     for module, floor in FLOORS.items():

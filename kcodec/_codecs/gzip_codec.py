@@ -19,7 +19,7 @@ Inflating uses zlib-ng (the ``zlib-ng`` package, a dependency wherever it has wh
 is importable, ~1.5x faster than zlib on Kafka's level-6 batches, and the standard library's
 zlib otherwise; ``KCODEC_GZIP_INFLATE=zlib`` (read at import) selects zlib. zlib-ng has
 zlib's API and checks, so both give the same bytes for every stream and the same errors for
-every bad one (tests/test_gzip_inflate.py checks that differentially). Compressing is always
+every bad one (tests/codec/test_gzip_inflate.py checks that differentially). Compressing is always
 zlib's, whose levels and output are Kafka's (Java's GZIPOutputStream is zlib too).
 """
 

@@ -163,7 +163,7 @@ def test_fetch_from_a_moved_leader_refreshes_metadata(code: int) -> None:
     run(go)
 
 
-# ---- moved here from the scriptable fake (tests/client/test_client_producer_fake.py) -------------
+# ---- moved here from the scriptable fake (tests/client/producer/test_sender_in_flight.py) -------------
 
 def test_retriable_error_after_the_delivery_timeout_reports_the_timeout() -> None:
     """Java reports the delivery timeout, not a retriable error that came after it (the

@@ -4,7 +4,7 @@
  *
  *   cc -O2 -Isrc_c tests/c/crc32c_check.c src_c/crc32c.c -o /tmp/crc32c_check && /tmp/crc32c_check
  *
- * Prints the backend and exits non-zero on the first mismatch. tests/test_crc.py builds and
+ * Prints the backend and exits non-zero on the first mismatch. tests/codec/test_crc.py builds and
  * runs it with the host compiler too.
  */
 #include <stdio.h>

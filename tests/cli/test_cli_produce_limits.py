@@ -1,6 +1,6 @@
 """``kcodec produce`` and record sizes: a 50 MB line is refused before anything of it is
 read whole or sent (the CLI's --max-line-bytes, which also sets the producer's
-max_request_size; the producer's own check is tests/client/test_producer_limits.py), and
+max_request_size; the producer's own check is tests/client/producer/test_limits.py), and
 the command stops there, saying where to resume."""
 
 from __future__ import annotations

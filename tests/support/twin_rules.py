@@ -1,4 +1,4 @@
-"""The twin rules, read from the sources (tests/test_twins.py runs them on this checkout and
+"""The twin rules, read from the sources (tests/house/test_twins.py runs them on this checkout and
 on small trees with one planted violation each).
 
 Words:

@@ -81,7 +81,7 @@ def _real_prometheus_agrees(port: int, tmp_path) -> None:
     import shutil
     import subprocess
 
-    from tests.observability.test_prometheus import NO_PROMETHEUS, _wait_value
+    from tests.observe.test_prometheus import NO_PROMETHEUS, _wait_value
 
     binary = shutil.which("prometheus")
     if binary is None:
@@ -127,7 +127,7 @@ def test_kcodec_run_handler_continues_the_producers_trace(kbroker):
     spans = os.path.join(tempfile.mkdtemp(prefix="kcodec-spans-"), "spans.jsonl")
     run = Run(kbroker.bootstrap, "obs-tr", "obs-tr-g", "--storage", "direct", "--batch-size",
               "1", "-X", "tracing_enabled=true",
-              handler="tests.observability.trace_handler:handle",
+              handler="tests.runtime.trace_handler:handle",
               extra_env={"KCODEC_TEST_SPANS": spans})
     try:
         run.wait_ready()

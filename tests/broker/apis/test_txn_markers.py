@@ -18,7 +18,7 @@ from kcodec.protocol import (
     WriteTxnMarkersRequest,
 )
 from kcodec.records import RecordBatchBuilder, iter_batches
-from tests.broker.test_broker_api import batch, produce
+from tests.broker.apis.test_apis import batch, produce
 from tests.support.broker_raw import Raw
 from tests.support.txn_util import confluent_read, kcodec_read
 

@@ -1,6 +1,6 @@
 """The broker's partition log in memory: validation, offsets, reads, lookups, retention.
 
-On-disk behaviour (segments, indexes, recovery, the crash test) is in test_broker_log_disk.py.
+On-disk behaviour (segments, indexes, recovery, the crash test) is in test_partition_disk.py.
 """
 
 from __future__ import annotations

@@ -502,7 +502,7 @@ def test_describe_a_group_before_and_after_its_upgrade_as_kafka_4_does():
     confluent-kafka's AdminClient ask that first and show the group whichever its protocol."""
     from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 
-    from tests.client.test_kip848 import _consumer, _poll_until
+    from tests.client.consumer.test_consumer_group import _consumer, _poll_until
 
     with Cluster(1) as c:
         c.consumer_groups.heartbeat_interval_ms = 100

@@ -233,7 +233,7 @@ def test_sasl_unenabled_mechanism_and_plaintext_client_refused(sasl_broker):
     assert any(e[0] == "refused" for e in sasl_broker["front"].events)
 
 
-@pytest.mark.slow   # the same on kcodec's broker runs by default (test_security_broker.py)
+@pytest.mark.slow   # the same on kcodec's broker runs by default (tests/broker/security/test_security.py)
 def test_sasl_reauthenticates_when_the_session_ends(sasl_broker):
     """KIP-368: the front gives 1.5 s sessions; a client working for longer re-authenticates
     on the same connections instead of being cut off."""

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from kcodec import _impl
 from tests.conftest import NO_EXT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # RFC 3720 appendix B.4; the RFC lists the CRC bytes least significant first.
 ISCSI_READ_PDU = bytes.fromhex(

@@ -73,7 +73,7 @@ def _slug(heading: str) -> str:
 
 
 def test_layers_picture_is_current() -> None:
-    """docs/_static/layers.svg (the README's picture) is drawn from tests/test_layers.py's
+    """docs/_static/layers.svg (the README's picture) is drawn from tests/house/test_layers.py's
     floors; regenerate it with ``python docs/_ext/kcodec_docs.py`` when they change."""
     pytest.importorskip("sphinx")
     sys.path.insert(0, str(DOCS / "_ext"))

@@ -24,7 +24,7 @@ from kcodec.client import Admin, Producer, ProducerFencedError
 from kcodec.protocol import EndTxnRequest, ErrorCode, InitProducerIdRequest, ListOffsetsRequest
 from kcodec.records import iter_batches
 from kcodec.testing.net import free_port
-from tests.broker.test_broker_api import batch, fetch, produce, values
+from tests.broker.apis.test_apis import batch, fetch, produce, values
 from tests.support.broker_raw import Raw
 from tests.support.txn_util import FAST, confluent_read, kcodec_read
 
