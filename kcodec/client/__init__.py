@@ -12,6 +12,7 @@ Where things are (each package's docstring lists its modules)::
     share/      ShareConsumer and AsyncShareConsumer (share groups, KIP-932)
     producer/   Producer and AsyncProducer, batching, sending, transactions
     admin.py    Admin and AsyncAdmin
+    coordinator.py  where a group's or transactional id's coordinator is, for every client
     config.py   the configurations;  structs.py  the value types;  errors.py  the errors
 """
 

@@ -9,7 +9,8 @@ from typing import Any, Union
 
 from kcodec.client.config import AdminConfig
 from kcodec.client.consumer.assignors import Assignment
-from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.list_offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.coordinator import Coordinator
 from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
@@ -217,8 +218,7 @@ class AsyncAdmin:
         return sorted(out, key=lambda g: g.group_id)
 
     async def _coordinator(self, group_id: str) -> int:
-        return await self.cluster.call(lambda: self.cluster.find_coordinator(group_id),
-                                       "FindCoordinator")
+        return await Coordinator(self.cluster, group_id, own_connection=False).find()
 
     async def _consumer_group(self, node: int, gid: str) -> GroupDescription | None:
         """``gid`` described by ConsumerGroupDescribe; None when it is not a consumer-protocol
@@ -428,6 +428,19 @@ class AsyncAdmin:
                     out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
         return out
 
+    async def alter_consumer_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
+                                           ) -> dict[TopicPartition, KafkaError | None]:
+        """Set the group's committed offsets (each the next offset to read), committed as a
+        non-member, as Java's ``alterConsumerGroupOffsets`` and ``kafka-consumer-groups
+        --reset-offsets`` do: the broker refuses partitions the group's live members read.
+        The error (or None) per partition."""
+        from kcodec.client.consumer.commits import Commits
+
+        commits = Commits(Coordinator(self.cluster, group_id))
+        codes = await commits.commit_each({TopicPartition(*tp): off for tp, off in offsets.items()})
+        return {tp: KafkaError(code, f"alter offset of {group_id!r} {tp.topic}[{tp.partition}]")
+                if code else None for tp, code in codes.items()}
+
     async def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag per partition of the group's topics."""
         committed = await self.committed_offsets(group_id, topics)
@@ -566,6 +579,12 @@ class Admin:
     def committed_offsets(self, group_id: str, topics: list[str] | None = None) -> dict[TopicPartition, int]:
         """The group's committed offsets (of ``topics``, default all)."""
         return self._run(self._async.committed_offsets(group_id, topics))
+
+    def alter_consumer_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
+                                     ) -> dict[TopicPartition, KafkaError | None]:
+        """Set the group's committed offsets as a non-member (Java's
+        ``alterConsumerGroupOffsets``); the error (or None) per partition."""
+        return self._run(self._async.alter_consumer_group_offsets(group_id, dict(offsets)))
 
     def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag of each of the group's partitions."""

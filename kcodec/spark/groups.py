@@ -8,7 +8,6 @@ query itself never reads them back: its checkpoint stays the source of truth.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 from kcodec.spark.options import SourceOptions
@@ -18,26 +17,17 @@ __all__ = ["commit_offsets"]
 
 def commit_offsets(opts: SourceOptions, group_id: str, offsets: dict[tuple[str, int], int]
                    ) -> None:
-    from kcodec.client.config import ConsumerConfig
-    from kcodec.client.consumer.classic_group import ClassicGroupMember
-    from kcodec.client.net.cluster import Cluster
-    from kcodec.client.structs import TopicPartition
+    from kcodec.client import Admin, AdminConfig, TopicPartition
     from kcodec.spark.security import materialize
 
     if not offsets:
         return
-    names = {f.name for f in dataclasses.fields(ConsumerConfig)}
+    names = {f.name for f in dataclasses.fields(AdminConfig)}
     kw = {k: v for k, v in materialize(opts.client).items() if k in names}
     kw.setdefault("client_id", "kcodec-spark")
-    cfg = ConsumerConfig.from_kwargs(bootstrap_servers=opts.bootstrap, group_id=group_id,
-                                     enable_auto_commit=False, **kw)
-
-    async def go() -> None:
-        cluster = Cluster(cfg)
-        try:
-            member = ClassicGroupMember(cluster, cfg)
-            await member.commit({TopicPartition(t, p): off for (t, p), off in offsets.items()})
-        finally:
-            await cluster.close()
-
-    asyncio.run(go())
+    with Admin(bootstrap_servers=opts.bootstrap, **kw) as admin:
+        failed = {tp: err for tp, err in admin.alter_consumer_group_offsets(
+            group_id, {TopicPartition(t, p): off for (t, p), off in offsets.items()}).items()
+            if err is not None}
+    if failed:
+        raise next(iter(failed.values()))

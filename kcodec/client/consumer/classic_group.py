@@ -1,5 +1,5 @@
-"""Classic consumer-group membership: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-OffsetCommit/OffsetFetch and LeaveGroup, for one member.
+"""Classic consumer-group membership: JoinGroup, SyncGroup, Heartbeat and LeaveGroup, for
+one member (its coordinator and commits: membership.py).
 
 The join/sync sequence runs when the consumer asks for it (from ``poll``), so rebalance
 callbacks run in the caller's context; heartbeats run in a background task and only flag
@@ -14,18 +14,17 @@ from typing import Any, TypeVar
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.assignors import Assignment, Subscription, get_assignor
+from kcodec.client.consumer.membership import GroupMember
+from kcodec.client.coordinator import Coordinator
 from kcodec.client.errors import (
-    COORDINATOR_CODES,
     FENCED_CODES,
     REJOIN_CODES,
-    BrokerNotAvailableError,
     KafkaError,
-    KafkaTimeoutError,
 )
 from kcodec.client.net import requests
-from kcodec.client.net.cluster import Cluster, coordinator_channel
+from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
-from kcodec.errors import KcodecError, ProtocolError
+from kcodec.errors import KcodecError
 from kcodec.observe.log import get_logger
 from kcodec.protocol import ErrorCode, Request, Response
 
@@ -36,59 +35,33 @@ log = get_logger(__name__)
 __all__ = ["ClassicGroupMember"]
 
 
-class ClassicGroupMember:
+class ClassicGroupMember(GroupMember):
     """The group state of one consumer (member id, generation, coordinator, assignment)."""
 
-    # the client watches its topics between rebalances (subscriptions.TopicWatch); the
-    # consumer protocol's coordinator does that itself
-    classic_watch = True
-
-    def __init__(self, cluster: Cluster, config: ConsumerConfig) -> None:
-        self.cluster = cluster
-        self.config = config
-        self.group_id: str = config.group_id or ""
-        self.member_id = ""
-        self.generation = -1
+    def __init__(self, cluster: Cluster, config: ConsumerConfig,
+                 coordinator: Coordinator | None = None) -> None:
+        super().__init__(cluster, config, coordinator)
+        self._generation = -1
         self.protocol: str | None = None
         self.leader = False
         self.leader_id = ""        # the leader's member id: JoinGroup tells every member
-        self.coordinator: int | None = None
-        self.topics: list[str] = []
-        self.assignment: set[TopicPartition] = set()
-        self.need_rejoin = True
-        self.lost = False          # the membership ended under us: partitions are lost, not revoked
-        self.last_poll = time.monotonic()
-        self.hb_task: asyncio.Task | None = None
-        self.last_error: BaseException | None = None
         self.assignors = [get_assignor(n) for n in config.assignors]
         self.joined_counts: dict[str, int] = {}   # leader: the partition counts it assigned
-        self.regex: str | None = None             # (the consumer protocol's: unused here)
 
-    # ------------------------------------------------------------------ coordinator
-    async def coordinator_node(self) -> int:
-        """The connection id of the group's coordinator: a connection of its own to that
-        broker (``coordinator_channel``), so a commit or a heartbeat never waits behind
-        the long-poll Fetch on the broker's data connection."""
-        if self.coordinator is None or self.coordinator not in self.cluster.brokers:
-            self.coordinator = await self.cluster.call(
-                lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
-        return coordinator_channel(self.coordinator)
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        self._generation = value
+
+    def commit_identity(self) -> tuple[int, str]:
+        return (self.generation if self.generation >= 0 else -1), self.member_id
 
     async def request(self, req: Request[R]) -> R:
-        """A request to the coordinator; coordinator moves and disconnects are retried."""
-        async def go() -> R:
-            node = await self.coordinator_node()
-            try:
-                body = await self.cluster.request(node, req)
-            except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError):
-                self.coordinator = None
-                raise
-            code = getattr(body, "error_code", 0)
-            if code in COORDINATOR_CODES:
-                self.coordinator = None
-                raise KafkaError(code, "group coordinator")
-            return body
-        return await self.cluster.call(go, "group request")  # type: ignore[no-any-return]
+        """A request to the coordinator, retried across its moves and lost connections."""
+        return await self.coordinator.call(req, "group request")
 
     # ------------------------------------------------------------------ join / sync
     async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
@@ -169,10 +142,6 @@ class ClassicGroupMember:
         return self.protocol == "cooperative-sticky"
 
     # ------------------------------------------------------------------ heartbeats
-    def _start_heartbeat(self) -> None:
-        if self.hb_task is None or self.hb_task.done():
-            self.hb_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
-
     async def _heartbeat_loop(self) -> None:
         interval = self.config.heartbeat_interval_ms / 1000
         max_poll = self.config.max_poll_interval_ms / 1000
@@ -191,14 +160,11 @@ class ClassicGroupMember:
                 await self.leave("max_poll_interval_ms exceeded", stop=False)
                 continue
             try:
-                node = await self.coordinator_node()
-                hb = await self.cluster.request(node, requests.heartbeat(
+                hb = await self.coordinator.request(requests.heartbeat(
                     self.group_id, self.generation, self.member_id,
                     self.config.group_instance_id), timeout=max(interval * 2, 1.0))
                 code = hb.error_code
-                if code in COORDINATOR_CODES:
-                    self.coordinator = None
-                elif code in FENCED_CODES:   # another member may own our partitions now
+                if code in FENCED_CODES:   # another member may own our partitions now
                     log.info("group %r: fenced (heartbeat says %s): the partitions are lost, "
                              "rejoining", self.group_id, ErrorCode(code).name)
                     if code == ErrorCode.UNKNOWN_MEMBER_ID:
@@ -212,65 +178,18 @@ class ClassicGroupMember:
                     self.need_rejoin = True
             except asyncio.CancelledError:
                 raise
-            except KcodecError as exc:
+            except KcodecError as exc:    # (a moved coordinator is forgotten already)
                 self.last_error = exc
-                self.coordinator = None
-
-    # ------------------------------------------------------------------ offsets
-    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
-        if not offsets:
-            return
-        generation, member_id = self.commit_identity()
-        t0 = time.monotonic()
-        body = await self.request(requests.offset_commit(
-            self.group_id, generation, member_id, self.config.group_instance_id,
-            [(tp.topic, tp.partition, off) for tp, off in offsets.items()]))
-        cm = self.cluster.metrics
-        if cm is not None:
-            cm.commits.value += 1
-            cm.commit_latency.record((time.monotonic() - t0) * 1000)
-        if self.cluster.debug.consumer:
-            log.debug("group %r: committed %d offsets in %.1f ms", self.group_id, len(offsets),
-                      (time.monotonic() - t0) * 1000)
-        for t in body.topics:
-            for p in t.partitions:
-                if p.error_code:
-                    if p.error_code in REJOIN_CODES:
-                        self.need_rejoin = True
-                    raise KafkaError(p.error_code, f"OffsetCommit {t.name}[{p.partition_index}]")
-
-    def commit_identity(self) -> tuple[int, str]:
-        """(generation or member epoch, member id) an OffsetCommit carries; (-1, ""):
-        not a member (manual assignment), as Java sends it."""
-        return (self.generation if self.generation >= 0 else -1), self.member_id
-
-    async def fetch_offsets(self, tps: list[TopicPartition] | None) -> dict[TopicPartition, int]:
-        """Committed offsets (-1: none) of ``tps`` (None: every partition the group has)."""
-        by: dict[str, list[int]] | None = None
-        if tps is not None:
-            by = {}
-            for tp in tps:
-                by.setdefault(tp.topic, []).append(tp.partition)
-        body = await self.request(requests.offset_fetch(self.group_id, by))
-        if body.error_code:
-            raise KafkaError(body.error_code, f"OffsetFetch {self.group_id!r}")
-        out = {}
-        for t in body.topics:
-            for p in t.partitions:
-                if p.error_code and p.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                    raise KafkaError(p.error_code, f"OffsetFetch {t.name}[{p.partition_index}]")
-                out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
-        return out
+                self.coordinator.forget()
 
     async def leave(self, reason: str = "the consumer is closing", stop: bool = True) -> None:
         """LeaveGroup, so the group rebalances at once (``stop``: end the heartbeats too)."""
         if stop and self.hb_task is not None:
             self.hb_task.cancel()
-        if not self.member_id or self.coordinator is None:
+        if not self.member_id or not self.coordinator.known:
             return
         try:
-            node = await self.coordinator_node()
-            await self.cluster.request(node, requests.leave_group(
+            await self.coordinator.request(requests.leave_group(
                 self.group_id, self.member_id, self.config.group_instance_id, reason),
                 timeout=5)
         except KcodecError:

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from kcodec.client.config import ConsumerConfig
-from kcodec.client.consumer.classic_group import ClassicGroupMember
+from kcodec.client.consumer.membership import GroupMember
 from kcodec.client.errors import COORDINATOR_CODES, FENCED_CODES, KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
@@ -32,7 +32,7 @@ __all__ = ["ConsumerGroupMember"]
 
 
 
-class ConsumerGroupMember(ClassicGroupMember):
+class ConsumerGroupMember(GroupMember):
     """The group state of one consumer under the consumer protocol."""
 
     classic_watch = False     # the coordinator follows topics and partition counts itself
@@ -99,14 +99,10 @@ class ConsumerGroupMember(ClassicGroupMember):
                     if info is not None and info.topic_id is not None:
                         parts.setdefault(info.topic_id, []).append(tp.partition)
             self.full = True     # until an answer without an error says otherwise
-            node = await self.coordinator_node()
-            b = await self.cluster.request(node, requests.consumer_group_heartbeat(
+            b = await self.coordinator.request(requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, self.epoch, self.config.group_instance_id,
                 self.config.max_poll_interval_ms, topics, self.config.group_remote_assignor,
                 parts, regex), timeout=max(self.interval * 2, 5.0))
-            if b.error_code in COORDINATOR_CODES:
-                self.coordinator = None
-                raise KafkaError(b.error_code, "group coordinator")
             if b.error_code in FENCED_CODES:
                 log.info("group %r: fenced (heartbeat says %s): the partitions are lost, "
                          "rejoining", self.group_id, ErrorCode(b.error_code).name)
@@ -160,7 +156,7 @@ class ConsumerGroupMember(ClassicGroupMember):
                         raise
                     await asyncio.sleep(0.1)
                 except KcodecError:   # the coordinator's connection broke: find it again, retry
-                    self.coordinator = None
+                    self.coordinator.forget()
                     if time.monotonic() > deadline:
                         raise
                     await asyncio.sleep(0.1)
@@ -195,18 +191,17 @@ class ConsumerGroupMember(ClassicGroupMember):
                 raise
             except KcodecError as exc:
                 self.last_error = exc
-                self.coordinator = None
+                self.coordinator.forget()
 
     async def leave(self, reason: str = "the consumer is closing", stop: bool = True) -> None:
         """A heartbeat at epoch -1: the broker reassigns the partitions at once."""
         if stop and self.hb_task is not None:
             self.hb_task.cancel()
-        if self.epoch <= 0 or self.coordinator is None:
+        if self.epoch <= 0 or not self.coordinator.known:
             return
         try:
-            node = await self.coordinator_node()
             # member epoch -1 leaves; -2 leaves for now, a static member
-            await self.cluster.request(node, requests.consumer_group_heartbeat(
+            await self.coordinator.request(requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, -2 if self.config.group_instance_id else -1,
                 self.config.group_instance_id, -1, None, None, None), timeout=5)
         except KcodecError:

@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.classic_group import ClassicGroupMember
 from kcodec.client.consumer.fetcher import Fetcher
-from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.list_offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.membership import GroupMember
 from kcodec.client.consumer.positions import SubscriptionState
 from kcodec.client.consumer.subscriptions import TopicWatch, compile_pattern, matching_topics
 from kcodec.client.errors import NoOffsetForPartitionError
@@ -38,7 +39,7 @@ __all__ = ["ConsumerEngine"]
 log = logging.getLogger("kcodec.client")
 
 
-def _group_member(cluster: Cluster, config: ConsumerConfig) -> ClassicGroupMember:
+def _group_member(cluster: Cluster, config: ConsumerConfig) -> GroupMember:
     if config.group_protocol == "consumer":   # KIP-848: the broker assigns
         from kcodec.client.consumer.consumer_group import ConsumerGroupMember
 
@@ -101,8 +102,7 @@ class ConsumerEngine:
             log.warning("group %r: the coordinator at %s:%s %s; using the classic protocol "
                         "(set group_protocol='classic' to choose it and silence this)",
                         g.group_id, conn.host, conn.port, why)
-            classic = ClassicGroupMember(self.cluster, self.config)
-            classic.coordinator = g.coordinator
+            classic = ClassicGroupMember(self.cluster, self.config, g.coordinator)
             classic.topics = g.topics
             self.group = classic
 

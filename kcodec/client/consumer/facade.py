@@ -22,7 +22,7 @@ from typing import Any, Callable
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.engine import ConsumerEngine
 from kcodec.client.consumer.hooks import ConsumerHooks
-from kcodec.client.consumer.offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.list_offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.errors import (
     ClientClosedError,
     KafkaTimeoutError,

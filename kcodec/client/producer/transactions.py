@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kcodec.client.coordinator import Coordinator
 from kcodec.client.errors import (
     AbortableTransactionError,
     BrokerNotAvailableError,
@@ -142,7 +143,8 @@ class TransactionManager:
         self.timeout_ms = cfg.transaction_timeout_ms
         self.state = UNINITIALIZED
         self.error: TransactionError | None = None
-        self.coordinator: int | None = None
+        self.coordinator = Coordinator(self.cluster, self.transactional_id, requests.TRANSACTION,
+                                       own_connection=False)
         self.added: set[tuple[str, int]] = set()
         self.wanted: set[tuple[str, int]] = set()
         self.adding: asyncio.Task | None = None
@@ -211,19 +213,12 @@ class TransactionManager:
 
     # ------------------------------------------------------------------ coordinator
     async def _coordinator(self) -> int:
-        if self.coordinator is not None and self.coordinator in self.cluster.brokers:
-            return self.coordinator
-
-        async def find() -> int:
-            try:
-                return await self.cluster.find_coordinator(self.transactional_id,
-                                                           requests.TRANSACTION)
-            except KafkaError as exc:
-                if exc.code in FATAL:
-                    raise self.fail(KafkaError(exc.code, "FindCoordinator"), exc.code) from None
-                raise
-        self.coordinator = await self.cluster.call(find, "FindCoordinator")
-        return self.coordinator
+        try:
+            return await self.coordinator.find()
+        except KafkaError as exc:
+            if exc.code in FATAL:
+                raise self.fail(KafkaError(exc.code, "FindCoordinator"), exc.code) from None
+            raise
 
     async def _learn_generation(self) -> None:
         """Use transactions v2 when the coordinator finalizes transaction.version >= 2 and
@@ -254,7 +249,7 @@ class TransactionManager:
                 body = await self.cluster.request(node, req, version=version)
                 code = codes(body)
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
-                self.coordinator = None
+                self.coordinator.forget()
                 if time.monotonic() + backoff > deadline:
                     raise KafkaTimeoutError(f"{what} did not complete in time: {exc}") from None
                 await asyncio.sleep(backoff)
@@ -262,7 +257,7 @@ class TransactionManager:
             if code == E.NONE:
                 return body
             if code in COORDINATOR_MOVED:
-                self.coordinator = None
+                self.coordinator.forget()
             elif code not in RETRY:
                 raise self.fail(KafkaError(code, what), code)
             if time.monotonic() + backoff > deadline:
@@ -378,14 +373,14 @@ class TransactionManager:
         """TxnOffsetCommit to the group's coordinator (not the transaction's)."""
         deadline = time.monotonic() + self.engine.config.api_timeout_ms / 1000
         backoff = self.engine.config.retry_backoff_ms / 1000
-        node: int | None = None
+        group = Coordinator(self.cluster, group_id, own_connection=False)
         while True:
+            node: int | None = None
             try:
-                if node is None:
-                    try:
-                        node = await self.cluster.find_coordinator(group_id)
-                    except KafkaError as exc:
-                        code = exc.code
+                try:
+                    node = await group.find()
+                except KafkaError as exc:
+                    code = exc.code
                 if node is not None:
                     # the first generation may not use v5 inside a transaction
                     conn = await self.cluster.connection(node)
@@ -397,11 +392,12 @@ class TransactionManager:
                     if code == E.NONE:
                         return
             except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError) as exc:
-                code, node = _NO_ANSWER, None
+                code = _NO_ANSWER
+                group.forget()
                 if time.monotonic() + backoff > deadline:
                     raise KafkaTimeoutError(f"TxnOffsetCommit did not complete: {exc}") from None
             if code in COORDINATOR_MOVED:
-                node = None
+                group.forget()
             elif code not in RETRY and code != _NO_ANSWER:
                 raise self.fail(KafkaError(code, f"TxnOffsetCommit for group {group_id!r}"), code)
             if time.monotonic() + backoff > deadline:

@@ -22,16 +22,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kcodec.client.coordinator import Coordinator
 from kcodec.client.errors import (
     COORDINATOR_CODES,
     FENCED_CODES,
-    BrokerNotAvailableError,
     KafkaError,
-    KafkaTimeoutError,
 )
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.structs import TopicPartition
-from kcodec.errors import KcodecError, ProtocolError
+from kcodec.errors import KcodecError
 from kcodec.protocol import ShareGroupHeartbeatRequest
 
 __all__ = ["ShareGroupMember"]
@@ -56,7 +55,9 @@ class ShareGroupMember:
         self.topics: list[str] = []
         self.sent_topics: list[str] | None = None
         self.assignment: set[TopicPartition] = set()
-        self.coordinator: int | None = None
+        # heartbeats go on the broker's connection, the acknowledgements' one: the leave
+        # then follows the last acknowledgement sent before it
+        self.coordinator = Coordinator(cluster, group_id, own_connection=False)
         self.task: asyncio.Task | None = None
         self.last_error: BaseException | None = None
         self.changed = asyncio.Event()          # a new assignment arrived
@@ -67,29 +68,15 @@ class ShareGroupMember:
         self.on_stale: Callable[[], None] = lambda: None
         self.stale = False                      # left for want of polls; a poll rejoins
 
-    async def _coordinator(self) -> int:
-        if self.coordinator is None or self.coordinator not in self.cluster.brokers:
-            self.coordinator = await self.cluster.call(
-                lambda: self.cluster.find_coordinator(self.group_id), "FindCoordinator")
-        return self.coordinator
-
     async def heartbeat(self) -> None:
         """One ShareGroupHeartbeat: the full subscription on join or when it changed."""
         async with self._lock:
             joining = self.epoch == 0
             topics = self.topics if joining or self.topics != self.sent_topics else None
-            node = await self._coordinator()
-            try:
-                b = await self.cluster.request(node, ShareGroupHeartbeatRequest(
-                    group_id=self.group_id, member_id=self.member_id, member_epoch=self.epoch,
-                    rack_id=None, subscribed_topic_names=topics),
-                    timeout=max(self.interval * 2, 5.0))
-            except (BrokerNotAvailableError, KafkaTimeoutError, ProtocolError):
-                self.coordinator = None
-                raise
-            if b.error_code in COORDINATOR_CODES:
-                self.coordinator = None
-                raise KafkaError(b.error_code, "share group coordinator", b.error_message)
+            b = await self.coordinator.request(ShareGroupHeartbeatRequest(
+                group_id=self.group_id, member_id=self.member_id, member_epoch=self.epoch,
+                rack_id=None, subscribed_topic_names=topics),
+                timeout=max(self.interval * 2, 5.0))
             if b.error_code in FENCED_CODES:
                 self.epoch = 0
                 self.sent_topics = None
@@ -180,12 +167,12 @@ class ShareGroupMember:
         self.on_stale()
 
     async def _send_leave(self) -> None:
-        if self.epoch <= 0 or self.coordinator is None:
+        if self.epoch <= 0 or not self.coordinator.known:
             self.epoch = 0
             return
         async with self._lock:
             try:
-                await self.cluster.request(self.coordinator, ShareGroupHeartbeatRequest(
+                await self.coordinator.request(ShareGroupHeartbeatRequest(
                     group_id=self.group_id, member_id=self.member_id, member_epoch=LEAVE_EPOCH),
                     timeout=5)
             except KcodecError:
