@@ -12,7 +12,7 @@ import pytest
 
 import kcodec.broker  # noqa: F401 - registers its moved paths
 import kcodec.client  # noqa: F401 - registers its moved paths
-from kcodec._moved import MOVED
+from kcodec._moved import MOVED, REMOVED_IN, install
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))
@@ -20,7 +20,8 @@ def test_an_old_path_is_the_new_module_with_a_warning(old: str) -> None:
     new = importlib.import_module(MOVED[old])
     sys.modules.pop(old, None)
     with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: the module moved to "
-                                               f"{MOVED[old]}"):
+                                               f"{MOVED[old]}; the old path goes in kcodec "
+                                               f"{REMOVED_IN[old]}"):
         mod = importlib.import_module(old)
     assert mod is new
     assert mod.__spec__.name == MOVED[old] and mod.__name__ == MOVED[old]
@@ -46,3 +47,10 @@ def test_the_new_paths_do_not_warn() -> None:
         warnings.simplefilter("error", DeprecationWarning)
         for new in MOVED.values():
             importlib.import_module(new)
+
+
+def test_only_public_paths_are_kept_and_each_has_a_removal_release() -> None:
+    assert all(not any(p.startswith("_") for p in old.split(".")) for old in MOVED)
+    assert set(REMOVED_IN) == set(MOVED) and all(REMOVED_IN.values())
+    with pytest.raises(ValueError, match="private"):
+        install({"kcodec.client._gone": "kcodec.client.net.wire"}, removed_in="0.3")

@@ -24,6 +24,6 @@ from kcodec.broker.hooks import DROP, LOSE_ANSWER, NEVER, Delay
 _moved.install({
     "kcodec.broker.coordinator.group": "kcodec.broker.coordinator.classic_group",
     "kcodec.broker.apis.groups": "kcodec.broker.apis.classic_groups",
-})
+}, removed_in="0.3")
 
 __all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "LOSE_ANSWER", "NEVER"]

@@ -1,4 +1,4 @@
-"""Deprecated: the fixtures moved to ``kcodec.testing.fixtures``.
+"""Deprecated, and removed in kcodec 0.3: the fixtures moved to ``kcodec.testing.fixtures``.
 
     pytest_plugins = ["kcodec.testing.fixtures"]     # was ["kcodec.broker.testing"]
 """
@@ -7,7 +7,7 @@ import warnings
 
 from kcodec.testing.fixtures import kafka_broker, kafka_cluster
 
-warnings.warn("kcodec.broker.testing is deprecated; use pytest_plugins = "
-              "[\"kcodec.testing.fixtures\"]", DeprecationWarning, stacklevel=2)
+warnings.warn("kcodec.broker.testing is deprecated and goes in kcodec 0.3; use "
+              "pytest_plugins = [\"kcodec.testing.fixtures\"]", DeprecationWarning, stacklevel=2)
 
 __all__ = ["kafka_broker", "kafka_cluster"]

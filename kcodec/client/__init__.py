@@ -60,8 +60,6 @@ _moved.install({
     "kcodec.client.core": "kcodec.client.net.core",
     "kcodec.client.conn": "kcodec.client.net.conn",
     "kcodec.client.cluster": "kcodec.client.net.cluster",
-    "kcodec.client._wire": "kcodec.client.net.wire",
-    "kcodec.client._sync": "kcodec.client.net.loop",
     "kcodec.client.security": "kcodec.client.net.security",
     "kcodec.client.sasl": "kcodec.client.net.sasl",
     "kcodec.client.group": "kcodec.client.consumer.classic_group",
@@ -70,9 +68,7 @@ _moved.install({
     "kcodec.client.fetch_session": "kcodec.client.consumer.fetch_session",
     "kcodec.client.transactions": "kcodec.client.producer.transactions",
     "kcodec.client.partitioner": "kcodec.client.producer.partitioner",
-    "kcodec.client._columnar_send": "kcodec.client.producer.columnar",
-    "kcodec.client._accum": "kcodec.client.producer.accum",
-})
+}, removed_in="0.3")
 
 __all__ = [
     "Producer", "AsyncProducer", "SendResult", "RecordFuture",
