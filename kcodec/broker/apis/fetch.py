@@ -70,22 +70,26 @@ class FetchSessions:
             self.sessions.pop(sid, None)
 
 
+def _failed(index: int, code: int, **fields: Any) -> Any:
+    """A partition answered with an error: empty records, never null, as Kafka sends them
+    (librdkafka rejects a whole response whose record set is null)."""
+    fields.setdefault("high_watermark", -1)
+    return F.PartitionData(partition_index=index, error_code=code, records=b"", **fields)
+
+
 def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: int,
                     leader_epoch: int, read_committed: bool, min_one: bool, to_magic: int = 2) -> Any:
     state = node.cluster.state
     p = state.partition(topic, index)
     if p is None:
-        return F.PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                               high_watermark=-1, records=None)
+        return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if p.leader != node.id:
-        return F.PartitionData(partition_index=index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                               high_watermark=-1, records=None,
-                               current_leader=F.LeaderIdAndEpoch(leader_id=p.leader,
-                                                                 leader_epoch=p.leader_epoch))
+        return _failed(index, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                       current_leader=F.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch))
     if leader_epoch >= 0 and leader_epoch != p.leader_epoch:
         code = (ErrorCode.FENCED_LEADER_EPOCH if leader_epoch < p.leader_epoch
                 else ErrorCode.UNKNOWN_LEADER_EPOCH)
-        return F.PartitionData(partition_index=index, error_code=code, high_watermark=-1, records=None)
+        return _failed(index, code)
     log = p.log
     hw = log.high_watermark
     txns = node.cluster.txns
@@ -99,9 +103,8 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
                 # Fetch v0-v3 cannot carry v2 batches: converted as Kafka 3.x did
                 records = down_convert(records, to_magic, first_offset=offset)
     except LogError as exc:
-        return F.PartitionData(partition_index=index, error_code=exc.error_code, high_watermark=hw,
-                               last_stable_offset=lso, log_start_offset=log.log_start_offset,
-                               records=None)
+        return _failed(index, exc.error_code, high_watermark=hw, last_stable_offset=lso,
+                       log_start_offset=log.log_start_offset)
     aborted = None
     if read_committed:
         aborted = [F.AbortedTransaction(producer_id=pid, first_offset=first)
@@ -123,9 +126,7 @@ def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]
     read_committed = body.isolation_level == 1
     for topic, index, offset, pmax, epoch in wanted:
         if topic in denied:
-            out.append((topic, F.PartitionData(
-                partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                high_watermark=-1, records=None)))
+            out.append((topic, _failed(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             error = True
             continue
         limit = max(0, min(pmax, remaining))
@@ -153,8 +154,7 @@ def _group(results: list, id_of: dict[str, Any]) -> list:
 def _unknown_ids(topics: list) -> list:
     """Fetch v13+: the answer for topics named by an id the broker does not know."""
     return [F.FetchableTopicResponse(topic_id=t.topic_id, partitions=[
-        F.PartitionData(partition_index=p.partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                        high_watermark=-1, records=None) for p in t.partitions]) for t in topics]
+        _failed(p.partition, ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partitions]) for t in topics]
 
 
 class _DelayedFetch(Delayed):
