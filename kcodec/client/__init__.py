@@ -23,6 +23,7 @@ from kcodec.client.consumer import AsyncConsumer, Consumer, RebalanceListener
 from kcodec.client.errors import (
     AssignorError,
     AuthenticationError,
+    BatchTooLargeError,
     BrokerNotAvailableError,
     ClientClosedError,
     HookError,
@@ -76,7 +77,7 @@ __all__ = [
     "Admin", "AsyncAdmin", "NewTopic",
     "ProducerConfig", "ConsumerConfig", "AdminConfig",
     "KafkaError", "KafkaTimeoutError", "BrokerNotAvailableError", "ClientClosedError",
-    "NoOffsetForPartitionError", "RecordTooLargeError",
+    "NoOffsetForPartitionError", "RecordTooLargeError", "BatchTooLargeError",
     "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
     "ConsumerGroupMetadata", "TransactionError", "TransactionStateError",
     "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",

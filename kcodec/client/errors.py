@@ -10,7 +10,7 @@ from __future__ import annotations
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.protocol import ErrorCode
 
-__all__ = ["KafkaError", "RecordTooLargeError", "KafkaTimeoutError", "BrokerNotAvailableError",
+__all__ = ["KafkaError", "RecordTooLargeError", "BatchTooLargeError", "KafkaTimeoutError", "BrokerNotAvailableError",
            "ClientClosedError", "ResponseTooLargeError",
            "AuthenticationError", "SaslAuthenticationError", "SslAuthenticationError",
            "NoOffsetForPartitionError", "ProtocolError", "error_name", "is_retriable", "check",
@@ -74,6 +74,36 @@ class RecordTooLargeError(KafkaError):
         KcodecError.__init__(self, f"the record is {size} bytes with its batch header, more "
                                    f"than {setting} ({limit}): raise {setting}{also}, or "
                                    "send smaller records")
+
+
+class BatchTooLargeError(RecordTooLargeError):
+    """A consumer's fetches of ``topic[partition]`` at ``offset`` bring part of a record
+    batch and never the whole of it (Java: RecordTooLargeException, "failed to make
+    progress"): its length field says ``size`` bytes, ``received`` came, ``fetches`` times
+    in a row. The position cannot move, so the consumer stops fetching the partition there
+    and ``poll`` raises this until a seek; the message names the settings that let the
+    batch through. ``code`` is MESSAGE_TOO_LARGE; not retriable."""
+
+    #: answers in a row, each owing the partition a whole batch, before the consumer gives up
+    FETCHES = 3
+
+    def __init__(self, topic: str, partition: int, offset: int, size: int, received: int,
+                 fetches: int, limits: dict[str, int]) -> None:
+        self.topic, self.partition, self.offset = topic, partition, offset
+        self.size, self.received, self.fetches = size, received, fetches
+        self.code = int(ErrorCode.MESSAGE_TOO_LARGE)
+        self.name = error_name(self.code)
+        self.retriable = False
+        self.context = f"fetch {topic}[{partition}]"
+        over = [f"{name} ({limit})" for name, limit in limits.items() if limit < size]
+        KcodecError.__init__(
+            self, f"{topic}[{partition}] at offset {offset}: failed to make progress, the record "
+                  f"batch there is {size} bytes (its length field) and {fetches} fetches in a "
+                  f"row brought only {received} bytes of it; to let it through raise "
+                  + (" and ".join(over) if over else "the fetch limits")
+                  + f" above {size}, or seek past offset {offset}")
+        self.setting = over[0].split(" ")[0] if over else "max_partition_fetch_bytes"
+        self.limit = limits.get(self.setting, 0)
 
 
 class KafkaTimeoutError(KcodecError, TimeoutError):

@@ -10,6 +10,9 @@ answer by ``mode``:
     drip      a good Fetch answer, one byte every ``interval`` seconds
     stall     half of a good Fetch answer, then nothing
     silent    no answer at all (the connection stays open)
+    oversized a good Fetch answer whose partition holds the first ``part`` bytes of a v2
+              record batch whose length field says ``size`` bytes: a batch larger than
+              any fetch, cut where the fetch's limits cut it
     good      the fake's own answer (empty partitions)
 
 Every mode is answered again on each new connection, as a broken broker does after the
@@ -24,18 +27,20 @@ import threading
 from typing import Any
 
 from kcodec.protocol import FetchResponse, encode_response
+from kcodec.records.header import ENTRY_OVERHEAD, new_header, patch_header
 from tests.support.fake_kafka import FakeKafka
 
-MODES = ("huge", "garbage", "badbody", "drip", "stall", "silent", "good")
+MODES = ("huge", "garbage", "badbody", "drip", "stall", "silent", "oversized", "good")
 CHUNK = 1 << 20
 
 
 class HostileBroker:
     def __init__(self, mode: str, size: int = 500 * 1024 * 1024, interval: float = 1.0,
-                 topic: str = "t") -> None:
+                 topic: str = "t", part: int = 4096) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.mode, self.size, self.interval = mode, size, interval
+        self.mode, self.size, self.interval, self.part = mode, size, interval, part
+        self.topic = topic
         self.fetches = 0
         self.sent = 0
         self.fake = FakeKafka(nodes=1, topics={topic: {0: 0}})
@@ -71,6 +76,10 @@ class HostileBroker:
             return False
         if mode == "silent":
             return True
+        if mode == "oversized":
+            writer.write(encode_response(self._oversized(body), header.request_api_version,
+                                         header.correlation_id))
+            return True
         cid = header.correlation_id.to_bytes(4, "big")
         try:
             if mode == "huge":
@@ -100,3 +109,21 @@ class HostileBroker:
         except (ConnectionError, OSError):
             pass
         return True
+
+    def _oversized(self, body: Any) -> FetchResponse:
+        F = FetchResponse
+        head = new_header(batch_length=self.size - ENTRY_OVERHEAD, attributes=0,
+                          last_offset_delta=999, first_timestamp=0, max_timestamp=0,
+                          record_count=1000)
+        topics = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                patch_header(head, base_offset=p.fetch_offset)
+                cut = min(self.part, p.partition_max_bytes, body.max_bytes)
+                records = bytes(head + bytes(max(0, cut - len(head))))[:cut]
+                parts.append(F.PartitionData(partition_index=p.partition, error_code=0,
+                                             high_watermark=p.fetch_offset + 1000,
+                                             records=records))
+            topics.append(F.FetchableTopicResponse(topic=t.topic, partitions=parts))
+        return F(responses=topics)

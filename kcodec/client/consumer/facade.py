@@ -142,6 +142,9 @@ class _Common:
                     eng.subs.no_offset.difference_update(err.partitions)
                 eng.fetcher.kick()
             raise err
+        stuck = fetcher.stuck_error()     # a partition that cannot move (a batch too large)
+        if stuck is not None:
+            raise stuck
         if self._hook_error is not None:
             err, self._hook_error = self._hook_error, None
             raise err

@@ -12,7 +12,10 @@ Errors: a partition whose offset is out of range loses its position (the policy 
 another; with ``auto_offset_reset="none"`` the next poll raises); errors that say the
 metadata is stale refresh it; other non-retriable ones are raised by the next poll. When
 the brokers fail every request for ``api_timeout_ms``, ``lost_broker`` gives the error the
-next poll raises.
+next poll raises. A partition whose answers bring records but never a whole batch past its
+position (a batch larger than the fetch limits: the broker owed it one, KIP-74) is *stuck*
+after ``BatchTooLargeError.FETCHES`` such answers in a row: it is not fetched again until a
+seek, and every poll raises why (``stuck_error``), as Java's "failed to make progress".
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kcodec.client.consumer.fetch_session import FetchSession
 from kcodec.client.consumer.positions import PartitionState, SubscriptionState
 from kcodec.client.consumer.visibility import Fetched, decode, trim_columns, visible_blob
 from kcodec.client.errors import (
+    BatchTooLargeError,
     BrokerNotAvailableError,
     KafkaError,
     NoOffsetForPartitionError,
@@ -40,7 +44,7 @@ from kcodec.client.structs import TopicPartition
 from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.observe.log import get_logger
 from kcodec.protocol import ApiKey, ErrorCode
-from kcodec.records.header import next_offset
+from kcodec.records.header import ENTRY_OVERHEAD, ENTRY_PREFIX, entry_frame, next_offset
 
 log = get_logger(__name__)
 
@@ -94,6 +98,9 @@ class Fetcher:
         self.progress_at = time.monotonic()
         self.last_failure: BaseException | None = None
         self.last_failure_at = 0.0
+        # partitions whose answers made no progress: tp -> ((epoch, offset), answers in a
+        # row, the error once stuck)
+        self.stuck: dict[TopicPartition, tuple[tuple[int, int], int, KcodecError | None]] = {}
 
     def start(self) -> None:
         if self.task is None:
@@ -149,6 +156,47 @@ class Fetcher:
                           f"consumer and create a new one")
         err.retriable = False   # type: ignore[attr-defined]
         return err
+
+    def stuck_error(self) -> KcodecError | None:
+        """Why a partition is not fetched (see the module docstring): the error of a stuck
+        partition still at the epoch and offset it stuck at; stale entries are dropped."""
+        with self.subs.lock:
+            for tp, (key, _n, err) in list(self.stuck.items()):
+                st = self.subs.states.get(tp)
+                if st is None or key != (st.epoch, st.fetch_position):
+                    del self.stuck[tp]
+                elif err is not None:
+                    return err
+        return None
+
+    def _is_stuck(self, tp: TopicPartition, st: PartitionState) -> bool:
+        s = self.stuck.get(tp)
+        return s is not None and s[2] is not None and s[0] == (st.epoch, st.fetch_position)
+
+    def _no_progress(self, tp: TopicPartition, st: PartitionState, offset: int,
+                     data: Any) -> None:
+        """An answer owed a whole batch of ``tp`` at ``offset`` (the first with records)
+        brought ``data`` without one past the offset."""
+        with self.subs.lock:
+            key = (st.epoch, offset)
+            prev = self.stuck.get(tp)
+            n = prev[1] + 1 if prev is not None and prev[0] == key else 1
+            err: KcodecError | None = None
+            if n >= BatchTooLargeError.FETCHES:
+                cfg = self.config
+                size = entry_frame(data)[1] + ENTRY_OVERHEAD if len(data) >= ENTRY_PREFIX else 0
+                if size > len(data):
+                    err = BatchTooLargeError(tp.topic, tp.partition, offset, size, len(data), n, {
+                        "max_partition_fetch_bytes": cfg.max_partition_fetch_bytes,
+                        "fetch_max_bytes": cfg.fetch_max_bytes,
+                        "receive_message_max_bytes": cfg.receive_message_max_bytes})
+                else:
+                    err = FetchedBatchError(
+                        tp.topic, tp.partition, offset,
+                        f"{n} fetch answers in a row brought {len(data)} bytes of records "
+                        "with no whole batch past the offset: failed to make progress")
+                log.warning("%s", err)
+            self.stuck[tp] = (key, n, err)
 
     def drop(self, pred: Callable[[Fetched], bool]) -> None:
         """Drop buffered blobs ``pred`` picks (the subscription's lock held)."""
@@ -216,7 +264,8 @@ class Fetcher:
         wanted: list[TopicPartition] = []
         held: list[TopicPartition] = []
         for tp, state in self.subs.states.items():
-            if not state.paused and state.fetch_position is not None:
+            if not state.paused and state.fetch_position is not None \
+                    and not self._is_stuck(tp, state):
                 (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
         if not wanted and not self.inflight and not self._resolving():
             self.progressed()    # nothing asked of the brokers: nobody is late
@@ -307,12 +356,14 @@ class Fetcher:
                 raise KafkaError(code, "Fetch")
             offsets = dict(parts)
             got: list[tuple[Fetched, int]] = []
+            owed = True    # no partition before in this answer had records (KIP-74)
             for t in body.responses:
                 name = t.topic if ids is None else self.cluster.topic_names.get(t.topic_id)
                 if name is None:          # an id we do not know (any more): re-learn
                     self.cluster.invalidate()
                     continue
                 for p in t.partitions:
+                    first, owed = owed and bool(p.records), owed and not p.records
                     tp = TopicPartition(name, p.partition_index)
                     if tp not in offsets:
                         continue
@@ -334,7 +385,10 @@ class Fetcher:
                         cm.consumer_topic(name)[1].value += len(data)
                     nxt = next_offset(data, offsets[tp])
                     if nxt <= offsets[tp]:
+                        if first:
+                            self._no_progress(tp, st, offsets[tp], data)
                         continue
+                    self.stuck.pop(tp, None)
                     got.append((Fetched(tp, offsets[tp], data, p.aborted_transactions,
                                         st.epoch), nxt))
             if self.cluster.debug.fetch:
