@@ -97,17 +97,14 @@ def run(args: argparse.Namespace) -> int:
     s = Settings.build(file=args.config, overrides=overrides)
     s.ready()
     if args.print_config:
-        shown = s.to_dict()
-        shown["client"] = {k: ("***" if "password" in k or "token" in k else v)
-                           for k, v in shown["client"].items()}
-        print(json.dumps(shown, indent=2, default=str))
+        print(json.dumps(s.shown(), indent=2, default=str))
         return 0
     from kcodec.runtime.child import setup_logging
     from kcodec.runtime.handler import handler_ref
     from kcodec.runtime.master import Master
 
     ref = handler_ref(args.handler)   # fails here, once, if it cannot be imported
-    setup_logging(s.log_level, "master")
+    setup_logging(s.log_level, "master", s.secrets())
     try:
         return Master(s, ref).run()
     except RuntimeError as exc:

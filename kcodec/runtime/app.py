@@ -36,7 +36,7 @@ def run(handler: str | Callable, *, config: str | None = None, **settings: Any) 
     s.ready()
     ref = handler_ref(handler)
     if not logging.getLogger().handlers:
-        setup_logging(s.log_level, "master")
+        setup_logging(s.log_level, "master", s.secrets())
     return Master(s, ref).run()
 
 

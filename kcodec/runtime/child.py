@@ -15,9 +15,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["main", "rss_bytes", "EXIT_HUNG", "EXIT_RECYCLED"]
+__all__ = ["main", "rss_bytes", "set_title", "EXIT_HUNG", "EXIT_RECYCLED"]
 
 EXIT_HUNG = 3
 EXIT_RECYCLED = 4
@@ -33,9 +34,48 @@ def rss_bytes(pid: int | None = None) -> int:
         return 0
 
 
-def setup_logging(level: str, who: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), stream=sys.stderr,
-                        format=f"%(asctime)s kcodec run [{who}] %(levelname)s %(message)s",
+def set_title(title: str, short: str) -> None:
+    """Name this process for ps/top: the whole ``title`` with setproctitle where it is
+    installed, else ``short`` (15 bytes: the kernel's limit) through prctl(PR_SET_NAME)."""
+    try:
+        import setproctitle  # type: ignore[import-not-found]
+
+        setproctitle.setproctitle(title)
+        return
+    except ImportError:
+        pass
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(15, ctypes.c_char_p(short.encode()[:15]), 0, 0, 0)   # PR_SET_NAME
+        except (OSError, AttributeError):
+            pass
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then blanks out ``secrets`` (and ``password=...`` style text)
+    wherever they appear: messages, arguments and tracebacks alike."""
+
+    def __init__(self, fmt: str, secrets: Iterable[str] = ()) -> None:
+        super().__init__(fmt)
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def format(self, record: logging.LogRecord) -> str:
+        from kcodec.observe.log import redact
+
+        text = super().format(record)
+        for s in self.secrets:
+            text = text.replace(s, "***")
+        return redact(text)
+
+
+def setup_logging(level: str, who: str, secrets: Iterable[str] = ()) -> None:
+    h = logging.StreamHandler(sys.stderr)
+    h.setFormatter(RedactingFormatter(f"%(asctime)s kcodec run [{who}] %(levelname)s %(message)s",
+                                      secrets))
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[h],
                         force=True)
 
 
@@ -46,7 +86,8 @@ def main(role: str, slot: int, settings: dict[str, Any], handler_ref: str, conn:
 
     s = Settings(**settings)
     who = f"{role} {slot}"
-    setup_logging(s.log_level, who)
+    set_title(f"kcodec run: {who} (group {s.group})", f"kcodec-{role}-{slot}")
+    setup_logging(s.log_level, who, s.secrets())
     stop = threading.Event()
     signals = [0]
 

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Settings", "STORAGES", "load_toml", "client_value"]
+__all__ = ["Settings", "STORAGES", "load_toml", "client_value", "redact_url", "is_secret"]
 
 STORAGES = ("direct", "file", "redis")
 DECODERS = ("raw", "utf8", "json")
@@ -29,6 +29,28 @@ RUNTIME_OWNED = ("group_id", "enable_auto_commit", "bootstrap_servers")
 RUNTIME_REFUSED = ("key_deserializer", "value_deserializer", "interceptors")
 # producer settings the client table may hold too: the dead-letter producer's
 PRODUCER_ONLY = ("partitioner",)
+# a client setting whose name holds one of these is a secret: never printed or logged
+SECRET_WORDS = ("password", "secret", "token", "credential")
+
+
+def is_secret(name: str) -> bool:
+    """Whether the setting called ``name`` holds a secret (``sasl_password``, ...)."""
+    low = name.lower()
+    return any(w in low for w in SECRET_WORDS)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (``redis://user:PASSWORD@host``, ``?password=``) as ``***``."""
+    from kcodec.observe.log import redact
+
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        netloc, slash, path = rest.partition("/")
+        userinfo, at, host = netloc.rpartition("@")
+        if at and ":" in userinfo:
+            netloc = f"{userinfo.partition(':')[0]}:***@{host}"
+        url = f"{scheme}{sep}{netloc}{slash}{path}"
+    return redact(url)
 
 
 @dataclass
@@ -189,8 +211,28 @@ class Settings:
         return {k: v for k, v in self.client_settings().items() if k in names}
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict."""
+        """The settings as a plain dict (secrets included: for the runtime's processes)."""
         return dataclasses.asdict(self)
+
+    def shown(self) -> dict[str, Any]:
+        """The settings as a plain dict with every secret replaced by ``***`` (for printing)."""
+        d = self.to_dict()
+        d["redis_url"] = redact_url(self.redis_url)
+        d["client"] = {k: ("***" if is_secret(k) and v is not None else v)
+                       for k, v in d["client"].items()}
+        return d
+
+    def secrets(self) -> list[str]:
+        """Every secret's text, for the log formatter to blank out wherever it appears."""
+        out = [str(v) for k, v in self.client.items() if is_secret(k) and isinstance(v, str) and v]
+        scheme, sep, rest = self.redis_url.partition("://")
+        userinfo, at, _host = rest.partition("/")[0].rpartition("@")
+        if at and ":" in userinfo and userinfo.partition(":")[2]:
+            from urllib.parse import unquote
+
+            pw = userinfo.partition(":")[2]
+            out += [pw, unquote(pw)]
+        return sorted(set(out), key=len, reverse=True)
 
     # ------------------------------------------------------------------ sources
     @classmethod

@@ -29,11 +29,13 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from kcodec.runtime import control
-from kcodec.runtime.child import EXIT_HUNG, EXIT_RECYCLED, rss_bytes
+from kcodec.runtime.child import EXIT_HUNG, EXIT_RECYCLED, rss_bytes, set_title
 
 __all__ = ["Master"]
 
 log = logging.getLogger("kcodec.runtime")
+# how often the children's RSS is read against --max-rss-mb (a /proc read each)
+RSS_CHECK_S = 0.1
 
 
 class _Slot:
@@ -88,6 +90,7 @@ class Master:
             os.close(lock_fd)
             raise
         seal_stale(os.path.join(s.state_dir, "store"))
+        set_title(f"kcodec run: master (group {s.group})", "kcodec-master")
         self._server = control.listen(s.socket_path)
         exporter = None
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -200,11 +203,11 @@ class Master:
                     if sl.proc is None and now >= sl.due:
                         self._start(sl)
                 if self.s.max_rss_mb and now >= next_rss:
-                    next_rss = now + 1.0
+                    next_rss = now + RSS_CHECK_S
                     self._check_rss()
             waitables: list[Any] = [self._wake_r, self._server]
             waitables += [sl.proc.sentinel for sl in self.slots if sl.alive]
-            ready = wait(waitables, timeout=0.5)
+            ready = wait(waitables, timeout=RSS_CHECK_S if self.s.max_rss_mb else 0.5)
             if self._wake_r in ready:
                 try:
                     self._wake_r.recv(512)

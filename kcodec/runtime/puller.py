@@ -210,36 +210,68 @@ class Puller:
         s = self.s
         linger = s.linger_ms / 1000
         left = linger - (time.monotonic() - self.buf_since) if self.buf else 0.2
-        self._poll(max(left, 0.0), s.batch_size - len(self.buf))
+        room = self._room()
+        now = time.monotonic()
+        if room - len(self.buf) > 0 and len(self.buf) < s.batch_size:
+            self._poll(max(left, 0.0), min(s.batch_size - len(self.buf), room - len(self.buf)))
+            self._polled_at = now
+        elif now - self._polled_at > 10.0:
+            # full: records wait in this process, not the store; a poll now and then keeps
+            # the member inside max_poll_interval_ms (paused: nothing new is fetched)
+            self._poll(0.0, 1)
+            self._polled_at = now
+        else:
+            self.stop.wait(0.02)
         if len(self.buf) >= s.batch_size or (self.buf and time.monotonic() - self.buf_since >= linger):
-            self._flush()
+            self._flush(room)
         if self.store.needs_sync() and getattr(self.store, "sync_due", lambda: True)():
             self._sync()
         self._commit()
-        self._backpressure()
 
-    _next_check = 0.0
+    _polled_at = 0.0
+    # the store's backlog as last read, and what this puller appended since
+    _waiting_read = 0
+    _appended_since = 0
+    _read_at = 0.0
 
-    def _backpressure(self) -> None:
+    def _room(self) -> int:
+        """How many more records may be pulled before the store holds ``--max-pending``
+        (pulled-but-not-appended ones count too). Checked before every fetch, so the bound
+        holds per fetch: the store's count is read again once a second, and before every
+        fetch while the estimate is past a share of the limit (other pullers append too;
+        together they overshoot by at most a batch each). Pauses the partitions at the
+        limit, resumes them below it."""
+        s = self.s
+        limit = s.max_pending
         now = time.monotonic()
-        if now < self._next_check:
-            return
-        self._next_check = now + 1.0
-        b = self.store.backlog()
-        waiting = b["pending"] + b["delayed"]
-        if waiting > self.s.max_pending and not self.paused:
+        est = self._waiting_read + self._appended_since
+        if now - self._read_at >= 1.0 or est + len(self.buf) >= limit // (2 * s.pullers):
+            b = self.store.backlog()
+            self._waiting_read = b["pending"] + b["delayed"]
+            self._appended_since = 0
+            self._read_at = now
+            est = self._waiting_read
+        room = limit - est
+        full = room - len(self.buf) <= 0
+        if full and not self.paused:
             log.info("%d messages wait in the store (--max-pending %d): pausing fetches",
-                     waiting, self.s.max_pending)
-        self._pause(waiting > self.s.max_pending)
+                     est, limit)
+        self._pause(full)
+        return room
 
-    def _flush(self) -> None:
-        """Append what was pulled to the store; commit once it is durable."""
+    def _flush(self, room: int | None = None) -> None:
+        """Append what was pulled (at most ``room`` records: the rest wait for room) to the
+        store; commit once it is durable."""
         with self.lock:
-            batch = list(self.buf)
-            self.buf.clear()
+            if room is None or room >= len(self.buf):
+                batch = list(self.buf)
+                self.buf.clear()
+            else:
+                batch = [self.buf.popleft() for _ in range(max(room, 0))]
         if not batch:
             return
         self.store.append(batch)
+        self._appended_since += len(batch)
         offs = {TopicPartition(m.topic, m.partition): m.offset + 1 for m in batch}
         with self.lock:
             if self.store.needs_sync():     # --fsync interval: durable after the next sync

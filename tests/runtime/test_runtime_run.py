@@ -79,6 +79,10 @@ def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, req
     assert roles == (["puller"] * 2 if storage == "direct" else ["puller"] * 2 + ["sinker"] * 2)
     assert all(p["pid"] and p["rss"] > 0 and p["restarts"] == 0 for p in st["processes"])
     assert sum(p["done"] for p in st["processes"]) >= 300
+    # each process is named for its role in ps/top, not multiprocessing's spawn
+    for p in st["processes"]:
+        with open(f"/proc/{p['pid']}/comm") as f:
+            assert f.read().strip() == f"kcodec-{p['role']}-{p['slot']}"
 
     def caught_up() -> bool:
         rows = r.ctl("offsets")
@@ -254,6 +258,10 @@ def test_memory_limit_restarts_after_the_batch(kbroker, run_factory) -> None:
                          if p["role"] == "sinker"), 30, "a sinker restarted", r.stderr)
     assert "over --max-rss-mb 120" in r.stderr()
     assert "after passing the memory limit" in r.stderr()
+    # looked at often enough to act near the limit: a batch adds 20 MB in 0.3 s
+    import re
+    seen = [int(x) for x in re.findall(r"uses (\d+) MB, over --max-rss-mb", r.stderr())]
+    assert seen and max(seen) <= 120 + 25, seen
     # after the batch, not in it: a sinker stopped mid-batch would leave its lease to
     # expire and the batch to be handed out again
     assert max(r.handled().values()) == 1, r.stderr()

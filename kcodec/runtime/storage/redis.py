@@ -113,7 +113,9 @@ class RedisStore:
         redis = _import_redis()
         self._errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
                         redis.exceptions.BusyLoadingError)
-        self.url = url
+        from kcodec.runtime.config import redact_url
+
+        self.url = redact_url(url)       # for messages: never the password
         self.r = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
         self.prefix = prefix
         self.owner = f"{owner}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,82 @@
+"""The store modes' bounds, against a scripted consumer (no broker): ``--max-pending`` holds
+per fetch, not per second."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+from kcodec.client import TopicPartition
+from kcodec.runtime.config import Settings
+from kcodec.runtime.puller import Puller
+from kcodec.runtime.storage.file import FileStore
+
+
+class ScriptedConsumer:
+    """Always has records: ``poll`` hands out up to ``max_records`` of each unpaused
+    partition's next offsets; commits complete at once."""
+
+    def __init__(self, partitions: int = 2) -> None:
+        self.tps = [TopicPartition("t", p) for p in range(partitions)]
+        self.next = {tp: 0 for tp in self.tps}
+        self.paused: set[TopicPartition] = set()
+        self.commits: list[dict] = []
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.tps)
+
+    def pause(self, *tps: TopicPartition) -> None:
+        self.paused.update(tps)
+
+    def resume(self, *tps: TopicPartition) -> None:
+        self.paused.difference_update(tps)
+
+    def poll(self, timeout: float, max_records: int = 500) -> dict:
+        out: dict = {}
+        left = max_records
+        for tp in self.tps:
+            # a consumer hands out what it had buffered even for a paused partition
+            k = min(left, 50 if tp not in self.paused else 2)
+            if k <= 0:
+                break
+            start = self.next[tp]
+            out[tp] = [SimpleNamespace(offset=o, timestamp=0, timestamp_type=0, key=None,
+                                       value=b"v", headers=()) for o in range(start, start + k)]
+            self.next[tp] += k
+            left -= k
+        return out
+
+    def commit_async(self, offsets: dict, callback: Any = None) -> Any:
+        self.commits.append(dict(offsets))
+        if callback is not None:
+            callback(None)
+        return SimpleNamespace(done=lambda: True)
+
+    def commit(self, offsets: dict) -> None:
+        self.commits.append(dict(offsets))
+
+
+def test_max_pending_holds_per_fetch(tmp_path) -> None:
+    s = Settings(topics=["t"], group="g", state_dir=str(tmp_path), batch_size=100,
+                 linger_ms=0, max_pending=1000, fsync="never")
+    store = FileStore(str(tmp_path / "store"), "p0", fsync="never")
+    p = Puller(s, 0, store, threading.Event())
+    p.consumer = c = ScriptedConsumer()     # type: ignore[assignment]
+    for _ in range(60):                     # well within a second: no sinker drains it
+        p._store_round()
+        waiting = store.backlog()["pending"]
+        assert waiting <= s.max_pending
+    assert waiting == s.max_pending and c.paused == set(c.tps)
+    # committed offsets never pass what the store holds
+    assert sum(c.commits[-1].values()) == waiting
+    # room again once a sinker takes some: fetching resumes, up to the bound again
+    got = store.claim(300)
+    assert got is not None
+    store.ack(got, got.refs)
+    p._read_at = 0.0                         # (the once-a-second re-read, now)
+    for _ in range(50):
+        p._store_round()
+        assert store.backlog()["pending"] <= s.max_pending
+    assert store.backlog()["pending"] == s.max_pending
+    store.close()
