@@ -90,6 +90,16 @@ def add_broker_security(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("security (TLS and SASL listeners)")
     g.add_argument("--ssl-certfile", metavar="PEM", help="serve TLS with this certificate chain")
     g.add_argument("--ssl-keyfile", metavar="PEM", help="its private key ($KCODEC_SSL_PASSWORD)")
+    g.add_argument("--ssl-client-auth", choices=("none", "requested", "required"),
+                   default="none",
+                   help="ask TLS clients for a certificate (Kafka's ssl.client.auth; default "
+                        "none); its subject becomes the principal")
+    g.add_argument("--ssl-cafile", metavar="PEM",
+                   help="CA certificates client certificates are checked against")
+    g.add_argument("--ssl-principal-mapping-rules", metavar="RULES", default="DEFAULT",
+                   help="how a client certificate's RFC 2253 name becomes the principal "
+                        "(Kafka's ssl.principal.mapping.rules, e.g. "
+                        "'RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L,DEFAULT')")
     g.add_argument("--sasl-users", metavar="FILE",
                    help="require SASL: 'user:password' lines; PLAIN and SCRAM-SHA-256/512 "
                         "(salted credentials made at start; the passwords are not kept)")
@@ -120,7 +130,9 @@ def listener_securities(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"listener {name} is {proto}: give --sasl-users")
         out[name] = ListenerSecurity(ssl_context=ctx if "SSL" in proto else None,
                                      sasl=sasl if proto.startswith("SASL") else {},
-                                     connections_max_reauth_ms=reauth)
+                                     connections_max_reauth_ms=reauth,
+                                     ssl_principal_mapping_rules=both.ssl_principal_mapping_rules
+                                     if both is not None else "DEFAULT")
     return out
 
 
@@ -139,7 +151,9 @@ def broker_security(args: argparse.Namespace) -> Any:
     ctx = None
     if args.ssl_certfile:
         ctx = server_context(args.ssl_certfile, args.ssl_keyfile,
-                             os.environ.get("KCODEC_SSL_PASSWORD"))
+                             os.environ.get("KCODEC_SSL_PASSWORD"),
+                             cafile=getattr(args, "ssl_cafile", None),
+                             client_auth=getattr(args, "ssl_client_auth", "none"))
     elif args.ssl_keyfile:
         raise ValueError("--ssl-keyfile needs --ssl-certfile")
     sasl: dict[str, Any] = {}
@@ -177,4 +191,6 @@ def broker_security(args: argparse.Namespace) -> Any:
     if ctx is None and not sasl:
         return None
     return ListenerSecurity(ssl_context=ctx, sasl=sasl,
-                            connections_max_reauth_ms=args.connections_max_reauth_ms)
+                            connections_max_reauth_ms=args.connections_max_reauth_ms,
+                            ssl_principal_mapping_rules=getattr(
+                                args, "ssl_principal_mapping_rules", "DEFAULT"))

@@ -171,9 +171,16 @@ class Processor:
                                last_active=time.monotonic(), host=str(addr[0]))
         ssl_object = writer.get_extra_info("ssl_object")
         if ssl_object is not None:                # TLS: the certificate's subject, if any
+            from kcodec.broker.security.principal import NoMatchingRule
             from kcodec.broker.security.tls import peer_principal
 
-            conn.principal = "User:" + peer_principal(ssl_object)
+            try:
+                conn.principal = "User:" + peer_principal(ssl_object, sec.principal_mapper)
+            except NoMatchingRule as exc:      # Kafka refuses such a client: so do we
+                security_log.warning("kcodec broker: refused TLS client %s on %s: %s", peer,
+                                     self.listener, exc)
+                writer.transport.abort()
+                return
         gate = sec.gate() if sec is not None else None
         if gate is not None:      # SASL: only ApiVersions and the SASL APIs until authenticated
             conn.authenticated = False

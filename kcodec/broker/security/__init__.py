@@ -11,6 +11,7 @@ from kcodec.broker.security.authenticator import (
     SaslAuthenticator,
 )
 from kcodec.broker.security.listener import ListenerSecurity, SaslGate
+from kcodec.broker.security.principal import PrincipalMapper
 from kcodec.broker.security.sasl import (
     OAuthBearerServer,
     PlainServer,
@@ -29,4 +30,4 @@ from kcodec.broker.security.tls import peer_principal, server_context
 __all__ = ["ListenerSecurity", "SaslGate", "SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS", "ServerMechanism",
            "PlainServer", "ScramServer", "ScramCredential", "make_scram_credential",
            "OAuthBearerServer", "TokenInfo", "SaslAuthenticationFailed", "server_context",
-           "peer_principal", "fake_scram_credential", "scram_salt", "broker_secret"]
+           "peer_principal", "PrincipalMapper", "fake_scram_credential", "scram_salt", "broker_secret"]

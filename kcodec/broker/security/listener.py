@@ -3,7 +3,8 @@ the network layer runs before dispatching a request.
 
     ListenerSecurity(ssl_context=server_context("cert.pem", "key.pem"),
                      sasl={"PLAIN": lambda: PlainServer(users)},
-                     connections_max_reauth_ms=0)
+                     connections_max_reauth_ms=0,
+                     ssl_principal_mapping_rules="RULE:^CN=([^,]*),.*$/$1/,DEFAULT")
 
 ``SaslGate.on_request(api_key, version, frame)`` returns ``(answer_bytes, close)``: the
 encoded SaslHandshake/SaslAuthenticate response to send (and whether to close after it),
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kcodec.broker.security.authenticator import SASL_APIS, SaslAuthenticator
+from kcodec.broker.security.principal import DEFAULT_RULES, PrincipalMapper
 from kcodec.broker.security.sasl import ServerMechanism
 from kcodec.errors import KcodecError
 from kcodec.protocol import RESPONSES, decode_request, encode_response
@@ -30,6 +32,13 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     sasl: dict[str, Callable[[], ServerMechanism]] = field(default_factory=dict)
     connections_max_reauth_ms: int = 0
+    #: Kafka's ssl.principal.mapping.rules: how a client certificate's name becomes the
+    #: principal (parsed here, so a bad rule fails when the listener is made)
+    ssl_principal_mapping_rules: str = DEFAULT_RULES
+    principal_mapper: PrincipalMapper = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.principal_mapper = PrincipalMapper(self.ssl_principal_mapping_rules)
 
     @property
     def protocol(self) -> str:

@@ -3,13 +3,16 @@
 ``server_context(certfile, keyfile)`` serves TLS 1.2+; ``client_auth`` is Java's
 ``ssl.client.auth``: ``"none"``, ``"requested"`` or ``"required"`` (mutual TLS, the client's
 certificate checked against ``cafile``). ``peer_principal`` gives a verified client
-certificate's subject as Kafka writes it (``CN=...,O=...``) for ACLs and logs.
+certificate's subject as Kafka writes it (RFC 2253: ``CN=...,O=...``, escaped), mapped by
+``ssl.principal.mapping.rules`` (:mod:`kcodec.broker.security.principal`).
 """
 
 from __future__ import annotations
 
 import ssl
 from typing import Any
+
+from kcodec.broker.security.principal import PrincipalMapper, distinguished_name
 
 __all__ = ["server_context", "peer_principal", "CLIENT_AUTH"]
 
@@ -44,16 +47,18 @@ def server_context(certfile: str, keyfile: str | None = None, password: str | No
     return ctx
 
 
-def peer_principal(ssl_object: Any) -> str:
-    """``CN=...,OU=...`` of the verified peer certificate, or ``ANONYMOUS``."""
+def peer_principal(ssl_object: Any, mapper: PrincipalMapper | None = None) -> str:
+    """The principal name of the verified peer certificate, or ``ANONYMOUS``: its subject as
+    RFC 2253 writes it (``CN=...,O=...``, special characters escaped), through ``mapper``
+    (``ssl.principal.mapping.rules``; default: unchanged). Raises :class:`NoMatchingRule`
+    when no rule applies."""
     cert = ssl_object.getpeercert() if ssl_object is not None else None
     if not cert:
         return "ANONYMOUS"
-    parts = []
-    for rdn in reversed(cert.get("subject", ())):
-        for key, value in rdn:
-            short = {"commonName": "CN", "organizationName": "O",
-                     "organizationalUnitName": "OU", "countryName": "C",
-                     "localityName": "L", "stateOrProvinceName": "ST"}.get(key, key)
-            parts.append(f"{short}={value}")
-    return ",".join(parts) or "ANONYMOUS"
+    name = distinguished_name(cert)
+    if not name:
+        return "ANONYMOUS"
+    return (mapper or _DEFAULT).name(name)
+
+
+_DEFAULT = PrincipalMapper()
