@@ -417,6 +417,19 @@ def literal_examples(app: Sphinx, what: str, name: str, obj: Any, options: Any,
     lines[:] = out
 
 
+class KafkaConfigs(ConfigTable):
+    """A table of configs by Kafka's names from a ``doc_rows()`` function (its path)."""
+
+    required_arguments = 1
+    option_spec: dict[str, Any] = {}
+
+    def run(self) -> list[nodes.Node]:
+        rows = _resolve(self.arguments[0])()
+        header = ["config", "type", "default", "Kafka's default, if not this, and why",
+                  "update", "meaning"]
+        return self._parse(_list_table(header, rows, ""))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("autodoc-process-docstring", literal_examples, priority=400)
     app.add_directive("config-table", ConfigTable)
@@ -424,6 +437,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("error-tree", ErrorTree)
     app.add_directive("protocol-messages", ProtocolMessages)
     app.add_directive("layers-diagram", LayersDiagram)
+    app.add_directive("kafka-configs", KafkaConfigs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

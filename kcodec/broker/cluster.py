@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from kcodec.broker.authorizer import AclStore, Authorizer
 from kcodec.broker.coordinator.classic_group import GroupCoordinator, coordinator_index
@@ -85,7 +85,8 @@ class Cluster:
         num_partitions: partitions of an auto-created topic.
         auto_create_topics: create a topic when a client first names it.
         initial_rebalance_delay_ms: classic groups wait this long for more members before
-            the first rebalance (Kafka's ``group.initial.rebalance.delay.ms``).
+            the first rebalance (Kafka's ``group.initial.rebalance.delay.ms``, 3000 as
+            Kafka's; tests that form groups often pass 0).
         processors: network threads per node.
         handlers: request handler threads per node.
         max_request_bytes: the largest request frame (``socket.request.max.bytes``); a larger
@@ -127,15 +128,27 @@ class Cluster:
             (``{"group.share.record.lock.duration.ms": 15000}``).
         client_metrics: KIP-714 client metrics subscriptions, each
             ``"NAME:metrics=PREFIX,...;interval.ms=N;match=client_id=REGEX"``.
+        config: broker configs by Kafka's names (``{"group.initial.rebalance.delay.ms":
+            0}``), values typed or as text, checked as Kafka checks them
+            (``kcodec.broker.config.broker`` lists them); a config and its keyword above
+            are one setting, give one of them.
+
+    ``Cluster.base_config`` holds configs under every cluster this process makes (below
+    ``config`` and the keywords): a test suite's conftest may set
+    ``Cluster.base_config["group.initial.rebalance.delay.ms"] = 0`` once, as Kafka's own
+    integration tests do, so that classic groups form without the 3 s wait.
     """
+
+    #: broker configs every Cluster of this process starts from (see the class docs)
+    base_config: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, nodes: int = 1, *, data_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", ports: list[int] | None = None,
                  num_partitions: int = 1, auto_create_topics: bool = True,
-                 initial_rebalance_delay_ms: int = 0, processors: int = 2, handlers: int = 4,
+                 initial_rebalance_delay_ms: int = 3000, processors: int = 2, handlers: int = 4,
                  max_request_bytes: int = 100 * 1024 * 1024,
                  queued_max_bytes: int = 100 * 1024 * 1024, idle_timeout_s: float = 600.0,
-                 retention_check_s: float = 30.0, cluster_id: str | None = None,
+                 retention_check_s: float = 300.0, cluster_id: str | None = None,
                  security: Any = None, listeners: str | list[Listener] | None = None,
                  listener_security_protocol_map: str | dict[str, str] | None = None,
                  advertised_listeners: str | None = None,
@@ -151,7 +164,31 @@ class Cluster:
                  transaction_version: int = 2,
                  transaction_two_phase_commit_enable: bool = False,
                  share_group_configs: dict[str, Any] | None = None,
-                 client_metrics: Any = None) -> None:
+                 client_metrics: Any = None,
+                 config: dict[str, Any] | None = None) -> None:
+        from kcodec.broker.config import settings_from
+
+        kw = settings_from(Cluster.base_config, config, locals(), _KEYWORD_DEFAULTS)
+        num_partitions, auto_create_topics = kw["num_partitions"], kw["auto_create_topics"]
+        initial_rebalance_delay_ms = kw["initial_rebalance_delay_ms"]
+        processors, handlers = kw["processors"], kw["handlers"]
+        max_request_bytes, queued_max_bytes = kw["max_request_bytes"], kw["queued_max_bytes"]
+        idle_timeout_s, retention_check_s = kw["idle_timeout_s"], kw["retention_check_s"]
+        listeners, advertised_listeners = kw["listeners"], kw["advertised_listeners"]
+        listener_security_protocol_map = kw["listener_security_protocol_map"]
+        group_consumer_migration_policy = kw["group_consumer_migration_policy"]
+        max_unauthenticated_request_bytes = kw["max_unauthenticated_request_bytes"]
+        failed_authentication_delay_ms = kw["failed_authentication_delay_ms"]
+        max_connections, max_connections_per_ip = kw["max_connections"], kw["max_connections_per_ip"]
+        max_connections_per_ip_overrides = kw["max_connections_per_ip_overrides"]
+        authorizer, super_users = kw["authorizer"], kw["super_users"]
+        allow_everyone_if_no_acl_found = kw["allow_everyone_if_no_acl_found"]
+        transaction_two_phase_commit_enable = kw["transaction_two_phase_commit_enable"]
+        share_group_configs = kw["share_group_configs"]
+        #: the broker configs by Kafka's names, typed (every one kcodec honours)
+        self.config: dict[str, Any] = kw["config"]
+        #: the names given (config= or a keyword) rather than left at their defaults
+        self.config_given: set[str] = kw["given"]
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         if ports is not None and len(ports) != nodes:
@@ -238,9 +275,15 @@ class Cluster:
         except BaseException:
             self.timer.stop()
             raise
+        cfg = self.config
         self.groups = GroupCoordinator(self.timer, self.data_dir,
-                                       initial_rebalance_delay_ms=self._initial_delay)
-        self.consumer_groups = ConsumerGroupCoordinator(self.timer, self.state)   # KIP-848
+                                       initial_rebalance_delay_ms=self._initial_delay,
+                                       min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
+                                       max_session_timeout_ms=cfg["group.max.session.timeout.ms"])
+        self.consumer_groups = ConsumerGroupCoordinator(   # KIP-848
+            self.timer, self.state,
+            session_timeout_ms=cfg["group.consumer.session.timeout.ms"],
+            heartbeat_interval_ms=cfg["group.consumer.heartbeat.interval.ms"])
         self.consumer_groups.classic = self.groups
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
         self.share = SharePartitionManager(self.state, self.txns, self.data_dir, self.timer,
@@ -421,6 +464,16 @@ class Cluster:
         key = None if api is None else api_key_of(api)
         with self._rec_lock:
             return [r for r in self.requests if key is None or r.api_key == key]
+
+
+def _keyword_defaults() -> dict[str, Any]:
+    import inspect
+
+    return {n: p.default for n, p in inspect.signature(Cluster.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+_KEYWORD_DEFAULTS = _keyword_defaults()
 
 
 def _authorizer(value: Any, super_users: Any, allow_everyone: bool) -> Authorizer | None:

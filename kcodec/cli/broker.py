@@ -8,6 +8,7 @@
     kcodec broker --data-dir ./kdata --sasl-users users.txt --listeners SASL_PLAINTEXT://:9092 \
         --authorizer --super-users 'User:admin'        # ACLs, kept in the data dir
     kcodec broker --max-connections 1000 --max-connections-per-ip 50
+    kcodec broker --config group.initial.rebalance.delay.ms=0 --config num.partitions=4
 
 Prints the bootstrap address (``--json``: one JSON line) once it is serving; Ctrl-C or
 SIGTERM stops it cleanly (logs flushed, marked clean). A development broker, not a
@@ -66,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "group.share.session.timeout.ms, "
                              "group.share.heartbeat.interval.ms, "
                              "group.share.partition.max.record.locks")
+    parser.add_argument("--config", action="append", metavar="NAME=VALUE", default=[],
+                        help="a broker config by Kafka's name (repeatable; Kafka's "
+                             "--override), e.g. group.initial.rebalance.delay.ms=0; the "
+                             "names and Kafka's defaults are in the config reference")
     g = parser.add_argument_group("authorization and limits")
     g.add_argument("--authorizer", action="store_true",
                    help="check every request against ACLs (Kafka's model; managed with any "
@@ -136,7 +141,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--share-config {item!r}: give NAME=INTEGER, e.g. "
                              "group.share.record.lock.duration.ms=15000")
         share[name.strip()] = value.strip()
-    common = dict(data_dir=args.data_dir, processors=args.processors, handlers=args.handlers,
+    config: dict[str, str] = {}
+    for item in args.config:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--config {item!r}: give NAME=VALUE, e.g. "
+                             "group.initial.rebalance.delay.ms=0")
+        config[name.strip()] = value
+    common = dict(data_dir=args.data_dir, config=config, processors=args.processors, handlers=args.handlers,
                   share_group_configs=share,
                   num_partitions=args.partitions, auto_create_topics=not args.no_auto_create,
                   group_consumer_migration_policy=args.group_consumer_migration_policy,

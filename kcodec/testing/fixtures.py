@@ -9,7 +9,9 @@
     def test_failover(kafka_cluster):           # three nodes
         kafka_cluster.stop_node(1) ...
 
-Each test gets its own broker; it is stopped after the test.
+Each test gets its own broker; it is stopped after the test. The fixtures' brokers form
+classic groups at once (``group.initial.rebalance.delay.ms=0``, as Kafka's own test
+clusters); otherwise they have the broker's defaults (Kafka's).
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ import pytest
 
 from kcodec.broker.cluster import Cluster
 
-__all__ = ["kafka_broker", "kafka_cluster"]
+__all__ = ["kafka_broker", "kafka_cluster", "TEST_CONFIG"]
+
+#: the broker configs of the fixtures' brokers (Kafka's defaults otherwise)
+TEST_CONFIG = {"group.initial.rebalance.delay.ms": 0}
 
 
 @pytest.fixture
 def kafka_broker() -> Iterator[Cluster]:
-    with Cluster(1) as c:
+    with Cluster(1, config=TEST_CONFIG) as c:
         yield c
 
 
 @pytest.fixture
 def kafka_cluster() -> Iterator[Cluster]:
-    with Cluster(3) as c:
+    with Cluster(3, config=TEST_CONFIG) as c:
         yield c

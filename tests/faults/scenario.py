@@ -44,7 +44,8 @@ class Run:
     def start_broker(self) -> None:
         self.broker = self.net.spawn(self.net.broker_ns, [
             sys.executable, "-m", "kcodec", "broker", "--host", BROKER_IP, "--port", "9092",
-            "--data-dir", str(self.tmp / "data"), "--partitions", str(PARTITIONS), "--json"],
+            "--data-dir", str(self.tmp / "data"), "--partitions", str(PARTITIONS), "--json",
+            "--config", "group.initial.rebalance.delay.ms=0"],     # groups form at once
             stdout=subprocess.PIPE, stderr=open(self.tmp / "broker.err", "ab"), text=True)
         assert self.broker.stdout is not None
         line = self.broker.stdout.readline()

@@ -88,7 +88,8 @@ class Broker:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kcodec", "broker", "--port", str(self.port), "--data-dir",
-             self.dir, "--partitions", str(self.partitions)],
+             self.dir, "--partitions", str(self.partitions),
+             "--config", "group.initial.rebalance.delay.ms=0"],   # groups form at once
             env=env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().decode().strip()

@@ -89,8 +89,12 @@ class Group:
 
 class GroupCoordinator:
     def __init__(self, timer: Any, data_dir: str | None = None, *,
-                 initial_rebalance_delay_ms: int = 0) -> None:
+                 initial_rebalance_delay_ms: int = 0, min_session_timeout_ms: int = 6000,
+                 max_session_timeout_ms: int = 1800000) -> None:
         self.timer = timer
+        #: group.min/max.session.timeout.ms: JoinGroup refuses session timeouts outside
+        self.min_session_timeout_ms = min_session_timeout_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
         self.lock = threading.RLock()
         self.groups: dict[str, Group] = {}
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms

@@ -1,0 +1,252 @@
+"""The broker configs kcodec's broker honours: Kafka 4.x's names, types and defaults.
+
+Given as ``Cluster(config={"group.initial.rebalance.delay.ms": 0})`` or
+``kcodec broker --config group.initial.rebalance.delay.ms=0`` (Kafka's ``--override``).
+Each entry says which ``Cluster`` keyword it sets (the keyword and the config are two
+spellings of one setting; giving both is an error) and Kafka's dynamic update mode
+(``read-only``: fixed at start; ``per-broker`` / ``cluster-wide``: changed at run time by
+AlterConfigs on a BROKER resource).
+
+Where kcodec's default differs from Kafka's, ``KCODEC_DEFAULTS`` holds it and ``REASONS``
+says why (the config reference prints both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kcodec.broker.config.types import (
+    INT_MAX,
+    ConfigDef,
+    ConfigError,
+    at_least,
+    between,
+    one_of,
+)
+
+__all__ = ["BROKER_CONFIGS", "BrokerSetting", "KCODEC_DEFAULTS", "REASONS", "resolve"]
+
+RO, PER_BROKER, CLUSTER = "read-only", "per-broker", "cluster-wide"
+
+
+@dataclass(frozen=True)
+class BrokerSetting:
+    """A broker config, the ``Cluster`` keyword it sets (None: read from ``Cluster.config``
+    by its owner) and how the keyword's value follows from the config's."""
+
+    definition: ConfigDef
+    keyword: str | None
+    mode: str = RO
+    to_keyword: Callable[[Any], Any] | None = None
+    from_keyword: Callable[[Any], Any] | None = None
+
+    def keyword_value(self, value: Any) -> Any:
+        """The ``Cluster`` keyword's value for the config's typed ``value``."""
+        return value if self.to_keyword is None else self.to_keyword(value)
+
+    def config_value(self, keyword_value: Any) -> Any:
+        """The config's typed value for a ``Cluster`` keyword's value."""
+        return keyword_value if self.from_keyword is None else self.from_keyword(keyword_value)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+def _ms_to_s(v: int) -> float:
+    return v / 1000
+
+
+def _s_to_ms(v: float) -> int:
+    return int(round(v * 1000))
+
+
+def _limit(v: int | None) -> int:
+    return INT_MAX if v is None else v
+
+
+def _overrides(v: Any) -> str:
+    return "" if not v else ",".join(f"{k}:{n}" for k, n in dict(v).items())
+
+
+def _unlimited(v: int) -> int | None:
+    return None if v == INT_MAX else v
+
+
+def _users(v: str) -> list[str]:
+    return [u.strip() for u in v.split(";") if u.strip()]
+
+
+_AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "kafka.security.authorizer.AclAuthorizer")
+
+
+def _authorizer(v: str) -> bool:
+    if v and v not in _AUTHORIZERS:
+        raise ConfigError(f"Invalid value {v} for configuration authorizer.class.name: kcodec's "
+                          f"broker has Kafka's StandardAuthorizer only ({_AUTHORIZERS[0]})")
+    return bool(v)
+
+
+def _d(name: str, type_: str, default: Any, doc: str, validator: Any = None) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, validator)
+
+
+_S = BrokerSetting
+_SETTINGS: list[BrokerSetting] = [
+    # ---------------------------------------------------------------- topics and logs
+    _S(_d("num.partitions", "INT", 1, "partitions of an auto-created topic", at_least(1)),
+       "num_partitions", RO),
+    _S(_d("auto.create.topics.enable", "BOOLEAN", True,
+          "create a topic when a client first names it"), "auto_create_topics", RO),
+    _S(_d("log.retention.check.interval.ms", "LONG", 300000,
+          "how often retention runs over the logs", at_least(1)),
+       "retention_check_s", RO, _ms_to_s, _s_to_ms),
+    # ---------------------------------------------------------------- groups
+    _S(_d("group.initial.rebalance.delay.ms", "INT", 3000,
+          "a new classic group waits this long for more members before its first rebalance",
+          at_least(0)), "initial_rebalance_delay_ms", RO),
+    _S(_d("group.min.session.timeout.ms", "INT", 6000,
+          "the smallest session timeout a classic group member may ask for"), None, RO),
+    _S(_d("group.max.session.timeout.ms", "INT", 1800000,
+          "the largest session timeout a classic group member may ask for"), None, RO),
+    _S(_d("group.consumer.session.timeout.ms", "INT", 45000,
+          "consumer protocol groups: a member's session timeout", at_least(1)), None, RO),
+    _S(_d("group.consumer.min.session.timeout.ms", "INT", 45000,
+          "consumer protocol groups: the smallest group session timeout", at_least(1)),
+       None, RO),
+    _S(_d("group.consumer.max.session.timeout.ms", "INT", 60000,
+          "consumer protocol groups: the largest group session timeout", at_least(1)),
+       None, RO),
+    _S(_d("group.consumer.heartbeat.interval.ms", "INT", 5000,
+          "consumer protocol groups: a member's heartbeat interval", at_least(1)), None, RO),
+    _S(_d("group.consumer.min.heartbeat.interval.ms", "INT", 5000,
+          "consumer protocol groups: the smallest group heartbeat interval", at_least(1)),
+       None, RO),
+    _S(_d("group.consumer.max.heartbeat.interval.ms", "INT", 15000,
+          "consumer protocol groups: the largest group heartbeat interval", at_least(1)),
+       None, RO),
+    _S(_d("group.consumer.migration.policy", "STRING", "bidirectional",
+          "classic <-> consumer protocol group conversion",
+          one_of("disabled", "downgrade", "upgrade", "bidirectional", case_sensitive=False)),
+       "group_consumer_migration_policy", RO, str.lower),
+    # group.share.* are listed from kcodec.broker.share.configs below
+    # ---------------------------------------------------------------- network
+    _S(_d("num.network.threads", "INT", 3, "network threads per node", at_least(1)),
+       "processors", CLUSTER),
+    _S(_d("num.io.threads", "INT", 8, "request handler threads per node", at_least(1)),
+       "handlers", CLUSTER),
+    _S(_d("socket.request.max.bytes", "INT", 104857600,
+          "the largest request frame; a larger one closes the connection", at_least(1)),
+       "max_request_bytes", RO),
+    _S(_d("queued.max.request.bytes", "LONG", -1,
+          "bytes of requests read and not yet answered per node (-1: no limit)"),
+       "queued_max_bytes", RO, lambda v: 1 << 62 if v < 0 else v),
+    _S(_d("connections.max.idle.ms", "LONG", 600000, "idle connections are closed after this"),
+       "idle_timeout_s", RO, _ms_to_s, _s_to_ms),
+    _S(_d("max.connections", "INT", INT_MAX, "connections per node over all listeners",
+          at_least(0)), "max_connections", PER_BROKER, _unlimited, _limit),
+    _S(_d("max.connections.per.ip", "INT", INT_MAX, "connections per client address",
+          at_least(0)), "max_connections_per_ip", CLUSTER, _unlimited, _limit),
+    _S(_d("max.connections.per.ip.overrides", "STRING", "",
+          "per-address limits, host:N,host:N"), "max_connections_per_ip_overrides", CLUSTER,
+       lambda v: v or None, lambda v: v if isinstance(v, str) else _overrides(v)),
+    _S(_d("listeners", "STRING", "PLAINTEXT://:9092", "the listeners, NAME://host:port,..."),
+       "listeners", RO),
+    _S(_d("advertised.listeners", "STRING", None, "the addresses clients are told"),
+       "advertised_listeners", RO),
+    _S(_d("listener.security.protocol.map", "STRING",
+          "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+          "listener name to security protocol"), "listener_security_protocol_map", RO),
+    # ---------------------------------------------------------------- security
+    _S(_d("sasl.server.max.receive.size", "INT", 524288,
+          "the largest frame before SASL authentication", at_least(1)),
+       "max_unauthenticated_request_bytes", RO),
+    _S(_d("connection.failed.authentication.delay.ms", "INT", 100,
+          "a failed SASL login is answered after this", at_least(0)),
+       "failed_authentication_delay_ms", RO),
+    _S(_d("authorizer.class.name", "STRING", "", "the authorizer (Kafka's StandardAuthorizer "
+          "for ACLs; empty: every request allowed)"), "authorizer", RO, _authorizer,
+       lambda v: _AUTHORIZERS[0] if v else ""),
+    _S(_d("super.users", "STRING", "", "principals allowed everything, User:a;User:b"),
+       "super_users", RO, _users, lambda v: v if isinstance(v, str) else ";".join(v)),
+    _S(_d("allow.everyone.if.no.acl.found", "BOOLEAN", False,
+          "allow what no ACL names a resource for"), "allow_everyone_if_no_acl_found", RO),
+    # ---------------------------------------------------------------- transactions
+    _S(_d("transaction.two.phase.commit.enable", "BOOLEAN", False,
+          "InitProducerId may ask for two-phase commit (KIP-939)"),
+       "transaction_two_phase_commit_enable", RO),
+]
+
+
+def _share_settings() -> list[BrokerSetting]:
+    from kcodec.broker.share.configs import BROKER_DEFAULTS
+
+    return [_S(_d(name, "INT", default, "share groups (kcodec.broker.share.configs)",
+                  between(1, INT_MAX)), None, RO)
+            for name, default in BROKER_DEFAULTS.items()]
+
+
+#: config name -> its setting, in the order above (then the share-group ones)
+BROKER_CONFIGS: dict[str, BrokerSetting] = {s.name: s for s in _SETTINGS + _share_settings()}
+
+#: where kcodec's default is not Kafka's: config name -> kcodec's default
+KCODEC_DEFAULTS: dict[str, Any] = {
+    "num.network.threads": 2,
+    "num.io.threads": 4,
+    "queued.max.request.bytes": 100 * 1024 * 1024,
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+}
+
+#: why kcodec's default differs from Kafka's
+REASONS: dict[str, str] = {
+    "num.network.threads": "Python threads share one interpreter lock: a third network "
+                           "thread adds switching, not throughput, on a development broker",
+    "num.io.threads": "the same: four handler threads already keep the lock busy",
+    "queued.max.request.bytes": "Kafka bounds its request queue by count "
+                                "(queued.max.requests, 500); kcodec bounds it by bytes so "
+                                "that a burst of large produce requests cannot exhaust memory",
+    "listeners": "an embedded broker for tests takes a free loopback port, not 9092 on every "
+                 "interface (kcodec broker --port 9092 or --listeners for Kafka's)",
+}
+
+
+def default(name: str) -> Any:
+    """The broker's default of config ``name`` (Kafka's, or kcodec's with a reason)."""
+    if name in KCODEC_DEFAULTS:
+        return KCODEC_DEFAULTS[name]
+    return BROKER_CONFIGS[name].definition.default
+
+
+def resolve(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Typed values of ``config`` (names checked, values parsed and validated as Kafka does);
+    raises ConfigError naming the first bad one."""
+    out: dict[str, Any] = {}
+    for name, value in (config or {}).items():
+        setting = BROKER_CONFIGS.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown broker config {name!r}: kcodec's broker honours "
+                              f"{', '.join(BROKER_CONFIGS)}")
+        out[name] = setting.definition.parse(value)
+    return out
+
+
+def lookup(name: str, config: Mapping[str, Any]) -> Any:
+    """The typed value of ``name`` in a resolved ``config``, else its default."""
+    return config[name] if name in config else default(name)
+
+
+
+def doc_rows() -> list[list[str]]:
+    """The config reference's table: name, type, default, Kafka's default where kcodec's
+    differs and why, update mode, meaning."""
+    rows = []
+    for name, s in BROKER_CONFIGS.items():
+        d = s.definition
+        ours = d.text(default(name))
+        kafka = "" if name not in KCODEC_DEFAULTS else f"{d.default_text}: {REASONS[name]}"
+        rows.append([f"`{name}`", d.type.lower(), f"`{ours}`" if ours else "",
+                     kafka, s.mode, d.doc + (f" (`{s.keyword}=`)" if s.keyword else "")])
+    return rows
