@@ -274,19 +274,24 @@ def offset_fetch(node: Any, req: Any) -> Any:
 
 @api(47, 0, 0)
 def offset_delete(node: Any, req: Any) -> Any:
+    """OffsetDelete: a group with live members keeps the offsets of topics it subscribes to
+    (GROUP_SUBSCRIBED_TO_TOPIC for those partitions) and deletes the others, as Kafka."""
     R = OffsetDeleteResponse
     b = req.body
     code = (E.GROUP_AUTHORIZATION_FAILED if not allowed(node, req, Op.DELETE, RT.GROUP, b.group_id)
             else _not_coordinator(node, b.group_id))
     readable = allowed_names(node, req, Op.READ, RT.TOPIC, (t.name for t in b.topics))
+    results: dict = {}
     if not code:
-        code = node.cluster.groups.delete_offsets(
+        subscribed = node.cluster.consumer_groups.subscribed_topics(b.group_id)
+        code, results = node.cluster.groups.delete_offsets(
             b.group_id, [(t.name, p.partition_index) for t in b.topics for p in t.partitions
-                         if t.name in readable])
+                         if t.name in readable], subscribed)
     return R(error_code=code, topics=[R.OffsetDeleteResponseTopic(name=t.name, partitions=[
         R.OffsetDeleteResponsePartition(
             partition_index=p.partition_index,
-            error_code=0 if t.name in readable else E.TOPIC_AUTHORIZATION_FAILED)
+            error_code=results.get((t.name, p.partition_index), 0) if t.name in readable
+            else E.TOPIC_AUTHORIZATION_FAILED)
         for p in t.partitions]) for t in b.topics] if not code else [])
 
 
@@ -346,8 +351,9 @@ def describe_groups(node: Any, req: Any) -> Any:
 def list_groups(node: Any, req: Any) -> Any:
     L = ListGroupsResponse
     coord = node.cluster.groups
-    states = set(req.body.states_filter) if req.api_version >= 4 else set()
-    types = set(req.body.types_filter) if req.api_version >= 5 else set()
+    # Kafka matches states and types case-insensitively (librdkafka sends "Consumer")
+    states = {s.lower() for s in req.body.states_filter} if req.api_version >= 4 else set()
+    types = {t.lower() for t in req.body.types_filter} if req.api_version >= 5 else set()
     out = []
     with coord.lock:
         for g in coord.groups.values():
@@ -355,7 +361,7 @@ def list_groups(node: Any, req: Any) -> Any:
                 continue
             if node.cluster.consumer_groups.is_consumer_group(g.group_id):
                 continue   # its offsets live here; listed below as a consumer group
-            if states and g.state not in states:
+            if states and g.state.lower() not in states:
                 continue
             if types and "classic" not in types:
                 continue

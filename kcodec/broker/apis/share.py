@@ -133,7 +133,7 @@ def share_group_describe(node: Any, req: Any) -> Any:
 
 
 def listed_groups(node: Any, states: set, types: set) -> list:
-    """ListGroups rows for the share groups this node coordinates."""
+    """ListGroups rows (``states`` and ``types`` lower case) for the share groups this node coordinates."""
     from kcodec.protocol import ListGroupsResponse as L
 
     coord = node.cluster.share_groups
@@ -142,7 +142,7 @@ def listed_groups(node: Any, states: set, types: set) -> list:
         return out
     with coord.lock:
         for g in coord.groups.values():
-            if node.cluster.coordinator_for(g.group_id) != node.id or (states and g.state not in states):
+            if node.cluster.coordinator_for(g.group_id) != node.id or (states and g.state.lower() not in states):
                 continue
             out.append(L.ListedGroup(group_id=g.group_id, protocol_type="share",
                                      group_state=g.state, group_type="share"))

@@ -16,7 +16,8 @@ a rejoin under the same instance id takes over the old member id's assignment wi
 rebalance (a returning leader gets the member list with ``skip_assignment``).
 
 Committed offsets are kept per group, and with a data dir appended to
-``consumer_offsets.jsonl`` (compacted when loaded), so a restart keeps them.
+``consumer_offsets.jsonl`` (compacted when loaded), so a restart keeps them, with each
+group's protocol type (an Empty group keeps it, as in Kafka).
 """
 
 from __future__ import annotations
@@ -115,7 +116,9 @@ class GroupCoordinator:
                     except ValueError:
                         continue   # a torn last line after a crash
                     g = self.groups.setdefault(rec["g"], Group(rec["g"]))
-                    if rec.get("del"):
+                    if "pt" in rec:      # the group's protocol type, kept while it is Empty
+                        g.protocol_type = rec["pt"]
+                    elif rec.get("del"):
                         if "t" in rec:
                             g.offsets.pop((rec["t"], rec["p"]), None)
                         else:
@@ -125,6 +128,8 @@ class GroupCoordinator:
         tmp = self._path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             for g in self.groups.values():
+                if g.protocol_type:
+                    f.write(json.dumps({"g": g.group_id, "pt": g.protocol_type}) + "\n")
                 for (t, p), (o, e, m) in g.offsets.items():
                     f.write(json.dumps({"g": g.group_id, "t": t, "p": p, "o": o, "e": e, "m": m}) + "\n")
             f.flush()
@@ -172,7 +177,9 @@ class GroupCoordinator:
                 return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL)
             if member_id and member_id not in g.members:
                 return JoinResult(E.UNKNOWN_MEMBER_ID, member_id=member_id)
-            g.protocol_type = protocol_type
+            if g.protocol_type != protocol_type:
+                g.protocol_type = protocol_type
+                self._log([{"g": group_id, "pt": protocol_type}])
             if not member_id and instance_id is not None and instance_id in g.static:
                 old = g.members.pop(g.static[instance_id], None)
                 member_id = f"{instance_id}-{uuid.uuid4()}"
@@ -263,7 +270,8 @@ class GroupCoordinator:
             self._remove(g, mid)
         g.generation += 1
         if not g.members:
-            g.state, g.protocol_name, g.leader, g.protocol_type = "Empty", None, None, None
+            # as Kafka: an Empty group keeps its protocol type (a consumer group stays one)
+            g.state, g.protocol_name, g.leader = "Empty", None, None
             return
         votes: Counter = Counter()
         common = set.intersection(*({n for n, _ in m.protocols} for m in g.members.values()))
@@ -385,7 +393,7 @@ class GroupCoordinator:
             if g.state == "PreparingRebalance":
                 g.rebalance_token += 1
             g.generation += 1 if g.state != "Empty" else 0
-            g.state, g.leader, g.protocol_name, g.protocol_type = "Empty", None, None, None
+            g.state, g.leader, g.protocol_name = "Empty", None, None
         elif g.state in ("Stable", "CompletingRebalance"):
             self._prepare(g)
         else:
@@ -408,11 +416,14 @@ class GroupCoordinator:
                offsets: list[tuple[str, int, int, int, str | None]]) -> int:
         with self.lock:
             g = self.groups.get(group_id)
-            if generation < 0 and not member_id:
-                if g is not None and g.members and g.state != "Empty":
-                    return E.UNKNOWN_MEMBER_ID
+            if generation < 0 and (g is None or not g.members):
+                # as Kafka: generation -1 commits to a group without members are accepted,
+                # whatever member id they carry (an admin client, or a consumer that assigns
+                # its partitions itself)
                 if g is None or g.state == "Dead":
                     g = self.groups[group_id] = Group(group_id, offsets=g.offsets if g else {})
+            elif generation < 0 and not member_id and instance_id is None:
+                return E.UNKNOWN_MEMBER_ID
             else:
                 code, g, m = self._find(group_id, member_id, instance_id)
                 if code:
@@ -434,17 +445,51 @@ class GroupCoordinator:
             g = self.groups.get(group_id)
             return dict(g.offsets) if g is not None else {}
 
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> int:
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       subscribed: set[str] | None = None) -> tuple[int, dict]:
+        """OffsetDelete as Kafka does it: ``(group error, {(topic, partition): error})``.
+        A group with members refuses the partitions of topics it subscribes to
+        (GROUP_SUBSCRIBED_TO_TOPIC) and deletes the rest; a live classic group that does not
+        speak the consumer protocol (so its subscriptions are unknown) refuses all
+        (NON_EMPTY_GROUP). ``subscribed``: a consumer-protocol group's topics, which the
+        caller knows (its members are not here)."""
         with self.lock:
             g = self.groups.get(group_id)
-            if g is None:
-                return E.GROUP_ID_NOT_FOUND
-            if g.state not in ("Empty", "Dead"):
-                return E.NON_EMPTY_GROUP
+            if g is None or g.state == "Dead":
+                return E.GROUP_ID_NOT_FOUND, {}
+            every = False       # the subscriptions could not be read: every topic refused
+            if subscribed is None and g.members:
+                if g.protocol_type != "consumer":
+                    return E.NON_EMPTY_GROUP, {}
+                subscribed = self._subscribed_topics(g)
+                every = subscribed is None
+            out: dict = {}
+            recs = []
             for tp in partitions:
+                if every or (subscribed is not None and tp[0] in subscribed):
+                    out[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                    continue
+                out[tp] = 0
                 if g.offsets.pop(tp, None) is not None:
-                    self._log([{"g": group_id, "t": tp[0], "p": tp[1], "del": True}])
-            return 0
+                    recs.append({"g": group_id, "t": tp[0], "p": tp[1], "del": True})
+            self._log(recs)
+            return 0, out
+
+    def _subscribed_topics(self, g: Group) -> set[str] | None:
+        """The topics a live consumer-type group's members subscribe to, from their JoinGroup
+        metadata; None when one cannot be read."""
+        from kcodec.errors import KcodecError
+        from kcodec.protocol.consumer import ConsumerProtocolSubscription, decode_versioned
+
+        topics: set[str] = set()
+        for m in g.members.values():
+            meta = m.metadata(g.protocol_name) if g.protocol_name else (
+                m.protocols[0][1] if m.protocols else b"")
+            try:
+                topics.update(decode_versioned(ConsumerProtocolSubscription, meta)[1].topics or ())
+            except (KcodecError, ValueError):
+                return None
+        return topics
 
     def delete_topic(self, topic: str) -> None:
         with self.lock:

@@ -430,6 +430,15 @@ class ConsumerGroupCoordinator:
         with self.lock:
             return group_id in self.groups
 
+    def subscribed_topics(self, group_id: str) -> set[str] | None:
+        """The topics a consumer-protocol group's members subscribe to (named or matched by
+        a pattern now); None if it is not such a group."""
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return None
+            return {t for ts in self._subscribed(g).values() for t in ts}
+
     def check_commit(self, group_id: str, member_id: str, epoch: int,
                      partitions: list[tuple[str, int]] | None = None) -> int:
         """The error for an OffsetCommit from ``member_id`` at ``epoch`` (0: accepted). A
@@ -441,8 +450,10 @@ class ConsumerGroupCoordinator:
             g = self.groups.get(group_id)
             if g is None:
                 return E.GROUP_ID_NOT_FOUND
+            if epoch < 0 and not g.members:
+                return 0   # as Kafka: an admin client, or a consumer assigning partitions itself
             if not member_id and epoch < 0:
-                return E.UNKNOWN_MEMBER_ID if g.members else 0
+                return E.UNKNOWN_MEMBER_ID
             m = g.members.get(member_id)
             if m is None:
                 return E.UNKNOWN_MEMBER_ID
