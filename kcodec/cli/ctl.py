@@ -11,8 +11,13 @@
     kcodec ctl stop                   # as SIGTERM to the runtime
 
 The runtime is found by its control socket: --state-dir (default ./kcodec-run, as
-``kcodec run``) or --socket. Tables for people, --json for machines (one JSON document).
-Exit 1 when the runtime cannot be reached or answers with an error.
+``kcodec run``) or --socket. With no runtime running, ``lag``, ``offsets``, ``backlog``,
+``failed``, ``requeue`` and ``clear`` go to the cluster and the store themselves: the
+settings the runtime left in ``<state-dir>/runtime.json``, and over them the same sources
+as ``kcodec run`` (``--config``, ``KCODEC_RUN_*``, the flags below; a Redis password is
+never written there: give ``--redis-url`` or ``KCODEC_RUN_REDIS_URL``). Tables for people,
+--json for machines (one JSON document). Exit 1 when the runtime (or, stopped, the store or
+the cluster) cannot be reached or answers with an error.
 """
 
 from __future__ import annotations
@@ -44,11 +49,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=20, help="failed: how many (default 20)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
     parser.add_argument("--json", action="store_true", help="JSON instead of a table")
+    g = parser.add_argument_group("with no runtime running (lag, offsets and the store's "
+                                  "questions)")
+    g.add_argument("-c", "--config", metavar="FILE", help="the runtime's TOML config file")
+    g.add_argument("-g", "--group", help="the consumer group")
+    g.add_argument("-t", "--topic", dest="topics", action="append", metavar="TOPIC",
+                   help="its topics (repeat, or comma-separated)")
+    g.add_argument("-b", "--bootstrap", metavar="HOST:PORT[,...]", help="bootstrap brokers")
+    g.add_argument("--storage", choices=("direct", "file", "redis"), help="the store's kind")
+    g.add_argument("--redis-url", help="redis://host:port/db of the redis store")
+    g.add_argument("--redis-prefix", help="its key prefix (default kcodec:<group>)")
 
 
 @guarded
 def run(args: argparse.Namespace) -> int:
-    from kcodec.runtime.control import ControlError, ask
+    from kcodec.runtime.control import ControlError, NotRunning, ask
 
     path = args.socket or os.path.join(args.state_dir, "control.sock")
     extra: dict[str, Any] = {}
@@ -59,8 +74,13 @@ def run(args: argparse.Namespace) -> int:
     if args.question == "failed":
         extra["limit"] = args.limit
     try:
-        result = ask(path, args.question, timeout=args.timeout, **extra)
-    except ControlError as exc:
+        try:
+            result = ask(path, args.question, timeout=args.timeout, **extra)
+        except NotRunning:
+            if args.question not in OFFLINE:
+                raise
+            result = _offline(args, extra)
+    except (ControlError, ConnectionError, RuntimeError) as exc:
         print(f"kcodec ctl: error: {exc}", file=sys.stderr)
         return 1
     if args.json:
@@ -68,6 +88,56 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _show(args.question, args.what or "brokers", result)
     return 0
+
+
+# what ``kcodec ctl`` answers from the cluster and the store when no runtime runs
+OFFLINE = ("lag", "offsets", "backlog", "failed", "requeue", "clear")
+
+
+def _offline(args: argparse.Namespace, extra: dict[str, Any]) -> Any:
+    from kcodec.runtime import views
+    from kcodec.runtime.config import Settings
+    from kcodec.runtime.control import read_description
+    from kcodec.runtime.storage import open_store
+
+    base = read_description(args.state_dir)
+    base["state_dir"] = args.state_dir
+    flags: dict[str, Any] = {"group": args.group, "bootstrap": args.bootstrap,
+                             "storage": args.storage, "redis_url": args.redis_url,
+                             "redis_prefix": args.redis_prefix}
+    if args.topics:
+        flags["topics"] = [t for item in args.topics for t in item.split(",") if t]
+    client = {k: v for k, v in (base.get("client") or {}).items() if v != "***"}
+    base["client"] = client
+    s = Settings.build(file=args.config, overrides=flags, defaults=base)
+    if "***" in s.redis_url and s.storage == "redis":
+        raise ValueError("the runtime's Redis URL has a password, which is not kept in "
+                         f"{args.state_dir}/runtime.json: give --redis-url or "
+                         "KCODEC_RUN_REDIS_URL")
+    q = args.question
+    if q in ("lag", "offsets"):
+        if not s.group or not s.topics:
+            raise ValueError(f"{q} with no runtime running needs the group and its topics: "
+                             "give -g and -t (or the runtime's --state-dir)")
+        if q == "offsets":
+            return views.offsets(s)
+    lock = None
+    if s.storage != "redis":
+        from kcodec.runtime.storage.file import lock_dir
+
+        if not os.path.isdir(os.path.join(s.state_dir, "store")):
+            raise ValueError(f"no store in {s.state_dir!r}: give the runtime's --state-dir "
+                             "(or --storage redis and its --redis-url)")
+        lock = lock_dir(s.state_dir)      # no runtime may start on it meanwhile
+    try:
+        store = open_store(s, "ctl", quick=True)
+        try:
+            return views.lag(s, store) if q == "lag" else views.store_answer(s, store, q, extra)
+        finally:
+            store.close()
+    finally:
+        if lock is not None:
+            os.close(lock)
 
 
 def _mb(n: Any) -> str:
@@ -86,10 +156,13 @@ def _show(q: str, what: str, r: Any) -> None:
                 p["restarts"], _mb(p["rss"]), p["records"], f"{p['rate']:.0f}", p["done"],
                 p["retried"], p["dead"], p["last_exit"] or ""] for p in r["processes"]])
     elif q == "lag":
-        table(["topic", "partition", "position", "end", "lag", "member"],
-              [[p["topic"], p["partition"], p["position"], p["end"], p["lag"], p["member"]]
-               for p in r["partitions"]])
-        print(f"total lag: {r['total']}")
+        table(["topic", "partition", "committed", "position", "end", "lag", "member"],
+              [[p["topic"], p["partition"], p["committed"], p["position"], p["end"], p["lag"],
+                p["member"] or ""] for p in r["partitions"]])
+        b = r["backlog"]
+        store = "" if b is None else (f" + {r['store']} in the store (pending {b['pending']}, "
+                                      f"delayed {b['delayed']}, processing {b['processing']})")
+        print(f"total lag: {r['total']} = {r['kafka']} in Kafka{store}")
     elif q == "offsets":
         table(["topic", "partition", "position", "committed", "end", "remaining"],
               [[p["topic"], p["partition"], p["position"], p["committed"], p["end"],

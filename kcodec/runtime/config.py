@@ -242,10 +242,13 @@ class Settings:
 
     @classmethod
     def build(cls, file: str | None = None, env: dict[str, str] | None = None,
-              overrides: dict[str, Any] | None = None) -> Settings:
-        """Defaults < ``file`` (TOML) < ``env`` (``KCODEC_RUN_*``) < ``overrides``."""
-        values: dict[str, Any] = {}
-        client: dict[str, Any] = {}
+              overrides: dict[str, Any] | None = None,
+              defaults: dict[str, Any] | None = None) -> Settings:
+        """``defaults`` (the built-in ones where not given) < ``file`` (TOML) < ``env``
+        (``KCODEC_RUN_*``) < ``overrides``."""
+        values: dict[str, Any] = {k: v for k, v in (defaults or {}).items()
+                                  if k in cls.names() and k != "client"}
+        client: dict[str, Any] = dict((defaults or {}).get("client") or {})
         if file:
             data = load_toml(file)
             c = data.pop("client", {})

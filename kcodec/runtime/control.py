@@ -18,15 +18,44 @@ import os
 import socket
 from typing import Any
 
-__all__ = ["QUESTIONS", "ask", "listen", "ControlError", "read_request", "reply"]
+__all__ = ["QUESTIONS", "ask", "listen", "ControlError", "NotRunning", "read_request", "reply",
+           "write_description", "read_description", "DESCRIPTION"]
 
 QUESTIONS = ("status", "lag", "offsets", "backlog", "members", "leader", "metadata",
              "failed", "requeue", "clear", "stop")
 MAX_LINE = 1 << 20
 
 
+# what the master writes into its state directory at start: its settings, secrets blanked,
+# so ``kcodec ctl`` can find the store and the group when the runtime is stopped
+DESCRIPTION = "runtime.json"
+
+
 class ControlError(Exception):
     """The runtime could not be reached, or answered with an error."""
+
+
+class NotRunning(ControlError):
+    """No runtime answers on the control socket (none started, or it stopped)."""
+
+
+def write_description(settings: Any) -> None:
+    """``<state_dir>/runtime.json``: the settings as ``Settings.shown()`` prints them."""
+    path = os.path.join(settings.state_dir, DESCRIPTION)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(settings.shown(), f, default=str)
+    os.replace(tmp, path)
+
+
+def read_description(state_dir: str) -> dict[str, Any]:
+    """What ``write_description`` wrote in ``state_dir`` ({} when nothing was)."""
+    try:
+        with open(os.path.join(state_dir, DESCRIPTION)) as f:
+            got = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
 
 
 def listen(path: str) -> socket.socket:
@@ -85,11 +114,11 @@ def ask(path: str, op: str, timeout: float = 30.0, **args: Any) -> Any:
         try:
             s.connect(path)
         except FileNotFoundError:
-            raise ControlError(f"no runtime control socket at {path!r}: is `kcodec run` running "
-                               "with this --state-dir (or --control-socket)?") from None
+            raise NotRunning(f"no runtime control socket at {path!r}: is `kcodec run` running "
+                             "with this --state-dir (or --control-socket)?") from None
         except ConnectionRefusedError:
-            raise ControlError(f"nothing answers on {path!r}: the runtime that made it has "
-                               "stopped") from None
+            raise NotRunning(f"nothing answers on {path!r}: the runtime that made it has "
+                             "stopped") from None
         s.sendall(json.dumps({"op": op, **args}).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):

@@ -28,7 +28,7 @@ import time
 from multiprocessing.connection import wait
 from typing import Any
 
-from kcodec.runtime import control
+from kcodec.runtime import control, views
 from kcodec.runtime.child import EXIT_HUNG, EXIT_RECYCLED, rss_bytes, set_title
 
 __all__ = ["Master"]
@@ -92,6 +92,7 @@ class Master:
         seal_stale(os.path.join(s.state_dir, "store"))
         set_title(f"kcodec run: master (group {s.group})", "kcodec-master")
         self._server = control.listen(s.socket_path)
+        control.write_description(s)
         exporter = None
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         self._wake_w.setblocking(False)
@@ -335,7 +336,8 @@ class Master:
                 req = control.read_request(conn)
                 result = self.handle(req)
                 control.reply(conn, {"ok": True, "result": result})
-            except (ValueError, RuntimeError, LookupError) as exc:
+            except (ValueError, RuntimeError, LookupError, ConnectionError) as exc:
+                # (ConnectionError: the store's server is away, said in one line)
                 control.reply(conn, {"ok": False, "error": str(exc)})
             except Exception as exc:   # answer what went wrong rather than hang up
                 log.exception("control request failed")
@@ -349,7 +351,7 @@ class Master:
         if self._store is None:
             from kcodec.runtime.storage import open_store
 
-            self._store = open_store(self.s, "master")
+            self._store = open_store(self.s, "master", quick=True)
         return self._store
 
     def handle(self, req: dict[str, Any]) -> Any:
@@ -359,24 +361,14 @@ class Master:
         if op == "status":
             return self._status()
         if op in ("lag", "offsets"):
-            rows: list[dict[str, Any]] = []
+            live: list[dict[str, Any]] = []
             for _sl, got in self._ask_all("offsets", "puller"):
-                rows += got or []
-            rows.sort(key=lambda r: (r["topic"], r["partition"]))
-            if op == "lag":
-                return {"total": sum(int(r["lag"] or 0) for r in rows),
-                        "partitions": [{k: r[k] for k in ("topic", "partition", "position", "end",
-                                                          "lag", "member")} for r in rows]}
-            return rows
-        if op == "backlog":
-            return {"storage": self.s.storage, **self.store().backlog()}
-        if op == "failed":
-            limit = int(req.get("limit", 20))
-            return [_message_json(m) for m in self.store().failed_messages(limit)]
-        if op == "requeue":
-            return {"requeued": self.store().requeue()}
-        if op == "clear":
-            return {"cleared": self.store().clear()}
+                live += got or []
+            if op == "offsets":
+                return views.offsets(self.s, live)
+            return views.lag(self.s, self.store(), live)
+        if op in views.STORE_QUESTIONS:
+            return views.store_answer(self.s, self.store(), op, req)
         if op == "stop":
             self.stop()
             return {"stopping": True}
@@ -394,17 +386,17 @@ class Master:
                 raise RuntimeError(md["error"])
             return md["brokers"] if what == "brokers" else md["topics"]
         # members, leader
-        views = [v for _sl, v in self._ask_all("group", "puller") if v]
-        leaders = {v["leader"] for v in views if v.get("leader")}
+        seen = [v for _sl, v in self._ask_all("group", "puller") if v]
+        leaders = {v["leader"] for v in seen if v.get("leader")}
         if op == "leader":
-            if not leaders and views and all(v.get("protocol") == "consumer" for v in views):
+            if not leaders and seen and all(v.get("protocol") == "consumer" for v in seen):
                 return {"leader": None, "ours": False, "protocol": "consumer",
                         "source": "the consumer protocol (KIP-848) has no leader member: the "
                                   "group coordinator on the broker assigns the partitions"}
             if not leaders:
                 raise RuntimeError("no member knows a leader yet (still joining, or the "
                                    "group uses the consumer protocol, which has none)")
-            mine = {v["member_id"] for v in views}
+            mine = {v["member_id"] for v in seen}
             leader = sorted(leaders)[0]
             return {"leader": leader, "ours": leader in mine, "protocol": "classic",
                     "source": "the JoinGroup response each member got (classic protocol)"}
@@ -413,7 +405,7 @@ class Master:
             raise RuntimeError("the puller did not answer within 30 s")
         if "error" in md:
             raise RuntimeError(md["error"])
-        ours = {v["member_id"] for v in views}
+        ours = {v["member_id"] for v in seen}
         for m in md["members"]:
             m["leader"] = m["member_id"] in leaders
             m["ours"] = m["member_id"] in ours
@@ -438,20 +430,3 @@ class Master:
                 "storage": self.s.storage, "since": self.started,
                 "state": "stopping" if self.stopping else "running", "rss": rss_bytes(),
                 "processes": procs}
-
-
-def _message_json(m: Any) -> dict[str, Any]:
-    from kcodec.runtime.message import Message
-
-    assert isinstance(m, Message)
-
-    def text(b: Any) -> Any:
-        if b is None:
-            return None
-        try:
-            return b.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"hex": b.hex()}
-    return {"topic": m.topic, "partition": m.partition, "offset": m.offset,
-            "timestamp": m.timestamp, "attempts": m.attempts, "error": m.error,
-            "key": text(m.key), "value": text(m.value)}

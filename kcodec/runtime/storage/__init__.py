@@ -76,13 +76,15 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(settings: Any, owner: str) -> Store:
+def open_store(settings: Any, owner: str, quick: bool = False) -> Store:
     """The store ``settings`` name (``storage``: file or redis; direct keeps its failed
-    queue in a file store), for the process called ``owner`` (its writer name)."""
+    queue in a file store), for the process called ``owner`` (its writer name). ``quick``:
+    for questions from an operator, a server away is an error within seconds (the
+    runtime's processes wait for it minutes)."""
     if settings.storage == "redis":
         from kcodec.runtime.storage.redis import RedisStore
 
-        return RedisStore.from_settings(settings, owner)
+        return RedisStore.from_settings(settings, owner, give_up_s=2.0 if quick else 120.0)
     from kcodec.runtime.storage.file import FileStore
 
     return FileStore.from_settings(settings, owner)

@@ -116,7 +116,8 @@ class RedisStore:
         from kcodec.runtime.config import redact_url
 
         self.url = redact_url(url)       # for messages: never the password
-        self.r = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        wait = min(10.0, max(give_up_s, 1.0))
+        self.r = redis.Redis.from_url(url, socket_timeout=wait, socket_connect_timeout=min(wait, 5))
         self.prefix = prefix
         self.owner = f"{owner}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ms = lease_ms
@@ -133,8 +134,8 @@ class RedisStore:
         self._held: Claim | None = None
 
     @classmethod
-    def from_settings(cls, s: Any, owner: str) -> RedisStore:
-        return cls(s.redis_url, s.prefix, owner, s.lease_ms)
+    def from_settings(cls, s: Any, owner: str, give_up_s: float = 120.0) -> RedisStore:
+        return cls(s.redis_url, s.prefix, owner, s.lease_ms, give_up_s)
 
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
         """``fn`` with retries while Redis is unreachable (a restart, a failover), up to
