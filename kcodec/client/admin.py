@@ -1,4 +1,4 @@
-"""Admin: topics, cluster metadata, groups, offsets, lag and ACLs (``AsyncAdmin`` and
+"""Admin: topics, cluster metadata, groups, offsets, lag, ACLs and transactions (``AsyncAdmin`` and
 ``Admin``)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from kcodec.client import txn_admin
 from kcodec.client.config import AdminConfig
 from kcodec.client.consumer.assignors import Assignment
 from kcodec.client.consumer.list_offsets import EARLIEST, LATEST, list_offsets
@@ -15,7 +16,9 @@ from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.producer.transactions import PreparedTxnState
 from kcodec.client.structs import TopicPartition
+from kcodec.client.txn_admin import TransactionDescription, TransactionListing
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.protocol import ErrorCode
 from kcodec.protocol.acl import (
@@ -29,7 +32,7 @@ from kcodec.protocol.acl import (
 
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
-           "PartitionLag", "NewTopic"]
+           "PartitionLag", "NewTopic", "TransactionListing", "TransactionDescription"]
 
 
 @dataclass
@@ -510,6 +513,34 @@ class AsyncAdmin:
             out.setdefault(f, []).extend(deleted)
         return out
 
+    # ------------------------------------------------------------------ transactions
+    async def list_transactions(self, states: Iterable[str] = (),
+                                producer_ids: Iterable[int] = (), min_duration_ms: int = -1,
+                                pattern: str | None = None) -> list[TransactionListing]:
+        """Every transactional id the brokers coordinate (ListTransactions), filtered by
+        state names, producer ids, how long the transaction has run and a regular
+        expression on the id."""
+        return await txn_admin.list_transactions(self.cluster, states, producer_ids,
+                                                 min_duration_ms, pattern)
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]
+                                    ) -> list[TransactionDescription]:
+        """Each transactional id as its coordinator describes it (DescribeTransactions)."""
+        return await txn_admin.describe_transactions(self.cluster, transactional_ids)
+
+    async def force_terminate_transaction(self, transactional_id: str) -> None:
+        """Abort the transaction open or prepared under ``transactional_id`` and fence its
+        producer (KIP-939's forceTerminateTransaction)."""
+        await txn_admin.force_terminate(self.cluster, transactional_id)
+
+    async def complete_prepared_transaction(self, transactional_id: str,
+                                            prepared: PreparedTxnState | str,
+                                            commit: bool = True) -> bool:
+        """Commit the transaction left prepared under ``transactional_id`` if ``prepared``
+        (its state recorded at prepare time) matches, else abort it; True if committed."""
+        return await txn_admin.complete_prepared(self.cluster, transactional_id, prepared,
+                                                 commit)
+
 
 def _checked(f: AclBindingFilter) -> AclBindingFilter:
     why = f.problem()
@@ -626,6 +657,31 @@ class Admin:
                     ) -> dict[AclBindingFilter, list[AclBinding]]:
         """Delete the ACLs each filter matches; the deleted ACLs per filter."""
         return self._run(self._async.delete_acls(list(filters)))
+
+    def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                          min_duration_ms: int = -1, pattern: str | None = None
+                          ) -> list[TransactionListing]:
+        """Every transactional id the brokers coordinate, filtered (see ``AsyncAdmin``)."""
+        return self._run(self._async.list_transactions(list(states), list(producer_ids),
+                                                       min_duration_ms, pattern))
+
+    def describe_transactions(self, transactional_ids: Iterable[str]
+                              ) -> list[TransactionDescription]:
+        """Each transactional id as its coordinator describes it."""
+        return self._run(self._async.describe_transactions(list(transactional_ids)))
+
+    def force_terminate_transaction(self, transactional_id: str) -> None:
+        """Abort the transaction open or prepared under ``transactional_id``; fence its
+        producer."""
+        self._run(self._async.force_terminate_transaction(transactional_id))
+
+    def complete_prepared_transaction(self, transactional_id: str,
+                                      prepared: PreparedTxnState | str,
+                                      commit: bool = True) -> bool:
+        """Commit the prepared transaction if ``prepared`` matches, else abort it; True if
+        committed."""
+        return self._run(self._async.complete_prepared_transaction(
+            transactional_id, prepared, commit))
 
     def close(self) -> None:
         """Close the admin client's connections."""

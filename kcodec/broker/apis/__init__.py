@@ -32,6 +32,7 @@ from kcodec.broker.apis import (  # noqa: F401
     telemetry,
     topics,
     txn,
+    txn_describe,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcodec.broker.coordinator.txn_log import (
@@ -262,6 +262,22 @@ class TxnCoordinator:
 
     def _save(self, t: _Txn) -> None:
         self.state_log.write(t.record())
+
+    # ------------------------------------------------------------------ admin views
+    def views(self) -> list[_Txn]:
+        """A copy of every transactional id's state (ListTransactions)."""
+        with self.lock:
+            return [self._copy(t) for t in self.txns.values()]
+
+    def view(self, transactional_id: str) -> _Txn | None:
+        """A copy of one transactional id's state (DescribeTransactions), or None."""
+        with self.lock:
+            t = self.txns.get(transactional_id)
+            return None if t is None else self._copy(t)
+
+    @staticmethod
+    def _copy(t: _Txn) -> _Txn:
+        return replace(t, partitions=set(t.partitions), groups=set(t.groups), offsets={})
 
     # ------------------------------------------------------------------ the APIs
     def add_partitions(self, transactional_id: str, pid: int, epoch: int,

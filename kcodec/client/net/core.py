@@ -87,6 +87,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (1, 3),            # v1+: pattern types (v0 knows literal names only)
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),    # KIP-664
+    ApiKey.LIST_TRANSACTIONS: (0, 2),        # 1: duration filter, 2: id pattern
 }
 
 
