@@ -52,7 +52,7 @@ highlight_language = "none"
 # and the optional peers mocked so the reference builds without pyspark or the clients.
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_mock_imports = ["kafka", "aiokafka"]
+autodoc_mock_imports = ["kafka", "aiokafka", "pyspark", "pyarrow"]
 autodoc_default_options = {"members": True, "show-inheritance": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

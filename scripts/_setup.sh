@@ -76,11 +76,12 @@ kcodec_setup() {
             "(the first time takes minutes: pyspark alone is ~400 MB)" >&2
         kcodec_pip install --upgrade pip
         kcodec_pip install "setuptools>=77" "Cython>=3.1"
-        # Editable install: compiles the extension in place (unless KCODEC_NO_EXTENSIONS)
-        # and installs the runtime and $extras dependencies.
+        # Editable install of the runtime and $extras dependencies. It compiles nothing
+        # (KCODEC_NO_EXTENSIONS=1 for this step only): the one compile is kcodec_compile's,
+        # in place, below, where the editable install finds it.
         # (setuptools warns about a package folder in the working directory: that folder is
         # the editable install's source, on purpose.)
-        PYTHONWARNINGS="ignore:Editable installation" \
+        KCODEC_NO_EXTENSIONS=1 PYTHONWARNINGS="ignore:Editable installation" \
             kcodec_pip install --no-build-isolation -e ".[$extras]"
         touch "$stamp"
     fi
@@ -89,9 +90,41 @@ kcodec_setup() {
             "prometheus:the observability tests' real Prometheus server"
     fi
     if ! kcodec_truthy "${KCODEC_NO_EXTENSIONS:-}"; then
-        echo "kcodec: compiling the extension" >&2
-        KCODEC_BUILD_JOBS="${KCODEC_BUILD_JOBS:-2}" "$VPY" setup.py -q build_ext --inplace >/dev/null
+        kcodec_compile
     fi
+}
+
+# The one compile of the extension, in place: a line per module compiled (none when all
+# are up to date); the whole compiler output only when it fails.
+kcodec_compile() {
+    local log rc=0 total
+    log="$(mktemp "${TMPDIR:-/tmp}/kcodec-build.XXXXXX")"
+    total="$(ls kcodec/_cy/*.pyx 2>/dev/null | wc -l | tr -d ' ')"
+    echo "kcodec: compiling the extension ($total modules, ${KCODEC_BUILD_JOBS:-2} at a time;" \
+        "a minute or two the first time, nothing to do when up to date)" >&2
+    { KCODEC_BUILD_JOBS="${KCODEC_BUILD_JOBS:-2}" PYTHONUNBUFFERED=1 \
+        "$VPY" setup.py build_ext --inplace 2>&1 | tee "$log" | kcodec_build_lines "$total" >&2; } \
+        || rc=$?
+    if [ "$rc" -ne 0 ] || grep -q "^error:" "$log"; then
+        echo "kcodec: compiling the extension failed; its output:" >&2
+        tail -n 60 "$log" >&2
+        rm -f "$log"
+        return 1
+    fi
+    rm -f "$log"
+}
+
+kcodec_build_lines() {
+    local line n=0 start=$SECONDS
+    while IFS= read -r line; do
+        case "$line" in
+            "building '"*"' extension"*)
+                n=$((n + 1))
+                line="${line#building \'}"
+                echo "kcodec: compiling ${line%%\'*} ($n/$1, $((SECONDS - start)) s)"
+                ;;
+        esac
+    done
 }
 
 # Debian packages some tests need, each given as "package:what it is for". Installed only

@@ -301,20 +301,31 @@ FLOOR_NAMES = {
 }
 
 
+def layer_floors() -> dict[str, int]:
+    """The FLOORS table of tests/house/test_layers.py, read from its source: importing the
+    test would need pytest, and the docs build must not need the test extra."""
+    import ast
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "tests", "house", "test_layers.py")
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "FLOORS" for t in node.targets):
+            floors: dict[str, int] = ast.literal_eval(node.value)
+            return floors
+    raise ExtensionError(f"{path} has no FLOORS table for the layers picture")
+
+
 def layers_svg() -> str:
     """The layers of tests/house/test_layers.py as an SVG picture: one band per floor, top down,
     each with its modules; imports point down."""
-    import os
-    import sys
     from html import escape
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from tests.house.test_layers import FLOORS
-
     floors: dict[int, list[str]] = {}
-    for module, floor in FLOORS.items():
+    for module, floor in layer_floors().items():
         short = "kcodec (root)" if module == "kcodec" else module.split(".", 1)[1]
         floors.setdefault(floor, []).append(short)
     width, band, gap, left = 760, 58, 14, 12
