@@ -118,6 +118,10 @@ kcodec_build_lines() {
     local line n=0 start=$SECONDS
     while IFS= read -r line; do
         case "$line" in
+            "Compiling kcodec/"*".pyx because"* | "["*"] Cythonizing kcodec/"*)
+                line="${line#*kcodec/}"
+                echo "kcodec: translating kcodec/${line%%.pyx*}.pyx to C ($((SECONDS - start)) s)"
+                ;;
             "building '"*"' extension"*)
                 n=$((n + 1))
                 line="${line#building \'}"

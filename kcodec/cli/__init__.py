@@ -2,15 +2,20 @@
 
 Each sub-command is one small module of this package that defines::
 
-    NAME = "dump-log"                      # the sub-command
+    NAME = "dump-log"                      # the sub-command (the module's name, - for _)
     HELP = "one line for --help"
+    EXAMPLES = ["kcodec dump-log 00000000000000000000.log"]   # shown under its --help
     def add_arguments(parser): ...         # argparse arguments
     def run(args) -> int: ...              # the exit code
 
-Modules are discovered, so adding a command is adding a file. Exit codes: 0 success,
-1 the work failed (bad data, broker error), 2 bad usage (argparse; also a command, or a
-command of sub-commands, given without one: what there is is listed), 130 SIGINT, 143
-SIGTERM.
+Modules are discovered, so adding a command is adding a file. A module imports only the
+standard library and ``kcodec.cli`` at its top: the client, the broker and the protocol
+tables are imported where a command runs, and only the chosen command's options are built,
+so ``kcodec --version`` and ``kcodec --help`` start in a few tens of milliseconds.
+
+Exit codes: 0 success, 1 the work failed (bad data, broker error), 2 bad usage (argparse,
+with a suggestion for a misspelt option or command; also a command, or a command of
+sub-commands, given without one: what there is is listed), 130 SIGINT, 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from kcodec._version import __version__
-from kcodec.errors import KcodecError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "Parser"]
+
+FULL_HELP = "--help-all"   # --help with the TLS and SASL options described one by one
 
 
 def _commands() -> list:
@@ -38,26 +45,144 @@ def _commands() -> list:
     return sorted(mods, key=lambda m: m.NAME)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kcodec", description="Apache Kafka wire codec tools")
+class Formatter(argparse.HelpFormatter):
+    """argparse's formatter, wider, and with an ``examples:`` epilog kept as written."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 30,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return text
+        import textwrap
+
+        text = " ".join(text.split())
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are its own (a sub-command's misspelt option is shown
+    with that sub-command's usage, not the top level's) and suggest the option or command
+    meant."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and getattr(self, "_leaf", False):
+            self.error(_unrecognized(self, extras))
+        return ns, extras
+
+    def error(self, message: str) -> NoReturn:
+        message = message + _suggest(self, message)
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    return "unrecognized arguments: " + " ".join(extras)
+
+
+def _suggest(parser: argparse.ArgumentParser, message: str) -> str:
+    """`` (did you mean ...?)`` for the first misspelt option or command of ``message``."""
+    import difflib
+    import re
+
+    if message.startswith("unrecognized arguments: "):
+        for word in message.split(": ", 1)[1].split():
+            name = word.split("=", 1)[0]
+            if not name.startswith("--"):
+                continue
+            close = difflib.get_close_matches(name, _options(parser), n=1, cutoff=0.6)
+            if close:
+                return f" (did you mean {close[0]}?)"
+        return ""
+    m = re.match(r"argument \S+: invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if m:
+        choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+        close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]!r}?)"
+    return ""
+
+
+def mark_leaves(parser: argparse.ArgumentParser) -> None:
+    """A parser without sub-commands reports arguments it does not know itself."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        parser._leaf = True  # type: ignore[attr-defined]
+    for a in subs:
+        for child in a.choices.values():
+            mark_leaves(child)
+
+
+def examples(lines: Sequence[str]) -> str:
+    """An ``examples:`` epilog (kept as written by the formatter)."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def build_parser(command: str | None = None, full_help: bool = False) -> argparse.ArgumentParser:
+    """The whole command line, or (``command``; "": none) the top level with only that sub-command's
+    options built: what ``main`` parses, so that a command costs only its own imports."""
+    from kcodec.cli import _client
+
+    _client.FULL_HELP = full_help
+    parser = Parser(prog="kcodec", description="Apache Kafka wire codec tools",
+                    epilog=examples(["kcodec produce -t events < lines.txt",
+                                     "kcodec consume -t events -o beginning -e",
+                                     "kcodec topics describe events",
+                                     "kcodec COMMAND --help   (its options and examples)"]))
     parser.add_argument("--version", action="version", version=f"kcodec {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for mod in _commands():
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
-        mod.add_arguments(p)
+        ex = getattr(mod, "EXAMPLES", None)
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
+                           epilog=examples(ex) if ex else None)
+        if command is None or command == mod.NAME:
+            mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
+    mark_leaves(parser)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    for a in argv:
+        if not a.startswith("-"):
+            return a
+        if a in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    try:   # Ctrl-C while starting (importing the commands takes a while): no traceback
-        parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    full = FULL_HELP in argv
+    if full:
+        argv = [("--help" if a == FULL_HELP else a) for a in argv]
+    try:   # Ctrl-C while starting: no traceback
+        parser = build_parser(_command_of(argv) or "", full)
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
         return 130
     if args.command is None:         # plain `kcodec`: what there is, not only a usage error
         parser.print_help(sys.stderr)
         return 2
+    from kcodec.errors import KcodecError
+
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

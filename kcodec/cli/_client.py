@@ -13,8 +13,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kcodec.client.config import DEFAULT_BOOTSTRAP
-
 USAGE = 2   # exit code for bad arguments (as argparse uses)
 
 
@@ -38,7 +36,12 @@ def required(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     return parser.add_argument_group("required")
 
 
+FULL_HELP = False   # --help-all: describe each TLS and SASL option (kcodec.cli.main sets it)
+
+
 def add_connection(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    from kcodec.client.config import DEFAULT_BOOTSTRAP
+
     g = parser.add_argument_group("connection")
     g.add_argument("--bootstrap", "-b", metavar="HOST:PORT[,...]",
                    default=os.environ.get("KCODEC_BOOTSTRAP", DEFAULT_BOOTSTRAP),

@@ -12,15 +12,26 @@ import argparse
 import os
 from typing import Any
 
-from kcodec.client.net.sasl import MECHANISMS
-from kcodec.client.net.security import PROTOCOLS
-
 __all__ = ["add_security", "security_config"]
 
 
 def add_security(parser: argparse.ArgumentParser) -> None:
+    """The TLS and SASL options; described one by one under ``--help-all`` only (``--help``
+    names them in one line), as every client command has them."""
+    from kcodec.cli import _client
+    from kcodec.client.net.sasl import MECHANISMS
+    from kcodec.client.net.security import PROTOCOLS
+
     env = os.environ.get
-    g = parser.add_argument_group("security (TLS and SASL)")
+    if _client.FULL_HELP:
+        g = parser.add_argument_group("security (TLS and SASL)")
+    else:
+        g = parser.add_argument_group(
+            "security (TLS and SASL)",
+            "--security-protocol, --ssl-cafile, --ssl-certfile, --ssl-keyfile, "
+            "--ssl-no-hostname-check, --sasl-mechanism, --sasl-username, --sasl-password-file, "
+            "--sasl-oauth-token-file: each with a $KCODEC_... default; --help-all describes them")
+        g.add_argument = _quiet(g.add_argument)  # type: ignore[method-assign]
     g.add_argument("--security-protocol", type=str.upper, choices=PROTOCOLS,
                    default=env("KCODEC_SECURITY_PROTOCOL", "PLAINTEXT").upper(),
                    help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL "
@@ -44,6 +55,13 @@ def add_security(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--sasl-oauth-token-file", metavar="FILE",
                    default=env("KCODEC_SASL_OAUTH_TOKEN_FILE"),
                    help="OAUTHBEARER: the token (a JWT's exp is honoured), read again on refresh")
+
+
+def _quiet(add: Any) -> Any:
+    def add_without_help(*args: Any, **kwargs: Any) -> Any:
+        kwargs["help"] = argparse.SUPPRESS
+        return add(*args, **kwargs)
+    return add_without_help
 
 
 def _first_line(path: str, what: str) -> str:

@@ -29,6 +29,10 @@ NAME = "broker"
 HELP = "run a local kcodec Kafka broker (one node or --nodes N) until Ctrl-C"
 
 
+EXAMPLES = [
+    "kcodec broker                         # one node on 127.0.0.1:9092, until Ctrl-C",
+    "kcodec broker --nodes 3 --data-dir /tmp/kc   # three nodes, logs kept",
+]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=1, help="number of nodes (default 1)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

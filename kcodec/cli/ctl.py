@@ -35,6 +35,10 @@ NAME = "ctl"
 HELP = "ask a running `kcodec run` (status, lag, offsets, backlog, members, ...) or requeue/clear"
 
 
+EXAMPLES = [
+    "kcodec ctl status",
+    "kcodec ctl lag --json",
+]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kcodec.runtime.control import QUESTIONS
 

@@ -21,6 +21,10 @@ from kcodec.cli._client import UsageError, guarded, json_line, table
 NAME = "demo"
 HELP = "start a local kcodec broker and round-trip records with every codec"
 
+EXAMPLES = [
+    "kcodec demo",
+    "kcodec demo -n 10000 -c zstd",
+]
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 

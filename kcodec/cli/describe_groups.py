@@ -22,6 +22,10 @@ NAME = "describe-groups"
 HELP = "show a group's state, protocol and members with their partitions"
 
 
+EXAMPLES = [
+    "kcodec describe-groups -g reports",
+    "kcodec describe-groups -g reports --json",
+]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     required(parser).add_argument("-g", "--group", action="append", required=True,
                                   help="group id (repeatable)")

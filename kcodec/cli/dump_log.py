@@ -33,6 +33,10 @@ from kcodec.records.segment import record_count
 
 NAME = "dump-log"
 HELP = "print the batches and records of Kafka log segments (.log, .index, .timeindex)"
+EXAMPLES = [
+    "kcodec dump-log /var/lib/kafka/data/events-0/00000000000000000000.log",
+    "kcodec dump-log -r --verify events-0/*.log",
+]
 DESCRIPTION = (
     "Print Kafka log segments like Kafka's DumpLogSegments: one row per batch of each .log "
     "file (offsets, position, count, timestamp, size, magic, codec, CRC and whether it is "

@@ -8,6 +8,11 @@ from kcodec.cli._client import add_connection, client_config, guarded, json_line
 
 NAME = "groups"
 HELP = "list the consumer and share groups the brokers know"
+EXAMPLES = [
+    "kcodec groups list",
+    "kcodec groups delete reports",
+    "kcodec groups reset-offsets -g reports -t events --to-earliest --execute",
+]
 ACTIONS = {"list": "each group with its type, state and protocol type (ListGroups)"}
 
 

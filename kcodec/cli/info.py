@@ -17,6 +17,10 @@ NAME = "info"
 HELP = "show the version, implementation, CRC-32C backend and compression libraries"
 
 
+EXAMPLES = [
+    "kcodec info",
+    "kcodec info --json",
+]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -22,6 +22,10 @@ NAME = "lag"
 HELP = "total records a group has left to consume"
 
 
+EXAMPLES = [
+    "kcodec lag -g reports",
+    "kcodec lag -g reports -t events --json",
+]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     required(parser).add_argument("-g", "--group", action="append", required=True,
                                   help="group id (repeatable: one line per group)")

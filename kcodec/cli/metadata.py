@@ -17,6 +17,10 @@ from kcodec.cli._client import (
 
 NAME = "metadata"
 HELP = "show brokers, or topics with partitions, leaders, replicas and ISR"
+EXAMPLES = [
+    "kcodec metadata brokers",
+    "kcodec metadata topics -t events",
+]
 WHAT = {"brokers": "node, host, port, rack and controller of each broker",
         "topics": "each partition's leader, replicas and ISR (-t TOPIC: only those)"}
 

@@ -25,6 +25,10 @@ NAME = "offsets"
 HELP = "committed offset, end offset and remaining records per partition of a group"
 
 
+EXAMPLES = [
+    "kcodec offsets -g reports",
+    "kcodec offsets -g reports -t events --json",
+]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     required(parser).add_argument("-g", "--group", action=Once, required=True, help="group id")
     parser.add_argument("-t", "--topic", action="append", help="only this topic (repeatable)")

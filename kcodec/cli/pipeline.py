@@ -42,6 +42,10 @@ from kcodec.cli._client import UsageError, guarded
 NAME = "pipeline"
 HELP = "run a Spark Structured Streaming pipeline through the kcodec source and sink"
 
+EXAMPLES = [
+    "kcodec pipeline",
+    "kcodec pipeline -n 100000 --bootstrap 127.0.0.1:9092",
+]
 WINDOW_MS = 10_000
 USERS = 50
 #: one record per partition, each in a batch of its own, ends every produce phase; the

@@ -40,15 +40,22 @@ from kcodec.cli._client import (
     show,
 )
 from kcodec.cli._io import TooLong, arg_bytes, parse_delimiter, read_records, split_key
-from kcodec.client.config import COMPRESSION_TYPES
 
 NAME = "produce"
 HELP = "send messages to a topic (arguments, or one per line of stdin)"
+EXAMPLES = [
+    "kcodec produce -t events hello world        # two messages",
+    "kcodec produce -t events < lines.txt        # one record per line",
+    "kcodec produce -t events -K : < keyed.txt   # KEY:VALUE lines",
+    "kcodec produce -t big -X max_request_size=67108864 -X buffer_memory=134217728 < big.bin",
+]
 MAX_LINE = 1048576   # Kafka's max.request.size default: a larger record seldom gets through
 RECORD_OVERHEAD = 64 * 1024   # room for a record's framing, key and headers beside its line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kcodec.client.config import COMPRESSION_TYPES
+
     required(parser).add_argument("-t", "--topic", action=Once, required=True,
                                   help="topic to write to")
     parser.add_argument("-p", "--partition", type=int,
@@ -90,6 +97,8 @@ class _Options:
 
 @guarded
 def run(args: argparse.Namespace) -> int:
+    from kcodec.client.config import COMPRESSION_TYPES
+
     if args.compression not in COMPRESSION_TYPES:
         raise UsageError(f"unknown compression codec {args.compression!r} "
                          f"(choose from {', '.join(COMPRESSION_TYPES)})")

@@ -21,6 +21,10 @@ from kcodec.cli._client import UsageError, guarded
 NAME = "run"
 HELP = "run a handler over topics: supervised pullers and sinkers, a store between them"
 
+EXAMPLES = [
+    "kcodec run -t events -g handlers myapp.handlers:handle",
+    "kcodec run -c run.toml myapp.handlers:handle",
+]
 # flag -> (type, help); the flag's name is the setting's (dashes for underscores)
 _OPTIONS = [
     ("pullers", int, "processes that fetch (group members; default 1)"),

@@ -17,6 +17,12 @@ from kcodec.cli._client import (
 
 NAME = "topics"
 HELP = "list, create or delete topics"
+EXAMPLES = [
+    "kcodec topics list",
+    "kcodec topics describe events",
+    "kcodec topics create events -p 6 --config retention.ms=86400000",
+    "kcodec topics delete events",
+]
 ACTIONS = {"list": "topics and their partition counts",
            "create": "create topics (-p partitions, -r replication, --config KEY=VALUE)",
            "delete": "delete topics"}
