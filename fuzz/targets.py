@@ -555,7 +555,7 @@ def target_segment(data: bytes) -> None:
 _PARSER: Any = None
 
 
-def _parser() -> Any:
+def _parser(*_args: Any, **_kwargs: Any) -> Any:
     return _PARSER
 
 

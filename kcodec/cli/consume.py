@@ -55,8 +55,6 @@ HELP = "print records of topics (as a group member with -g)"
 EXAMPLES = [
     "kcodec consume -t events -o beginning -e          # everything, then exit",
     "kcodec consume -t events -g reports               # as a group member, committing",
-    "kcodec consume -t events -f '%t %p %o %k %s\\n' -e # kcat's format string",
-    "kcodec consume -t events --json -n 10 -X fetch_max_bytes=1048576",
 ]
 COMMIT_EVERY = 5.0   # seconds between commits of what was printed (-g)
 FORMATS = ("raw", "text", "json")

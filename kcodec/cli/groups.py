@@ -10,8 +10,6 @@ NAME = "groups"
 HELP = "list the consumer and share groups the brokers know"
 EXAMPLES = [
     "kcodec groups list",
-    "kcodec groups delete reports",
-    "kcodec groups reset-offsets -g reports -t events --to-earliest --execute",
 ]
 ACTIONS = {"list": "each group with its type, state and protocol type (ListGroups)"}
 

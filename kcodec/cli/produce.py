@@ -47,7 +47,6 @@ EXAMPLES = [
     "kcodec produce -t events hello world        # two messages",
     "kcodec produce -t events < lines.txt        # one record per line",
     "kcodec produce -t events -K : < keyed.txt   # KEY:VALUE lines",
-    "kcodec produce -t big -X max_request_size=67108864 -X buffer_memory=134217728 < big.bin",
 ]
 MAX_LINE = 1048576   # Kafka's max.request.size default: a larger record seldom gets through
 RECORD_OVERHEAD = 64 * 1024   # room for a record's framing, key and headers beside its line

@@ -19,7 +19,6 @@ NAME = "topics"
 HELP = "list, create or delete topics"
 EXAMPLES = [
     "kcodec topics list",
-    "kcodec topics describe events",
     "kcodec topics create events -p 6 --config retention.ms=86400000",
     "kcodec topics delete events",
 ]

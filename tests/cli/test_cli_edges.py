@@ -417,9 +417,9 @@ def test_interrupt_while_starting_exits_130_without_a_traceback() -> None:
     printed a KeyboardInterrupt traceback and died of the signal."""
     code = ("import os, signal, sys, kcodec.cli as cli\n"
             "real = cli.build_parser\n"
-            "def slow():\n"
+            "def slow(*args, **kwargs):\n"
             "    os.kill(os.getpid(), signal.SIGINT)\n"
-            "    return real()\n"
+            "    return real(*args, **kwargs)\n"
             "cli.build_parser = slow\n"
             "sys.exit(cli.main(['info']))\n")
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -83,3 +83,34 @@ def test_layers_picture_is_current() -> None:
         sys.path.remove(str(DOCS / "_ext"))
     assert (DOCS / "_static" / "layers.svg").read_text() == layers_svg(), \
         "docs/_static/layers.svg is stale: python docs/_ext/kcodec_docs.py"
+
+
+# What the docs build may not import: the test extra's own packages, and the peers and
+# Spark that scripts/docs does not install (the reference mocks them).
+_NOT_IN_A_DOCS_VENV = ("pytest", "_pytest", "hypothesis", "confluent_kafka", "trustme", "scramp",
+                       "kafka", "aiokafka", "redis", "pyspark", "pyarrow")
+_BLOCKED_BUILD = """
+import runpy, sys
+BLOCK = set(sys.argv[1].split(","))
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCK:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+sys.argv = ["sphinx", *sys.argv[2:]]
+runpy.run_module("sphinx", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_docs_build_with_only_the_docs_extra(tmp_path: Path) -> None:
+    """scripts/docs installs the docs extra only: the build must not import pytest (the
+    layers picture reads tests/house/test_layers.py's table from its source), the test
+    peers, Spark or pyarrow."""
+    pytest.importorskip("sphinx")
+    p = subprocess.run([sys.executable, "-c", _BLOCKED_BUILD, ",".join(_NOT_IN_A_DOCS_VENV),
+                        "-E", "-W", "--keep-going", "-q", "-b", "html", "-d",
+                        str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, f"the docs need more than the docs extra:\n{p.stderr[-6000:]}"
+    assert (tmp_path / "html" / "reference" / "config.html").exists()
