@@ -35,6 +35,8 @@ _OPTIONS = [
                        "(default ./kcodec-run)"),
     ("redis-url", str, "redis://host:port/db of the redis store"),
     ("redis-prefix", str, "key prefix in Redis (default kcodec:<group>)"),
+    ("redis-durability", str, "require | warn: refuse (default) or only warn about a Redis "
+                              "whose restart can lose messages (no appendonly)"),
     ("batch-size", int, "records per handler call and per store write (default 500)"),
     ("linger-ms", int, "wait at most this long to fill a batch (default 100)"),
     ("max-pending", int, "pause fetching past this many waiting records (default 100000)"),
@@ -111,6 +113,6 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(s.log_level, "master", s.secrets())
     try:
         return Master(s, ref).run()
-    except RuntimeError as exc:
+    except (RuntimeError, ConnectionError) as exc:
         print(f"kcodec run: error: {exc}", file=sys.stderr)
         return 1

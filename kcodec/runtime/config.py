@@ -73,6 +73,7 @@ class Settings:
     state_dir: str = "kcodec-run"
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = ""                # default: kcodec:<group>
+    redis_durability: str = "require"     # require | warn: a Redis without appendonly
     batch_size: int = 500
     linger_ms: int = 100
     max_pending: int = 100000             # pullers pause fetching past this many waiting
@@ -125,6 +126,7 @@ class Settings:
                 raise ValueError(f"{_flag(name)} must be a positive number of seconds, got {v!r}")
             setattr(self, name, float(v))
         for name, allowed in (("storage", STORAGES), ("decode", DECODERS), ("fsync", FSYNC),
+                              ("redis_durability", ("require", "warn")),
                               ("auto_offset_reset", ("earliest", "latest", "none"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{_flag(name)} must be one of {', '.join(allowed)}, "

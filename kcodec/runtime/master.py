@@ -90,6 +90,14 @@ class Master:
             os.close(lock_fd)
             raise
         seal_stale(os.path.join(s.state_dir, "store"))
+        if s.storage == "redis":
+            try:
+                st = self.store()
+                st.check_durability(s.redis_durability == "require")
+                st.mark()
+            except BaseException:
+                os.close(lock_fd)
+                raise
         set_title(f"kcodec run: master (group {s.group})", "kcodec-master")
         self._server = control.listen(s.socket_path)
         control.write_description(s)

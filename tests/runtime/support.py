@@ -40,10 +40,13 @@ def redis_binary() -> str:
 
 
 class RedisServer:
-    """redis-server on a free loopback port, AOF on (appendfsync always), in a temp dir;
+    """redis-server on a free loopback port, AOF on (appendfsync always; or the given
+    ``persistence`` arguments), in a temp dir;
     ``kill()`` is kill -9 and ``start()`` brings it back on the same port and data."""
 
-    def __init__(self) -> None:
+    def __init__(self, persistence: tuple[str, ...] = ("--appendonly", "yes", "--appendfsync",
+                                                       "always", "--save", "")) -> None:
+        self.persistence = persistence
         self.binary = redis_binary()
         self.dir = tempfile.mkdtemp(prefix="kcodec-redis-")
         self.port = free_port()
@@ -54,8 +57,7 @@ class RedisServer:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "",
-             "--protected-mode", "yes"],
+             *self.persistence, "--protected-mode", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while not accepts(self.port):

@@ -13,7 +13,11 @@ Keys, under the prefix ``P`` (``--redis-prefix``, default ``kcodec:<group>``)::
 Every move is one Lua script, so a message is always in exactly one place. A sinker whose
 lease expired (it died, or lost Redis for longer than ``--lease-ms``) has its processing list
 moved back to pending by the next claim of any sinker. Durability is Redis's: run it with
-``appendonly yes`` (the tests do, and kill it with -9 mid-work).
+``appendonly yes`` (the tests do, and kill it with -9 mid-work). At start the runtime reads
+Redis's persistence settings and refuses one that can lose acknowledged messages
+(``--redis-durability warn`` runs anyway, warning); and every process checks, about once a
+second, that the key ``P:epoch`` the runtime made is still there: a Redis that came back
+empty (a restart without persistence, a flush) is logged as an error naming what was lost.
 
 Needs the ``redis`` package: ``pip install kcodec[redis]``.
 """
@@ -132,6 +136,78 @@ class RedisStore:
         self._requeue = self.r.register_script(_REQUEUE)
         self._reaped = 0.0
         self._held: Claim | None = None
+        self.k_epoch = f"{p}:epoch"
+        self._epoch: bytes | None = None     # the marker as this process first saw it
+        self._epoch_at = 0.0
+        self.lost = 0                         # times Redis came back without the marker
+
+    # ------------------------------------------------------------------ durability
+    def check_durability(self, require: bool = True) -> str | None:
+        """Read the server's persistence settings: a RuntimeError (``require``) or a
+        warning when a restart of it can lose acknowledged messages; the reason, or None
+        when it is safe. A server that hides CONFIG (managed services) is a warning."""
+        redis = _import_redis()
+        try:
+            cfg = self._call("config", self.r.config_get, "*")
+        except redis.exceptions.ResponseError as exc:
+            log.warning("redis at %s does not show its persistence settings (%s): make sure it "
+                        "runs with appendonly yes, or a restart of it loses messages the "
+                        "runtime has committed in Kafka", self.url, exc)
+            return None
+        get = {(k.decode() if isinstance(k, bytes) else k):
+               (v.decode() if isinstance(v, bytes) else v) for k, v in cfg.items()}
+        why = None
+        if get.get("appendonly", "no") != "yes":
+            snap = "RDB snapshots only (save " + get["save"] + ")" if get.get("save") else                 "no persistence at all (appendonly no, save \"\")"
+            why = (f"redis at {self.url} runs with {snap}: a restart of it loses messages "
+                   "whose offsets are already committed in Kafka. Run it with appendonly yes "
+                   "(appendfsync always or everysec), or give --redis-durability warn to run "
+                   "anyway")
+        if why is not None:
+            if require:
+                raise RuntimeError(why)
+            log.warning("%s", why)
+            return why
+        if get.get("appendfsync") == "no":
+            log.warning("redis at %s runs with appendfsync no: a crash of its machine may lose "
+                        "the last writes (appendfsync everysec or always bounds that)", self.url)
+        return None
+
+    def mark(self) -> None:
+        """Make the epoch marker if it is not there (the master, at start) and remember it."""
+        self._call("epoch", self.r.set, self.k_epoch, uuid.uuid4().hex.encode(), nx=True)
+        self._epoch = self._call("epoch", self.r.get, self.k_epoch)
+        self._epoch_at = time.monotonic()
+
+    def check_epoch(self, force: bool = False) -> bool:
+        """At most once a second (or ``force``): whether the epoch marker is still the one
+        this process knew; when not, Redis lost its data: an error is logged (once per
+        loss) and a new marker made. True: nothing was lost."""
+        now = time.monotonic()
+        if not force and now - self._epoch_at < 1.0:
+            return True
+        self._epoch_at = now
+        got = self._call("epoch", self.r.get, self.k_epoch)
+        if self._epoch is None:
+            if got is None:
+                self.mark()
+            else:
+                self._epoch = got
+            return True
+        if got == self._epoch:
+            return True
+        self.lost += 1
+        log.error("redis at %s came back without the runtime's data (the key %s is %s): it "
+                  "restarted without persistence or was flushed. Messages it held (pending, "
+                  "being handled, retries, failed) whose offsets were committed in Kafka are "
+                  "lost; to handle them again, reset the group %s's offsets to before the "
+                  "loss (kcodec ctl offsets shows where it stands)", self.url, self.k_epoch,
+                  "gone" if got is None else "another runtime's", self.prefix)
+        if got is None:
+            self.mark()
+        else:
+            self._epoch = got
+        return False
 
     @classmethod
     def from_settings(cls, s: Any, owner: str, give_up_s: float = 120.0) -> RedisStore:
@@ -158,6 +234,7 @@ class RedisStore:
 
     # ------------------------------------------------------------------ writing
     def append(self, messages: list[Message]) -> None:
+        self.check_epoch()
         if messages:
             vals = [encode(m) for m in messages]
             self._call("append", self.r.lpush, self.k_pending, *vals)
@@ -186,6 +263,7 @@ class RedisStore:
         return n
 
     def claim(self, limit: int) -> Claim | None:
+        self.check_epoch()
         now = time.monotonic()
         if now - self._reaped > 1.0:
             self._reaped = now
