@@ -19,6 +19,12 @@ from kcodec.cli._client import (
 
 NAME = "transactions"
 HELP = "list, describe, abort or commit transactions (ListTransactions, DescribeTransactions)"
+EXAMPLES = [
+    "kcodec transactions list --state Ongoing --older-than 600",
+    "kcodec transactions describe orders-tx",
+    "kcodec transactions abort orders-tx",
+    "kcodec transactions commit orders-tx --prepared 4001:7",
+]
 ACTIONS = {
     "list": "the transactional ids the brokers coordinate, with producer id and state",
     "describe": "each transaction's state, producer, timeout, start and partitions",
