@@ -19,7 +19,10 @@ Each connection has a :class:`ConnectionState` that handlers can read and extend
 address, the principal, an ``authenticated`` flag and free-form ``attrs``). A failed SASL
 authentication is logged (peer, listener, mechanism, user name; never a secret) and answered
 only after ``failed_auth_delay_s`` (Kafka's ``connection.failed.authentication.delay.ms``),
-without blocking the processor's other connections.
+without blocking the processor's other connections. A failed TLS handshake (plaintext on a
+TLS port, an untrusted certificate, a refused protocol version, no handshake within
+``TLS_HANDSHAKE_TIMEOUT_S``) is logged at WARNING on ``kcodec.broker.security`` with the peer
+and the reason.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import asyncio
 import itertools
 import logging
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -44,6 +48,7 @@ _ids = itertools.count(1)
 ANONYMOUS = "User:ANONYMOUS"               # the principal of a connection nobody vouched for
 MAX_UNAUTHENTICATED_BYTES = 512 * 1024     # Kafka's sasl.server.max.receive.size default
 READ_PIECE = 1 << 20                       # a frame's body is read and booked in such pieces
+TLS_HANDSHAKE_TIMEOUT_S = 10.0             # a TLS client must finish its handshake within it
 
 
 @dataclass
@@ -154,12 +159,18 @@ class Processor:
 
     async def _serve_connection(self, sock: socket.socket) -> None:
         sec = self.security
+        tls = sec is not None and sec.ssl_context is not None
+        peer_addr, started = _peer_of(sock), time.monotonic()
         try:
-            if sec is not None and sec.ssl_context is not None:
+            if tls:
                 reader, writer = await _tls_streams(sock, sec.ssl_context)
             else:
                 reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
-        except (OSError, asyncio.TimeoutError):   # ssl.SSLError is an OSError
+        except (OSError, asyncio.TimeoutError) as exc:   # ssl.SSLError is an OSError
+            if tls:
+                security_log.warning("kcodec broker: failed TLS handshake from %s on %s: %s",
+                                     peer_addr, self.listener,
+                                     _tls_reason(exc, time.monotonic() - started))
             sock.close()
             return
         try:
@@ -303,12 +314,34 @@ class Processor:
         await writer.drain()
 
 
+def _peer_of(sock: socket.socket) -> str:
+    try:
+        return "{}:{}".format(*sock.getpeername()[:2])
+    except OSError:
+        return "?"
+
+
+def _tls_reason(exc: BaseException, took: float) -> str:
+    """Why a handshake failed, in a few words (the client's bytes are never quoted)."""
+    if (isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionAbortedError))
+            and took >= TLS_HANDSHAKE_TIMEOUT_S):
+        return f"no handshake within {TLS_HANDSHAKE_TIMEOUT_S:g} s"
+    reason = getattr(exc, "reason", None)
+    if isinstance(exc, ssl.SSLError) and reason:
+        return f"{reason} ({getattr(exc, 'library', None) or 'SSL'})"
+    if isinstance(exc, ConnectionError):
+        return "the client closed the connection during the handshake"
+    strerror = getattr(exc, "strerror", None)
+    return type(exc).__name__ + (f": {strerror}" if strerror else "")
+
+
 async def _tls_streams(sock: socket.socket, ctx: Any) -> tuple[asyncio.StreamReader,
                                                                asyncio.StreamWriter]:
     """Server-side TLS on an accepted socket (the handshake included), as asyncio streams."""
     loop = asyncio.get_running_loop()
+    timeout = TLS_HANDSHAKE_TIMEOUT_S
     reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock=sock, ssl=ctx,
-                                                      ssl_handshake_timeout=10.0)
+                                                      ssl_handshake_timeout=timeout)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
