@@ -120,7 +120,8 @@ def add_broker_security(parser: argparse.ArgumentParser) -> None:
                         "'RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L,DEFAULT')")
     g.add_argument("--sasl-users", metavar="FILE",
                    help="require SASL: 'user:password' lines; PLAIN and SCRAM-SHA-256/512 "
-                        "(salted credentials made at start; the passwords are not kept)")
+                        "(salted credentials made at start, PLAIN checked against a salted "
+                        "SCRAM-SHA-512 hash; no password is kept)")
     g.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
                    help="comma-separated mechanisms to enable with --sasl-users")
     g.add_argument("--connections-max-reauth-ms", type=int, default=0,
@@ -162,6 +163,7 @@ def broker_security(args: argparse.Namespace) -> Any:
         ScramServer,
         broker_secret,
         make_scram_credential,
+        plain_check,
         scram_salt,
         server_context,
     )
@@ -194,18 +196,25 @@ def broker_security(args: argparse.Namespace) -> Any:
         # salts (real users' and unknown names' fake ones) from one secret, kept in the data
         # dir: restarts keep both or change both, so they never tell the names apart
         secret = broker_secret(getattr(args, "data_dir", None))
-        for mech in (m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()):
-            if mech == "PLAIN":
-                plain = dict(users)
-                sasl[mech] = lambda plain=plain: PlainServer(plain)
-            elif mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-                creds = {u: make_scram_credential(mech, p, salt=scram_salt(secret, mech, u))
-                         for u, p in users.items()}
-                sasl[mech] = lambda mech=mech, creds=creds: ScramServer(mech, creds,
-                                                                        secret=secret)
-            else:
+        mechs = [m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()]
+        for mech in mechs:
+            if mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
                 raise ValueError(f"--sasl-mechanisms: {mech!r} needs a token validator "
                                  "(OAUTHBEARER: use kcodec.broker.security from Python)")
+        # only salted credentials are kept, never a password: PLAIN checks a password
+        # against the SCRAM-SHA-512 credential (made for it if SCRAM-SHA-512 is not enabled)
+        creds = {mech: {u: make_scram_credential(mech, p, salt=scram_salt(secret, mech, u))
+                        for u, p in users.items()}
+                 for mech in {*(m for m in mechs if m != "PLAIN"),
+                              *(["SCRAM-SHA-512"] if "PLAIN" in mechs else [])}}
+        users.clear()
+        for mech in mechs:
+            if mech == "PLAIN":
+                check = plain_check(creds["SCRAM-SHA-512"], "SCRAM-SHA-512", secret=secret)
+                sasl[mech] = lambda check=check: PlainServer(check)
+            else:
+                sasl[mech] = lambda mech=mech, c=creds[mech]: ScramServer(mech, c,
+                                                                          secret=secret)
     if ctx is None and not sasl:
         return None
     return ListenerSecurity(ssl_context=ctx, sasl=sasl,

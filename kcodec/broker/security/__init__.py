@@ -22,6 +22,7 @@ from kcodec.broker.security.sasl import (
     TokenInfo,
     fake_scram_credential,
     make_scram_credential,
+    plain_check,
     scram_salt,
 )
 from kcodec.broker.security.secret import broker_secret
@@ -30,4 +31,5 @@ from kcodec.broker.security.tls import peer_principal, server_context
 __all__ = ["ListenerSecurity", "SaslGate", "SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS", "ServerMechanism",
            "PlainServer", "ScramServer", "ScramCredential", "make_scram_credential",
            "OAuthBearerServer", "TokenInfo", "SaslAuthenticationFailed", "server_context",
-           "peer_principal", "PrincipalMapper", "fake_scram_credential", "scram_salt", "broker_secret"]
+           "peer_principal", "PrincipalMapper", "fake_scram_credential", "scram_salt", "broker_secret",
+           "plain_check"]

@@ -117,7 +117,9 @@ class SaslAuthenticator:
         except SaslAuthenticationFailed as exc:
             self.close_after = True
             self._mech = None
-            self.failure = _who(self._pending_name, mech, str(exc))
+            # the log line may say more than the client is told (a validator's reason)
+            self.failure = _who(self._pending_name, mech,
+                                getattr(mech, "detail", None) or str(exc))
             return self._fail(SASL_AUTHENTICATION_FAILED, str(exc))
         except Exception:    # a bug in a mechanism or validator: refuse, keep the traceback
             log.exception("kcodec broker: SASL mechanism %s failed", self._pending_name)

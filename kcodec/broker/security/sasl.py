@@ -2,7 +2,9 @@
 request's ``auth_bytes`` to ``step`` and sends back what it returns.
 
     PLAIN        one client message ``[authzid] NUL user NUL password``; checked against a
-                 callable or a user -> password mapping (compared in constant time)
+                 callable, a user -> password mapping (compared in constant time) or, to keep
+                 no password, salted credentials (:func:`plain_check`: the password is
+                 salted and hashed as SCRAM does and compared with the StoredKey)
     SCRAM-SHA-*  client-first -> server-first (salt, iterations, nonce) -> client-final
                  (proof) -> server-final (signature); the store keeps only salted
                  credentials (salt, iterations, StoredKey, ServerKey), never passwords.
@@ -12,7 +14,8 @@ request's ``auth_bytes`` to ``step`` and sends back what it returns.
                  names exist; the exchange then fails at the proof, like a wrong password
     OAUTHBEARER  one client message with ``auth=Bearer TOKEN``; a pluggable validator
                  returns the principal and the token's expiry (or raises); a refused token
-                 gets an RFC 7628 error document, the client's ^A, then the failure
+                 gets an RFC 7628 error document, the client's ^A, then the failure; the
+                 validator's exception text is logged by the broker, never sent
 
 A failed exchange raises ``SaslAuthenticationFailed`` whose message is safe to send to the
 client (it names the mechanism and the user, never a secret).
@@ -36,7 +39,7 @@ from kcodec.sasl.scram import HASHES, keys, parse_attributes, salted_password
 
 __all__ = ["SaslAuthenticationFailed", "ServerMechanism", "PlainServer", "ScramCredential",
            "ScramServer", "OAuthBearerServer", "TokenInfo", "make_scram_credential",
-           "fake_scram_credential", "scram_salt"]
+           "fake_scram_credential", "scram_salt", "plain_check"]
 
 # the secret fake SCRAM credentials come from when a ScramServer is given none: random for
 # this process (a broker that must answer the same across restarts passes its own, see
@@ -235,12 +238,14 @@ class ScramServer(ServerMechanism):
             raise SaslAuthenticationFailed(f"{self.name}: client-first message lacks n= or r=")
         self._user = self.user = _unescape_name(a["n"])
         # a Kafka extension (delegation tokens) may follow; unknown extensions are ignored
+        # the fake credential is made for every name, known or not, so that both take the
+        # same time; an unknown name goes on with it and fails at the same step, after the
+        # same work, as a wrong password
+        fake = fake_scram_credential(self.name, self._user, self._secret,
+                                     self._fake_iterations, self._fake_salt_length)
         cred = self._lookup(self._user)
         if cred is None:
-            # go on with a fake credential: the failure comes at the same step, after the
-            # same work, as for a wrong password
-            cred = fake_scram_credential(self.name, self._user, self._secret,
-                                         self._fake_iterations, self._fake_salt_length)
+            cred = fake
             self._fake = True
         self._cred = cred
         self._first_bare = bare
@@ -286,6 +291,32 @@ class ScramServer(ServerMechanism):
         return f"v={base64.b64encode(server_sig).decode()}".encode()
 
 
+def plain_check(credentials: Mapping[str, ScramCredential] | CredentialLookup,
+                mechanism: str = "SCRAM-SHA-512", *,
+                secret: bytes | None = None) -> PasswordCheck:
+    """A PLAIN password check against salted credentials of ``mechanism`` (as made by
+    :func:`make_scram_credential`), so that no password is kept: the given password is
+    salted and hashed with the user's salt and iterations and its StoredKey compared in
+    constant time. An unknown user is checked against a fake credential from ``secret``
+    (default: random for the process): the same work, the same refusal."""
+    if mechanism not in HASHES:
+        raise ValueError(f"{mechanism!r} is not a SCRAM mechanism")
+    hash_name = HASHES[mechanism]
+    lookup: CredentialLookup = credentials if callable(credentials) else credentials.get
+    iterations, salt_length = _typical({} if callable(credentials) else credentials)
+    key = secret if secret is not None else _PROCESS_SECRET
+
+    def check(user: str, password: str) -> bool:
+        fake = fake_scram_credential(mechanism, user, key, iterations, salt_length)
+        cred = lookup(user)
+        known = cred is not None
+        c = cred if cred is not None else fake
+        _, stored, _ = keys(hash_name, salted_password(hash_name, password, c.salt,
+                                                       c.iterations))
+        return hmac.compare_digest(stored, c.stored_key) and known
+    return check
+
+
 # ---------------------------------------------------------------------- OAUTHBEARER
 @dataclass
 class TokenInfo:
@@ -313,6 +344,7 @@ class OAuthBearerServer(ServerMechanism):
         self._validate = validator
         self._clock = clock
         self._failure: str | None = None
+        self.detail: str | None = None      # why, for the broker's log (never sent)
 
     def step(self, data: bytes) -> bytes:
         if self._failure is not None:
@@ -339,8 +371,11 @@ class OAuthBearerServer(ServerMechanism):
             raise SaslAuthenticationFailed("OAUTHBEARER: no bearer token in the message")
         try:
             info = self._validate(token, kv)
-        except Exception as exc:    # the validator's reason, never the token
-            return self._refuse("invalid_token", str(exc) or type(exc).__name__)
+        except Exception as exc:
+            # the validator's reason goes to the broker's log only: its text may say how
+            # tokens are checked (keys, issuers, audiences), the client learns nothing
+            self.detail = f"the validator refused the token: {str(exc) or type(exc).__name__}"
+            return self._refuse("invalid_token", "the token is not valid")
         if info.expires_at is not None and info.expires_at <= self._clock():
             return self._refuse("invalid_token", "the token has expired")
         self.principal = info.principal
@@ -350,5 +385,6 @@ class OAuthBearerServer(ServerMechanism):
 
     def _refuse(self, status: str, reason: str) -> bytes:
         self._failure = f"OAUTHBEARER: token refused: {reason}"
+        self.detail = self.detail or reason
         return json.dumps({"status": status}).encode()
 
