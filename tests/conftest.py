@@ -10,9 +10,10 @@
   skipped where it is absent, with one line at the end of the run saying how many and how
   to run them; KCODEC_REQUIRE_REFERENCE=1 makes absence a failure.
 * Every in-process ``Cluster`` of the suite forms classic groups at once
-  (``group.initial.rebalance.delay.ms=0`` in ``Cluster.base_config``), as Kafka's own
-  integration tests set it; Kafka's default, 3000, stays the broker's default and the tests
-  of the delay itself give it explicitly.
+  (``group.initial.rebalance.delay.ms=0`` in ``Cluster.base_config``) and lets classic
+  members ask for session timeouts down to 100 ms (``group.min.session.timeout.ms=100``),
+  as Kafka's own consumer integration tests set them; Kafka's defaults (3000 and 6000) stay
+  the broker's defaults, and the tests of those defaults clear the base config.
 * SIGINT is handled as Python's default in this process (and so in every process the
   tests start), whatever disposition the run inherited: a suite started in the background
   by a script inherits SIGINT ignored, and the tests of Ctrl-C behaviour would then test
@@ -43,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from kcodec.broker.cluster import Cluster
 
     Cluster.base_config["group.initial.rebalance.delay.ms"] = 0
+    Cluster.base_config["group.min.session.timeout.ms"] = 100
     # Children get SIGINT's default disposition only if this process handles it (a handled
     # signal is reset to the default at exec; an ignored one stays ignored).
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:

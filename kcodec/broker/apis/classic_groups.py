@@ -89,7 +89,8 @@ def find_coordinator(node: Any, req: Any) -> Any:
 def join_group(node: Any, req: Any) -> Any:
     R = JoinGroupResponse
     b = req.body
-    code = _may_read(node, req, b.group_id) or _not_coordinator(node, b.group_id)
+    code = _may_read(node, req, b.group_id) or _not_coordinator(node, b.group_id) \
+        or (node.cluster.groups.session_timeout_error(b.session_timeout_ms) if b.group_id else 0)
     if code:
         return R(error_code=code, member_id=b.member_id, protocol_name="", leader="")
     mixed = kip848.mixed_join(node, req)   # a classic member of a consumer-protocol group

@@ -90,10 +90,11 @@ class Group:
 
 class GroupCoordinator:
     def __init__(self, timer: Any, data_dir: str | None = None, *,
-                 initial_rebalance_delay_ms: int = 0, min_session_timeout_ms: int = 6000,
+                 initial_rebalance_delay_ms: int = 0, min_session_timeout_ms: int = 1,
                  max_session_timeout_ms: int = 1800000) -> None:
         self.timer = timer
-        #: group.min/max.session.timeout.ms: JoinGroup refuses session timeouts outside
+        #: group.min/max.session.timeout.ms: JoinGroup refuses session timeouts outside (the
+        #: Cluster passes the broker's configs, Kafka's 6000 and 1800000 by default)
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.lock = threading.RLock()
@@ -157,13 +158,20 @@ class GroupCoordinator:
                                            else (E.COORDINATOR_NOT_AVAILABLE, b""))
 
     # ------------------------------------------------------------------ membership
+    def session_timeout_error(self, session_timeout_ms: int) -> int:
+        """INVALID_SESSION_TIMEOUT if a member's session timeout is outside
+        group.min/max.session.timeout.ms (Kafka's bounds), else 0."""
+        if self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            return 0
+        return E.INVALID_SESSION_TIMEOUT
+
     def join(self, group_id: str, member_id: str, instance_id: str | None, protocol_type: str,
              protocols: list, session_timeout_ms: int, rebalance_timeout_ms: int,
              client_id: str, client_host: str) -> Any:
         """A JoinResult, or a Future of one."""
         if not group_id:
             return JoinResult(E.INVALID_GROUP_ID)
-        if not 1 <= session_timeout_ms <= 30 * 60_000:
+        if self.session_timeout_error(session_timeout_ms):
             return JoinResult(E.INVALID_SESSION_TIMEOUT)
         if rebalance_timeout_ms <= 0:
             rebalance_timeout_ms = session_timeout_ms

@@ -89,6 +89,12 @@ class ClassicGroupMember(GroupMember):
                 continue
             if body.error_code == ErrorCode.REBALANCE_IN_PROGRESS and time.monotonic() < deadline:
                 continue
+            if body.error_code == ErrorCode.INVALID_SESSION_TIMEOUT:   # a setting, not a retry
+                raise KafkaError(body.error_code, f"JoinGroup {self.group_id!r}", (
+                    f"session_timeout_ms={cfg.session_timeout_ms} is outside the range the "
+                    f"broker allows (its group.min.session.timeout.ms and "
+                    f"group.max.session.timeout.ms, 6000 and 1800000 by default): set "
+                    f"session_timeout_ms within it"))
             if body.error_code:
                 raise KafkaError(body.error_code, f"JoinGroup {self.group_id!r}")
             self.member_id = body.member_id
