@@ -1,0 +1,106 @@
+"""The librdkafka conformance harness (tools/conformance): its parsing, its stand-ins for
+Kafka's scripts, and (slow, with a librdkafka checkout in $LIBRDKAFKA_SRC) a few of
+librdkafka's own tests against kcodec broker."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kcodec.broker import Cluster
+from tools.conformance import kafka_scripts
+from tools.conformance.run import list_tests, parse_summary, run, table
+
+TEST_C = """
+struct test tests[] = {
+    {.name = "<MAIN>", .flags = TEST_F_LOCAL},
+    _TEST(0000_unittests,
+          TEST_F_LOCAL,
+          _THRES(.ucpu = 100.0)),
+    _TEST(0001_multiobj, 0),
+    _TEST(0045_subscribe_update_topic_remove,
+          0,
+          TEST_BRKVER(0, 9, 0, 0),
+          .scenario = "noautocreate"),
+    _TEST(8000_idle, TEST_F_MANUAL),
+    _TEST(0103_transactions, 0, TEST_BRKVER(0, 11, 0, 0), .scenario = "default,ak23"),
+};
+"""
+
+
+def test_list_tests_reads_flags_and_scenarios(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test.c").write_text(TEST_C)
+    tests = list_tests(tmp_path)
+    assert [(t.name, t.number, t.cluster, t.scenario) for t in tests] == [
+        ("0000_unittests", "0000", False, "default"),
+        ("0001_multiobj", "0001", True, "default"),
+        ("0045_subscribe_update_topic_remove", "0045", True, "noautocreate"),
+        ("8000_idle", "8000", False, "default"),
+        ("0103_transactions", "0103", True, "default,ak23"),
+    ]
+
+
+def test_parse_summary_strips_colours_and_skips_main():
+    out = ("noise\nTEST 2026 (bare, scenario default) SUMMARY\n"
+           "#====#\n|\x1b[32m <MAIN>        |     PASSED |   2.001s \x1b[0m|\n"
+           "|\x1b[32m 0001_multiobj |     PASSED |   1.058s \x1b[0m|\n"
+           "|\x1b[31m 0034_offset_reset |     FAILED |  30.500s \x1b[0m|\n")
+    assert parse_summary(out) == {"0001_multiobj": ("PASSED", 1.058),
+                                  "0034_offset_reset": ("FAILED", 30.5)}
+    aborted = ('\x1b[0m\x1b[31m### Test "0011_produce_batch (sub:629)" failed at x.c:718 ###\n'
+               '### Test "<MAIN>" failed at test.c:1946 ###\n'
+               "\x1b[32m================= Test 0012_produce_consume PASSED =================\n")
+    assert parse_summary(aborted) == {"0011_produce_batch": ("FAILED", 0.0),
+                                      "0012_produce_consume": ("PASSED", 0.0)}
+    text = table({"classic": {"0001_multiobj": ("PASSED", 1.0, 1)},
+                  "consumer": {"0001_multiobj": ("FAILED", 2.0, 3)}})
+    assert "| 0001_multiobj | PASSED (1s) | FAILED (2s, 3 nodes) |" in text
+    assert "- consumer: 1 failed" in text
+
+
+def test_kafka_topics_and_acls_stand_ins(capsys):
+    with Cluster(1, authorizer=True, allow_everyone_if_no_acl_found=True,
+                 super_users=["User:admin"]) as c:
+        b = c.bootstrap
+        topics = kafka_scripts.main
+        assert topics(["kafka-topics", "--bootstrap-server", b, "--create", "--topic", "ts",
+                       "--partitions", "2", "--replication-factor", "1",
+                       "--config", "cleanup.policy=compact"]) == 0
+        assert len(c.state.topics["ts"].partitions) == 2
+        assert topics(["kafka-topics", "--bootstrap-server", b, "--alter", "--topic", "ts",
+                       "--partitions", "4"]) == 0
+        assert len(c.state.topics["ts"].partitions) == 4
+        assert topics(["kafka-topics", "--bootstrap-server", b, "--create", "--topic", "ts"]) == 1
+        assert "Error for topic ts" in capsys.readouterr().err
+        assert kafka_scripts.main(["kafka-acls", "--bootstrap-server", b, "--add",
+                                   "--deny-principal", "User:*", "--operation", "Read",
+                                   "--operation", "DescribeConfigs", "--deny-host", "*",
+                                   "--topic", "ts"]) == 0
+        acls = c.authorizer.acls()
+        assert sorted(int(a.operation) for a in acls) == [3, 10]   # READ, DESCRIBE_CONFIGS
+        assert kafka_scripts.main(["kafka-acls", "--bootstrap-server", b, "--remove", "--force",
+                                   "--deny-principal", "User:*", "--operation", "Read",
+                                   "--operation", "DescribeConfigs", "--deny-host", "*",
+                                   "--topic", "ts"]) == 0
+        assert c.authorizer.acls() == []
+        assert topics(["kafka-topics", "--bootstrap-server", b, "--delete", "--topic", "ts"]) == 0
+        assert "ts" not in c.state.topics
+    with pytest.raises(SystemExit):   # an option the stand-in does not know fails loudly
+        kafka_scripts.main(["kafka-topics", "--bootstrap-server", "x:1", "--describe"])
+
+
+SMALL = "0001,0019,0034,0119"   # fast ones, among them the Fetch-error and ACL cases
+
+
+@pytest.mark.slow
+def test_librdkafka_suite_part(tmp_path):
+    src = os.environ.get("LIBRDKAFKA_SRC")
+    if not src or not (Path(src) / "tests" / "test.c").exists():
+        pytest.skip("no librdkafka checkout: set LIBRDKAFKA_SRC to run its tests")
+    results = run(Path(src), ["classic", "consumer"], set(SMALL.split(",")), 600.0, tmp_path,
+                  set())
+    bad = {(p, n): st for p, r in results.items() for n, st in r.items() if st[0] != "PASSED"}
+    assert results["classic"] and not bad, table(results)

@@ -1,0 +1,1 @@
+"""librdkafka's integration suite against kcodec broker (see run.py)."""

@@ -1,0 +1,5 @@
+import sys
+
+from tools.conformance.run import main
+
+sys.exit(main())

@@ -1,0 +1,288 @@
+"""Run librdkafka's own integration tests against ``kcodec broker`` and write a table.
+
+    python -m tools.conformance /path/to/librdkafka [--protocol classic|consumer|both]
+        [--tests 0001,0113,...] [--out results.md] [--logs DIR] [--timeout S]
+
+The librdkafka checkout stays outside this repository. Its test runner is built there if it
+is missing (``./configure``, ``make libs``, ``make -C tests build``). Each test number gets a
+fresh broker, set up as librdkafka's own test clusters are: ``--partitions 4``, the ACL
+authorizer allowing everyone when no ACL matches, ``User:admin`` a super user. Its cluster
+tests (those not flagged local or manual) run with ``TEST_KAFKA_VERSION=4.2.0`` in full
+mode (not ``-Q``) under each ``TEST_CONSUMER_GROUP_PROTOCOL`` asked for. A test whose run
+says the cluster has too few brokers for its replication factor runs again on three nodes
+(``--nodes 3``), and the 3-node result is the one reported. Tests of the ``noautocreate``
+scenario run on a broker started with ``--no-auto-create``. ``kafka-topics.sh`` and
+``kafka-acls.sh`` are stand-ins on kcodec's Admin and CLI (:mod:`.kafka_scripts`).
+
+The table (Markdown) lists every test with its result per protocol; a run's logs are kept
+in ``--logs`` (one file per test number, protocol and node count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_VERSION = "4.2.0"
+BROKER_ARGS = ["--partitions", "4", "--authorizer", "--allow-everyone-if-no-acl-found",
+               "--super-users", "User:admin"]
+# what a run prints when a topic needs more brokers than the cluster has
+_TOO_FEW_BROKERS = re.compile(r"INVALID_REPLICATION_FACTOR|Replication factor: \d+ larger than "
+                              r"available brokers|replication factor.*larger than", re.I)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ROW = re.compile(r"^\|\s*(\S+)\s*\|\s*([A-Z]+)\s*\|\s*([0-9.]+)s\s*\|")
+# without a summary (the runner aborted): the per-test lines
+_FAILED = re.compile(r'^### Test "(\w+)[ "]')
+_ENDED = re.compile(r"=+ Test (\w+) (PASSED|SKIPPED) =+")
+
+
+@dataclass
+class Test:
+    name: str
+    number: str
+    flags: str
+    scenario: str = "default"
+
+    @property
+    def cluster(self) -> bool:
+        """A test that needs a broker (librdkafka's runner skips manual ones itself)."""
+        return "TEST_F_LOCAL" not in self.flags and "TEST_F_MANUAL" not in self.flags
+
+
+def list_tests(checkout: Path) -> list[Test]:
+    """The tests of ``tests/test.c``'s table, in its order."""
+    src = (checkout / "tests" / "test.c").read_text(encoding="utf-8", errors="replace")
+    start = src.index("struct test tests[] = {")
+    table = src[start:src.index("\n};", start)]
+    out = []
+    # each entry runs from its _TEST( to the next one
+    parts = re.split(r"(?=_TEST\()", table)
+    for part in parts:
+        m = re.match(r"_TEST\(\s*(\w+),\s*([^,)]*)", part)
+        if not m:
+            continue
+        scen = re.search(r'\.scenario\s*=\s*"([^"]*)"', part)
+        name = m.group(1)
+        out.append(Test(name, name.split("_", 1)[0], m.group(2).strip(),
+                        scen.group(1) if scen else "default"))
+    return out
+
+
+def build(checkout: Path, log: Path) -> Path:
+    """The test runner, built if it is missing."""
+    runner = checkout / "tests" / "test-runner"
+    if runner.exists():
+        return runner
+    with open(log, "w", encoding="utf-8") as f:
+        steps = [["./configure"], ["make", "-j2", "libs"], ["make", "-C", "tests", "build"]]
+        for step in steps:
+            print(f"building: {' '.join(step)} (log {log})", flush=True)
+            subprocess.run(["nice", *step], cwd=checkout, stdout=f, stderr=subprocess.STDOUT,
+                           check=True)
+    return runner
+
+
+class Broker:
+    """A fresh ``kcodec broker`` in its own process."""
+
+    def __init__(self, nodes: int = 1, auto_create: bool = True, log: Path | None = None) -> None:
+        args = [sys.executable, "-m", "kcodec", "broker", "--json", *BROKER_ARGS]
+        if nodes > 1:
+            args += ["--nodes", str(nodes)]
+        if not auto_create:
+            args.append("--no-auto-create")
+        env = dict(os.environ, PYTHONPATH=_pythonpath())
+        self._err: Any = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
+        self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.stop()
+            raise RuntimeError(f"kcodec broker did not start (log: {log})")
+        self.bootstrap = json.loads(line)["bootstrap"]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._err is not subprocess.DEVNULL:
+            self._err.close()
+
+
+def _pythonpath() -> str:
+    old = os.environ.get("PYTHONPATH")
+    return str(REPO) + (os.pathsep + old if old else "")
+
+
+def stand_ins(root: Path) -> Path:
+    """A ``KAFKA_PATH`` whose ``bin/`` has kafka-topics.sh and kafka-acls.sh on kcodec."""
+    bindir = root / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    for script in ("kafka-topics", "kafka-acls"):
+        path = bindir / f"{script}.sh"
+        path.write_text("#!/bin/sh\n"
+                        f"PYTHONPATH='{_pythonpath()}' exec '{sys.executable}' "
+                        f"-m tools.conformance.kafka_scripts {script} \"$@\"\n", encoding="utf-8")
+        path.chmod(0o755)
+    return root
+
+
+def parse_summary(output: str) -> dict[str, tuple[str, float]]:
+    """The runner's summary rows: test name -> (PASSED/FAILED/SKIPPED/..., seconds)."""
+    rows: dict[str, tuple[str, float]] = {}
+    ended: dict[str, tuple[str, float]] = {}
+    for line in _ANSI.sub("", output).splitlines():
+        m = _ROW.match(line)
+        if m and m.group(1) != "<MAIN>":
+            rows[m.group(1)] = (m.group(2), float(m.group(3)))
+        elif (m := _FAILED.match(line)) and m.group(1) != "MAIN":
+            ended[m.group(1)] = ("FAILED", 0.0)
+        elif m := _ENDED.search(line):
+            ended.setdefault(m.group(1), (m.group(2), 0.0))
+    return rows or ended
+
+
+def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scenario: str,
+               nodes: int, timeout: float, logs: Path) -> tuple[dict[str, tuple[str, float]], str]:
+    """Run the tests ``NNNN_*`` of one scenario on a fresh broker; (rows, output)."""
+    tag = f"{number}-{scenario}-{protocol}-{nodes}n"
+    broker = Broker(nodes, auto_create=scenario != "noautocreate", log=logs / f"{tag}.broker.log")
+    try:
+        work = Path(tempfile.mkdtemp(prefix=f"rdk-{number}-"))
+        conf = work / "test.conf"
+        conf.write_text(f"bootstrap.servers={broker.bootstrap}\n", encoding="utf-8")
+        checkout = runner.parent.parent
+        env = dict(os.environ,
+                   LD_LIBRARY_PATH=f"{checkout / 'src'}:{checkout / 'src-cpp'}",
+                   RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION,
+                   TEST_CONSUMER_GROUP_PROTOCOL=protocol, TESTS=f"{number}_",
+                   KAFKA_PATH=str(kafka_path), BROKERS=broker.bootstrap)
+        args = [str(runner), "-L", "-p1"]
+        if scenario != "default":
+            args += ["-s", scenario]
+        try:
+            done = subprocess.run(args, cwd=runner.parent, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=timeout)
+            output = done.stdout.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired as exc:
+            output = (exc.stdout or b"").decode("utf-8", "replace") + f"\n[harness: timed out after {timeout:.0f}s]\n"
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        broker.stop()
+    (logs / f"{tag}.log").write_text(output, encoding="utf-8")
+    rows = parse_summary(output)
+    if "[harness: timed out" in output:
+        rows = {**rows, **{n: ("TIMEOUT", timeout) for n, (s, _) in rows.items() if s == "RUNNING"}}
+        if not rows:
+            rows = {f"{number}_*": ("TIMEOUT", timeout)}
+    return rows, output
+
+
+def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: float,
+        logs: Path, nodes3: set[str]) -> dict[str, dict[str, tuple[str, float, int]]]:
+    """{protocol: {test name: (status, seconds, nodes)}}."""
+    runner = build(checkout, logs / "build.log")
+    tests = [t for t in list_tests(checkout) if t.cluster and (only is None or t.number in only)]
+    kafka_path = stand_ins(logs / "kafka")
+    groups: dict[tuple[str, str], list[Test]] = {}
+    for t in tests:
+        for scen in t.scenario.split(","):
+            groups.setdefault((t.number, scen), []).append(t)
+    results: dict[str, dict[str, tuple[str, float, int]]] = {}
+    for protocol in protocols:
+        res = results[protocol] = {}
+        for (number, scen), members in groups.items():
+            nodes = 3 if number in nodes3 else 1
+            began = time.monotonic()
+            rows, output = run_number(runner, kafka_path, number, protocol, scen, nodes,
+                                      timeout, logs)
+            if nodes == 1 and _TOO_FEW_BROKERS.search(output) and any(
+                    s != "PASSED" for s, _ in rows.values()):
+                nodes = 3
+                rows, output = run_number(runner, kafka_path, number, protocol, scen, 3,
+                                          timeout, logs)
+            names = {t.name for t in members}
+            for name, (status, secs) in rows.items():
+                if name in names or name.endswith("_*"):
+                    res[name] = (status, secs, nodes)
+            for name in names - set(rows):
+                res.setdefault(name, ("NOT RUN", 0.0, nodes))
+            line = ", ".join(f"{n} {res[n][0]}" for n in sorted(names) if n in res)
+            print(f"[{protocol}] {number} ({scen}, {nodes} node{'s' if nodes > 1 else ''}, "
+                  f"{time.monotonic() - began:.0f}s): {line}", flush=True)
+    return results
+
+
+def table(results: dict[str, dict[str, tuple[str, float, int]]]) -> str:
+    protocols = list(results)
+    names = sorted({n for r in results.values() for n in r})
+    out = ["| test | " + " | ".join(protocols) + " |", "|---|" + "---|" * len(protocols)]
+    for n in names:
+        cells = []
+        for p in protocols:
+            st = results[p].get(n)
+            cells.append("" if st is None else
+                         f"{st[0]} ({st[1]:.0f}s{', 3 nodes' if st[2] == 3 else ''})")
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    out.append("")
+    for p in protocols:
+        counts: dict[str, int] = {}
+        for st in results[p].values():
+            counts[st[0]] = counts.get(st[0], 0) + 1
+        out.append(f"- {p}: " + ", ".join(f"{v} {k.lower()}" for k, v in sorted(counts.items())))
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.conformance", description=__doc__.split("\n")[0])
+    p.add_argument("librdkafka", nargs="?", default=os.environ.get("LIBRDKAFKA_SRC"),
+                   help="a librdkafka checkout (default: $LIBRDKAFKA_SRC)")
+    p.add_argument("--protocol", choices=["classic", "consumer", "both"], default="both")
+    p.add_argument("--tests", help="comma-separated test numbers (default: every cluster test)")
+    p.add_argument("--nodes3", default="", help="test numbers to run on 3 nodes from the start")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per test number")
+    p.add_argument("--out", type=Path, help="write the Markdown table here (default: stdout)")
+    p.add_argument("--logs", type=Path, help="keep the runs' logs here (default: a temp dir)")
+    a = p.parse_args(argv)
+    if not a.librdkafka:
+        print("no librdkafka checkout given (argument or $LIBRDKAFKA_SRC): nothing run")
+        return 0
+    checkout = Path(a.librdkafka).resolve()
+    if not (checkout / "tests" / "test.c").exists():
+        p.error(f"{checkout} is not a librdkafka checkout (no tests/test.c)")
+    logs = (a.logs or Path(tempfile.mkdtemp(prefix="kcodec-conformance-"))).resolve()
+    logs.mkdir(parents=True, exist_ok=True)
+    protocols = ["classic", "consumer"] if a.protocol == "both" else [a.protocol]
+    only = {t.strip() for t in a.tests.split(",")} if a.tests else None
+    nodes3 = {t.strip() for t in a.nodes3.split(",") if t.strip()}
+    print(f"librdkafka {checkout}, logs in {logs}", flush=True)
+    results = run(checkout, protocols, only, a.timeout, logs, nodes3)
+    text = table(results)
+    if a.out:
+        a.out.write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    failed = sum(1 for r in results.values() for st in r.values()
+                 if st[0] not in ("PASSED", "SKIPPED"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
