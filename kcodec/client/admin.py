@@ -455,6 +455,36 @@ class AsyncAdmin:
         ends = await list_offsets(self.cluster, tps, LATEST) if tps else {}
         return [PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp, -1)) for tp in tps]
 
+    async def remove_members(self, group_id: str, members: dict[str, str],
+                             reason: str = "removed by the admin client"
+                             ) -> dict[str, KafkaError | None]:
+        """Take members out of the group at once, as if each had left: ``members`` maps a
+        member id to its group's protocol, ``"classic"`` (LeaveGroup naming it, as Java's
+        ``removeMembersFromConsumerGroup``) or ``"consumer"`` (a ConsumerGroupHeartbeat at
+        epoch -1 on its behalf, KIP-848's leave). Its partitions move without waiting for its
+        session to time out. The error (or None) per member; an unknown member is
+        UNKNOWN_MEMBER_ID."""
+        coord = Coordinator(self.cluster, group_id, own_connection=False)
+        out: dict[str, KafkaError | None] = {}
+        classic = [m for m, proto in members.items() if proto == "classic"]
+        for m, proto in members.items():
+            if proto not in ("classic", "consumer"):
+                raise ValueError(f"member {m!r}: the group protocol is classic or consumer, "
+                                 f"not {proto!r}")
+        for m in classic:
+            body = await coord.call(requests.leave_group(group_id, m, None, reason), "LeaveGroup")
+            code = body.error_code or next((r.error_code for r in body.members
+                                            if r.member_id == m and r.error_code), 0)
+            out[m] = KafkaError(code, f"remove {m!r} from {group_id!r}") if code else None
+        for m, proto in members.items():
+            if proto != "consumer":
+                continue
+            hb = requests.consumer_group_heartbeat(group_id, m, -1, None, -1, None, None, None)
+            got = await coord.call(hb, "ConsumerGroupHeartbeat")
+            out[m] = KafkaError(got.error_code, f"remove {m!r} from {group_id!r}",
+                                got.error_message) if got.error_code else None
+        return out
+
     # ------------------------------------------------------------------ ACLs
     async def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs (CreateAcls); the error (or None) per ACL. An ACL that cannot be
@@ -620,6 +650,14 @@ class Admin:
     def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag of each of the group's partitions."""
         return self._run(self._async.lag(group_id, topics))
+
+    def remove_members(self, group_id: str, members: dict[str, str],
+                       reason: str = "removed by the admin client"
+                       ) -> dict[str, KafkaError | None]:
+        """Take members (member id -> ``"classic"`` or ``"consumer"``, their group's
+        protocol) out of the group at once, as if each had left; the error (or None) per
+        member."""
+        return self._run(self._async.remove_members(group_id, dict(members), reason))
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
         """Share groups (KIP-932): state, epoch, members and the partitions each reads."""

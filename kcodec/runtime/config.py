@@ -188,8 +188,10 @@ class Settings:
         """The pullers' consumer settings, checked by ``ConsumerConfig``."""
         from kcodec.client import ConsumerConfig
 
-        # a member killed with -9 holds its partitions until its session times out: the
-        # runtime restarts members, so it waits 10 s for a silent one, not Kafka's 45 s
+        # a member killed with -9 holds its partitions until its session times out (unless
+        # the master removes it, which it does for its own dead pullers): 10 s, not Kafka's
+        # 45 s, where the client sets it (classic protocol; the consumer protocol's is the
+        # broker's group.consumer.session.timeout.ms)
         cfg = {"auto_offset_reset": self.auto_offset_reset,
                "max_poll_records": max(self.batch_size, 1),
                "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,

@@ -241,6 +241,7 @@ class Master:
 
     def _reap(self, sl: _Slot) -> None:
         code = sl.proc.exitcode
+        pid = sl.proc.pid
         ran = time.monotonic() - sl.started
         sl.proc.join()
         sl.conn.close()
@@ -253,6 +254,12 @@ class Master:
         else:
             what = f"exited with code {code}"
         sl.last_exit = what
+        if sl.role == "puller" and code not in (0, EXIT_RECYCLED):
+            # it may not have left the group: leave on its behalf, so its partitions move
+            # now rather than when its session times out
+            from kcodec.runtime.members import remove_dead_member
+
+            remove_dead_member(self.s, sl.index, pid, what)
         if self.stopping:
             log.info("%s %s", sl.name, what)
             return

@@ -434,6 +434,19 @@ class Puller:
                 self.member_id = c.group_metadata().member_id
             except (ValueError, AttributeError):
                 pass
+            else:
+                self._tell_member(c)
+
+    def _tell_member(self, c: Consumer) -> None:
+        """Leave this member's id where the master finds it should this process die: it
+        then removes the member at once (its partitions move in about a second, not after
+        the session timeout)."""
+        from kcodec.runtime.members import write_member
+
+        try:
+            write_member(self.s.state_dir, self.slot, self.member_id, c.group_protocol())
+        except OSError as exc:
+            log.warning("cannot note the member id for the master: %s", exc)
 
     # ------------------------------------------------------------------ introspection
     def offsets(self) -> list[dict[str, Any]]:

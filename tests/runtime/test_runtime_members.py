@@ -1,0 +1,60 @@
+"""A puller killed with -9 does not hold its partitions until its session times out: the
+master removes its member from the group on its behalf (LeaveGroup for the classic protocol,
+a heartbeat at epoch -1 for the consumer protocol), and its partitions move in about a
+second."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+
+import pytest
+
+from kcodec.client import Admin
+from tests.runtime.support import Run, produce, wait_for
+
+
+def members(bootstrap: str, group: str) -> dict[str, list[int]]:
+    with Admin(bootstrap_servers=bootstrap) as a:
+        d = a.describe_groups([group])[0]
+    return {m.member_id: sorted(p for ps in m.assignment.values() for p in ps)
+            for m in d.members}
+
+
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+def test_a_killed_pullers_member_is_removed_at_once(kbroker, protocol) -> None:
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    produce(kbroker.bootstrap, topic, 40)
+    r = Run(kbroker.bootstrap, topic, group, "--storage", "direct", "--pullers", "2",
+            extra_env={"KCODEC_RUN_CLIENT_GROUP_PROTOCOL": protocol})
+    try:
+        r.wait_ready()
+
+        def split() -> bool:
+            m = members(kbroker.bootstrap, group)
+            return len(m) == 2 and all(m.values())
+        wait_for(split, 60, "two members sharing the partitions", r.stderr)
+        before = members(kbroker.bootstrap, group)
+        victim = r.child_pids("puller")[0]
+        noted = {}
+        for slot in (0, 1):
+            with open(os.path.join(r.state_dir, "members", f"puller-{slot}.json")) as f:
+                import json
+                got = json.load(f)
+            noted[got["pid"]] = got["member_id"]
+        dead = noted[victim]
+        assert dead in before
+        os.kill(victim, signal.SIGKILL)
+        t0 = time.monotonic()
+        wait_for(lambda: dead not in members(kbroker.bootstrap, group), 30,
+                 "the killed puller's member gone", r.stderr)
+        took = time.monotonic() - t0
+        # the session timeouts are 45 s (consumer protocol) and 10 s (classic) here
+        assert took < 5, (took, r.stderr())
+        assert "left group" in r.stderr() and "on its behalf" in r.stderr()
+        assert r.stop() == 0, r.stderr()
+    finally:
+        if r.proc is not None and r.proc.poll() is None:
+            r.kill_all()
