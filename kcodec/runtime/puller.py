@@ -444,7 +444,8 @@ class Puller:
         from kcodec.runtime.members import write_member
 
         try:
-            write_member(self.s.state_dir, self.slot, self.member_id, c.group_protocol())
+            write_member(self.s.state_dir, self.slot, self.member_id,
+                         c.group_protocol() or "classic")
         except OSError as exc:
             log.warning("cannot note the member id for the master: %s", exc)
 
