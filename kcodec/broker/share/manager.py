@@ -271,14 +271,18 @@ class SharePartitionManager:
                     return 0, b"", []
                 if sp.end < log.log_start_offset or sp.start < log.log_start_offset:
                     sp.archive_below(int(log.log_start_offset))
-                ranges = sp.acquire_available(member, max_records, strict, deadline)
+                # share.partition.max.record.locks bounds the records locked at once, so
+                # one acquisition too (a batch bigger than what is left is taken in part)
+                locks = max(0, max_locks - sp.acquired)
+                ranges = sp.acquire_available(member, max_records, strict, deadline, locks)
+                locks -= sum(last - first + 1 for first, last, _ in ranges)
                 for first, last, _ in ranges:
                     self._read_held(log, first, last, chunks)
                 budget = max_records - sum(last - first + 1 for first, last, _ in ranges)
                 hw = int(log.high_watermark)
                 upper = self.txns.stable_offset(topic, index, hw) if committed else hw
                 left = max_bytes - sum(len(c) for c in chunks.values())
-                while budget > 0 and sp.end < upper and left > 0 and \
+                while budget > 0 and locks > 0 and sp.end < upper and left > 0 and \
                         sp.end - sp.start < max_locks:
                     blob = log.read(sp.end, min(left, READ_CHUNK), upper_bound=upper,
                                     min_one=not chunks)
@@ -293,7 +297,8 @@ class SharePartitionManager:
                     before = sp.end
                     batches = [(e[2], e[3], e[4]) for e in ents] if aborted is None else \
                         [(e[2], e[3], aborted(e[2], e[4], e[5], e[6]) or e[4]) for e in ents]
-                    new, taken = sp.acquire_new(member, batches, room, strict, deadline)
+                    new, taken = sp.acquire_new(member, batches, room, strict, deadline, locks)
+                    locks -= sum(last - first + 1 for first, last, _ in new)
                     for i in taken:
                         pos, size, base = ents[i][0], ents[i][1], ents[i][2]
                         chunks[base] = bytes(blob[pos:pos + size])

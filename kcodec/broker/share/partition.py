@@ -142,21 +142,25 @@ class SharePartition:
         return self.end - self.start
 
     # ------------------------------------------------------------------ acquiring
-    def acquire_available(self, member: str, budget: int, strict: bool, deadline: float
-                          ) -> list[Range]:
+    def acquire_available(self, member: str, budget: int, strict: bool, deadline: float,
+                          locks: int | None = None) -> list[Range]:
         """Acquire in-flight records that are AVAILABLE again (released, or a lock that
         timed out), oldest first, for at most ``budget`` offsets when ``strict`` (else
-        whole runs); their delivery counts go up by one."""
+        whole runs), and never more than ``locks`` (the records the partition may still
+        lock); their delivery counts go up by one."""
         out: list[Range] = []
         for b in self.batches:
-            if budget <= 0:
+            if budget <= 0 or locks is not None and locks <= 0:
                 break
             st = b.state
             i = st.find(AVAILABLE)
-            while i >= 0 and budget > 0:
+            while i >= 0 and budget > 0 and (locks is None or locks > 0):
                 j = _run_end(st, i)
                 if strict:
                     j = min(j, i + budget)
+                if locks is not None:
+                    j = min(j, i + locks)
+                    locks -= j - i
                 k = j - i
                 st[i:j] = bytes([ACQUIRED]) * k
                 b.owner[i:j] = [member] * k
@@ -176,11 +180,14 @@ class SharePartition:
         return out
 
     def acquire_new(self, member: str, entries: list[tuple[int, int, bool]], budget: int,
-                    strict: bool, deadline: float) -> tuple[list[Range], list[int]]:
+                    strict: bool, deadline: float, locks: int | None = None
+                    ) -> tuple[list[Range], list[int]]:
         """Acquire records read from the log after ``end``: ``entries`` are the log
         batches (first offset, last offset, is a control batch) in order. Control batches
-        (transaction markers) are archived, never delivered. Returns the acquired ranges
-        and the indexes of the entries they are in (the bytes to send)."""
+        (transaction markers) are archived, never delivered. At most ``locks`` records are
+        acquired (a batch bigger than that is acquired in part, its rest left AVAILABLE).
+        Returns the acquired ranges and the indexes of the entries they are in (the bytes
+        to send)."""
         out: list[Range] = []
         taken: list[int] = []
         for n_entry, (_base, last, control) in enumerate(entries):
@@ -192,11 +199,14 @@ class SharePartition:
                 self.batches.append(InFlight(self.end, last - self.end + 1, ARCHIVED, 0, None, 0.0))
                 self.end = last + 1
                 continue
-            if budget <= 0:
+            if budget <= 0 or locks is not None and locks <= 0:
                 break
             first = self.end                       # a gap (compaction) rides along
             n = last - first + 1
             take = min(n, budget) if strict else n
+            if locks is not None:
+                take = min(take, locks)
+                locks -= take
             b = InFlight(first, n, AVAILABLE, 0, None, 0.0)
             b.state[:take] = bytes([ACQUIRED]) * take
             b.count[:take] = bytes([1]) * take

@@ -192,6 +192,23 @@ def test_record_limit_mode_acquires_at_most_max_poll_records() -> None:
             assert c.share.parts[("h", "t", 0)].acquired == 100   # the whole batch acquired
 
 
+def test_max_record_locks_bounds_one_acquisition() -> None:
+    """share.partition.max.record.locks bounds the records locked at once, in a single
+    acquisition too: a batch bigger than the bound is acquired in part, the rest later."""
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        earliest(c, "g", **{"share.partition.max.record.locks": "100"})
+        produce(c.bootstrap, "t", 200, batch=1)     # one batch of 200 records
+        from kcodec.records import iter_batches
+        assert len(list(iter_batches(c.state.partition("t", 0).log.read(0, 1 << 20)))) == 1
+        with share(c, max_poll_records=500) as sc:
+            first = drain(sc, 1)
+            assert len(first) == 100
+            assert c.share.parts[("g", "t", 0)].acquired == 100
+            rest = drain(sc, 100)               # the first hundred accepted, then the rest
+            assert sorted(r.offset for r in first + rest) == list(range(200))
+
+
 def test_renew_keeps_the_lock_past_its_duration() -> None:
     with Cluster(1, share_group_configs=FAST) as c:
         c.create_topic("t", 1)
