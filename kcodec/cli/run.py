@@ -44,6 +44,9 @@ _OPTIONS = [
     ("backoff-ms", int, "delay before the first retry, doubled each time (default 1000)"),
     ("backoff-max-ms", int, "longest delay between retries (default 60000)"),
     ("dead-letter-topic", str, "also write records that fail for good to this topic"),
+    ("handle", str, "batch | record: the handler takes a list of records and returns one "
+                    "True/False each (default), or takes one record and returns nothing "
+                    "(raising fails that record alone)"),
     ("handler-timeout", float, "seconds one handler call may take (default 60)"),
     ("decode", str, "raw | utf8 | json: what the handler gets as a value (default raw); a "
                     "value that does not decode fails for good"),

@@ -12,6 +12,7 @@ or from Python, ``kcodec.runtime.run(handle, topics=["orders"], group="billing")
 
 from kcodec.runtime.app import App, run
 from kcodec.runtime.config import Settings
+from kcodec.runtime.handler import Failed, per_record
 from kcodec.runtime.message import Message
 
-__all__ = ["App", "Message", "Settings", "run"]
+__all__ = ["App", "Failed", "Message", "Settings", "per_record", "run"]

@@ -49,8 +49,15 @@ class App:
         self._handler: Callable | str | None = None
 
     def handler(self, fn: Callable) -> Callable:
-        """Decorator: ``fn`` is the handler."""
+        """Decorator: ``fn`` is the handler (a list of records a call)."""
         self._handler = fn
+        return fn
+
+    def record_handler(self, fn: Callable) -> Callable:
+        """Decorator: ``fn`` is the handler, one record a call (raise to fail it alone)."""
+        from kcodec.runtime.handler import per_record
+
+        self._handler = per_record(fn)
         return fn
 
     def run(self, **overrides: Any) -> int:

@@ -83,6 +83,7 @@ class Settings:
     dead_letter_topic: str | None = None
     handler_timeout: float = 60.0         # seconds a batch may take
     decode: str = "raw"
+    handle: str = "batch"                 # batch: a list a call; record: one message a call
     max_rss_mb: int = 0                   # 0: no limit
     grace: float = 30.0
     fsync: str = "always"
@@ -127,6 +128,7 @@ class Settings:
             setattr(self, name, float(v))
         for name, allowed in (("storage", STORAGES), ("decode", DECODERS), ("fsync", FSYNC),
                               ("redis_durability", ("require", "warn")),
+                              ("handle", ("batch", "record")),
                               ("auto_offset_reset", ("earliest", "latest", "none"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{_flag(name)} must be one of {', '.join(allowed)}, "

@@ -1,9 +1,12 @@
 """The user's handler: finding it, calling it under a deadline, reading its answer, and what
 happens to each record after (done, retried later, or failed for good).
 
-A handler takes a list of ``kcodec.runtime.Message`` and returns one result per message,
-``True`` (done) or ``False`` (failed); raising fails the whole batch. It may be a coroutine
-function. It runs in a worker thread of its own (a coroutine on that thread's event loop),
+A handler takes a list of ``kcodec.runtime.Message`` and returns one result per message:
+``True`` (done), ``False`` (failed) or an exception instance (failed, for that reason);
+raising ``Failed({index: reason, ...})`` fails only the records it names, any other
+exception fails the whole batch. A per-record handler (``@per_record``, or ``--handle
+record``) takes one message and returns nothing: raising fails that record alone. Either
+may be a coroutine function. It runs in a worker thread of its own (a coroutine on that thread's event loop),
 so the process keeps its group membership, leases and control socket alive meanwhile.
 """
 
@@ -23,7 +26,30 @@ from typing import Any, Callable
 
 from kcodec.runtime.message import Message
 
-__all__ = ["load_handler", "Runner", "Outcome", "plan_outcome", "decoder"]
+__all__ = ["load_handler", "Runner", "Outcome", "plan_outcome", "decoder", "per_record",
+           "Failed", "is_per_record"]
+
+PER_RECORD = "__kcodec_per_record__"
+
+
+def per_record(fn: Callable) -> Callable:
+    """Decorator: ``fn`` takes one message (``def handle(msg) -> None``); raising fails
+    that record alone (retried, then failed for good), returning means done."""
+    setattr(fn, PER_RECORD, True)
+    return fn
+
+
+def is_per_record(fn: Callable) -> bool:
+    return bool(getattr(fn, PER_RECORD, False))
+
+
+class Failed(Exception):
+    """Raised by a batch handler: the records at the indexes of ``failures`` failed (each
+    with its reason: text or an exception), every other record of the batch is done."""
+
+    def __init__(self, failures: dict[int, Any]) -> None:
+        super().__init__(f"{len(failures)} records failed")
+        self.failures = dict(failures)
 
 log = logging.getLogger("kcodec.runtime")
 
@@ -161,7 +187,10 @@ class Hung(Exception):
 class Runner:
     """Runs the handler on a worker thread; ``start`` a batch, then ``wait`` for it."""
 
-    def __init__(self, handler: Callable, timeout: float, tracing: Any = None) -> None:
+    def __init__(self, handler: Callable, timeout: float, tracing: Any = None,
+                 record: bool = False) -> None:
+        if record or is_per_record(handler):
+            handler = _each(handler)
         self.handler = handler
         self.tracing = tracing          # kcodec.observe.tracing.Tracing: a span per batch
         self.timeout = timeout
@@ -230,6 +259,9 @@ class Runner:
                    "(--handler-timeout) and was cancelled")
             log.error("%s; the batch of %d counts as failed", err, self._n)
             return [err] * self._n
+        except Failed as exc:          # the handler failed the records it names
+            self._fut = None
+            return check_results(_named(exc, self._n), self._n)
         except BaseException as exc:   # the handler raised: the whole batch failed
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -252,18 +284,78 @@ class Runner:
             self._loop.call_soon_threadsafe(self._loop.stop)
 
 
+def _good(r: Any) -> bool:
+    return r is True or r is False or isinstance(r, BaseException)
+
+
+def _reason(r: Any) -> str | None:
+    if r is True:
+        return None
+    if r is False:
+        return "the handler returned False"
+    return f"{type(r).__name__}: {r}"
+
+
 def check_results(result: Any, n: int) -> list[str | None]:
     """The handler's answer as per-record errors; a malformed one fails the whole batch."""
-    if isinstance(result, (list, tuple)) and len(result) == n and \
-            all(r is True or r is False for r in result):
-        return [None if r else "the handler returned False" for r in result]
+    if isinstance(result, (list, tuple)) and len(result) == n and all(_good(r) for r in result):
+        return [_reason(r) for r in result]
     if not isinstance(result, (list, tuple)):
         why = f"returned {type(result).__name__}, not a list of one True/False per record"
     elif len(result) != n:
         why = f"returned {len(result)} results for {n} records"
     else:
-        bad = next(r for r in result if r is not True and r is not False)
-        why = f"returned {bad!r} among its results, where only True or False count"
+        bad = next(r for r in result if not _good(r))
+        why = (f"returned {bad!r} among its results, where only True, False or an exception "
+               "count")
     err = f"the handler {why}"
     log.error("%s; the batch of %d counts as failed", err, n)
     return [err] * n
+
+
+def _named(exc: Failed, n: int) -> list[Any]:
+    """``Failed``'s indexes as a result list (one out of range fails the whole batch)."""
+    out: list[Any] = [True] * n
+    for i, why in exc.failures.items():
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
+            return [RuntimeError(f"the handler raised Failed naming index {i!r} of a batch "
+                                 f"of {n}")] * n
+        out[i] = why if isinstance(why, BaseException) else RuntimeError(str(why))
+    return out
+
+
+def _each(fn: Callable) -> Callable:
+    """A per-record handler as a batch handler: one call a record, an exception fails only
+    that record (its traceback logged once per batch for the first)."""
+    def report(records: list, errors: list[Any]) -> list[Any]:
+        failed = [e for e in errors if e is not True]
+        if failed:
+            first = failed[0]
+            log.error("the handler raised on %d of %d records; those fail (retried as "
+                      "--retries allows). The first:\n%s", len(failed), len(records),
+                      "".join(traceback.format_exception(type(first), first,
+                                                         first.__traceback__)).rstrip())
+        return errors
+
+    if inspect.iscoroutinefunction(fn):
+        async def each_async(records: list) -> list[Any]:
+            out: list[Any] = []
+            for r in records:
+                try:
+                    await fn(r)
+                    out.append(True)
+                except Exception as exc:
+                    out.append(exc)
+            return report(records, out)
+        return each_async
+
+    def each(records: list) -> list[Any]:
+        out: list[Any] = []
+        for r in records:
+            try:
+                fn(r)
+                out.append(True)
+            except Exception as exc:
+                out.append(exc)
+        return report(records, out)
+    return each

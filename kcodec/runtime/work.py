@@ -65,7 +65,8 @@ class Worker:
             from kcodec.observe.tracing import Tracing
             tracing = Tracing(str(settings.client.get("client_id", "kcodec-run")),
                               group_id=settings.group)
-        self.runner = Runner(handler, settings.handler_timeout, tracing)
+        self.runner = Runner(handler, settings.handler_timeout, tracing,
+                             record=settings.handle == "record")
         self.decode = decoder(settings.decode)
         self.store = store
         self.stats = stats

@@ -76,3 +76,25 @@ def values(records: list) -> list:
                 f.write(f"{r.topic} {r.partition} {r.offset} {r.attempts} {os.getpid()} "
                         f"{type(r.value).__name__}:{r.value!r}\n")
     return [True] * len(records)
+
+
+def one(record) -> None:
+    """Per record (``--handle record``): logs it; raises on its first delivery when its
+    offset is a multiple of 25 (the retry goes through)."""
+    bad = record.offset % 25 == 0 and record.attempts == 0
+    _write([record], [not bad])
+    if bad:
+        raise ValueError(f"offset {record.offset} fails once on purpose")
+
+
+def some(records: list) -> list:
+    """A batch handler failing single records: raises Failed naming the first deliveries
+    whose offset is a multiple of 25; the rest of the batch is done."""
+    from kcodec.runtime import Failed
+
+    bad = {i: f"offset {r.offset} once" for i, r in enumerate(records)
+           if r.offset % 25 == 0 and r.attempts == 0}
+    _write(records, [i not in bad for i in range(len(records))])
+    if bad:
+        raise Failed(bad)
+    return [True] * len(records)

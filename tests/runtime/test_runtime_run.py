@@ -177,6 +177,28 @@ def test_retries_then_failed_queue_and_dead_letters(kbroker, run_factory) -> Non
     assert r.stop() == 0
 
 
+@pytest.mark.parametrize("handler, args", [
+    ("tests.runtime.handlers:one", ("--handle", "record")),
+    ("tests.runtime.handlers:some", ()),
+    ("tests.runtime.handlers:one", ("--handle", "record", "--storage", "direct")),
+], ids=["per-record", "batch-fails-some", "per-record-direct"])
+def test_one_records_failure_retries_that_record_alone(kbroker, run_factory, handler,
+                                                       args) -> None:
+    topic, group = name("t"), name("g")
+    produce(kbroker.bootstrap, topic, 200)
+    r = run_factory(kbroker.bootstrap, topic, group, "--backoff-ms", "100", *args,
+                    handler=handler)
+    want = all_offsets(200, topic)
+    bad = {k for k in want if k[2] % 25 == 0}
+    wait_for(lambda: set(r.handled()) == want and all(r.handled()[k] == 2 for k in bad), 60,
+             "each failing record retried once", r.stderr)
+    h = r.handled()
+    # a batch of up to 500 had failing records in it: only those came back
+    assert all(h[k] == 1 for k in want - bad), sorted(k for k in want - bad if h[k] != 1)[:5]
+    assert r.ctl("backlog")["failed"] == 0
+    assert r.stop() == 0
+
+
 @pytest.mark.parametrize("mode, words", [
     ("raise", "RuntimeError: the test handler fails on purpose"),
     ("wrong-count", "the handler returned 9 results for 10 records"),

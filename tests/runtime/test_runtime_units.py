@@ -145,3 +145,57 @@ def test_outcomes_retry_with_backoff_then_dead() -> None:
     out = plan_outcome([out.retry[0]], ["worse"], 2, 100, 1000)
     assert not out.retry and out.dead[0].attempts == 3 and out.dead[0].error == "worse"
     assert plan_outcome([m], ["x"], 5, 1, 1, final=True).dead
+
+
+def _run(r: Runner, recs: list) -> list:
+    r.start(recs)
+    while True:
+        got = r.wait(0.05)
+        if got is not None:
+            return got
+
+
+def test_per_record_handlers_fail_only_the_record_that_raised(caplog) -> None:
+    from kcodec.runtime import per_record
+
+    seen = []
+
+    @per_record
+    def each(m: Message) -> None:
+        seen.append(m.offset)
+        if m.offset in (1, 3):
+            raise ValueError(f"bad {m.offset}")
+
+    async def each_async(m: Message) -> None:
+        await asyncio.sleep(0)
+        if m.offset == 2:
+            raise KeyError("gone")
+    recs = [Message("t", 0, i, 0, 0, None, b"v", []) for i in range(5)]
+    got = _run(Runner(each, 5), recs)
+    assert seen == [0, 1, 2, 3, 4]
+    assert got == [None, "ValueError: bad 1", None, "ValueError: bad 3", None]
+    assert "raised on 2 of 5 records" in caplog.text and "bad 1" in caplog.text
+    r = Runner(each_async, 5, record=True)      # --handle record, async
+    try:
+        assert _run(r, recs) == [None, None, "KeyError: 'gone'", None, None]
+    finally:
+        r.close()
+
+
+def test_a_batch_handler_fails_single_records() -> None:
+    from kcodec.runtime import Failed
+
+    recs = [Message("t", 0, i, 0, 0, None, b"v", []) for i in range(4)]
+
+    def named(rs: list) -> list:
+        raise Failed({1: "no stock", 3: ValueError("bad sku")})
+    assert _run(Runner(named, 5), recs) == [None, "RuntimeError: no stock", None,
+                                            "ValueError: bad sku"]
+    # exceptions in the results count as failures with their reason
+    assert _run(Runner(lambda rs: [True, OSError("disk"), False, True], 5), recs) == \
+        [None, "OSError: disk", "the handler returned False", None]
+
+    def out_of_range(rs: list) -> list:
+        raise Failed({9: "?"})
+    errs = _run(Runner(out_of_range, 5), recs)
+    assert len(set(errs)) == 1 and "naming index 9 of a batch of 4" in errs[0]
