@@ -29,6 +29,7 @@ __all__ = [
     "ChecksumError",
     "UnsupportedCodecError",
     "DecompressionLimitError",
+    "DecodeLimitError",
     "FetchedBatchError",
     "EncodeError",
     "EncodeTypeError",
@@ -117,6 +118,20 @@ class DecompressionLimitError(DecodeError):
         DecodeError.__init__(
             self, f"{codec} output would exceed the limit of {limit} bytes", offset
         )
+
+
+class DecodeLimitError(DecodeError):
+    """A decode's ``limits`` allow at most ``limit`` elements in the arrays named ``what``
+    (all of them in one decode, together), and the input holds more: ``count`` would be
+    reached by the array whose count prefix is at ``offset``. Raised before the array is
+    allocated."""
+
+    def __init__(self, what: str, count: int, limit: int, offset: int | None = None) -> None:
+        self.what = what
+        self.count = count
+        self.limit = limit
+        DecodeError.__init__(
+            self, f"{what}: {count} elements, more than the limit of {limit}", offset)
 
 
 class FetchedBatchError(DecodeError):

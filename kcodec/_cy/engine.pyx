@@ -26,7 +26,7 @@ from kcodec._cy._reader cimport (
 import types as _types
 import uuid as _uuid
 
-from kcodec.errors import CorruptDataError, EncodeError, TruncatedError, UnsupportedVersionError
+from kcodec.errors import CorruptDataError, DecodeLimitError, EncodeError, TruncatedError, UnsupportedVersionError
 
 __all__ = ["encode_struct", "decode_struct"]
 
@@ -666,10 +666,12 @@ cdef object dec_prim(Reader* r, int code, str what):
 
 
 cdef class Ctx:
-    """Per-call decoding state: the input, for zero-copy views of records fields."""
+    """Per-call decoding state: the input, for zero-copy views of records fields, and
+    the limits' allowances (field path -> [left, limit]; None: no limits)."""
     cdef object src
     cdef object view
     cdef bint readonly
+    cdef dict lim
 
     cdef object records(self, Py_ssize_t pos, Py_ssize_t n):
         if not self.readonly:
@@ -715,6 +717,8 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
         raise CorruptDataError(f"{what}: negative length {n}", start)
     if code == ARRAY or code == CARRAY:
         need(r, n * unit, what)
+        if ctx.lim is not None and what in ctx.lim:
+            charge(ctx.lim, what, n, start)
         out = PyList_New(n)  # NULL slots until filled: safe for GC and for dealloc on error
         if elem == STRUCT:
             for i in range(n):
@@ -742,6 +746,17 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
         return s
     r.pos += n
     return PyBytes_FromStringAndSize(<const char*>p, n)
+
+
+cdef int charge(dict lim, str what, Py_ssize_t n, Py_ssize_t at) except -1:
+    """Take ``n`` elements of ``what``'s allowance (``lim``: [left, limit] of each path)."""
+    cdef list a = <list>lim[what]
+    cdef object left = a[0]
+    cdef object limit = a[1]
+    if n > left:
+        raise DecodeLimitError(what, limit - left + n, limit, at)
+    a[0] = left - n
+    return 0
 
 
 cdef object dec_struct(Reader* r, CPlan plan, Ctx ctx):
@@ -798,10 +813,12 @@ cdef int dec_tags(Reader* r, CPlan plan, object obj, Ctx ctx) except -1:
     return 0
 
 
-def decode_struct(plan, buf, Py_ssize_t pos=0, bint exact=True):
+def decode_struct(plan, buf, Py_ssize_t pos=0, bint exact=True, limits=None):
     """Decode one ``plan.cls`` at ``pos`` of any bytes-like ``buf``: ``(object, next_pos)``.
 
     With ``exact``, bytes left after the struct are an error (CorruptDataError).
+    ``limits``: a mapping of array field paths (``"MetadataResponse.topics"``) to the most
+    elements those arrays may hold in all (DecodeLimitError past it).
     """
     cdef CPlan p = lower(plan)
     cdef Buf b = get_buf(buf)
@@ -815,6 +832,7 @@ def decode_struct(plan, buf, Py_ssize_t pos=0, bint exact=True):
     cdef Ctx ctx = Ctx.__new__(Ctx)
     ctx.src = buf
     ctx.readonly = b.view.readonly
+    ctx.lim = {what: [int(n), int(n)] for what, n in limits.items()} if limits else None
     obj = dec_struct(&r, p, ctx)
     if exact and r.pos != r.end:
         raise CorruptDataError(f"{r.end - r.pos} trailing bytes after {p.name}", r.pos)

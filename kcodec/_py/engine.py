@@ -13,8 +13,11 @@ Wire layout of a struct at one version (every choice resolved in the plan)::
     tagged_fields := uvarint count { uvarint tag, uvarint size, byte[size] }
 
 Decoding checks every length and count against the bytes that remain before allocating
-(an array of n elements needs at least n * min_element_size bytes). Errors: TruncatedError,
-CorruptDataError (kcodec.errors), with the same text as the compiled twin.
+(an array of n elements needs at least n * min_element_size bytes). ``limits`` (optional)
+caps the elements of the arrays of a field path (``"MetadataResponse.topics"``), summed
+over the whole decode: a count past it raises DecodeLimitError before allocating, which
+bounds what a hostile answer can make the decoded form cost. Errors: TruncatedError,
+CorruptDataError, DecodeLimitError (kcodec.errors), with the same text as the compiled twin.
 Encoding: EncodeError for values that do not fit their wire type, UnsupportedVersionError
 for non-default values in fields the version lacks (unless ignorable).
 """
@@ -25,7 +28,13 @@ import struct
 import uuid
 from typing import Any
 
-from kcodec.errors import CorruptDataError, EncodeError, TruncatedError, UnsupportedVersionError
+from kcodec.errors import (
+    CorruptDataError,
+    DecodeLimitError,
+    EncodeError,
+    TruncatedError,
+    UnsupportedVersionError,
+)
 
 __all__ = ["encode_struct", "decode_struct"]
 
@@ -264,7 +273,7 @@ def _length(buf: Any, pos: int, end: int, code: int, what: str) -> tuple[int, in
 
 
 def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any, what: str,
-               elem: int) -> tuple[Any, int]:
+               elem: int, lim: dict[str, list[int]] | None = None) -> tuple[Any, int]:
     if code <= BOOL:
         size = _SIZE[code]
         _need(size, pos, end, what)
@@ -284,7 +293,7 @@ def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any
             pos += 1
             if marker & 0x80:  # a negative int8 means null, like Kafka's own readers
                 return None, pos
-        return _dec_struct(buf, pos, end, sub)
+        return _dec_struct(buf, pos, end, sub, lim)
     start = pos
     n, pos = _length(buf, pos, end, code, what)
     if n < 0:
@@ -296,11 +305,13 @@ def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any
     if code == ARRAY or code == CARRAY:
         unit = sub.min_size if elem == STRUCT else _SIZE[elem]
         _need(n * (unit if unit > 0 else 1), pos, end, what)
+        if lim is not None and what in lim:
+            _charge(lim, what, n, start)
         out: list[Any] = []
         append = out.append
         if elem == STRUCT:
             for _ in range(n):
-                v, pos = _dec_struct(buf, pos, end, sub)
+                v, pos = _dec_struct(buf, pos, end, sub, lim)
                 append(v)
         else:
             for _ in range(n):
@@ -321,14 +332,23 @@ def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any
     return bytes(buf[pos:pos + n]), pos + n
 
 
-def _dec_struct(buf: Any, pos: int, end: int, plan: Any) -> tuple[Any, int]:
+def _charge(lim: dict[str, list[int]], what: str, n: int, at: int) -> None:
+    """Take ``n`` elements of ``what``'s allowance (``lim``: [left, limit] of each path)."""
+    left, limit = lim[what]
+    if n > left:
+        raise DecodeLimitError(what, limit - left + n, limit, at)
+    lim[what][0] = left - n
+
+
+def _dec_struct(buf: Any, pos: int, end: int, plan: Any,
+                lim: dict[str, list[int]] | None = None) -> tuple[Any, int]:
     d = plan.defaults.copy()
     for key, factory in plan.fresh:
         d[key] = factory()
     for code, key, what, nullable, elem, sub, _tag, _default in plan.ops:
-        d[key], pos = _dec_value(buf, pos, end, code, nullable, sub, what, elem)
+        d[key], pos = _dec_value(buf, pos, end, code, nullable, sub, what, elem, lim)
     if plan.flexible:
-        pos = _dec_tags(buf, pos, end, plan, d)
+        pos = _dec_tags(buf, pos, end, plan, d, lim)
     else:
         d["_unknown_tags"] = None
     obj = _NEW(plan.cls)
@@ -337,7 +357,8 @@ def _dec_struct(buf: Any, pos: int, end: int, plan: Any) -> tuple[Any, int]:
     return obj, pos
 
 
-def _dec_tags(buf: Any, pos: int, end: int, plan: Any, d: dict[str, Any]) -> int:
+def _dec_tags(buf: Any, pos: int, end: int, plan: Any, d: dict[str, Any],
+              lim: dict[str, list[int]] | None = None) -> int:
     what = f"{plan.name} tagged fields"
     count, pos = _uvar(buf, pos, end, what)
     _need(count * 2, pos, end, what)
@@ -356,7 +377,7 @@ def _dec_tags(buf: Any, pos: int, end: int, plan: Any, d: dict[str, Any]) -> int
             continue
         code, key, fwhat, nullable, elem, sub, _tag, _default = op
         stop = pos + size
-        d[key], got = _dec_value(buf, pos, stop, code, nullable, sub, fwhat, elem)
+        d[key], got = _dec_value(buf, pos, stop, code, nullable, sub, fwhat, elem, lim)
         if got != stop:
             raise CorruptDataError(f"{fwhat}: tagged field of {size} bytes has {stop - got} unread", pos)
         pos = stop
@@ -364,11 +385,15 @@ def _dec_tags(buf: Any, pos: int, end: int, plan: Any, d: dict[str, Any]) -> int
     return pos
 
 
-def decode_struct(plan: Any, buf: Any, pos: int = 0, exact: bool = True) -> tuple[Any, int]:
+def decode_struct(plan: Any, buf: Any, pos: int = 0, exact: bool = True,
+                  limits: Any = None) -> tuple[Any, int]:
     """Decode one ``plan.cls`` at ``pos`` of any bytes-like ``buf``: ``(object, next_pos)``.
 
     With ``exact``, bytes left after the struct are an error (CorruptDataError).
+    ``limits``: a mapping of array field paths (``"MetadataResponse.topics"``) to the most
+    elements those arrays may hold in all (DecodeLimitError past it).
     """
+    lim = {what: [int(n), int(n)] for what, n in limits.items()} if limits else None
     if not isinstance(buf, bytes):
         try:
             mv = memoryview(buf)
@@ -378,7 +403,7 @@ def decode_struct(plan: Any, buf: Any, pos: int = 0, exact: bool = True) -> tupl
     end = len(buf)
     if pos < 0 or pos > end:
         raise CorruptDataError(f"position {pos} outside a buffer of {end} bytes", pos)
-    obj, pos = _dec_struct(buf, pos, end, plan)
+    obj, pos = _dec_struct(buf, pos, end, plan, lim)
     if exact and pos != end:
         raise CorruptDataError(f"{end - pos} trailing bytes after {plan.name}", pos)
     return obj, pos

@@ -120,8 +120,11 @@ def read_response_header(buf: Any, api_key: int, api_version: int) -> tuple[Any,
 
 
 def decode_response(buf: Any, api_key: int, api_version: int,
-                    correlation_id: int | None = None) -> tuple[int, Any]:
+                    correlation_id: int | None = None, limits: Any = None) -> tuple[int, Any]:
     """``(correlation_id, response)`` from a frame body (no size prefix).
+
+    ``limits`` caps array elements by field path (``decode_struct``'s limits: a mapping
+    such as ``{"MetadataResponse.topics": 1}``; DecodeLimitError past it).
 
     If ``correlation_id`` is given, a different one in the header raises ProtocolError.
     An ApiVersions response that does not parse at ``api_version`` is read as v0, the
@@ -136,13 +139,14 @@ def decode_response(buf: Any, api_key: int, api_version: int,
     from kcodec.protocol.engine import decode_struct
 
     try:
-        return hdr.correlation_id, decode_struct(cls.plan(api_version), buf, pos, True)[0]
+        return hdr.correlation_id, decode_struct(cls.plan(api_version), buf, pos, True,
+                                                 limits)[0]
     except DecodeError:
         # A broker that does not support the requested ApiVersions version answers with a
         # v0 body (error UNSUPPORTED_VERSION and its own ranges); Kafka's clients retry as v0.
         if api_key != API_VERSIONS_KEY or api_version == 0:
             raise
-        return hdr.correlation_id, decode_struct(cls.plan(0), buf, pos, True)[0]
+        return hdr.correlation_id, decode_struct(cls.plan(0), buf, pos, True, limits)[0]
 
 
 class FrameSplitter:

@@ -345,9 +345,12 @@ class Cluster:
             self.racks = {b.node_id: b.rack for b in body.brokers}
             self.cluster_id = body.cluster_id
             self.controller_id = body.controller_id
+            asked = set(topics) if topics else None     # [] is every topic at v0
             for t in body.topics:
                 if t.name is None:     # asked by name, answered without one: nothing to file
                     continue
+                if asked is not None and t.name not in asked:
+                    continue           # not asked for: a broken answer files nothing else
                 tid = getattr(t, "topic_id", None)
                 info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal,
                                  topic_id=tid if tid is not None and tid.int else None)

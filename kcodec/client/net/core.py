@@ -124,7 +124,8 @@ class Connection:
         self._size = 0                        # its announced size
         self._filled = 0                      # and how much of it came
         self._next_id = 0
-        self._inflight: deque[tuple[int, int, int]] = deque()   # (cid, api_key, version)
+        # (cid, api_key, version, the answer's limits: wire.response_limits)
+        self._inflight: deque[tuple[int, int, int, dict[str, int] | None]] = deque()
         self._unanswered: set[int] = set()   # acks=0 produce: a response may or may not come
         self.broker_versions: dict[int, tuple[int, int]] | None = None
         self.features: dict[str, int] = {}   # finalized feature levels (ApiVersions v3+)
@@ -192,7 +193,8 @@ class Connection:
         self._next_id = (cid + 1) & 0x7FFFFFFF
         data = _wire.encode_request(api_key, version, cid, self.client_id, body)
         if expect_response:
-            self._inflight.append((cid, api_key, version))
+            self._inflight.append((cid, api_key, version,
+                                   _wire.response_limits(api_key, body)))
         else:
             self._unanswered.add(cid)
             if len(self._unanswered) > 10000:
@@ -204,7 +206,7 @@ class Connection:
         return len(self._inflight)
 
     def in_flight_ids(self) -> list[int]:
-        return [c for c, _, _ in self._inflight]
+        return [c for c, _, _, _ in self._inflight]
 
     # ------------------------------------------------------------------ responses
     def receive(self, data: Any) -> list[Response]:
@@ -298,11 +300,11 @@ class Connection:
                 return None
             expected = self._inflight[0][0] if self._inflight else None
             raise ProtocolError(f"response with correlation id {cid}, expected {expected}")
-        _, api_key, version = self._inflight.popleft()
+        _, api_key, version, limits = self._inflight.popleft()
         if api_key == ApiKey.API_VERSIONS and version > 0 and \
                 int.from_bytes(payload[4:6], "big") == ErrorCode.UNSUPPORTED_VERSION:
             return Response(cid, api_key, version, _unsupported_api_versions(payload))
-        _, body = _wire.decode_response(api_key, version, payload)
+        _, body = _wire.decode_response(api_key, version, payload, limits)
         return Response(cid, api_key, version, body)
 
     def eof(self) -> None:

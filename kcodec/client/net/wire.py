@@ -6,18 +6,33 @@ version lacks (the message's ``for_version``), as franz-go's kmsg writes only th
 the version set on a request. A plain dict of field names is still taken (``build``), but a name the
 message does not have is a ``TypeError``, as the classes themselves raise. Responses decode
 into the protocol's message objects.
+
+What an answer may hold is bounded where its request says (``response_limits``): a Metadata
+answer describes at most the topics asked for (all topics: ``METADATA_MAX_TOPICS``), and at
+most ``METADATA_MAX_BROKERS`` brokers, ``METADATA_MAX_PARTITIONS`` partitions and
+``METADATA_MAX_REPLICAS`` ids in each kind of replica list in all. A decoded element costs
+10-30 times its bytes on the wire (a million empty topics, 26 MB, decoded to 229 MiB), so
+the receive cap alone does not bound the decoded form; the count prefix past a limit is
+refused before anything of that array is made.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
+from kcodec.errors import DecodeLimitError, KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import REQUESTS, RESPONSES, ApiKey
 from kcodec.protocol import decode_response as _decode_response
 from kcodec.protocol import encode_request as _encode_request
 
-__all__ = ["encode_request", "decode_response", "build", "api_name"]
+__all__ = ["encode_request", "decode_response", "response_limits", "build", "api_name",
+           "METADATA_MAX_BROKERS", "METADATA_MAX_TOPICS", "METADATA_MAX_PARTITIONS",
+           "METADATA_MAX_REPLICAS"]
+
+METADATA_MAX_BROKERS = 10_000
+METADATA_MAX_TOPICS = 250_000        # in an answer for every topic
+METADATA_MAX_PARTITIONS = 1_000_000  # of all topics of one answer together
+METADATA_MAX_REPLICAS = 4_000_000    # ids in all replica (isr, offline) lists together
 
 
 def build(cls: type, value: Any, version: int) -> Any:
@@ -49,10 +64,28 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     return _encode_request(msg, version, correlation_id, client_id)
 
 
-def decode_response(api_key: int, version: int, payload: Any) -> tuple[int, Any]:
-    """(correlation_id, response) of one frame's payload; any decoding failure is a ProtocolError."""
+def response_limits(api_key: int, body: Any) -> dict[str, int] | None:
+    """The limits (``decode_struct``'s) of the answer to the request ``body`` (see the
+    module docstring), or None."""
+    if api_key != ApiKey.METADATA:
+        return None
+    topics = getattr(body, "topics", None)
+    # no topics named: every topic (None), or none -- but an empty list is every topic at
+    # v0, and the client asks for none only to learn the brokers
+    return {"MetadataResponse.brokers": METADATA_MAX_BROKERS,
+            "MetadataResponse.topics": len(topics) if topics else METADATA_MAX_TOPICS,
+            "MetadataResponseTopic.partitions": METADATA_MAX_PARTITIONS,
+            "MetadataResponsePartition.replica_nodes": METADATA_MAX_REPLICAS,
+            "MetadataResponsePartition.isr_nodes": METADATA_MAX_REPLICAS,
+            "MetadataResponsePartition.offline_replicas": METADATA_MAX_REPLICAS}
+
+
+def decode_response(api_key: int, version: int, payload: Any,
+                    limits: dict[str, int] | None = None) -> tuple[int, Any]:
+    """(correlation_id, response) of one frame's payload; any decoding failure is a
+    ProtocolError (``limits``: ``response_limits``; past one, no lenient retry)."""
     try:
-        return _decode_response(payload, api_key, version)
+        return _decode_response(payload, api_key, version, limits=limits)
     except ProtocolError:
         raise
     except KcodecError as exc:
@@ -60,6 +93,10 @@ def decode_response(api_key: int, version: int, payload: Any) -> tuple[int, Any]
         # decode had made so far (copies of the frame's unknown tagged fields: up to the
         # frame's size), which must not stay alive through the second attempt
         err = _bare(exc)
+    if isinstance(err, DecodeLimitError):
+        raise ProtocolError(f"{RESPONSES[api_key].NAME} v{version} refused: {err} (a hostile or "
+                            "broken broker; the client's limit on what one answer may "
+                            "describe)") from err
     lenient = _lenient(api_key, version, payload)
     if lenient is not None:
         return lenient
