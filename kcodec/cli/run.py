@@ -59,6 +59,11 @@ _OPTIONS = [
     ("auto-offset-reset", str, "earliest | latest | none: where a new group starts "
                                "(default earliest)"),
     ("log-level", str, "DEBUG, INFO (default), WARNING, ERROR"),
+    ("assign", str, "TOPIC:P[,TOPIC:P...] (or P for every topic): read these partitions "
+                    "without group membership, dealt out among the pullers; the group only "
+                    "keeps the committed offsets"),
+    ("health-port", int, "serve /health and /ready (JSON; 503 when not) on "
+                         "http://127.0.0.1:P for liveness and readiness probes"),
     ("metrics-port", int, "serve every process's metrics for Prometheus on "
                           "http://127.0.0.1:P/metrics (needs pip install 'kcodec[prometheus]')"),
 ]

@@ -177,6 +177,8 @@ def answer(op: str, role: str, slot: int, worker: Any, stop: threading.Event) ->
         return worker.group()
     if op in ("members", "metadata") and role == "puller":
         return _admin(op, worker)
+    if op == "ready" and role == "puller":
+        return bool(worker.ready())
     if op == "ping":
         return {"time": time.time()}
     return None

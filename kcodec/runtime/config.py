@@ -93,6 +93,8 @@ class Settings:
     auto_offset_reset: str = "earliest"
     log_level: str = "INFO"
     metrics_port: int | None = None       # Prometheus metrics of every process (0: any port)
+    health_port: int | None = None        # /health and /ready (0: any port)
+    assign: list[str] = field(default_factory=list)   # TOPIC:P or P: no group, these partitions
     client: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -110,10 +112,14 @@ class Settings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{_flag(name)} must be a non-negative integer, got {v!r}")
-        mp = self.metrics_port
-        if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool)
-                               or not 0 <= mp <= 65535):
-            raise ValueError(f"--metrics-port must be a port number (0-65535), got {mp!r}")
+        for name in ("metrics_port", "health_port"):
+            mp = getattr(self, name)
+            if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool)
+                                   or not 0 <= mp <= 65535):
+                raise ValueError(f"{_flag(name)} must be a port number (0-65535), got {mp!r}")
+        if isinstance(self.assign, str):
+            self.assign = [a for a in self.assign.split(",") if a]
+        self.assigned_partitions()      # raises ValueError naming a bad item
         for name in ("pullers", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{_flag(name)} must be at least 1, got {getattr(self, name)}")
@@ -161,7 +167,17 @@ class Settings:
         if not self.topics:
             raise ValueError("no topic: give -t/--topic (or topics = [...] in the config file)")
         if not self.group:
-            raise ValueError("no group: give -g/--group (or group = \"...\" in the config file)")
+            raise ValueError("no group: give -g/--group (or group = \"...\" in the config file;"
+                             " with --assign the group only keeps the committed offsets)")
+        if self.assign:
+            tps = self.assigned_partitions()
+            unknown = sorted({t for t, _ in tps} - set(self.topics))
+            if unknown:
+                raise ValueError(f"--assign names {', '.join(unknown)}, not among the topics "
+                                 "(-t)")
+            if len(tps) < self.pullers:
+                raise ValueError(f"--assign gives {len(tps)} partitions to {self.pullers} "
+                                 "pullers: each puller needs one at least")
         self.consumer_config()   # every client setting valid together
         if self.client.get("tracing_enabled"):   # here, once, not in every restarted child
             from kcodec.observe.tracing import require
@@ -172,6 +188,29 @@ class Settings:
                 raise ValueError(f"-X tracing_enabled=true: {exc}") from None
 
     # ------------------------------------------------------------------ derived
+    def assigned_partitions(self) -> list[tuple[str, int]]:
+        """``assign`` as (topic, partition) pairs: ``TOPIC:P``, or ``P`` for every topic."""
+        if not isinstance(self.assign, list):
+            raise ValueError(f"--assign must be a list of TOPIC:PARTITION, got {self.assign!r}")
+        out: list[tuple[str, int]] = []
+        for item in self.assign:
+            topic, sep, part = str(item).rpartition(":")
+            try:
+                p = int(part)
+            except ValueError:
+                p = -1
+            if p < 0 or (sep and not topic):
+                raise ValueError(f"--assign takes TOPIC:PARTITION or PARTITION (of every "
+                                 f"topic), got {item!r}")
+            for t in ([topic] if sep else self.topics):
+                if (t, p) not in out:
+                    out.append((t, p))
+        return out
+
+    def my_partitions(self, slot: int) -> list[tuple[str, int]]:
+        """The ``assign``ed partitions puller ``slot`` reads (dealt out round-robin)."""
+        return self.assigned_partitions()[slot::self.pullers]
+
     @property
     def socket_path(self) -> str:
         """The control socket's path (``control_socket``, or ``<state_dir>/control.sock``)."""

@@ -77,6 +77,10 @@ class Master:
         self._wake_r, self._wake_w = socket.socketpair()
         self._server: socket.socket | None = None
         self.metrics_port: int | None = None       # the Prometheus endpoint's, once serving
+        self.health_port: int | None = None        # the health endpoint's, once serving
+        from kcodec.runtime.health import Ticker
+
+        self._ticker = Ticker()
 
     # ------------------------------------------------------------------ life
     def run(self) -> int:
@@ -108,10 +112,14 @@ class Master:
         log.info("kcodec run: group %r, topics %s, storage %s, %d puller(s)%s; control socket %s",
                  s.group, ",".join(s.topics), s.storage, s.pullers,
                  f", {s.sinkers} sinker(s)" if s.storage != "direct" else "", s.socket_path)
+        health = None
         try:
             exporter = self._serve_metrics()
+            health = self._serve_health()
             self._loop()
         finally:
+            if health is not None:
+                health.close()
             signal.set_wakeup_fd(old_fd)
             for sig, h in old.items():
                 signal.signal(sig, h)
@@ -146,6 +154,13 @@ class Master:
             for _sl, got in self._ask_all("metrics"):
                 if isinstance(got, list):
                     out += [tuple(x) for x in got]   # type: ignore[misc]
+            try:     # the store's backlog: what waits (and what failed for good)
+                b = self.store().backlog()
+            except (ConnectionError, OSError, RuntimeError) as exc:
+                log.warning("metrics: the store's backlog: %s", exc)
+            else:
+                out += [("kcodec.runtime:Store", k, {"storage": self.s.storage}, float(v), "gauge")
+                        for k, v in b.items()]
             return out
         reg.collect(collect)
         try:
@@ -158,6 +173,40 @@ class Master:
         log.info("Prometheus metrics on http://%s:%d/metrics", exporter.addr, exporter.port)
         self.metrics_port = exporter.port
         return exporter
+
+    def _serve_health(self) -> Any:
+        """With ``health_port``: ``/health`` and ``/ready`` (kcodec.runtime.health)."""
+        if self.s.health_port is None:
+            return None
+        from kcodec.runtime.health import HealthServer
+
+        try:
+            srv = HealthServer(self.s.health_port, self._health)
+        except OSError as exc:
+            raise RuntimeError(f"--health-port {self.s.health_port}: cannot listen: "
+                               f"{exc.strerror or exc}") from None
+        log.info("health on http://%s:%d/health and /ready", srv.addr, srv.port)
+        self.health_port = srv.port
+        return srv
+
+    def _health(self) -> tuple[bool, bool, dict[str, Any]]:
+        why: list[str] = []
+        if self.stopping:
+            why.append("stopping")
+        for sl in self.slots:
+            if not sl.alive:
+                why.append(f"{sl.name} is not running" +
+                           (f" ({sl.last_exit})" if sl.last_exit else ""))
+        pullers = [sl for sl in self.slots if sl.role == "puller" and sl.alive]
+        for sl, got in self._ask_all("ready", "puller"):
+            if not got:
+                why.append(f"{sl.name} has not joined its group yet")
+        if len(pullers) and self.s.storage != "direct":
+            try:
+                self.store().backlog()
+            except (ConnectionError, OSError, RuntimeError) as exc:
+                why.append(f"the store does not answer: {exc}")
+        return self._ticker.alive, not why, {"why": why}
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.signals += 1
@@ -181,6 +230,7 @@ class Master:
         next_rss = 0.0
         while True:
             now = time.monotonic()
+            self._ticker.tick()
             if self.signals > 1:
                 for sl in self.slots:
                     if sl.alive:

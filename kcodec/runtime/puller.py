@@ -91,7 +91,14 @@ class Puller:
         cfg = self.s.consumer_config()
         cfg.setdefault("client_id", f"kcodec-run-{self.s.group}-p{self.slot}")
         self.consumer = c = Consumer(**cfg)
-        c.subscribe(list(self.s.topics), listener=_Listener(self))
+        if self.s.assign:
+            # manual assignment: these partitions, no group membership (the group id only
+            # keeps the committed offsets); nothing moves them, nothing revokes them
+            tps = [TopicPartition(t, p) for t, p in self.s.my_partitions(self.slot)]
+            c.assign(tps)
+            self.assigned(tps)
+        else:
+            c.subscribe(list(self.s.topics), listener=_Listener(self))
         code = 0
         try:
             while not self.stop.is_set() and not self.recycle:
@@ -450,6 +457,18 @@ class Puller:
             log.warning("cannot note the member id for the master: %s", exc)
 
     # ------------------------------------------------------------------ introspection
+    def ready(self) -> bool:
+        """Joined the group (a member id), or holding the partitions given by --assign."""
+        c = self.consumer
+        if c is None:
+            return False
+        if self.s.assign:
+            return bool(c.assignment())
+        try:
+            return bool(c.group_metadata().member_id)
+        except ValueError:
+            return False
+
     def offsets(self) -> list[dict[str, Any]]:
         c = self.consumer
         if c is None:

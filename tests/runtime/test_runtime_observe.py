@@ -66,6 +66,9 @@ def test_kcodec_run_metrics_port(kbroker, tmp_path):
             time.sleep(0.3)
         assert (done, consumed, by_topic) == (60, 60, 60), run.stderr()
         assert _value(samples, "kcodec_runtime_master_processes_alive") == 1
+        # the store's backlog, a gauge per queue (direct mode: its retries and failed queue)
+        assert _value(samples, "kcodec_runtime_store_pending", storage="direct") == 0
+        assert _value(samples, "kcodec_runtime_store_failed", storage="direct") == 0
         assert _value(samples, "kcodec_consumer_coordinator_metrics_rebalance_total",
                       role="puller") == 1
         lag = _value(samples, "kcodec_consumer_fetch_manager_metrics_records_lag", role="puller")
