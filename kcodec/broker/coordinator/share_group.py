@@ -127,7 +127,11 @@ class ShareGroupCoordinator:
             g = self.groups.get(group_id)
             if epoch == LEAVE_EPOCH:
                 if g is not None and member_id in g.members:
-                    self._remove(g, member_id)
+                    # its records go back once its share sessions close: a client may send
+                    # its last acknowledgements beside the leave (librdkafka does, on
+                    # another connection), and they must not find the records released
+                    self._remove(g, member_id, release=False)
+                    self.manager.member_left(group_id, member_id)
                 return 0, None, LEAVE_EPOCH, None
             if epoch == 0:
                 if not topics:

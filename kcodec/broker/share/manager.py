@@ -33,6 +33,7 @@ __all__ = ["SharePartitionManager", "ShareSession", "FINAL_EPOCH"]
 E = ErrorCode
 FINAL_EPOCH = -1
 MAX_SESSIONS = 1000
+LEAVE_GRACE_S = 2.0     # how long a member that left keeps its records for its last acks
 _I64 = struct.Struct(">q")
 READ_CHUNK = 256 * 1024
 
@@ -91,6 +92,8 @@ class SharePartitionManager:
         self.lock = threading.RLock()
         self.parts: dict[tuple[str, str, int], SharePartition] = {}
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
+        # members that left with share sessions open: (group, member) -> release deadline
+        self._leaving: dict[tuple[str, str], float] = {}
         #: is (group, member) a member of its share group? (set by the coordinator)
         self.is_member: Any = lambda group, member: True
         timer.every(0.1, self.expire_locks)
@@ -204,7 +207,31 @@ class SharePartitionManager:
     def close_session(self, node_id: int, group: str, member: str) -> None:
         with self.lock:
             self.sessions.pop((node_id, group, member), None)
-        self.release_member(group, member, node_id)
+            last = (group, member) in self._leaving and not self._has_session(group, member)
+            if last:
+                del self._leaving[(group, member)]
+        self.release_member(group, member, None if last else node_id)
+
+    def _has_session(self, group: str, member: str) -> bool:
+        return any(k[1] == group and k[2] == member for k in self.sessions)
+
+    def member_left(self, group: str, member: str) -> None:
+        """``member`` left its group (a leave heartbeat). Without an open share session its
+        records go back now; with one they go back when its sessions close (the client's
+        last acknowledgements may still be on their way), or after LEAVE_GRACE_S."""
+        with self.lock:
+            if self._has_session(group, member):
+                self._leaving[(group, member)] = time.monotonic() + LEAVE_GRACE_S
+                return
+        self.release_member(group, member)
+
+    def _release_left(self, now: float) -> None:
+        with self.lock:
+            due = [k for k, t in self._leaving.items() if t <= now]
+            for k in due:
+                del self._leaving[k]
+        for group, member in due:
+            self.release_member(group, member)
 
     def release_member(self, group: str, member: str, node_id: int | None = None) -> None:
         """The member's acquired records go back to the group (it left, or closed its
@@ -327,6 +354,8 @@ class SharePartitionManager:
 
     def expire_locks(self) -> None:
         now = time.monotonic()
+        if self._leaving:
+            self._release_left(now)
         with self.lock:
             parts = list(self.parts.values())
         for sp in parts:

@@ -340,6 +340,46 @@ def test_a_fetch_from_a_member_that_left_acquires_nothing() -> None:
                 assert time.monotonic() - t0 < 5
 
 
+def test_last_acknowledgements_after_the_leave_heartbeat_are_kept() -> None:
+    """A closing client may send its leave heartbeat and its last ShareAcknowledge at once
+    on two connections (librdkafka does): when the leave is handled first, the records
+    are still the member's until its share session closes, so the acknowledgements count
+    and accepted records are not delivered again."""
+    from kcodec.protocol import ShareAcknowledgeRequest as A
+    from kcodec.protocol import ShareFetchRequest as F
+    from kcodec.protocol import ShareGroupHeartbeatRequest as H
+    from tests.support.broker_raw import Raw
+
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        tid = c.state.topics["t"].topic_id
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 6)
+        with Raw(c.bootstrap) as raw:
+            assert raw.call(H(group_id="g", member_id="m", member_epoch=0,
+                              subscribed_topic_names=["t"]), 1).error_code == 0
+            r = raw.call(F(group_id="g", member_id="m", share_session_epoch=0, max_wait_ms=0,
+                           min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                           topics=[F.FetchTopic(topic_id=tid, partitions=[
+                               F.FetchPartition(partition_index=0)])]), 2)
+            got = sorted(o for t in r.responses for p in t.partitions
+                         for a in p.acquired_records for o in range(a.first_offset, a.last_offset + 1))
+            assert got == list(range(6))
+            assert raw.call(H(group_id="g", member_id="m", member_epoch=-1), 1).error_code == 0
+            # accept 0-3, reject 4, release 5, closing the session
+            ack = raw.call(A(group_id="g", member_id="m", share_session_epoch=-1, topics=[
+                A.AcknowledgeTopic(topic_id=tid, partitions=[A.AcknowledgePartition(
+                    partition_index=0, acknowledgement_batches=[
+                        A.AcknowledgementBatch(first_offset=0, last_offset=5,
+                                               acknowledge_types=[1, 1, 1, 1, 3, 2])])])]), 1)
+            assert ack.error_code == 0
+            assert [p.error_code for t in ack.responses for p in t.partitions] == [0]
+        assert c.share.start_offset("g", "t", 0) == 5
+        with share(c, client_id="other") as other:       # only the released one comes back
+            again = drain(other, 2, timeout=3)
+            assert [(x.offset, x.delivery_count) for x in again] == [(5, 2)]
+
+
 def test_acls_need_read_on_group_and_topic() -> None:
     """As Kafka: the heartbeat needs READ on the group (and DESCRIBE on the topics); a
     fetch needs READ on the group, and READ on each topic or that partition fails."""
