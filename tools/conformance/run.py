@@ -6,7 +6,8 @@
 The librdkafka checkout stays outside this repository. Its test runner is built there if it
 is missing (``./configure``, ``make libs``, ``make -C tests build``). Each test number gets a
 fresh broker, set up as librdkafka's own test clusters are: ``--partitions 4``, the ACL
-authorizer allowing everyone when no ACL matches, ``User:admin`` a super user. Its cluster
+authorizer allowing everyone when no ACL matches, ``User:admin`` a super user, and
+``group.share.min.record.lock.duration.ms=1000``. Its cluster
 tests (those not flagged local or manual) run with ``TEST_KAFKA_VERSION=4.2.0`` in full
 mode (not ``-Q``) under each ``TEST_CONSUMER_GROUP_PROTOCOL`` asked for. A test whose run
 says the cluster has too few brokers for its replication factor runs again on three nodes
@@ -36,8 +37,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.2.0"
+# as librdkafka's test clusters (its cluster_testing.py and CI scripts)
 BROKER_ARGS = ["--partitions", "4", "--authorizer", "--allow-everyone-if-no-acl-found",
-               "--super-users", "User:admin"]
+               "--super-users", "User:admin",
+               "--share-config", "group.share.min.record.lock.duration.ms=1000"]
 # what a run prints when a topic needs more brokers than the cluster has
 _TOO_FEW_BROKERS = re.compile(r"INVALID_REPLICATION_FACTOR|Replication factor: \d+ larger than "
                               r"available brokers|replication factor.*larger than", re.I)
