@@ -89,7 +89,7 @@ class HandlerTest:
                     note([m])
                     return handler(m)
                 watched = one
-            setattr(watched, "__kcodec_per_record__", True)
+            watched.__kcodec_per_record__ = True
             return watched
         import inspect
 
