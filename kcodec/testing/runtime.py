@@ -28,7 +28,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from kcodec.runtime.handler import is_per_record
+from kcodec.runtime.handler import is_per_record, per_record
 from kcodec.runtime.message import Message
 
 __all__ = ["HandlerTest"]
@@ -89,8 +89,7 @@ class HandlerTest:
                     note([m])
                     return handler(m)
                 watched = one
-            watched.__kcodec_per_record__ = True
-            return watched
+            return per_record(watched)
         import inspect
 
         if inspect.iscoroutinefunction(handler):
