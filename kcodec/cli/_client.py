@@ -58,6 +58,43 @@ def add_connection(parser: argparse.ArgumentParser, json_flag: bool = True) -> N
         parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
 
 
+def add_settings(parser: argparse.ArgumentParser, kind: str) -> None:
+    """``-X NAME=VALUE`` (kcat's), also spelt as Kafka's scripts spell it
+    (``--producer-property``, ``--consumer-property``): any client setting."""
+    parser.add_argument("-X", f"--{kind}-property", dest="settings", action="append", default=[],
+                        metavar="NAME=VALUE",
+                        help=f"a {kind} setting, by kcodec's name (batch_size), Java's "
+                             "(batch.size) or librdkafka's (queue.buffering.max.ms); it "
+                             "wins over the command's own choices; repeatable")
+
+
+def apply_settings(cfg: dict[str, Any], specs: list[str], config_class: Any) -> dict[str, Any]:
+    """``cfg`` with the ``-X`` settings on top (a setting the command chose is replaced by
+    the user's), checked by ``config_class``: an unknown name or a bad value is a usage
+    error naming it."""
+    from kcodec.client.config_names import ALIASES, normalize
+
+    def canonical(name: str) -> str:
+        n = normalize(name)
+        return ALIASES.get(n, n)
+
+    out = dict(cfg)
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"-X takes NAME=VALUE, got {spec!r}")
+        want = canonical(name)
+        for k in [k for k in out if canonical(k) == want]:
+            del out[k]
+        out[name.strip()] = value
+    if specs:
+        try:
+            config_class.from_kwargs(out)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"-X: {exc}") from None
+    return out
+
+
 def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")

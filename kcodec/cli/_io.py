@@ -17,9 +17,11 @@ from typing import Any
 
 from kcodec.cli._client import UsageError
 
-__all__ = ["arg_bytes", "parse_delimiter", "split_key", "read_records", "TooLong", "CHUNK"]
+__all__ = ["arg_bytes", "parse_delimiter", "split_key", "read_records", "read_blocks", "TooLong",
+           "CHUNK", "BLOCK"]
 
 CHUNK = 65536   # bytes read at a time when the delimiter is not a newline
+BLOCK = 1 << 20   # bytes of input split at once by read_blocks (about a producer batch)
 
 _ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "0": b"\0", "\\": b"\\"}
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -115,4 +117,71 @@ def read_records(stream: Any, delimiter: bytes, limit: int) -> Iterator[bytes]:
         buf = buf[start:]
         # a delimiter that began within the limit would have been found by now
         if len(buf) >= limit + width:
+            raise TooLong(limit)
+
+
+def _readable_now(stream: Any) -> Any:
+    """A function telling whether ``stream`` has more bytes at once (no wait), or None
+    where that cannot be asked (then each block is what one read gave)."""
+    try:
+        import select
+
+        fd = stream.fileno()
+        select.select([fd], [], [], 0)
+    except (AttributeError, OSError, ValueError, ImportError):
+        return None
+    return lambda: bool(select.select([fd], [], [], 0)[0])
+
+
+def read_blocks(stream: Any, delimiter: bytes, limit: int, size: int = BLOCK
+                ) -> Iterator[list[bytes]]:
+    """The records of a binary stream as ``read_records`` splits them, a list at a time:
+    as many whole records as about ``size`` bytes of input hold, or fewer when no more
+    input is there yet (a slow writer's lines are not held back). The lines before one
+    over ``limit`` bytes come first, then ``TooLong`` is raised, having read at most about
+    ``limit + size`` bytes of it."""
+    read = getattr(stream, "read1", stream.read)
+    more = _readable_now(stream)
+    width = len(delimiter)
+    rest = b""
+    eof = False
+    while not eof:
+        parts = [rest]
+        got = len(rest)
+        chunk = read(size)
+        if not chunk:
+            eof = True
+        else:
+            parts.append(chunk)
+            got += len(chunk)
+            while got < size and more is not None and more():
+                chunk = read(size - got)
+                if not chunk:
+                    eof = True
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+        data = b"".join(parts)
+        if eof:
+            lines = data.split(delimiter) if data else []
+            if lines and not lines[-1]:      # the input ended with a delimiter
+                lines.pop()
+            rest = b""
+        else:
+            i = data.rfind(delimiter)
+            if i < 0:
+                if len(data) > limit:
+                    raise TooLong(limit)
+                rest = data
+                continue
+            lines = data[:i].split(delimiter)
+            rest = data[i + width:]
+        if lines and max(map(len, lines)) > limit:
+            j = next(k for k, line in enumerate(lines) if len(line) > limit)
+            if j:
+                yield lines[:j]
+            raise TooLong(limit)
+        if lines:
+            yield lines
+        if len(rest) > limit + width:
             raise TooLong(limit)

@@ -40,6 +40,8 @@ from kcodec.cli._client import (
     Ticker,
     UsageError,
     add_connection,
+    add_settings,
+    apply_settings,
     client_config,
     guarded,
     require_topics,
@@ -55,6 +57,8 @@ HELP = "print records of topics (as a group member with -g)"
 EXAMPLES = [
     "kcodec consume -t events -o beginning -e          # everything, then exit",
     "kcodec consume -t events -g reports               # as a group member, committing",
+    "kcodec consume -t events -f '%t %p %o %k %s\\n' -e # kcat's format string",
+    "kcodec consume -t events --json -n 10 -X fetch_max_bytes=1048576",
 ]
 COMMIT_EVERY = 5.0   # seconds between commits of what was printed (-g)
 FORMATS = ("raw", "text", "json")
@@ -87,12 +91,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--count", type=int, help="stop after this many records")
     parser.add_argument("--idle", type=float, metavar="SECONDS",
                         help="stop when no record came for this long")
+    add_settings(parser, "consumer")
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS,
                      help="raw (the default): each value as the bytes it is, then -D; text: "
                           "one line per record, partition:offset key=... headers=[...] value, "
                           "with control characters, backslashes and bytes that are not UTF-8 "
                           "escaped; json: the same as --json")
+    out.add_argument("-f", "--format-string", metavar="FMT",
+                     help="each record as kcat's -f: %%t topic, %%p partition, %%o offset, "
+                          "%%T timestamp, %%k key, %%K key length, %%s value, %%S value "
+                          "length, %%R value length (4 bytes), %%h headers, %%%% a percent; "
+                          "escapes \\n \\t \\r \\0 \\xNN (e.g. -f '%%p:%%o %%k=%%s\\n')")
     out.add_argument("-K", "--key-delimiter", metavar="DELIM",
                      help="raw: print each key and DELIM before the value (kcat's -K); "
                           "escapes \\t \\n \\r \\0 \\\\ \\xNN")
@@ -117,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or ("json" if args.json else "raw")
     if args.json and fmt != "json":
         raise UsageError(f"--json and --format {fmt}: give one")
+    if args.format_string is not None:
+        if args.format or args.json:
+            raise UsageError("-f and --format/--json: give one")
+        fmt = "string"
     for flag, value, needs in (("-K", args.key_delimiter, "raw"), ("-D", args.delimiter, "raw"),
                                ("--base64", args.base64 or None, "json")):
         if value is not None and fmt != needs:
@@ -134,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"partition must be non-negative, got {min(args.partition)}")
     reset = "earliest" if start.kind == "beginning" else "latest"
     cfg = client_config(args, auto_offset_reset=reset, fetch_max_wait_ms=100)
+    if args.group:
+        cfg.update(group_id=args.group, session_timeout_ms=10000, heartbeat_interval_ms=1000,
+                   enable_auto_commit=False, group_protocol=args.group_protocol)
+    cfg = _settings(cfg, args)
     with Admin(**client_config(args)) as admin:
         md = require_topics(admin, topics)   # a missing topic fails here, naming it
         parts = [(t.name, p.partition) for t in md.topics for p in t.partitions]
@@ -145,19 +163,40 @@ def run(args: argparse.Namespace) -> int:
                                   f"partition {', '.join(map(str, bad))}")
             parts = [(topics[0], p) for p in dict.fromkeys(args.partition)]
         seeks = start_offsets(admin, parts, start, args.quiet)
-    if args.group:
-        cfg.update(group_id=args.group, session_timeout_ms=10000, heartbeat_interval_ms=1000,
-                   enable_auto_commit=False, group_protocol=args.group_protocol)
     with Graceful() as sig:
         return _consume(args, cfg, topics, parts, seeks, stop, _writer(args, fmt, len(topics) > 1), sig)
 
 
+def _settings(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    from kcodec.client import ConsumerConfig
+
+    return apply_settings(cfg, args.settings, ConsumerConfig)
+
+
+def _all(render: Callable[[Any, Any], bytes]) -> Callable[[Any, list], bytes]:
+    """``_writer``'s function for a partition's list of records at once."""
+    if getattr(render, "end", None) is not None:     # raw values: joined in one call
+        end = render.end                              # type: ignore[attr-defined]
+
+        def values(tp: Any, recs: list) -> bytes:
+            return end.join([r.value or b"" for r in recs]) + end
+        return values
+    return lambda tp, recs: b"".join([render(tp, r) for r in recs])
+
+
 def _writer(args: argparse.Namespace, fmt: str, many: bool) -> Callable[[Any, Any], bytes]:
     """The bytes printed for one record (``(partition, record)``) in the chosen format."""
+    if fmt == "string":
+        from kcodec.cli._format import compile_format
+
+        return compile_format(args.format_string)
     if fmt == "raw":
         end = b"\n" if args.delimiter is None else parse_delimiter(args.delimiter, "-D")
         if args.key_delimiter is None:
-            return lambda tp, r: (r.value or b"") + end
+            def value(tp: Any, r: Any) -> bytes:
+                return (r.value or b"") + end
+            value.end = end  # type: ignore[attr-defined]
+            return value
         kd = parse_delimiter(args.key_delimiter, "-K")
         return lambda tp, r: (r.key or b"") + kd + (r.value or b"") + end
     if fmt == "json":
@@ -256,6 +295,7 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
     last = last_commit = time.monotonic()
     ticker = Ticker("consumed {n} records in {secs:.0f} s")
     ends = Ends(c, args.quiet)
+    render_all = _all(render)
     stopped: set = set()             # partitions that reached the stop time (-o e@MS)
     ok = False
     try:
@@ -275,18 +315,20 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                 for tp, recs in sorted(batch.items()):
                     if tp in stopped:
                         continue
-                    for r in recs:
-                        if sig.stop:
-                            break
-                        if stop is not None and r.timestamp >= stop:
-                            stopped.add(tp)
-                            c.pause(tp)
-                            ends.notice(f"reached the stop time in {tp.topic}[{tp.partition}] "
-                                        f"at offset {r.offset}")
-                            break
-                        out.write(render(tp, r))
-                        printed[tp] = r.offset + 1
-                        n += 1
+                    take = len(recs)
+                    if stop is not None:     # up to the first record at or after the stop time
+                        take = next((i for i, r in enumerate(recs) if r.timestamp >= stop), take)
+                    if sig.stop:
+                        break
+                    if take:                 # one write per partition's records, not per record
+                        out.write(render_all(tp, recs[:take] if take < len(recs) else recs))
+                        printed[tp] = recs[take - 1].offset + 1
+                        n += take
+                    if take < len(recs):
+                        stopped.add(tp)
+                        c.pause(tp)
+                        ends.notice(f"reached the stop time in {tp.topic}[{tp.partition}] "
+                                    f"at offset {recs[take].offset}")
                 out.flush()
             ticker.update(n=n)       # also while idle: the line shows the last count
             assigned = c.assignment()
@@ -336,8 +378,8 @@ def _share(args: argparse.Namespace, fmt: str, topics: list[str]) -> int:
                       "kafka-configs --entity-type groups --entity-name G --alter "
                       "--add-config share.auto.offset.reset=earliest)")
             raise UsageError(f"{flag} with --share-group: {why}")
-    cfg = client_config(args, group_id=args.share_group, fetch_max_wait_ms=100,
-                        share_acknowledgement_mode="explicit")
+    cfg = _settings(client_config(args, group_id=args.share_group, fetch_max_wait_ms=100,
+                                  share_acknowledgement_mode="explicit"), args)
     with Admin(**client_config(args)) as admin:
         require_topics(admin, topics)        # a missing topic fails here, naming it
     with Graceful() as sig:

@@ -97,7 +97,12 @@ def _put_bytes(out: Any, dst: Any, src_start: Any, lens: Any, data: Any) -> None
         return
     cum = np.cumsum(lens) - lens
     t = np.arange(total, dtype=np.int64)
-    out[t + np.repeat(dst - cum, lens)] = data[t + np.repeat(src_start - cum, lens)]
+    to = t + np.repeat(dst - cum, lens)
+    first = int(src_start[0])
+    if first + total <= len(data) and np.array_equal(src_start - first, cum):
+        out[to] = data[first:first + total]   # the rows' bytes are one run (an Arrow column)
+    else:
+        out[to] = data[t + np.repeat(src_start - cum, lens)]
 
 
 class _Pieces:

@@ -480,7 +480,8 @@ def test_produce_send_refused_is_reported_with_the_resume_line(capsys) -> None:
             return fut
 
     args = argparse.Namespace(topic="t", partition=None, json=False, timeout=5.0,
-                              max_line_bytes=100, messages=["a", "b", "c", "d"])
+                              max_line_bytes=100, messages=["a", "b", "c", "d"],
+                              quiet=False, each=True)
     with Graceful() as sig:
         rc = _send_all(args, _Options(None, None, b"\n", []), Refusing(), sig)
     out, err = capsys.readouterr()
