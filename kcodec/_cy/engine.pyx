@@ -28,7 +28,12 @@ import uuid as _uuid
 
 from kcodec.errors import CorruptDataError, DecodeLimitError, EncodeError, TruncatedError, UnsupportedVersionError
 
-__all__ = ["encode_struct", "decode_struct"]
+__all__ = ["encode_struct", "decode_struct", "MAX_TAGGED_FIELDS", "ALL_ITEMS"]
+
+MAX_TAGGED_FIELDS = 1024
+ALL_ITEMS = "*"
+cdef Py_ssize_t C_MAX_TAGGED_FIELDS = MAX_TAGGED_FIELDS
+cdef str C_ALL_ITEMS = ALL_ITEMS
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
@@ -717,8 +722,11 @@ cdef object dec_value(Reader* r, int code, bint nullable, CPlan sub, str what, i
         raise CorruptDataError(f"{what}: negative length {n}", start)
     if code == ARRAY or code == CARRAY:
         need(r, n * unit, what)
-        if ctx.lim is not None and what in ctx.lim:
-            charge(ctx.lim, what, n, start)
+        if ctx.lim is not None:
+            if what in ctx.lim:
+                charge(ctx.lim, what, n, start)
+            if C_ALL_ITEMS in ctx.lim:
+                charge_all(ctx.lim, what, n, start)
         out = PyList_New(n)  # NULL slots until filled: safe for GC and for dealloc on error
         if elem == STRUCT:
             for i in range(n):
@@ -759,6 +767,18 @@ cdef int charge(dict lim, str what, Py_ssize_t n, Py_ssize_t at) except -1:
     return 0
 
 
+cdef int charge_all(dict lim, str what, Py_ssize_t n, Py_ssize_t at) except -1:
+    """Take ``n`` items of the message's allowance (``lim[ALL_ITEMS]``)."""
+    cdef list a = <list>lim[C_ALL_ITEMS]
+    cdef object left = a[0]
+    cdef object limit = a[1]
+    if n > left:
+        raise DecodeLimitError(f"{what} (with every array and tagged field of the message)",
+                               limit - left + n, limit, at)
+    a[0] = left - n
+    return 0
+
+
 cdef object dec_struct(Reader* r, CPlan plan, Ctx ctx):
     cdef COp op
     cdef tuple ops = plan.ops
@@ -780,10 +800,15 @@ cdef int dec_tags(Reader* r, CPlan plan, object obj, Ctx ctx) except -1:
     cdef Py_ssize_t count, tag, size, stop, saved_end, i
     cdef dict unknown = None
     cdef COp op
+    cdef Py_ssize_t start = r.pos
     r_uvar(r, &count, what)
     if count == 0:
         return 0
     need(r, count * 2, what)
+    if count > C_MAX_TAGGED_FIELDS:
+        raise DecodeLimitError(what, count, C_MAX_TAGGED_FIELDS, start)
+    if ctx.lim is not None and C_ALL_ITEMS in ctx.lim:
+        charge_all(ctx.lim, what, count, start)
     for i in range(count):
         r_uvar(r, &tag, what)
         r_uvar(r, &size, what)

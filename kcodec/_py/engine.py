@@ -16,7 +16,9 @@ Decoding checks every length and count against the bytes that remain before allo
 (an array of n elements needs at least n * min_element_size bytes). ``limits`` (optional)
 caps the elements of the arrays of a field path (``"MetadataResponse.topics"``), summed
 over the whole decode: a count past it raises DecodeLimitError before allocating, which
-bounds what a hostile answer can make the decoded form cost. Errors: TruncatedError,
+bounds what a hostile answer can make the decoded form cost; the key ALL_ITEMS (``"*"``)
+caps every array element and tagged field of the message together. A struct has at most
+MAX_TAGGED_FIELDS tagged fields whatever the limits. Errors: TruncatedError,
 CorruptDataError, DecodeLimitError (kcodec.errors), with the same text as the compiled twin.
 Encoding: EncodeError for values that do not fit their wire type, UnsupportedVersionError
 for non-default values in fields the version lacks (unless ignorable).
@@ -36,7 +38,13 @@ from kcodec.errors import (
     UnsupportedVersionError,
 )
 
-__all__ = ["encode_struct", "decode_struct"]
+__all__ = ["encode_struct", "decode_struct", "MAX_TAGGED_FIELDS", "ALL_ITEMS"]
+
+#: tagged fields one struct may carry (Kafka's messages have a handful; the bound keeps a
+#: section of a hundred thousand empty unknown tags from costing a hundred thousand objects)
+MAX_TAGGED_FIELDS = 1024
+#: the ``limits`` key that caps all array elements and tagged fields of a message together
+ALL_ITEMS = "*"
 
 # Wire codes: the same numbers as kcodec.protocol._plan (a test checks they agree).
 INT8, INT16, INT32, INT64, UINT16, UINT32, FLOAT64, BOOL, UUID, UVARINT = range(1, 11)
@@ -305,8 +313,11 @@ def _dec_value(buf: Any, pos: int, end: int, code: int, nullable: bool, sub: Any
     if code == ARRAY or code == CARRAY:
         unit = sub.min_size if elem == STRUCT else _SIZE[elem]
         _need(n * (unit if unit > 0 else 1), pos, end, what)
-        if lim is not None and what in lim:
-            _charge(lim, what, n, start)
+        if lim is not None:
+            if what in lim:
+                _charge(lim, what, n, start)
+            if ALL_ITEMS in lim:
+                _charge_all(lim, what, n, start)
         out: list[Any] = []
         append = out.append
         if elem == STRUCT:
@@ -340,6 +351,15 @@ def _charge(lim: dict[str, list[int]], what: str, n: int, at: int) -> None:
     lim[what][0] = left - n
 
 
+def _charge_all(lim: dict[str, list[int]], what: str, n: int, at: int) -> None:
+    """Take ``n`` items of the message's allowance (``lim[ALL_ITEMS]``)."""
+    left, limit = lim[ALL_ITEMS]
+    if n > left:
+        raise DecodeLimitError(f"{what} (with every array and tagged field of the message)",
+                               limit - left + n, limit, at)
+    lim[ALL_ITEMS][0] = left - n
+
+
 def _dec_struct(buf: Any, pos: int, end: int, plan: Any,
                 lim: dict[str, list[int]] | None = None) -> tuple[Any, int]:
     d = plan.defaults.copy()
@@ -360,8 +380,13 @@ def _dec_struct(buf: Any, pos: int, end: int, plan: Any,
 def _dec_tags(buf: Any, pos: int, end: int, plan: Any, d: dict[str, Any],
               lim: dict[str, list[int]] | None = None) -> int:
     what = f"{plan.name} tagged fields"
+    start = pos
     count, pos = _uvar(buf, pos, end, what)
     _need(count * 2, pos, end, what)
+    if count > MAX_TAGGED_FIELDS:
+        raise DecodeLimitError(what, count, MAX_TAGGED_FIELDS, start)
+    if lim is not None and ALL_ITEMS in lim:
+        _charge_all(lim, what, count, start)
     unknown = None
     tag_map = plan.tag_map
     for _ in range(count):
@@ -391,7 +416,8 @@ def decode_struct(plan: Any, buf: Any, pos: int = 0, exact: bool = True,
 
     With ``exact``, bytes left after the struct are an error (CorruptDataError).
     ``limits``: a mapping of array field paths (``"MetadataResponse.topics"``) to the most
-    elements those arrays may hold in all (DecodeLimitError past it).
+    elements those arrays may hold in all (DecodeLimitError past it); ``ALL_ITEMS``: the
+    most array elements and tagged fields of the whole message.
     """
     lim = {what: [int(n), int(n)] for what, n in limits.items()} if limits else None
     if not isinstance(buf, bytes):

@@ -85,8 +85,12 @@ def encode_request(msg: Any, version: int, correlation_id: int,
     return _frame([head, body]) if framed else head + body
 
 
-def decode_request(buf: Any, trailing_ok: bool = False) -> tuple[Any, Any]:
+def decode_request(buf: Any, trailing_ok: bool = False,
+                   max_items: int | None = None) -> tuple[Any, Any]:
     """Server side: ``(RequestHeader, request)`` from a frame body (no size prefix).
+
+    ``max_items``: the request may hold at most that many array elements and tagged fields
+    together, else ``DecodeLimitError`` before they are decoded.
 
     ``trailing_ok``: bytes after the request's fields are ignored instead of an error, as an
     Apache Kafka broker ignores them (librdkafka 2.12's Metadata v12 for every topic carries
@@ -103,7 +107,8 @@ def decode_request(buf: Any, trailing_ok: bool = False) -> tuple[Any, Any]:
     hdr, pos = RequestHeader.decode_from(mv, request_header_version(api_key, version))
     from kcodec.protocol.engine import decode_struct
 
-    return hdr, decode_struct(cls.plan(version), mv, pos, not trailing_ok)[0]
+    limits = None if max_items is None else {"*": max_items}
+    return hdr, decode_struct(cls.plan(version), mv, pos, not trailing_ok, limits)[0]
 
 
 def encode_response(msg: Any, version: int, correlation_id: int, framed: bool = True) -> bytes:

@@ -3,7 +3,10 @@
 ``dispatch(node, request)`` runs in a handler thread. It answers as Kafka does:
 
 * an unknown API key, a version outside the advertised range (except ApiVersions), or a
-  body that does not decode: the connection is closed;
+  body that does not decode: the connection is closed; so is a request of more than
+  ``node.max_request_items`` (MAX_REQUEST_ITEMS) array elements and tagged fields
+  together, MAX_UNAUTHENTICATED_ITEMS before SASL authentication, refused at the count
+  before anything is decoded (a struct has at most 1024 tagged fields in any case);
 * ApiVersions at a version the broker does not know: a v0 answer with UNSUPPORTED_VERSION
   and the supported ranges, so the client can retry with one it shares;
 * otherwise the test hooks (:mod:`kcodec.broker.hooks`) see the request first, then the
@@ -44,6 +47,11 @@ __all__ = ["dispatch", "HANDLERS", "VERSIONS", "advertised_versions"]
 
 log = logging.getLogger(__name__)
 API_VERSIONS = 18
+#: array elements and tagged fields one request may hold, after and before authentication:
+#: what a request costs once decoded (an element of one byte becomes an object of fifty)
+#: stays bounded whatever its size
+MAX_REQUEST_ITEMS = 100_000
+MAX_UNAUTHENTICATED_ITEMS = 1_000
 # requests are traced at DEBUG when this logger is at DEBUG and KCODEC_DEBUG names no
 # context or names protocol
 _PROTOCOL = not debug_contexts(None) or "protocol" in debug_contexts(None)
@@ -98,7 +106,10 @@ def dispatch(node: Any, req: Request) -> Any:
         return CLOSE
     try:
         # what follows the fields is ignored, as Kafka does (librdkafka sends some)
-        req.header, req.body = decode_request(req.frame, trailing_ok=True)
+        req.header, req.body = decode_request(
+            req.frame, trailing_ok=True,
+            max_items=(getattr(node, "max_request_items", MAX_REQUEST_ITEMS)
+                       if req.connection.authenticated else MAX_UNAUTHENTICATED_ITEMS))
     except (KcodecError, ValueError) as exc:
         log.info("kcodec broker: closing %s: bad request: %s", req.connection.peer, exc)
         return CLOSE

@@ -14,6 +14,10 @@ while complete requests waiting for an answer fill the budget (Kafka's
 ``queued.max.request.bytes``). While no complete request waits, bytes are always granted:
 nothing else would ever free the budget, and a frame stalled half-way (its sender is closed at
 the processor's read timeout) must not hold up the others.
+
+Large requests (a frame of ``large_request_bytes`` or more) wait in a queue of their own,
+served by the pool's large-request threads: however many a client sends, the other
+connections' requests never queue behind them, and only that many are handled at once.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Request", "RequestChannel", "CLOSE", "NO_RESPONSE"]
+__all__ = ["Request", "RequestChannel", "CLOSE", "NO_RESPONSE", "LARGE_REQUEST_BYTES"]
+
+LARGE_REQUEST_BYTES = 256 * 1024   # a frame this big or bigger goes to the large queue
 
 CLOSE = "close"             # the handler wants the connection dropped
 NO_RESPONSE = "no-response"  # nothing to send back (acks=0 produce)
@@ -54,9 +60,12 @@ class Request:
 class RequestChannel:
     """A FIFO of requests with a global byte budget."""
 
-    def __init__(self, max_queued_bytes: int = 100 * 1024 * 1024) -> None:
+    def __init__(self, max_queued_bytes: int = 100 * 1024 * 1024,
+                 large_request_bytes: int = LARGE_REQUEST_BYTES) -> None:
         self.max_queued_bytes = max_queued_bytes
+        self.large_request_bytes = large_request_bytes
         self._queue: queue.Queue[Request | None] = queue.Queue()
+        self._large: queue.Queue[Request | None] = queue.Queue()
         self._lock = threading.Lock()
         self.queued_bytes = 0          # booked: frames being read, queued or being handled
         self.pending = 0               # complete requests queued or being handled
@@ -80,7 +89,7 @@ class RequestChannel:
         """Queue a complete request whose bytes were booked with ``book``."""
         with self._lock:
             self.pending += 1
-        self._queue.put(request)
+        (self._large if request.size >= self.large_request_bytes else self._queue).put(request)
 
     def done(self, request: Request) -> None:
         """The request was answered (or its connection went): its bytes are free."""
@@ -88,10 +97,13 @@ class RequestChannel:
             self.pending -= 1
             self.queued_bytes -= request.size
 
-    def take(self, timeout: float | None = None) -> Request | None:
-        """The next request, or None when the channel is shut down."""
-        return self._queue.get(timeout=timeout)
+    def take(self, timeout: float | None = None, large: bool = False) -> Request | None:
+        """The next request (of the large queue with ``large``), or None when the channel is
+        shut down."""
+        return (self._large if large else self._queue).get(timeout=timeout)
 
-    def shutdown(self, handlers: int) -> None:
+    def shutdown(self, handlers: int, large_handlers: int = 0) -> None:
         for _ in range(handlers):
             self._queue.put(None)
+        for _ in range(large_handlers):
+            self._large.put(None)

@@ -1,4 +1,6 @@
-"""The request handler pool: M threads that take requests off the channel and run the API.
+"""The request handler pool: M threads that take requests off the channel and run the API,
+and ``large_threads`` more (default 1) that take only the channel's large requests, so that a
+flood of big requests holds up none of the M.
 
 ``handle(request)`` (the broker's API dispatch) returns the answer -- response bytes,
 ``NO_RESPONSE`` or ``CLOSE`` -- or a ``concurrent.futures.Future`` of one when the answer
@@ -43,31 +45,37 @@ def _chain(src: concurrent.futures.Future, dst: concurrent.futures.Future) -> No
 
 class HandlerPool:
     def __init__(self, channel: RequestChannel, handle: Callable[[Request], Any], threads: int,
-                 name: str) -> None:
+                 name: str, large_threads: int = 1) -> None:
         self.channel = channel
         self.handle = handle
-        self._threads = [threading.Thread(target=self._run, args=(i,),
-                                          name=f"{name}-handler-{i}", daemon=True)
-                         for i in range(threads)]
+        self._n_small = threads
+        self._n_large = large_threads
+        self._threads = [threading.Thread(target=self._run, args=(i, i >= threads),
+                                          name=(f"{name}-handler-{i}" if i < threads
+                                                else f"{name}-large-handler-{i - threads}"),
+                                          daemon=True)
+                         for i in range(threads + large_threads)]
         # seconds each thread spent waiting for a request (one writer each: exact sums), and
-        # since when it waits now (None: busy)
-        self.idle = [0.0] * threads
-        self.waiting: list[float | None] = [None] * threads
+        # since when it waits now (None: busy); the large-request threads are not counted
+        self.idle = [0.0] * (threads + large_threads)
+        self.waiting: list[float | None] = [None] * (threads + large_threads)
 
     def idle_seconds(self) -> float:
         """The handlers' time spent waiting for requests so far, the current waits too."""
         now = time.monotonic()
-        return sum(self.idle) + sum(now - w for w in list(self.waiting) if w is not None)
+        n = self._n_small
+        return (sum(self.idle[:n])
+                + sum(now - w for w in list(self.waiting)[:n] if w is not None))
 
     def start(self) -> None:
         for t in self._threads:
             t.start()
 
-    def _run(self, i: int) -> None:
+    def _run(self, i: int, large: bool = False) -> None:
         idle = self.idle
         while True:
             t0 = self.waiting[i] = time.monotonic()
-            req = self.channel.take()
+            req = self.channel.take(large=large)
             self.waiting[i] = None
             idle[i] += time.monotonic() - t0
             if req is None:
@@ -83,6 +91,6 @@ class HandlerPool:
                 _answer(req.future, answer)
 
     def stop(self) -> None:
-        self.channel.shutdown(len(self._threads))
+        self.channel.shutdown(self._n_small, self._n_large)
         for t in self._threads:
             t.join(5)

@@ -26,6 +26,8 @@ from kcodec.protocol import RESPONSES, decode_request, encode_response
 
 __all__ = ["ListenerSecurity", "SaslGate"]
 
+MAX_SASL_ITEMS = 1_000      # arrays and tagged fields a SASL request may hold
+
 
 @dataclass
 class ListenerSecurity:
@@ -68,7 +70,7 @@ class SaslGate:
         if api_key not in SASL_APIS:
             return None, not self.auth.allowed(api_key)
         try:
-            hdr, req = decode_request(frame)
+            hdr, req = decode_request(frame, max_items=MAX_SASL_ITEMS)
         except KcodecError:
             return None, True
         resp = (self.auth.handshake(req) if api_key == 17

@@ -1,0 +1,123 @@
+"""What one request may cost the broker: a tag-stuffed ApiVersions before login and a
+request of a million empty group ids after it are refused at their counts (the connection
+closed, nothing decoded), and large requests wait in a queue of their own so that the
+handlers of small ones stay free."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from kcodec.broker import Cluster
+from kcodec.broker.network.channel import Request, RequestChannel
+from kcodec.broker.network.handlers import HandlerPool
+from kcodec.broker.security import ListenerSecurity, PlainServer
+from kcodec.client import Admin
+
+
+def uvar(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def frame(api_key: int, version: int, body: bytes, flexible_header: bool = True) -> bytes:
+    head = struct.pack(">hhih", api_key, version, 7, 1) + b"c"
+    if flexible_header:
+        head += uvar(0)
+    data = head + body
+    return struct.pack(">i", len(data)) + data
+
+
+def tag_stuffed_api_versions(tags: int) -> bytes:
+    body = (uvar(2) + b"a" + uvar(2) + b"b" + uvar(tags)
+            + b"".join(uvar(100 + t) + uvar(0) for t in range(tags)))
+    return frame(18, 3, body)
+
+
+def closed_within(addr: tuple[str, int], data: bytes, seconds: float) -> float:
+    """Send ``data`` and return how long the broker took to close the connection."""
+    with socket.create_connection(addr, timeout=seconds + 5) as s:
+        t = time.monotonic()
+        s.sendall(data)
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+        took = time.monotonic() - t
+    assert took < seconds, f"the broker took {took:.2f} s to refuse"
+    return took
+
+
+def _addr(broker: Cluster) -> tuple[str, int]:
+    host, port = broker.bootstrap.split(",")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+def test_tag_stuffed_api_versions_before_login_is_refused():
+    sec = ListenerSecurity(sasl={"PLAIN": lambda: PlainServer({"alice": "pw"})})
+    with Cluster(1, security=sec) as broker:
+        addr = _addr(broker)
+        data = tag_stuffed_api_versions(120_000)
+        assert 400_000 < len(data) < 512 * 1024
+        closed_within(addr, data, 2.0)
+        # a well-formed one is answered as ever
+        with socket.create_connection(addr, timeout=5) as s:
+            s.sendall(tag_stuffed_api_versions(3))
+            size = struct.unpack(">i", s.recv(4))[0]
+            assert size > 0
+
+
+def test_a_million_empty_group_ids_are_refused():
+    with Cluster(1) as broker:
+        addr = _addr(broker)
+        groups = 1_000_000
+        body = uvar(groups + 1) + uvar(1) * groups + b"\0" + uvar(0)
+        closed_within(addr, frame(15, 5, body), 3.0)
+        with Admin(bootstrap_servers=broker.bootstrap) as admin:     # still serving
+            assert admin.describe_cluster().brokers
+
+
+@pytest.mark.parametrize("items", [99_000])
+def test_requests_under_the_item_bound_are_served(items):
+    with Cluster(1) as broker:
+        with socket.create_connection(_addr(broker), timeout=30) as s:
+            body = uvar(items + 1) + (uvar(2) + b"g") * items + b"\0" + uvar(0)
+            s.sendall(frame(15, 5, body))
+            size = struct.unpack(">i", s.recv(4))[0]
+            assert size > items
+
+
+def test_large_requests_do_not_hold_up_small_ones():
+    channel = RequestChannel(large_request_bytes=1000)
+    release = threading.Event()
+
+    def handle(req: Request) -> bytes:
+        if req.size >= 1000:
+            release.wait(10)
+        return b"ok"
+    pool = HandlerPool(channel, handle, threads=2, name="t", large_threads=1)
+    pool.start()
+    try:
+        large = [Request(0, None, 15, 5, i, b"x" * 2000) for i in range(6)]
+        for r in large:
+            channel.put(r)
+        small = Request(0, None, 18, 3, 99, b"x" * 10)
+        channel.put(small)
+        assert small.future.result(2) == b"ok"
+        assert not any(r.future.done() for r in large)
+    finally:
+        release.set()
+        for r in large:
+            r.future.result(10)
+        pool.stop()
