@@ -429,15 +429,14 @@ def literal_examples(app: Sphinx, what: str, name: str, obj: Any, options: Any,
 
 
 class KafkaConfigs(ConfigTable):
-    """A table of configs by Kafka's names from a ``doc_rows()`` function (its path)."""
+    """A table of configs by Kafka's names from a ``doc_rows()`` function (its path) that
+    returns the header and the rows."""
 
     required_arguments = 1
     option_spec: dict[str, Any] = {}
 
     def run(self) -> list[nodes.Node]:
-        rows = _resolve(self.arguments[0])()
-        header = ["config", "type", "default", "Kafka's default, if not this, and why",
-                  "update", "meaning"]
+        header, rows = _resolve(self.arguments[0])()
         return self._parse(_list_table(header, rows, ""))
 
 

@@ -220,6 +220,12 @@ class Cluster:
                                   num_partitions=num_partitions,
                                   auto_create_topics=auto_create_topics)
         self.state.nodes = list(range(nodes))
+        from kcodec.broker.config.dynamic import DynamicConfigs, topic_defaults_of
+
+        #: the dynamic broker configs (AlterConfigs on BROKER resources), over the static ones
+        self.dynamic_configs = DynamicConfigs(self.data_dir)
+        self.dynamic_configs.static = {n: self.config[n] for n in self.config_given}
+        self.state.topic_defaults = topic_defaults_of(self)
         self.nodes: dict[int, Node] = {
             i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
                     handlers=handlers, max_request_bytes=max_request_bytes,
@@ -365,12 +371,16 @@ class Cluster:
     # ------------------------------------------------------------------ topics
     def create_topic(self, name: str, partitions: int = 1, *, configs: dict[str, str] | None = None,
                      leaders: dict[int, int] | list[int] | None = None) -> None:
-        """Create a topic; ``leaders`` maps partition -> node id (or a list, one per partition)."""
+        """Create a topic; ``leaders`` maps partition -> node id (or a list, one per partition).
+        The configs are checked as CreateTopics checks them, except that ``segment.bytes``
+        may be below Kafka 4's 1 MiB minimum (down to 14), as Kafka's own tests get with
+        ``internal.segment.bytes``."""
         from kcodec.broker.apis.topics import create_topic
 
         if isinstance(leaders, list):
             leaders = dict(enumerate(leaders))
-        code, msg = create_topic(self, name, partitions, -1, dict(configs or {}), leaders)
+        code, msg = create_topic(self, name, partitions, -1, dict(configs or {}), leaders,
+                                 small_segments=True)
         if code:
             raise ValueError(f"cannot create topic {name!r}: {ErrorCode(code).name}: {msg}")
 

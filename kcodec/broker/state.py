@@ -46,8 +46,10 @@ class Topic:
     configs: dict[str, str]                       # configs set explicitly (not defaults)
     partitions: dict[int, Partition] = field(default_factory=dict)
 
-    def log_config(self) -> LogConfig:
-        return LogConfig.from_topic_configs(self.configs)
+    def log_config(self, defaults: dict[str, str] | None = None) -> LogConfig:
+        """The topic's log settings: its own configs over ``defaults`` (the broker's topic
+        defaults, by topic config name)."""
+        return LogConfig.from_topic_configs({**(defaults or {}), **self.configs})
 
 
 class ClusterState:
@@ -57,6 +59,8 @@ class ClusterState:
         self.cluster_id = cluster_id or uuid.uuid4().hex[:22]
         self.num_partitions = num_partitions
         self.auto_create_topics = auto_create_topics
+        #: the broker's topic defaults by topic config name (from log.retention.ms, ...)
+        self.topic_defaults: dict[str, str] = {}
         self.lock = threading.RLock()
         self.topics: dict[str, Topic] = {}
         self.nodes: list[int] = []          # node ids, in order
@@ -119,7 +123,7 @@ class ClusterState:
             info = saved.get(name, {})
             topic = Topic(name, uuid.UUID(info["id"]) if "id" in info else uuid.uuid4(),
                           dict(info.get("configs", {})))
-            cfg = topic.log_config()
+            cfg = topic.log_config(self.topic_defaults)
             count = max(info.get("partitions", 0), max(found.get(name, [-1])) + 1)
             for i in range(count):
                 log = self.logs.get(name, i) or self.logs.create(name, i, cfg)
@@ -153,7 +157,7 @@ class ClusterState:
                      leaders: dict[int, int] | None = None) -> Topic:
         """Create a topic (the caller has checked the name and that it is new)."""
         configs = dict(configs or {})
-        cfg = LogConfig.from_topic_configs(configs)   # raises InvalidConfig
+        cfg = LogConfig.from_topic_configs({**self.topic_defaults, **configs})   # InvalidConfig
         with self.lock:
             topic = Topic(name, uuid.uuid4(), configs)
             for i in range(partitions):
@@ -168,7 +172,7 @@ class ClusterState:
     def add_partitions(self, name: str, count: int) -> None:
         with self.lock:
             topic = self.topics[name]
-            cfg = topic.log_config()
+            cfg = topic.log_config(self.topic_defaults)
             for i in range(len(topic.partitions), count):
                 topic.partitions[i] = Partition(name, i, self._pick_leader(name, i),
                                                 self.logs.create(name, i, cfg))
@@ -183,10 +187,18 @@ class ClusterState:
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         with self.lock:
             topic = self.topics[name]
-            cfg = LogConfig.from_topic_configs(configs)
+            cfg = LogConfig.from_topic_configs({**self.topic_defaults, **configs})
             topic.configs = configs
             self.logs.update_config(name, cfg)
         self.save()
+
+    def set_topic_defaults(self, defaults: dict[str, str]) -> None:
+        """New broker topic defaults (by topic config name), applied to every topic's logs."""
+        with self.lock:
+            LogConfig.from_topic_configs(defaults)      # raises InvalidConfig
+            self.topic_defaults = dict(defaults)
+            for name, topic in self.topics.items():
+                self.logs.update_config(name, topic.log_config(self.topic_defaults))
 
     def partition(self, topic: str, index: int) -> Partition | None:
         t = self.topics.get(topic)

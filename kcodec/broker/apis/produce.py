@@ -38,12 +38,18 @@ P = ProduceResponse
 
 
 def append_records(node: Any, topic: str, index: int, records: Any,
-                   implicit_txn: str | None = None) -> Any:
+                   implicit_txn: str | None = None, acks: int = 1) -> Any:
     """Append to one partition; the PartitionProduceResponse. ``implicit_txn``: the
     transactional id whose transaction a transactional batch joins (transactions v2)."""
     code, part = leader_error(node, topic, index)
     if part is None:
         return P.PartitionProduceResponse(index=index, error_code=code, base_offset=-1)
+    min_isr = part.log.config.min_insync_replicas
+    if acks == -1 and min_isr > 1:     # every partition has one replica: the ISR is 1
+        return P.PartitionProduceResponse(
+            index=index, error_code=ErrorCode.NOT_ENOUGH_REPLICAS, base_offset=-1,
+            error_message=f"the in-sync replicas of {topic}-{index} (1) are fewer than its "
+                          f"min.insync.replicas ({min_isr}), which acks=all needs")
     if not records:
         return P.PartitionProduceResponse(index=index, error_code=ErrorCode.CORRUPT_MESSAGE,
                                           base_offset=-1, error_message="no records")
@@ -182,7 +188,7 @@ def produce(node: Any, req: Any) -> Any:
             out.append(failed)
             continue
         out.append(P.TopicProduceResponse(name=name, topic_id=t.topic_id, partition_responses=[
-            append_records(node, name, p.index, p.records, implicit)
+            append_records(node, name, p.index, p.records, implicit, body.acks)
             for p in t.partition_data]))
     if body.acks == 0:
         # nothing to answer; but one that may not write is told by a hang-up, as Kafka does

@@ -13,7 +13,6 @@ from typing import Any
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import valid_topic_name
-from kcodec.broker.log import LogConfig, LogError
 from kcodec.protocol import (
     CreatePartitionsResponse,
     CreateTopicsResponse,
@@ -30,8 +29,10 @@ TOO_LARGE = "Unable to perform excessively large batch operation."
 
 def create_topic(cluster: Any, name: str, partitions: int, replication: int,
                  configs: dict[str, str], leaders: dict[int, int] | None = None,
-                 validate_only: bool = False) -> tuple[int, str | None]:
-    """``(error_code, message)`` after creating one topic."""
+                 validate_only: bool = False, small_segments: bool = False
+                 ) -> tuple[int, str | None]:
+    """``(error_code, message)`` after creating one topic (``small_segments``: segment.bytes
+    may be below 1 MiB, for tests)."""
     state = cluster.state
     why = valid_topic_name(name)
     if why is not None:
@@ -43,13 +44,11 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
     if replication == 0 or replication < -1 or replication > len(cluster.nodes):
         return E.INVALID_REPLICATION_FACTOR, (
             f"replication factor {replication}: this cluster has {len(cluster.nodes)} node(s)")
-    for k in configs:
-        if k not in KNOWN_CONFIGS:
-            return E.INVALID_CONFIG, f"unknown topic config {k!r}"
-    try:
-        LogConfig.from_topic_configs(configs)
-    except LogError as exc:
-        return exc.error_code, str(exc)
+    from kcodec.broker.apis.configs import check_topic_configs
+
+    code, msg = check_topic_configs(cluster, configs, small_segments)
+    if code:
+        return code, msg
     with state.lock:
         if name in state.topics:
             return E.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
@@ -58,9 +57,6 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
         if not validate_only:
             state.create_topic(name, partitions, configs, leaders)
     return 0, None
-
-
-KNOWN_CONFIGS = set(LogConfig().to_topic_configs()) | {"message.timestamp.difference.max.ms"}
 
 
 @api(19, 0, 7)
@@ -104,12 +100,20 @@ def create_topics(node: Any, req: Any) -> Any:
             res.topic_id = topic.topic_id
             res.num_partitions = len(topic.partitions)
             res.replication_factor = 1
-            res.configs = [] if t.name not in shown else [R.CreatableTopicConfigs(name=k, value=v, read_only=False,
-                                                   config_source=1 if k in topic.configs else 5,
-                                                   is_sensitive=False)
-                           for k, v in sorted(topic.log_config().to_topic_configs().items())]
+            res.configs = [] if t.name not in shown else _configs_of(node.cluster, topic)
         out.append(res)
     return R(topics=out)
+
+
+def _configs_of(cluster: Any, topic: Any) -> list:
+    """A new topic's configs as CreateTopics v5+ answers them (value, source)."""
+    from kcodec.broker.apis.configs import broker_levels
+    from kcodec.broker.config.topic import describe
+
+    R = CreateTopicsResponse
+    return [R.CreatableTopicConfigs(name=d.name, value=d.value, read_only=False,
+                                    config_source=d.source, is_sensitive=False)
+            for d in describe(topic.configs, broker_levels(cluster))]
 
 
 @api(20, 0, 6)

@@ -135,9 +135,9 @@ _SETTINGS: list[BrokerSetting] = [
     # group.share.* are listed from kcodec.broker.share.configs below
     # ---------------------------------------------------------------- network
     _S(_d("num.network.threads", "INT", 3, "network threads per node", at_least(1)),
-       "processors", CLUSTER),
+       "processors", RO),
     _S(_d("num.io.threads", "INT", 8, "request handler threads per node", at_least(1)),
-       "handlers", CLUSTER),
+       "handlers", RO),
     _S(_d("socket.request.max.bytes", "INT", 104857600,
           "the largest request frame; a larger one closes the connection", at_least(1)),
        "max_request_bytes", RO),
@@ -147,11 +147,11 @@ _SETTINGS: list[BrokerSetting] = [
     _S(_d("connections.max.idle.ms", "LONG", 600000, "idle connections are closed after this"),
        "idle_timeout_s", RO, _ms_to_s, _s_to_ms),
     _S(_d("max.connections", "INT", INT_MAX, "connections per node over all listeners",
-          at_least(0)), "max_connections", PER_BROKER, _unlimited, _limit),
+          at_least(0)), "max_connections", RO, _unlimited, _limit),
     _S(_d("max.connections.per.ip", "INT", INT_MAX, "connections per client address",
-          at_least(0)), "max_connections_per_ip", CLUSTER, _unlimited, _limit),
+          at_least(0)), "max_connections_per_ip", RO, _unlimited, _limit),
     _S(_d("max.connections.per.ip.overrides", "STRING", "",
-          "per-address limits, host:N,host:N"), "max_connections_per_ip_overrides", CLUSTER,
+          "per-address limits, host:N,host:N"), "max_connections_per_ip_overrides", RO,
        lambda v: v or None, lambda v: v if isinstance(v, str) else _overrides(v)),
     _S(_d("listeners", "STRING", "PLAINTEXT://:9092", "the listeners, NAME://host:port,..."),
        "listeners", RO),
@@ -189,8 +189,51 @@ def _share_settings() -> list[BrokerSetting]:
             for name, default in BROKER_DEFAULTS.items()]
 
 
-#: config name -> its setting, in the order above (then the share-group ones)
-BROKER_CONFIGS: dict[str, BrokerSetting] = {s.name: s for s in _SETTINGS + _share_settings()}
+def _topic_default_settings() -> list[BrokerSetting]:
+    """The broker configs that give topic configs their defaults (``log.retention.ms`` for
+    ``retention.ms``), typed and checked as the topic config; cluster-wide dynamic."""
+    from kcodec.broker.config.topic import TOPIC_CONFIGS
+
+    out = []
+    for c in TOPIC_CONFIGS.values():
+        if c.server_default is None:
+            continue
+        d = c.definition
+        out.append(_S(ConfigDef(c.server_default, d.type, d.default,
+                                f"the default of topic config {d.name}", d.validator),
+                      None, CLUSTER))
+    # the coarser spellings of log.retention.ms and log.roll.ms (ms wins, then minutes)
+    out.append(_S(_d("log.retention.minutes", "INT", None, "retention.ms's default in "
+                     "minutes, below log.retention.ms"), None, RO))
+    out.append(_S(_d("log.retention.hours", "INT", 168, "retention.ms's default in hours, "
+                     "below log.retention.minutes"), None, RO))
+    out.append(_S(_d("log.roll.hours", "INT", 168, "segment.ms's default in hours, below "
+                     "log.roll.ms", at_least(1)), None, RO))
+    return out
+
+
+#: config name -> its setting, in the order above (then the share-group ones, then the
+#: topic defaults)
+BROKER_CONFIGS: dict[str, BrokerSetting] = {
+    s.name: s for s in _SETTINGS + _share_settings() + _topic_default_settings()}
+
+
+def topic_defaults(config: Mapping[str, Any], given: set[str]) -> dict[str, str]:
+    """The topic defaults (topic config name -> text) the ``given`` broker configs set."""
+    from kcodec.broker.config.topic import TOPIC_CONFIGS
+
+    out: dict[str, str] = {}
+    for c in TOPIC_CONFIGS.values():
+        if c.server_default in given:
+            out[c.name] = c.definition.text(config[c.server_default]) or ""
+    if "retention.ms" not in out:
+        if "log.retention.minutes" in given and config["log.retention.minutes"] is not None:
+            out["retention.ms"] = str(config["log.retention.minutes"] * 60_000)
+        elif "log.retention.hours" in given:
+            out["retention.ms"] = str(config["log.retention.hours"] * 3_600_000)
+    if "segment.ms" not in out and "log.roll.hours" in given:
+        out["segment.ms"] = str(config["log.roll.hours"] * 3_600_000)
+    return out
 
 #: where kcodec's default is not Kafka's: config name -> kcodec's default
 KCODEC_DEFAULTS: dict[str, Any] = {
@@ -198,6 +241,15 @@ KCODEC_DEFAULTS: dict[str, Any] = {
     "num.io.threads": 4,
     "queued.max.request.bytes": 100 * 1024 * 1024,
     "listeners": "PLAINTEXT://127.0.0.1:0",
+}
+
+#: configs Kafka changes at run time that kcodec's broker fixes at start: why
+STATIC_HERE: dict[str, str] = {
+    "num.network.threads": "the network and handler threads are started once",
+    "num.io.threads": "as num.network.threads",
+    "max.connections": "the connection limits are built at start",
+    "max.connections.per.ip": "as max.connections",
+    "max.connections.per.ip.overrides": "as max.connections",
 }
 
 #: why kcodec's default differs from Kafka's
@@ -239,14 +291,17 @@ def lookup(name: str, config: Mapping[str, Any]) -> Any:
 
 
 
-def doc_rows() -> list[list[str]]:
-    """The config reference's table: name, type, default, Kafka's default where kcodec's
-    differs and why, update mode, meaning."""
+def doc_rows() -> tuple[list[str], list[list[str]]]:
+    """The config reference's table (header, rows): name, type, default, Kafka's default
+    where kcodec's differs and why, update mode, meaning."""
     rows = []
     for name, s in BROKER_CONFIGS.items():
         d = s.definition
         ours = d.text(default(name))
         kafka = "" if name not in KCODEC_DEFAULTS else f"{d.default_text}: {REASONS[name]}"
+        mode = s.mode if name not in STATIC_HERE else f"read-only (Kafka: dynamic; here " \
+                                                      f"{STATIC_HERE[name]})"
         rows.append([f"`{name}`", d.type.lower(), f"`{ours}`" if ours else "",
-                     kafka, s.mode, d.doc + (f" (`{s.keyword}=`)" if s.keyword else "")])
-    return rows
+                     kafka, mode, d.doc + (f" (`{s.keyword}=`)" if s.keyword else "")])
+    return ["config", "type", "default", "Kafka's default, if not this, and why", "update",
+            "meaning"], rows

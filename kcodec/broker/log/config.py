@@ -8,13 +8,16 @@
     max_message_bytes                    max.message.bytes                     1048588
     message_timestamp_type               message.timestamp.type                CreateTime
     message_timestamp_before_max_ms      message.timestamp.before.max.ms       no limit
-    message_timestamp_after_max_ms       message.timestamp.after.max.ms        no limit
+    message_timestamp_after_max_ms       message.timestamp.after.max.ms        1 hour (Kafka 4.0)
     index_interval_bytes                 index.interval.bytes                  4096
     cleanup_policy                       cleanup.policy                        delete (compact, compact,delete)
     delete_retention_ms                  delete.retention.ms                   1 day
     min_compaction_lag_ms                min.compaction.lag.ms                 0
     flush_messages                       flush.messages                        no fsync per append
     flush_ms                             flush.ms                              no timed fsync
+    compression_type                     compression.type                      producer
+    compression_levels                   compression.{gzip,lz4,zstd}.level     -1, 9, 3
+    min_insync_replicas                  min.insync.replicas                   1
 
 ``message.timestamp.difference.max.ms`` (the older name) sets both the before and after
 limits. Configs the log does not know are ignored by ``from_topic_configs`` (the broker keeps
@@ -49,7 +52,12 @@ _NAMES: dict[str, tuple[str, int]] = {
     "flush.ms": ("flush_ms", 0),
     "delete.retention.ms": ("delete_retention_ms", 0),
     "min.compaction.lag.ms": ("min_compaction_lag_ms", 0),
+    "min.insync.replicas": ("min_insync_replicas", 1),
 }
+_LEVELS = {"compression.gzip.level": "gzip", "compression.lz4.level": "lz4",
+           "compression.zstd.level": "zstd"}
+_DEFAULT_LEVELS = {"gzip": -1, "lz4": 9, "zstd": 3}
+_CODECS = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 _POLICIES = {"delete": "delete", "compact": "compact", "compact,delete": "compact,delete",
              "delete,compact": "compact,delete"}
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -66,13 +74,17 @@ class LogConfig:
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3600_000
     index_interval_bytes: int = 4096
     cleanup_policy: str = "delete"
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     delete_retention_ms: int = _DAY_MS
     min_compaction_lag_ms: int = 0
+    compression_type: str = "producer"
+    #: codec name -> the level the broker recompresses at (compression.<codec>.level)
+    compression_levels: tuple[tuple[str, int], ...] = tuple(_DEFAULT_LEVELS.items())
+    min_insync_replicas: int = 1
 
     def __post_init__(self) -> None:
         for name, (field, minimum) in _NAMES.items():
@@ -91,6 +103,24 @@ class LogConfig:
             raise InvalidConfig(f"cleanup.policy {self.cleanup_policy!r}: expected delete, "
                                 f"compact or compact,delete")
         object.__setattr__(self, "cleanup_policy", policy)
+        if self.compression_type not in _CODECS:
+            raise InvalidConfig(f"compression.type {self.compression_type!r}: expected one of "
+                                f"{', '.join(_CODECS)}")
+
+    @property
+    def recompress_to(self) -> tuple[int, int | None] | None:
+        """(codec id, level) the broker stores batches with, or None to keep the producer's
+        (compression.type=producer)."""
+        if self.compression_type == "producer":
+            return None
+        if self.compression_type == "uncompressed":
+            return 0, None
+        from kcodec.compression import Codec
+
+        level = dict(self.compression_levels).get(self.compression_type)
+        if level == -1:      # gzip's "the library's default"
+            level = None
+        return int(Codec[self.compression_type.upper()]), level
 
     @property
     def compact(self) -> bool:
@@ -126,6 +156,12 @@ class LogConfig:
                 values["message_timestamp_type"] = raw.strip()
             elif name == "cleanup.policy":
                 values["cleanup_policy"] = raw.strip()
+            elif name == "compression.type":
+                values["compression_type"] = raw.strip()
+            elif name in _LEVELS:
+                levels = dict(values.get("compression_levels", (base or cls()).compression_levels))
+                levels[_LEVELS[name]] = _long(name, raw)
+                values["compression_levels"] = tuple(levels.items())
         return dataclasses.replace(base or cls(), **values)
 
     def to_topic_configs(self) -> dict[str, str]:
@@ -133,6 +169,9 @@ class LogConfig:
         out = {name: str(getattr(self, field)) for name, (field, _) in _NAMES.items()}
         out["message.timestamp.type"] = self.message_timestamp_type
         out["cleanup.policy"] = self.cleanup_policy
+        out["compression.type"] = self.compression_type
+        for codec, level in self.compression_levels:
+            out[f"compression.{codec}.level"] = str(level)
         return dict(sorted(out.items()))
 
 

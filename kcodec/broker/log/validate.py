@@ -40,7 +40,7 @@ from kcodec.broker.log.errors import (
 )
 from kcodec.compression import decompress
 from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
-from kcodec.records import MessageSetBuilder, iter_batches
+from kcodec.records import MessageSetBuilder, RecordBatchBuilder, iter_batches
 from kcodec.records.header import (
     ATTR_CODEC_MASK,
     ATTR_CONTROL,
@@ -241,7 +241,11 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     if not lat and not control:
         _check_ts(low, now_ms, config, "a record")
         _check_ts(top, now_ms, config, "a record")
-    out = bytearray(buf)
+    target = config.recompress_to
+    if target is not None and target[0] != codec and not control:
+        out = _recompress(buf, target[0], target[1], config.max_message_bytes)
+    else:
+        out = bytearray(buf)
     # the base offset and leader epoch are outside the CRC; a new max timestamp (and the
     # log-append-time flag) are inside it, and then patch_header recomputes it
     if lat:
@@ -257,6 +261,24 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     info = BatchInfo(next_offset, last, pid, pepoch, bseq, transactional, control)
     result = AppendResult(next_offset, last, now_ms if lat else -1, top, count, [info])
     return Validated(out, [(0, last, top)], result)
+
+
+def _recompress(buf: Any, codec: int, level: int | None, limit: int) -> bytearray:
+    """The batch re-encoded with ``codec`` (compression.type names one other than the
+    producer's), as Kafka's log validator does: records, producer id, epoch, sequence and
+    transactional flag kept; the offsets and timestamps are set by the caller after."""
+    (batch,) = list(iter_batches(buf, validate_crc=False))
+    b = RecordBatchBuilder(compression=codec, compression_level=level, base_offset=0,
+                           producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                           base_sequence=batch.base_sequence,
+                           is_transactional=batch.is_transactional, max_size=(1 << 31) - 1)
+    for r in batch:
+        b.append(r.key, r.value, list(r.headers), r.timestamp, r.offset - batch.base_offset)
+    out = bytearray(b.build())
+    if len(out) > limit:
+        raise MessageTooLarge(f"batch of {len(out)} bytes once recompressed is larger than "
+                              f"max.message.bytes ({limit})", 0)
+    return out
 
 
 def _validate_legacy(buf: Any, frames: list[tuple[int, int, int]], next_offset: int,

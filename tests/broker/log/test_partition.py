@@ -443,7 +443,9 @@ def test_retention_by_size() -> None:
 
 def test_retention_by_time() -> None:
     one = len(batch(1))
-    log = LogManager(None).create("t", 0, LogConfig(segment_bytes=one, retention_ms=1000))
+    # the last append's records carry today's time, far after now_ms (no future limit here)
+    log = LogManager(None).create("t", 0, LogConfig(segment_bytes=one, retention_ms=1000,
+                                                    message_timestamp_after_max_ms=1 << 62))
     for ts in (1000, 2000, 3000):
         log.append(batch(1, ts=ts), now_ms=ts)
     assert log.run_retention(2500) == 1            # 1000 is older than 1000 ms at 2500
