@@ -137,6 +137,7 @@ class ConsumerGroup:
     target: dict = field(default_factory=dict)          # member id -> Owned
     partition_counts: dict = field(default_factory=dict)
     subscribed: dict = field(default_factory=dict)      # member id -> topics the target used
+    topic_ids: dict = field(default_factory=dict)       # topic -> the id the target used
 
     @property
     def state(self) -> str:
@@ -265,24 +266,38 @@ class ConsumerGroupCoordinator:
                 out[mid] = m.topics
         return out
 
+    def _ids(self, topics: set[str]) -> dict[str, uuid.UUID]:
+        out = {}
+        for t in topics:
+            topic = self.state.topics.get(t)
+            if topic is not None:
+                out[t] = topic.topic_id
+        return out
+
     def _bump(self, g: ConsumerGroup) -> None:
         """The membership or subscriptions changed: a new group epoch and target."""
         g.epoch += 1
         subs = self._subscribed(g)
         g.subscribed = subs
         g.partition_counts = self._counts({t for ts in subs.values() for t in ts})
+        ids = self._ids(set(g.partition_counts))
+        if any(g.topic_ids.get(t, i) != i for t, i in ids.items()):
+            for m in g.members.values():
+                m.sent = None       # the same names, other ids: send every assignment again
+        g.topic_ids = ids
         g.target = ASSIGNORS[g.assignor](subs, g.partition_counts) if subs else {}
         g.assignment_epoch = g.epoch
 
     def _check_partition_counts(self, g: ConsumerGroup) -> None:
-        """A topic's partition count changed, or a pattern matches other topics now (one
-        created or deleted): a new target."""
+        """A topic's partition count or id changed (deleted and created again), or a
+        pattern matches other topics now (one created or deleted): a new target."""
         subs = self._subscribed(g)
         if not g.subscribed:          # a group set up without a bump (migration)
             g.subscribed = subs
         topics = {t for ts in subs.values() for t in ts}
-        if subs != g.subscribed or self._counts(topics) != g.partition_counts:
-            self._bump(g)
+        if subs != g.subscribed or self._counts(topics) != g.partition_counts or (
+                g.topic_ids and self._ids(topics) != g.topic_ids):
+            self._bump(g)   # (a topic deleted and created again has another id)
 
     def _reconcile(self, g: ConsumerGroup, m: ConsumerMember) -> None:
         target = g.target.get(m.member_id, {})

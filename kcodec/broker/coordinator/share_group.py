@@ -70,6 +70,7 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict = field(default_factory=dict)          # member id -> ShareMember
     partition_counts: dict = field(default_factory=dict)
+    topic_ids: dict = field(default_factory=dict)    # topic -> the id the assignment used
 
     @property
     def state(self) -> str:
@@ -156,8 +157,8 @@ class ShareGroupCoordinator:
                 if topics is not None and sorted(topics) != m.topics:
                     m.topics = sorted(topics)
                     self._bump(g)
-                elif self._counts(g) != g.partition_counts:
-                    self._bump(g)
+                elif self._counts(g) != g.partition_counts or self._ids(g) != g.topic_ids:
+                    self._bump(g)   # a partition count changed, or a topic was recreated
             assert g is not None
             m.epoch = g.epoch
             if m.sent_epoch != g.assignment_epoch or epoch == 0:
@@ -173,9 +174,20 @@ class ShareGroupCoordinator:
                 out[t] = len(topic.partitions)
         return out
 
+    def _ids(self, g: ShareGroup) -> dict[str, uuid.UUID]:
+        """The subscribed topics' ids: a topic deleted and created again under its name is
+        another topic (its id changed), and members must be told the new id."""
+        out = {}
+        for t in {t for m in g.members.values() for t in m.topics}:
+            topic = self.state.topics.get(t)
+            if topic is not None:
+                out[t] = topic.topic_id
+        return out
+
     def _bump(self, g: ShareGroup) -> None:
         g.epoch += 1
         g.partition_counts = self._counts(g)
+        g.topic_ids = self._ids(g)
         target = share_assign({m.member_id: m.topics for m in g.members.values()},
                               g.partition_counts)
         for mid, owned in target.items():

@@ -1,0 +1,63 @@
+"""Group assignments name topics by id: a topic deleted and created again under its name,
+with the same partition count, is another topic, and live members of share groups and of
+consumer-protocol groups get the new id (before, they kept fetching the old one and got
+nothing, while a new member got everything)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kcodec.broker import Cluster
+from kcodec.protocol import ConsumerGroupHeartbeatRequest, ShareGroupHeartbeatRequest
+from tests.support.broker_raw import Raw
+
+
+@pytest.fixture(scope="module")
+def kb():
+    with Cluster(1) as c:
+        yield c
+
+
+def _ids(r: object) -> set:
+    a = r.assignment
+    return set() if a is None else {tp.topic_id for tp in a.topic_partitions}
+
+
+def _recreate(c: Cluster, name: str) -> object:
+    old = c.state.topics[name].topic_id
+    c.delete_topic(name)
+    c.create_topic(name, 2)
+    new = c.state.topics[name].topic_id
+    assert new != old
+    return new
+
+
+def test_a_share_member_is_given_a_recreated_topics_new_id(kb):
+    H = ShareGroupHeartbeatRequest
+    kb.create_topic("sr", 2)
+    with Raw(kb.bootstrap) as raw:
+        r = raw.call(H(group_id="sg", member_id="m", member_epoch=0,
+                       subscribed_topic_names=["sr"]), 1)
+        assert r.error_code == 0 and _ids(r) == {kb.state.topics["sr"].topic_id}
+        r = raw.call(H(group_id="sg", member_id="m", member_epoch=r.member_epoch), 1)
+        assert r.error_code == 0 and r.assignment is None      # nothing new
+        new = _recreate(kb, "sr")
+        r = raw.call(H(group_id="sg", member_id="m", member_epoch=r.member_epoch), 1)
+        assert r.error_code == 0 and _ids(r) == {new}
+
+
+def test_a_consumer_protocol_member_is_given_a_recreated_topics_new_id(kb):
+    H = ConsumerGroupHeartbeatRequest
+    kb.create_topic("cr", 2)
+    with Raw(kb.bootstrap) as raw:
+        r = raw.call(H(group_id="cg", member_id="m", member_epoch=0, rebalance_timeout_ms=30000,
+                       subscribed_topic_names=["cr"], topic_partitions=[]), 0)
+        assert r.error_code == 0 and _ids(r) == {kb.state.topics["cr"].topic_id}
+        owned = [H.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+                 for tp in r.assignment.topic_partitions]
+        r = raw.call(H(group_id="cg", member_id="m", member_epoch=r.member_epoch,
+                       topic_partitions=owned), 0)
+        assert r.error_code == 0 and r.assignment is None
+        new = _recreate(kb, "cr")
+        r = raw.call(H(group_id="cg", member_id="m", member_epoch=r.member_epoch), 0)
+        assert r.error_code == 0 and _ids(r) == {new}
