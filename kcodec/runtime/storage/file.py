@@ -11,8 +11,11 @@ Layout of a store directory::
 
 A segment is a sequence of chunks, each what one append wrote::
 
-    chunk  := magic "KQC1" body_length:u32 count:u32 not_before:i64 crc32c(body):u32 body
-    body   := (length:u32 message)*count            (message: kcodec.runtime.message)
+    chunk  := magic "KQC2" body_length:u32 count:u32 not_before:i64 crc32c(body):u32 body
+    body   := the messages in columns (kcodec.runtime.message.encode_many)
+
+(A store written before columns, magic "KQC1", is read too: its body is
+``(length:u32 message)*count``, each ``kcodec.runtime.message.encode``'s.)
 
 A chunk is named ``<segment stem>@<position>``. A chunk whose bytes are not all there or
 whose CRC does not match is being written (or was torn by a crash before its offsets were
@@ -39,12 +42,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from kcodec.crc import crc32c
-from kcodec.runtime.message import Message, decode, encode
+from kcodec.runtime.message import Message, decode, decode_many, encode_many
 from kcodec.runtime.storage import Claim
 
 __all__ = ["FileStore"]
 
-MAGIC = b"KQC1"
+MAGIC = b"KQC2"          # body: encode_many's columns
+MAGIC_V1 = b"KQC1"       # body: (length:u32 message)*count, read still
 _CHUNK = struct.Struct(">4sIIqI")
 _LEN = struct.Struct(">I")
 _IDX = struct.Struct(">I")
@@ -94,12 +98,7 @@ class _Writer:
             return
         if self.fd < 0:
             self._open()
-        parts = []
-        for m in messages:
-            b = encode(m)
-            parts.append(_LEN.pack(len(b)))
-            parts.append(b)
-        body = b"".join(parts)
+        body = encode_many(messages)
         data = _CHUNK.pack(MAGIC, len(body), len(messages), not_before, crc32c(body)) + body
         view = memoryview(data)
         while view:
@@ -154,23 +153,27 @@ def _read_chunk_header(f: Any, pos: int, size: int) -> tuple[int, int, int] | No
         return None
     magic, blen, count, not_before, _crc = _CHUNK.unpack(head)
     end = pos + _CHUNK.size + blen
-    if magic != MAGIC or end > size:
+    if (magic != MAGIC and magic != MAGIC_V1) or end > size:
         return None
     return count, not_before, end
 
 
-def _read_chunk(f: Any, pos: int) -> list[bytes] | None:
-    """The messages' bytes of the chunk at ``pos``; None when it is torn or not complete."""
+def _read_chunk(f: Any, pos: int) -> list[Message] | None:
+    """The messages of the chunk at ``pos``; None when it is torn or not complete. A
+    complete chunk (its CRC matches) whose body does not decode raises the decode error."""
     f.seek(pos)
     head = f.read(_CHUNK.size)
     if len(head) < _CHUNK.size:
         return None
     magic, blen, count, _nb, crc = _CHUNK.unpack(head)
-    if magic != MAGIC:
+    if magic != MAGIC and magic != MAGIC_V1:
         return None
     body = f.read(blen)
     if len(body) < blen or crc32c(body) != crc:
         return None
+    if magic == MAGIC:
+        msgs = decode_many(body)
+        return msgs if len(msgs) == count else None
     out, p = [], 0
     for _ in range(count):
         if p + 4 > blen:
@@ -179,7 +182,7 @@ def _read_chunk(f: Any, pos: int) -> list[bytes] | None:
         p += 4
         if p + n > blen:
             return None
-        out.append(body[p:p + n])
+        out.append(decode(body[p:p + n]))
         p += n
     return out
 
@@ -442,12 +445,15 @@ class FileStore:
             self._drop_lease(ch.name)
             return None
         acked = self._acked(ch.name)
-        refs, msgs = [], []
-        for i, b in enumerate(raw):
-            if i in acked:
-                continue
-            refs.append((ch.name, i))
-            msgs.append(decode(b))
+        if not acked:
+            msgs = raw
+            refs = [(ch.name, i) for i in range(len(raw))]
+        else:
+            refs, msgs = [], []
+            for i, m in enumerate(raw):
+                if i not in acked:
+                    refs.append((ch.name, i))
+                    msgs.append(m)
         claim = Claim(ch.name, refs, msgs)
         if not refs:
             self._done.add(ch.name)
@@ -518,7 +524,7 @@ class FileStore:
                 for ch in self._chunks(seg, 0, "failed"):
                     raw = _read_chunk(f, ch.pos)
                     if raw is not None:
-                        msgs += [decode(b) for b in raw]
+                        msgs += raw
             out.append((seg, msgs))
         return out
 

@@ -168,3 +168,45 @@ def test_file_store_deletes_segments_once_all_acked(tmp_path) -> None:
     s.claim(1)   # a scan after the last ack drops what is finished
     assert os.listdir(tmp_path / "pending") == []
     assert os.listdir(tmp_path / "acks") == []
+
+
+def test_many_messages_in_columns_round_trip_and_bad_bytes() -> None:
+    from kcodec.runtime.message import decode_many, encode_many
+
+    batch = msgs(7) + [Message("other", 1, 99, 5, 1, None, b"", [("a", None)], 3, "boom", 7),
+                       Message("t", 0, 100, 6, 0, b"", None, [], 0x1FFFF, "é", 0)]
+    back = decode_many(encode_many(batch))
+    assert back[:-1] == batch[:-1] and back[-1].attempts == 0xFFFF      # (u16, as encode's)
+    assert decode_many(encode_many([])) == []
+    data = encode_many(batch)
+    for cut in (1, 8, 40, len(data) - 1):
+        with pytest.raises((TruncatedError, CorruptDataError)):
+            decode_many(data[:cut])
+    with pytest.raises(CorruptDataError, match="unknown version"):
+        decode_many(b"\x01" + data[1:])
+    with pytest.raises(CorruptDataError, match="after their end"):
+        decode_many(data + b"\x00")
+    # a length column that says more than there is: caught before slicing
+    head = 7 + 2 + 1 + 2 + 5            # version, count, topic count, "t", "other"
+    n = len(batch)
+    klens = head + n * (2 + 2 + 4 + 8 + 8 + 1 + 8)
+    bad = data[:klens] + (1 << 30).to_bytes(4, "big") + data[klens + 4:]
+    with pytest.raises(TruncatedError):
+        decode_many(bad)
+
+
+def test_file_store_reads_chunks_written_before_columns(tmp_path) -> None:
+    """A store a runtime of the per-message format left behind is still handed out."""
+    import struct
+
+    from kcodec.crc import crc32c
+    from kcodec.runtime.storage.file import MAGIC_V1
+
+    os.makedirs(tmp_path / "pending")
+    body = b"".join(struct.pack(">I", len(encode(m))) + encode(m) for m in msgs(4))
+    chunk = struct.pack(">4sIIqI", MAGIC_V1, len(body), 4, 0, crc32c(body)) + body
+    (tmp_path / "pending" / "p0-00000000000000000001.seg").write_bytes(chunk)
+    s = FileStore(str(tmp_path), "s0")
+    s.append(msgs(2, 4))                 # and a new chunk beside it
+    assert sorted(m.offset for m in drain(s)) == list(range(6))
+    assert s.backlog()["pending"] == 0
