@@ -7,9 +7,15 @@ listener (PLAIN and SCRAM-SHA-256), where the input must log in first. An input 
 
     options u8       bit 0: the SASL listener; bit 1: re-frame (below); bits 2-3: how the
                      bytes go out (at once, the first 16 one by one, 7-byte or 64-byte
-                     pieces); bit 4: hang up at once after sending, without reading
+                     pieces); bit 4: hang up at once after sending, without reading;
+                     bit 5: expand (below)
     payload          sent as it is, or (re-frame) read as [u16 length][frame] pieces, each
                      sent with a right int32 size in front (so mutations reach the body)
+    expand           the payload starts with [u8 kind][u16 n]: a big request made from them
+                     goes first: kind 0 an ApiVersions of n * 8 unknown tagged fields, 1 a
+                     DescribeGroups of n * 16 empty group ids, 2 a Produce of a zstd batch
+                     that expands to 8 MiB (a compression bomb), 3 a Metadata of n * 16
+                     topics; then the rest of the payload as above
 
 The bytes are sent, the write side is shut, and what comes back is read until the broker
 closes the connection. A ``Finding`` is raised when
@@ -198,6 +204,60 @@ def _frames(data: bytes) -> tuple[list[bytes], int]:
     return out, len(data) - pos
 
 
+def _uvar(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _flexible_frame(api_key: int, version: int, body: bytes) -> bytes:
+    head = struct.pack(">hhih", api_key, version, 9000, 4) + b"fuzz" + _uvar(0)
+    return struct.pack(">i", len(head) + len(body)) + head + body
+
+
+_BOMB: bytes | None = None
+
+
+def _bomb() -> bytes:
+    """A zstd record batch of one record whose value is 8 MiB of zeros (made once)."""
+    global _BOMB
+    if _BOMB is None:
+        from kcodec.records import RecordBatchBuilder
+
+        b = RecordBatchBuilder(compression=4)      # zstd
+        b.append(None, bytes(8 << 20), [], 1_700_000_000_000)
+        _BOMB = b.build()
+    return _BOMB
+
+
+def _expand(payload: bytes) -> tuple[bytes, bytes]:
+    """(the big request the expand header asks for, the rest of the payload)."""
+    if len(payload) < 3:
+        return b"", payload
+    kind, n, rest = payload[0] & 3, int.from_bytes(payload[1:3], "big"), payload[3:]
+    if kind == 0:
+        tags = n * 8
+        body = (_uvar(5) + b"fuzz" + _uvar(2) + b"1" + _uvar(tags)
+                + b"".join(_uvar(64 + t) + _uvar(0) for t in range(tags)))
+        return _flexible_frame(18, 3, body), rest
+    if kind == 1:
+        ids = n * 16
+        return _flexible_frame(15, 5, _uvar(ids + 1) + _uvar(1) * ids + b"\0" + _uvar(0)), rest
+    if kind == 2:
+        batch = _bomb()
+        body = (_uvar(0) + struct.pack(">hi", -1, 5000) + _uvar(2)       # no txn id, acks, timeout
+                + _uvar(3) + b"t0" + _uvar(2) + struct.pack(">i", n % 2)  # topic t0, partition
+                + _uvar(len(batch) + 1) + batch + _uvar(0) + _uvar(0) + _uvar(0))
+        return _flexible_frame(0, 9, body), rest
+    topics = n * 16
+    body = (_uvar(topics + 1) + (bytes(16) + _uvar(3) + b"t0" + _uvar(0)) * topics
+            + b"\0" + b"\0" + _uvar(0))
+    return _flexible_frame(3, 12, body), rest
+
+
 def _send(sock: socket.socket, wire: bytes, mode: int) -> None:
     if mode == 0:
         sock.sendall(wire)
@@ -316,7 +376,8 @@ def target_broker(data: bytes) -> None:
         b = _the_broker()
         b.runs += 1
         o = data[0] if data else 0
-        wire = _split(data[1:], bool(o & 2))
+        big, payload = _expand(data[1:]) if o & 0x20 else (b"", data[1:])
+        wire = big + _split(payload, bool(o & 2))
         address = b.sasl if o & 1 else b.plain
         host, port = address.rsplit(":", 1)
         b.errors.take()
@@ -428,4 +489,8 @@ def broker_seeds() -> list[bytes]:
     out.append(bytes([0x01]) + struct.pack(">i", 600_000) + b"\x00" * 32)   # over the pre-auth cap
     out.append(bytes([0x00]) + struct.pack(">i", 1 << 20) + b"\x00\x03")   # a body that stops
     out.append(bytes([0x12]) + _piece(frames[3]))                  # send and hang up
+    # expanded: huge tagged sections before and after login, huge arrays, a bomb
+    for o, kind, n in ((0x21, 0, 16_000), (0x20, 0, 200), (0x20, 1, 62_500), (0x20, 1, 100),
+                       (0x22, 2, 0), (0x20, 3, 7_000), (0x21, 1, 1_000)):
+        out.append(bytes([o, kind]) + n.to_bytes(2, "big") + _piece(frames[0]))
     return out
