@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcodec.broker.apis import dispatch
-from kcodec.broker.apis.fetch import FetchSessions
+from kcodec.broker.apis.fetch_sessions import FetchSessions
 from kcodec.broker.listeners import Listener
 from kcodec.broker.network import Acceptor, HandlerPool, Processor, RequestChannel
 from kcodec.broker.network.acceptor import listen

@@ -7,21 +7,22 @@ batch, so a batch bigger than the limits still makes progress). If fewer than ``
 came back and nothing failed, the fetch waits in the purgatory until a produce to one of its
 partitions gives it enough, or ``max_wait_ms`` passes.
 
-Sessions: ``session_id 0, epoch 0`` opens one (its id comes back); later requests name it
-with the next epoch and list only the partitions that changed (and the forgotten ones); the
-answer lists only partitions with records, a changed high watermark or log start, or an
-error. ``epoch -1`` is a full fetch without (or closing) a session.
+Sessions: ``session_id 0, epoch 0`` opens one (its random id comes back; 0 when the cache
+keeps every session it has, see :mod:`kcodec.broker.apis.fetch_sessions`); later requests
+name it with the next epoch and list only the partitions that changed (and the forgotten
+ones); the answer lists only partitions with records, a changed high watermark or log start,
+or an error. ``epoch -1`` is a full fetch without (or closing) a session. A session is its
+principal's: to any other it does not exist.
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
 import uuid
 from collections import OrderedDict
 from typing import Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
+from kcodec.broker.apis.fetch_sessions import CachedPartition, FetchSessions
 from kcodec.broker.apis.registry import api
 from kcodec.broker.log import LogError, down_convert, magic_for_fetch_version
 from kcodec.broker.purgatory import Delayed
@@ -30,44 +31,7 @@ from kcodec.protocol import ErrorCode, FetchResponse
 __all__ = ["FetchSessions"]
 
 F = FetchResponse
-MAX_SESSIONS = 1000
 _NO_ID = uuid.UUID(int=0)
-
-
-class _Session:
-    def __init__(self, sid: int) -> None:
-        self.id = sid
-        self.epoch = 1   # the epoch the next request must carry
-        # (topic, partition) -> [fetch_offset, max_bytes, last hw, last log start]
-        self.parts: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
-
-
-class FetchSessions:
-    """A node's fetch sessions (least recently used evicted past MAX_SESSIONS)."""
-
-    def __init__(self) -> None:
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self.sessions: OrderedDict[int, _Session] = OrderedDict()
-
-    def new(self) -> _Session:
-        with self._lock:
-            s = _Session(next(self._ids))
-            self.sessions[s.id] = s
-            while len(self.sessions) > MAX_SESSIONS:
-                self.sessions.popitem(last=False)
-            return s
-
-    def get(self, sid: int) -> _Session | None:
-        with self._lock:
-            s = self.sessions.get(sid)
-            if s is not None:
-                self.sessions.move_to_end(sid)
-            return s
-
-    def close(self, sid: int) -> None:
-        with self._lock:
-            self.sessions.pop(sid, None)
 
 
 def _failed(index: int, code: int, **fields: Any) -> Any:
@@ -206,29 +170,31 @@ def fetch(node: Any, req: Any) -> Any:
         return t.topic if v < 13 else names.get(t.topic_id)
     session = None
     new_session = False
+    sessions: FetchSessions = node.fetch_sessions
+    principal = req.connection.principal
     if v >= 7 and (body.session_id != 0 or body.session_epoch != -1):
-        sessions = node.fetch_sessions
         if body.session_epoch == -1:
-            sessions.close(body.session_id)
+            sessions.close(body.session_id, principal)
         elif body.session_id == 0:
             if body.session_epoch != 0:
                 return F(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
-            session = sessions.new()
+            session = sessions.new(principal, [
+                ((name_of(t), p.partition), CachedPartition(p.fetch_offset, p.partition_max_bytes))
+                for t in body.topics if name_of(t) is not None for p in t.partitions])
             new_session = True
         else:
-            session = sessions.get(body.session_id)
+            session = sessions.get(body.session_id, principal)
             if session is None:
                 return F(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
             if body.session_epoch != session.epoch:
                 return F(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     epochs: dict[tuple[str, int], int] = {}
-    if session is None:
+    if session is None or new_session:
         wanted = [(name_of(t), p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
                   for t in body.topics if name_of(t) is not None for p in t.partitions]
     else:
-        with node.fetch_sessions._lock:
-            if not new_session:
-                session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
+        with sessions.lock:
+            session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
             for t in body.forgotten_topics_data:
                 for idx in t.partitions:
                     session.parts.pop((name_of(t), idx), None)
@@ -238,31 +204,36 @@ def fetch(node: Any, req: Any) -> Any:
                 for p in t.partitions:
                     key = (name_of(t), p.partition)
                     prev = session.parts.get(key)
-                    session.parts[key] = [p.fetch_offset, p.partition_max_bytes,
-                                          prev[2] if prev else -2, prev[3] if prev else -2]
+                    session.parts[key] = CachedPartition(
+                        p.fetch_offset, p.partition_max_bytes,
+                        prev.high_watermark if prev else -2, prev.log_start_offset if prev else -2)
                     epochs[key] = p.current_leader_epoch
-            wanted = [(k[0], k[1], st[0], st[1], epochs.get(k, -1)) for k, st in session.parts.items()]
+            wanted = [(k[0], k[1], st.fetch_offset, st.max_bytes, epochs.get(k, -1))
+                      for k, st in session.parts.items()]
     sid = session.id if session is not None else 0
 
     def respond(results: list) -> Any:
         if session is not None and not new_session:
             keep = []
-            with node.fetch_sessions._lock:
+            with sessions.lock:
                 for topic, pd in results:
                     st = session.parts.get((topic, pd.partition_index))
                     changed = (pd.error_code != 0 or bool(pd.records) or st is None
-                               or st[2] != pd.high_watermark or st[3] != pd.log_start_offset)
+                               or st.high_watermark != pd.high_watermark
+                               or st.log_start_offset != pd.log_start_offset)
                     if st is not None:
-                        st[2], st[3] = pd.high_watermark, pd.log_start_offset
+                        st.high_watermark, st.log_start_offset = (pd.high_watermark,
+                                                                  pd.log_start_offset)
                     if changed:
                         keep.append((topic, pd))
             results = keep
         elif session is not None:
-            with node.fetch_sessions._lock:
+            with sessions.lock:
                 for topic, pd in results:
                     st = session.parts.get((topic, pd.partition_index))
                     if st is not None:
-                        st[2], st[3] = pd.high_watermark, pd.log_start_offset
+                        st.high_watermark, st.log_start_offset = (pd.high_watermark,
+                                                                  pd.log_start_offset)
         return F(error_code=0, session_id=sid, responses=_group(results, id_of) + _unknown_ids(unknown))
 
     denied = _denied(node, req, wanted)
