@@ -113,6 +113,9 @@ class Master:
                  s.group, ",".join(s.topics), s.storage, s.pullers,
                  f", {s.sinkers} sinker(s)" if s.storage != "direct" else "", s.socket_path)
         health = None
+        if s.pullers > 1 and not s.assign:
+            threading.Thread(target=self._check_partitions, daemon=True,
+                             name="kcodec-partitions").start()
         try:
             exporter = self._serve_metrics()
             health = self._serve_health()
@@ -173,6 +176,22 @@ class Master:
         log.info("Prometheus metrics on http://%s:%d/metrics", exporter.addr, exporter.port)
         self.metrics_port = exporter.port
         return exporter
+
+    def _check_partitions(self) -> None:
+        """Warn when pullers outnumber the topics' partitions: the others idle."""
+        from kcodec.client import Admin
+        from kcodec.errors import KcodecError
+
+        try:
+            with Admin(**self.s.admin_config()) as a:
+                md = a.describe_cluster(list(self.s.topics))
+        except (KcodecError, OSError):
+            return
+        n = sum(len(t.partitions) for t in md.topics)
+        if n and self.s.pullers > n:
+            log.warning("%d pullers for %d partitions of %s: %d of them will hold nothing and "
+                        "idle (a group gives each partition to one member); give --pullers %d",
+                        self.s.pullers, n, ",".join(self.s.topics), self.s.pullers - n, n)
 
     def _serve_health(self) -> Any:
         """With ``health_port``: ``/health`` and ``/ready`` (kcodec.runtime.health)."""

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["write_member", "read_member", "remove_dead_member"]
+__all__ = ["write_member", "read_member", "remove_dead_member", "joined"]
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +24,16 @@ def _path(state_dir: str, slot: int) -> str:
     return os.path.join(state_dir, "members", f"puller-{slot}.json")
 
 
-def write_member(state_dir: str, slot: int, member_id: str, protocol: str) -> None:
-    """From the puller: this process is ``member_id`` of a ``protocol`` group."""
+def write_member(state_dir: str, slot: int, member_id: str, protocol: str,
+                 partitions: int = 0) -> None:
+    """From the puller: this process is ``member_id`` of a ``protocol`` group, holding
+    ``partitions`` partitions."""
     path = _path(state_dir, slot)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}"
     with open(tmp, "w") as f:
-        json.dump({"member_id": member_id, "protocol": protocol, "pid": os.getpid()}, f)
+        json.dump({"member_id": member_id, "protocol": protocol, "pid": os.getpid(),
+                   "partitions": partitions}, f)
     os.replace(tmp, path)
 
 
@@ -44,6 +47,22 @@ def read_member(state_dir: str, slot: int, pid: int) -> dict[str, Any] | None:
     if not isinstance(got, dict) or got.get("pid") != pid or not got.get("member_id"):
         return None
     return got
+
+
+def joined(state_dir: str, pullers: int) -> int:
+    """How many pullers of this runtime (live processes) have noted a member holding
+    partitions."""
+    n = 0
+    for slot in range(pullers):
+        try:
+            with open(_path(state_dir, slot)) as f:
+                got = json.load(f)
+            os.kill(int(got["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if got.get("member_id") and got.get("partitions"):
+            n += 1
+    return n
 
 
 def remove_dead_member(settings: Any, slot: int, pid: int, why: str) -> threading.Thread | None:

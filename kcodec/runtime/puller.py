@@ -36,6 +36,8 @@ _new = tuple.__new__
 # direct mode: seconds between offset commits while running (always on revoke and stop);
 # the store modes commit after every append (one commit in flight at a time)
 COMMIT_EVERY = 0.2
+# at start with several pullers: how long one waits for the others to hold partitions
+SETTLE_S = 15.0
 
 
 class UndecodableBatch(Exception):
@@ -85,6 +87,11 @@ class Puller:
         self.recycle = False
         self.member_id = ""
         self.pulled_in_hand = False     # direct: the handler works on a pulled batch
+        # at start, with several pullers: fetch nothing until every puller of this runtime
+        # holds partitions (or SETTLE_S passed), so the group settles once with all of them
+        # rather than the first member reading everything while the others join
+        self.settling = settings.pullers > 1 and not settings.assign
+        self._settle_until = 0.0
 
     # ------------------------------------------------------------------ life
     def run(self) -> int:
@@ -102,7 +109,9 @@ class Puller:
         code = 0
         try:
             while not self.stop.is_set() and not self.recycle:
-                if self._uncommitted_over():
+                if self.settling:
+                    self._settle()
+                elif self._uncommitted_over():
                     # commits are failing or behind (a rebalance, a broker away): pull no
                     # further, so a crash now re-reads at most this much
                     self._poll(0.1, 1)
@@ -183,6 +192,42 @@ class Puller:
         if n and not self.direct:
             self.stats.count(n)
         return n
+
+    def _settle(self) -> None:
+        """One step of the start: poll (paused: joining, heartbeats, no records) until every
+        puller of this runtime has noted its member (it holds partitions), or SETTLE_S."""
+        from kcodec.runtime.members import joined
+
+        now = time.monotonic()
+        if not self._settle_until:
+            self._settle_until = now + SETTLE_S
+        c = self.consumer
+        assert c is not None
+        if c.assignment():
+            self._pause(True)
+        self._poll(0.1, 1)
+        want = min(self.s.pullers, self._partition_count())
+        n = joined(self.s.state_dir, self.s.pullers)
+        if n >= want or now > self._settle_until:
+            if n < want:
+                log.warning("%d of %d pullers hold partitions after %g s: fetching anyway "
+                            "(more pullers than partitions leaves some idle)", n,
+                            self.s.pullers, SETTLE_S)
+            self.settling = False
+            self.paused = True      # (so that _pause(False) resumes what was paused)
+            self._pause(False)
+
+    _partitions: int | None = None
+
+    def _partition_count(self) -> int:
+        """Partitions of the topics (asked once; the pullers' count while unknown)."""
+        if self._partitions is None:
+            try:
+                md = self._admin().describe_cluster(list(self.s.topics))
+                self._partitions = sum(len(t.partitions) for t in md.topics)
+            except (KcodecError, OSError):
+                return self.s.pullers
+        return self._partitions
 
     def _pause(self, want: bool) -> None:
         c = self.consumer
@@ -425,6 +470,9 @@ class Puller:
             log.info("partitions assigned: %s", _names(tps))
         self.paused = False
         c = self.consumer
+        if c is not None and tps and self.settling:
+            c.pause(*c.assignment())       # nothing fetched before the group has settled
+            self.paused = True
         if c is not None and tps:
             try:    # where the group stands: the floor of what this member will commit
                 got = c.committed(tps)
@@ -452,7 +500,7 @@ class Puller:
 
         try:
             write_member(self.s.state_dir, self.slot, self.member_id,
-                         c.group_protocol() or "classic")
+                         c.group_protocol() or "classic", len(c.assignment()))
         except OSError as exc:
             log.warning("cannot note the member id for the master: %s", exc)
 

@@ -58,3 +58,39 @@ def test_a_killed_pullers_member_is_removed_at_once(kbroker, protocol) -> None:
     finally:
         if r.proc is not None and r.proc.poll() is None:
             r.kill_all()
+
+
+def test_pullers_settle_together_before_fetching(kbroker) -> None:
+    """Under the consumer protocol a new group's second member gets its share a heartbeat
+    or two after the first: without waiting, the first read every partition meanwhile."""
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    produce(kbroker.bootstrap, topic, 2000)
+    r = Run(kbroker.bootstrap, topic, group, "--storage", "direct", "--pullers", "2")
+    try:
+        wait_for(lambda: len(r.handled()) == 2000, 90, "every record handled", r.stderr)
+        by_pid: dict[int, set[int]] = {}
+        for line in open(r.log):
+            parts = line.split()
+            by_pid.setdefault(int(parts[4]), set()).add(int(parts[1]))
+        # both pullers worked, each on partitions of its own
+        assert len(by_pid) == 2, by_pid
+        a, b = by_pid.values()
+        assert a and b and not a & b, by_pid
+        assert r.stop() == 0, r.stderr()
+    finally:
+        if r.proc is not None and r.proc.poll() is None:
+            r.kill_all()
+
+
+def test_more_pullers_than_partitions_is_warned_about(kbroker) -> None:
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    produce(kbroker.bootstrap, topic, 10, partitions=1)
+    r = Run(kbroker.bootstrap, topic, group, "--storage", "direct", "--pullers", "2")
+    try:
+        wait_for(lambda: len(r.handled()) == 10, 60, "every record handled", r.stderr)
+        wait_for(lambda: "2 pullers for 1 partitions" in r.stderr(), 30, "the warning",
+                 r.stderr)
+        assert r.stop() == 0, r.stderr()
+    finally:
+        if r.proc is not None and r.proc.poll() is None:
+            r.kill_all()
