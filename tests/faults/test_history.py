@@ -101,7 +101,8 @@ def test_redelivery_is_allowed_and_starting_below_the_committed_offset_is_not() 
     # a zombie (given the partition before that commit) may still hand out what it had
     zombie = _member({"assigned": [0]}, {"rec": 0, "p": 0, "off": 0}, start=150) + \
         _member({"rec": 2, "p": 0, "off": 1}, start=300)
-    r = history.check(_producer(PLACED), LOG, {"a": a, "b": b, "z": zombie}, FINAL)
+    r = history.check(_producer(PLACED), LOG, {"a": a, "b": b, "z": zombie}, FINAL,
+                      faults=[(160.0, "z")])     # a zombie is a member the run faulted
     assert r.violations == {} and r.redelivered == 4
 
 
@@ -133,3 +134,48 @@ def test_a_history_cut_by_sigkill_loses_only_its_last_line(tmp_path) -> None:
     path.write_text('{"rec": 2, "p"\n' + json.dumps({"rec": 0, "p": 0, "off": 0, "t": 2}) + "\n")
     with pytest.raises(ValueError, match="line 1 is not JSON"):
         history.load(path)
+
+
+def test_two_members_owning_one_partition_at_once_is_a_double_owner() -> None:
+    members = _consumed_all()
+    # b is given partition 0 while a still owns it (a never revoked it, and goes on)
+    members["b"].append({"assigned": [0], "t": 200.0})
+    members["a"].append({"commit": {"0": 3}, "t": 300.0})
+    r = history.check(_producer(PLACED), LOG, members, FINAL)
+    assert r.double_owner == [(0, "a", "b", 200.0)]
+    assert set(r.violations) == {"double_owner"}
+
+
+def test_a_handover_after_the_revocation_is_not_a_double_owner() -> None:
+    members = _consumed_all()
+    members["a"].append({"revoked": [0], "t": 199.0})
+    members["b"].append({"assigned": [0], "t": 200.0})
+    assert history.check(_producer(PLACED), LOG, members, FINAL).violations == {}
+    # lost (the session expired) ends the ownership as a revocation does
+    members = _consumed_all()
+    members["a"].append({"lost": [0], "t": 199.0})
+    members["b"].append({"assigned": [0], "t": 200.0})
+    assert history.check(_producer(PLACED), LOG, members, FINAL).violations == {}
+    # incremental (cooperative) events: a keeps 1 while handing 0 over, then takes 1 from b
+    a = _member({"assigned": [0]}, {"assigned": [1]}, {"revoked": [0]}, start=100)
+    b = _member({"assigned": [1]}, {"revoked": [1]}, {"assigned": [0]}, start=100.5)
+    r = history.check(_producer(PLACED), LOG, {"a": a, "b": b}, None)
+    assert r.double_owner == [(1, "b", "a", 101.0)]
+
+
+def test_a_faulted_member_may_be_replaced_before_it_hears_so() -> None:
+    members = _consumed_all()
+    members["b"].append({"assigned": [0], "t": 200.0})
+    members["a"].append({"commit": {"0": 3}, "t": 300.0})
+    # a was SIGSTOPped at 150: the group rightly moved on; a's ownership ends there
+    r = history.check(_producer(PLACED), LOG, members, FINAL, faults=[(150.0, "a")])
+    assert r.violations == {}
+    # a broker restart is everyone's fault
+    r = history.check(_producer(PLACED), LOG, members, FINAL, faults=[(150.0, "*")])
+    assert r.violations == {}
+    # but a fault after the overlap began excuses nothing
+    r = history.check(_producer(PLACED), LOG, members, FINAL, faults=[(250.0, "a")])
+    assert r.double_owner == [(0, "a", "b", 200.0)]
+    # nor one of another member
+    r = history.check(_producer(PLACED), LOG, members, FINAL, faults=[(150.0, "c")])
+    assert r.double_owner == [(0, "a", "b", 200.0)]

@@ -16,6 +16,13 @@ The group (the members' histories and the final committed offsets):
     out_of_order  a member receiving a partition's records out of offset order without a
                   new assignment in between
     commits_backwards       a successful commit lower than an earlier one of the partition
+    double_owner  two members owning one partition at once: a member owns a partition from
+                  the ``assigned`` event that names it to the ``revoked`` or ``lost`` that
+                  does (or its history's end). A member the run faulted (SIGSTOP, SIGKILL,
+                  or everyone at a broker restart: ``faults``, (time, member or "*")) may
+                  rightly be replaced before it hears so: an ownership it began before such
+                  a fault ends there for this check (a zombie's late records are allowed
+                  above, and its commits are refused by the broker)
 
 ``Report.violations`` lists the checks that failed; ``Report.figures`` is a summary line.
 """
@@ -60,9 +67,10 @@ class Report:
     below_committed: list[tuple[str, int, int, int]] = field(default_factory=list)
     out_of_order: list[tuple[str, int, int, int]] = field(default_factory=list)
     commits_backwards: list[tuple[int, int, int]] = field(default_factory=list)
+    double_owner: list[tuple[int, str, str, float]] = field(default_factory=list)
 
     CHECKS = ("lost", "misplaced", "duplicated", "reordered", "unconsumed",
-              "below_committed", "out_of_order", "commits_backwards")
+              "below_committed", "out_of_order", "commits_backwards", "double_owner")
 
     @property
     def violations(self) -> dict[str, list]:
@@ -78,7 +86,8 @@ class Report:
 
 
 def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
-          committed: list[dict] | None = None) -> Report:
+          committed: list[dict] | None = None,
+          faults: list[tuple[float, str]] | None = None) -> Report:
     r = Report()
     sent = {e["send"]: e["p"] for e in produced if "send" in e}
     acks = {e["ack"]: (e["p"], e["off"]) for e in produced if "ack" in e}
@@ -136,8 +145,48 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
                 if off < high.get(p, -1):
                     r.commits_backwards.append((p, high[p], off))
                 high[p] = max(high.get(p, -1), off)
+    r.double_owner = _double_owners(members, faults or [])
     final = {e["p"]: e["off"] for e in committed or [] if e.get("off") is not None}
     for p, recs in by_partition.items():
         upto = final.get(p, high.get(p, 0))
         r.unconsumed += [(p, off) for off, _ in recs if off < upto and (p, off) not in seen]
     return r
+
+
+def _owned(name: str, evs: list[dict], faults: list[tuple[float, str]]
+           ) -> list[tuple[int, float, float]]:
+    """(partition, from, to) of each time member ``name`` owned a partition (see the
+    module docstring: cut at a fault of the member, or of everyone)."""
+    out: list[tuple[int, float, float]] = []
+    since: dict[int, float] = {}
+    end = evs[-1]["t"] if evs else 0.0
+    cuts = sorted(t for t, who in faults if who in (name, "*"))
+
+    def close(p: int, t: float) -> None:
+        t0 = since.pop(p)
+        cut = next((c for c in cuts if t0 <= c < t), None)
+        out.append((p, t0, t if cut is None else cut))
+    for e in evs:
+        for p in e.get("revoked", []) + e.get("lost", []):
+            if p in since:
+                close(p, e["t"])
+        for p in e.get("assigned", []):
+            since.setdefault(p, e["t"])
+    for p in list(since):
+        close(p, end)
+    return out
+
+
+def _double_owners(members: dict[str, list[dict]], faults: list[tuple[float, str]]
+                   ) -> list[tuple[int, str, str, float]]:
+    """(partition, member, other member, when the second began) for each overlap."""
+    spans = sorted((p, t0, t1, name) for name, evs in members.items()
+                   for p, t0, t1 in _owned(name, evs, faults))
+    out = []
+    for i, (p, _t0, t1, name) in enumerate(spans):
+        for q, u0, _u1, other in spans[i + 1:]:
+            if q != p or u0 >= t1:
+                break
+            if other != name:
+                out.append((p, name, other, u0))
+    return out
