@@ -291,6 +291,8 @@ class Cluster:
             session_timeout_ms=cfg["group.consumer.session.timeout.ms"],
             heartbeat_interval_ms=cfg["group.consumer.heartbeat.interval.ms"])
         self.consumer_groups.classic = self.groups
+        if self.authorizer is not None:
+            self.consumer_groups.describable = self._describable_topics
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
         self.share = SharePartitionManager(self.state, self.txns, self.data_dir, self.timer,
                                            self.purgatory, self.share_group_configs)
@@ -326,6 +328,11 @@ class Cluster:
         self.state.close()
 
     close = stop
+
+    def _describable_topics(self, principal: str, host: str, names: set[str]) -> set[str]:
+        """The topics of ``names`` ``principal`` (from ``host``) may DESCRIBE."""
+        auth = self.authorizer
+        return names if auth is None else _describable(auth, principal, host, names)
 
     def _classic_or_consumer_group(self, group_id: str) -> bool:
         """Does a classic or consumer group use ``group_id`` (members or offsets)?"""
@@ -484,6 +491,13 @@ def _keyword_defaults() -> dict[str, Any]:
 
 
 _KEYWORD_DEFAULTS = _keyword_defaults()
+
+
+def _describable(auth: Authorizer, principal: str, host: str, names: set[str]) -> set[str]:
+    from kcodec.protocol.acl import AclOperation, ResourceType
+
+    return {n for n in names if auth.authorize(principal, host, AclOperation.DESCRIBE,
+                                               ResourceType.TOPIC, n, log_denial=False)}
 
 
 def _authorizer(value: Any, super_users: Any, allow_everyone: bool) -> Authorizer | None:

@@ -85,7 +85,8 @@ def consumer_group_heartbeat(node: Any, req: Any) -> Any:
         topics=None if b.subscribed_topic_names is None else list(b.subscribed_topic_names),
         assignor=b.server_assignor, owned=owned, client_id=req.header.client_id or "",
         client_host="/" + req.connection.peer.rsplit(":", 1)[0],
-        regex=b.subscribed_topic_regex if req.api_version >= 1 else None)
+        regex=b.subscribed_topic_regex if req.api_version >= 1 else None,
+        principal=req.connection.principal, auth_host=req.connection.host)
     out = None
     if assignment is not None:
         out = HB.Assignment(topic_partitions=[
@@ -114,6 +115,18 @@ def consumer_group_describe(node: Any, req: Any) -> Any:
             out.append(DESC.DescribedGroup(error_code=code or E.GROUP_ID_NOT_FOUND, group_id=gid,
                                            group_state="Dead", group_epoch=-1, assignment_epoch=-1,
                                            assignor_name=""))
+            continue
+        with coord.lock:
+            # as Kafka: the group's topics (subscribed, assigned, targeted) must all be
+            # describable by the caller, else the group is refused, naming none of them
+            topics = {t for m in g.members.values()
+                      for t in (*m.topics, *m.assigned, *g.target.get(m.member_id, {}))}
+        if len(allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, topics,
+                             log_denial=False)) < len(topics):
+            out.append(DESC.DescribedGroup(
+                error_code=E.TOPIC_AUTHORIZATION_FAILED, group_id=gid, group_state="Dead",
+                group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                error_message="the group's topics include some the caller may not describe"))
             continue
         with coord.lock:
             out.append(DESC.DescribedGroup(

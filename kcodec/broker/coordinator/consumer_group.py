@@ -43,7 +43,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kcodec.broker.coordinator.topic_regex import RegexError, Resolver, compile_regex
 from kcodec.protocol import ErrorCode
@@ -116,6 +116,8 @@ class ConsumerMember:
     state: str = "STABLE"            # STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS
     topics: list = field(default_factory=list)
     regex: str | None = None         # SubscribedTopicRegex (RE2/J), or None
+    principal: str | None = None     # who heartbeats for it, and from where: a pattern
+    auth_host: str = ""              # matches only topics they may DESCRIBE
     rebalance_timeout_ms: int = 300000
     assigned: Owned = field(default_factory=dict)      # what the member may own now
     revoking: Owned = field(default_factory=dict)      # what it must give up first
@@ -164,6 +166,9 @@ class ConsumerGroupCoordinator:
         self.classic: Any = None               # the classic GroupCoordinator (migration)
         self.migration_policy = "bidirectional"
         self.regexes = Resolver()
+        #: (principal, host, names) -> the names that principal may DESCRIBE; None: all.
+        #: A pattern subscription is limited to those, as Kafka's (KAFKA-18813)
+        self.describable: Callable[[str, str, set[str]], set[str]] | None = None
         timer.every(0.25, self._expire)
 
     # ------------------------------------------------------------------ topics
@@ -189,10 +194,12 @@ class ConsumerGroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, epoch: int, *, instance_id: str | None,
                   rack_id: str | None, rebalance_timeout_ms: int, topics: list[str] | None,
                   assignor: str | None, owned: Owned | None, client_id: str,
-                  client_host: str, regex: str | None = None
+                  client_host: str, regex: str | None = None, principal: str | None = None,
+                  auth_host: str = ""
                   ) -> tuple[int, str | None, str, int, Owned | None]:
         """``(error, message, member_id, member_epoch, assignment or None if unchanged)``.
-        ``regex``: the member's SubscribedTopicRegex (None: unchanged, "": none)."""
+        ``regex``: the member's SubscribedTopicRegex (None: unchanged, "": none);
+        ``principal``/``auth_host``: who sends the heartbeat (what its pattern may match)."""
         if assignor is not None and assignor not in ASSIGNORS:
             return E.UNSUPPORTED_ASSIGNOR, f"assignors: {', '.join(ASSIGNORS)}", member_id, epoch, None
         if regex:
@@ -217,6 +224,7 @@ class ConsumerGroupCoordinator:
                                                           instance_id, rack_id)
                 m.topics = sorted(topics or [])
                 m.regex = regex or None
+                m.principal, m.auth_host = principal, auth_host
                 m.rebalance_timeout_ms = rebalance_timeout_ms if rebalance_timeout_ms > 0 else 300000
                 self._bump(g)
             else:
@@ -236,6 +244,10 @@ class ConsumerGroupCoordinator:
                     self._bump(g)
                 if regex is not None and (regex or None) != m.regex:
                     m.regex = regex or None
+                    self._bump(g)
+                if principal is not None and (principal, auth_host) != (m.principal,
+                                                                         m.auth_host):
+                    m.principal, m.auth_host = principal, auth_host
                     self._bump(g)
                 if assignor is not None and assignor != g.assignor:
                     g.assignor = assignor
@@ -261,7 +273,12 @@ class ConsumerGroupCoordinator:
         out = {}
         for mid, m in g.members.items():
             if m.regex:
-                out[mid] = sorted(set(m.topics) | self.regexes.matches(m.regex, list(names)))
+                matched = set(self.regexes.matches(m.regex, list(names)))
+                if self.describable is not None and matched:
+                    # only what the member's principal may describe (KAFKA-18813)
+                    matched = self.describable(m.principal or "User:ANONYMOUS", m.auth_host,
+                                               matched)
+                out[mid] = sorted(set(m.topics) | matched)
             else:
                 out[mid] = m.topics
         return out

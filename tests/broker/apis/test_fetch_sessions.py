@@ -5,22 +5,13 @@ principal holds at most its share."""
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pytest
 
 from kcodec.broker import Cluster
 from kcodec.broker.apis.fetch_sessions import CachedPartition, FetchSessions
 from kcodec.broker.security import ListenerSecurity, PlainServer
-from kcodec.protocol import (
-    ErrorCode,
-    FetchRequest,
-    SaslAuthenticateRequest,
-    SaslHandshakeRequest,
-    decode_response,
-    encode_request,
-)
+from kcodec.protocol import ErrorCode, FetchRequest
+from tests.support.raw_client import Raw
 
 
 def _parts(n: int) -> list:
@@ -78,34 +69,6 @@ def test_one_principal_cannot_push_out_the_others():
 
 
 # ---------------------------------------------------------------- through the broker
-class Raw:
-    """A SASL PLAIN connection speaking raw requests."""
-
-    def __init__(self, addr: tuple[str, int], user: str) -> None:
-        self.sock = socket.create_connection(addr, timeout=10)
-        self.cid = 0
-        assert self.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
-        auth = self.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0pw".encode()), 2)
-        assert auth.error_code == 0
-
-    def call(self, msg, version):
-        self.cid += 1
-        self.sock.sendall(encode_request(msg, version, self.cid))
-        size = struct.unpack(">i", self._read(4))[0]
-        return decode_response(self._read(size), msg.API_KEY, version, self.cid)[1]
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "closed"
-            buf += chunk
-        return buf
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def _fetch(session_id: int, epoch: int, topics: list) -> FetchRequest:
     return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                         session_id=session_id, session_epoch=epoch, topics=topics)
