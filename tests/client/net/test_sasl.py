@@ -208,8 +208,10 @@ def test_oauthbearer_both_sides_and_refusal():
     assert json.loads(doc)["status"] == "invalid_token"
     ack = c.step(doc)
     assert ack == b"\x01"
-    with pytest.raises(SaslAuthenticationFailed, match="signature check failed"):
+    # the validator's reason stays in the broker's log: the client hears a generic refusal
+    with pytest.raises(SaslAuthenticationFailed, match="token refused") as refused:
         s.step(ack)
+    assert "signature check failed" not in str(refused.value)
 
 
 def test_oauthbearer_server_refuses_expired_token():
