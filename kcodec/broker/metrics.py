@@ -167,6 +167,16 @@ class BrokerMetrics:
                         ("kafka.log:Log", "NumLogSegments", tags, len(log.segments), "gauge")]
         out += [("kafka.server:ReplicaManager", "PartitionCount", {}, parts, "gauge"),
                 ("kafka.server:ReplicaManager", "LeaderCount", {}, leaders, "gauge")]
+        # what the log recovery at start cut off (kcodec.broker.log.recovery)
+        cuts = list(getattr(getattr(state, "logs", None), "truncations", ()) or ())
+        out += [("kcodec.log:LogRecovery", "TruncatedPartitions", {}, len(cuts), "gauge"),
+                ("kcodec.log:LogRecovery", "TruncatedBytes", {},
+                 sum(c.total_bytes for c in cuts), "gauge"),
+                ("kcodec.log:LogRecovery", "TruncatedBelowRecoveryPoint", {},
+                 sum(c.below_recovery_point for c in cuts), "gauge")]
+        for c in cuts:
+            out.append(("kcodec.log:LogRecovery", "TruncatedAtOffset",
+                        {"topic": c.topic, "partition": c.partition}, c.offset, "gauge"))
         telemetry = getattr(self.node.cluster, "telemetry", None)
         if telemetry is not None:
             out += telemetry.samples()

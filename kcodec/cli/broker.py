@@ -211,10 +211,15 @@ def run(args: argparse.Namespace) -> int:
                        and not cluster.state.logs.clean_shutdown)
         with cluster.txns.lock:
             open_txns = sum(t.state == "Ongoing" for t in cluster.txns.txns.values())
+        cuts = list(cluster.state.logs.truncations)      # damaged or torn segments cut
         if args.json:
             json_line({"bootstrap": cluster.bootstrap, "nodes": args.nodes,
                        "storage": args.data_dir or "memory", "listeners": listeners,
                        "unclean_restart": unclean, "open_transactions": open_txns,
+                       "truncated": [{"topic": c.topic, "partition": c.partition,
+                                      "offset": c.offset, "bytes": c.total_bytes,
+                                      "below_recovery_point": c.below_recovery_point}
+                                     for c in cuts],
                        "metrics": metrics_url})
         else:
             print(f"kcodec broker: {args.nodes} node(s), "
@@ -229,6 +234,9 @@ def run(args: argparse.Namespace) -> int:
                       f"recovered; {open_txns} open transaction(s) resumed, each committed or "
                       f"aborted by its producer or aborted at its timeout",
                       file=sys.stderr, flush=True)
+            for c in cuts:
+                print(f"kcodec broker: {'DATA LOST: ' if c.below_recovery_point else ''}"
+                      f"{c.describe()}", file=sys.stderr, flush=True)
             if len(listeners) > 1:
                 for name, addr in listeners.items():
                     print(f"  {name}: {addr}", file=sys.stderr, flush=True)

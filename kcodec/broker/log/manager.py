@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import InvalidConfig, KafkaStorageError
 from kcodec.broker.log.partition import PartitionLog
+from kcodec.broker.log.recovery import Truncation, report
 from kcodec.broker.log.segment import SegmentHook
 
 __all__ = ["LogManager", "read_checkpoint", "write_checkpoint"]
@@ -103,6 +104,8 @@ class LogManager:
         #: what the last ``open`` found: {(topic, partition): list of segment recovery
         #: results that truncated something}
         self.recovered: dict[tuple[str, int], list] = {}
+        #: what recovery cut off at the last ``open``, per partition (logged as it is found)
+        self.truncations: list[Truncation] = []
         self.clean_shutdown = False
 
     # -- life cycle -----------------------------------------------------------------------
@@ -152,6 +155,9 @@ class LogManager:
                        if s.recovery is not None and not s.recovery.ok]
                 if bad:
                     self.recovered[key] = bad
+                if log.truncation is not None:
+                    self.truncations.append(log.truncation)
+                    report([log.truncation])
             if os.path.exists(marker):
                 os.unlink(marker)
             self._checkpoint_starts()

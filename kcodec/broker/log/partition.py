@@ -25,6 +25,7 @@ from kcodec.broker.log.cleaner import CleanStats, clean_segments
 from kcodec.broker.log.config import LONG_MAX, LogConfig
 from kcodec.broker.log.epochs import LeaderEpochCache
 from kcodec.broker.log.errors import KafkaStorageError, OffsetOutOfRange, RecordListTooLarge
+from kcodec.broker.log.recovery import Truncation
 from kcodec.broker.log.segment import INT32_MAX, Segment, SegmentHook
 from kcodec.broker.log.validate import AppendResult, Validated, check_replicated, validate
 from kcodec.errors import KcodecError
@@ -68,6 +69,8 @@ class PartitionLog:
         self._last_flush_ms = _now_ms()
         self.segments: list[Segment] = []
         self._bases: list[int] = []
+        #: what loading cut off (a damaged or torn segment), None if nothing
+        self.truncation: Truncation | None = None
         self._epochs = LeaderEpochCache()
         if directory is not None:
             os.makedirs(directory, exist_ok=True)
@@ -100,15 +103,27 @@ class PartitionLog:
         # (their offsets would not follow); so is one that overlaps its predecessor, and an
         # empty segment that is not the last
         keep: list[Segment] = []
-        cut = False
+        cut: Segment | None = None
+        dropped: list[tuple[int, int]] = []          # (bytes, last offset) of each deleted
         for seg in segs:
-            if cut or (keep and seg.base_offset < keep[-1].next_offset):
+            if cut is not None or (keep and seg.base_offset < keep[-1].next_offset):
+                if cut is not None:
+                    dropped.append((seg.size, seg.next_offset - 1))
                 seg.delete()
                 continue
             if keep and not len(keep[-1]):
                 keep.pop().delete()
             keep.append(seg)
-            cut = seg.recovery is not None and not seg.recovery.ok
+            if seg.recovery is not None and not seg.recovery.ok:
+                cut = seg
+        if cut is not None and cut.recovery is not None:
+            rec = cut.recovery
+            lost = max((last for _, last in dropped), default=None)
+            self.truncation = Truncation(
+                self.topic, self.partition, os.path.basename(rec.path or f"{cut.base_offset}.log"),
+                cut.next_offset, rec.size - rec.valid_bytes, len(dropped),
+                sum(size for size, _ in dropped), lost, self.recovery_point,
+                rec.reason or "damaged data")
         # orphaned index files of segments that no longer exist
         bases = {s.base_offset for s in keep}
         for n in os.listdir(self.directory):
