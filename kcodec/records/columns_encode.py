@@ -26,7 +26,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.records.header import ENTRY_OVERHEAD, HEADER_SIZE, new_header, set_crc
+from kcodec.records.header import (
+    ATTR_TRANSACTIONAL,
+    ENTRY_OVERHEAD,
+    HEADER_SIZE,
+    new_header,
+    set_crc,
+)
 
 __all__ = ["column_buffers", "headers_buffers", "encode_records", "build_batch"]
 
@@ -232,12 +238,16 @@ def encode_records(rows: Any, key: Any, value: Any, headers: Any) -> tuple[bytes
 
 
 def build_batch(records: bytes, count: int, timestamp: int, codec: int, level: Any,
-                producer_id: int, epoch: int, sequence: int) -> bytes:
-    """A RecordBatch v2 around an encoded records section (see RecordBatchBuilder.build)."""
+                producer_id: int, epoch: int, sequence: int,
+                transactional: bool = False) -> bytes:
+    """A RecordBatch v2 around an encoded records section (see RecordBatchBuilder.build);
+    ``transactional`` sets the batch's transactional attribute."""
     from kcodec.compression import compress
 
     payload = compress(codec, records, level) if codec else records
-    out = new_header(batch_length=HEADER_SIZE - ENTRY_OVERHEAD + len(payload), attributes=codec,
+    attributes = codec | (ATTR_TRANSACTIONAL if transactional else 0)
+    out = new_header(batch_length=HEADER_SIZE - ENTRY_OVERHEAD + len(payload),
+                     attributes=attributes,
                      last_offset_delta=count - 1, first_timestamp=timestamp,
                      max_timestamp=timestamp, record_count=count, producer_id=producer_id,
                      producer_epoch=epoch, base_sequence=sequence)

@@ -126,7 +126,7 @@ class RecordAccumulator(Accumulator):
             if tp in self.open:
                 self.seal(tp, self.open[tp])
             seq = self.next_seq.get(tp, 0) if self.producer_id >= 0 else -1
-            built.stamp(self.producer_id, self.epoch, seq)
+            built.stamp(self.producer_id, self.epoch, seq, self.transactional)
             b = ProducerBatch(topic, partition, built, time.monotonic()
                               + self.config.delivery_timeout_ms / 1000, seq,
                               self.loop.create_future())

@@ -74,20 +74,23 @@ class PrebuiltBatch:
     records, stamped with the producer id and sequence when the engine queues it."""
 
     __slots__ = ("records", "count", "timestamp", "codec", "level", "producer_id", "epoch",
-                 "sequence")
+                 "sequence", "transactional")
 
     def __init__(self, records: bytes, count: int, timestamp: int, codec: int,
                  level: Any) -> None:
         self.records, self.count, self.timestamp = records, count, timestamp
         self.codec, self.level = codec, level
         self.producer_id, self.epoch, self.sequence = -1, -1, -1
+        self.transactional = False
 
-    def stamp(self, producer_id: int, epoch: int, sequence: int) -> None:
+    def stamp(self, producer_id: int, epoch: int, sequence: int,
+              transactional: bool = False) -> None:
         self.producer_id, self.epoch, self.sequence = producer_id, epoch, sequence
+        self.transactional = transactional
 
     def build(self) -> bytes:
         return build_batch(self.records, self.count, self.timestamp, self.codec, self.level,
-                           self.producer_id, self.epoch, self.sequence)
+                           self.producer_id, self.epoch, self.sequence, self.transactional)
 
 
 def _as_array(v: Any, what: str) -> Any:

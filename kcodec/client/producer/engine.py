@@ -59,6 +59,10 @@ class ProducerEngine:
                                        timestamp, sticky)
 
     def append_built(self, topic: str, partition: int, built: Any, size: int) -> ProducerBatch:
+        """Add a prebuilt batch (send_columns); in a transaction, only while one is in
+        progress, as ``append``."""
+        if self.txn is not None:
+            self.txn.check_send()
         return self.accumulator.append_built(topic, partition, built, size)
 
     # ------------------------------------------------------------------ the loop's side
