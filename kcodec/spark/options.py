@@ -32,7 +32,8 @@ _SOURCE = {
     # kcodec's own
     "commitoffsetstogroup", "kcodec.taskmetrics",
 }
-_SINK = {"topic", "includeheaders", "kcodec.taskmetrics"}
+_SINK = {"topic", "includeheaders", "kcodec.taskmetrics", "kcodec.deliveryguarantee",
+         "kcodec.transactionalidprefix"}
 
 # kafka.* settings Spark refuses, with its reasons.
 _REJECTED_SOURCE = {
@@ -358,6 +359,8 @@ class SinkOptions:
     include_headers: bool
     client: dict[str, Any]
     task_metrics: int | None = None     # kcodec.spark.taskmetrics: the accumulator's id
+    exactly_once: bool = False          # kcodec.deliveryGuarantee=exactly_once
+    txn_prefix: str | None = None       # kcodec.transactionalIdPrefix
 
 
 #: the sink's producer batch.size unless ``kafka.batch.size`` says otherwise (bytes of
@@ -384,6 +387,36 @@ def parse_sink(raw: Any) -> SinkOptions:
     except ValueError as exc:
         raise ValueError(f"kafka.* producer settings: {exc}") from None
     topic = opts.get("topic")
+    exactly_once = _guarantee(opts.get("kcodec.deliveryguarantee"))
+    prefix = opts.get("kcodec.transactionalidprefix")
+    if exactly_once:
+        if client.get("acks") not in ("all", "-1"):
+            raise ValueError("kcodec.deliveryGuarantee=exactly_once writes in transactions, "
+                             f"which need kafka.acks=all, not {client.get('acks')!r}")
+        if client.get("enable_idempotence") is False:
+            raise ValueError("kcodec.deliveryGuarantee=exactly_once writes in transactions, "
+                             "which need kafka.enable.idempotence=true")
+    elif prefix is not None:
+        raise ValueError("option kcodec.transactionalIdPrefix is for "
+                         "kcodec.deliveryGuarantee=exactly_once")
+    if prefix is not None and not _TXN_PREFIX.fullmatch(prefix):
+        raise ValueError("option kcodec.transactionalIdPrefix must be 1-200 characters of "
+                         f"letters, digits, '.', '_' and '-', got {prefix!r}")
     return SinkOptions(bootstrap, topic.strip() if topic else None,
                        _bool("includeHeaders", opts.get("includeheaders"), False), client,
-                       _int("kcodec.taskMetrics", opts.get("kcodec.taskmetrics"), None))
+                       _int("kcodec.taskMetrics", opts.get("kcodec.taskmetrics"), None),
+                       exactly_once, prefix)
+
+
+_TXN_PREFIX = re.compile(r"[A-Za-z0-9._-]{1,200}")
+
+
+def _guarantee(v: str | None) -> bool:
+    """``kcodec.deliveryGuarantee``: True for exactly_once."""
+    if v is None:
+        return False
+    s = v.strip().lower().replace("-", "_")
+    if s in ("exactly_once", "at_least_once"):
+        return s == "exactly_once"
+    raise ValueError("option kcodec.deliveryGuarantee must be at_least_once or exactly_once, "
+                     f"got {v!r}")
