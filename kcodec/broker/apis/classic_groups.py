@@ -378,6 +378,15 @@ def list_groups(node: Any, req: Any) -> Any:
     return L(error_code=0, groups=out)
 
 
+def _delete_consumer_group(node: Any, gid: str) -> int:
+    """A consumer-protocol group (KIP-848) is deleted when it has no members; its
+    committed offsets, kept with the classic groups', go with it."""
+    code = node.cluster.consumer_groups.delete(gid)
+    if not code:
+        node.cluster.groups.delete_group(gid)    # GROUP_ID_NOT_FOUND: it committed nothing
+    return code
+
+
 @api(42, 0, 2)
 def delete_groups(node: Any, req: Any) -> Any:
     D = DeleteGroupsResponse
@@ -387,6 +396,8 @@ def delete_groups(node: Any, req: Any) -> Any:
                 else _not_coordinator(node, gid) or (
                     node.cluster.share_groups.delete(gid)
                     if node.cluster.share_groups.is_share_group(gid)
+                    else _delete_consumer_group(node, gid)
+                    if node.cluster.consumer_groups.is_consumer_group(gid)
                     else node.cluster.groups.delete_group(gid)))
         out.append(D.DeletableGroupResult(group_id=gid, error_code=code))
     return D(results=out)

@@ -376,6 +376,18 @@ class ConsumerGroupCoordinator:
                 self.migration_policy) and all(m.classic for m in g.members.values())):
             migration.downgrade(self, self.classic, g)
 
+    def delete(self, group_id: str) -> int:
+        """DeleteGroups on a consumer-protocol group: only one without members (Kafka's
+        NON_EMPTY_GROUP otherwise). Its committed offsets are the caller's to drop."""
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is None:
+                return E.GROUP_ID_NOT_FOUND
+            if g.members:
+                return E.NON_EMPTY_GROUP
+            del self.groups[group_id]
+            return 0
+
     # ------------------------------------------------------------------ classic members
     def has_members(self, group_id: str) -> bool:
         with self.lock:

@@ -9,6 +9,7 @@ import pytest
 from kcodec.broker import Cluster
 from kcodec.protocol import (
     ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
     DescribeGroupsRequest,
     ErrorCode,
     JoinGroupRequest,
@@ -157,3 +158,26 @@ def test_an_empty_groups_protocol_type_survives_a_restart(tmp_path):
             raw.call(L(group_id="kept", members=[L.MemberIdentity(member_id=member)]), 3)
     with Cluster(1, data_dir=tmp_path) as c, Raw(c.bootstrap) as raw:
         assert _list(raw)["kept"] == ("classic", "Empty", "consumer")
+
+
+def test_delete_groups_deletes_an_empty_consumer_protocol_group(kb):
+    # (before: GROUP_ID_NOT_FOUND when it had committed nothing, and never deleted)
+    H = ConsumerGroupHeartbeatRequest
+
+    def delete(raw: Raw, group: str) -> int:
+        return raw.call(DeleteGroupsRequest(groups_names=[group]), 2).results[0].error_code
+
+    with Raw(kb.bootstrap) as raw:
+        for group, commit in (("del-848", False), ("del-848-offsets", True)):
+            r = raw.call(H(group_id=group, member_id="m", member_epoch=0,
+                           rebalance_timeout_ms=30000, subscribed_topic_names=["sub"],
+                           topic_partitions=[]), 0)
+            assert r.error_code == 0
+            if commit:
+                assert _commit(raw, group, "sub", 4, r.member_epoch, r.member_id) == 0
+            assert delete(raw, group) == E.NON_EMPTY_GROUP
+            raw.call(H(group_id=group, member_id=r.member_id, member_epoch=-1), 0)
+            assert delete(raw, group) == 0
+            assert group not in _list(raw)
+            assert _committed(raw, group, "sub") == -1
+            assert delete(raw, group) == E.GROUP_ID_NOT_FOUND
