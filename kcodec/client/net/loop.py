@@ -49,6 +49,8 @@ class LoopThread:
         try:
             return fut.result(timeout)
         except concurrent.futures.TimeoutError:
+            if fut.done():     # the coroutine's own (a KafkaTimeoutError is a TimeoutError)
+                raise
             fut.cancel()
             raise KafkaTimeoutError(f"{what} did not complete within {timeout:.1f} s") from None
 
