@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 from kcodec.client.config import ProducerConfig
-from kcodec.client.errors import ClientClosedError
+from kcodec.client.errors import ClientClosedError, KafkaTimeoutError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.producer.accumulator import RecordAccumulator
 from kcodec.client.producer.batch import ProducerBatch, RecordFuture
@@ -110,3 +111,22 @@ class ProducerEngine:
         info = await self.cluster.topic(topic, auto_create=True)
         self.accumulator.counts[topic] = n = len(info.partitions)
         return n
+
+    async def covering(self, topic: str, partition: int) -> int:
+        """``topic``'s partition count once the metadata has ``partition``: a record sent
+        to a partition the producer does not know yet (added since its last metadata)
+        waits for fresh metadata, as Java's producer does for up to max.block.ms; past
+        ``api_timeout_ms``, ``KafkaTimeoutError``."""
+        cfg = self.cluster.config
+        deadline = time.monotonic() + cfg.api_timeout_ms / 1000
+        backoff = cfg.retry_backoff_ms / 1000
+        while True:
+            self.cluster.invalidate()
+            n = await self.partitions_of(topic)
+            if partition < n:
+                return n
+            if time.monotonic() + backoff > deadline:
+                raise KafkaTimeoutError(
+                    f"partition {partition} of topic {topic!r} with partition count {n} is "
+                    f"not present in metadata after {cfg.api_timeout_ms} ms")
+            await asyncio.sleep(backoff)

@@ -94,6 +94,9 @@ class AsyncProducer(_Base):
                 topic, value, key, partition, headers, timestamp))
         key, value = as_bytes(key, "key"), as_bytes(value, "value")
         count = self._count(topic) or await eng.partitions_of(topic)
+        if partition is not None and type(partition) is int and partition >= count:
+            # a partition added since the producer's metadata: wait for it
+            count = await eng.covering(topic, partition)
         p = self._route(topic, key, partition, count)
         acc = eng.accumulator
         while acc.buffered > self.config.buffer_memory and not acc.closed:
@@ -107,6 +110,9 @@ class AsyncProducer(_Base):
         try:
             key, value, headers = hooks.serialize(rec)
             count = self._count(rec.topic) or await eng.partitions_of(rec.topic)
+            if rec.partition is not None and type(rec.partition) is int \
+                    and rec.partition >= count:   # added since the metadata: wait for it
+                count = await eng.covering(rec.topic, rec.partition)
             p = self._choose(hooks, rec, key, count)
             acc = eng.accumulator
             while acc.buffered > self.config.buffer_memory and not acc.closed:
@@ -249,6 +255,10 @@ class Producer(_Base):
         count = eng.accumulator.counts.get(topic)
         if count is None:
             count = self._loop.run(eng.partitions_of(topic), self._timeout + GRACE)
+        if partition is not None and type(partition) is int and partition >= count:
+            # a partition added since the producer's metadata: wait for it
+            count = self._loop.run(eng.covering(topic, partition),
+                                   self._timeout + GRACE)
         if partition is None:
             p = partition_for_key(key, count) if key is not None else -1   # -1: sticky
         else:
@@ -266,6 +276,10 @@ class Producer(_Base):
             count = eng.accumulator.counts.get(rec.topic)
             if count is None:
                 count = self._loop.run(eng.partitions_of(rec.topic), self._timeout + GRACE)
+            if rec.partition is not None and type(rec.partition) is int \
+                    and rec.partition >= count:   # added since the metadata: wait for it
+                count = self._loop.run(eng.covering(rec.topic, rec.partition),
+                                       self._timeout + GRACE)
             p = self._choose(hooks, rec, key, count)
             if eng.accumulator.buffered > self._buffer_memory:
                 self._wait_for_space()
