@@ -294,8 +294,14 @@ class Cluster:
         if self.authorizer is not None:
             self.consumer_groups.describable = self._describable_topics
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
+        from kcodec.broker.share.configs import CONSUMER_DEFAULTS
+
+        group_configs = {**self.share_group_configs,
+                         **{k: cfg[k] for k in CONSUMER_DEFAULTS}}
         self.share = SharePartitionManager(self.state, self.txns, self.data_dir, self.timer,
-                                           self.purgatory, self.share_group_configs)
+                                           self.purgatory, group_configs)
+        #: the group configs (share.*, consumer.*) of each group, for the KIP-848 groups too
+        self.consumer_groups.group_configs = self.share.configs
         self.share_groups = ShareGroupCoordinator(self.timer, self.state, self.share)
         self.share_groups.other_kinds = self._classic_or_consumer_group
         try:

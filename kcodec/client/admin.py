@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kcodec.client import txn_admin
+from kcodec.client import config_admin, txn_admin
 from kcodec.client.config import AdminConfig
+from kcodec.client.config_admin import AlterConfigOp, ConfigEntry, ConfigResource
 from kcodec.client.consumer.assignors import Assignment
 from kcodec.client.consumer.list_offsets import EARLIEST, LATEST, list_offsets
 from kcodec.client.coordinator import Coordinator
@@ -32,7 +33,8 @@ from kcodec.protocol.acl import (
 
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
-           "PartitionLag", "NewTopic", "TransactionListing", "TransactionDescription"]
+           "PartitionLag", "NewTopic", "TransactionListing", "TransactionDescription",
+           "ConfigResource", "ConfigEntry", "AlterConfigOp"]
 
 
 @dataclass
@@ -485,6 +487,30 @@ class AsyncAdmin:
                                 got.error_message) if got.error_code else None
         return out
 
+    # ------------------------------------------------------------------ configs
+    async def describe_configs(self, resources: Iterable[Any], keys: Iterable[str] | None = None,
+                               include_synonyms: bool = True,
+                               include_documentation: bool = False
+                               ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """Each resource's configs by name (``ConfigResource("topic", "t")`` or a
+        ``("broker", "0")`` tuple): value, source, synonyms, type, documentation."""
+        return await config_admin.describe_configs(self.cluster, resources, keys,
+                                                   include_synonyms, include_documentation)
+
+    async def alter_configs(self, configs: dict[Any, dict[str, str]], validate_only: bool = False
+                            ) -> dict[ConfigResource, KafkaError | None]:
+        """Replace each resource's overrides (AlterConfigs); the error (or None) per
+        resource."""
+        return await config_admin.alter_configs(self.cluster, configs, validate_only)
+
+    async def incremental_alter_configs(self, changes: dict[Any, Iterable[AlterConfigOp]],
+                                        validate_only: bool = False
+                                        ) -> dict[ConfigResource, KafkaError | None]:
+        """Set, delete, append to or subtract from configs (IncrementalAlterConfigs); the
+        error (or None) per resource."""
+        return await config_admin.incremental_alter_configs(self.cluster, changes,
+                                                            validate_only)
+
     # ------------------------------------------------------------------ ACLs
     async def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs (CreateAcls); the error (or None) per ACL. An ACL that cannot be
@@ -681,6 +707,27 @@ class Admin:
         """Forget the share group's state on ``topics`` (it must have no members); the
         error (or None) per topic."""
         return self._run(self._async.delete_share_group_offsets(group_id, list(topics)))
+    def describe_configs(self, resources: Iterable[Any], keys: Iterable[str] | None = None,
+                         include_synonyms: bool = True, include_documentation: bool = False
+                         ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """Each resource's configs by name (see ``AsyncAdmin.describe_configs``)."""
+        return self._run(self._async.describe_configs(
+            list(resources), None if keys is None else list(keys), include_synonyms,
+            include_documentation))
+
+    def alter_configs(self, configs: dict[Any, dict[str, str]], validate_only: bool = False
+                      ) -> dict[ConfigResource, KafkaError | None]:
+        """Replace each resource's overrides; the error (or None) per resource."""
+        return self._run(self._async.alter_configs(dict(configs), validate_only))
+
+    def incremental_alter_configs(self, changes: dict[Any, Iterable[AlterConfigOp]],
+                                  validate_only: bool = False
+                                  ) -> dict[ConfigResource, KafkaError | None]:
+        """Set, delete, append to or subtract from configs; the error (or None) per
+        resource."""
+        return self._run(self._async.incremental_alter_configs(
+            {r: list(ops) for r, ops in changes.items()}, validate_only))
+
     def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs; the error (or None) per ACL. An ACL that cannot be valid is a
         ``ValueError`` before anything is sent."""

@@ -93,7 +93,8 @@ def consumer_group_heartbeat(node: Any, req: Any) -> Any:
             HB.TopicPartitions(topic_id=coord.topic_id(t), partitions=sorted(ps))
             for t, ps in sorted(assignment.items()) if coord.topic_id(t) is not None])
     return HB(error_code=code, error_message=msg, member_id=member_id or None, member_epoch=epoch,
-              heartbeat_interval_ms=coord.heartbeat_interval_ms if not code else 0, assignment=out)
+              heartbeat_interval_ms=coord.heartbeat_interval_for(b.group_id) if not code else 0,
+              assignment=out)
 
 
 def _assignment(coord: Any, owned: dict) -> Any:

@@ -162,6 +162,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        #: per-group configs (kcodec.broker.share.configs.ShareConfigs), set by the Cluster
+        self.group_configs: Any = None
         self.default_assignor = assignor
         self.classic: Any = None               # the classic GroupCoordinator (migration)
         self.migration_policy = "bidirectional"
@@ -349,14 +351,30 @@ class ConsumerGroupCoordinator:
         now = time.monotonic()
         with self.lock:
             for g in list(self.groups.values()):
+                session_ms = self.session_timeout_for(g.group_id)
                 dead = [mid for mid, m in g.members.items()
-                        if now - m.last_seen > (m.session_timeout_ms or self.session_timeout_ms) / 1000
+                        if now - m.last_seen > (m.session_timeout_ms or session_ms) / 1000
                         or (m.state == "UNREVOKED_PARTITIONS" and now > m.revoke_deadline)]
                 for mid in dead:
                     self._remove(g, mid)
                 if dead:
                     self._bump(g)
                     self._maybe_downgrade(g)
+
+    def session_timeout_for(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else the broker's."""
+        return self._group_config(group_id, "consumer.session.timeout.ms",
+                                  self.session_timeout_ms)
+
+    def heartbeat_interval_for(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's."""
+        return self._group_config(group_id, "consumer.heartbeat.interval.ms",
+                                  self.heartbeat_interval_ms)
+
+    def _group_config(self, group_id: str, name: str, broker: int) -> int:
+        own = None if self.group_configs is None else \
+            self.group_configs.overrides(group_id).get(name)
+        return broker if own is None else int(own)
 
     # ------------------------------------------------------------------ migration
     def upgrade_classic(self, group_id: str) -> bool:

@@ -1,6 +1,11 @@
-"""Share-group configs: the broker's ``group.share.*`` defaults and the per-group
-``share.*`` overrides that IncrementalAlterConfigs sets on a GROUP resource (Kafka's group
-configs, KIP-932 and KIP-1240).
+"""Group configs: the broker's ``group.share.*`` and ``group.consumer.*`` defaults and the
+per-group ``share.*`` and ``consumer.*`` overrides that IncrementalAlterConfigs sets on a
+GROUP resource (Kafka's group configs, KIP-932, KIP-848 and KIP-1240).
+
+``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` (defaults
+``group.consumer.session.timeout.ms`` 45000 and ``group.consumer.heartbeat.interval.ms``
+5000) must lie within the broker's ``group.consumer.min/max.*`` bounds (45000..60000 and
+5000..15000), the heartbeat below the session timeout, as Kafka's GroupConfig checks.
 
 =================================  ==========================  ===========================
 group config                       broker default (name)       values
@@ -30,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["BROKER_DEFAULTS", "GROUP_CONFIGS", "ShareConfigs", "ShareConfigError",
+__all__ = ["BROKER_DEFAULTS", "CONSUMER_DEFAULTS", "GROUP_CONFIGS", "ShareConfigs", "ShareConfigError",
            "parse_duration_ms"]
 
 BROKER_DEFAULTS: dict[str, int] = {
@@ -46,8 +51,20 @@ BROKER_DEFAULTS: dict[str, int] = {
     "group.share.max.partition.max.record.locks": 10000,
 }
 
+#: the consumer protocol's broker configs that bound and default its group configs
+CONSUMER_DEFAULTS: dict[str, int] = {
+    "group.consumer.session.timeout.ms": 45000,
+    "group.consumer.min.session.timeout.ms": 45000,
+    "group.consumer.max.session.timeout.ms": 60000,
+    "group.consumer.heartbeat.interval.ms": 5000,
+    "group.consumer.min.heartbeat.interval.ms": 5000,
+    "group.consumer.max.heartbeat.interval.ms": 15000,
+}
+
 #: group config -> the broker config that gives its default (None: a fixed default)
 GROUP_CONFIGS: dict[str, str | None] = {
+    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
     "share.auto.offset.reset": None,
     "share.delivery.count.limit": "group.share.delivery.count.limit",
     "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
@@ -81,8 +98,9 @@ class ShareConfigs:
 
     def __init__(self, broker: dict[str, Any] | None, store: Any) -> None:
         self.broker = dict(BROKER_DEFAULTS)
+        self.broker.update(CONSUMER_DEFAULTS)
         for k, v in (broker or {}).items():
-            if k not in BROKER_DEFAULTS:
+            if k not in BROKER_DEFAULTS and k not in CONSUMER_DEFAULTS:
                 raise ValueError(f"unknown share-group broker config {k!r} (known: "
                                  f"{', '.join(sorted(BROKER_DEFAULTS))})")
             self.broker[k] = int(v)
@@ -124,6 +142,16 @@ class ShareConfigs:
         except ValueError:
             raise ShareConfigError(f"{name} must be an integer, not {value!r}") from None
         lo, hi = 1, 2**31 - 1
+        consumer = {"consumer.session.timeout.ms": "session.timeout.ms",
+                    "consumer.heartbeat.interval.ms": "heartbeat.interval.ms"}.get(name)
+        if consumer is not None:       # Kafka's GroupConfig checks and messages
+            low = f"group.consumer.min.{consumer}"
+            high = f"group.consumer.max.{consumer}"
+            if n < self.broker[low]:
+                raise ShareConfigError(f"{name} must be greater than or equal to {low}")
+            if n > self.broker[high]:
+                raise ShareConfigError(f"{name} must be less than or equal to {high}")
+            return
         if name == "share.delivery.count.limit":
             lo = self.broker["group.share.min.delivery.count.limit"]
             hi = self.broker["group.share.max.delivery.count.limit"]
@@ -146,5 +174,13 @@ class ShareConfigs:
             else:
                 self.validate(k, v)
                 new[k] = v
+        session = int(new.get("consumer.session.timeout.ms")
+                      or self.broker["group.consumer.session.timeout.ms"])
+        heartbeat = int(new.get("consumer.heartbeat.interval.ms")
+                        or self.broker["group.consumer.heartbeat.interval.ms"])
+        if heartbeat >= session and ("consumer.session.timeout.ms" in changes
+                                     or "consumer.heartbeat.interval.ms" in changes):
+            raise ShareConfigError("consumer.heartbeat.interval.ms must be less than "
+                                   "consumer.session.timeout.ms")
         if not validate_only:
             self.store.put_configs(group, new)

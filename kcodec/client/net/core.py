@@ -89,6 +89,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),    # KIP-664
     ApiKey.LIST_TRANSACTIONS: (0, 2),        # 1: duration filter, 2: id pattern
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),         # v0 removed in Kafka 4 (KIP-896)
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
 }
 
 

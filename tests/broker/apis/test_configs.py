@@ -317,3 +317,42 @@ def test_confluent_kafka_admin_describes_and_alters_configs(kb):
     assert entries["retention.ms"].source == ck.admin.ConfigSource.STATIC_BROKER_CONFIG.value
     broker = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "0")])
     assert "group.initial.rebalance.delay.ms" in list(broker.values())[0].result(10)
+
+
+# ---------------------------------------------------------------- group configs
+GROUP = 32
+
+
+def test_consumer_group_configs_within_the_brokers_bounds(kb, raw):
+    assert incremental(raw, GROUP, "g1", [("consumer.session.timeout.ms", SET, "50000"),
+                                          ("consumer.heartbeat.interval.ms", SET, "6000")]) \
+        == (0, None)
+    got = describe(raw, GROUP, "g1")[1]
+    assert (got["consumer.session.timeout.ms"].value,
+            got["consumer.session.timeout.ms"].config_source) == ("50000", 8)
+    assert got["consumer.heartbeat.interval.ms"].value == "6000"
+    assert describe(raw, GROUP, "other")[1]["consumer.session.timeout.ms"].value == "45000"
+    assert kb.consumer_groups.session_timeout_for("g1") == 50000
+    assert kb.consumer_groups.heartbeat_interval_for("g1") == 6000
+    assert incremental(raw, GROUP, "g1", [("consumer.session.timeout.ms", SET, "100")]) == (
+        E.INVALID_CONFIG, "consumer.session.timeout.ms must be greater than or equal to "
+                          "group.consumer.min.session.timeout.ms")
+    assert incremental(raw, GROUP, "g1", [("consumer.session.timeout.ms", SET, "60001")]) == (
+        E.INVALID_CONFIG, "consumer.session.timeout.ms must be less than or equal to "
+                          "group.consumer.max.session.timeout.ms")
+    assert incremental(raw, GROUP, "g1", [("consumer.heartbeat.interval.ms", SET, "4999")])[0] \
+        == E.INVALID_CONFIG
+    code, msg = incremental(raw, GROUP, "g1", [("consumer.heartbeat.interval.ms", APPEND, "1")])
+    assert code == E.INVALID_CONFIG and "append is not allowed" in msg
+
+
+def test_group_config_bounds_are_broker_configs():
+    with Cluster(config={"group.consumer.min.session.timeout.ms": 1000,
+                         "group.consumer.min.heartbeat.interval.ms": 100}) as c, \
+            Raw(c.bootstrap) as raw:
+        assert incremental(raw, GROUP, "g", [("consumer.session.timeout.ms", SET, "1000"),
+                                             ("consumer.heartbeat.interval.ms", SET, "200")]) \
+            == (0, None)
+        code, msg = incremental(raw, GROUP, "g", [("consumer.heartbeat.interval.ms", SET,
+                                                   "1000")])
+        assert code == E.INVALID_CONFIG and "must be less than consumer.session" in msg
