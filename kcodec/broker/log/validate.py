@@ -15,6 +15,10 @@ The rules are Kafka's (its log validator), applied to the bytes as received:
   sequence; codec 0-4; no producer-set LogAppendTime; timestamps within the configured range;
 - legacy: CRC-32 of every message (and of every inner message of a wrapper); magic 1 inner
   offsets are relative 0, 1, 2, ...; no compressed message inside a wrapper; no zstd.
+- compressed data may expand to at most MAX_COMPRESSION_RATIO times its size (but always to
+  MIN_DECOMPRESSED_LIMIT, and never past kcodec.compression.DEFAULT_MAX_SIZE), checked as it
+  is decompressed: a compression bomb costs the broker a bounded multiple of the bytes it
+  received, not what it declares                                        (CORRUPT_MESSAGE).
 
 Offsets are assigned in place, without re-encoding: a v2 batch gets its base offset and
 partition leader epoch rewritten (neither is covered by the CRC); its max timestamp (and
@@ -38,7 +42,7 @@ from kcodec.broker.log.errors import (
     MessageTooLarge,
     UnsupportedCompressionType,
 )
-from kcodec.compression import decompress
+from kcodec.compression import DEFAULT_MAX_SIZE, decompress
 from kcodec.errors import DecompressionLimitError, KcodecError, UnsupportedCodecError
 from kcodec.records import MessageSetBuilder, RecordBatchBuilder, iter_batches
 from kcodec.records.header import (
@@ -202,6 +206,16 @@ def _decode_failure(exc: KcodecError, what: str) -> Exception:
     return CorruptMessage(f"{what}: {exc}", 0)
 
 
+#: how many times its size compressed data may expand to, past MIN_DECOMPRESSED_LIMIT
+MAX_COMPRESSION_RATIO = 256
+MIN_DECOMPRESSED_LIMIT = 8 * 1024 * 1024
+
+
+def decompressed_limit(compressed: int) -> int:
+    """The most bytes ``compressed`` bytes of a produced batch may decompress to."""
+    return min(DEFAULT_MAX_SIZE, max(MIN_DECOMPRESSED_LIMIT, MAX_COMPRESSION_RATIO * compressed))
+
+
 def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
                  leader_epoch: int | None) -> Validated:
     size = len(buf)
@@ -232,7 +246,7 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     lat = config.log_append_time
     try:
         section = memoryview(buf)[HEADER_SIZE:size] if codec == 0 else \
-            decompress(codec, buf[HEADER_SIZE:size])
+            decompress(codec, buf[HEADER_SIZE:size], decompressed_limit(size - HEADER_SIZE))
         low, top, bad = scan_records_v2(section, count, first_ts)
     except KcodecError as exc:
         raise _decode_failure(exc, "record batch") from None
@@ -341,7 +355,7 @@ def _validate_wrapper(buf: Any, w: Any, next_offset: int, now_ms: int,
     if value is None:
         raise CorruptMessage("compressed message with a null value", 0)
     try:
-        inner = decompress(codec, value, magic=w.magic)
+        inner = decompress(codec, value, decompressed_limit(len(value)), magic=w.magic)
         it = iter_batches(inner, validate_crc=True)
         msgs = list(it)
     except KcodecError as exc:

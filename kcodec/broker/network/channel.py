@@ -15,9 +15,12 @@ while complete requests waiting for an answer fill the budget (Kafka's
 nothing else would ever free the budget, and a frame stalled half-way (its sender is closed at
 the processor's read timeout) must not hold up the others.
 
-Large requests (a frame of ``large_request_bytes`` or more) wait in a queue of their own,
-served by the pool's large-request threads: however many a client sends, the other
-connections' requests never queue behind them, and only that many are handled at once.
+Large requests wait in a queue of their own, served by the pool's large-request threads:
+however many a client sends, the other connections' requests never queue behind them, and
+only that many are handled at once. Large is a frame of ``large_request_bytes`` (16 KiB) or
+more, a Produce of ``large_produce_bytes`` (1 MiB) or more: a request's handling costs about
+its element count, at most its bytes, except Produce, whose bytes are mostly one record
+blob (its decompression is bounded by the log's validator).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Request", "RequestChannel", "CLOSE", "NO_RESPONSE", "LARGE_REQUEST_BYTES"]
+__all__ = ["Request", "RequestChannel", "CLOSE", "NO_RESPONSE", "LARGE_REQUEST_BYTES",
+           "LARGE_PRODUCE_BYTES"]
 
-LARGE_REQUEST_BYTES = 256 * 1024   # a frame this big or bigger goes to the large queue
+LARGE_REQUEST_BYTES = 16 * 1024     # a frame this big or bigger goes to the large queue
+LARGE_PRODUCE_BYTES = 1024 * 1024   # ... a Produce this big or bigger
 
 CLOSE = "close"             # the handler wants the connection dropped
 NO_RESPONSE = "no-response"  # nothing to send back (acks=0 produce)
@@ -61,9 +66,11 @@ class RequestChannel:
     """A FIFO of requests with a global byte budget."""
 
     def __init__(self, max_queued_bytes: int = 100 * 1024 * 1024,
-                 large_request_bytes: int = LARGE_REQUEST_BYTES) -> None:
+                 large_request_bytes: int = LARGE_REQUEST_BYTES,
+                 large_produce_bytes: int = LARGE_PRODUCE_BYTES) -> None:
         self.max_queued_bytes = max_queued_bytes
         self.large_request_bytes = large_request_bytes
+        self.large_produce_bytes = large_produce_bytes
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._large: queue.Queue[Request | None] = queue.Queue()
         self._lock = threading.Lock()
@@ -89,7 +96,9 @@ class RequestChannel:
         """Queue a complete request whose bytes were booked with ``book``."""
         with self._lock:
             self.pending += 1
-        (self._large if request.size >= self.large_request_bytes else self._queue).put(request)
+        large = request.size >= (self.large_produce_bytes if request.api_key == 0
+                                 else self.large_request_bytes)
+        (self._large if large else self._queue).put(request)
 
     def done(self, request: Request) -> None:
         """The request was answered (or its connection went): its bytes are free."""

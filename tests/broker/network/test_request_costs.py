@@ -99,7 +99,7 @@ def test_requests_under_the_item_bound_are_served(items):
 
 
 def test_large_requests_do_not_hold_up_small_ones():
-    channel = RequestChannel(large_request_bytes=1000)
+    channel = RequestChannel(large_request_bytes=1000, large_produce_bytes=1000)
     release = threading.Event()
 
     def handle(req: Request) -> bytes:
@@ -121,3 +121,15 @@ def test_large_requests_do_not_hold_up_small_ones():
         for r in large:
             r.future.result(10)
         pool.stop()
+
+
+def test_what_counts_as_large():
+    channel = RequestChannel()
+    big_describe = Request(0, None, 15, 5, 1, b"x" * (16 << 10))
+    big_produce = Request(0, None, 0, 9, 2, b"x" * (512 << 10))
+    huge_produce = Request(0, None, 0, 9, 3, b"x" * (1 << 20))
+    small = Request(0, None, 3, 12, 4, b"x" * 100)
+    for r in (big_describe, big_produce, huge_produce, small):
+        channel.put(r)
+    assert [channel.take(0.1, large=True).correlation_id for _ in range(2)] == [1, 3]
+    assert [channel.take(0.1).correlation_id for _ in range(2)] == [2, 4]
