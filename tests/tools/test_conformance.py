@@ -11,7 +11,7 @@ import pytest
 
 from kcodec.broker import Cluster
 from tools.conformance import kafka_scripts
-from tools.conformance.run import list_tests, parse_summary, run, table
+from tools.conformance.run import _TOO_FEW_BROKERS, list_tests, parse_summary, run, table
 
 TEST_C = """
 struct test tests[] = {
@@ -59,6 +59,13 @@ def test_parse_summary_strips_colours_and_skips_main():
                   "consumer": {"0001_multiobj": ("FAILED", 2.0, 3)}})
     assert "| 0001_multiobj | PASSED (1s) | FAILED (2s, 3 nodes) |" in text
     assert "- consumer: 1 failed" in text
+
+
+def test_too_few_brokers_is_recognised():
+    # what kcodec's broker and Kafka answer for a replication factor above the node count
+    assert _TOO_FEW_BROKERS.search("result error: replication factor 3: this cluster has 1 node(s)")
+    assert _TOO_FEW_BROKERS.search("Broker: Invalid replication factor (INVALID_REPLICATION_FACTOR)")
+    assert not _TOO_FEW_BROKERS.search("Test 0001_multiobj PASSED")
 
 
 def test_kafka_topics_and_acls_stand_ins(capsys):

@@ -43,7 +43,8 @@ BROKER_ARGS = ["--partitions", "4", "--authorizer", "--allow-everyone-if-no-acl-
                "--share-config", "group.share.min.record.lock.duration.ms=1000"]
 # what a run prints when a topic needs more brokers than the cluster has
 _TOO_FEW_BROKERS = re.compile(r"INVALID_REPLICATION_FACTOR|Replication factor: \d+ larger than "
-                              r"available brokers|replication factor.*larger than", re.I)
+                              r"available brokers|replication factor.*larger than"
+                              r"|replication factor \d+: this cluster has \d+ node", re.I)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ROW = re.compile(r"^\|\s*(\S+)\s*\|\s*([A-Z]+)\s*\|\s*([0-9.]+)s\s*\|")
 # without a summary (the runner aborted): the per-test lines
