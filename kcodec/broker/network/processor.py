@@ -11,6 +11,11 @@ await its answer; write it. Reading the next request only after the previous one
 keeps responses in request order and at most one request per connection in flight, as Kafka's
 broker does (it mutes the channel): a connection holds at most one frame in memory.
 
+Before SASL authentication a frame bigger than ``PREAUTH_LARGE_BYTES`` (64 KiB; no real
+client's login needs one) is read only when one of ``PREAUTH_LARGE_AT_ONCE`` turns per
+processor is free, and holds it until answered: floods of big pre-login frames take turns
+among themselves while small frames, every real login among them, never wait.
+
 A body must arrive within ``read_timeout_s`` of its size (time spent waiting for the budget
 not counted), else the connection is closed; the sweep that closes idle connections checks it
 about once a second.
@@ -49,6 +54,8 @@ ANONYMOUS = "User:ANONYMOUS"               # the principal of a connection nobod
 MAX_UNAUTHENTICATED_BYTES = 512 * 1024     # Kafka's sasl.server.max.receive.size default
 READ_PIECE = 1 << 20                       # a frame's body is read and booked in such pieces
 TLS_HANDSHAKE_TIMEOUT_S = 10.0             # a TLS client must finish its handshake within it
+PREAUTH_LARGE_BYTES = 64 * 1024            # a frame before login bigger than this ...
+PREAUTH_LARGE_AT_ONCE = 2                  # ... is read and handled so many at a time
 
 
 @dataclass
@@ -99,6 +106,7 @@ class Processor:
         self._thread = threading.Thread(target=self._run, name=f"kcodec-broker-{node_id}-proc-{index}",
                                         daemon=True)
         self._tasks: set[asyncio.Task] = set()
+        self._preauth_large = asyncio.Semaphore(PREAUTH_LARGE_AT_ONCE)
 
     def start(self) -> None:
         self._thread.start()
@@ -242,8 +250,20 @@ class Processor:
 
     async def _loop(self, conn: ConnectionState, reader: asyncio.StreamReader,
                     writer: asyncio.StreamWriter) -> None:
+        held = [False]        # a turn of the big-frames-before-login semaphore
+        try:
+            await self._serve_requests(conn, reader, writer, held)
+        finally:
+            if held[0]:
+                self._preauth_large.release()
+
+    async def _serve_requests(self, conn: ConnectionState, reader: asyncio.StreamReader,
+                              writer: asyncio.StreamWriter, held: list[bool]) -> None:
         channel = self.channel
         while True:
+            if held[0]:               # the last big frame before login is answered
+                held[0] = False
+                self._preauth_large.release()
             head = await reader.readexactly(4)
             size = int.from_bytes(head, "big", signed=True)
             limit = self.max_request_bytes
@@ -254,6 +274,12 @@ class Processor:
                          conn.peer, conn.listener, size, limit,
                          "" if conn.authenticated else " (before authentication)")
                 return
+            if not conn.authenticated and size > PREAUTH_LARGE_BYTES:
+                # big frames before login (no real client sends one) take turns, a few per
+                # processor, read only once their turn comes: a flood of them costs the
+                # others nothing, small ones (every real login) never wait
+                await self._preauth_large.acquire()
+                held[0] = True
             frame = await self._read_frame(conn, reader, size)
             gate = conn.attrs.get("sasl")
             if gate is not None:

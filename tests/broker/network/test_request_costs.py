@@ -133,3 +133,38 @@ def test_what_counts_as_large():
         channel.put(r)
     assert [channel.take(0.1, large=True).correlation_id for _ in range(2)] == [1, 3]
     assert [channel.take(0.1).correlation_id for _ in range(2)] == [2, 4]
+
+
+def test_big_frames_before_login_take_turns_small_ones_never_wait():
+    from kcodec.broker.network import processor
+
+    sec = ListenerSecurity(sasl={"PLAIN": lambda: PlainServer({"alice": "pw"})})
+    with Cluster(1, security=sec, processors=1) as broker:
+        addr = _addr(broker)
+        stalled = []
+        for _ in range(processor.PREAUTH_LARGE_AT_ONCE):      # every turn taken
+            s = socket.create_connection(addr, timeout=5)
+            s.sendall(struct.pack(">i", 200_000) + b"\0" * 100)
+            stalled.append(s)
+        waiting = socket.create_connection(addr, timeout=5)
+        try:
+            time.sleep(0.2)
+            waiting.sendall(tag_stuffed_api_versions(60_000))  # a whole big frame: its turn?
+            waiting.settimeout(0.5)
+            with pytest.raises(socket.timeout):                 # not read yet: no refusal
+                waiting.recv(1)
+            t = time.monotonic()                                # a small login: at once
+            with Admin(bootstrap_servers=broker.bootstrap, security_protocol="SASL_PLAINTEXT",
+                       sasl_mechanism="PLAIN", sasl_username="alice", sasl_password="pw",
+                       api_timeout_ms=10000) as admin:
+                assert admin.describe_cluster().brokers
+            assert time.monotonic() - t < 2.0
+            for s in stalled:                                   # the turns come free
+                s.close()
+            stalled = []
+            waiting.settimeout(5)
+            assert waiting.recv(1) == b""                       # read, refused, closed
+        finally:
+            for s in stalled:
+                s.close()
+            waiting.close()
