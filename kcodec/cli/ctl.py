@@ -127,7 +127,7 @@ def _offline(args: argparse.Namespace, extra: dict[str, Any]) -> Any:
             return views.offsets(s)
     lock = None
     if s.storage != "redis":
-        from kcodec.runtime.storage.file import lock_dir
+        from kcodec.runtime.statedir import lock_dir
 
         if not os.path.isdir(os.path.join(s.state_dir, "store")):
             raise ValueError(f"no store in {s.state_dir!r}: give the runtime's --state-dir "

@@ -27,38 +27,36 @@ EXAMPLES = [
 ]
 # flag -> (type, help); the flag's name is the setting's (dashes for underscores)
 _OPTIONS = [
-    ("pullers", int, "processes that fetch (group members; default 1)"),
-    ("sinkers", int, "processes that run the handler (file, redis; default 1)"),
-    ("storage", str, "direct | file | redis: where records wait between pulling and "
-                     "handling (default file)"),
-    ("state-dir", str, "the runtime's directory: file store, failed queue, control socket "
-                       "(default ./kcodec-run)"),
+    ("pullers", int, "processes that fetch (group members)"),
+    ("sinkers", int, "processes that run the handler (not in direct mode)"),
+    ("storage", str, "where records wait between pulling and handling: direct (none: the "
+                     "puller runs the handler), or a store"),
+    ("state-dir", str, "the runtime's directory: file store, failed queue, control socket"),
     ("redis-url", str, "redis://host:port/db of the redis store"),
     ("redis-prefix", str, "key prefix in Redis (default kcodec:<group>)"),
-    ("redis-durability", str, "require | warn: refuse (default) or only warn about a Redis "
-                              "whose restart can lose messages (no appendonly)"),
-    ("batch-size", int, "records per handler call and per store write (default 500)"),
-    ("linger-ms", int, "wait at most this long to fill a batch (default 100)"),
-    ("max-pending", int, "pause fetching past this many waiting records (default 100000)"),
-    ("retries", int, "deliveries after the first before a record fails for good (default 3)"),
-    ("backoff-ms", int, "delay before the first retry, doubled each time (default 1000)"),
-    ("backoff-max-ms", int, "longest delay between retries (default 60000)"),
+    ("redis-durability", str, "require | warn: refuse or only warn about a Redis whose restart "
+                              "can lose messages (no appendonly)"),
+    ("batch-size", int, "records per handler call and per store write"),
+    ("linger-ms", int, "wait at most this long to fill a batch"),
+    ("max-pending", int, "pause fetching past this many waiting records"),
+    ("retries", int, "deliveries after the first before a record fails for good"),
+    ("backoff-ms", int, "delay before the first retry, doubled each time"),
+    ("backoff-max-ms", int, "longest delay between retries"),
     ("dead-letter-topic", str, "also write records that fail for good to this topic"),
     ("handle", str, "batch | record: the handler takes a list of records and returns one "
-                    "True/False each (default), or takes one record and returns nothing "
+                    "True/False each, or takes one record and returns nothing "
                     "(raising fails that record alone)"),
-    ("handler-timeout", float, "seconds one handler call may take (default 60)"),
-    ("decode", str, "raw | utf8 | json: what the handler gets as a value (default raw); a "
+    ("handler-timeout", float, "seconds one handler call may take"),
+    ("decode", str, "raw | utf8 | json: what the handler gets as a value; a "
                     "value that does not decode fails for good"),
     ("max-rss-mb", int, "restart a process after its batch once its RSS passes this (0: no limit)"),
-    ("grace", float, "seconds to stop cleanly after SIGINT/SIGTERM (default 30)"),
-    ("fsync", str, "always | interval | never: the file store's fsync policy (default always)"),
-    ("fsync-interval-ms", int, "with --fsync interval: sync at least this often (default 1000)"),
-    ("lease-ms", int, "a sinker's claim lasts this long unless renewed (default 30000)"),
+    ("grace", float, "seconds to stop cleanly after SIGINT/SIGTERM"),
+    ("fsync", str, "always | interval | never: the file store's fsync policy"),
+    ("fsync-interval-ms", int, "with --fsync interval: sync at least this often"),
+    ("lease-ms", int, "a sinker's claim lasts this long unless renewed"),
     ("control-socket", str, "path of the control socket (default <state-dir>/control.sock)"),
-    ("auto-offset-reset", str, "earliest | latest | none: where a new group starts "
-                               "(default earliest)"),
-    ("log-level", str, "DEBUG, INFO (default), WARNING, ERROR"),
+    ("auto-offset-reset", str, "earliest | latest | none: where a new group starts"),
+    ("log-level", str, "DEBUG, INFO, WARNING, ERROR"),
     ("assign", str, "TOPIC:P[,TOPIC:P...] (or P for every topic): read these partitions "
                     "without group membership, dealt out among the pullers; the group only "
                     "keeps the committed offsets"),
@@ -83,11 +81,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="NAME=VALUE",
                         help="a client setting by its kcodec name (security_protocol, "
                              "sasl_username, session_timeout_ms ...); repeat")
+    from kcodec.runtime.storage import STORES
+
     g = parser.add_argument_group("runtime")
+    groups = {}
+    for k in STORES.values():       # each store's settings under its name
+        sg = parser.add_argument_group(f"--storage {k.name}", k.help)
+        groups.update({name.replace("_", "-"): sg for name in k.settings})
     for flag, kind, text in _OPTIONS:
-        g.add_argument(f"--{flag}", type=kind, default=None, help=text)
+        groups.get(flag, g).add_argument(f"--{flag}", type=kind, default=None,
+                                         help=text + _default(flag))
     parser.add_argument("--print-config", action="store_true",
                         help="print the settings in effect as JSON and exit")
+
+
+def _default(flag: str) -> str:
+    """`` (default X)`` from ``Settings`` (the one place defaults live), or nothing."""
+    import dataclasses
+
+    from kcodec.runtime.config import Settings
+    from kcodec.runtime.storage import store_names
+
+    name = flag.replace("-", "_")
+    f = next((f for f in dataclasses.fields(Settings) if f.name == name), None)
+    if f is None or f.default is dataclasses.MISSING or f.default in (None, "", 0) and \
+            not isinstance(f.default, float):
+        return " (choices: " + ", ".join(store_names()) + ")" if name == "storage" else ""
+    extra = f"; choices: {', '.join(store_names())}" if name == "storage" else ""
+    return f" (default {f.default:g}{extra})" if isinstance(f.default, float) else \
+        f" (default {f.default}{extra})"
 
 
 @guarded

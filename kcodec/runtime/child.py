@@ -101,7 +101,7 @@ def main(role: str, slot: int, settings: dict[str, Any], handler_ref: str, conn:
     signal.signal(signal.SIGTERM, on_signal)
     code = 1
     worker: Any = None
-    from kcodec.runtime.storage.file import hold_children_lock
+    from kcodec.runtime.statedir import hold_children_lock
 
     hold_children_lock(s.state_dir)     # held until this process ends, however it ends
     try:

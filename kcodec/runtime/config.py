@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["Settings", "STORAGES", "load_toml", "client_value", "redact_url", "is_secret"]
 
-STORAGES = ("direct", "file", "redis")
+STORAGES = ("direct", "file", "redis")   # the built-in choices (plug-ins: storage.STORES)
 DECODERS = ("raw", "utf8", "json")
 FSYNC = ("always", "interval", "never")
 # settings the runtime owns: a client setting of that name would fight it
@@ -132,7 +132,9 @@ class Settings:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
                 raise ValueError(f"{_flag(name)} must be a positive number of seconds, got {v!r}")
             setattr(self, name, float(v))
-        for name, allowed in (("storage", STORAGES), ("decode", DECODERS), ("fsync", FSYNC),
+        from kcodec.runtime.storage import store_names
+
+        for name, allowed in (("storage", store_names()), ("decode", DECODERS), ("fsync", FSYNC),
                               ("redis_durability", ("require", "warn")),
                               ("handle", ("batch", "record")),
                               ("auto_offset_reset", ("earliest", "latest", "none"))):

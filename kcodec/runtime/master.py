@@ -85,7 +85,8 @@ class Master:
     # ------------------------------------------------------------------ life
     def run(self) -> int:
         s = self.s
-        from kcodec.runtime.storage.file import lock_dir, seal_stale, wait_for_children
+        from kcodec.runtime.statedir import lock_dir, wait_for_children
+        from kcodec.runtime.storage.file import seal_stale
 
         lock_fd = lock_dir(s.state_dir)       # one runtime per state directory
         try:
@@ -94,11 +95,9 @@ class Master:
             os.close(lock_fd)
             raise
         seal_stale(os.path.join(s.state_dir, "store"))
-        if s.storage == "redis":
+        if s.storage != "direct":
             try:
-                st = self.store()
-                st.check_durability(s.redis_durability == "require")
-                st.mark()
+                self.store().prepare(s)
             except BaseException:
                 os.close(lock_fd)
                 raise

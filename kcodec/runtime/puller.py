@@ -276,7 +276,7 @@ class Puller:
             self.stop.wait(0.02)
         if len(self.buf) >= s.batch_size or (self.buf and time.monotonic() - self.buf_since >= linger):
             self._flush(room)
-        if self.store.needs_sync() and getattr(self.store, "sync_due", lambda: True)():
+        if self.store.sync_due():
             self._sync()
         self._commit()
 
@@ -428,8 +428,7 @@ class Puller:
         """While the handler works: keep polling (paused past one batch in hand)."""
         self._pause(len(self.buf) >= self.s.batch_size)
         self._poll(0.0, self.s.batch_size)
-        if hasattr(self.store, "renew"):
-            self.store.renew()
+        self.store.renew()
 
     # ------------------------------------------------------------------ rebalance
     def revoked(self, tps: list[TopicPartition], lost: bool) -> None:

@@ -9,15 +9,29 @@ message between them only after the step before is durable:
   ``fail``\\s what failed (a new durable copy) and only then ``ack``\\s the batch; an ack
   is per message and final: an acknowledged message is never handed out again;
 * a lease that is not renewed expires and its unacknowledged messages go back to pending.
+
+Stores are plug-ins: ``register_store`` names a class (by ``module:Class``, imported only
+when chosen) with ``from_settings``, its help line and the settings that configure it;
+``--storage`` accepts every registered name (plus ``direct``), and ``kcodec run --help``
+groups each store's settings under its name. The two built in:
+
+    file.py    segment files under --state-dir (fsync, fsync-interval-ms)
+    redis.py   a Redis server (redis-url, redis-prefix, redis-durability)
+
+The state directory's locks (one runtime per directory) are the runtime's, whatever the
+store: ``kcodec.runtime.statedir``.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcodec.runtime.message import Message
 
-__all__ = ["Store", "Claim", "open_store"]
+__all__ = ["Store", "Claim", "StoreKind", "STORES", "register_store", "store_names",
+           "open_store"]
 
 
 class Claim:
@@ -32,7 +46,21 @@ class Claim:
 
 
 class Store(Protocol):
+    """What the runtime asks of a store (its processes each open one, by ``from_settings``)."""
+
     kind: str
+
+    @classmethod
+    def from_settings(cls, settings: Any, owner: str, quick: bool = False) -> Store:
+        """The store for the process called ``owner`` (its writer name); ``quick``: for an
+        operator's question, give up on an unreachable server within seconds."""
+
+    def sync_due(self) -> bool:
+        """Whether an interval sync is due now (``needs_sync`` and its time has come)."""
+
+    def prepare(self, settings: Any) -> None:
+        """At the master's start, before any process: check the store can keep what it is
+        given (a ``RuntimeError`` saying why not) and mark it as this runtime's."""
 
     def append(self, messages: list[Message]) -> None:
         """Add ``messages`` to pending; durable (by the store's policy) on return."""
@@ -76,15 +104,54 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class StoreKind:
+    """A registered store: its ``--storage`` name, the class that opens it (``module:Class``,
+    imported when chosen), a help line, and the settings (``Settings`` field names) that
+    configure it."""
+
+    name: str
+    opener: str
+    help: str
+    settings: tuple[str, ...] = ()
+
+    def load(self) -> Any:
+        mod, _, cls = self.opener.partition(":")
+        return getattr(importlib.import_module(mod), cls)
+
+
+STORES: dict[str, StoreKind] = {}
+
+
+def register_store(name: str, opener: str, help: str, settings: tuple[str, ...] = ()) -> None:
+    """Make ``--storage NAME`` open ``opener`` (``module:Class`` with ``from_settings``)."""
+    if not name.isidentifier() or name == "direct":
+        raise ValueError(f"a store's name is an identifier other than 'direct', got {name!r}")
+    STORES[name] = StoreKind(name, opener, help, tuple(settings))
+
+
+def store_names() -> tuple[str, ...]:
+    """Every ``--storage`` choice: direct, then the registered stores."""
+    return ("direct", *STORES)
+
+
+register_store("file", "kcodec.runtime.storage.file:FileStore",
+               "segment files under --state-dir: one machine, no server",
+               ("fsync", "fsync_interval_ms"))
+register_store("redis", "kcodec.runtime.storage.redis:RedisStore",
+               "a Redis server: pullers and sinkers of several machines share one queue "
+               "(pip install 'kcodec[redis]')",
+               ("redis_url", "redis_prefix", "redis_durability"))
+
+
 def open_store(settings: Any, owner: str, quick: bool = False) -> Store:
     """The store ``settings`` name (``storage``: file or redis; direct keeps its failed
     queue in a file store), for the process called ``owner`` (its writer name). ``quick``:
     for questions from an operator, a server away is an error within seconds (the
     runtime's processes wait for it minutes)."""
-    if settings.storage == "redis":
-        from kcodec.runtime.storage.redis import RedisStore
-
-        return RedisStore.from_settings(settings, owner, give_up_s=2.0 if quick else 120.0)
-    from kcodec.runtime.storage.file import FileStore
-
-    return FileStore.from_settings(settings, owner)
+    kind = STORES.get("file" if settings.storage == "direct" else settings.storage)
+    if kind is None:
+        raise ValueError(f"no store called {settings.storage!r}; the stores: "
+                         f"{', '.join(store_names())}")
+    store: Store = kind.load().from_settings(settings, owner, quick=quick)
+    return store

@@ -173,6 +173,11 @@ class RedisStore:
                         "the last writes (appendfsync everysec or always bounds that)", self.url)
         return None
 
+    def prepare(self, settings: Any) -> None:
+        """Refuse (or warn about) a Redis that can lose messages; make the epoch marker."""
+        self.check_durability(settings.redis_durability == "require")
+        self.mark()
+
     def mark(self) -> None:
         """Make the epoch marker if it is not there (the master, at start) and remember it."""
         self._call("epoch", self.r.set, self.k_epoch, uuid.uuid4().hex.encode(), nx=True)
@@ -210,8 +215,9 @@ class RedisStore:
         return False
 
     @classmethod
-    def from_settings(cls, s: Any, owner: str, give_up_s: float = 120.0) -> RedisStore:
-        return cls(s.redis_url, s.prefix, owner, s.lease_ms, give_up_s)
+    def from_settings(cls, s: Any, owner: str, quick: bool = False) -> RedisStore:
+        """The store of settings ``s`` (``quick``: an operator's, giving up in 2 s)."""
+        return cls(s.redis_url, s.prefix, owner, s.lease_ms, 2.0 if quick else 120.0)
 
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
         """``fn`` with retries while Redis is unreachable (a restart, a failover), up to
@@ -240,6 +246,9 @@ class RedisStore:
             self._call("append", self.r.lpush, self.k_pending, *vals)
 
     def needs_sync(self) -> bool:
+        return False
+
+    def sync_due(self) -> bool:
         return False
 
     def sync(self) -> None:
