@@ -237,6 +237,11 @@ class Cluster:
                     max_connections=max_connections, max_connections_per_ip=max_connections_per_ip,
                     max_connections_per_ip_overrides=max_connections_per_ip_overrides)
             for i in range(nodes)}
+        from kcodec.broker.security.scram_store import ScramStore
+
+        #: the SCRAM credentials (AlterUserScramCredentials changes them at run time)
+        self.scram = ScramStore(self.data_dir)
+        self._share_scram_store()
         from kcodec.broker.coordinator.migration import check_policy
 
         #: Kafka's group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
@@ -262,6 +267,31 @@ class Cluster:
         self._rec_lock = threading.Lock()
         self.timer: Timer | None = None
         self.started = False
+
+    def _share_scram_store(self) -> None:
+        """Every listener's SCRAM logins look users up in ``self.scram``, which starts from
+        the credentials the listeners were given."""
+        seen: set[int] = set()
+        for n in self.nodes.values():
+            for ls in n.listeners:
+                sec = ls.security
+                if sec is None or not sec.sasl or id(sec) in seen:
+                    continue
+                seen.add(id(sec))
+                for mech, factory in list(sec.sasl.items()):
+                    if not mech.startswith("SCRAM-"):
+                        continue
+                    given = getattr(factory(), "credentials", None)
+                    if given is not None:
+                        self.scram.seed(mech, given)
+                    sec.sasl[mech] = self._scram_factory(mech, factory)
+
+    def _scram_factory(self, mech: str, factory: Callable[[], Any]) -> Callable[[], Any]:
+        def make() -> Any:
+            server = factory()
+            server.use_lookup(self.scram.lookup(mech))
+            return server
+        return make
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Cluster:

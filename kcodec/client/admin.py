@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kcodec.client import config_admin, txn_admin
+from kcodec.client import config_admin, scram_admin, txn_admin
 from kcodec.client.config import AdminConfig
 from kcodec.client.config_admin import AlterConfigOp, ConfigEntry, ConfigResource
 from kcodec.client.consumer.assignors import Assignment
@@ -18,6 +18,7 @@ from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.producer.transactions import PreparedTxnState
+from kcodec.client.scram_admin import ScramDeletion, ScramUpsertion
 from kcodec.client.structs import TopicPartition
 from kcodec.client.txn_admin import TransactionDescription, TransactionListing
 from kcodec.errors import KcodecError, UnsupportedVersionError
@@ -34,7 +35,7 @@ from kcodec.protocol.acl import (
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
            "PartitionLag", "NewTopic", "TransactionListing", "TransactionDescription",
-           "ConfigResource", "ConfigEntry", "AlterConfigOp"]
+           "ConfigResource", "ConfigEntry", "AlterConfigOp", "ScramUpsertion", "ScramDeletion"]
 
 
 @dataclass
@@ -511,6 +512,18 @@ class AsyncAdmin:
         return await config_admin.incremental_alter_configs(self.cluster, changes,
                                                             validate_only)
 
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None
+                                              ) -> dict[str, list[tuple[str, int]]]:
+        """SCRAM users (all, or the named ones): user -> [(mechanism, iterations)]."""
+        return await scram_admin.describe_user_scram_credentials(
+            self.cluster, None if users is None else list(users))
+
+    async def alter_user_scram_credentials(self, changes: Iterable[ScramUpsertion | ScramDeletion]
+                                           ) -> dict[str, KafkaError | None]:
+        """Upsert (the password salted here, never sent) and delete SCRAM credentials; the
+        error (or None) per user."""
+        return await scram_admin.alter_user_scram_credentials(self.cluster, list(changes))
+
     # ------------------------------------------------------------------ ACLs
     async def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs (CreateAcls); the error (or None) per ACL. An ACL that cannot be
@@ -727,6 +740,17 @@ class Admin:
         resource."""
         return self._run(self._async.incremental_alter_configs(
             {r: list(ops) for r, ops in changes.items()}, validate_only))
+
+    def describe_user_scram_credentials(self, users: Iterable[str] | None = None
+                                        ) -> dict[str, list[tuple[str, int]]]:
+        """SCRAM users (all, or the named ones): user -> [(mechanism, iterations)]."""
+        return self._run(self._async.describe_user_scram_credentials(
+            None if users is None else list(users)))
+
+    def alter_user_scram_credentials(self, changes: Iterable[ScramUpsertion | ScramDeletion]
+                                     ) -> dict[str, KafkaError | None]:
+        """Upsert and delete SCRAM credentials; the error (or None) per user."""
+        return self._run(self._async.alter_user_scram_credentials(list(changes)))
 
     def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs; the error (or None) per ACL. An ACL that cannot be valid is a

@@ -31,6 +31,7 @@ from kcodec.broker.apis import (  # noqa: F401
     produce,
     producers,
     sasl,
+    scram,
     share,
     telemetry,
     topics,

@@ -203,6 +203,9 @@ class ScramServer(ServerMechanism):
         self.hash = HASHES[mechanism]
         self._lookup: CredentialLookup = (credentials if callable(credentials)
                                           else credentials.get)
+        #: the credentials it was given as a mapping (None: a lookup function)
+        self.credentials: dict[str, ScramCredential] | None = (
+            None if callable(credentials) else dict(credentials))
         iterations, salt_length = _typical({} if callable(credentials) else credentials)
         self._fake_iterations = fake_iterations or iterations
         self._fake_salt_length = fake_salt_length or salt_length
@@ -215,6 +218,11 @@ class ScramServer(ServerMechanism):
         self._first_bare = ""
         self._server_first = ""
         self._nonce = ""
+
+    def use_lookup(self, lookup: CredentialLookup) -> None:
+        """Look users up with ``lookup`` instead (the broker's credential store, which
+        AlterUserScramCredentials changes at run time); before the exchange starts."""
+        self._lookup = lookup
 
     def step(self, data: bytes) -> bytes:
         if self._state == 0:

@@ -92,6 +92,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (1, 4),         # v0 removed in Kafka 4 (KIP-896)
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),   # KIP-554
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 
