@@ -30,6 +30,12 @@ __all__ = ["ShareGroupCoordinator", "ShareGroup", "ShareMember", "share_assign"]
 E = ErrorCode
 Owned = dict   # topic -> set[int]
 LEAVE_EPOCH = -1
+# A group's topics are assigned once their share-partition state is set up, as in Kafka,
+# where the group coordinator first has the share coordinator initialize it: the members'
+# first heartbeats answer without them, with a short heartbeat interval, so members that
+# start together are all in the group when the topics are first assigned
+INIT_S = 0.1
+INIT_HEARTBEAT_MS = 250
 
 
 def share_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, Owned]:
@@ -71,6 +77,10 @@ class ShareGroup:
     members: dict = field(default_factory=dict)          # member id -> ShareMember
     partition_counts: dict = field(default_factory=dict)
     topic_ids: dict = field(default_factory=dict)    # topic -> the id the assignment used
+    # share-partition state set up for these topic ids (Kafka's InitializeShareGroupState):
+    # only they are assigned; a subscribed topic not yet set up waits in ``initializing``
+    initialized: set = field(default_factory=set)
+    initializing: dict = field(default_factory=dict)  # topic id -> when it is set up
 
     @property
     def state(self) -> str:
@@ -157,8 +167,10 @@ class ShareGroupCoordinator:
                 if topics is not None and sorted(topics) != m.topics:
                     m.topics = sorted(topics)
                     self._bump(g)
-                elif self._counts(g) != g.partition_counts or self._ids(g) != g.topic_ids:
-                    self._bump(g)   # a partition count changed, or a topic was recreated
+                elif self._initialize(g) or self._counts(g) != g.partition_counts or \
+                        self._ids(g) != g.topic_ids:
+                    # topics set up, a partition count changed, or a topic was recreated
+                    self._bump(g)
             assert g is not None
             m.epoch = g.epoch
             if m.sent_epoch != g.assignment_epoch or epoch == 0:
@@ -166,25 +178,41 @@ class ShareGroupCoordinator:
                 return 0, None, m.epoch, {t: set(ps) for t, ps in m.assigned.items()}
             return 0, None, m.epoch, None
 
-    def _counts(self, g: ShareGroup) -> dict[str, int]:
-        out = {}
+    def _topics(self, g: ShareGroup) -> list[Any]:
+        """The subscribed topics that exist and whose share state is set up."""
+        out = []
+        for t in sorted({t for m in g.members.values() for t in m.topics}):
+            topic = self.state.topics.get(t)
+            if topic is not None and topic.topic_id in g.initialized:
+                out.append(topic)
+        return out
+
+    def _initialize(self, g: ShareGroup) -> bool:
+        """Set up the share state of subscribed topics that lack it (ready INIT_S after
+        first seen); True if some became ready."""
+        now = time.monotonic()
+        ready = False
         for t in {t for m in g.members.values() for t in m.topics}:
             topic = self.state.topics.get(t)
-            if topic is not None:
-                out[t] = len(topic.partitions)
-        return out
+            if topic is None or topic.topic_id in g.initialized:
+                continue
+            at = g.initializing.setdefault(topic.topic_id, now + INIT_S)
+            if now >= at:
+                del g.initializing[topic.topic_id]
+                g.initialized.add(topic.topic_id)
+                ready = True
+        return ready
+
+    def _counts(self, g: ShareGroup) -> dict[str, int]:
+        return {t.name: len(t.partitions) for t in self._topics(g)}
 
     def _ids(self, g: ShareGroup) -> dict[str, uuid.UUID]:
         """The subscribed topics' ids: a topic deleted and created again under its name is
         another topic (its id changed), and members must be told the new id."""
-        out = {}
-        for t in {t for m in g.members.values() for t in m.topics}:
-            topic = self.state.topics.get(t)
-            if topic is not None:
-                out[t] = topic.topic_id
-        return out
+        return {t.name: t.topic_id for t in self._topics(g)}
 
     def _bump(self, g: ShareGroup) -> None:
+        self._initialize(g)
         g.epoch += 1
         g.partition_counts = self._counts(g)
         g.topic_ids = self._ids(g)
@@ -214,7 +242,13 @@ class ShareGroupCoordinator:
                         self._remove(g, m.member_id)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self.configs.get_int(group_id, "share.heartbeat.interval.ms")
+        """The group's heartbeat interval; a short one while topics are being set up."""
+        interval = self.configs.get_int(group_id, "share.heartbeat.interval.ms")
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is not None and g.initializing:
+                return min(interval, INIT_HEARTBEAT_MS)
+        return interval
 
     def describe(self, group_id: str) -> ShareGroup | None:
         with self.lock:

@@ -5,6 +5,8 @@ nothing, while a new member got everything)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kcodec.broker import Cluster
@@ -35,15 +37,28 @@ def _recreate(c: Cluster, name: str) -> object:
 def test_a_share_member_is_given_a_recreated_topics_new_id(kb):
     H = ShareGroupHeartbeatRequest
     kb.create_topic("sr", 2)
+    def until_assigned(raw: Raw, epoch: int) -> object:
+        # a topic is assigned once its share state is set up (a heartbeat or two later)
+        for _ in range(20):
+            r = raw.call(H(group_id="sg", member_id="m", member_epoch=epoch), 1)
+            assert r.error_code == 0
+            if _ids(r):
+                return r
+            epoch = r.member_epoch
+            time.sleep(r.heartbeat_interval_ms / 1000)
+        raise AssertionError("never assigned")
+
     with Raw(kb.bootstrap) as raw:
         r = raw.call(H(group_id="sg", member_id="m", member_epoch=0,
                        subscribed_topic_names=["sr"]), 1)
-        assert r.error_code == 0 and _ids(r) == {kb.state.topics["sr"].topic_id}
+        assert r.error_code == 0
+        r = until_assigned(raw, r.member_epoch)
+        assert _ids(r) == {kb.state.topics["sr"].topic_id}
         r = raw.call(H(group_id="sg", member_id="m", member_epoch=r.member_epoch), 1)
         assert r.error_code == 0 and r.assignment is None      # nothing new
         new = _recreate(kb, "sr")
-        r = raw.call(H(group_id="sg", member_id="m", member_epoch=r.member_epoch), 1)
-        assert r.error_code == 0 and _ids(r) == {new}
+        r = until_assigned(raw, r.member_epoch)
+        assert _ids(r) == {new}
 
 
 def test_a_consumer_protocol_member_is_given_a_recreated_topics_new_id(kb):

@@ -258,8 +258,11 @@ def test_describe_shows_members_sharing_a_partition() -> None:
     with Cluster(1) as c:
         c.create_topic("t", 1)
         with share(c, client_id="one") as a, share(c, client_id="two") as b:
-            a.poll(0.1)
-            b.poll(0.1)
+            # (the topic is assigned once its share state is set up: a heartbeat later)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not (a.assignment() and b.assignment()):
+                a.poll(0.1)
+                b.poll(0.1)
             with Admin(bootstrap_servers=c.bootstrap) as admin:
                 (d,) = admin.describe_groups(["g"])
         assert (d.type, d.protocol_type, d.protocol, d.state) == ("share", "share", "simple",
@@ -378,6 +381,38 @@ def test_last_acknowledgements_after_the_leave_heartbeat_are_kept() -> None:
         with share(c, client_id="other") as other:       # only the released one comes back
             again = drain(other, 2, timeout=3)
             assert [(x.offset, x.delivery_count) for x in again] == [(5, 2)]
+
+
+def test_members_that_start_together_share_a_new_topics_partitions() -> None:
+    """As in Kafka, a group's topics are assigned once their share state is set up (the
+    first heartbeats answer without them, with a short interval): two members started
+    together each get half of the partitions, instead of the first one getting all of
+    them and every record before the second has joined."""
+    from kcodec.protocol import ShareGroupHeartbeatRequest as H
+    from tests.support.broker_raw import Raw
+
+    with Cluster(1) as c:
+        c.create_topic("t", 4)
+        with Raw(c.bootstrap) as raw:
+            first = raw.call(H(group_id="g", member_id="a", member_epoch=0,
+                               subscribed_topic_names=["t"]), 1)
+            assert first.error_code == 0 and first.assignment.topic_partitions == []
+            assert first.heartbeat_interval_ms <= 250
+            second = raw.call(H(group_id="g", member_id="b", member_epoch=0,
+                                subscribed_topic_names=["t"]), 1)
+            assert second.error_code == 0
+            time.sleep(first.heartbeat_interval_ms / 1000)
+            got = {}
+            epochs = {"a": first.member_epoch, "b": second.member_epoch}
+            for _ in range(3):
+                for m in ("a", "b"):
+                    r = raw.call(H(group_id="g", member_id=m, member_epoch=epochs[m]), 1)
+                    assert r.error_code == 0
+                    epochs[m] = r.member_epoch
+                    if r.assignment is not None:
+                        got[m] = {p for tp in r.assignment.topic_partitions for p in tp.partitions}
+        assert sorted(len(ps) for ps in got.values()) == [2, 2]
+        assert got["a"] | got["b"] == {0, 1, 2, 3}
 
 
 def test_acls_need_read_on_group_and_topic() -> None:
