@@ -63,6 +63,9 @@ class ClusterState:
         self.topic_defaults: dict[str, str] = {}
         self.lock = threading.RLock()
         self.topics: dict[str, Topic] = {}
+        #: topics being created: written to the metadata before their partitions, so that
+        #: a crash in the middle leaves a name the next start removes, never half a topic
+        self._creating: set[str] = set()
         self.nodes: list[int] = []          # node ids, in order
         self.alive: set[int] = set()
         self.controller_id = 0
@@ -116,6 +119,9 @@ class ClusterState:
                 meta = json.load(f)
             self.cluster_id = meta.get("cluster_id", self.cluster_id)
         saved = meta.get("topics", {})
+        for name in meta.get("creating", []):
+            if name not in saved:       # a create cut short by a crash: none of it stays
+                self.logs.delete_topic(name)
         found: dict[str, list[int]] = {}
         for t, p in self.logs.partitions():
             found.setdefault(t, []).append(p)
@@ -140,6 +146,8 @@ class ClusterState:
             meta = {"cluster_id": self.cluster_id, "topics": {
                 t.name: {"id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
                 for t in self.topics.values()}}
+            if self._creating:
+                meta["creating"] = sorted(self._creating)
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1, sort_keys=True)
@@ -159,19 +167,32 @@ class ClusterState:
         configs = dict(configs or {})
         cfg = LogConfig.from_topic_configs({**self.topic_defaults, **configs})   # InvalidConfig
         with self.lock:
+            self.logs.check_descriptors(partitions)     # DescriptorBudgetError, nothing made
             topic = Topic(name, uuid.uuid4(), configs)
-            for i in range(partitions):
-                leader = (leaders or {}).get(i)
-                if leader is None:
-                    leader = self._pick_leader(name, i)
-                topic.partitions[i] = Partition(name, i, leader, self.logs.create(name, i, cfg))
+            self._creating.add(name)
+            self.save()
+            try:
+                for i in range(partitions):
+                    leader = (leaders or {}).get(i)
+                    if leader is None:
+                        leader = self._pick_leader(name, i)
+                    topic.partitions[i] = Partition(name, i, leader,
+                                                    self.logs.create(name, i, cfg))
+            except BaseException:
+                # all partitions or none: what was made goes (files and descriptors too)
+                self.logs.delete_topic(name)
+                self._creating.discard(name)
+                self.save()
+                raise
             self.topics[name] = topic
+            self._creating.discard(name)
         self.save()
         return topic
 
     def add_partitions(self, name: str, count: int) -> None:
         with self.lock:
             topic = self.topics[name]
+            self.logs.check_descriptors(count - len(topic.partitions))
             cfg = topic.log_config(self.topic_defaults)
             for i in range(len(topic.partitions), count):
                 topic.partitions[i] = Partition(name, i, self._pick_leader(name, i),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import valid_topic_name
+from kcodec.broker.log import LogError
 from kcodec.protocol import (
     ApiVersionsResponse,
     DescribeClusterResponse,
@@ -14,6 +16,8 @@ from kcodec.protocol import (
     MetadataResponse,
 )
 from kcodec.protocol.acl import CLUSTER_NAME
+
+log = logging.getLogger("kcodec.broker")
 
 __all__: list[str] = []
 
@@ -97,7 +101,15 @@ def metadata(node: Any, req: Any) -> Any:
                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name))
                 continue
             with state.lock:
-                topic = state.topics.get(name) or state.create_topic(name, state.num_partitions)
+                try:
+                    topic = state.topics.get(name) or state.create_topic(name,
+                                                                         state.num_partitions)
+                except (LogError, OSError) as exc:
+                    log.warning("kcodec broker: cannot auto-create topic %r: %s", name, exc)
+                    topics.append(M.MetadataResponseTopic(
+                        error_code=getattr(exc, "error_code", ErrorCode.KAFKA_STORAGE_ERROR),
+                        name=name))
+                    continue
         if topic is None:
             code = valid_topic_name(name) is None and ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
                 or ErrorCode.INVALID_TOPIC_EXCEPTION

@@ -13,6 +13,7 @@ from typing import Any
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import api
 from kcodec.broker.apis.util import valid_topic_name
+from kcodec.broker.log import LogError
 from kcodec.protocol import (
     CreatePartitionsResponse,
     CreateTopicsResponse,
@@ -55,7 +56,12 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
         if leaders and any(n not in cluster.nodes for n in leaders.values()):
             return E.INVALID_REPLICA_ASSIGNMENT, "an assignment names an unknown node"
         if not validate_only:
-            state.create_topic(name, partitions, configs, leaders)
+            try:     # all partitions or none; refused past the descriptor budget
+                state.create_topic(name, partitions, configs, leaders)
+            except LogError as exc:
+                return exc.error_code, str(exc)
+            except OSError as exc:
+                return E.KAFKA_STORAGE_ERROR, f"cannot create the partitions: {exc.strerror or exc}"
     return 0, None
 
 
@@ -181,6 +187,9 @@ def create_partitions(node: Any, req: Any) -> Any:
             code, msg = E.INVALID_PARTITIONS, (f"topic {t.name!r} has {len(topic.partitions)} "
                                                f"partitions; {t.count} would not add any")
         elif not req.body.validate_only:
-            state.add_partitions(t.name, t.count)
+            try:
+                state.add_partitions(t.name, t.count)
+            except LogError as exc:
+                code, msg = exc.error_code, str(exc)
         out.append(R.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=msg))
     return R(results=out)

@@ -10,7 +10,9 @@
     │                                       zstd below magic 2, codec library missing
     ├── OffsetOutOfRange                    OFFSET_OUT_OF_RANGE: read/delete outside the log
     ├── InvalidConfig                       INVALID_CONFIG: a topic config value
-    └── KafkaStorageError                   KAFKA_STORAGE_ERROR: the disk failed us
+    ├── KafkaStorageError                   KAFKA_STORAGE_ERROR: the disk failed us
+    └── DescriptorBudgetError               POLICY_VIOLATION: a create would pass the
+                                            node's file descriptor budget
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "OffsetOutOfRange",
     "InvalidConfig",
     "KafkaStorageError",
+    "DescriptorBudgetError",
 ]
 
 
@@ -77,3 +80,10 @@ class InvalidConfig(LogError):
 
 class KafkaStorageError(LogError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class DescriptorBudgetError(LogError):
+    """Creating the partitions asked for would need more file descriptors than the node may
+    still open (its limit less a reserve for connections): nothing was created."""
+
+    error_code = ErrorCode.POLICY_VIOLATION

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from kcodec.broker.log.config import LogConfig
-from kcodec.broker.log.errors import InvalidConfig, KafkaStorageError
+from kcodec.broker.log.errors import DescriptorBudgetError, InvalidConfig, KafkaStorageError
 from kcodec.broker.log.partition import PartitionLog
 from kcodec.broker.log.recovery import Truncation, report
 from kcodec.broker.log.segment import SegmentHook
@@ -39,6 +39,22 @@ __all__ = ["LogManager", "read_checkpoint", "write_checkpoint"]
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+FILES_PER_PARTITION = 3        # the active segment's .log, .index and .timeindex
+DESCRIPTOR_RESERVE = 1024      # descriptors a create leaves for connections (at most 1/4)
+
+
+def descriptor_budget() -> tuple[int, int] | None:
+    """(the process's soft descriptor limit, descriptors open now), None if unknown."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        in_use = len(os.listdir("/proc/self/fd"))
+    except (ImportError, OSError, ValueError):
+        return None
+    if limit == resource.RLIM_INFINITY or limit <= 0:
+        return None
+    return int(limit), in_use
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 TOPIC_CONFIGS = "kcodec-topic-configs.json"
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -239,6 +255,25 @@ class LogManager:
                 if t == topic:
                     log.update_config(config)
             self._save_config(topic, config)
+
+    def check_descriptors(self, partitions: int) -> None:
+        """Refuse (DescriptorBudgetError) to make ``partitions`` more partitions on disk if
+        their files would pass the process's descriptor limit less DESCRIPTOR_RESERVE (kept
+        for connections and everything else); memory logs need none."""
+        if self.data_dir is None or partitions <= 0:
+            return
+        budget = descriptor_budget()
+        if budget is None:
+            return
+        limit, in_use = budget
+        need = partitions * FILES_PER_PARTITION
+        reserve = min(DESCRIPTOR_RESERVE, limit // 4)
+        left = limit - reserve - in_use
+        if need > left:
+            raise DescriptorBudgetError(
+                f"{partitions} partition(s) need {need} file descriptors, and only {max(left, 0)} "
+                f"of the node's limit of {limit} are left ({in_use} open, {reserve} kept for "
+                f"connections): raise the limit (ulimit -n) or create fewer partitions")
 
     def delete_topic(self, topic: str) -> list[int]:
         """Remove every partition of ``topic`` (files included); returns their numbers."""
