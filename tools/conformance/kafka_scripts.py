@@ -67,13 +67,18 @@ def _topics(argv: Sequence[str]) -> int:
     return 1 if bad else 0
 
 
-def _kebab(op: str) -> str:
-    """Kafka's operation names (``DescribeConfigs``, ``All``) as kcodec's CLI spells them."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", op).lower()
-
-
 def _acls(argv: Sequence[str]) -> int:
-    from kcodec.cli import main as kcodec_main
+    """kafka-acls.sh --add / --remove / --list on Admin (the CLI's parser imports every
+    sub-command, seconds on a loaded machine, and librdkafka's tests time out)."""
+    from kcodec.client import Admin
+    from kcodec.protocol.acl import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourceType,
+    )
 
     p = argparse.ArgumentParser(prog="kafka-acls.sh")
     p.add_argument("--bootstrap-server", required=True)
@@ -85,21 +90,40 @@ def _acls(argv: Sequence[str]) -> int:
                 "topic", "group", "transactional-id"):
         p.add_argument(f"--{opt}", action="append", default=[])
     p.add_argument("--cluster", action="store_true")
-    p.add_argument("--resource-pattern-type")
+    p.add_argument("--resource-pattern-type", default="literal")
     a = p.parse_args(argv)
-    action = "add" if a.add else "remove" if a.remove else "list"
-    out = [action, "--bootstrap", a.bootstrap_server]
-    for opt in ("allow_principal", "deny_principal", "allow_host", "deny_host", "topic", "group",
-                "transactional_id"):
-        for v in getattr(a, opt):
-            out += [f"--{opt.replace('_', '-')}", v]
-    for op in a.operation:
-        out += ["--operation", _kebab(op)]
-    if a.cluster:
-        out.append("--cluster")
-    if a.resource_pattern_type:
-        out += ["--resource-pattern-type", a.resource_pattern_type.lower()]
-    return kcodec_main(["acls", *out])
+    resources = ([(ResourceType.TOPIC, n) for n in a.topic]
+                 + [(ResourceType.GROUP, n) for n in a.group]
+                 + [(ResourceType.TRANSACTIONAL_ID, n) for n in a.transactional_id]
+                 + ([(ResourceType.CLUSTER, "kafka-cluster")] if a.cluster else []))
+    pattern = PatternType.parse(a.resource_pattern_type)
+    # Kafka's names (DescribeConfigs, All) and kcodec's (DESCRIBE_CONFIGS) are one enum
+    ops = [AclOperation.parse(re.sub(r"(?<!^)(?=[A-Z])", "_", op) if op[:1].isupper()
+                              and not op.isupper() else op) for op in a.operation]
+    who = ([(pr, AclPermissionType.ALLOW, a.allow_host or ["*"]) for pr in a.allow_principal]
+           + [(pr, AclPermissionType.DENY, a.deny_host or ["*"]) for pr in a.deny_principal])
+    with Admin(bootstrap_servers=a.bootstrap_server) as admin:
+        if a.list:
+            for acl in admin.describe_acls(AclBindingFilter()):
+                print(acl)
+            return 0
+        if not resources or not who:
+            p.error("a resource (--topic, --group, ...) and a principal are needed")
+        if a.add:
+            bindings = [AclBinding(rt, name, pattern, pr, host, op, perm)
+                        for rt, name in resources for pr, perm, hosts in who for host in hosts
+                        for op in ops or [AclOperation.ALL]]
+            errors = admin.create_acls(bindings)
+            bad = [f"{b}: {e}" for b, e in errors.items() if e is not None]
+        else:
+            filters = [AclBindingFilter(rt, name, pattern, pr, host, op, perm)
+                       for rt, name in resources for pr, perm, hosts in who for host in hosts
+                       for op in ops or [AclOperation.ANY]]
+            admin.delete_acls(filters)      # (an error raises)
+            bad = []
+    for line in bad:
+        print(f"Error: {line}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
