@@ -237,8 +237,11 @@ class Cluster:
                     max_connections=max_connections, max_connections_per_ip=max_connections_per_ip,
                     max_connections_per_ip_overrides=max_connections_per_ip_overrides)
             for i in range(nodes)}
+        from kcodec.broker.config.quotas import ClientQuotas
         from kcodec.broker.security.scram_store import ScramStore
 
+        #: the client quotas of DescribeClientQuotas / AlterClientQuotas (kept, not enforced)
+        self.client_quotas = ClientQuotas(self.data_dir)
         #: the SCRAM credentials (AlterUserScramCredentials changes them at run time)
         self.scram = ScramStore(self.data_dir)
         self._share_scram_store()

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kcodec.client import config_admin, scram_admin, txn_admin
+from kcodec.client import config_admin, quota_admin, scram_admin, txn_admin
 from kcodec.client.config import AdminConfig
 from kcodec.client.config_admin import AlterConfigOp, ConfigEntry, ConfigResource
 from kcodec.client.consumer.assignors import Assignment
@@ -524,6 +524,19 @@ class AsyncAdmin:
         error (or None) per user."""
         return await scram_admin.alter_user_scram_credentials(self.cluster, list(changes))
 
+    async def describe_client_quotas(self, components: Iterable[tuple[str, str, str | None]] = (),
+                                     strict: bool = False) -> dict[Any, dict[str, float]]:
+        """Client quotas of the entities matching (entity type, ``exact``/``default``/
+        ``any``, name) components: entity -> {key: value}; an entity is sorted ((type,
+        name or None), ...)."""
+        return await quota_admin.describe_client_quotas(self.cluster, list(components), strict)
+
+    async def alter_client_quotas(self, changes: dict[Any, dict[str, float | None]],
+                                  validate_only: bool = False) -> dict[Any, KafkaError | None]:
+        """Set (a value) or remove (None) client quota keys per entity (``{"user":
+        "alice"}`` or an entity key); the error (or None) per entity."""
+        return await quota_admin.alter_client_quotas(self.cluster, changes, validate_only)
+
     # ------------------------------------------------------------------ ACLs
     async def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs (CreateAcls); the error (or None) per ACL. An ACL that cannot be
@@ -751,6 +764,16 @@ class Admin:
                                      ) -> dict[str, KafkaError | None]:
         """Upsert and delete SCRAM credentials; the error (or None) per user."""
         return self._run(self._async.alter_user_scram_credentials(list(changes)))
+
+    def describe_client_quotas(self, components: Iterable[tuple[str, str, str | None]] = (),
+                               strict: bool = False) -> dict[Any, dict[str, float]]:
+        """Client quotas of the matching entities (see ``AsyncAdmin``)."""
+        return self._run(self._async.describe_client_quotas(list(components), strict))
+
+    def alter_client_quotas(self, changes: dict[Any, dict[str, float | None]],
+                            validate_only: bool = False) -> dict[Any, KafkaError | None]:
+        """Set or remove client quota keys per entity; the error (or None) per entity."""
+        return self._run(self._async.alter_client_quotas(changes, validate_only))
 
     def create_acls(self, acls: Iterable[AclBinding]) -> dict[AclBinding, KafkaError | None]:
         """Create ACLs; the error (or None) per ACL. An ACL that cannot be valid is a

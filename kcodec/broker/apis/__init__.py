@@ -30,6 +30,7 @@ from kcodec.broker.apis import (  # noqa: F401
     offsets,
     produce,
     producers,
+    quotas,
     sasl,
     scram,
     share,

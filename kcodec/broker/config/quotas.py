@@ -1,0 +1,162 @@
+"""Client quotas as Kafka's DescribeClientQuotas / AlterClientQuotas see them (KIP-546):
+entities of ``user`` and/or ``client-id`` (name None: the default entity), or ``ip`` alone,
+each with quota values:
+
+    user, client-id      producer_byte_rate (LONG), consumer_byte_rate (LONG),
+                         request_percentage (DOUBLE), controller_mutation_rate (DOUBLE)
+    ip                   connection_creation_rate (INT)
+
+Kafka's checks and INVALID_REQUEST messages (ClientQuotaControlManager): entity types and
+their combinations, values above 0, whole numbers for the integral keys. Kept in
+``client_quotas.json`` of the data dir. kcodec's broker keeps and describes them but does not
+throttle by them: its limits are the connection limits (``max.connections``,
+``max.connections.per.ip`` and the overrides), which stay what bounds a client.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import threading
+from collections.abc import Mapping, Sequence
+
+__all__ = ["ClientQuotas", "QuotaError", "Entity"]
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+_USER_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG",
+              "request_percentage": "DOUBLE", "controller_mutation_rate": "DOUBLE"}
+_IP_KEYS = {"connection_creation_rate": "INT"}
+_MAX = {"INT": (1 << 31) - 1, "LONG": float((1 << 63) - 1)}
+
+#: an entity: sorted ((entity type, name or None), ...)
+Entity = tuple[tuple[str, "str | None"], ...]
+
+
+class QuotaError(ValueError):
+    """A refused quota request (INVALID_REQUEST), with Kafka's message."""
+
+
+def check_entity(entity: Sequence[tuple[str, str | None]]) -> Entity:
+    """The entity, checked as Kafka checks it; its key is sorted by type."""
+    if not entity:
+        raise QuotaError("Invalid empty client quota entity")
+    seen: dict[str, str | None] = {}
+    for etype, name in entity:
+        if etype in seen:
+            raise QuotaError(f"Invalid client quota entity, duplicate entity entry {etype}")
+        if etype not in (USER, CLIENT_ID, IP):
+            raise QuotaError(f"Unhandled client quota entity type: {etype}")
+        if name is not None and name == "":
+            raise QuotaError(f"Empty {etype} not supported")
+        seen[etype] = name
+    if IP in seen and (USER in seen or CLIENT_ID in seen):
+        raise QuotaError("Invalid quota entity combination, IP entity should not be combined "
+                         "with User or ClientId")
+    if IP in seen and seen[IP] is not None and not _valid_ip(seen[IP] or ""):
+        raise QuotaError(f"{seen[IP]} is not a valid IP or resolvable host.")
+    return tuple(sorted(seen.items()))
+
+
+def _valid_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(name, None)
+        return True
+    except OSError:
+        return False
+
+
+def check_value(entity: Entity, key: str, value: float) -> None:
+    keys = _IP_KEYS if entity[0][0] == IP else _USER_KEYS
+    type_ = keys.get(key)
+    if type_ is None:
+        raise QuotaError(f"Invalid configuration key {key}")
+    if value <= 0.0:
+        raise QuotaError(f"Quota {key} must be greater than 0")
+    if type_ in _MAX:
+        if value > _MAX[type_]:
+            an = "an" if type_ == "INT" else "a"
+            raise QuotaError(f"Proposed value for {key} is too large for {an} {type_}.")
+        if abs(value % 1.0) > 1e-6:
+            raise QuotaError(f"{key} cannot be a fractional value.")
+
+
+class ClientQuotas:
+    """entity -> {quota key: value}, kept in the data dir."""
+
+    def __init__(self, data_dir: str | None) -> None:
+        self.lock = threading.Lock()
+        self.quotas: dict[Entity, dict[str, float]] = {}
+        self._path = None if data_dir is None else os.path.join(data_dir, "client_quotas.json")
+        if self._path and os.path.exists(self._path):
+            with open(self._path, encoding="utf-8") as f:
+                for item in json.load(f):
+                    entity = tuple((t, n) for t, n in item["entity"])
+                    self.quotas[entity] = {k: float(v) for k, v in item["values"].items()}
+
+    def alter(self, changes: Mapping[Entity, Mapping[str, float | None]]) -> None:
+        """Set (a value) or remove (None) quota keys of checked entities."""
+        with self.lock:
+            for entity, ops in changes.items():
+                values = self.quotas.setdefault(entity, {})
+                for k, v in ops.items():
+                    if v is None:
+                        values.pop(k, None)
+                    else:
+                        values[k] = v
+                if not values:
+                    del self.quotas[entity]
+            self._save()
+
+    def describe(self, components: Sequence[tuple[str, int, str | None]], strict: bool
+                 ) -> list[tuple[Entity, dict[str, float]]]:
+        """The entities that match every (entity type, match type 0 exact / 1 default /
+        2 any, name) component; ``strict``: no other entity types."""
+        types = [c[0] for c in components]
+        for t in types:
+            if types.count(t) > 1:
+                raise QuotaError(f"Entity type {t} cannot appear more than once in the filter.")
+            if t not in (USER, CLIENT_ID, IP):
+                raise QuotaError(f"Unknown entity type: {t}")
+        if IP in types and (USER in types or CLIENT_ID in types):
+            raise QuotaError("Invalid entity filter component combination, IP filter component "
+                             "should not be used with user or clientId filter component.")
+        for t, match_type, name in components:
+            if match_type not in (0, 1, 2):
+                raise QuotaError(f"Unknown match type {match_type}")
+            if match_type == 0 and name is None:
+                raise QuotaError(f"A match of type exact for {t} needs a name")
+        out = []
+        with self.lock:
+            for entity, values in sorted(self.quotas.items(), key=lambda kv: repr(kv[0])):
+                names = dict(entity)
+                if strict and set(names) != set(types):
+                    continue
+                ok = True
+                for t, match_type, name in components:
+                    if t not in names:
+                        ok = False
+                    elif match_type == 0 and names[t] != name:
+                        ok = False
+                    elif match_type == 1 and names[t] is not None:
+                        ok = False
+                if ok:
+                    out.append((entity, dict(values)))
+        return out
+
+    def _save(self) -> None:
+        if self._path is None:
+            return
+        tmp = self._path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump([{"entity": [list(e) for e in entity], "values": values}
+                       for entity, values in self.quotas.items()], f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
