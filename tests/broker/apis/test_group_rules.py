@@ -181,3 +181,35 @@ def test_delete_groups_deletes_an_empty_consumer_protocol_group(kb):
             assert group not in _list(raw)
             assert _committed(raw, group, "sub") == -1
             assert delete(raw, group) == E.GROUP_ID_NOT_FOUND
+
+
+@pytest.mark.peers
+def test_confluent_kafka_consumer_protocol_manual_assign_commits():
+    """confluent-kafka with group.protocol=consumer that assigns its partitions commits
+    with generation -1 and its member id: accepted, as Kafka does (was ILLEGAL_GENERATION)."""
+    import time
+
+    import confluent_kafka as ck
+
+    with Cluster(1) as c:
+        c.create_topic("t", 2)
+        p = ck.Producer({"bootstrap.servers": c.bootstrap})
+        for i in range(10):
+            p.produce("t", b"x", partition=i % 2)
+        p.flush()
+        con = ck.Consumer({"bootstrap.servers": c.bootstrap, "group.id": "manual",
+                           "group.protocol": "consumer", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest", "log_level": 3})
+        try:
+            con.assign([ck.TopicPartition("t", 0, 0), ck.TopicPartition("t", 1, 0)])
+            got = 0
+            deadline = time.monotonic() + 20
+            while got < 10 and time.monotonic() < deadline:
+                m = con.poll(0.2)
+                got += m is not None and m.error() is None
+            assert got == 10
+            done = con.commit(asynchronous=False)
+            assert [(x.partition, x.offset, x.error) for x in done] == [(0, 5, None), (1, 5, None)]
+        finally:
+            con.close()
+        assert c.groups.committed("manual")[("t", 0)][0] == 5
