@@ -11,7 +11,14 @@ import pytest
 
 from kcodec.broker import Cluster
 from tools.conformance import kafka_scripts
-from tools.conformance.run import _TOO_FEW_BROKERS, list_tests, parse_summary, run, table
+from tools.conformance.run import (
+    _TOO_FEW_BROKERS,
+    from_logs,
+    list_tests,
+    parse_summary,
+    run,
+    table,
+)
 
 TEST_C = """
 struct test tests[] = {
@@ -59,6 +66,19 @@ def test_parse_summary_strips_colours_and_skips_main():
                   "consumer": {"0001_multiobj": ("FAILED", 2.0, 3)}})
     assert "| 0001_multiobj | PASSED (1s) | FAILED (2s, 3 nodes) |" in text
     assert "- consumer: 1 failed" in text
+
+
+def test_from_logs_keeps_the_last_run_of_each_test(tmp_path):
+    import os as _os
+
+    row = "|\x1b[32m 0103_transactions |     {} |   3.000s \x1b[0m|\n"
+    one = tmp_path / "0103-default-classic-1n.log"
+    one.write_text(row.format("FAILED"))
+    three = tmp_path / "0103-default-classic-3n.log"
+    three.write_text(row.format("PASSED"))
+    _os.utime(one, (1, 1))
+    (tmp_path / "0103-default-classic-1n.broker.log").write_text("not a result")
+    assert from_logs(tmp_path) == {"classic": {"0103_transactions": ("PASSED", 3.0, 3)}}
 
 
 def test_too_few_brokers_is_recognised():

@@ -234,6 +234,22 @@ def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: fl
     return results
 
 
+def from_logs(logs: Path) -> dict[str, dict[str, tuple[str, float, int]]]:
+    """The results a run left in ``logs`` (``NNNN-scenario-protocol-Kn.log``), the last
+    log of a test number winning (a 3-node run over the 1-node one, a rerun over both)."""
+    results: dict[str, dict[str, tuple[str, float, int]]] = {}
+    name = re.compile(r"^(\d{4})-(\w+)-(classic|consumer)-(\d+)n\.log$")
+    for path in sorted(logs.glob("*.log"), key=lambda q: q.stat().st_mtime):
+        m = name.match(path.name)
+        if not m:
+            continue
+        rows = parse_summary(path.read_text(encoding="utf-8", errors="replace"))
+        res = results.setdefault(m.group(3), {})
+        for test, (status, secs) in rows.items():
+            res[test] = (status, secs, int(m.group(4)))
+    return results
+
+
 def table(results: dict[str, dict[str, tuple[str, float, int]]]) -> str:
     protocols = list(results)
     names = sorted({n for r in results.values() for n in r})
@@ -264,7 +280,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per test number")
     p.add_argument("--out", type=Path, help="write the Markdown table here (default: stdout)")
     p.add_argument("--logs", type=Path, help="keep the runs' logs here (default: a temp dir)")
+    p.add_argument("--from-logs", type=Path, help="only tabulate the logs a run left in DIR")
     a = p.parse_args(argv)
+    if a.from_logs:
+        text = table(from_logs(a.from_logs))
+        if a.out:
+            a.out.write_text(text, encoding="utf-8")
+        else:
+            print(text)
+        return 0
     if not a.librdkafka:
         print("no librdkafka checkout given (argument or $LIBRDKAFKA_SRC): nothing run")
         return 0
