@@ -224,6 +224,8 @@ def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: fl
                                           timeout, logs)
             names = {t.name for t in members}
             for name, (status, secs) in rows.items():
+                if status == "SKIPPED" and res.get(name, ("SKIPPED",))[0] != "SKIPPED":
+                    continue      # another scenario's run of the number skips it
                 if name in names or name.endswith("_*"):
                     res[name] = (status, secs, nodes)
             for name in names - set(rows):
@@ -234,9 +236,12 @@ def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: fl
     return results
 
 
-def from_logs(logs: Path) -> dict[str, dict[str, tuple[str, float, int]]]:
-    """The results a run left in ``logs`` (``NNNN-scenario-protocol-Kn.log``), the last
-    log of a test number winning (a 3-node run over the 1-node one, a rerun over both)."""
+def from_logs(logs: Path, only: set[str] | None = None
+              ) -> dict[str, dict[str, tuple[str, float, int]]]:
+    """The results a run left in ``logs`` (``NNNN-scenario-protocol-Kn.log``) for the tests
+    named in ``only`` (default all), the last log of a test number winning (a 3-node run
+    over the 1-node one, a rerun over both) except that a scenario's skip never hides
+    another scenario's result."""
     results: dict[str, dict[str, tuple[str, float, int]]] = {}
     name = re.compile(r"^(\d{4})-(\w+)-(classic|consumer)-(\d+)n\.log$")
     for path in sorted(logs.glob("*.log"), key=lambda q: q.stat().st_mtime):
@@ -246,6 +251,10 @@ def from_logs(logs: Path) -> dict[str, dict[str, tuple[str, float, int]]]:
         rows = parse_summary(path.read_text(encoding="utf-8", errors="replace"))
         res = results.setdefault(m.group(3), {})
         for test, (status, secs) in rows.items():
+            if only is not None and test not in only:
+                continue
+            if status == "SKIPPED" and res.get(test, ("SKIPPED",))[0] != "SKIPPED":
+                continue      # another scenario's run of the number skips it
             res[test] = (status, secs, int(m.group(4)))
     return results
 
@@ -283,7 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--from-logs", type=Path, help="only tabulate the logs a run left in DIR")
     a = p.parse_args(argv)
     if a.from_logs:
-        text = table(from_logs(a.from_logs))
+        cluster = None
+        if a.librdkafka:     # the checkout tells which tests are cluster tests
+            cluster = {t.name for t in list_tests(Path(a.librdkafka)) if t.cluster}
+        text = table(from_logs(a.from_logs, cluster))
         if a.out:
             a.out.write_text(text, encoding="utf-8")
         else:
