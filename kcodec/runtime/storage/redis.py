@@ -9,6 +9,14 @@ Keys, under the prefix ``P`` (``--redis-prefix``, default ``kcodec:<group>``)::
     P:owners                  set    sinkers with a processing list
     P:delayed                 zset   retries, scored by the time they are due (ms)
     P:failed                  list   out of retries
+    P:counts                  hash   messages in pending and in processing (every move
+                                     updates them in the same script)
+
+An element of pending or processing is what one append wrote: many messages in columns
+(``kcodec.runtime.message.encode_many``, first byte 2), so a batch costs one element to
+push, move and acknowledge, not one a message; a retried, failed or requeued message is
+an element of its own (``encode``, first byte 1; what older runtimes wrote everywhere,
+still read). A partly acknowledged element is replaced by one of what is left.
 
 Every move is one Lua script, so a message is always in exactly one place. A sinker whose
 lease expired (it died, or lost Redis for longer than ``--lease-ms``) has its processing list
@@ -30,35 +38,59 @@ import time
 import uuid
 from typing import Any
 
-from kcodec.runtime.message import Message, decode, encode
+from kcodec.runtime.message import Message, decode, decode_many, encode, encode_many
 from kcodec.runtime.storage import Claim
 
 __all__ = ["RedisStore"]
 
 log = logging.getLogger("kcodec.runtime")
 
-# KEYS: pending, processing, lease, owners, delayed ; ARGV: limit, lease_ms, now_ms, owner
-_CLAIM = """
+# how many messages an element holds: encode_many's count (first byte 2), else one
+_CNT = """
+local function cnt(v)
+  if string.byte(v, 1) == 2 then
+    local a, b, c, d = string.byte(v, 2, 5)
+    return ((a * 256 + b) * 256 + c) * 256 + d
+  end
+  return 1
+end
+"""
+
+# KEYS: pending, counts ; ARGV: element, its message count
+_APPEND = """
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('HINCRBY', KEYS[2], 'pending', tonumber(ARGV[2]))
+return 1
+"""
+
+# KEYS: pending, processing, lease, owners, delayed, counts ; ARGV: limit, lease_ms, now_ms, owner
+_CLAIM = _CNT + """
 local due = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', ARGV[3], 'LIMIT', 0, 1000)
 for _, v in ipairs(due) do
   redis.call('ZREM', KEYS[5], v)
   redis.call('RPUSH', KEYS[1], v)
 end
+if #due > 0 then redis.call('HINCRBY', KEYS[6], 'pending', #due) end
 local out = {}
-for i = 1, tonumber(ARGV[1]) do
+local n = 0
+local limit = tonumber(ARGV[1])
+while n < limit do
   local v = redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
   if not v then break end
   out[#out + 1] = v
+  n = n + cnt(v)
 end
 if #out > 0 then
+  redis.call('HINCRBY', KEYS[6], 'pending', -n)
+  redis.call('HINCRBY', KEYS[6], 'processing', n)
   redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
   redis.call('SADD', KEYS[4], ARGV[4])
 end
 return out
 """
 
-# KEYS: pending, owners ; ARGV: prefix -> owners whose lease is gone, their work back
-_REAP = """
+# KEYS: pending, owners, counts ; ARGV: prefix -> owners whose lease is gone, their work back
+_REAP = _CNT + """
 local n = 0
 for _, o in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   if redis.call('EXISTS', ARGV[1] .. ':lease:' .. o) == 0 then
@@ -66,28 +98,52 @@ for _, o in ipairs(redis.call('SMEMBERS', KEYS[2])) do
     while true do
       local v = redis.call('RPOPLPUSH', p, KEYS[1])
       if not v then break end
-      n = n + 1
+      n = n + cnt(v)
     end
     redis.call('SREM', KEYS[2], o)
   end
 end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[3], 'processing', -n)
+  redis.call('HINCRBY', KEYS[3], 'pending', n)
+end
 return n
 """
 
-# KEYS: processing ; ARGV: messages acknowledged
-_ACK = """
-if redis.call('LLEN', KEYS[1]) == #ARGV then
-  redis.call('DEL', KEYS[1])
-  return #ARGV
+# KEYS: processing, counts ; ARGV: old1, new1, old2, new2 ... (new "": all of old acknowledged;
+# else what is left of it) -> messages acknowledged
+_ACK = _CNT + """
+local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('LREM', KEYS[1], 1, ARGV[i]) == 1 then
+    n = n + cnt(ARGV[i])
+    if ARGV[i + 1] ~= '' then
+      redis.call('LPUSH', KEYS[1], ARGV[i + 1])
+      n = n - cnt(ARGV[i + 1])
+    end
+  end
 end
+if n ~= 0 then redis.call('HINCRBY', KEYS[2], 'processing', -n) end
+return n
+"""
+
+# KEYS: processing, pending, counts ; ARGV: elements -> back to pending at once
+_RELEASE = _CNT + """
 local n = 0
 for _, v in ipairs(ARGV) do
-  n = n + redis.call('LREM', KEYS[1], 1, v)
+  if redis.call('LREM', KEYS[1], 1, v) == 1 then
+    redis.call('LPUSH', KEYS[2], v)
+    n = n + cnt(v)
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[3], 'processing', -n)
+  redis.call('HINCRBY', KEYS[3], 'pending', n)
 end
 return n
 """
 
-# KEYS: failed, pending ; ARGV: old1, new1, old2, new2 ...
+# KEYS: failed, pending, counts ; ARGV: old1, new1, old2, new2 ...
 _REQUEUE = """
 local n = 0
 for i = 1, #ARGV, 2 do
@@ -96,7 +152,25 @@ for i = 1, #ARGV, 2 do
     n = n + 1
   end
 end
+if n > 0 then redis.call('HINCRBY', KEYS[3], 'pending', n) end
 return n
+"""
+
+# KEYS: pending, owners, counts ; ARGV: prefix -> the counts, made from the lists where
+# missing (a store an older runtime wrote, or a Redis that came back empty)
+_COUNTS = _CNT + """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+local function total(key)
+  local n = 0
+  for _, v in ipairs(redis.call('LRANGE', key, 0, -1)) do n = n + cnt(v) end
+  return n
+end
+local busy = 0
+for _, o in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  busy = busy + total(ARGV[1] .. ':processing:' .. o)
+end
+redis.call('HSET', KEYS[3], 'pending', total(KEYS[1]), 'processing', busy)
+return 1
 """
 
 
@@ -130,10 +204,16 @@ class RedisStore:
         self.k_pending, self.k_owners = f"{p}:pending", f"{p}:owners"
         self.k_delayed, self.k_failed = f"{p}:delayed", f"{p}:failed"
         self.k_proc, self.k_lease = f"{p}:processing:{self.owner}", f"{p}:lease:{self.owner}"
+        self.k_counts = f"{p}:counts"
+        self._append = self.r.register_script(_APPEND)
         self._claim = self.r.register_script(_CLAIM)
         self._reap = self.r.register_script(_REAP)
         self._ack = self.r.register_script(_ACK)
+        self._release = self.r.register_script(_RELEASE)
         self._requeue = self.r.register_script(_REQUEUE)
+        self._counts = self.r.register_script(_COUNTS)
+        self._counted = False
+        self._inhand: dict[bytes, list[Message]] = {}   # element -> its messages (held)
         self._reaped = 0.0
         self._held: Claim | None = None
         self.k_epoch = f"{p}:epoch"
@@ -183,6 +263,15 @@ class RedisStore:
         self._call("epoch", self.r.set, self.k_epoch, uuid.uuid4().hex.encode(), nx=True)
         self._epoch = self._call("epoch", self.r.get, self.k_epoch)
         self._epoch_at = time.monotonic()
+        self._counted = False
+        self._ensure_counts()
+
+    def _ensure_counts(self) -> None:
+        """Make P:counts from the lists where it is missing (once per process)."""
+        if not self._counted:
+            self._call("counts", self._counts, keys=[self.k_pending, self.k_owners,
+                                                     self.k_counts], args=[self.prefix])
+            self._counted = True
 
     def check_epoch(self, force: bool = False) -> bool:
         """At most once a second (or ``force``): whether the epoch marker is still the one
@@ -242,8 +331,9 @@ class RedisStore:
     def append(self, messages: list[Message]) -> None:
         self.check_epoch()
         if messages:
-            vals = [encode(m) for m in messages]
-            self._call("append", self.r.lpush, self.k_pending, *vals)
+            self._ensure_counts()
+            self._call("append", self._append, keys=[self.k_pending, self.k_counts],
+                       args=[encode_many(messages), len(messages)])
 
     def needs_sync(self) -> bool:
         return False
@@ -265,38 +355,43 @@ class RedisStore:
 
     # ------------------------------------------------------------------ claiming
     def reap(self) -> int:
-        n = int(self._call("reap", self._reap, keys=[self.k_pending, self.k_owners],
-                           args=[self.prefix]))
+        n = int(self._call("reap", self._reap, keys=[self.k_pending, self.k_owners,
+                                                     self.k_counts], args=[self.prefix]))
         if n:
             log.warning("%d messages of sinkers whose lease expired are pending again", n)
         return n
 
     def claim(self, limit: int) -> Claim | None:
         self.check_epoch()
+        self._ensure_counts()
         now = time.monotonic()
         if now - self._reaped > 1.0:
             self._reaped = now
             self.reap()
         vals = self._call("claim", self._claim,
                           keys=[self.k_pending, self.k_proc, self.k_lease, self.k_owners,
-                                self.k_delayed],
+                                self.k_delayed, self.k_counts],
                           args=[limit, self.lease_ms, int(time.time() * 1000), self.owner])
         if not vals:
             return None
-        msgs = []
-        refs = []
+        msgs: list[Message] = []
+        refs: list[tuple[bytes, int]] = []
         bad = []
         for v in vals:
             try:
-                msgs.append(decode(v))
-                refs.append(v)
+                got = decode_many(v) if v[:1] == b"\x02" else [decode(v)]
             except ValueError as exc:   # not a message of ours: keep it, out of the way
                 log.error("redis %s holds something that is not a stored message (%s): moved "
                           "to %s", self.k_pending, exc, self.k_failed + ":corrupt")
                 bad.append(v)
+                continue
+            self._inhand[v] = got
+            refs += [(v, i) for i in range(len(got))]
+            msgs += got
         if bad:
             self._call("corrupt", self.r.lpush, self.k_failed + ":corrupt", *bad)
-            self._call("corrupt", self._ack, keys=[self.k_proc], args=bad)
+            self._call("corrupt", self._ack, keys=[self.k_proc, self.k_counts],
+                       args=[x for v in bad for x in (v, b"")])
         if not msgs:
             return None
         self._held = Claim(self.k_proc, refs, msgs)
@@ -307,36 +402,56 @@ class RedisStore:
             self._call("renew", self.r.set, self.k_lease, b"1", px=self.lease_ms)
 
     def ack(self, claim: Claim, refs: list) -> None:
-        if refs:
-            self._call("ack", self._ack, keys=[self.k_proc], args=list(refs))
-        left = set(claim.refs) - set(refs)
-        claim.refs = [r for r in claim.refs if r in left]
+        done: dict[bytes, set[int]] = {}
+        for e, i in refs:
+            done.setdefault(e, set()).add(i)
+        pairs: list[bytes] = []
+        left: list[tuple[bytes, int]] = []
+        for e in dict.fromkeys(e for e, _ in claim.refs):
+            mine = [i for ee, i in claim.refs if ee == e]
+            gone = done.get(e, set())
+            rest = [i for i in mine if i not in gone]
+            if not gone:
+                left += [(e, i) for i in rest]
+                continue
+            msgs = self._inhand.pop(e, [])
+            if not rest:
+                pairs += [e, b""]
+                continue
+            kept = [msgs[i] for i in rest]      # what is left: an element of its own
+            new = encode_many(kept)
+            self._inhand[new] = kept
+            pairs += [e, new]
+            left += [(new, j) for j in range(len(kept))]
+        if pairs:
+            self._call("ack", self._ack, keys=[self.k_proc, self.k_counts], args=pairs)
+        claim.refs = left
         if not claim.refs:
             self._held = None
 
     def release(self, claim: Claim) -> None:
         """Unacknowledged messages back to pending at once (no lease wait)."""
-        if claim.refs:
-            pairs: list[bytes] = []
-            for r in claim.refs:
-                pairs += [r, r]
-            self._call("release", self._requeue, keys=[self.k_proc, self.k_pending], args=pairs)
+        elems = list(dict.fromkeys(e for e, _ in claim.refs))
+        if elems:
+            self._call("release", self._release,
+                       keys=[self.k_proc, self.k_pending, self.k_counts], args=elems)
+        for e in elems:
+            self._inhand.pop(e, None)
         claim.refs = []
         self._held = None
 
     # ------------------------------------------------------------------ operator views
     def backlog(self) -> dict[str, int]:
+        self._ensure_counts()
+
         def counts() -> dict[str, int]:
-            owners = self.r.smembers(self.k_owners)
             pipe = self.r.pipeline(transaction=True)
-            pipe.llen(self.k_pending)
+            pipe.hmget(self.k_counts, ["pending", "processing"])
             pipe.zcard(self.k_delayed)
             pipe.llen(self.k_failed)
-            for o in owners:
-                pipe.llen(f"{self.prefix}:processing:{o.decode()}")
-            got = pipe.execute()
-            return {"pending": got[0], "delayed": got[1], "processing": sum(got[3:]),
-                    "failed": got[2]}
+            (pending, busy), delayed, failed = pipe.execute()
+            return {"pending": max(int(pending or 0), 0), "delayed": int(delayed),
+                    "processing": max(int(busy or 0), 0), "failed": int(failed)}
         return dict(self._call("backlog", counts))
 
     def failed_messages(self, limit: int) -> list[Message]:
@@ -353,7 +468,8 @@ class RedisStore:
             for v in vals:
                 pairs += [v, encode(decode(v)._replace(attempts=0, not_before=0, error=None))]
             moved = int(self._call("requeue", self._requeue,
-                                   keys=[self.k_failed, self.k_pending], args=pairs))
+                                   keys=[self.k_failed, self.k_pending, self.k_counts],
+                                   args=pairs))
             n += moved
             if moved == 0:
                 return n

@@ -210,3 +210,38 @@ def test_file_store_reads_chunks_written_before_columns(tmp_path) -> None:
     s.append(msgs(2, 4))                 # and a new chunk beside it
     assert sorted(m.offset for m in drain(s)) == list(range(6))
     assert s.backlog()["pending"] == 0
+
+
+def test_partial_acks_and_the_counts_follow_each_step(stores) -> None:
+    p, s1, s2 = stores("p0"), stores("s1", lease_ms=1000), stores("s2")
+    p.append(msgs(6))
+    p.append(msgs(4, 6))
+    assert p.backlog() == {"pending": 10, "delayed": 0, "processing": 0, "failed": 0}
+    c = s1.claim(6)
+    assert offsets(c) == list(range(6))
+    assert p.backlog()["processing"] == 6 and p.backlog()["pending"] == 4
+    s1.ack(c, c.refs[:2])                    # part of a batch: the rest stays held
+    assert p.backlog()["processing"] == 4 and len(c.refs) == 4
+    s1.ack(c, c.refs[1:3])
+    assert p.backlog()["processing"] == 2
+    time.sleep(1.2)                          # s1 dies: its lease expires
+    got = drain(s2)
+    assert sorted(m.offset for m in got) == [2, 5, 6, 7, 8, 9]   # only the unacknowledged
+    assert p.backlog() == {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
+
+
+def test_redis_reads_what_an_older_runtime_wrote(redis_server) -> None:
+    """One message an element, no counts: still claimed, and counted."""
+    from kcodec.runtime.storage.redis import RedisStore
+
+    prefix = f"test:{uuid.uuid4().hex[:8]}"
+    s = RedisStore(redis_server.url, prefix, "s0", give_up_s=10)
+    try:
+        s.r.lpush(f"{prefix}:pending", *[encode(m) for m in msgs(5)])
+        assert s.backlog()["pending"] == 5
+        s.append(msgs(3, 5))
+        assert s.backlog()["pending"] == 8
+        assert sorted(m.offset for m in drain(s, 4)) == list(range(8))
+        assert s.backlog()["pending"] == 0 and s.backlog()["processing"] == 0
+    finally:
+        s.close()
