@@ -1,8 +1,8 @@
 """``kcodec ctl``: ask a running ``kcodec run`` about itself, or tell it what to do.
 
     kcodec ctl status                 # processes, restarts, RSS, rates
-    kcodec ctl lag                    # per partition, from the pullers' positions
-    kcodec ctl offsets                # position, committed, end offset, remaining
+    kcodec ctl lag                    # every partition's committed vs end, plus the store
+    kcodec ctl offsets                # committed, end, lag; live positions where owned
     kcodec ctl backlog                # the store: pending, delayed, processing, failed
     kcodec ctl members | leader       # the consumer group, from the group protocol
     kcodec ctl metadata brokers|topics
