@@ -193,11 +193,11 @@ def test_topics_create_with_configs(kbroker, topic_name) -> None:
                         "--config", "no.such.config=1", "--json")
     assert rc == 1 and json.loads(out) == {
         "topic": topic_name + "-x", "ok": False, "error": "INVALID_CONFIG",
-        "message": "unknown topic config 'no.such.config'"}
+        "message": "Unknown topic config name: no.such.config"}
     rc, out, _, _ = run("topics", "create", "-b", kbroker.bootstrap, topic_name + "-x",
                         "--config", "no.such.config=1")
     assert rc == 1 and out.strip() == \
-        f"{topic_name}-x: INVALID_CONFIG: unknown topic config 'no.such.config'"
+        f"{topic_name}-x: INVALID_CONFIG: Unknown topic config name: no.such.config"
 
 
 @pytest.mark.parametrize("argv,msg", [
