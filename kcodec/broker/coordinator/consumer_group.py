@@ -54,10 +54,54 @@ E = ErrorCode
 Owned = dict   # topic -> set[int]
 
 
-def uniform_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, Owned]:
-    """Every partition of the subscribed topics, spread evenly: each goes to the least
-    loaded member subscribed to its topic; topics with fewer subscribers go first, as they
-    leave the least choice."""
+def _sticky_uniform(members: dict[str, list[str]], partitions: dict[str, int],
+                    current: dict[str, Owned]) -> dict[str, Owned]:
+    """Kafka's uniform assignor when every member subscribes to the same topics: each
+    member keeps what it had up to its quota (the lowest partitions first), the rest go to
+    the members below it, so a rebalance moves as few partitions as it can."""
+    order = sorted(members)
+    every = [(t, p) for t in sorted(partitions) if t in members[order[0]]
+             for p in range(partitions[t])]
+    quota, extra = divmod(len(every), len(order))
+    valid = set(every)
+    taken: set[tuple[str, int]] = set()
+    out: dict[str, Owned] = {m: {} for m in order}
+    for m in order:
+        had = sorted((t, p) for t, ps in current.get(m, {}).items() for p in ps
+                     if (t, p) in valid and (t, p) not in taken)
+        keep = len(had)
+        if keep > quota:
+            keep = quota + 1 if extra > 0 else quota
+        if keep == quota + 1:
+            extra -= 1
+        for t, p in had[:keep]:
+            out[m].setdefault(t, set()).add(p)
+            taken.add((t, p))
+    free = iter([tp for tp in every if tp not in taken])
+    counts = {m: sum(len(ps) for ps in out[m].values()) for m in order}
+    for m in order:
+        while counts[m] < quota:
+            t, p = next(free)
+            out[m].setdefault(t, set()).add(p)
+            counts[m] += 1
+    for m in order:
+        if extra > 0 and counts[m] == quota:
+            tp = next(free, None)
+            if tp is None:
+                break
+            out[m].setdefault(tp[0], set()).add(tp[1])
+            extra -= 1
+    return out
+
+
+def uniform_assign(members: dict[str, list[str]], partitions: dict[str, int],
+                   current: dict[str, Owned] | None = None) -> dict[str, Owned]:
+    """Every partition of the subscribed topics, spread evenly. When all members subscribe
+    to the same topics, sticky as Kafka's (``current``: the previous target); otherwise
+    each partition goes to the least loaded member subscribed to its topic, topics with
+    fewer subscribers first, as they leave the least choice."""
+    if members and len({tuple(sorted(ts)) for ts in members.values()}) == 1:
+        return _sticky_uniform(members, partitions, current or {})
     out: dict[str, Owned] = {m: {} for m in members}
     load = {m: 0 for m in members}
     order = sorted(partitions, key=lambda t: (sum(t in ts for ts in members.values()), t))
@@ -72,8 +116,10 @@ def uniform_assign(members: dict[str, list[str]], partitions: dict[str, int]) ->
     return out
 
 
-def range_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, Owned]:
-    """Per topic, contiguous ranges: the first ``n % k`` members get one more."""
+def range_assign(members: dict[str, list[str]], partitions: dict[str, int],
+                 current: dict[str, Owned] | None = None) -> dict[str, Owned]:
+    """Per topic, contiguous ranges: the first ``n % k`` members get one more (``current``
+    is not used: ranges follow the member order)."""
     out: dict[str, Owned] = {m: {} for m in members}
     for topic in sorted(partitions):
         subs = sorted(m for m, ts in members.items() if topic in ts)
@@ -304,7 +350,7 @@ class ConsumerGroupCoordinator:
             for m in g.members.values():
                 m.sent = None       # the same names, other ids: send every assignment again
         g.topic_ids = ids
-        g.target = ASSIGNORS[g.assignor](subs, g.partition_counts) if subs else {}
+        g.target = ASSIGNORS[g.assignor](subs, g.partition_counts, g.target) if subs else {}
         g.assignment_epoch = g.epoch
 
     def _check_partition_counts(self, g: ConsumerGroup) -> None:

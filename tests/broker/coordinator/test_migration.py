@@ -403,16 +403,18 @@ def test_conversion_keeps_each_classic_assignment_and_moves_nothing_before_revoc
             "g", "", 0, instance_id=None, rack_id=None, rebalance_timeout_ms=10000,
             topics=[TOPIC], assignor=None, owned={}, client_id="n", client_host="/h")
         assert code == 0 and got == {}                      # all four are still held
-        for mid in (leader.member_id, other.member_id):
-            assert consumer.classic_heartbeat("g", mid, gen) == E.REBALANCE_IN_PROGRESS
-        # the classic members rejoin: each is told to keep only part of what it has ...
+        # (the uniform assignor is sticky: one of them may keep both of its partitions)
+        told = [mid for mid in (leader.member_id, other.member_id)
+                if consumer.classic_heartbeat("g", mid, gen) == E.REBALANCE_IN_PROGRESS]
+        assert told
+        # the classic members told rejoin: each is told to keep only part of what it has ...
         kept = {}
-        for mid in (leader.member_id, other.member_id):
+        for mid in told:
             code, _, _ = consumer.classic_join("g", mid, 10000, 10000, [TOPIC],
                                                dict(g.members[mid].assigned), "c", "/h")
             assert code == 0
             kept[mid] = consumer.classic_sync("g", mid, g.members[mid].epoch)[1]
-        assert sum(len(ps) for o in kept.values() for ps in o.values()) < 4
+        assert sum(len(ps) for o in kept.values() for ps in o.values()) < 2 * len(told)
         owners = _owners_of(consumer, "g")
         assert sorted(owners) == sorted(set(owners)) and len(owners) == 4   # revoking ones too
         code, msg, _, epoch, got = consumer.heartbeat(
@@ -421,8 +423,6 @@ def test_conversion_keeps_each_classic_assignment_and_moves_nothing_before_revoc
         assert code == 0 and not got                        # not released yet: nothing moves
         # ... and once they rejoin owning only that, the rest moves, round by round (a
         # classic member may have to wait for a partition the other still gives up)
-        assert consumer.classic_heartbeat("g", leader.member_id, g.members[leader.member_id].epoch) \
-            == E.REBALANCE_IN_PROGRESS
         for _ in range(6):
             for mid in (leader.member_id, other.member_id):
                 x = g.members[mid]
