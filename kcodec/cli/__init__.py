@@ -144,6 +144,7 @@ def build_parser(command: str | None = None, full_help: bool = False) -> argpars
     parser = Parser(prog="kcodec", description="Apache Kafka wire codec tools",
                     epilog=examples(["kcodec produce -t events < lines.txt",
                                      "kcodec consume -t events -o beginning -e",
+                                     "kcodec topics describe events",
                                      "kcodec COMMAND --help   (its options and examples)"]))
     parser.add_argument("--version", action="version", version=f"kcodec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

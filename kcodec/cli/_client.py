@@ -258,12 +258,15 @@ class Graceful:
 
 class Ticker:
     """A progress line on stderr, redrawn at most twice a second, when stderr is a terminal
-    and stdout is not (rows on the same terminal would scribble over it)."""
+    and stdout is not, or stdout gets nothing (``quiet_stdout``: rows on the same terminal
+    would scribble over it); quiet when stderr is piped. ``fmt`` may use ``{secs}`` and
+    ``{rate}`` (of the ``n`` value, per second) and ``{eta}`` (from ``done``/``total``,
+    "" when the total is not known) besides the values given to ``update``."""
 
-    def __init__(self, fmt: str, enabled: bool | None = None) -> None:
+    def __init__(self, fmt: str, enabled: bool | None = None, quiet_stdout: bool = False) -> None:
         if enabled is None:
             try:
-                enabled = sys.stderr.isatty() and not sys.stdout.isatty()
+                enabled = sys.stderr.isatty() and (quiet_stdout or not sys.stdout.isatty())
             except (AttributeError, ValueError):
                 enabled = False
         self.enabled = enabled
@@ -280,7 +283,13 @@ class Ticker:
             return
         self._last = now
         secs = max(now - self.start, 1e-9)
-        sys.stderr.write("\r" + self.fmt.format(secs=secs, **values) + "\x1b[K")
+        done, total = values.pop("done", None), values.pop("total", None)
+        eta = ""
+        if done and total and total > done:
+            eta = f", {(total - done) * secs / done:.0f} s left ({100 * done / total:.0f} %)"
+        rate = f"{values.get('n', 0) / secs:,.0f}"
+        sys.stderr.write("\r" + self.fmt.format(secs=secs, rate=rate, eta=eta, **values)
+                         + "\x1b[K")
         sys.stderr.flush()
         self.drawn = True
 

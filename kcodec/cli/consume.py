@@ -163,8 +163,34 @@ def run(args: argparse.Namespace) -> int:
                                   f"partition {', '.join(map(str, bad))}")
             parts = [(topics[0], p) for p in dict.fromkeys(args.partition)]
         seeks = start_offsets(admin, parts, start, args.quiet)
+        if args.group and not args.quiet and start.kind != "beginning":
+            _uncommitted_notice(admin, args.group, topics, parts)
     with Graceful() as sig:
         return _consume(args, cfg, topics, parts, seeks, stop, _writer(args, fmt, len(topics) > 1), sig)
+
+
+def _uncommitted_notice(admin: Any, group: str, topics: list[str],
+                        parts: list[tuple[str, int]]) -> None:
+    """Say which partitions the group has no committed offset for: a member starts those
+    at their end (-o end, the default), past the records already there."""
+    from kcodec.client import KafkaError, TopicPartition
+
+    try:
+        committed = admin.committed_offsets(group, topics)
+        tps = [TopicPartition(t, p) for t, p in parts]
+        missing = [tp for tp in tps if tp not in committed]
+        ends = admin.list_offsets(missing, "latest") if missing else {}
+    except KafkaError:
+        return                       # the notice is a courtesy: the consume goes on
+    waiting = [(tp, ends.get(tp, 0)) for tp in missing if ends.get(tp, 0) > 0]
+    if not waiting:
+        return
+    total = sum(n for _, n in waiting)
+    shown = ", ".join(f"{tp.topic}[{tp.partition}]" for tp, _ in waiting[:5])
+    more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+    print(f"kcodec consume: group {group!r} has no committed offset for {shown}{more}: they "
+          f"start at their end, past the {total} records already there (-o beginning reads "
+          "them)", file=sys.stderr)
 
 
 def _settings(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -293,7 +319,7 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
 
     n = 0
     last = last_commit = time.monotonic()
-    ticker = Ticker("consumed {n} records in {secs:.0f} s")
+    ticker = Ticker("consumed {n} records, {rate}/s, {secs:.0f} s")
     ends = Ends(c, args.quiet)
     render_all = _all(render)
     stopped: set = set()             # partitions that reached the stop time (-o e@MS)
@@ -396,7 +422,7 @@ def _share_consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[s
     out = sys.stdout.buffer
     n = 0
     last = time.monotonic()
-    ticker = Ticker("consumed {n} records in {secs:.0f} s")
+    ticker = Ticker("consumed {n} records, {rate}/s, {secs:.0f} s")
     ok = False
     try:
         c.subscribe(topics)

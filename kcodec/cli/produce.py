@@ -294,7 +294,8 @@ def _send_all(args: argparse.Namespace, opts: _Options, producer: Any, sig: Grac
     stopped_reading: BaseException | None = None   # the input's fault: what was sent is awaited
     what = "message" if args.messages else "line"
     limit = args.max_line_bytes
-    ticker = Ticker("sent {sent} records, {confirmed} confirmed, {secs:.0f} s")
+    ticker = Ticker("sent {sent} records, {n} confirmed, {rate}/s, {secs:.0f} s",
+                    quiet_stdout=not n.each)
     t0 = time.monotonic()
     reporter = _Reporter(args, n)
     reporter.start()
@@ -340,7 +341,7 @@ def _send_all(args: argparse.Namespace, opts: _Options, producer: Any, sig: Grac
                 break
             enqueue(fut)
             n.sent += 1
-            ticker.update(sent=n.sent, confirmed=n.confirmed)
+            ticker.update(sent=n.sent, n=n.confirmed)
         # what was sent: wait for its confirmations, at most --timeout from here (their
         # own delivery timeouts, named, come first), keeping the progress line current
         reporter.queue.put(None)
@@ -349,7 +350,7 @@ def _send_all(args: argparse.Namespace, opts: _Options, producer: Any, sig: Grac
         # first line not confirmed, whatever becomes of the lines after it
         while reporter.is_alive() and time.monotonic() < deadline and n.error is None:
             reporter.join(0.25)
-            ticker.update(sent=n.sent, confirmed=n.confirmed)
+            ticker.update(sent=n.sent, n=n.confirmed)
         n.error = n.error or stopped_reading
     finally:
         reporter.give_up.set()
@@ -455,7 +456,9 @@ def _send_blocks(args: argparse.Namespace, opts: _Options, producer: Any, sig: G
     n = _Tally()
     stopped_reading: BaseException | None = None
     limit = args.max_line_bytes
-    ticker = Ticker("sent {sent} records, {confirmed} confirmed, {rate}/s, {secs:.0f} s")
+    ticker = Ticker("sent {sent} records, {n} confirmed, {rate}/s, {secs:.0f} s{eta}",
+                    quiet_stdout=True)
+    total = _input_size(sys.stdin.buffer)
     t0 = time.monotonic()
     reporter = _BlockReporter(n)
     reporter.start()
@@ -498,12 +501,13 @@ def _send_blocks(args: argparse.Namespace, opts: _Options, producer: Any, sig: G
                 break
             reporter.queue.put((futures, count))
             n.sent += count
-            _tick(ticker, n, t0)
+            ticker.update(sent=n.sent, n=n.confirmed, done=_position(sys.stdin.buffer),
+                          total=total)
         reporter.queue.put(None)
         deadline = time.monotonic() + args.timeout + 1
         while reporter.is_alive() and time.monotonic() < deadline and n.error is None:
             reporter.join(0.25)
-            _tick(ticker, n, t0)
+            ticker.update(sent=n.sent, n=n.confirmed)
         n.error = n.error or stopped_reading
     finally:
         reporter.give_up.set()
@@ -526,9 +530,23 @@ def _binary_column(pa: Any, np: Any, lines: list[bytes]) -> Any:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(lines))])
 
 
-def _tick(ticker: Ticker, n: _Tally, t0: float) -> None:
-    secs = max(time.monotonic() - t0, 1e-9)
-    ticker.update(sent=n.sent, confirmed=n.confirmed, rate=f"{n.confirmed / secs:,.0f}")
+def _input_size(stream: Any) -> int | None:
+    """The size of stdin when it is a regular file (for the progress line's ETA)."""
+    import os
+    import stat
+
+    try:
+        st = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _position(stream: Any) -> int | None:
+    try:
+        return int(stream.tell())
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def _too_long(what: str, number: int, limit: int) -> BaseException:

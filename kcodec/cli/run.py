@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from kcodec.cli._client import UsageError, guarded
 
@@ -140,9 +141,27 @@ def run(args: argparse.Namespace) -> int:
     from kcodec.runtime.master import Master
 
     ref = handler_ref(args.handler)   # fails here, once, if it cannot be imported
+    _preflight(s)
     setup_logging(s.log_level, "master", s.secrets())
     try:
         return Master(s, ref).run()
     except (RuntimeError, ConnectionError) as exc:
         print(f"kcodec run: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _preflight(s: Any) -> None:
+    """Before any process starts: the brokers answer and the topics exist, said once (a
+    missing topic with a near name), instead of pullers that wait on no partitions or
+    restart with a traceback each time."""
+    import dataclasses
+
+    from kcodec.cli._client import require_topics
+    from kcodec.client import Admin, AdminConfig
+
+    names = {f.name for f in dataclasses.fields(AdminConfig)}
+    cfg = {k: v for k, v in s.client_settings().items() if k in names}
+    cfg.setdefault("api_timeout_ms", 10000)
+    cfg.setdefault("socket_connection_setup_timeout_ms", 5000)
+    with Admin(**cfg) as admin:
+        require_topics(admin, sorted(set(s.topics)))

@@ -1,8 +1,9 @@
-"""``kcodec topics list|create|delete``."""
+"""``kcodec topics list|describe|create|delete``."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from kcodec.cli._client import (
     UsageError,
@@ -11,18 +12,21 @@ from kcodec.cli._client import (
     did_you_mean,
     guarded,
     json_line,
+    require_topics,
     table,
     which_one,
 )
 
 NAME = "topics"
-HELP = "list, create or delete topics"
+HELP = "list, describe, create or delete topics"
 EXAMPLES = [
     "kcodec topics list",
+    "kcodec topics describe events",
     "kcodec topics create events -p 6 --config retention.ms=86400000",
     "kcodec topics delete events",
 ]
 ACTIONS = {"list": "topics and their partition counts",
+           "describe": "each partition of topics with its leader, replicas and ISR",
            "create": "create topics (-p partitions, -r replication, --config KEY=VALUE)",
            "delete": "delete topics"}
 
@@ -31,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     p = sub.add_parser("list", help=ACTIONS["list"])
     p.add_argument("names", nargs="*", metavar="TOPIC", help="only these topics")
+    add_connection(p)
+    p = sub.add_parser("describe", help=ACTIONS["describe"], description=ACTIONS["describe"])
+    p.add_argument("names", nargs="*", metavar="TOPIC", help="these topics (default: all)")
     add_connection(p)
     p = sub.add_parser("create", help=ACTIONS["create"])
     p.add_argument("names", nargs="+", metavar="TOPIC")
@@ -70,8 +77,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--partitions must be positive, got {args.partitions}")
     known: list[str] = []
     with Admin(**client_config(args)) as admin:
+        if args.action == "describe":
+            return _describe(admin, args)
         if args.action == "list":
-            md = admin.describe_cluster()
+            if args.names:
+                md = require_topics(admin, list(dict.fromkeys(args.names)))
+            else:
+                md = admin.describe_cluster()
             topics = [t for t in md.topics if not args.names or t.name in args.names]
             if args.json:
                 for t in topics:
@@ -98,6 +110,25 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}: {done}")
         else:
             said = f": {err.message}" if err.message else ""
-            near = did_you_mean(name, known) if err.name == "UNKNOWN_TOPIC_OR_PARTITION" else ""
+            near = ""
+            if err.name == "UNKNOWN_TOPIC_OR_PARTITION":
+                said = ": no such topic ('kcodec topics list' shows the topics)"
+                near = did_you_mean(name, known)
             print(f"{name}: {err.name}{said}{near}")
     return 1 if failed else 0
+
+
+def _describe(admin: Any, args: argparse.Namespace) -> int:
+    names = list(dict.fromkeys(args.names))
+    md = require_topics(admin, names) if names else admin.describe_cluster()
+    topics = [t for t in md.topics if not names or t.name in names]
+    if args.json:
+        for t in topics:
+            for p in t.partitions:
+                json_line({"topic": t.name, "partition": p.partition, "leader": p.leader,
+                           "replicas": p.replicas, "isr": p.isr})
+        return 0
+    table(["topic", "partition", "leader", "replicas", "isr"],
+          [(t.name, p.partition, p.leader, ",".join(map(str, p.replicas)),
+            ",".join(map(str, p.isr))) for t in topics for p in t.partitions])
+    return 0

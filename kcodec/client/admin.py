@@ -17,6 +17,7 @@ from kcodec.client.errors import KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
+from kcodec.client.offset_reset import OffsetReset, plan_reset, reset_target
 from kcodec.client.producer.transactions import PreparedTxnState
 from kcodec.client.scram_admin import ScramDeletion, ScramUpsertion
 from kcodec.client.structs import TopicPartition
@@ -35,7 +36,8 @@ from kcodec.protocol.acl import (
 __all__ = ["Admin", "AsyncAdmin", "BrokerInfo", "PartitionInfo", "TopicDescription",
            "ClusterMetadata", "GroupListing", "GroupDescription", "MemberDescription",
            "PartitionLag", "NewTopic", "TransactionListing", "TransactionDescription",
-           "ConfigResource", "ConfigEntry", "AlterConfigOp", "ScramUpsertion", "ScramDeletion"]
+           "ConfigResource", "ConfigEntry", "AlterConfigOp", "ScramUpsertion", "ScramDeletion",
+           "OffsetReset"]
 
 
 @dataclass
@@ -447,6 +449,48 @@ class AsyncAdmin:
         return {tp: KafkaError(code, f"alter offset of {group_id!r} {tp.topic}[{tp.partition}]")
                 if code else None for tp, code in codes.items()}
 
+    async def reset_consumer_group_offsets(
+            self, group_id: str, topics: dict[str, list[int] | None] | None = None, *,
+            to_earliest: bool = False, to_latest: bool = False, to_offset: int | None = None,
+            to_datetime: int | None = None, shift_by: int | None = None,
+            execute: bool = False) -> list[OffsetReset]:
+        """Kafka's ``kafka-consumer-groups --reset-offsets`` (kcodec.client.offset_reset):
+        the new offset of each partition of ``topics`` (name -> partitions, None: all; no
+        ``topics``: those the group has committed offsets for) for the one target given;
+        committed only with ``execute`` (each row's ``error`` then says how that went).
+        The group must have no members."""
+        kind, value = reset_target(to_earliest, to_latest, to_offset, to_datetime, shift_by)
+        plan = await plan_reset(self, group_id, topics, kind, value)
+        if execute and plan:
+            errors = await self.alter_consumer_group_offsets(
+                group_id, {TopicPartition(r.topic, r.partition): r.new for r in plan})
+            for r in plan:
+                r.error = errors.get(TopicPartition(r.topic, r.partition))
+        return plan
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:
+        """Delete groups (DeleteGroups, to each group's coordinator) with their committed
+        offsets; a group with members is refused (NON_EMPTY_GROUP), an unknown one is
+        GROUP_ID_NOT_FOUND. The error (or None) per group."""
+        from kcodec.protocol import DeleteGroupsRequest
+
+        out: dict[str, KafkaError | None] = {}
+        for gid in group_ids:
+            node = await self._coordinator(gid)
+
+            async def go(node: int = node, gid: str = gid) -> Any:
+                return await self.cluster.request(node, DeleteGroupsRequest(groups_names=[gid]))
+            body = await self.cluster.call(go, "DeleteGroups")
+            for r in body.results:
+                out[r.group_id] = (KafkaError(r.error_code, f"delete group {r.group_id!r}")
+                                   if r.error_code else None)
+        return out
+
+    async def describe_topics(self, topics: Iterable[str]) -> list[TopicDescription]:
+        """Each topic's partitions with leader, replicas and ISR; an unknown topic raises
+        KafkaError (UNKNOWN_TOPIC_OR_PARTITION)."""
+        return (await self.describe_cluster(list(topics))).topics
+
     async def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag per partition of the group's topics."""
         committed = await self.committed_offsets(group_id, topics)
@@ -698,6 +742,26 @@ class Admin:
         """Set the group's committed offsets as a non-member (Java's
         ``alterConsumerGroupOffsets``); the error (or None) per partition."""
         return self._run(self._async.alter_consumer_group_offsets(group_id, dict(offsets)))
+
+    def reset_consumer_group_offsets(
+            self, group_id: str, topics: dict[str, list[int] | None] | None = None, *,
+            to_earliest: bool = False, to_latest: bool = False, to_offset: int | None = None,
+            to_datetime: int | None = None, shift_by: int | None = None,
+            execute: bool = False) -> list[OffsetReset]:
+        """Kafka's ``kafka-consumer-groups --reset-offsets``: the new offset per partition
+        for the one target given, committed only with ``execute`` (see ``AsyncAdmin``)."""
+        return self._run(self._async.reset_consumer_group_offsets(
+            group_id, None if topics is None else dict(topics), to_earliest=to_earliest,
+            to_latest=to_latest, to_offset=to_offset, to_datetime=to_datetime,
+            shift_by=shift_by, execute=execute))
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:
+        """Delete groups with their committed offsets; the error (or None) per group."""
+        return self._run(self._async.delete_groups(list(group_ids)))
+
+    def describe_topics(self, topics: Iterable[str]) -> list[TopicDescription]:
+        """Each topic's partitions with leader, replicas and ISR."""
+        return self._run(self._async.describe_topics(list(topics)))
 
     def lag(self, group_id: str, topics: list[str] | None = None) -> list[PartitionLag]:
         """Committed offset, end offset and lag of each of the group's partitions."""

@@ -38,6 +38,14 @@ def test_docs_build_with_warnings_as_errors(tmp_path: Path) -> None:
                        cwd=ROOT)
     assert p.returncode == 0, f"the docs do not build clean (scripts/docs):\n{p.stderr[-6000:]}"
     assert (tmp_path / "html" / "reference" / "config.html").exists()
+    # the API reference: a page per package, not one page of everything
+    pages = {f.stem: f.stat().st_size for f in (tmp_path / "html" / "reference" / "api").glob("*.html")}
+    assert {"kcodec", "errors", "records", "protocol", "client", "broker", "runtime"} <= set(pages)
+    assert (tmp_path / "html" / "reference" / "api.html").stat().st_size < 100_000
+    # code blocks wide enough, long lines wrapped instead of scrolling sideways
+    assert "kcodec.css" in (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    css = (tmp_path / "html" / "_static" / "kcodec.css").read_text(encoding="utf-8")
+    assert "pre-wrap" in css
 
 
 def test_readme_is_short() -> None:

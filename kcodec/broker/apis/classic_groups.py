@@ -401,3 +401,4 @@ def delete_groups(node: Any, req: Any) -> Any:
                     else node.cluster.groups.delete_group(gid)))
         out.append(D.DeletableGroupResult(group_id=gid, error_code=code))
     return D(results=out)
+
