@@ -212,10 +212,56 @@ def _topic_default_settings() -> list[BrokerSetting]:
     return out
 
 
-#: config name -> its setting, in the order above (then the share-group ones, then the
-#: topic defaults)
+#: Kafka broker configs that a Kafka test cluster's server.properties commonly sets and that
+#: mean nothing on this broker: accepted (typed and checked), shown, inert; why
+INERT: dict[str, str] = {
+    "node.id": "nodes are numbered 0..N-1 by the order they are started in",
+    "broker.id": "as node.id",
+    "log.dir": "the logs go to --data-dir (or memory)",
+    "log.dirs": "as log.dir",
+    "process.roles": "every node is broker and controller in one process",
+    "controller.quorum.voters": "no KRaft quorum: the nodes share their metadata in-process",
+    "controller.quorum.bootstrap.servers": "as controller.quorum.voters",
+    "controller.listener.names": "as controller.quorum.voters",
+    "inter.broker.listener.name": "the nodes do not replicate over the network",
+    "default.replication.factor": "every partition has one replica",
+    "offsets.topic.replication.factor": "committed offsets are not kept in a topic here "
+                                        "(consumer_offsets.jsonl of the data dir)",
+    "offsets.topic.num.partitions": "as offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor": "transaction state is not kept in a topic "
+                                                "here",
+    "transaction.state.log.min.isr": "as transaction.state.log.replication.factor",
+    "transaction.state.log.num.partitions": "as transaction.state.log.replication.factor",
+    "group.coordinator.rebalance.protocols": "the classic and consumer protocols are always "
+                                             "served",
+    "num.recovery.threads.per.data.dir": "recovery is one thread",
+}
+
+
+def _inert_settings() -> list[BrokerSetting]:
+    kinds = {"node.id": ("INT", -1), "broker.id": ("INT", -1),
+             "log.dir": ("STRING", "/tmp/kafka-logs"), "log.dirs": ("STRING", None),
+             "process.roles": ("LIST", []), "controller.quorum.voters": ("LIST", []),
+             "controller.quorum.bootstrap.servers": ("LIST", []),
+             "controller.listener.names": ("STRING", None),
+             "inter.broker.listener.name": ("STRING", None),
+             "default.replication.factor": ("INT", 1),
+             "offsets.topic.replication.factor": ("SHORT", 3),
+             "offsets.topic.num.partitions": ("INT", 50),
+             "transaction.state.log.replication.factor": ("SHORT", 3),
+             "transaction.state.log.min.isr": ("INT", 2),
+             "transaction.state.log.num.partitions": ("INT", 50),
+             "group.coordinator.rebalance.protocols": ("LIST", ["classic", "consumer"]),
+             "num.recovery.threads.per.data.dir": ("INT", 2)}
+    return [_S(_d(name, kinds[name][0], kinds[name][1], f"inert here: {why}"), None, RO)
+            for name, why in INERT.items()]
+
+
+#: config name -> its setting, in the order above (then the share-group ones, the topic
+#: defaults, and the inert ones)
 BROKER_CONFIGS: dict[str, BrokerSetting] = {
-    s.name: s for s in _SETTINGS + _share_settings() + _topic_default_settings()}
+    s.name: s for s in _SETTINGS + _share_settings() + _topic_default_settings()
+    + _inert_settings()}
 
 
 def topic_defaults(config: Mapping[str, Any], given: set[str]) -> dict[str, str]:

@@ -135,3 +135,15 @@ def test_cli_config_is_checked_before_the_broker_starts(capsys):
     assert "Invalid value 0 for configuration num.partitions" in capsys.readouterr().err
     assert main(["broker", "--config", "num.partitions"]) == 2
     assert "give NAME=VALUE" in capsys.readouterr().err
+
+
+def test_a_kafka_test_clusters_usual_configs_are_accepted_and_inert():
+    from kcodec.broker.config.broker import INERT
+
+    c = Cluster(config={"offsets.topic.replication.factor": "1", "node.id": "1",
+                        "transaction.state.log.min.isr": "1", "log.dirs": "/tmp/x",
+                        "group.coordinator.rebalance.protocols": "classic,consumer"})
+    assert c.config["offsets.topic.replication.factor"] == 1
+    assert set(INERT) <= set(BROKER_CONFIGS)
+    with pytest.raises(ConfigError, match="Not a number of type SHORT"):
+        Cluster(config={"offsets.topic.replication.factor": "100000"})
