@@ -290,14 +290,18 @@ class Puller:
         """How many more records may be pulled before the store holds ``--max-pending``
         (pulled-but-not-appended ones count too). Checked before every fetch, so the bound
         holds per fetch: the store's count is read again once a second, and before every
-        fetch while the estimate is past a share of the limit (other pullers append too;
-        together they overshoot by at most a batch each). Pauses the partitions at the
-        limit, resumes them below it."""
+        fetch while the estimate is near the limit (with several pullers: past a share of
+        it, as the others append too; together they overshoot by at most a batch each).
+        Pauses the partitions at the limit, resumes them below it."""
         s = self.s
         limit = s.max_pending
         now = time.monotonic()
         est = self._waiting_read + self._appended_since
-        if now - self._read_at >= 1.0 or est + len(self.buf) >= limit // (2 * s.pullers):
+        # one puller: the estimate only overstates (sinkers take, nobody else adds), so the
+        # store is read again only near the limit; several: past a share of it, since the
+        # others add too (a file store's count is a scan of its chunks: not every fetch)
+        near = limit - s.batch_size if s.pullers == 1 else limit // (2 * s.pullers)
+        if now - self._read_at >= 1.0 or est + len(self.buf) >= near:
             b = self.store.backlog()
             self._waiting_read = b["pending"] + b["delayed"]
             self._appended_since = 0
