@@ -37,8 +37,8 @@ GROUPS = [
     ("classic", "roundrobin", ("kafka-python", "confluent")),
     ("classic", "sticky", ("kafka-python", "kcodec")),
     ("classic", "cooperative-sticky", ("confluent", "kcodec")),
-    ("consumer", "uniform", ("kcodec", "kcodec")),
-    ("consumer", "range", ("kcodec", "kcodec")),
+    ("consumer", "uniform", ("confluent", "kcodec")),
+    ("consumer", "range", ("kcodec", "confluent")),
 ]
 
 
@@ -91,7 +91,7 @@ def test_group_history(tmp_path, protocol, assignor, peers, pattern) -> None:
     print(f"\n{protocol}/{assignor}/{pattern} (peers {', '.join(peers)}): {report.figures}; "
           f"{timing['seconds']:.0f} s")
     print("\n".join(run.log))
-    assert report.acked > 20 * SECONDS, report.figures
+    assert report.acked > 5 * SECONDS, report.figures
     assert timing["caught_up"], ("the group did not commit the end of the log within 120 s "
                                  f"of the producer's end\n{report.figures}\n" + "\n".join(run.log)
                                  + "\n" + events(run))

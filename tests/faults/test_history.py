@@ -179,3 +179,30 @@ def test_a_faulted_member_may_be_replaced_before_it_hears_so() -> None:
     # nor one of another member
     r = history.check(_producer(PLACED), LOG, members, FINAL, faults=[(150.0, "c")])
     assert r.double_owner == [(0, "a", "b", 200.0)]
+
+
+def test_an_async_answer_overtaken_by_a_later_one_is_not_a_commit_backwards() -> None:
+    members = _consumed_all()
+    # a's async commits 1 (offset 2) and 2 (offset 3), answered in the other order
+    members["a"] += [{"commit": {"0": 3}, "seq": 2, "t": 110.0},
+                     {"commit": {"0": 2}, "seq": 1, "t": 110.1}]
+    assert history.check(_producer(PLACED), LOG, members, FINAL).violations == {}
+    # the same offsets in the order sent: that is a commit going back
+    members = _consumed_all()
+    members["a"] += [{"commit": {"0": 3}, "seq": 1, "t": 110.0},
+                     {"commit": {"0": 2}, "seq": 2, "t": 110.1}]
+    r = history.check(_producer(PLACED), LOG, members, FINAL)
+    assert r.commits_backwards == [(0, 3, 2)]
+
+
+def test_an_async_answer_after_a_read_back_made_later_is_not_a_commit_backwards() -> None:
+    members = _consumed_all()
+    # commits 1 (offset 2) and 2 (offset 3) sent; the read-back sees 3; 1's answer comes last
+    members["a"] += [{"commit": {"0": 3}, "seen": True, "seq": 2, "t": 110.0},
+                     {"commit": {"0": 2}, "seq": 1, "t": 110.1}]
+    assert history.check(_producer(PLACED), LOG, members, FINAL).violations == {}
+    # a read-back that goes down is the broker's own
+    members = _consumed_all()
+    members["a"] += [{"commit": {"0": 3}, "seen": True, "seq": 2, "t": 110.0},
+                     {"commit": {"0": 2}, "seen": True, "seq": 2, "t": 111.0}]
+    assert history.check(_producer(PLACED), LOG, members, FINAL).commits_backwards == [(0, 3, 2)]

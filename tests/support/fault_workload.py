@@ -2,7 +2,6 @@
 
     python -m tests.support.fault_workload produce BOOTSTRAP TOPIC PARTITIONS HISTORY STOPFILE [RATE]
     python -m tests.support.fault_workload consume BOOTSTRAP TOPIC GROUP HISTORY STOPFILE [OPTIONS]
-    python -m tests.support.fault_workload addparts BOOTSTRAP TOPIC TOTAL
     python -m tests.support.fault_workload read BOOTSTRAP TOPIC PARTITIONS OUT
     python -m tests.support.fault_workload committed BOOTSTRAP TOPIC PARTITIONS GROUP OUT
 
@@ -89,21 +88,25 @@ class Member:
     """What every member does, whatever its client: log what it receives and commits, and
     commit by its pattern (``commit``): ``poll`` (synchronously after each poll with
     records), ``revoke`` (what it processed, in the revoke callback and once a second),
-    ``async`` (asynchronously after each poll; logged when the broker said yes) or
-    ``auto`` (the client's auto-commit; the group's committed offsets of the member's
-    partitions are logged once a second, as seen)."""
+    ``async`` (asynchronously after each poll; logged when the broker said yes, with the
+    commit's number in the order sent: a client may call back out of that order, as
+    kafka-python does, while the broker applied them in it) or ``auto`` (the client's
+    auto-commit). With ``auto`` and ``async``, the group's committed offsets of the
+    member's partitions are also read back once a second and logged as seen."""
 
     def __init__(self, h: History, commit: str) -> None:
         self.h, self.pattern = h, commit
         self.done: dict[int, int] = {}     # partition -> next offset processed, uncommitted
         self.owned: set[int] = set()
         self.last = time.monotonic()
+        self.sent = 0                      # async commits sent
 
     # the client's own calls, given by each client below
     def commit_sync(self, offsets: dict[int, int]) -> None:
         raise NotImplementedError
 
-    def commit_async(self, offsets: dict[int, int]) -> None:
+    def commit_async(self, offsets: dict[int, int], seq: int) -> None:
+        """Send; then ``async_done(offsets, error, seq)``."""
         raise NotImplementedError
 
     def committed(self, partitions: list[int]) -> dict[int, int | None]:
@@ -150,13 +153,14 @@ class Member:
             self._commit(offsets, "after poll")
         elif offsets and self.pattern == "async":
             try:
-                self.commit_async(offsets)
+                self.sent += 1
+                self.commit_async(offsets, self.sent)
             except Exception as exc:
                 self.h.write(err=f"commit async: {type(exc).__name__}: {exc}"[:300])
 
-    def async_done(self, offsets: dict[int, int], err: Any) -> None:
+    def async_done(self, offsets: dict[int, int], err: Any, seq: int) -> None:
         if err is None:
-            self.h.write(commit={str(p): off for p, off in offsets.items()})
+            self.h.write(commit={str(p): off for p, off in offsets.items()}, seq=seq)
         else:
             self.h.write(err=f"commit async: {err}"[:300])
 
@@ -166,12 +170,15 @@ class Member:
         self.last = time.monotonic()
         if self.pattern == "revoke":
             self._commit(dict(self.done), "each second")
-        elif self.pattern == "auto" and self.owned:
+        elif self.pattern in ("auto", "async") and self.owned:
             try:
                 seen = self.committed(sorted(self.owned))
                 seen = {p: off for p, off in seen.items() if off is not None and off >= 0}
                 if seen:
-                    self.h.write(commit={str(p): off for p, off in seen.items()}, seen=True)
+                    # seq: the async commits sent by then (the answers of earlier ones may
+                    # come after this read, though the broker applied them before it)
+                    self.h.write(commit={str(p): off for p, off in seen.items()}, seen=True,
+                                 **({"seq": self.sent} if self.pattern == "async" else {}))
             except Exception as exc:
                 self.h.write(err=f"committed: {type(exc).__name__}: {exc}"[:300])
 
@@ -207,9 +214,9 @@ def _kcodec(bootstrap: str, topic: str, group: str, h: History, opts: dict,
         m = Member(h, opts["commit"])
         m.commit_sync = lambda offs: c.commit({TopicPartition(topic, p): o
                                                for p, o in offs.items()})
-        m.commit_async = lambda offs: c.commit_async(
+        m.commit_async = lambda offs, seq: c.commit_async(
             {TopicPartition(topic, p): o for p, o in offs.items()},
-            callback=lambda err, offs=offs: m.async_done(offs, err))
+            callback=lambda err, offs=offs: m.async_done(offs, err, seq))
         m.committed = lambda ps: {tp.partition: off for tp, off in c.committed(
             [TopicPartition(topic, p) for p in ps]).items()}
 
@@ -239,12 +246,14 @@ def _confluent(bootstrap: str, topic: str, group: str, h: History, opts: dict,
     import confluent_kafka as ck
 
     m = Member(h, opts["commit"])
+    sent: list[int] = []     # async commits in the order sent (librdkafka answers in it)
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
         "enable.auto.commit": opts["commit"] == "auto", "auto.commit.interval.ms": 500,
         "topic.metadata.refresh.interval.ms": 2000,
         "on_commit": lambda err, tps: m.async_done(
-            {tp.partition: tp.offset for tp in tps if tp.error is None}, err)
+            {tp.partition: tp.offset for tp in tps if tp.error is None}, err,
+            sent.pop(0) if sent else -1)
         if opts["commit"] == "async" else None}
     if opts["protocol"] == "consumer":
         conf["group.protocol"] = "consumer"
@@ -261,7 +270,8 @@ def _confluent(bootstrap: str, topic: str, group: str, h: History, opts: dict,
     def tps(offs: dict[int, int]) -> list:
         return [ck.TopicPartition(topic, p, o) for p, o in offs.items()]
     m.commit_sync = lambda offs: c.commit(offsets=tps(offs), asynchronous=False)
-    m.commit_async = lambda offs: c.commit(offsets=tps(offs), asynchronous=True)
+    m.commit_async = lambda offs, seq: (sent.append(seq),
+                                        c.commit(offsets=tps(offs), asynchronous=True))
     m.committed = lambda ps: {tp.partition: tp.offset for tp in c.committed(
         [ck.TopicPartition(topic, p) for p in ps], timeout=10)}
     c.subscribe([topic],
@@ -306,9 +316,9 @@ def _kafka_python(bootstrap: str, topic: str, group: str, h: History, opts: dict
     def kw(offs: dict[int, int]) -> dict:
         return {KTP(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offs.items()}
     m.commit_sync = lambda offs: c.commit(kw(offs))
-    m.commit_async = lambda offs: c.commit_async(
+    m.commit_async = lambda offs, seq: c.commit_async(
         kw(offs), callback=lambda _o, resp, offs=offs: m.async_done(
-            offs, None if not isinstance(resp, Exception) else resp))
+            offs, None if not isinstance(resp, Exception) else resp, seq))
     m.committed = lambda ps: {p: c.committed(KTP(topic, p)) for p in ps}
 
     class L(ConsumerRebalanceListener):
@@ -330,16 +340,6 @@ def _kafka_python(bootstrap: str, topic: str, group: str, h: History, opts: dict
             m.tick()
     finally:
         c.close()
-
-
-def add_partitions(bootstrap: str, topic: str, total: int) -> None:
-    from kafka.admin import KafkaAdminClient, NewPartitions
-
-    a = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        a.create_partitions({topic: NewPartitions(total)})
-    finally:
-        a.close()
 
 
 def read(bootstrap: str, topic: str, partitions: int, path: str) -> None:
@@ -381,8 +381,6 @@ def main(argv: list[str]) -> None:
                 args[3], args[4], float(args[5]) if len(args) > 5 else 200.0)
     elif role == "consume":
         consume(*args[:6])
-    elif role == "addparts":
-        add_partitions(args[0], args[1], int(args[2]))
     elif role == "read":
         read(args[0], args[1], int(args[2]), args[3])
     elif role == "committed":

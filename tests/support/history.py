@@ -16,6 +16,10 @@ The group (the members' histories and the final committed offsets):
     out_of_order  a member receiving a partition's records out of offset order without a
                   new assignment in between
     commits_backwards       a successful commit lower than an earlier one of the partition
+                  (an async commit's answer, ``seq`` its number in the order its member
+                  sent it, that comes after a later one of the same member's, or after a
+                  read-back of the committed offsets made once more were sent, is skipped:
+                  the broker applied them in the order sent)
     double_owner  two members owning one partition at once: a member owns a partition from
                   the ``assigned`` event that names it to the ``revoked`` or ``lost`` that
                   does (or its history's end). A member the run faulted (SIGSTOP, SIGKILL,
@@ -120,6 +124,7 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
     seen: set[tuple[int, int]] = set()
     last: dict[tuple[str, int], int] = {}
     floor: dict[tuple[str, int], int] = {}   # committed when the member was given it
+    last_seq: dict[str, int] = {}            # the latest async commit answered, by member
     for _t, name, e in events:
         if "assigned" in e or "revoked" in e or "lost" in e:
             for p in e.get("assigned", []) + e.get("revoked", []) + e.get("lost", []):
@@ -139,6 +144,11 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
                 r.out_of_order.append((name, p, prev, off))
             last[(name, p)] = off
         elif "commit" in e:
+            seq = e.get("seq")
+            if seq is not None:
+                if seq < last_seq.get(name, -1):
+                    continue         # superseded: applied before the later one
+                last_seq[name] = seq
             r.commits += 1
             for ps, off in e["commit"].items():
                 p = int(ps)
