@@ -5,7 +5,10 @@
   extension but cannot load it stops with an error instead of quietly testing less.
 * ``twin(name)`` returns module ``name`` of the current ``impl``.
 * ``pair(name)`` returns ``(cython_module, python_module)`` for differential tests.
-* ``broker`` is one Tansu broker for the whole session (tests use fresh topic names).
+* ``broker`` is one Tansu broker for the whole session (tests use fresh topic names); under
+  pytest-xdist one per worker process, each on a free port.
+* Tests under the folders of tests/support/twin_selection.py get the ``twins`` marker: the
+  pure-twin pass of CI runs them (``-m "twins and not slow"``).
 * Tests marked ``reference`` read the outside reference data (tests/support/reference.py):
   skipped where it is absent, with one line at the end of the run saying how many and how
   to run them; KCODEC_REQUIRE_REFERENCE=1 makes absence a failure.
@@ -29,7 +32,8 @@ import uuid
 import pytest
 
 from kcodec import _impl
-from tests.support import reference
+from tests.support import REPO, reference
+from tests.support.twin_selection import in_twin_dirs
 
 NO_EXT = _impl._truthy("KCODEC_NO_EXTENSIONS")
 IMPLS = ["python"] if NO_EXT else _impl.twins()
@@ -37,7 +41,8 @@ IMPLS = ["python"] if NO_EXT else _impl.twins()
 
 #: the tests skipped for want of the reference data: their node ids, and how many ran so
 REFERENCE_SKIPS = pytest.StashKey[set]()
-REFERENCE_SKIPPED = pytest.StashKey[list]()
+REFERENCE_SKIPPED_IDS: list[str] = []
+REFERENCE_SKIP = "needs the outside reference data"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,7 +55,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     config.stash[REFERENCE_SKIPS] = set()
-    config.stash[REFERENCE_SKIPPED] = []
     if not NO_EXT and "cython" not in IMPLS:
         raise pytest.UsageError(
             "the compiled extension is not built or does not load "
@@ -83,11 +87,18 @@ def pair():
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that uses the broker gets the ``broker`` marker, so ``-m "not broker"``
-    deselects exactly them where there is no Tansu binary (CI outside x86-64 Linux)."""
+    deselects exactly them where there is no Tansu binary (CI outside x86-64 Linux); every
+    test in a folder of the pure-twin pass gets the ``twins`` marker."""
     skips = config.stash[REFERENCE_SKIPS]
     for item in items:
         if "broker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.broker)
+        try:
+            rel = item.path.relative_to(REPO).as_posix()
+        except ValueError:
+            rel = ""
+        if in_twin_dirs(rel):
+            item.add_marker(pytest.mark.twins)
         mark = item.get_closest_marker("reference")
         if mark is not None and reference.skip_reason(*mark.args) is not None:
             skips.add(item.nodeid)
@@ -98,15 +109,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         # raised here rather than by a skip marker: -ra then shows one line for them all
         mark = item.get_closest_marker("reference")
         assert mark is not None
-        item.config.stash[REFERENCE_SKIPPED].append(item.nodeid)
-        pytest.skip(f"needs the outside reference data: {reference.skip_reason(*mark.args)}")
+        pytest.skip(f"{REFERENCE_SKIP}: {reference.skip_reason(*mark.args)}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # counted from the reports, which reach the process that prints the summary under
+    # pytest-xdist too (the workers' stash does not)
+    if (report.skipped and isinstance(report.longrepr, tuple)
+            and REFERENCE_SKIP in str(report.longrepr[2])):
+        REFERENCE_SKIPPED_IDS.append(report.nodeid)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The run's last line (after pytest's counts): how many tests wanted the outside
     reference data and were skipped, and how to run them."""
     terminalreporter = config.pluginmanager.get_plugin("terminalreporter")
-    n = len(config.stash.get(REFERENCE_SKIPPED, []))
+    n = len(REFERENCE_SKIPPED_IDS)
     if n and terminalreporter is not None:
         were = "tests needed the outside reference data and were" if n != 1 else \
             "test needed the outside reference data and was"
