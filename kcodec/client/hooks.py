@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 __all__ = ["resolve", "SerializationContext", "Codec", "ProducerRecord", "AckMetadata",
            "Interceptors", "KEY", "VALUE"]
 
-log = logging.getLogger("kcodec.client")
+log = logging.getLogger(__name__)
 
 KEY = "key"
 VALUE = "value"

@@ -22,7 +22,7 @@ __all__ = ["main", "rss_bytes", "set_title", "EXIT_HUNG", "EXIT_RECYCLED"]
 
 EXIT_HUNG = 3
 EXIT_RECYCLED = 4
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 
 
 def rss_bytes(pid: int | None = None) -> int:

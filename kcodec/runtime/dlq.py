@@ -15,7 +15,7 @@ from kcodec.runtime.message import Message
 
 __all__ = ["DeadLetters", "HEADER_PREFIX", "dlq_headers"]
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 HEADER_PREFIX = "kcodec.dlq."
 
 

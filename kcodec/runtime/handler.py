@@ -51,7 +51,7 @@ class Failed(Exception):
         super().__init__(f"{len(failures)} records failed")
         self.failures = dict(failures)
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 
 
 def load_handler(spec: str | Callable) -> Callable:

@@ -33,7 +33,7 @@ from kcodec.runtime.child import EXIT_HUNG, EXIT_RECYCLED, rss_bytes, set_title
 
 __all__ = ["Master"]
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 # how often the children's RSS is read against --max-rss-mb (a /proc read each)
 RSS_CHECK_S = 0.1
 

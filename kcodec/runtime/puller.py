@@ -31,7 +31,7 @@ from kcodec.runtime.work import Stats, Worker
 
 __all__ = ["Puller"]
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 _new = tuple.__new__
 # direct mode: seconds between offset commits while running (always on revoke and stop);
 # the store modes commit after every append (one commit in flight at a time)

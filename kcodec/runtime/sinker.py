@@ -18,7 +18,7 @@ from kcodec.runtime.work import Stats, Worker
 
 __all__ = ["Sinker"]
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 
 
 class Sinker:

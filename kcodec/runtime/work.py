@@ -19,7 +19,7 @@ from kcodec.runtime.message import Message
 
 __all__ = ["Worker", "Stats"]
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 
 
 class Stats:

@@ -37,7 +37,7 @@ from kcodec.protocol.acl import (
 
 __all__ = ["Authorizer", "SUPPORTED_OPERATIONS", "allow", "deny"]
 
-log = logging.getLogger("kcodec.broker.authorizer")
+log = logging.getLogger(__name__)
 
 Op = AclOperation
 RT = ResourceType

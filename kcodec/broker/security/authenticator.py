@@ -28,7 +28,7 @@ from kcodec.broker.security.sasl import SaslAuthenticationFailed, ServerMechanis
 
 __all__ = ["SaslAuthenticator", "SASL_APIS", "UNAUTHENTICATED_APIS"]
 
-log = logging.getLogger("kcodec.broker.security")
+log = logging.getLogger(__name__)
 
 SASL_APIS = (17, 36)
 UNAUTHENTICATED_APIS = frozenset((18, 17, 36))

@@ -36,7 +36,7 @@ from kcodec.protocol import ApiKey
 
 __all__ = ["ConsumerEngine"]
 
-log = logging.getLogger("kcodec.client")
+log = logging.getLogger(__name__)
 
 
 def _group_member(cluster: Cluster, config: ConsumerConfig) -> GroupMember:

@@ -51,7 +51,7 @@ log = get_logger(__name__)
 
 __all__ = ["Sender"]
 
-_log = logging.getLogger("kcodec.client.producer")
+_log = logging.getLogger(__name__)
 
 # the broker does not know this producer (any more), or saw its sequences out of order or
 # a newer epoch: an idempotent producer starts again with a new id

@@ -35,7 +35,7 @@ from kcodec.protocol import ShareGroupHeartbeatRequest
 
 __all__ = ["ShareGroupMember"]
 
-log = logging.getLogger("kcodec.client.share")
+log = logging.getLogger(__name__)
 
 LEAVE_EPOCH = -1
 

@@ -43,7 +43,7 @@ from kcodec.runtime.storage import Claim
 
 __all__ = ["RedisStore"]
 
-log = logging.getLogger("kcodec.runtime")
+log = logging.getLogger(__name__)
 
 # how many messages an element holds: encode_many's count (first byte 2), else one
 _CNT = """
