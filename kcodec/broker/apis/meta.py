@@ -17,7 +17,7 @@ from kcodec.protocol import (
 )
 from kcodec.protocol.acl import CLUSTER_NAME
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger(__name__)
 
 __all__: list[str] = []
 

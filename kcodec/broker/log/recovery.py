@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 __all__ = ["Truncation", "report"]
 
-log = logging.getLogger("kcodec.broker.log")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
