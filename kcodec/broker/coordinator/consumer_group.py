@@ -23,7 +23,9 @@ to the classic protocol, as ``migration_policy`` allows.
 
 Regular-expression subscriptions (``SubscribedTopicRegex``, RE2/J syntax, matched against
 whole topic names: :mod:`kcodec.broker.coordinator.topic_regex`): a member's topics are its
-named ones and those its pattern matches now; a topic created or deleted that changes what a
+named ones and those its pattern matches now (a pattern new to the group matches from
+REGEX_S after it is first seen, as Kafka resolves patterns apart from the heartbeat: named
+topics come first); a topic created or deleted that changes what a
 pattern matches bumps the group epoch at the next heartbeat, so new matching topics are
 assigned and deleted ones dropped. A pattern RE2 rejects is INVALID_REGULAR_EXPRESSION.
 
@@ -52,6 +54,8 @@ __all__ = ["ConsumerGroupCoordinator", "ConsumerGroup", "ConsumerMember", "ASSIG
 
 E = ErrorCode
 Owned = dict   # topic -> set[int]
+REGEX_S = 0.2               # a new pattern's matches count this long after it is first seen
+REGEX_HEARTBEAT_MS = 250    # the heartbeat interval meanwhile
 
 
 def _sticky_uniform(members: dict[str, list[str]], partitions: dict[str, int],
@@ -186,6 +190,9 @@ class ConsumerGroup:
     partition_counts: dict = field(default_factory=dict)
     subscribed: dict = field(default_factory=dict)      # member id -> topics the target used
     topic_ids: dict = field(default_factory=dict)       # topic -> the id the target used
+    # a pattern a member brings is resolved a moment later, as Kafka resolves them apart
+    # from the heartbeat: pattern -> when its matches count
+    regex_ready: dict = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -318,10 +325,18 @@ class ConsumerGroupCoordinator:
     def _subscribed(self, g: ConsumerGroup) -> dict[str, list[str]]:
         """Each member's topics: its named ones and what its pattern matches now."""
         names = self.state.topics.keys()
+        now = time.monotonic()
+        if g.regex_ready:     # a pattern no member uses is forgotten (resolved anew later)
+            used = {m.regex for m in g.members.values() if m.regex}
+            if len(used) < len(g.regex_ready):
+                g.regex_ready = {r: t for r, t in g.regex_ready.items() if r in used}
         out = {}
         for mid, m in g.members.items():
             if m.regex:
-                matched = set(self.regexes.matches(m.regex, list(names)))
+                # as Kafka: a new pattern matches nothing until it is resolved, so named
+                # topics are assigned first and the matched ones at a later heartbeat
+                at = g.regex_ready.setdefault(m.regex, now + REGEX_S)
+                matched = set(self.regexes.matches(m.regex, list(names))) if now >= at else set()
                 if self.describable is not None and matched:
                     # only what the member's principal may describe (KAFKA-18813)
                     matched = self.describable(m.principal or "User:ANONYMOUS", m.auth_host,
@@ -413,9 +428,16 @@ class ConsumerGroupCoordinator:
                                   self.session_timeout_ms)
 
     def heartbeat_interval_for(self, group_id: str) -> int:
-        """The group's consumer.heartbeat.interval.ms, else the broker's."""
-        return self._group_config(group_id, "consumer.heartbeat.interval.ms",
-                                  self.heartbeat_interval_ms)
+        """The group's consumer.heartbeat.interval.ms, else the broker's; at most
+        REGEX_HEARTBEAT_MS while a member's pattern is being resolved."""
+        interval = self._group_config(group_id, "consumer.heartbeat.interval.ms",
+                                      self.heartbeat_interval_ms)
+        now = time.monotonic()
+        with self.lock:
+            g = self.groups.get(group_id)
+            if g is not None and any(t > now for t in g.regex_ready.values()):
+                return min(interval, REGEX_HEARTBEAT_MS)
+        return interval
 
     def _group_config(self, group_id: str, name: str, broker: int) -> int:
         own = None if self.group_configs is None else \
