@@ -267,6 +267,14 @@ class ConsumerGroupCoordinator:
             if epoch == 0:
                 if not topics and not regex and (g is None or member_id not in g.members):
                     return E.INVALID_REQUEST, "a joining member must subscribe", member_id, 0, None
+                if g is not None and instance_id is not None and any(
+                        x.instance_id == instance_id and x.member_id != member_id
+                        for x in g.members.values()):
+                    # as Kafka: a static instance id another live member holds (it has not
+                    # left with epoch -2) is refused, and the client fails fatally
+                    return (E.UNRELEASED_INSTANCE_ID,
+                            f"instance id {instance_id!r} is in use by another member",
+                            member_id, 0, None)
                 if g is None:
                     g = self.groups[group_id] = ConsumerGroup(group_id, assignor=self.default_assignor)
                 if assignor is not None:

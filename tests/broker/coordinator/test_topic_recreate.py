@@ -76,3 +76,24 @@ def test_a_consumer_protocol_member_is_given_a_recreated_topics_new_id(kb):
         new = _recreate(kb, "cr")
         r = raw.call(H(group_id="cg", member_id="m", member_epoch=r.member_epoch), 0)
         assert r.error_code == 0 and _ids(r) == {new}
+
+
+def test_a_static_instance_id_in_use_is_refused(kb):
+    """KIP-848 static membership as Kafka: joining with an instance id that a live member
+    holds is UNRELEASED_INSTANCE_ID (librdkafka's 0102 fenced-member case); once that
+    member leaves with epoch -2 the id can be taken."""
+    from kcodec.protocol import ErrorCode
+
+    H = ConsumerGroupHeartbeatRequest
+    kb.create_topic("st", 1)
+    with Raw(kb.bootstrap) as raw:
+        def join(member: str) -> object:
+            return raw.call(H(group_id="static", member_id=member, member_epoch=0,
+                              instance_id="consumer2", rebalance_timeout_ms=30000,
+                              subscribed_topic_names=["st"], topic_partitions=[]), 0)
+        first = join("a")
+        assert first.error_code == 0
+        assert join("b").error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+        assert join("a").error_code == 0               # the holder itself may rejoin
+        raw.call(H(group_id="static", member_id="a", member_epoch=-2, instance_id="consumer2"), 0)
+        assert join("b").error_code == 0
