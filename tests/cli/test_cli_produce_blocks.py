@@ -113,3 +113,36 @@ def test_read_blocks_stops_a_line_without_end_before_reading_it_whole() -> None:
     with pytest.raises(TooLong):
         list(read_blocks(src, b"\n", 100_000, 8192))
     assert src.given < 100_000 + 3 * 8192
+
+
+def test_on_a_terminal_only_the_summary(kbroker) -> None:
+    """stdout a terminal: no line per record (a flood of them is no use there), the summary
+    and the progress line on stderr."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.cli.harness import kcodec
+
+    create(kbroker, "blk-tty", 1)
+    master, slave = pty.openpty()
+    p = kcodec("produce", "-b", kbroker.bootstrap, "-t", "blk-tty", stdin=subprocess.PIPE,
+               stdout=slave, stderr=slave)
+    os.close(slave)
+    p.stdin.write(b"a\nb\nc\n")
+    p.stdin.close()
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert p.wait(60) == 0
+    shown = b"".join(chunks).decode()
+    assert "partition 0 offset" not in shown
+    assert "3 records confirmed in 'blk-tty'" in shown
+    assert _consume(kbroker, "blk-tty") == "a\nb\nc\n"
