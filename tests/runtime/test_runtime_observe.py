@@ -180,6 +180,7 @@ def test_metrics_port_in_use_is_a_clear_error(kbroker):
     pytest.importorskip("prometheus_client")
     import socket
 
+    produce(kbroker.bootstrap, "obs-busy", 1)    # (kcodec run checks the topic first)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -47,11 +47,14 @@ def test_a_volatile_redis_is_refused_or_warned_about(volatile_redis, redis_serve
         safe.close()
 
 
-def test_kcodec_run_refuses_a_volatile_redis_at_once(volatile_redis, tmp_path) -> None:
+def test_kcodec_run_refuses_a_volatile_redis_at_once(volatile_redis, kbroker, tmp_path) -> None:
+    from tests.runtime.support import produce
+
+    produce(kbroker.bootstrap, "volatile-t", 1)      # (kcodec run checks the topic first)
     t0 = time.monotonic()
     out = subprocess.run(
-        [sys.executable, "-m", "kcodec", "run", "tests.runtime.handlers:record", "-t", "t",
-         "-g", "g", "-b", "127.0.0.1:1", "--storage", "redis", "--redis-url",
+        [sys.executable, "-m", "kcodec", "run", "tests.runtime.handlers:record", "-t",
+         "volatile-t", "-g", "g", "-b", kbroker.bootstrap, "--storage", "redis", "--redis-url",
          volatile_redis.url, "--state-dir", str(tmp_path)],
         env=env(), capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 1, out.stderr
