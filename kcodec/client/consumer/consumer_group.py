@@ -125,18 +125,31 @@ class ConsumerGroupMember(GroupMember):
             if b.heartbeat_interval_ms > 0:
                 self.interval = b.heartbeat_interval_ms / 1000
             if b.assignment is not None:
-                self.pending = await self._names(b.assignment.topic_partitions)
+                pending = await self._names(b.assignment.topic_partitions)
+                if pending is None:
+                    # a topic id the metadata does not name yet (a broker just restarted
+                    # answers a topic with an error for a moment): the coordinator sends an
+                    # assignment once, so dropping those partitions would leave them with
+                    # nobody; the next heartbeat is a full one, answered with the whole
+                    # assignment, and names it again
+                    self.full = True
+                    return b
+                self.pending = pending
                 if self.pending != self.assignment:
                     self.need_rejoin = True
             return b
 
-    async def _names(self, tps: Any) -> set[TopicPartition]:
+    async def _names(self, tps: Any) -> set[TopicPartition] | None:
+        """The partitions of an assignment by topic name; None while a topic id in it is
+        not in the metadata even after a refresh."""
         names = self.cluster.topic_names
         if any(tp.topic_id not in names for tp in tps):
             # a pattern's topics are known by id only: ask for every topic
             await self.cluster.refresh(None if self.regex else self.topics, auto_create=False)
-        return {TopicPartition(names[tp.topic_id], p) for tp in tps if tp.topic_id in names
-                for p in tp.partitions}
+            names = self.cluster.topic_names
+            if any(tp.topic_id not in names for tp in tps):
+                return None
+        return {TopicPartition(names[tp.topic_id], p) for tp in tps for p in tp.partitions}
 
     async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
         """Join, or apply the newest assignment; returns the partitions to own now."""
