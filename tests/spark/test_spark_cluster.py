@@ -25,7 +25,6 @@ pytest.importorskip("pyarrow")
 from tests.support import REPO  # noqa: E402
 from tests.support.spark_cluster import (  # noqa: E402
     ConnectServer,
-    StandaloneCluster,
     run,
     spark_env,
     spark_home,
@@ -39,18 +38,9 @@ N = 20_000          # records in the shared topic
 KEYS = 10
 
 
-def _java_ok() -> bool:
-    from kcodec.cli.pipeline import java_problem
-
-    return java_problem() is None
-
-
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    if not _java_ok():
-        pytest.fail("Spark needs Java 17+ (the slow step runs the cluster tests)")
-    with StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2) as c:
-        yield c
+def cluster(spark_cluster):
+    return spark_cluster     # (tests/spark/conftest.py: one cluster for every module)
 
 
 @pytest.fixture(scope="module")
