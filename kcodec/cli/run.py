@@ -61,6 +61,10 @@ _OPTIONS = [
     ("assign", str, "TOPIC:P[,TOPIC:P...] (or P for every topic): read these partitions "
                     "without group membership, dealt out among the pullers; the group only "
                     "keeps the committed offsets"),
+    ("group-session-timeout-ms", int, "consumer protocol: set the group's config "
+                                      "consumer.session.timeout.ms at start (the broker "
+                                      "bounds it: Kafka's 45000-60000); the classic "
+                                      "protocol's is -X session_timeout_ms"),
     ("health-port", int, "serve /health and /ready (JSON; 503 when not) on "
                          "http://127.0.0.1:P for liveness and readiness probes"),
     ("metrics-port", int, "serve every process's metrics for Prometheus on "

@@ -94,6 +94,7 @@ class Settings:
     log_level: str = "INFO"
     metrics_port: int | None = None       # Prometheus metrics of every process (0: any port)
     health_port: int | None = None        # /health and /ready (0: any port)
+    group_session_timeout_ms: int | None = None   # consumer protocol: the group's config
     assign: list[str] = field(default_factory=list)   # TOPIC:P or P: no group, these partitions
     client: dict[str, Any] = field(default_factory=dict)
 
@@ -112,6 +113,9 @@ class Settings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{_flag(name)} must be a non-negative integer, got {v!r}")
+        gst = self.group_session_timeout_ms
+        if gst is not None and (not isinstance(gst, int) or isinstance(gst, bool) or gst < 1):
+            raise ValueError(f"--group-session-timeout-ms must be a positive integer, got {gst!r}")
         for name in ("metrics_port", "health_port"):
             mp = getattr(self, name)
             if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool)

@@ -95,6 +95,12 @@ class Master:
             os.close(lock_fd)
             raise
         seal_stale(os.path.join(s.state_dir, "store"))
+        if s.group_session_timeout_ms is not None:
+            try:
+                self._set_group_session_timeout()
+            except BaseException:
+                os.close(lock_fd)
+                raise
         if s.storage != "direct":
             try:
                 self.store().prepare(s)
@@ -175,6 +181,32 @@ class Master:
         log.info("Prometheus metrics on http://%s:%d/metrics", exporter.addr, exporter.port)
         self.metrics_port = exporter.port
         return exporter
+
+    def _set_group_session_timeout(self) -> None:
+        """The consumer protocol's session timeout is the group's config
+        ``consumer.session.timeout.ms`` (KIP-848), set here by IncrementalAlterConfigs on
+        the GROUP resource; the broker checks it against its
+        ``group.consumer.min/max.session.timeout.ms`` (Kafka's: 45000 to 60000)."""
+        from kcodec.client import Admin
+        from kcodec.client.config_admin import AlterConfigOp
+        from kcodec.errors import KcodecError
+
+        v = self.s.group_session_timeout_ms
+        try:
+            with Admin(**self.s.admin_config()) as a:
+                got = a.incremental_alter_configs(
+                    {("group", self.s.group): [AlterConfigOp("consumer.session.timeout.ms",
+                                                             str(v))]})
+        except KcodecError as exc:
+            raise RuntimeError(f"--group-session-timeout-ms {v}: {exc}") from None
+        err = next(iter(got.values()), None)
+        if err is not None:
+            raise RuntimeError(f"--group-session-timeout-ms {v}: the broker refused the group "
+                               f"config consumer.session.timeout.ms ({err}); it must lie within "
+                               "its group.consumer.min.session.timeout.ms and "
+                               "group.consumer.max.session.timeout.ms (Kafka's: 45000 to 60000)")
+        log.info("group %r: consumer.session.timeout.ms = %d (consumer protocol)",
+                 self.s.group, v)
 
     def _check_partitions(self) -> None:
         """Warn when pullers outnumber the topics' partitions: the others idle."""

@@ -94,3 +94,34 @@ def test_more_pullers_than_partitions_is_warned_about(kbroker) -> None:
     finally:
         if r.proc is not None and r.proc.poll() is None:
             r.kill_all()
+
+
+def test_the_consumer_protocols_session_timeout_is_the_groups_config(kbroker, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from tests.runtime.support import ROOT, env
+
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    produce(kbroker.bootstrap, topic, 10)
+    r = Run(kbroker.bootstrap, topic, group, "--storage", "direct",
+            "--group-session-timeout-ms", "50000")
+    try:
+        wait_for(lambda: len(r.handled()) == 10, 60, "every record handled", r.stderr)
+        with Admin(bootstrap_servers=kbroker.bootstrap) as a:
+            got = a.describe_configs([("group", group)])
+        entries = {n: e.value for es in got.values() for n, e in es.items()}
+        assert entries["consumer.session.timeout.ms"] == "50000"
+        assert r.stop() == 0, r.stderr()
+    finally:
+        if r.proc is not None and r.proc.poll() is None:
+            r.kill_all()
+    # below the broker's group.consumer.min.session.timeout.ms: refused, said at start
+    out = subprocess.run([sys.executable, "-m", "kcodec", "run", "tests.runtime.handlers:record",
+                          "-t", topic, "-g", group, "-b", kbroker.bootstrap, "--storage",
+                          "direct", "--state-dir", str(tmp_path), "--group-session-timeout-ms",
+                          "10000"], env=env(), capture_output=True, text=True, timeout=60,
+                         cwd=ROOT)
+    assert out.returncode == 1, out.stderr
+    assert "--group-session-timeout-ms 10000: the broker refused" in out.stderr
+    assert "Traceback" not in out.stderr
