@@ -10,6 +10,7 @@ need root to make network namespaces and skip, saying why, where that is not pos
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -48,6 +49,9 @@ def test_network_faults(net, tmp_path) -> None:
     way, and a second of TCP resets."""
     def partition(block: str, seconds: float):
         def act(run: Run) -> None:
+            # every member is cut off: the group may move on before one hears so (the
+            # checker's faults, as for a broker restart)
+            run.faults.append((time.time(), "*"))
             run.net.set(block=block)
             run.note(f"partition {block} for {seconds:.0f} s")
             heal = threading.Timer(seconds, lambda: (run.net.set(block="none"),
@@ -57,6 +61,7 @@ def test_network_faults(net, tmp_path) -> None:
         return act
 
     def resets(run: Run) -> None:
+        run.faults.append((time.time(), "*"))
         run.net.set(reset_s=1.0)
         run.note("TCP resets for 1 s")
 
