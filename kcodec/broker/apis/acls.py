@@ -12,13 +12,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kcodec.broker.apis.authz import Op, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.protocol import (
+    CreateAclsRequest,
     CreateAclsResponse,
+    DeleteAclsRequest,
     DeleteAclsResponse,
+    DescribeAclsRequest,
     DescribeAclsResponse,
     ErrorCode,
 )
@@ -30,6 +33,9 @@ from kcodec.protocol.acl import (
     PatternType,
     ResourceType,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -44,8 +50,8 @@ def _filter(resource_type: int, name: str | None, pattern_type: int, principal: 
                             AclPermissionType.of(permission))
 
 
-@api(29, 0, 3)
-def describe_acls(node: Any, req: Any) -> Any:
+@api(DescribeAclsRequest, 0, 3)
+def describe_acls(node: Node, req: Incoming[DescribeAclsRequest]) -> Answer[DescribeAclsResponse]:
     D = DescribeAclsResponse
     auth = node.cluster.authorizer
     if auth is None:
@@ -71,8 +77,8 @@ def describe_acls(node: Any, req: Any) -> Any:
         for (rt, name, pt), acls in groups.items()])
 
 
-@api(30, 0, 3)
-def create_acls(node: Any, req: Any) -> Any:
+@api(CreateAclsRequest, 0, 3)
+def create_acls(node: Node, req: Incoming[CreateAclsRequest]) -> Answer[CreateAclsResponse]:
     C = CreateAclsResponse
     creations = req.body.creations
     auth = node.cluster.authorizer
@@ -92,8 +98,8 @@ def create_acls(node: Any, req: Any) -> Any:
                       for why in auth.create(bindings)])
 
 
-@api(31, 0, 3)
-def delete_acls(node: Any, req: Any) -> Any:
+@api(DeleteAclsRequest, 0, 3)
+def delete_acls(node: Node, req: Incoming[DeleteAclsRequest]) -> Answer[DeleteAclsResponse]:
     X = DeleteAclsResponse
     filters = req.body.filters
     auth = node.cluster.authorizer

@@ -8,26 +8,40 @@ NOT_COORDINATOR. The work is done by :class:`~kcodec.broker.coordinator.GroupCoo
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kcodec.broker.apis import consumer_groups as kip848
 from kcodec.broker.apis import share
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.protocol import (
+    DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DescribeGroupsRequest,
     DescribeGroupsResponse,
     ErrorCode,
+    FindCoordinatorRequest,
     FindCoordinatorResponse,
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
     ListGroupsResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -55,8 +69,9 @@ def _not_coordinator(node: Any, group_id: str) -> int:
     return 0 if cid == node.id else E.NOT_COORDINATOR
 
 
-@api(10, 0, 6)
-def find_coordinator(node: Any, req: Any) -> Any:
+@api(FindCoordinatorRequest, 0, 6)
+def find_coordinator(node: Node, req: Incoming[FindCoordinatorRequest]
+                    ) -> Answer[FindCoordinatorResponse]:
     R = FindCoordinatorResponse
     body = req.body
     keys = [body.key] if req.api_version < 4 else list(body.coordinator_keys)
@@ -85,8 +100,8 @@ def find_coordinator(node: Any, req: Any) -> Any:
                                          error_message=None) for k, c, n, h, p in out])
 
 
-@api(11, 0, 9)
-def join_group(node: Any, req: Any) -> Any:
+@api(JoinGroupRequest, 0, 9)
+def join_group(node: Node, req: Incoming[JoinGroupRequest]) -> Answer[JoinGroupResponse]:
     R = JoinGroupResponse
     b = req.body
     code = _may_read(node, req, b.group_id) or _not_coordinator(node, b.group_id) \
@@ -112,8 +127,8 @@ def join_group(node: Any, req: Any) -> Any:
     return _map(res, answer)
 
 
-@api(14, 0, 5)
-def sync_group(node: Any, req: Any) -> Any:
+@api(SyncGroupRequest, 0, 5)
+def sync_group(node: Node, req: Incoming[SyncGroupRequest]) -> Answer[SyncGroupResponse]:
     R = SyncGroupResponse
     b = req.body
     if _may_read(node, req, b.group_id):
@@ -137,8 +152,8 @@ def sync_group(node: Any, req: Any) -> Any:
     return _map(res, answer)
 
 
-@api(12, 0, 4)
-def heartbeat(node: Any, req: Any) -> Any:
+@api(HeartbeatRequest, 0, 4)
+def heartbeat(node: Node, req: Incoming[HeartbeatRequest]) -> Answer[HeartbeatResponse]:
     b = req.body
     if _may_read(node, req, b.group_id):
         return HeartbeatResponse(error_code=E.GROUP_AUTHORIZATION_FAILED)
@@ -152,8 +167,8 @@ def heartbeat(node: Any, req: Any) -> Any:
     return HeartbeatResponse(error_code=code)
 
 
-@api(13, 0, 5)
-def leave_group(node: Any, req: Any) -> Any:
+@api(LeaveGroupRequest, 0, 5)
+def leave_group(node: Node, req: Incoming[LeaveGroupRequest]) -> Answer[LeaveGroupResponse]:
     R = LeaveGroupResponse
     b = req.body
     if _may_read(node, req, b.group_id):
@@ -164,6 +179,7 @@ def leave_group(node: Any, req: Any) -> Any:
     code = _not_coordinator(node, b.group_id)
     if code:
         return R(error_code=code)
+    members: list[tuple[str, str | None]]
     if req.api_version < 3:
         members = [(b.member_id, None)]
     else:
@@ -175,8 +191,8 @@ def leave_group(node: Any, req: Any) -> Any:
                                        for (m, i), c in zip(members, codes)])
 
 
-@api(8, 0, 9)
-def offset_commit(node: Any, req: Any) -> Any:
+@api(OffsetCommitRequest, 0, 9)
+def offset_commit(node: Node, req: Incoming[OffsetCommitRequest]) -> Answer[OffsetCommitResponse]:
     R = OffsetCommitResponse
     b = req.body
     code = _may_read(node, req, b.group_id) or _not_coordinator(node, b.group_id)
@@ -246,8 +262,8 @@ def _fetch_offsets(node: Any, req: Any, group_id: str, topics: Any,
     return 0, out
 
 
-@api(9, 0, 9)
-def offset_fetch(node: Any, req: Any) -> Any:
+@api(OffsetFetchRequest, 0, 9)
+def offset_fetch(node: Node, req: Incoming[OffsetFetchRequest]) -> Answer[OffsetFetchResponse]:
     R = OffsetFetchResponse
     b = req.body
     if req.api_version < 8:
@@ -273,8 +289,8 @@ def offset_fetch(node: Any, req: Any) -> Any:
     return R(groups=groups)
 
 
-@api(47, 0, 0)
-def offset_delete(node: Any, req: Any) -> Any:
+@api(OffsetDeleteRequest, 0, 0)
+def offset_delete(node: Node, req: Incoming[OffsetDeleteRequest]) -> Answer[OffsetDeleteResponse]:
     """OffsetDelete: a group with live members keeps the offsets of topics it subscribes to
     (GROUP_SUBSCRIBED_TO_TOPIC for those partitions) and deletes the others, as Kafka."""
     R = OffsetDeleteResponse
@@ -306,8 +322,9 @@ def _dead(req: Any, gid: str, why: str) -> Any:
                             group_state="Dead", protocol_type="", protocol_data="")
 
 
-@api(15, 0, 6)
-def describe_groups(node: Any, req: Any) -> Any:
+@api(DescribeGroupsRequest, 0, 6)
+def describe_groups(node: Node, req: Incoming[DescribeGroupsRequest]
+                   ) -> Answer[DescribeGroupsResponse]:
     """DescribeGroups, the classic API, as Kafka 4's group coordinator answers it: it
     describes classic groups only. A consumer-protocol group (KIP-848), also one converted
     from a classic group or one with classic members, is ``Dead`` here, with no members (v6:
@@ -348,8 +365,8 @@ def describe_groups(node: Any, req: Any) -> Any:
     return D(groups=out)
 
 
-@api(16, 0, 5)
-def list_groups(node: Any, req: Any) -> Any:
+@api(ListGroupsRequest, 0, 5)
+def list_groups(node: Node, req: Incoming[ListGroupsRequest]) -> Answer[ListGroupsResponse]:
     L = ListGroupsResponse
     coord = node.cluster.groups
     # Kafka matches states and types case-insensitively (librdkafka sends "Consumer")
@@ -387,8 +404,8 @@ def _delete_consumer_group(node: Any, gid: str) -> int:
     return code
 
 
-@api(42, 0, 2)
-def delete_groups(node: Any, req: Any) -> Any:
+@api(DeleteGroupsRequest, 0, 2)
+def delete_groups(node: Node, req: Incoming[DeleteGroupsRequest]) -> Answer[DeleteGroupsResponse]:
     D = DeleteGroupsResponse
     out = []
     for gid in req.body.groups_names:

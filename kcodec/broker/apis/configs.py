@@ -15,20 +15,26 @@ is INVALID_REQUEST.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.config import ConfigError
 from kcodec.broker.config import topic as topic_configs
 from kcodec.broker.log import LogConfig, LogError
 from kcodec.protocol import (
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
     ErrorCode,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 from kcodec.protocol.acl import AclOperation
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__ = ["broker_levels", "check_topic_configs"]
 
@@ -93,8 +99,9 @@ def _entry(req: Any, name: str, value: str | None, source: int, synonyms: list,
         documentation=doc if req.api_version >= 3 and b.include_documentation else None)
 
 
-@api(32, 0, 4)
-def describe_configs(node: Any, req: Any) -> Any:
+@api(DescribeConfigsRequest, 0, 4)
+def describe_configs(node: Node, req: Incoming[DescribeConfigsRequest]
+                    ) -> Answer[DescribeConfigsResponse]:
     D = DescribeConfigsResponse
     out = []
     for r in req.body.resources:
@@ -236,8 +243,9 @@ def _defaults_by_broker_name(cluster: Any) -> dict[str, Any]:
     return out
 
 
-@api(44, 0, 1)
-def incremental_alter_configs(node: Any, req: Any) -> Any:
+@api(IncrementalAlterConfigsRequest, 0, 1)
+def incremental_alter_configs(node: Node, req: Incoming[IncrementalAlterConfigsRequest]
+                             ) -> Answer[IncrementalAlterConfigsResponse]:
     R = IncrementalAlterConfigsResponse
     out = []
     for r in req.body.resources:
@@ -280,8 +288,8 @@ def _alter(node: Any, r: Any, validate_only: bool) -> tuple[int, str | None]:
                         validate_only)
 
 
-@api(33, 0, 2)
-def alter_configs(node: Any, req: Any) -> Any:
+@api(AlterConfigsRequest, 0, 2)
+def alter_configs(node: Node, req: Incoming[AlterConfigsRequest]) -> Answer[AlterConfigsResponse]:
     R = AlterConfigsResponse
     out = []
     for r in req.body.resources:

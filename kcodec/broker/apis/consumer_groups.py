@@ -12,13 +12,15 @@ classic handlers call them first; ``None`` means "not a mixed-group request").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, operations
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.errors import KcodecError
 from kcodec.protocol import (
+    ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerProtocolAssignment,
     ErrorCode,
@@ -32,6 +34,9 @@ from kcodec.protocol.consumer import (
     decode_versioned,
     encode_versioned,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -53,8 +58,9 @@ def _classic_in_use(node: Any, group_id: str) -> bool:
         return g is not None and bool(g.members)
 
 
-@api(68, 0, 1)
-def consumer_group_heartbeat(node: Any, req: Any) -> Any:
+@api(ConsumerGroupHeartbeatRequest, 0, 1)
+def consumer_group_heartbeat(node: Node, req: Incoming[ConsumerGroupHeartbeatRequest]
+                            ) -> Answer[ConsumerGroupHeartbeatResponse]:
     b = req.body
     coord = node.cluster.consumer_groups
     if not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
@@ -103,8 +109,9 @@ def _assignment(coord: Any, owned: dict) -> Any:
         for t, ps in sorted(owned.items()) if coord.topic_id(t) is not None])
 
 
-@api(69, 0, 1)
-def consumer_group_describe(node: Any, req: Any) -> Any:
+@api(ConsumerGroupDescribeRequest, 0, 1)
+def consumer_group_describe(node: Node, req: Incoming[ConsumerGroupDescribeRequest]
+                           ) -> Answer[ConsumerGroupDescribeResponse]:
     coord = node.cluster.consumer_groups
     out = []
     with_ops = req.body.include_authorized_operations

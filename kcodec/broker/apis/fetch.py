@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.fetch_sessions import CachedPartition, FetchSessions
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.log import LogError, down_convert, magic_for_fetch_version
 from kcodec.broker.purgatory import Delayed
-from kcodec.protocol import ErrorCode, FetchResponse
+from kcodec.protocol import ErrorCode, FetchRequest, FetchResponse
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__ = ["FetchSessions"]
 
@@ -153,8 +156,8 @@ def _denied(node: Any, req: Any, wanted: list) -> frozenset[str]:
     return frozenset(topics - allowed_names(node, req, Op.READ, RT.TOPIC, topics))
 
 
-@api(1, 0, 17)
-def fetch(node: Any, req: Any) -> Any:
+@api(FetchRequest, 0, 17)
+def fetch(node: Node, req: Incoming[FetchRequest]) -> Answer[FetchResponse]:
     body = req.body
     v = req.api_version
     # v13+ names topics by id (KIP-516): map them to names; unknown ids are answered apart
@@ -195,9 +198,9 @@ def fetch(node: Any, req: Any) -> Any:
     else:
         with sessions.lock:
             session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
-            for t in body.forgotten_topics_data:
-                for idx in t.partitions:
-                    session.parts.pop((name_of(t), idx), None)
+            for gone in body.forgotten_topics_data:
+                for idx in gone.partitions:
+                    session.parts.pop((name_of(gone), idx), None)
             for t in body.topics:
                 if name_of(t) is None:
                     continue

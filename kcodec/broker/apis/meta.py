@@ -3,27 +3,33 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.apis.util import valid_topic_name
 from kcodec.broker.log import LogError
 from kcodec.protocol import (
+    ApiVersionsRequest,
     ApiVersionsResponse,
+    DescribeClusterRequest,
     DescribeClusterResponse,
     ErrorCode,
+    MetadataRequest,
     MetadataResponse,
 )
 from kcodec.protocol.acl import CLUSTER_NAME
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 log = logging.getLogger(__name__)
 
 __all__: list[str] = []
 
 
-@api(18, 0, 4)
-def api_versions(node: Any, req: Any) -> Any:
+@api(ApiVersionsRequest, 0, 4)
+def api_versions(node: Node, req: Incoming[ApiVersionsRequest]) -> Answer[ApiVersionsResponse]:
     from kcodec.broker.apis import advertised_versions
 
     R = ApiVersionsResponse
@@ -56,8 +62,8 @@ def _brokers(node: Any, req: Any) -> list[tuple[int, str, int]]:
             if n.listener(name) is not None]
 
 
-@api(3, 0, 12)
-def metadata(node: Any, req: Any) -> Any:
+@api(MetadataRequest, 0, 12)
+def metadata(node: Node, req: Incoming[MetadataRequest]) -> Answer[MetadataResponse]:
     M = MetadataResponse
     state = node.cluster.state
     body = req.body
@@ -70,7 +76,7 @@ def metadata(node: Any, req: Any) -> Any:
         # v10+: a topic may be asked for by id alone (KIP-516; KIP-848 consumers do)
         ids = {t.topic_id: t.name for t in state.topics.values()} if v >= 10 else {}
         names = []
-        for t in body.topics:
+        for t in body.topics or ():
             name = t.name if t.name is not None or v < 10 else ids.get(t.topic_id)
             if t.name is None and name is not None:
                 by_id[name] = t.topic_id
@@ -144,8 +150,9 @@ def _cluster_operations(node: Any, req: Any) -> int:
     return operations(node, req, RT.CLUSTER, CLUSTER_NAME)
 
 
-@api(60, 0, 1)
-def describe_cluster(node: Any, req: Any) -> Any:
+@api(DescribeClusterRequest, 0, 1)
+def describe_cluster(node: Node, req: Incoming[DescribeClusterRequest]
+                    ) -> Answer[DescribeClusterResponse]:
     D = DescribeClusterResponse
     out = D(error_code=0, cluster_id=node.cluster.state.cluster_id,
             controller_id=node.cluster.controller_id(),

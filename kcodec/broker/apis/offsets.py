@@ -3,18 +3,24 @@ DeleteRecords."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.apis.util import leader_error
 from kcodec.broker.log import LogError
 from kcodec.protocol import (
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
     ErrorCode,
+    ListOffsetsRequest,
     ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -50,8 +56,8 @@ def _list_one(node: Any, topic: str, index: int, ts: int, epoch: int,
              leader_epoch=p.leader_epoch, old_style_offsets=[found[0]])
 
 
-@api(2, 0, 9)
-def list_offsets(node: Any, req: Any) -> Any:
+@api(ListOffsetsRequest, 0, 9)
+def list_offsets(node: Node, req: Incoming[ListOffsetsRequest]) -> Answer[ListOffsetsResponse]:
     L = ListOffsetsResponse
     R = L.ListOffsetsPartitionResponse
     ok = allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, (t.name for t in req.body.topics))
@@ -63,8 +69,9 @@ def list_offsets(node: Any, req: Any) -> Any:
         for p in t.partitions]) for t in req.body.topics])
 
 
-@api(23, 0, 4)
-def offset_for_leader_epoch(node: Any, req: Any) -> Any:
+@api(OffsetForLeaderEpochRequest, 0, 4)
+def offset_for_leader_epoch(node: Node, req: Incoming[OffsetForLeaderEpochRequest]
+                           ) -> Answer[OffsetForLeaderEpochResponse]:
     R = OffsetForLeaderEpochResponse
     names = [t.topic for t in req.body.topics]
     ok = set(names) if cluster_allowed(node, req, Op.CLUSTER_ACTION, log_denial=False) else \
@@ -93,8 +100,9 @@ def offset_for_leader_epoch(node: Any, req: Any) -> Any:
     return R(topics=out)
 
 
-@api(21, 0, 2)
-def delete_records(node: Any, req: Any) -> Any:
+@api(DeleteRecordsRequest, 0, 2)
+def delete_records(node: Node, req: Incoming[DeleteRecordsRequest]
+                  ) -> Answer[DeleteRecordsResponse]:
     D = DeleteRecordsResponse
     ok = allowed_names(node, req, Op.DELETE, RT.TOPIC, (t.name for t in req.body.topics))
     out = []

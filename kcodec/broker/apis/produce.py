@@ -19,18 +19,21 @@ coordinator has moved past is INVALID_PRODUCER_EPOCH (a zombie's late batch).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.apis.util import leader_error
 from kcodec.broker.coordinator.producers import SequenceError
 from kcodec.broker.log import LogError, peek_batches
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE
 from kcodec.broker.state import now_ms
 from kcodec.errors import KcodecError
-from kcodec.protocol import ErrorCode, ProduceResponse
+from kcodec.protocol import ErrorCode, ProduceRequest, ProduceResponse
 from kcodec.records import iter_batches
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__ = ["append_records"]
 
@@ -151,8 +154,8 @@ def _transactional(body: Any) -> bool:
     return False
 
 
-@api(0, 0, 13)
-def produce(node: Any, req: Any) -> Any:
+@api(ProduceRequest, 0, 13)
+def produce(node: Node, req: Incoming[ProduceRequest]) -> Answer[ProduceResponse]:
     body = req.body
     if body.acks not in (0, 1, -1):
         return P(responses=[_failed(t, ErrorCode.INVALID_REQUIRED_ACKS) for t in body.topic_data])

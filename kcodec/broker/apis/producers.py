@@ -9,17 +9,21 @@ written under (``ongoing_txn_producer_id``/``_epoch``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kcodec.broker.apis.authz import RT, Op, allowed, any_allowed, cluster_allowed
-from kcodec.broker.apis.registry import api
-from kcodec.protocol import ErrorCode, InitProducerIdResponse
+from kcodec.broker.apis.registry import Answer, Incoming, api
+from kcodec.protocol import ErrorCode, InitProducerIdRequest, InitProducerIdResponse
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
 
-@api(22, 0, 6)
-def init_producer_id(node: Any, req: Any) -> Any:
+@api(InitProducerIdRequest, 0, 6)
+def init_producer_id(node: Node, req: Incoming[InitProducerIdRequest]
+                    ) -> Answer[InitProducerIdResponse]:
     b = req.body
     if b.transactional_id is not None and not allowed(node, req, Op.WRITE, RT.TRANSACTIONAL_ID,
                                                       b.transactional_id):

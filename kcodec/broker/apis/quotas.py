@@ -11,20 +11,30 @@ broker's client quotas (``kcodec.broker.config.quotas``); v1 is flexible.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import Op, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.config.quotas import QuotaError, check_entity, check_value
-from kcodec.protocol import AlterClientQuotasResponse, DescribeClientQuotasResponse, ErrorCode
+from kcodec.protocol import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+    ErrorCode,
+)
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
 E = ErrorCode
 
 
-@api(48, 0, 1)
-def describe_client_quotas(node: Any, req: Any) -> Any:
+@api(DescribeClientQuotasRequest, 0, 1)
+def describe_client_quotas(node: Node, req: Incoming[DescribeClientQuotasRequest]
+                          ) -> Answer[DescribeClientQuotasResponse]:
     R = DescribeClientQuotasResponse
     if not cluster_allowed(node, req, Op.DESCRIBE_CONFIGS):
         return R(error_code=E.CLUSTER_AUTHORIZATION_FAILED,
@@ -42,8 +52,9 @@ def describe_client_quotas(node: Any, req: Any) -> Any:
         for entity, values in found])
 
 
-@api(49, 0, 1)
-def alter_client_quotas(node: Any, req: Any) -> Any:
+@api(AlterClientQuotasRequest, 0, 1)
+def alter_client_quotas(node: Node, req: Incoming[AlterClientQuotasRequest]
+                       ) -> Answer[AlterClientQuotasResponse]:
     R = AlterClientQuotasResponse
     allowed = cluster_allowed(node, req, Op.ALTER_CONFIGS)
     results: list[tuple[Any, int, str | None]] = []

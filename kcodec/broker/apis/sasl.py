@@ -8,21 +8,31 @@ does on every listener.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kcodec.broker.apis.registry import api
-from kcodec.protocol import SaslAuthenticateResponse, SaslHandshakeResponse
+from kcodec.broker.apis.registry import Answer, Incoming, api
+from kcodec.protocol import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 ILLEGAL_SASL_STATE = 34
 
 
-@api(17, 0, 1)
-def sasl_handshake(node: Any, req: Any) -> Any:
+@api(SaslHandshakeRequest, 0, 1)
+def sasl_handshake(node: Node, req: Incoming[SaslHandshakeRequest]
+                  ) -> Answer[SaslHandshakeResponse]:
     return SaslHandshakeResponse(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
 
 
-@api(36, 0, 2)
-def sasl_authenticate(node: Any, req: Any) -> Any:
+@api(SaslAuthenticateRequest, 0, 2)
+def sasl_authenticate(node: Node, req: Incoming[SaslAuthenticateRequest]
+                     ) -> Answer[SaslAuthenticateResponse]:
     return SaslAuthenticateResponse(error_code=ILLEGAL_SASL_STATE,
                                     error_message="this listener does not use SASL",
                                     auth_bytes=b"")

@@ -15,18 +15,23 @@ over the broker's credential store (``kcodec.broker.security.scram_store``).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kcodec.broker.apis.authz import Op, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.security.sasl import ScramCredential
 from kcodec.broker.security.scram_store import MECHANISMS
 from kcodec.protocol import (
+    AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
     ErrorCode,
 )
 from kcodec.sasl.scram import HASHES, keys
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -34,8 +39,9 @@ E = ErrorCode
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 
 
-@api(50, 0, 0)
-def describe_user_scram_credentials(node: Any, req: Any) -> Any:
+@api(DescribeUserScramCredentialsRequest, 0, 0)
+def describe_user_scram_credentials(node: Node, req: Incoming[DescribeUserScramCredentialsRequest]
+                                   ) -> Answer[DescribeUserScramCredentialsResponse]:
     R = DescribeUserScramCredentialsResponse
     if not cluster_allowed(node, req, Op.DESCRIBE):
         return R(error_code=E.CLUSTER_AUTHORIZATION_FAILED,
@@ -75,8 +81,9 @@ def _problem(name: str, mechanism: int, iterations: int | None) -> tuple[int, st
     return None
 
 
-@api(51, 0, 0)
-def alter_user_scram_credentials(node: Any, req: Any) -> Any:
+@api(AlterUserScramCredentialsRequest, 0, 0)
+def alter_user_scram_credentials(node: Node, req: Incoming[AlterUserScramCredentialsRequest]
+                                ) -> Answer[AlterUserScramCredentialsResponse]:
     R = AlterUserScramCredentialsResponse
     b = req.body
     users = [d.name for d in b.deletions] + [u.name for u in b.upsertions]
@@ -99,16 +106,16 @@ def alter_user_scram_credentials(node: Any, req: Any) -> Any:
         if p is not None:
             errors.setdefault(d.name, p)
     upserts: list[tuple[str, str, ScramCredential]] = []
-    for u in b.upsertions:
-        p = _problem(u.name, u.mechanism, u.iterations)
-        if p is None and (not u.salt or not u.salted_password):
+    for up in b.upsertions:
+        p = _problem(up.name, up.mechanism, up.iterations)
+        if p is None and (not up.salt or not up.salted_password):
             p = (E.UNACCEPTABLE_CREDENTIAL, "A credential needs a salt and a salted password")
         if p is not None:
-            errors.setdefault(u.name, p)
+            errors.setdefault(up.name, p)
             continue
-        mech = MECHANISMS[u.mechanism]
-        _, stored, server = keys(HASHES[mech], bytes(u.salted_password))
-        upserts.append((u.name, mech, ScramCredential(bytes(u.salt), u.iterations, stored,
+        mech = MECHANISMS[up.mechanism]
+        _, stored, server = keys(HASHES[mech], bytes(up.salted_password))
+        upserts.append((up.name, mech, ScramCredential(bytes(up.salt), up.iterations, stored,
                                                       server)))
     store.change([x for x in upserts if x[0] not in errors],
                  [(d.name, MECHANISMS[d.mechanism]) for d in b.deletions

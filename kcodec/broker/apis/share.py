@@ -16,21 +16,31 @@ delete its offsets.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, operations
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.purgatory import Delayed
 from kcodec.protocol import (
+    AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
     ErrorCode,
+    ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
+    ShareFetchRequest,
     ShareFetchResponse,
+    ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__ = ["listed_groups"]
 
@@ -69,8 +79,9 @@ def _partition_error(node: Any, topic: str | None, index: int) -> tuple[int, Any
 
 
 # ---------------------------------------------------------------------- membership
-@api(76, 1, 1)
-def share_group_heartbeat(node: Any, req: Any) -> Any:
+@api(ShareGroupHeartbeatRequest, 1, 1)
+def share_group_heartbeat(node: Node, req: Incoming[ShareGroupHeartbeatRequest]
+                         ) -> Answer[ShareGroupHeartbeatResponse]:
     b = req.body
     coord = node.cluster.share_groups
     if not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
@@ -98,8 +109,9 @@ def share_group_heartbeat(node: Any, req: Any) -> Any:
               assignment=out)
 
 
-@api(77, 1, 1)
-def share_group_describe(node: Any, req: Any) -> Any:
+@api(ShareGroupDescribeRequest, 1, 1)
+def share_group_describe(node: Node, req: Incoming[ShareGroupDescribeRequest]
+                        ) -> Answer[ShareGroupDescribeResponse]:
     D = ShareGroupDescribeResponse
     coord = node.cluster.share_groups
     out = []
@@ -259,8 +271,8 @@ def _session_request(node: Any, req: Any) -> tuple[int, str | None, Any]:
     return code, None, session
 
 
-@api(78, 1, 2)
-def share_fetch(node: Any, req: Any) -> Any:
+@api(ShareFetchRequest, 1, 2)
+def share_fetch(node: Node, req: Incoming[ShareFetchRequest]) -> Answer[ShareFetchResponse]:
     b = req.body
     mgr = node.cluster.share
     epoch = b.share_session_epoch
@@ -276,7 +288,7 @@ def share_fetch(node: Any, req: Any) -> Any:
         return SF(error_code=code, error_message=msg)
     names = _topic_names(node)
     ids = {n: tid for tid, n in names.items()}
-    group, member = b.group_id, b.member_id
+    group, member = b.group_id or "", b.member_id or ""   # both set: _session_request
     requested = [(names.get(t.topic_id), p.partition_index, t.topic_id)
                  for t in b.topics for p in t.partitions]
     readable = allowed_names(node, req, Op.READ, RT.TOPIC, {n for n, _, _ in requested})
@@ -325,8 +337,9 @@ def share_fetch(node: Any, req: Any) -> Any:
     return node.cluster.purgatory.watch(op, list(work.parts), b.max_wait_ms / 1000)
 
 
-@api(79, 1, 2)
-def share_acknowledge(node: Any, req: Any) -> Any:
+@api(ShareAcknowledgeRequest, 1, 2)
+def share_acknowledge(node: Node, req: Incoming[ShareAcknowledgeRequest]
+                     ) -> Answer[ShareAcknowledgeResponse]:
     b = req.body
     mgr = node.cluster.share
     lock_ms = 0
@@ -366,8 +379,9 @@ def share_acknowledge(node: Any, req: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- admin: start offsets
-@api(90, 0, 0)
-def describe_share_group_offsets(node: Any, req: Any) -> Any:
+@api(DescribeShareGroupOffsetsRequest, 0, 0)
+def describe_share_group_offsets(node: Node, req: Incoming[DescribeShareGroupOffsetsRequest]
+                                ) -> Answer[DescribeShareGroupOffsetsResponse]:
     D = DescribeShareGroupOffsetsResponse
     mgr = node.cluster.share
     state = node.cluster.state
@@ -421,8 +435,9 @@ def _empty_share_group(node: Any, gid: str) -> tuple[int, str | None]:
     return 0, None
 
 
-@api(91, 0, 0)
-def alter_share_group_offsets(node: Any, req: Any) -> Any:
+@api(AlterShareGroupOffsetsRequest, 0, 0)
+def alter_share_group_offsets(node: Node, req: Incoming[AlterShareGroupOffsetsRequest]
+                             ) -> Answer[AlterShareGroupOffsetsResponse]:
     R = AlterShareGroupOffsetsResponse
     b = req.body
     gid = b.group_id
@@ -461,8 +476,9 @@ def alter_share_group_offsets(node: Any, req: Any) -> Any:
     return R(responses=out)
 
 
-@api(92, 0, 0)
-def delete_share_group_offsets(node: Any, req: Any) -> Any:
+@api(DeleteShareGroupOffsetsRequest, 0, 0)
+def delete_share_group_offsets(node: Node, req: Incoming[DeleteShareGroupOffsetsRequest]
+                              ) -> Answer[DeleteShareGroupOffsetsResponse]:
     R = DeleteShareGroupOffsetsResponse
     b = req.body
     gid = b.group_id

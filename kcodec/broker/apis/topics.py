@@ -8,18 +8,24 @@ broker allocate until it stalled) fails whole with POLICY_VIOLATION.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.apis.util import valid_topic_name
 from kcodec.broker.log import LogError
 from kcodec.protocol import (
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
     ErrorCode,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__ = ["create_topic"]
 
@@ -65,8 +71,8 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
     return 0, None
 
 
-@api(19, 0, 7)
-def create_topics(node: Any, req: Any) -> Any:
+@api(CreateTopicsRequest, 0, 7)
+def create_topics(node: Node, req: Incoming[CreateTopicsRequest]) -> Answer[CreateTopicsResponse]:
     R = CreateTopicsResponse
     names = [t.name for t in req.body.topics]
     creatable = set(names) if cluster_allowed(node, req, Op.CREATE, log_denial=False) else \
@@ -122,8 +128,8 @@ def _configs_of(cluster: Any, topic: Any) -> list:
             for d in describe(topic.configs, broker_levels(cluster))]
 
 
-@api(20, 0, 6)
-def delete_topics(node: Any, req: Any) -> Any:
+@api(DeleteTopicsRequest, 0, 6)
+def delete_topics(node: Node, req: Incoming[DeleteTopicsRequest]) -> Answer[DeleteTopicsResponse]:
     R = DeleteTopicsResponse
     state = node.cluster.state
     by_id: set[str] = set()              # names found from the ids asked for
@@ -162,8 +168,9 @@ def delete_topics(node: Any, req: Any) -> Any:
     return R(responses=out)
 
 
-@api(37, 0, 3)
-def create_partitions(node: Any, req: Any) -> Any:
+@api(CreatePartitionsRequest, 0, 3)
+def create_partitions(node: Node, req: Incoming[CreatePartitionsRequest]
+                     ) -> Answer[CreatePartitionsResponse]:
     R = CreatePartitionsResponse
     state = node.cluster.state
     alterable = allowed_names(node, req, Op.ALTER, RT.TOPIC, (t.name for t in req.body.topics))

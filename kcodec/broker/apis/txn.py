@@ -23,20 +23,28 @@ answer NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.apis.util import leader_error
 from kcodec.broker.coordinator.txn import write_marker
 from kcodec.protocol import (
+    AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    EndTxnRequest,
     EndTxnResponse,
     ErrorCode,
+    TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -68,8 +76,9 @@ def _tv2(node: Any) -> bool:
     return node.cluster.transaction_version >= 2
 
 
-@api(24, 0, 5)
-def add_partitions_to_txn(node: Any, req: Any) -> Any:
+@api(AddPartitionsToTxnRequest, 0, 5)
+def add_partitions_to_txn(node: Node, req: Incoming[AddPartitionsToTxnRequest]
+                         ) -> Answer[AddPartitionsToTxnResponse]:
     R = AddPartitionsToTxnResponse
     b = req.body
     if req.api_version >= 4:
@@ -120,8 +129,9 @@ def _add_partitions_batched(node: Any, req: Any) -> Any:
     return R(error_code=0, results_by_transaction=out)
 
 
-@api(25, 0, 4)
-def add_offsets_to_txn(node: Any, req: Any) -> Any:
+@api(AddOffsetsToTxnRequest, 0, 4)
+def add_offsets_to_txn(node: Node, req: Incoming[AddOffsetsToTxnRequest]
+                      ) -> Answer[AddOffsetsToTxnResponse]:
     b = req.body
     code = _may_write(node, req, b.transactional_id)
     if not code and not allowed(node, req, Op.READ, RT.GROUP, b.group_id):
@@ -133,8 +143,8 @@ def add_offsets_to_txn(node: Any, req: Any) -> Any:
     return AddOffsetsToTxnResponse(error_code=_fenced(code, req.api_version, 2))
 
 
-@api(26, 0, 5)
-def end_txn(node: Any, req: Any) -> Any:
+@api(EndTxnRequest, 0, 5)
+def end_txn(node: Node, req: Incoming[EndTxnRequest]) -> Answer[EndTxnResponse]:
     b = req.body
     code = _may_write(node, req, b.transactional_id) or _not_coordinator(node, b.transactional_id)
     pid, epoch = -1, -1
@@ -148,8 +158,9 @@ def end_txn(node: Any, req: Any) -> Any:
                           producer_epoch=epoch if not code else -1)
 
 
-@api(28, 0, 5)
-def txn_offset_commit(node: Any, req: Any) -> Any:
+@api(TxnOffsetCommitRequest, 0, 5)
+def txn_offset_commit(node: Node, req: Incoming[TxnOffsetCommitRequest]
+                     ) -> Answer[TxnOffsetCommitResponse]:
     R = TxnOffsetCommitResponse
     b = req.body
     state = node.cluster.state
@@ -179,8 +190,9 @@ def txn_offset_commit(node: Any, req: Any) -> Any:
         for p in t.partitions]) for t in b.topics])
 
 
-@api(27, 1, 2)
-def write_txn_markers(node: Any, req: Any) -> Any:
+@api(WriteTxnMarkersRequest, 1, 2)
+def write_txn_markers(node: Node, req: Incoming[WriteTxnMarkersRequest]
+                     ) -> Answer[WriteTxnMarkersResponse]:
     R = WriteTxnMarkersResponse
     may = cluster_allowed(node, req, Op.CLUSTER_ACTION)
     out = []

@@ -18,12 +18,21 @@ waits for the outside coordinator to commit or abort it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names
-from kcodec.broker.apis.registry import api
+from kcodec.broker.apis.registry import Answer, Incoming, api
 from kcodec.broker.state import now_ms
-from kcodec.protocol import DescribeTransactionsResponse, ErrorCode, ListTransactionsResponse
+from kcodec.protocol import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ErrorCode,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+
+if TYPE_CHECKING:
+    from kcodec.broker.node import Node
 
 __all__: list[str] = []
 
@@ -32,8 +41,9 @@ STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
           "CompleteAbort", "PrepareEpochFence", "Dead")
 
 
-@api(66, 0, 2)
-def list_transactions(node: Any, req: Any) -> Any:
+@api(ListTransactionsRequest, 0, 2)
+def list_transactions(node: Node, req: Incoming[ListTransactionsRequest]
+                     ) -> Answer[ListTransactionsResponse]:
     R = ListTransactionsResponse
     b = req.body
     unknown = [s for s in b.state_filters if s not in STATES]
@@ -70,8 +80,9 @@ def list_transactions(node: Any, req: Any) -> Any:
         for t in rows if t.transactional_id in may])
 
 
-@api(65, 0, 0)
-def describe_transactions(node: Any, req: Any) -> Any:
+@api(DescribeTransactionsRequest, 0, 0)
+def describe_transactions(node: Node, req: Incoming[DescribeTransactionsRequest]
+                         ) -> Answer[DescribeTransactionsResponse]:
     R = DescribeTransactionsResponse
     out = []
     for tid in req.body.transactional_ids:

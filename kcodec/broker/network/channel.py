@@ -30,7 +30,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = ["Request", "RequestChannel", "CLOSE", "NO_RESPONSE", "LARGE_REQUEST_BYTES",
            "LARGE_PRODUCE_BYTES"]
@@ -42,9 +42,13 @@ CLOSE = "close"             # the handler wants the connection dropped
 NO_RESPONSE = "no-response"  # nothing to send back (acks=0 produce)
 
 
+B = TypeVar("B")
+
+
 @dataclass
-class Request:
-    """One request frame as read from a connection (the body is decoded by the handler)."""
+class Request(Generic[B]):
+    """One request frame as read from a connection; ``B`` is the class of its body, which
+    dispatch decodes before the handler runs (handlers are typed ``Request[XRequest]``)."""
 
     node_id: int
     connection: Any                # the processor's per-connection state (ConnectionState)
@@ -53,8 +57,8 @@ class Request:
     correlation_id: int
     frame: bytes                   # the frame without its size prefix (header + body)
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
-    header: Any = None             # set by the handler once decoded
-    body: Any = None
+    header: Any = None             # set by dispatch once decoded
+    body: B = None                 # type: ignore[assignment]  # (the same)
     arrived: float = field(default_factory=time.monotonic)   # for RequestMetrics TotalTimeMs
 
     @property

@@ -306,7 +306,7 @@ class Processor:
                     continue
                 conn.authenticated = gate.principal is not None
             conn.busy = True
-            req = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
+            req: Request[Any] = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
                           int.from_bytes(frame[2:4], "big", signed=True),
                           int.from_bytes(frame[4:8], "big", signed=True), frame)
             conn.requests += 1
