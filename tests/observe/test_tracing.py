@@ -96,13 +96,13 @@ def test_a_trace_crosses_kcodec_producer_and_consumer(broker, spans):
 
 def test_a_failed_send_is_an_error_span(broker, spans):
     provider, exporter = spans
-    from kcodec.client.errors import KafkaError
+    from kcodec.client.errors import KafkaError, KafkaTimeoutError
 
     with Producer(bootstrap_servers=broker.bootstrap, tracing_enabled=True,
-                  tracer_provider=provider, **FAST) as p:
+                  tracer_provider=provider, **{**FAST, "api_timeout_ms": 1000}) as p:
         fut = p.send("tr", b"v", partition=0)
         fut.result(10)
-        with pytest.raises((KafkaError, ValueError)):
+        with pytest.raises((KafkaError, KafkaTimeoutError)):
             p.send("tr", b"v", partition=7).result(10)       # no partition 7
     errs = [s for s in exporter.get_finished_spans() if s.status.status_code.name == "ERROR"]
     assert len(errs) == 1 and "error.type" in errs[0].attributes
