@@ -49,7 +49,7 @@ def kbroker():
     cluster reaches it."""
     from kcodec.broker import Cluster
 
-    c = Cluster(1, num_partitions=4).start()
+    c = Cluster(1, num_partitions=4, transaction_two_phase_commit_enable=True).start()
     yield c
     c.stop()
 
@@ -231,9 +231,12 @@ def test_kcodec_pipeline_master_option(cluster, kbroker, tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def connect(cluster, tmp_path_factory):
-    """A Spark Connect server on the cluster; its Python workers run this venv's Python."""
+    """A Spark Connect server on the cluster; its Python workers run this venv's Python
+    with the checkout under test first on their path."""
     with ConnectServer(tmp_path_factory.mktemp("connect"), cluster.url,
-                       conf={"spark.pyspark.python": sys.executable}) as server:
+                       env={"PYTHONPATH": str(REPO)},
+                       conf={"spark.pyspark.python": sys.executable,
+                             "spark.executorEnv.PYTHONPATH": str(REPO)}) as server:
         yield server
 
 
@@ -241,11 +244,14 @@ def test_spark_connect_client_registers_reads_and_writes(cluster, connect, kbrok
                                                         tmp_path) -> None:
     out_topic = f"cn-{uuid.uuid4().hex[:8]}"
     p = run([sys.executable, str(JOBS / "connect_client.py"), connect.url,
-             kbroker.bootstrap, events, out_topic], env=spark_env(None, cluster.conf_dir),
+             kbroker.bootstrap, events, out_topic],
+            env=spark_env({"PYTHONPATH": str(REPO)}, cluster.conf_dir),
             cwd=tmp_path, timeout=600)
     assert p.returncode == 0, _fail_text(p)
     got = _json_line(p.stdout)
     assert (got["read"], got["back"], got["distinct_back"]) == (N, N, N)
+    # the exactly-once sink's batch write through Connect
+    assert got["eos"] == {"batch": [N, N]}, got["eos"]
     assert {e["implementation"] for e in got["executors"]} == {"cython"}
 
 

@@ -1,5 +1,9 @@
 """A Spark Connect client for tests/spark/test_spark_cluster.py: register kcodec's formats
-explicitly, read a topic, write it back with the sink, read that back. One JSON line."""
+explicitly, read a topic, write it back with the sink, read that back; then the same with
+the exactly-once sink's batch write, read back with read_committed. One JSON line.
+
+    connect_client.py URL BOOTSTRAP TOPIC OUT_TOPIC
+"""
 
 from __future__ import annotations
 
@@ -25,9 +29,16 @@ def main() -> int:
         .mode("append").save()
     back = (spark.read.format("kcodec").option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", out_topic).load())
+    dst = f"{out_topic}-eos"
+    src.select("key", "value").write.format("kcodec") \
+        .option("kafka.bootstrap.servers", bootstrap).option("topic", dst) \
+        .option("kcodec.deliveryGuarantee", "exactly_once").mode("append").save()
+    got = (spark.read.format("kcodec").option("kafka.bootstrap.servers", bootstrap)
+           .option("subscribe", dst).option("kafka.isolation.level", "read_committed").load())
+    eos = {"batch": [got.count(), got.select("value").distinct().count()]}
     print(json.dumps({"read": read, "back": back.count(),
                       "distinct_back": back.select("value").distinct().count(),
-                      "executors": report}), flush=True)
+                      "eos": eos, "executors": report}), flush=True)
     spark.stop()
     return 0
 
