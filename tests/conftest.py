@@ -102,6 +102,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             rel = ""
         if in_twin_dirs(rel):
             item.add_marker(pytest.mark.twins)
+        mark = item.get_closest_marker("reference")
+        if mark is not None and reference.skip_reason(*mark.args) is not None:
+            skips.add(item.nodeid)
     if hasattr(config, "workerinput"):
         # under pytest-xdist (--dist loadfile hands out modules in this order) the folders
         # whose modules take a minute or more go first, so the run does not end with one
@@ -111,9 +114,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return next((n for n, d in enumerate(HEAVY_FIRST) if rel.startswith(d)),
                         len(HEAVY_FIRST))
         items.sort(key=heavy)
-        mark = item.get_closest_marker("reference")
-        if mark is not None and reference.skip_reason(*mark.args) is not None:
-            skips.add(item.nodeid)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
