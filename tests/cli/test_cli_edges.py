@@ -277,11 +277,13 @@ def test_dump_log_directory_without_segments(tmp_path) -> None:
 
 @pytest.mark.slow   # ~4 s; the in-process twin (tests/broker/test_broker_client.py) runs by default
 def test_keyless_lines_spread_over_partitions(broker, topic_name) -> None:
-    """seq 1 50000 | kcodec produce -t spread: KIP-794 moves on after batch_size bytes."""
+    """seq 1 50000 | kcodec produce -t spread: KIP-794 moves on after batch_size bytes
+    (the CLI's batch_size is kcat's 1,000,000 bytes, all of this input: 16 KiB here, the
+    client's default, so the input spans many batches)."""
     _create(broker, topic_name, 4)
     data = b"".join(b"%020d\n" % i for i in range(50000))
     rc, out, err, _ = run("produce", "-b", broker.bootstrap, "-t", topic_name, "--json",
-                          stdin=data, timeout=120)
+                          "-X", "batch_size=16384", stdin=data, timeout=120)
     assert rc == 0, err
     per = [0] * 4
     for m in re.finditer(r'"partition":(\d)', out):
