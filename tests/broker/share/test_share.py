@@ -562,7 +562,12 @@ def test_confluent_kafka_share_consumer_alongside_kcodec_s() -> None:
         got_theirs: list[int] = []
         got_ours: list[int] = []
         stop = time.monotonic() + 30
-        # theirs joins first (librdkafka takes a heartbeat or two); ours once it reads
+        # Each in turn first, the other idle, so both get records whoever is faster:
+        # librdkafka's background thread fetches without the application polling, and
+        # left to race it could acquire all 2000 before ours had joined (seen in CI).
+        # Ours first: while it does not poll it holds only its last 20 records.
+        while not got_ours and time.monotonic() < stop:
+            got_ours.extend(r.offset for r in ours.poll(0.1))
         while not got_theirs and time.monotonic() < stop:
             got_theirs += [m.offset() for m in theirs.poll(0.1) if m.error() is None]
 
