@@ -173,6 +173,8 @@ class Connection:
 
     def version(self, api_key: int) -> int:
         """The highest version both sides speak."""
+        if api_key not in CLIENT_VERSIONS:
+            raise UnsupportedVersionError(f"this client does not speak {_name(api_key)}")
         lo, hi = CLIENT_VERSIONS[api_key]
         if self.broker_versions is None:
             return lo

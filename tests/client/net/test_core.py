@@ -53,6 +53,12 @@ def test_core_negotiation_limits() -> None:
         c.version(11)   # JoinGroup not advertised
 
 
+def test_core_an_api_key_the_client_does_not_speak_is_a_clear_error() -> None:
+    from kcodec.errors import UnsupportedVersionError
+    with pytest.raises(UnsupportedVersionError, match="does not speak"):
+        Connection().version(9999)        # not a KeyError
+
+
 @pytest.mark.parametrize("junk", [b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x00\x00\x00\x02ab"])
 def test_core_garbage(junk: bytes) -> None:
     c = Connection()
