@@ -3,6 +3,8 @@ safe) and ``AsyncShareConsumer`` (asyncio).
 
     facade.py       ShareConsumer, AsyncShareConsumer: what applications call; the records
                     delivered and their acknowledgements (implicit or explicit mode)
+    engine.py       ShareEngine, what both facades share: the records delivered and not yet
+                    acknowledged, settled at a poll, a commit or close
     fetcher.py      one ShareFetch/ShareAcknowledge loop per broker, the buffer, decoding
     session.py      a share session with one broker (epochs, partitions)
     membership.py   ShareGroupHeartbeat: joining, the assignment, leaving
