@@ -28,7 +28,9 @@ that asks for it in InitProducerId v6 gets a transaction that never times out (i
 decided outside Kafka); ``keep_prepared`` (keepPreparedTxn) leaves an open transaction open,
 fences its producer with a new epoch and answers the identity the transaction was written
 under, which the new producer compares with what the external coordinator recorded before
-committing or aborting it with EndTxn.
+committing or aborting it with EndTxn. When the id has no epoch left, the new producer gets a
+new producer id (epoch 0), as Kafka does, and the kept transaction's markers are written
+under its old id with the last epoch.
 
 Every state change is written to the data dir's transaction state log before the answer
 (:mod:`kcodec.broker.coordinator.txn_log`); ``recover()`` at start-up rebuilds each partition's
@@ -216,11 +218,9 @@ class TxnCoordinator:
             if t is None:
                 t = self.txns[transactional_id] = _Txn(transactional_id, pid, epoch, timeout_ms)
             else:
-                if kept and pid != t.producer_id:
-                    # the epoch overflowed: the markers are written under the old id, and
-                    # the coordinator cannot fence it by epoch any more; start over instead
-                    self.cluster.producer_ids.restore(transactional_id, t.producer_id, t.epoch)
-                    return E.CONCURRENT_TRANSACTIONS, -1, -1, -1, -1
+                # a kept transaction past the id's last epoch (Kafka's answer too): the new
+                # producer gets a new id at epoch 0 and completes the transaction with it;
+                # its markers go out under the id its records were written with (ongoing)
                 self.by_pid.pop(t.producer_id, None)
                 t.producer_id, t.epoch, t.timeout_ms = pid, epoch, timeout_ms
                 if not kept:
@@ -422,10 +422,15 @@ class TxnCoordinator:
         t.state = "PrepareCommit" if commit else "PrepareAbort"
         t.token += 1
         self._save(t)
+        pid, epoch = t.producer_id, t.epoch
+        if t.ongoing[0] >= 0 and t.ongoing[0] != pid:
+            # a kept transaction whose id ran out of epochs: its records are of the old id;
+            # the last epoch on the markers fences whatever that id still sends
+            pid, epoch = t.ongoing[0], MAX_EPOCH
         for topic, index in sorted(t.partitions):
-            if recovering and t.producer_id not in self.partition(topic, index).open:
+            if recovering and pid not in self.partition(topic, index).open:
                 continue    # this marker was written before the broker stopped
-            code = write_marker(self.cluster, topic, index, t.producer_id, t.epoch, commit)
+            code = write_marker(self.cluster, topic, index, pid, epoch, commit)
             if code and code != E.UNKNOWN_TOPIC_OR_PARTITION:     # (a deleted topic: none due)
                 log.warning("kcodec broker: transaction %r: no %s marker in %s-%d: %s",
                             t.transactional_id, "COMMIT" if commit else "ABORT", topic, index,
@@ -434,6 +439,7 @@ class TxnCoordinator:
             for group_id, offsets in t.offsets.items():
                 _commit_group_offsets(self.cluster.groups, group_id, offsets)
         t.partitions, t.groups, t.offsets = set(), set(), {}
+        t.ongoing = (-1, -1)
         t.state = "CompleteCommit" if commit else "CompleteAbort"
         if t.next != (-1, -1):      # a v2 end past the last epoch: the new producer id now
             self.by_pid.pop(t.producer_id, None)

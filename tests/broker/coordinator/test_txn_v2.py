@@ -249,6 +249,50 @@ def test_two_phase_commit_survives_a_crash(two_pc, matches):
             old.close(0)
 
 
+@pytest.mark.parametrize("matches", [True, False], ids=["commit", "abort"])
+def test_keep_prepared_at_the_last_epoch_moves_to_a_new_producer_id(two_pc, matches):
+    """A transaction prepared at its id's last epoch and kept by a new producer: the new
+    producer gets a new producer id (epoch 0), as Kafka does, not CONCURRENT_TRANSACTIONS
+    again and again, and completes the kept transaction with it; the markers end it under
+    the id its records carry, and that id is fenced."""
+    topic = _topic(two_pc.bootstrap)
+    tid = f"2pc-last-{topic}"
+    pid0 = 4242
+    two_pc.producer_ids.restore(tid, pid0, 32766)    # as after 32766 epochs of the id
+    p = _two_pc_producer(two_pc.bootstrap, tid)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, b"prepared", partition=0)
+    state = p.prepare_transaction()
+    assert (state.producer_id, state.epoch) == (pid0, 32767)
+    p.close(0)
+    recorded = str(state) if matches else str(PreparedTxnState(pid0, 0))
+    with _two_pc_producer(two_pc.bootstrap, tid) as again:
+        again.init_transactions(keep_prepared_txn=True)
+        acc = again._engine.accumulator
+        assert acc.producer_id != pid0 and acc.epoch == 0
+        assert kcodec_read(two_pc.bootstrap, topic, "read_committed", 0, timeout=1) == []
+        assert again.complete_transaction(recorded) is matches
+        again.begin_transaction()
+        again.send(topic, b"after", partition=0)
+        again.commit_transaction()
+    want = [b"prepared", b"after"] if matches else [b"after"]
+    assert kcodec_read(two_pc.bootstrap, topic, "read_committed", len(want)) == want
+    with Admin(bootstrap_servers=two_pc.bootstrap, **FAST) as admin:
+        assert not admin.list_transactions(states=["Ongoing"], pattern=tid)
+    old = _two_pc_producer(two_pc.bootstrap, tid)
+    try:        # the old id at its last epoch is fenced
+        old._engine.accumulator.set_producer(pid0, 32767)
+        old._txn().state = "READY"
+        with pytest.raises(Exception, match="(?i)fenced|mapping"):
+            old.begin_transaction()
+            old.send(topic, b"zombie", partition=0).result(10)
+            old.commit_transaction()
+    finally:
+        old.close(0)
+    assert kcodec_read(two_pc.bootstrap, topic, "read_committed", len(want)) == want
+
+
 def test_two_phase_transaction_does_not_time_out(two_pc):
     topic = _topic(two_pc.bootstrap)
     with _two_pc_producer(two_pc.bootstrap, f"slow-{topic}", transaction_timeout_ms=500) as p:
