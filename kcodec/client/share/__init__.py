@@ -5,7 +5,8 @@ safe) and ``AsyncShareConsumer`` (asyncio).
                     delivered and their acknowledgements (implicit or explicit mode)
     engine.py       ShareEngine, what both facades share: the records delivered and not yet
                     acknowledged, settled at a poll, a commit or close
-    fetcher.py      one ShareFetch/ShareAcknowledge loop per broker, the buffer, decoding
+    fetcher.py      one ShareFetch loop per broker, the buffer, decoding
+    acknowledger.py the acknowledgements and commits waiting, the ShareAcknowledge request
     session.py      a share session with one broker (epochs, partitions)
     membership.py   ShareGroupHeartbeat: joining, the assignment, leaving
     acks.py         AcknowledgeType and the acknowledgement batches

@@ -128,9 +128,7 @@ class ShareEngine:
                                       "again")
         acks = self._settle(implicit=not self.explicit)
         if acks:
-            with self.fetcher.lock:
-                for tp, batches_ in acks.items():
-                    self.fetcher.pending.add(tp, batches_)
+            self.fetcher.acks.queue(acks)
             self.fetcher.kick()
 
     def took(self, spans: list[tuple[TopicPartition, Sequence[int]]]) -> None:
@@ -173,10 +171,10 @@ class ShareEngine:
         if self.closed:
             raise ClientClosedError("the share consumer is closed")
         acks = self._settle(implicit=not self.explicit)
-        with self.fetcher.lock:        # those waiting for the next fetch go now too
-            for tp, waiting in self.fetcher.pending.take().items():
-                acks[tp] = sorted(waiting + acks.get(tp, []), key=lambda b: b[0])
-        return self.fetcher.commit(acks)
+        # those waiting for the next fetch go now too
+        for tp, waiting in self.fetcher.acks.take_pending().items():
+            acks[tp] = sorted(waiting + acks.get(tp, []), key=lambda b: b[0])
+        return self.fetcher.acks.commit(acks)
 
     # ------------------------------------------------------------------ membership
     async def subscribe(self, topics: list[str]) -> None:
@@ -206,11 +204,8 @@ class ShareEngine:
             if unpolled:
                 released[tp] = released.get(tp, []) + runs(sorted(unpolled),
                                                            AcknowledgeType.RELEASE)
-        with self.fetcher.lock:
-            for tp, got in acks.items():
-                self.fetcher.pending.add(tp, got)
-            for tp, got in released.items():
-                self.fetcher.pending.add(tp, got)
+        self.fetcher.acks.queue(acks)
+        self.fetcher.acks.queue(released)
         self.closed = True
         await self.fetcher.close()
         await self.member.leave()

@@ -161,7 +161,7 @@ class AsyncShareConsumer:
             | None) -> None:
         """``callback(offsets by partition, error or None)`` after each acknowledgement
         answer (on the client's loop: keep it short)."""
-        self._engine.fetcher.on_commit = callback
+        self._engine.fetcher.acks.on_commit = callback
 
     async def close(self) -> None:
         """Send what was acknowledged (implicit: accept the last poll), release what was

@@ -1,7 +1,9 @@
 """Share fetching: one loop per broker that leads an assigned partition, each with its
 share session (session.py), and the buffer that ``poll`` takes records from.
 
-A broker's loop sends one request at a time (the session's epochs are a sequence):
+A broker's loop sends one request at a time (the session's epochs are a sequence); the
+acknowledgements and commits waiting, and the ShareAcknowledge request, are the
+acknowledger's (acknowledger.py):
 
 * a ShareFetch when fewer than ``max_poll_records`` fetched records wait to be polled; it
   carries the acknowledgements waiting for that broker's partitions (KIP-932 lets a fetch
@@ -17,27 +19,26 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import concurrent.futures
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kcodec.client.errors import KafkaError
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.share._share import ShareRecord, share_records
-from kcodec.client.share.acks import Acknowledgements, AcknowledgeType, Batch
+from kcodec.client.share.acknowledger import ACK_LINGER, REFRESH_CODES, Acknowledger
+from kcodec.client.share.acks import AcknowledgeType, Batch
 from kcodec.client.share.columns import ShareColumns, columns_of
 from kcodec.client.share.config import ShareConsumerConfig
 from kcodec.client.share.membership import ShareGroupMember
-from kcodec.client.share.session import FINAL_EPOCH, ShareSession
+from kcodec.client.share.session import ShareSession
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import KcodecError
 from kcodec.protocol import (
     ErrorCode,
-    ShareAcknowledgeRequest,
     ShareFetchRequest,
 )
 
@@ -45,10 +46,7 @@ __all__ = ["ShareFetcher", "ShareRecord", "Delivery"]
 
 E = ErrorCode
 SESSION_CODES = frozenset((E.SHARE_SESSION_NOT_FOUND, E.INVALID_SHARE_SESSION_EPOCH))
-REFRESH_CODES = frozenset((E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION,
-                           E.UNKNOWN_TOPIC_ID, E.FENCED_LEADER_EPOCH))
 RECORD_LIMIT, BATCH_OPTIMIZED = 1, 0
-ACK_LINGER = 0.05      # s: acknowledgements wait this long for a fetch to ride on
 PREFETCH_POLLS = 4     # batch-optimised mode: fetch ahead up to this many polls' worth
 
 
@@ -68,15 +66,6 @@ class Delivery:
         self.size = sum(last - first + 1 for first, last, _ in self.ranges)
 
 
-@dataclass
-class _Commit:
-    """Acknowledgements a commit sent, and who waits for their answer."""
-
-    acks: dict[TopicPartition, list[Batch]]
-    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
-    results: dict[TopicPartition, BaseException | None] = field(default_factory=dict)
-
-
 class ShareFetcher:
     def __init__(self, config: ShareConsumerConfig, loop: asyncio.AbstractEventLoop,
                  cluster: Cluster, member: ShareGroupMember) -> None:
@@ -89,16 +78,12 @@ class ShareFetcher:
         self.decoding = 0                        # records received, not yet decoded
         self.undecoded: list[Delivery] = []      # their deliveries
         self.data_ready = threading.Condition()
-        self.lock = threading.Lock()             # the acknowledgements and commits
-        self.pending = Acknowledgements()        # to send with the next request
-        self.commits: list[_Commit] = []         # to send now, someone waits
         self.sessions: dict[int, ShareSession] = {}
         self.tasks: dict[int, asyncio.Task] = {}
         self.wake: dict[int, asyncio.Event] = {}
         self.error: BaseException | None = None
         self.lock_timeout_ms = -1
         self.closed = False
-        self.on_commit: Any = None               # callback(offsets by partition, error)
         self.strict = config.share_acquire_mode == "record_limit"
         self.arrived = asyncio.Event()           # for a poll on the loop (the async facade)
         # fetch ahead while fewer records than this wait in the buffer, so the next answer
@@ -107,9 +92,12 @@ class ShareFetcher:
         # (which exists to keep locks few) only one poll's
         self.prefetch_below = config.max_poll_records * (1 if self.strict else PREFETCH_POLLS)
         self.idle: set[int] = set()              # the loops waiting for something to do
-        self.pending_since: dict[int, float] = {}  # when a broker's waiting acks came
         self.columns = False                     # decode to columns (poll_columns) instead
         self._refresh_due = False                # an answer said the metadata is stale
+        self.acks = Acknowledger(cluster, member, self.kick, self._leader_moved)
+
+    def _leader_moved(self) -> None:
+        self._refresh_due = True
 
     # ------------------------------------------------------------------ routing
     def _leader(self, tp: TopicPartition) -> int | None:
@@ -158,7 +146,7 @@ class ShareFetcher:
                         continue
                     try:
                         await asyncio.wait_for(
-                            wake.wait(), ACK_LINGER if node in self.pending_since else 1.0)
+                            wake.wait(), ACK_LINGER if node in self.acks.pending_since else 1.0)
                     except asyncio.TimeoutError:
                         pass
                     finally:
@@ -195,11 +183,11 @@ class ShareFetcher:
         self.start_loops()
 
     def _has_work(self, node: int, session: ShareSession) -> bool:
-        with self.lock:
-            if any(self._mine(node, c.acks) for c in self.commits):
+        with self.acks.lock:
+            if any(self._mine(node, c.acks) for c in self.acks.commits):
                 return True
-            since = self.pending_since.get(node)
-            if session.open and self._mine(node, list(self.pending.by_tp)) and (
+            since = self.acks.pending_since.get(node)
+            if session.open and self._mine(node, list(self.acks.pending.by_tp)) and (
                     since is None or time.monotonic() - since >= ACK_LINGER):
                 return True
         return bool(self._mine(node, self.member.assignment)) and \
@@ -212,18 +200,18 @@ class ShareFetcher:
         """One request to ``node``; False when there was nothing to do."""
         wanted = set(self._mine(node, self.member.assignment))
         fetch = bool(wanted) and self.buffered + self.decoding < self.prefetch_below
-        with self.lock:
-            commit = next((c for c in self.commits if self._mine(node, c.acks)), None)
-            mine = self._mine(node, list(self.pending.by_tp))
+        with self.acks.lock:
+            commit = next((c for c in self.acks.commits if self._mine(node, c.acks)), None)
+            mine = self._mine(node, list(self.acks.pending.by_tp))
             # acknowledgements ride on the next fetch; alone only for a commit, or once
             # they have waited ACK_LINGER (the buffer is full: no fetch for a while)
             due = fetch or commit is not None or \
-                time.monotonic() - self.pending_since.get(node, time.monotonic()) >= ACK_LINGER
-            acks = self.pending.take(mine) if session.open and due else {}
+                time.monotonic() - self.acks.pending_since.get(node, time.monotonic()) >= ACK_LINGER
+            acks = self.acks.pending.take(mine) if session.open and due else {}
             if acks:
-                self.pending_since.pop(node, None)
-            elif mine and node not in self.pending_since:
-                self.pending_since[node] = time.monotonic()
+                self.acks.pending_since.pop(node, None)
+            elif mine and node not in self.acks.pending_since:
+                self.acks.pending_since[node] = time.monotonic()
         if commit is not None and not session.open and wanted:
             await self._fetch(node, session, wanted, {})   # open a session to send it in
             return True
@@ -232,16 +220,16 @@ class ShareFetcher:
             merged = {**acks}
             for tp, b in ours.items():
                 merged[tp] = merged.get(tp, []) + b
-            await self._acknowledge(node, session, merged, commit)
+            await self.acks.send(node, session, merged, commit)
             return True
         if fetch or (acks and session.open):
             if fetch or not acks:
                 await self._fetch(node, session, wanted, acks)
             else:
-                await self._acknowledge(node, session, acks, None)
+                await self.acks.send(node, session, acks, None)
             return True
         if commit is not None and not session.open:   # nothing to acknowledge it with
-            self._finish(commit, node, {tp: KafkaError(E.SHARE_SESSION_NOT_FOUND,
+            self.acks.finish(commit, {tp: KafkaError(E.SHARE_SESSION_NOT_FOUND,
                                                        "acknowledge") for tp in commit.acks
                                         if self._leader(tp) == node})
         return False
@@ -286,14 +274,14 @@ class ShareFetcher:
             b = await self.cluster.request(
                 node, req, timeout=self.cluster.request_timeout + cfg.fetch_max_wait_ms / 1000)
         except KcodecError as exc:
-            self._ack_failed(acks, exc)
+            self.acks.failed(acks, exc)
             raise
         if b.error_code:
             err = KafkaError(b.error_code, "ShareFetch", b.error_message)
             if b.error_code in SESSION_CODES:
-                self._requeue(acks)      # the records are the member's, not the session's
+                self.acks.requeue(acks)      # the records are the member's, not the session's
             else:
-                self._ack_failed(acks, err)
+                self.acks.failed(acks, err)
             raise err
         session.sent(added, forgotten)
         if b.acquisition_lock_timeout_ms > 0:
@@ -310,7 +298,7 @@ class ShareFetcher:
             for p in t.partitions:
                 tp = TopicPartition(name, p.partition_index)
                 if tp in acks and p.acknowledge_error_code in REFRESH_CODES:
-                    self._requeue({tp: acks[tp]})    # for the partition's new leader
+                    self.acks.requeue({tp: acks[tp]})    # for the partition's new leader
                     refresh = True
                 elif tp in acks:
                     results[tp] = None if not p.acknowledge_error_code else KafkaError(
@@ -330,7 +318,7 @@ class ShareFetcher:
             self.cluster.invalidate()
             self._refresh_due = True
         if results:
-            self._report(results, acks)
+            self.acks.report(results, acks)
         if got:
             # decoded on the I/O thread once the next fetch is on its way (this task sends
             # it, if there is room, before the loop runs the callback): the broker reads
@@ -346,8 +334,8 @@ class ShareFetcher:
             if self.columns:
                 d.records, gaps = columns_of(d.tp, d.data, d.ranges, self.config.check_crcs)
                 if gaps:
-                    with self.lock:
-                        self.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
+                    with self.acks.lock:
+                        self.acks.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
             else:
                 d.records = self._decode(d, self.config.check_crcs)
         with self.data_ready:
@@ -360,98 +348,6 @@ class ShareFetcher:
                 self.buffered += d.size
             self.data_ready.notify_all()
         self.arrived.set()
-
-    async def _acknowledge(self, node: int, session: ShareSession,
-                           acks: dict[TopicPartition, list[Batch]], commit: _Commit | None,
-                           final: bool = False) -> dict[TopicPartition, BaseException | None]:
-        R = ShareAcknowledgeRequest
-        topics: dict[Any, list] = {}
-        for tp, batches in sorted(acks.items()):
-            tid = self._topic_id(tp.topic)
-            if tid is not None:
-                topics.setdefault(tid, []).append(R.AcknowledgePartition(
-                    partition_index=tp.partition, acknowledgement_batches=[
-                        R.AcknowledgementBatch(first_offset=f, last_offset=last,
-                                               acknowledge_types=t) for f, last, t in batches]))
-        renew_only = all(t == [AcknowledgeType.RENEW] for bs in acks.values() for _, _, t in bs)
-        req = R(group_id=self.member.group_id, member_id=self.member.member_id,
-                share_session_epoch=FINAL_EPOCH if final else session.epoch,
-                is_renew_ack=bool(acks) and renew_only,
-                topics=[R.AcknowledgeTopic(topic_id=t, partitions=ps) for t, ps in topics.items()])
-        results: dict[TopicPartition, BaseException | None] = {}
-        try:
-            b = await self.cluster.request(node, req)
-            if b.error_code:
-                raise KafkaError(b.error_code, "ShareAcknowledge", b.error_message)
-        except KcodecError as exc:
-            results = {tp: exc for tp in acks}
-            if commit is not None:
-                self._finish(commit, node, results)
-            self._report(results, acks)
-            raise
-        if not final:
-            session.sent(set(), set())
-        names = self.cluster.topic_names
-        moved: dict[TopicPartition, list[Batch]] = {}
-        for t in b.responses:
-            for p in t.partitions:
-                tp = TopicPartition(names.get(t.topic_id, "?"), p.partition_index)
-                if p.error_code in REFRESH_CODES and tp in acks and not final:
-                    moved[tp] = acks[tp]             # for the partition's new leader
-                    continue
-                results[tp] = None if not p.error_code else KafkaError(
-                    p.error_code, f"acknowledge {tp.topic}-{tp.partition}", p.error_message)
-        for tp in acks:
-            if tp not in results and tp not in moved:
-                results[tp] = KafkaError(E.UNKNOWN_SERVER_ERROR, f"acknowledge {tp.topic}-"
-                                         f"{tp.partition}", "the broker's answer left it out")
-        if moved:
-            self._requeue(moved)
-            self._refresh_due = True
-            self.cluster.invalidate()
-            if commit is not None:               # the commit waits for the new leader
-                with self.lock:
-                    for tp, got in moved.items():
-                        commit.acks[tp] = got
-                    self.pending.take(list(moved))
-        if commit is not None:
-            self._finish(commit, node, results)
-        self._report(results, acks)
-        return results
-
-    def _finish(self, commit: _Commit, node: int,
-                results: dict[TopicPartition, BaseException | None]) -> None:
-        with self.lock:
-            commit.results.update(results)
-            for tp in results:
-                commit.acks.pop(tp, None)
-            done = not commit.acks
-            if done and commit in self.commits:
-                self.commits.remove(commit)
-        if done and not commit.future.done():
-            commit.future.set_result(dict(commit.results))
-
-    def _requeue(self, acks: dict[TopicPartition, list[Batch]]) -> None:
-        """Acknowledgements a lost session did not take: sent again in the next one."""
-        with self.lock:
-            for tp, got in acks.items():
-                self.pending.add(tp, got)
-
-    def _ack_failed(self, acks: dict[TopicPartition, list[Batch]], exc: BaseException) -> None:
-        if acks:
-            self._report({tp: exc for tp in acks}, acks)
-
-    def _report(self, results: dict[TopicPartition, BaseException | None],
-                acks: dict[TopicPartition, list[Batch]]) -> None:
-        cb = self.on_commit
-        if cb is None or not results:
-            return
-        offsets = {tp: sorted({o for f, last, _ in acks.get(tp, ()) for o in range(f, last + 1)})
-                   for tp in results}
-        try:
-            cb(offsets, next((e for e in results.values() if e is not None), None))
-        except Exception:          # a user's callback must not stop the fetcher
-            pass
 
     def _notify(self) -> None:
         with self.data_ready:
@@ -546,8 +442,8 @@ class ShareFetcher:
             have = {r.offset for r in out}
             gaps = [o for f, last, _ in ranges for o in range(f, last + 1) if o not in have]
             if gaps:
-                with self.lock:
-                    self.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
+                with self.acks.lock:
+                    self.acks.pending.add_offsets(d.tp, gaps, AcknowledgeType.GAP)
         return out
 
     def drop_unpolled(self) -> dict[TopicPartition, list[int]]:
@@ -571,17 +467,6 @@ class ShareFetcher:
         return out
 
     # ------------------------------------------------------------------ commits and close
-    def commit(self, acks: dict[TopicPartition, list[Batch]]) -> concurrent.futures.Future:
-        """Send ``acks`` now; the future gives {partition: None or the error}."""
-        c = _Commit(acks)
-        if not acks:
-            c.future.set_result({})
-            return c.future
-        with self.lock:
-            self.commits.append(c)
-        self.kick()
-        return c.future
-
     async def close(self) -> None:
         """Stop the loops; send what waits to each partition's leader with epoch -1 (which
         closes that broker's session; a leader without a session here gets one first)."""
@@ -593,12 +478,12 @@ class ShareFetcher:
                 await t
             except (asyncio.CancelledError, Exception):
                 pass
-        with self.lock:
-            acks = self.pending.take()
-            for c in self.commits:
+        with self.acks.lock:
+            acks = self.acks.pending.take()
+            for c in self.acks.commits:
                 for tp, b in c.acks.items():
                     acks[tp] = acks.get(tp, []) + b
-            commits, self.commits = self.commits, []
+            commits, self.acks.commits = self.acks.commits, []
         if acks:
             try:                       # the leaders now, not when the last fetch went
                 self.cluster.invalidate()
@@ -621,7 +506,7 @@ class ShareFetcher:
                     if not mine:
                         continue
                     await self._fetch(node, session, set(), {}, max_wait_ms=0)
-                results.update(await self._acknowledge(node, session, mine, None, final=True))
+                results.update(await self.acks.send(node, session, mine, None, final=True))
             except KcodecError as exc:
                 results.update({tp: exc for tp in mine})
         for c in commits:
