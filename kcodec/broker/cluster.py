@@ -435,6 +435,7 @@ class Cluster:
         self.state.delete_topic(name)
         self.groups.delete_topic(name)
         self.txns.forget_topic(name)
+        self.share.forget_topic(name)
 
     def leader_of(self, topic: str, partition: int) -> int:
         """The node id that leads ``topic``'s ``partition``."""

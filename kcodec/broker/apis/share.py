@@ -316,13 +316,19 @@ def share_fetch(node: Node, req: Incoming[ShareFetchRequest]) -> Answer[ShareFet
         return work.answer()
     with mgr.lock:
         for t in b.forgotten_topics_data:
-            name = names.get(t.topic_id)
             for index in t.partitions:
-                session.parts.discard((name, index))
-        for name, index, _ in requested:
+                session.parts.discard((t.topic_id, index))
+        for name, index, tid in requested:
             if name is not None and not errors[(name, index)][0]:
-                session.parts.add((name, index))
-        parts = sorted(session.parts)
+                session.parts.add((tid, index))
+        # the session's partitions of a topic that is gone (deleted, perhaps created again
+        # under its name with another id) are answered UNKNOWN_TOPIC_ID once and leave it
+        for tid, index in sorted(session.parts, key=str):
+            if tid not in names:
+                session.parts.discard((tid, index))
+                errors[(str(tid), index)] = (E.UNKNOWN_TOPIC_ID, None)
+                ids[str(tid)] = tid
+        parts = sorted((names[tid], index) for tid, index in session.parts)
         # the next fetch starts at another partition, so that none starves the rest
         if parts:
             shift = epoch % len(parts)

@@ -44,7 +44,9 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int = 1                                   # the epoch the next request must carry
-    parts: set[tuple[str, int]] = field(default_factory=set)
+    # (topic id, partition): by id, as Kafka's share sessions, so that a partition of a
+    # topic deleted and created again under its name is not fetched for the old one
+    parts: set[tuple[Any, int]] = field(default_factory=set)
 
 
 def _entries(blob: Any) -> list[tuple[int, int, int, int, bool, int, bool]]:
@@ -121,19 +123,24 @@ class SharePartitionManager:
         use); None if the topic partition does not exist."""
         key = (group, topic, index)
         with self.lock:
+            tid = self._topic_id(topic)
             sp = self.parts.get(key)
-            if sp is not None:
+            if sp is not None and sp.topic_id == tid:
                 return sp
             p = self.state.partition(topic, index)
             if p is None:
                 return None
             snap = self.store.partitions.get(key)
-            if snap is not None and snap.get("id") == self._topic_id(topic):
+            fresh = sp is not None or snap is None or snap.get("id") != tid
+            if snap is not None and not fresh:
                 sp = SharePartition.restore(group, topic, index, snap)
             else:
+                # new, or the state of a deleted topic of the same name: start afresh
                 sp = SharePartition(group, topic, index, self._initial_offset(group, p.log))
-                self._persist(sp)
+            sp.topic_id = tid
             self.parts[key] = sp
+            if fresh:
+                self._persist(sp)
             return sp
 
     def _leader(self, topic: str, index: int) -> int | None:
@@ -143,8 +150,10 @@ class SharePartitionManager:
     def _persist(self, sp: SharePartition) -> None:
         if not self.store.durable:
             return                       # memory only: nothing would read it back
-        self.store.put_partition(sp.group_id, sp.topic, self._topic_id(sp.topic), sp.index,
-                                 sp.snapshot())
+        if sp.topic_id != self._topic_id(sp.topic) or \
+                self.parts.get((sp.group_id, sp.topic, sp.index)) is not sp:
+            return                       # a deleted topic's state, or forgotten
+        self.store.put_partition(sp.group_id, sp.topic, sp.topic_id, sp.index, sp.snapshot())
 
     def start_offset(self, group: str, topic: str, index: int) -> int | None:
         """The group's start offset on a partition; None where it has none yet."""
@@ -154,6 +163,16 @@ class SharePartitionManager:
                 return sp.start
             snap = self.store.partitions.get((group, topic, index))
             return None if snap is None else int(snap["s"])
+
+    def forget_topic(self, topic: str) -> None:
+        """A topic was deleted: every group's share state of it goes, as Kafka deletes
+        the share-group state of a deleted topic (a topic created again under the name is
+        another topic, read afresh)."""
+        with self.lock:
+            keys = {k for k in list(self.parts) + list(self.store.partitions) if k[1] == topic}
+            for k in keys:
+                self.parts.pop(k, None)
+                self.store.delete_partition(*k)
 
     def groups_of(self, topic: str) -> set[str]:
         with self.lock:

@@ -81,6 +81,9 @@ class SharePartition:
         self.group_id = group_id
         self.topic = topic
         self.index = index
+        # the topic's id: a topic recreated under its name is another topic, with share
+        # state of its own
+        self.topic_id = ""
         self.start = start
         self.end = start
         self.batches: list[InFlight] = []

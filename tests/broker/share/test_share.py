@@ -416,12 +416,13 @@ def test_members_that_start_together_share_a_new_topics_partitions() -> None:
 
 
 @pytest.mark.peers
-def test_confluent_kafka_share_consumer_s_last_acks() -> None:
+def test_confluent_kafka_share_consumer_s_last_acks_and_a_recreated_topic() -> None:
     """confluent-kafka's ShareConsumer as users run it: accepted records stay accepted
     when it closes (it sends the leave and its last acknowledgements at once; before, 5
-    of 6 closes lost them). (A live confluent-kafka share consumer reading a topic deleted
-    and created again still gets its records only some of the time: docs/conformance.md,
-    0184.)"""
+    of 6 closes lost them), and a live consumer reads a topic deleted and created again,
+    each record once (before, its share session kept fetching the topic by name, so the
+    new records went to it before it had added the new topic id and it dropped them: 0 of
+    10, or all 10 again after the lock timeout with delivery count 2)."""
     import confluent_kafka as ck
 
     def drain_ck(sc: object, want: int, timeout: float = 20.0, ack: bool = False) -> int:
@@ -449,6 +450,71 @@ def test_confluent_kafka_share_consumer_s_last_acks() -> None:
             while c.share.start_offset("g", "t", 0) != 6 and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert c.share.start_offset("g", "t", 0) == 6, rnd
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 3)
+        sc = ck.ShareConsumer({"bootstrap.servers": c.bootstrap, "group.id": "g",
+                               "log_level": 3, "share.acknowledgement.mode": "explicit"})
+        try:
+            sc.subscribe(["t"])
+            assert drain_ck(sc, 3, ack=True) == 3
+            c.delete_topic("t")
+            c.create_topic("t", 1)
+            produce(c.bootstrap, "t", 10)
+            counts: list = []
+            deadline = time.monotonic() + 25      # the member hears of the new id at its
+            while len(counts) < 10 and time.monotonic() < deadline:   # next heartbeat (5 s)
+                for m in sc.poll(0.2):
+                    if m.error() is None:
+                        counts.append((m.offset(), m.delivery_count()))
+                        sc.acknowledge(m)
+            assert counts == [(i, 1) for i in range(10)]
+        finally:
+            sc.close()
+
+
+def test_a_live_consumer_reads_a_topic_deleted_and_created_again() -> None:
+    """A topic deleted and created again under its name is another topic (another id):
+    its share state starts afresh, so a live member gets every record of the new topic,
+    each delivered once. Before, the deleted topic's share state was kept by name (the
+    new records came from where the old ones had stopped) and the share session kept
+    fetching the name: records went to a client that had not added the new topic's id
+    and came back only after the lock timeout, with delivery count 2."""
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 3)
+        with share(c) as sc:
+            assert [r.offset for r in drain(sc, 3)] == [0, 1, 2]
+            old_id = c.state.topics["t"].topic_id
+            c.delete_topic("t")
+            c.create_topic("t", 1)
+            assert c.state.topics["t"].topic_id != old_id
+            produce(c.bootstrap, "t", 10)
+            got = drain(sc, 10, timeout=20)
+            assert [(r.offset, r.delivery_count) for r in got] == [(i, 1) for i in range(10)]
+
+
+def test_a_deleted_topic_s_share_state_goes_with_it(tmp_path) -> None:
+    """Deleting a topic deletes every group's share state of it, in memory and in the data
+    dir (as Kafka does): a topic created again under the name starts at its
+    share.auto.offset.reset, after a restart too."""
+    with Cluster(1, data_dir=str(tmp_path)) as c:
+        c.create_topic("t", 1)
+        earliest(c, "g")
+        produce(c.bootstrap, "t", 5)
+        with share(c) as sc:
+            assert len(drain(sc, 5)) == 5
+        assert c.share.start_offset("g", "t", 0) == 5
+        c.delete_topic("t")
+        assert c.share.start_offset("g", "t", 0) is None
+        c.create_topic("t", 1)
+        produce(c.bootstrap, "t", 2)
+        with share(c) as sc:
+            assert [(r.offset, r.delivery_count) for r in drain(sc, 2)] == [(0, 1), (1, 1)]
+    with Cluster(1, data_dir=str(tmp_path)) as c:
+        assert c.share.start_offset("g", "t", 0) == 2
 
 
 def test_acls_need_read_on_group_and_topic() -> None:
