@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -34,12 +35,24 @@ __all__ = ["main", "build_parser", "Parser"]
 FULL_HELP = "--help-all"   # --help with the TLS and SASL options described one by one
 
 
+def _command_names() -> list[str]:
+    """The public modules of this package (a directory listing: pkgutil.iter_modules imports
+    inspect, a tenth of ``--help``'s start; a package in a zip file is listed by it)."""
+    names: set[str] = set()
+    for where in __path__:
+        try:
+            files = os.listdir(where)
+        except OSError:
+            names.update(m.name for m in pkgutil.iter_modules([where]))
+            continue
+        names.update(f[:-3] for f in files if f.endswith(".py") and f[:-3].isidentifier())
+    return sorted(n for n in names if not n.startswith("_"))
+
+
 def _commands() -> list:
     mods = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{__name__}.{info.name}")
+    for name in _command_names():
+        mod = importlib.import_module(f"{__name__}.{name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):
             mods.append(mod)
     return sorted(mods, key=lambda m: m.NAME)
@@ -170,6 +183,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:        # no parser to build for it
+        print(f"kcodec {__version__}")
+        return 0
     full = FULL_HELP in argv
     if full:
         argv = [("--help" if a == FULL_HELP else a) for a in argv]

@@ -50,7 +50,6 @@ from kcodec.cli._client import (
     text,
 )
 from kcodec.cli._io import parse_delimiter
-from kcodec.cli._positions import Ends, parse_offsets, start_offsets
 
 NAME = "consume"
 HELP = "print records of topics (as a group member with -g)"
@@ -138,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     topics = list(dict.fromkeys(args.topic))
     if args.share_group is not None:
         return _share(args, fmt, topics)
+    from kcodec.cli._positions import parse_offsets, start_offsets
+
     start, stop = parse_offsets(args)
     if args.partition and args.group:
         raise UsageError("-p picks partitions without a group; a group member (-g) reads "
@@ -320,6 +321,8 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
     n = 0
     last = last_commit = time.monotonic()
     ticker = Ticker("consumed {n} records, {rate}/s, {secs:.0f} s")
+    from kcodec.cli._positions import Ends
+
     ends = Ends(c, args.quiet)
     render_all = _all(render)
     stopped: set = set()             # partitions that reached the stop time (-o e@MS)

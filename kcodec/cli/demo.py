@@ -10,10 +10,8 @@ prints what it did and how fast.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
-import uuid
 from typing import Any
 
 from kcodec.cli._client import UsageError, guarded, json_line, table
@@ -49,6 +47,8 @@ def _records(n: int, codec: str) -> list[tuple[bytes, bytes, list, int]]:
 
 
 def _digest(items) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     for k, v, hs, ts in sorted(items):
         h.update(k + b"\0" + v + b"\0" + repr(hs).encode() + b"%d" % ts)
@@ -70,7 +70,6 @@ def start_broker() -> Any:
 
 @guarded
 def run(args: argparse.Namespace) -> int:
-
     if args.records < 1:
         raise UsageError(f"--records must be positive, got {args.records}")
     broker = None
@@ -94,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _round_trips(args: argparse.Namespace, bootstrap: str) -> int:
+    import uuid
+
     from kcodec import IMPLEMENTATION
     from kcodec.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 

@@ -29,7 +29,6 @@ import time
 from typing import IO, Any, Callable
 
 from kcodec.errors import ChecksumError, KcodecError
-from kcodec.records.segment import record_count
 
 NAME = "dump-log"
 HELP = "print the batches and records of Kafka log segments (.log, .index, .timeindex)"
@@ -156,6 +155,8 @@ def last_sequence(base_sequence: int, delta: int) -> int:
 
 def batch_fields(batch: Any, crc_ok: bool) -> dict[str, Any]:
     """The batch's fields as plain values (missing v2 fields of legacy messages: -1)."""
+    from kcodec.records.segment import record_count
+
     base_seq = getattr(batch, "base_sequence", -1)
     ts_type = getattr(batch, "timestamp_type", -1)
     return {
@@ -364,7 +365,7 @@ class _Out:
 
 def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
     """Dump one .log file; returns 1 if anything is wrong with it."""
-    from kcodec.records.segment import LogSegment
+    from kcodec.records.segment import LogSegment, record_count
 
     status = 0
     limit = args.max_bytes

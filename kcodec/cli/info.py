@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 from typing import Any
 
@@ -27,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def collect() -> dict[str, Any]:
     """Everything ``kcodec info`` reports, as plain data."""
+    import platform
+
     import kcodec
     from kcodec import _impl
     from kcodec.compression import codec_info

@@ -29,12 +29,8 @@ import argparse
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from typing import Any
 
 from kcodec.cli._client import UsageError, guarded
@@ -83,6 +79,9 @@ def _say(msg: str) -> None:
 
 def java_problem() -> str | None:
     """Why Spark cannot start here, or None."""
+    import shutil
+    import subprocess
+
     java = shutil.which("java")
     home = os.environ.get("JAVA_HOME")
     if home and os.path.exists(os.path.join(home, "bin", "java")):
@@ -264,6 +263,9 @@ def run(args: argparse.Namespace) -> int:
             _say("  note: the checkpoint and output go to a temporary directory on this "
                  "machine: executors on other machines cannot write there (give --workdir "
                  "on a filesystem they all see)")
+    import shutil
+    import tempfile
+
     work = args.workdir or tempfile.mkdtemp(prefix="kcodec-pipeline-")
     try:
         return _pipeline(args, bootstrap, work, target)
@@ -403,6 +405,8 @@ def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadlin
 
 
 def _pipeline(args: argparse.Namespace, bootstrap: str, work: str, target: Target) -> int:
+    import uuid
+
     import pyspark.sql.functions as F
 
     from kcodec.client import Admin

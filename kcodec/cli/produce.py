@@ -22,7 +22,6 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from kcodec.cli._client import (
@@ -99,12 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection(parser)
 
 
-@dataclass
 class _Options:
-    key: bytes | None                 # -k
-    key_delimiter: bytes | None       # -K
-    delimiter: bytes                  # -D
-    headers: list[tuple[str, bytes]]  # -H
+    def __init__(self, key: bytes | None, key_delimiter: bytes | None, delimiter: bytes,
+                 headers: list[tuple[str, bytes]]) -> None:
+        self.key = key                       # -k
+        self.key_delimiter = key_delimiter   # -K
+        self.delimiter = delimiter           # -D
+        self.headers = headers               # -H
 
 
 @guarded
