@@ -64,8 +64,14 @@ class ClassicGroupMember(GroupMember):
         return await self.coordinator.call(req, "group request")
 
     # ------------------------------------------------------------------ join / sync
-    async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
-        """Join (or rejoin) the group; returns the new assignment."""
+    async def join(self, topics: list[str], owned: set[TopicPartition]
+                   ) -> set[TopicPartition] | None:
+        """Join (or rejoin) the group; returns the new assignment. None: JoinGroup or
+        SyncGroup said the membership is gone (fenced) while the member owned ``owned``:
+        those partitions are lost (``self.lost``; another member may own them and have
+        committed past this one), so the caller says so and joins again owning nothing,
+        as Java's consumer does (its partitions lost, not claimed at the next join, nor
+        revoked into a commit the new generation would accept)."""
         self.topics = sorted(topics)
         cfg = self.config
         deadline = time.monotonic() + max(cfg.api_timeout_ms, cfg.session_timeout_ms * 2) / 1000
@@ -86,6 +92,9 @@ class ClassicGroupMember(GroupMember):
                          self.group_id, ErrorCode(body.error_code).name)
                 self.member_id = ""
                 self.generation = -1
+                if owned:
+                    self.lost = True
+                    return None
                 continue
             if body.error_code == ErrorCode.REBALANCE_IN_PROGRESS and time.monotonic() < deadline:
                 continue
@@ -112,6 +121,10 @@ class ClassicGroupMember(GroupMember):
             if sbody.error_code in REJOIN_CODES:
                 if sbody.error_code in FENCED_CODES:
                     self.member_id = ""
+                    if owned:
+                        self.generation = -1
+                        self.lost = True
+                        return None
                 if time.monotonic() > deadline:
                     raise KafkaError(sbody.error_code, f"SyncGroup {self.group_id!r}")
                 continue

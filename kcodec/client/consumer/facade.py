@@ -341,21 +341,27 @@ class AsyncConsumer(_Common):
         yield ("await", eng.settle_protocol())    # consumer protocol, or classic fallback
         g = eng.group
         assert g is not None
-        owned = set(eng.subs.states)
-        if g.lost:   # membership lost: the partitions may already be someone else's
-            g.lost = False
-            if owned:
-                yield ("call", "on_partitions_lost", owned)
+        while True:
+            owned = set(eng.subs.states)
+            if g.lost:   # membership lost: the partitions may already be someone else's
+                g.lost = False
+                if owned:
+                    yield ("call", "on_partitions_lost", owned)
+                    eng.set_assignment(())
+                    owned = set()
+            if not g.cooperative and owned:
+                if self.config.enable_auto_commit:
+                    yield ("await", self._quiet_commit())
+                yield ("call", "on_partitions_revoked", owned)
                 eng.set_assignment(())
                 owned = set()
-        if not g.cooperative and owned:
-            if self.config.enable_auto_commit:
-                yield ("await", self._quiet_commit())
-            yield ("call", "on_partitions_revoked", owned)
-            eng.set_assignment(())
-            owned = set()
-        yield ("await", eng.before_join())        # a pattern's topics (classic), metadata
-        new: set[TopicPartition] = yield ("await", g.join(eng.subs.subscription, owned))
+            yield ("await", eng.before_join())        # a pattern's topics (classic), metadata
+            joined: set[TopicPartition] | None = yield ("await", g.join(eng.subs.subscription,
+                                                                        owned))
+            if joined is not None:
+                break
+            # (classic) the join found the membership gone: lost above, then join again
+        new = joined
         yield ("await", eng.after_join())         # classic: watch pattern and partitions
         revoked = owned - new
         if revoked:

@@ -66,8 +66,10 @@ class GroupMember:
         a member (manual assignment), as Java sends it."""
         raise NotImplementedError
 
-    async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
-        """Join (or rejoin) for ``topics`` owning ``owned``; the partitions to own now."""
+    async def join(self, topics: list[str], owned: set[TopicPartition]
+                   ) -> set[TopicPartition] | None:
+        """Join (or rejoin) for ``topics`` owning ``owned``; the partitions to own now, or
+        None when the join found the membership gone (``lost`` set: say so, join again)."""
         raise NotImplementedError
 
     async def leave(self, reason: str = "the consumer is closing", stop: bool = True) -> None:

@@ -26,3 +26,68 @@ def test_a_session_timeout_the_broker_refuses_is_one_clear_error(monkeypatch):
     assert err.value.code == ErrorCode.INVALID_SESSION_TIMEOUT
     assert "session_timeout_ms=100" in str(err.value)
     assert "group.min.session.timeout.ms" in str(err.value)
+
+
+def test_a_join_that_finds_the_membership_gone_loses_the_partitions_it_owned():
+    """A cooperative member whose membership the coordinator no longer has (a restarted
+    broker, a member removed) and that learns it from JoinGroup, not a heartbeat: its
+    partitions are lost (``on_partitions_lost``; another member may have owned them and
+    committed meanwhile), it claims none at the next join and starts again from the
+    committed offsets, as Java's consumer (a member that kept them revoked them into a
+    commit the new generation accepted, moving the group's offset back, and went on from
+    its own position)."""
+    from kcodec.client import Producer, RebalanceListener, TopicPartition
+    from kcodec.protocol import LeaveGroupRequest
+    from tests.support.protocol_conn import Conn
+
+    events: list[tuple[str, list[str]]] = []
+
+    def names(tps):
+        return sorted(f"{tp.topic}{tp.partition}" for tp in tps)
+
+    class Listener(RebalanceListener):
+        def on_partitions_assigned(self, assigned):
+            events.append(("assigned", names(assigned)))
+
+        def on_partitions_revoked(self, revoked):
+            events.append(("revoked", names(revoked)))
+
+        def on_partitions_lost(self, lost):
+            events.append(("lost", names(lost)))
+
+    with Cluster(config={"group.initial.rebalance.delay.ms": 0}) as c:
+        c.create_topic("t", 2)
+        c.create_topic("u", 1)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(20):
+                p.send("t", b"%d" % i, partition=0)
+            p.flush(10)
+        # heartbeats far apart: the rejoin below comes before the next one
+        with Consumer(bootstrap_servers=c.bootstrap, group_id="g", group_protocol="classic",
+                      partition_assignment_strategy="cooperative-sticky",
+                      session_timeout_ms=30000, heartbeat_interval_ms=10000,
+                      enable_auto_commit=False, auto_offset_reset="earliest",
+                      max_poll_records=10) as consumer:
+            consumer.subscribe(["t"], listener=Listener())
+            got: list[int] = []
+            deadline = time.monotonic() + 20
+            while len(got) < 10 and time.monotonic() < deadline:
+                got += [r.offset for rs in consumer.poll(0.5).values() for r in rs]
+            assert got == list(range(10)) and events == [("assigned", ["t0", "t1"])], (got, events)
+            consumer.commit({TopicPartition("t", 0): 5})
+            member_id = consumer._async._engine.group.member_id
+            # the coordinator forgets the member (as a restarted broker that lost the group)
+            with Conn(c.bootstrap) as conn:
+                M = LeaveGroupRequest.MemberIdentity
+                left = conn.call(LeaveGroupRequest(group_id="g", members=[
+                    M(member_id=member_id, reason="the test removes it")]), 3)
+            assert left.error_code == 0 and left.members[0].error_code == 0, left
+            consumer.subscribe(["t", "u"], listener=Listener())    # a rejoin, at once
+            again: list[tuple[int, int]] = []
+            deadline = time.monotonic() + 20
+            while not any(tp == "t0" for tp, _ in again) and time.monotonic() < deadline:
+                again += [(f"{tp.topic}{tp.partition}", r.offset)
+                          for tp, rs in consumer.poll(0.5).items() for r in rs]
+            after = list(events[1:])
+    assert after == [("lost", ["t0", "t1"]), ("assigned", ["t0", "t1", "u0"])], events
+    assert min(off for tp, off in again if tp == "t0") == 5, again   # the committed offset
