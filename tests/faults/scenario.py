@@ -11,6 +11,12 @@ root needed) for runs whose faults are the processes' own (the group history mat
 Members take options (``member_opts``: client, group protocol, assignor, commit pattern;
 tests/support/fault_workload.py); SIGSTOP, SIGKILL and broker restarts are recorded as
 the checker's ``faults``.
+
+Several groups can share one run (``groups``: group id -> its members' options): one
+broker, one producer, one topic and one schedule, each group consuming the whole topic;
+a member action (``start_member("c")``, ``pause_member``, ``kill_member``, ``leave``)
+acts on that member of every group, each group's histories go to ``tmp/GROUP/`` and the
+checker judges each group alone (``Run.reports``).
 """
 
 from __future__ import annotations
@@ -72,15 +78,22 @@ class Run:
     def __init__(self, net: FaultNet | LocalNet, tmp: Path, *,
                  members: tuple[str, ...] = ("a", "b"),
                  member_opts: dict[str, dict[str, Any]] | None = None,
+                 groups: dict[str, dict[str, dict[str, Any]]] | None = None,
                  broker_args: tuple[str, ...] = (), rate: int = 150) -> None:
         self.net, self.tmp = net, tmp
         self.bootstrap = getattr(net, "bootstrap", BOOTSTRAP)
-        self.first_members, self.member_opts = members, member_opts or {}
+        self.first_members = members
+        self.groups = groups if groups is not None else {GROUP: member_opts or {}}
+        self.dirs = {g: tmp if len(self.groups) == 1 else tmp / g for g in self.groups}
+        for d in self.dirs.values():
+            d.mkdir(parents=True, exist_ok=True)
         self.broker_args, self.rate = broker_args, rate
         self.partitions = PARTITIONS
         self.broker: subprocess.Popen | None = None
-        self.members: dict[str, subprocess.Popen] = {}
-        self.incarnation: dict[str, int] = {}
+        # (group, member name) -> its process now, and how many times it was started
+        self.procs: dict[tuple[str, str], subprocess.Popen] = {}
+        self.incarnation: dict[tuple[str, str], int] = {}
+        self.reports: dict[str, history.Report] = {}
         self.stop_producer = tmp / "stop-producer"
         self.stop_members = tmp / "stop-members"
         self.log: list[str] = []
@@ -117,11 +130,26 @@ class Run:
         time.sleep(down)
         self.start_broker()
 
+    @property
+    def members(self) -> dict[str, subprocess.Popen]:
+        """The first group's members now, by name."""
+        first = next(iter(self.groups))
+        return {n: p for (g, n), p in self.procs.items() if g == first}
+
     def _stem(self, proc: subprocess.Popen) -> str:
-        for name, p in self.members.items():
+        for (g, name), p in self.procs.items():
             if p is proc:
-                return f"member-{name}-{self.incarnation[name]}"
+                stem = f"member-{name}-{self.incarnation[(g, name)]}"
+                return stem if len(self.groups) == 1 else f"{g}/{stem}"
         return "*"                            # the broker: everyone's fault
+
+    def faults_of(self, group: str) -> list[tuple[float, str]]:
+        """The checker's faults for ``group``: its members' (by history name) and
+        everyone's."""
+        if len(self.groups) == 1:
+            return list(self.faults)
+        return [(t, who.split("/", 1)[1] if "/" in who else who) for t, who in self.faults
+                if who == "*" or who.startswith(group + "/")]
 
     def pause(self, proc: subprocess.Popen, seconds: float, what: str) -> None:
         self.faults.append((time.time(), self._stem(proc)))
@@ -131,31 +159,50 @@ class Run:
         proc.send_signal(signal.SIGCONT)
         self.note(f"{what} continued")
 
+    def pause_member(self, name: str, seconds: float) -> None:
+        """SIGSTOP member ``name`` of every group for ``seconds``."""
+        procs = [p for (_g, n), p in self.procs.items() if n == name]
+        for p in procs:
+            self.faults.append((time.time(), self._stem(p)))
+            p.send_signal(signal.SIGSTOP)
+        self.note(f"member {name} stopped (SIGSTOP) for {seconds:.0f} s")
+        time.sleep(seconds)
+        for p in procs:
+            p.send_signal(signal.SIGCONT)
+        self.note(f"member {name} continued")
+
     def workload(self, *argv: str) -> subprocess.Popen:
         return self.net.spawn(self.net.client_ns,
                               [sys.executable, "-m", "tests.support.fault_workload", *argv],
                               stderr=open(self.tmp / "clients.err", "ab"))
 
     def start_member(self, name: str) -> None:
-        n = self.incarnation[name] = self.incarnation.get(name, 0) + 1
-        self.members[name] = self.workload("consume", self.bootstrap, TOPIC, GROUP,
-                                           str(self.tmp / f"member-{name}-{n}.jsonl"),
-                                           str(self.stop_members),
-                                           json.dumps(self.member_opts.get(name, {})))
+        """Member ``name`` of every group starts (again)."""
+        for g, opts in self.groups.items():
+            n = self.incarnation[(g, name)] = self.incarnation.get((g, name), 0) + 1
+            self.procs[(g, name)] = self.workload(
+                "consume", self.bootstrap, TOPIC, g, str(self.dirs[g] / f"member-{name}-{n}.jsonl"),
+                str(self.stop_members), json.dumps(opts.get(name, {})))
         self.note(f"member {name} started")
 
     def kill_member(self, name: str) -> None:
-        self.faults.append((time.time(), self._stem(self.members[name])))
-        self.members[name].send_signal(signal.SIGKILL)
-        self.members[name].wait(10)
+        procs = [p for (_g, n), p in self.procs.items() if n == name]
+        for p in procs:
+            self.faults.append((time.time(), self._stem(p)))
+            p.send_signal(signal.SIGKILL)
+        for p in procs:
+            p.wait(10)
         self.note(f"member {name} killed (SIGKILL)")
 
     def leave(self, name: str) -> None:
-        """Member ``name`` closes (leaves the group as an application does at shutdown)."""
-        p = self.members.pop(name)
-        (self.tmp / f"member-{name}-{self.incarnation[name]}.jsonl.leave").touch()
-        p.wait(60)
-        self.note(f"member {name} left (exit {p.returncode})")
+        """Member ``name`` of every group closes (leaves the group as an application does
+        at shutdown)."""
+        procs = [self.procs.pop((g, name)) for g in self.groups]
+        for g in self.groups:
+            (self.dirs[g] / f"member-{name}-{self.incarnation[(g, name)]}.jsonl.leave").touch()
+        for p in procs:
+            p.wait(60)
+        self.note(f"member {name} left (exit {', '.join(str(p.returncode) for p in procs)})")
 
     def add_partitions(self, total: int) -> None:
         """The topic grows to ``total`` partitions (CreatePartitions, from this process:
@@ -208,21 +255,28 @@ class Run:
         end = next((e for e in log if "ends" in e), {})
         assert end.get("complete"), f"the final read did not reach the end of the log: {end}"
         ends = end["ends"]
-        caught_up = self._wait_for_group(ends, 120)
-        self.note(f"group caught up: {caught_up}")
+        caught = self._wait_for_group(ends, 120)
+        caught_up = all(caught.values())
+        self.note(f"group caught up: {caught_up}" if len(caught) == 1 else
+                  "groups caught up: " + ", ".join(f"{g} {ok}" for g, ok in caught.items()))
         self.stop_members.touch()
-        for p in self.members.values():
+        for p in self.procs.values():
             p.wait(60)
-        committed = self.workload("committed", self.bootstrap, TOPIC, str(self.partitions), GROUP,
-                                  str(self.tmp / "committed.jsonl"))
-        committed.wait(120)
-        report = history.check(history.load(self.tmp / "producer.jsonl"), log,
-                               self._members(), history.load(self.tmp / "committed.jsonl"),
-                               self.faults)
+        readers = [self.workload("committed", self.bootstrap, TOPIC, str(self.partitions), g,
+                                 str(self.dirs[g] / "committed.jsonl")) for g in self.groups]
+        for reader in readers:
+            reader.wait(120)
+        produced = history.load(self.tmp / "producer.jsonl")
+        for g in self.groups:
+            self.reports[g] = history.check(produced, log, self._members(g),
+                                            history.load(self.dirs[g] / "committed.jsonl"),
+                                            self.faults_of(g))
         link = self.net.counters()
         self.note("link in all: " + ", ".join(f"{v} {k}" for k, v in link.items())
                   + f" (seed {self.net.seed})")
-        return report, {"seconds": time.monotonic() - self.t0, "caught_up": caught_up, **link}
+        return self.reports[next(iter(self.groups))], {
+            "seconds": time.monotonic() - self.t0, "caught_up": caught_up,
+            "caught_up_groups": caught, **link}
 
     def _wait_for_start(self, limit: float) -> None:
         """Until the producer has a record acknowledged and every first member was given
@@ -232,35 +286,39 @@ class Run:
         while time.monotonic() < deadline:
             acked = (self.tmp / "producer.jsonl").exists() and any(
                 "ack" in e for e in history.load(self.tmp / "producer.jsonl"))
-            members = self._members()
-            if acked and all(any("assigned" in e for e in members.get(f"member-{n}-1", []))
-                             for n in self.first_members):
+            if acked and all(any("assigned" in e for e in self._members(g).get(f"member-{n}-1", []))
+                             for g in self.groups for n in self.first_members):
                 break
             time.sleep(0.2)
         self.t0 = time.monotonic()
         self.note("the producer and the group are under way: the schedule starts")
 
-    def _members(self) -> dict[str, list[dict]]:
-        return {f.stem: history.load(f) for f in sorted(self.tmp.glob("member-*.jsonl"))}
+    def _members(self, group: str | None = None) -> dict[str, list[dict]]:
+        """The histories of ``group``'s members (the first group's by default), by name."""
+        d = self.dirs[group if group is not None else next(iter(self.groups))]
+        return {f.stem: history.load(f) for f in sorted(d.glob("member-*.jsonl"))}
 
-    def _wait_for_group(self, ends: dict[str, int], limit: float) -> bool:
+    def _wait_for_group(self, ends: dict[str, int], limit: float) -> dict[str, bool]:
+        """Until every group has committed ``ends`` (or ``limit`` s): whether each did."""
         deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
-            high: dict[str, int] = {}
-            for evs in self._members().values():
-                for e in evs:
-                    for p, off in e.get("commit", {}).items():
-                        high[p] = max(high.get(p, 0), off)
-            if all(high.get(p, 0) >= end for p, end in ends.items()):
-                return True
+        done = dict.fromkeys(self.groups, False)
+        while True:
+            for g in [g for g, ok in done.items() if not ok]:
+                high: dict[str, int] = {}
+                for evs in self._members(g).values():
+                    for e in evs:
+                        for p, off in e.get("commit", {}).items():
+                            high[p] = max(high.get(p, 0), off)
+                done[g] = all(high.get(p, 0) >= end for p, end in ends.items())
+            if all(done.values()) or time.monotonic() >= deadline:
+                return done
             time.sleep(0.5)
-        return False
 
 
-def events(run: Run, n: int = 12) -> str:
+def events(run: Run, n: int = 12, group: str | None = None) -> str:
     """The members' last events other than records and commits (for a failure's message)."""
     out = []
-    for name, evs in run._members().items():
+    for name, evs in run._members(group).items():
         rest = [json.dumps(e)[:200] for e in evs if "rec" not in e and "commit" not in e]
         out.append(f"== {name}: " + "\n".join(rest[-n:]))
     return "\n".join(out)

@@ -117,16 +117,28 @@ class Member:
             return
         try:
             self.commit_sync(offsets)
-            self.h.write(commit={str(p): off for p, off in offsets.items()})
-            for p, off in offsets.items():
-                if self.done.get(p) == off:
-                    del self.done[p]
         except Exception as exc:
             self.h.write(err=f"commit {where}: {type(exc).__name__}: {exc}"[:300])
+        else:
+            self.committed_ok(offsets)
 
-    def revoked(self, parts: list[int]) -> None:
-        if self.pattern == "revoke":
-            self._commit({p: off for p, off in self.done.items() if p in parts}, "on revoke")
+    def to_commit_on_revoke(self, parts: list[int]) -> dict[int, int]:
+        """What the revoke callback commits (nothing but with the ``revoke`` pattern)."""
+        if self.pattern != "revoke":
+            return {}
+        return {p: off for p, off in self.done.items() if p in parts}
+
+    def committed_ok(self, offsets: dict[int, int]) -> None:
+        """A synchronous commit of ``offsets`` succeeded."""
+        self.h.write(commit={str(p): off for p, off in offsets.items()})
+        for p, off in offsets.items():
+            if self.done.get(p) == off:
+                del self.done[p]
+
+    def revoked(self, parts: list[int], commit: bool = True) -> None:
+        """The revoke callback (``commit=False``: the client committed already)."""
+        if commit:
+            self._commit(self.to_commit_on_revoke(parts), "on revoke")
         for p in parts:
             self.done.pop(p, None)
         self.owned.difference_update(parts)
@@ -297,7 +309,7 @@ def _kafka_python(bootstrap: str, topic: str, group: str, h: History, opts: dict
                   stopped: Any) -> None:
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
-    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
@@ -321,12 +333,44 @@ def _kafka_python(bootstrap: str, topic: str, group: str, h: History, opts: dict
             offs, None if not isinstance(resp, Exception) else resp, seq))
     m.committed = lambda ps: {p: c.committed(KTP(topic, p)) for p in ps}
 
-    class L(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked: Any) -> None:
-            m.revoked(sorted(tp.partition for tp in revoked))
+    # kafka-python 3 calls the rebalance listener on its IO thread, where a blocking call
+    # (commit, committed) raises "Cannot block on net.run() from the IO thread itself":
+    # the listener is its async kind and awaits the coroutines kafka-python's own
+    # pre-rebalance commit and committed-offset fetch use.
+    coordinator = c._coordinator
 
-        def on_partitions_assigned(self, assigned: Any) -> None:
-            m.assigned(sorted(tp.partition for tp in assigned))
+    class L(AsyncConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            parts = sorted(tp.partition for tp in revoked)
+            offs = m.to_commit_on_revoke(parts)
+            if offs:
+                try:
+                    await coordinator._commit_offsets_sync_async(kw(offs))
+                except Exception as exc:
+                    h.write(err=f"commit on revoke: {type(exc).__name__}: {exc}"[:300])
+                else:
+                    m.committed_ok(offs)
+            m.revoked(parts, commit=False)
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            # kafka-python 3.0 keeps the position of a partition it is given again after
+            # an eager rebalance (Java's consumer drops every position when it revokes all
+            # partitions), even when another member owned and committed it meanwhile: it
+            # would deliver again from its old position, below the group's committed
+            # offset. Each assigned partition starts from the committed offset, as Java's.
+            tps = sorted(assigned)
+            try:
+                got = await coordinator.fetch_committed_offsets_async(set(tps))
+                for tp in tps:
+                    om = got.get(tp)
+                    if om is not None and om.offset is not None and om.offset >= 0:
+                        c.seek(tp, om.offset)
+            except Exception as exc:
+                h.write(err=f"committed on assign: {type(exc).__name__}: {exc}"[:300])
+            m.assigned(sorted(tp.partition for tp in tps))
+
+        async def on_partitions_lost(self, lost: Any) -> None:
+            m.lost(sorted(tp.partition for tp in lost))
     c.subscribe([topic], listener=L())
     try:
         while not stopped():
