@@ -2,6 +2,7 @@
 
     facade.py          Consumer, AsyncConsumer, RebalanceListener: what applications call
     engine.py          one consumer's parts and what joins them
+    rebalance.py       the rebalance driver: the steps of a rebalance and of close, in order
     positions.py       the assignment and each partition's position
     fetcher.py         fetch requests, the buffer of fetched blobs, decoding for poll
     visibility.py      what the application sees of a blob (control batches, read_committed)

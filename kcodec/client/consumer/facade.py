@@ -3,17 +3,17 @@
 Both run one engine (engine.py): a fetcher task on the client's loop keeps one Fetch in
 flight per leader and buffers the raw blobs; ``poll`` decodes them in the caller's thread
 (hiding control batches, dropping aborted transactions under ``read_committed``) and
-advances positions. Group membership (classic_group.py; consumer_group.py for KIP-848)
-rejoins from ``poll``, so rebalance callbacks run in the caller's context, in the Java
-client's order; heartbeats run in the background. User hooks (``key_deserializer``,
-``value_deserializer``, ``interceptors``: hooks.py) run on the records as ``poll`` returns
-them, in the caller's context.
+advances positions; one poll's steps are written once (``_poll_steps``) and each facade
+runs them its own way. Group membership (classic_group.py; consumer_group.py for KIP-848)
+rejoins from ``poll`` (the rebalance driver, rebalance.py), so rebalance callbacks run in
+the caller's context, in the Java client's order; heartbeats run in the background. User
+hooks (``key_deserializer``, ``value_deserializer``, ``interceptors``: hooks.py) run on the
+records as ``poll`` returns them, in the caller's context.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import re
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -23,6 +23,7 @@ from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.engine import ConsumerEngine
 from kcodec.client.consumer.hooks import ConsumerHooks
 from kcodec.client.consumer.list_offsets import EARLIEST, LATEST, list_offsets
+from kcodec.client.consumer.rebalance import Rebalancer
 from kcodec.client.errors import (
     ClientClosedError,
     KafkaTimeoutError,
@@ -31,9 +32,6 @@ from kcodec.client.errors import (
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop
 from kcodec.client.structs import ConsumerRecord, TopicPartition
 from kcodec.errors import KcodecError
-from kcodec.observe.log import get_logger
-
-log = get_logger(__name__)
 
 __all__ = ["Consumer", "AsyncConsumer", "RebalanceListener"]
 
@@ -61,7 +59,9 @@ class RebalanceListener:
 
 
 class _Common:
+    config: ConsumerConfig
     _engine: ConsumerEngine
+    _rebalancer: Rebalancer
     _hooks: ConsumerHooks | None = None
     _hook_error: BaseException | None = None    # a deserializer's, raised at the next poll
 
@@ -148,6 +148,38 @@ class _Common:
         if self._hook_error is not None:
             err, self._hook_error = self._hook_error, None
             raise err
+
+    def _poll_steps(self, timeout: float, max_records: int | None
+                    ) -> Generator[tuple, None, dict[TopicPartition, list]]:
+        """One poll, written once for both consumers; the driver does what each step asks
+        its own way (awaited on the loop, or waited for in the calling thread) and gets
+        what ``poll`` returns as the generator's value. Steps: ``("rebalance",)`` join the
+        group if due; ``("commit", offsets)`` auto-commit in the background; ``("wait",
+        seconds)`` wait up to that long for fetched data."""
+        start = time.monotonic()
+        self._check()
+        self._polled()
+        yield ("rebalance",)
+        self._resolve_positions()
+        eng = self._engine
+        if self._auto_commit_due():
+            eng.last_commit = time.monotonic()
+            yield ("commit", self._consumed())
+        n = max_records or self.config.max_poll_records
+        deadline = time.monotonic() + timeout
+        while True:
+            out = eng.fetcher.take(n)
+            if out and self._hooks is not None:
+                out = self._deliver(out)
+            if out:
+                return self._after_poll(start, out)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self._after_poll(start, {})
+            yield ("wait", min(left, 0.1))
+            self._check()
+            if self._rebalancer.due():  # return early: the next poll rejoins the group
+                return self._after_poll(start, {})
 
     def _deliver(self, out: dict[TopicPartition, list]) -> dict[TopicPartition, list]:
         """The hooks on a poll's records (hooks.py): what ``poll`` returns; a deserializer's
@@ -258,6 +290,7 @@ class AsyncConsumer(_Common):
         """Connect (and subscribe to the topics given); ``async with`` calls it."""
         if self._eng is None:
             self._eng = ConsumerEngine(self.config, asyncio.get_running_loop())
+            self._rebalancer = Rebalancer(self._eng, self._quiet_commit)
             self._eng.start()
         if self._topics:
             self.subscribe(self._topics)
@@ -293,149 +326,30 @@ class AsyncConsumer(_Common):
         subs.listener = listener
         eng.group.need_rejoin = True
 
-    def _rebalance_due(self) -> bool:
-        eng = self._engine
-        return bool(eng.group is not None and eng.subscribed and eng.group.need_rejoin)
-
-    def _rebalance(self) -> Generator[tuple, Any, None]:
-        """``_rebalance_steps``, timed, counted and logged: INFO with the generation, what
-        was assigned and revoked, and how long it took; WARNING when it fails."""
-        eng = self._engine
-        g = eng.group
-        assert g is not None
-        cm = eng.cluster.metrics
-        t0 = time.monotonic()
-        before = set(eng.subs.states)
-        log.info("group %r: rebalancing (member %r, generation %d, %d partitions owned)",
-                 g.group_id, g.member_id, g.generation, len(before))
-        try:
-            yield from self._rebalance_steps()
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            if cm is not None:
-                cm.failed_rebalances.value += 1
-            log.warning("group %r: rebalance failed after %.0f ms: %s", g.group_id,
-                        (time.monotonic() - t0) * 1000, exc)
-            raise
-        ms = (time.monotonic() - t0) * 1000
-        if cm is not None:
-            cm.rebalances.value += 1
-            cm.rebalance_latency.record(ms)
-            cm.last_rebalance = time.monotonic()
-        after = set(eng.subs.states)
-        log.info("group %r: joined generation %d as %r in %.0f ms: %d partitions (added %s, "
-                 "revoked %s)", g.group_id, g.generation, g.member_id, ms, len(after),
-                 _tps(after - before), _tps(before - after))
-
-    def _rebalance_steps(self) -> Generator[tuple, Any, None]:
-        """The steps of one rebalance, in order, for a driver to run: ``("await", coro)``
-        (its result is sent back) or ``("call", listener_method, partitions)``.
-
-        The async consumer awaits the listener in place; the blocking one calls it in the
-        thread that polls. Either way ``on_partitions_revoked`` runs while the consumer still
-        owns the partitions (eager protocols: before JoinGroup; cooperative: before they are
-        handed over in the next round), after auto-commit committed their positions.
-        """
-        eng = self._engine
-        yield ("await", eng.settle_protocol())    # consumer protocol, or classic fallback
-        g = eng.group
-        assert g is not None
-        while True:
-            owned = set(eng.subs.states)
-            if g.lost:   # membership lost: the partitions may already be someone else's
-                g.lost = False
-                if owned:
-                    yield ("call", "on_partitions_lost", owned)
-                    eng.set_assignment(())
-                    owned = set()
-            if not g.cooperative and owned:
-                if self.config.enable_auto_commit:
-                    yield ("await", self._quiet_commit())
-                yield ("call", "on_partitions_revoked", owned)
-                eng.set_assignment(())
-                owned = set()
-            yield ("await", eng.before_join())        # a pattern's topics (classic), metadata
-            joined: set[TopicPartition] | None = yield ("await", g.join(eng.subs.subscription,
-                                                                        owned))
-            if joined is not None:
-                break
-            # (classic) the join found the membership gone: lost above, then join again
-        new = joined
-        yield ("await", eng.after_join())         # classic: watch pattern and partitions
-        revoked = owned - new
-        if revoked:
-            if self.config.enable_auto_commit:
-                yield ("await", self._quiet_commit(
-                    {tp: o for tp, o in eng.subs.positions_to_commit().items() if tp in revoked}))
-            yield ("call", "on_partitions_revoked", revoked)
-            g.need_rejoin = True   # cooperative: hand them over in a second round
-        eng.set_assignment(new)
-        yield ("call", "on_partitions_assigned", new - owned)
-
-    def _closing(self) -> Generator[tuple, Any, None]:
-        """The steps of ``close``: auto-commit, ``on_partitions_revoked`` (or ``_lost``) for
-        what a subscription owns, then LeaveGroup and disconnect."""
-        eng = self._engine
-        g = eng.group
-        owned = set(eng.subs.states)
-        if g is not None and owned:
-            lost = g.lost and eng.subscribed
-            if self.config.enable_auto_commit and not lost:
-                yield ("await", self._quiet_commit())
-            if eng.subscribed:
-                yield ("call", "on_partitions_lost" if lost else "on_partitions_revoked", owned)
-        yield ("await", eng.close())
-
-    async def _drive(self, steps: Generator[tuple, Any, None]) -> None:
-        value: Any = None
-        while True:
-            try:
-                step = steps.send(value)
-            except StopIteration:
-                return
-            value = None
-            if step[0] == "await":
-                value = await step[1]
-            elif self._engine.subs.listener is not None:
-                r = getattr(self._engine.subs.listener, step[1])(sorted(step[2]))
-                if inspect.isawaitable(r):
-                    await r
-
     async def _ensure_group(self) -> None:
-        if self._rebalance_due():
-            await self._drive(self._rebalance())
+        if self._rebalancer.due():
+            await self._rebalancer.drive(self._rebalancer.rebalance())
 
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
-        start = time.monotonic()
-        self._check()
-        self._polled()
-        await self._ensure_group()
-        self._resolve_positions()
-        if self._auto_commit_due():
-            self._engine.last_commit = time.monotonic()
-            asyncio.get_running_loop().create_task(self._quiet_commit(self._consumed()))
-        eng = self._engine
-        n = max_records or self.config.max_poll_records
-        deadline = time.monotonic() + timeout
-        while True:
-            out = eng.fetcher.take(n)
-            if out and self._hooks is not None:
-                out = self._deliver(out)
-            if out:
-                return self._after_poll(start, out)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return self._after_poll(start, {})
-            eng.fetcher.adata.clear()
-            try:
-                await asyncio.wait_for(eng.fetcher.adata.wait(), min(left, 0.1))
-            except asyncio.TimeoutError:
-                pass
-            self._check()
-            if self._rebalance_due():   # return early: the next poll rejoins the group
-                return self._after_poll(start, {})
+        steps = self._poll_steps(timeout, max_records)
+        fetcher = self._engine.fetcher
+        try:
+            step = next(steps)
+            while True:
+                if step[0] == "rebalance":
+                    await self._ensure_group()
+                elif step[0] == "commit":
+                    asyncio.get_running_loop().create_task(self._quiet_commit(step[1]))
+                else:
+                    fetcher.adata.clear()
+                    try:
+                        await asyncio.wait_for(fetcher.adata.wait(), step[1])
+                    except asyncio.TimeoutError:
+                        pass
+                step = next(steps)
+        except StopIteration as done:
+            return done.value
 
     async def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
@@ -520,7 +434,7 @@ class AsyncConsumer(_Common):
         if eng is None or eng.closed:
             return
         try:
-            await self._drive(self._closing())
+            await self._rebalancer.drive(self._rebalancer.closing())
         finally:
             if self._hooks is not None:
                 self._hooks.close()
@@ -550,6 +464,7 @@ class Consumer(_Common):
         self._hooks = self._async._hooks = self.config.hooks
         self._loop.run(self._async.start(), 30)
         self._engine = self._async._engine
+        self._rebalancer = self._async._rebalancer
         self._timeout = self.config.api_timeout_ms / 1000
         if names:
             self.subscribe(names)
@@ -570,56 +485,32 @@ class Consumer(_Common):
         under the classic protocol this client does (Python ``re``)."""
         self._async.subscribe(topics, listener, pattern=pattern)
 
-    def _drive(self, steps: Generator[tuple, Any, None], timeout: float,
-               what: str = "operation") -> None:
-        """Run rebalance/close steps: coroutines on the loop, the listener right here."""
-        value: Any = None
-        while True:
-            try:
-                step = steps.send(value)
-            except StopIteration:
-                return
-            value = None
-            if step[0] == "await":
-                value = self._loop.run(step[1], timeout, what)
-            elif self._engine.subs.listener is not None:
-                getattr(self._engine.subs.listener, step[1])(sorted(step[2]))
-
     def _ensure_group(self) -> None:
-        if self._async._rebalance_due():
+        r = self._rebalancer
+        if r.due():
             cfg = self.config   # the join's own deadline (ClassicGroupMember.join), plus grace
-            self._drive(self._async._rebalance(),
-                        max(cfg.api_timeout_ms, 2 * cfg.session_timeout_ms) / 1000 + GRACE,
-                        f"joining group {cfg.group_id!r}")
+            r.drive_blocking(r.rebalance(), self._loop,
+                             max(cfg.api_timeout_ms, 2 * cfg.session_timeout_ms) / 1000 + GRACE,
+                             f"joining group {cfg.group_id!r}")
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> dict[TopicPartition, list]:
         """Records by partition (``kcodec.records.Record`` objects); waits up to ``timeout`` s."""
-        start = time.monotonic()
-        self._check()
-        self._polled()
-        eng = self._engine
-        self._ensure_group()
-        self._resolve_positions()
-        if self._auto_commit_due():
-            eng.last_commit = time.monotonic()
-            self._loop.submit(self._async._quiet_commit(self._consumed()))
-        n = max_records or self.config.max_poll_records
-        deadline = time.monotonic() + timeout
-        while True:
-            out = eng.fetcher.take(n)
-            if out and self._hooks is not None:
-                out = self._deliver(out)
-            if out:
-                return self._after_poll(start, out)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return self._after_poll(start, {})
-            with eng.fetcher.data_ready:
-                if not eng.fetcher.buffer:
-                    eng.fetcher.data_ready.wait(min(left, 0.1))
-            self._check()
-            if self._async._rebalance_due():
-                return self._after_poll(start, {})
+        steps = self._poll_steps(timeout, max_records)
+        fetcher = self._engine.fetcher
+        try:
+            step = next(steps)
+            while True:
+                if step[0] == "rebalance":
+                    self._ensure_group()
+                elif step[0] == "commit":
+                    self._loop.submit(self._async._quiet_commit(step[1]))
+                else:
+                    with fetcher.data_ready:
+                        if not fetcher.buffer:
+                            fetcher.data_ready.wait(step[1])
+                step = next(steps)
+        except StopIteration as done:
+            return done.value
 
     def poll_columns(self, timeout: float = 0.0) -> dict[TopicPartition, Any]:
         """Buffered records as columns per partition (see ``kcodec.records.decode_columns``)."""
@@ -680,7 +571,8 @@ class Consumer(_Common):
             return
         limit = self._timeout if timeout is None else timeout
         try:
-            self._drive(self._async._closing(), limit, "closing the consumer")
+            r = self._rebalancer
+            r.drive_blocking(r.closing(), self._loop, limit, "closing the consumer")
         except KafkaTimeoutError:
             self._loop.run(eng.abort(), 5)
             raise
@@ -698,14 +590,6 @@ class Consumer(_Common):
 _NO_GROUP = ("subscribe needs a group_id (the group's members share the topics' partitions); "
              "without a group, read the partitions you choose: "
              "assign([TopicPartition(topic, partition), ...])")
-
-
-def _tps(tps: set[TopicPartition]) -> str:
-    """Partitions as ``topic[0,1,2]`` per topic, for a log line."""
-    by: dict[str, list[int]] = {}
-    for t, p in sorted(tps):
-        by.setdefault(t, []).append(p)
-    return " ".join(f"{t}{ps}" for t, ps in by.items()) or "none"
 
 
 def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,
