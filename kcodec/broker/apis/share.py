@@ -184,7 +184,8 @@ class _Fetch:
         b = req.body
         self.max_records = b.max_records if b.max_records > 0 else DEFAULT_MAX_RECORDS
         self.strict = req.api_version >= 2 and b.share_acquire_mode == RECORD_LIMIT
-        self.max_bytes = b.max_bytes if b.max_bytes > 0 else 0x7FFFFFFF
+        # a soft limit (the first batch comes whole), but 0 brings no records, as in Kafka
+        self.max_bytes = max(0, b.max_bytes)
         self.got: dict[tuple[str, int], tuple[int, bytes, list]] = {}
 
     def acquire(self) -> int:

@@ -209,6 +209,39 @@ def test_max_record_locks_bounds_one_acquisition() -> None:
             assert sorted(r.offset for r in first + rest) == list(range(200))
 
 
+def test_max_bytes_is_a_soft_limit_and_zero_brings_nothing() -> None:
+    """As Kafka: a ShareFetch's max_bytes is a soft limit (max_bytes=1 still brings the
+    first batch whole, and only it), and max_bytes=0 acquires no records (librdkafka's
+    fetch.max.bytes=0, 0180)."""
+    from kcodec.protocol import ShareFetchRequest as F
+    from tests.support.broker_raw import Raw
+
+    with Cluster(1) as c:
+        c.create_topic("t", 1)
+        tid = c.state.topics["t"].topic_id
+        earliest(c, "g")
+        for i in range(3):
+            produce(c.bootstrap, "t", 2, start=2 * i, batch=1)      # three batches of two
+
+        def fetch(raw: Raw, epoch: int, max_bytes: int) -> list[int]:
+            r = raw.call(F(group_id="g", member_id="m", share_session_epoch=epoch,
+                           max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, max_records=100,
+                           batch_size=100, topics=[F.FetchTopic(topic_id=tid, partitions=[
+                               F.FetchPartition(partition_index=0)])] if epoch == 0 else []), 1)
+            assert r.error_code == 0
+            return [o for t in r.responses for p in t.partitions for a in p.acquired_records
+                    for o in range(a.first_offset, a.last_offset + 1)]
+
+        with Raw(c.bootstrap) as raw:
+            from kcodec.protocol import ShareGroupHeartbeatRequest as H
+            assert raw.call(H(group_id="g", member_id="m", member_epoch=0,
+                              subscribed_topic_names=["t"]), 1).error_code == 0
+            assert fetch(raw, 0, 0) == []
+            assert fetch(raw, 1, 1) == [0, 1]
+            assert fetch(raw, 2, 0) == []
+            assert fetch(raw, 3, 1 << 20) == [2, 3, 4, 5]
+
+
 def test_renew_keeps_the_lock_past_its_duration() -> None:
     with Cluster(1, share_group_configs=FAST) as c:
         c.create_topic("t", 1)
