@@ -88,7 +88,10 @@ def append_records(node: Any, topic: str, index: int, records: Any,
                                           error_message=str(exc))
     except LogError as exc:
         errs = []
-        if exc.batch_index is not None:
+        if exc.record_errors:
+            errs = [P.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                    for i, m in exc.record_errors]
+        elif exc.batch_index is not None:
             errs = [P.BatchIndexAndErrorMessage(batch_index=exc.batch_index,
                                                 batch_index_error_message=str(exc))]
         return P.PartitionProduceResponse(index=index, error_code=exc.error_code, base_offset=-1,

@@ -37,12 +37,16 @@ __all__ = [
 
 class LogError(KcodecError):
     """A log operation failed; ``error_code`` is what the broker puts in its response and
-    ``batch_index`` the index of the offending batch in the appended set (when known)."""
+    ``batch_index`` the index of the offending batch in the appended set (when known);
+    ``record_errors`` (index of the record in its batch, message) for each offending record,
+    as Kafka's ProduceResponse lists them (KIP-467)."""
 
     error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
 
-    def __init__(self, message: str, batch_index: int | None = None) -> None:
+    def __init__(self, message: str, batch_index: int | None = None,
+                 record_errors: list[tuple[int, str]] | None = None) -> None:
         self.batch_index = batch_index
+        self.record_errors = record_errors
         super().__init__(message)
 
 

@@ -170,19 +170,26 @@ def validate(records: Any, next_offset: int, now_ms: int, config: LogConfig,
 
 
 def _require_keys(buf: Any) -> None:
-    """A compacted topic refuses records without a key, as Kafka does (INVALID_RECORD)."""
+    """A compacted topic refuses records without a key, as Kafka does: INVALID_RECORD with
+    one record error per keyless record (its index in the batch), so a client fails those
+    records and tells the rest of the batch apart."""
+    errors: list[tuple[int, str]] = []
     try:
-        for i, batch in enumerate(iter_batches(buf, validate_crc=False)):
+        for batch in iter_batches(buf, validate_crc=False):
             if batch.is_control:
                 continue
-            for r in batch:
+            for i, r in enumerate(batch):
                 if r.key is None:
-                    raise InvalidRecord(f"compacted topic cannot accept a record without a "
-                                        f"key (offset {r.offset})", i)
+                    errors.append((i, f"Compacted topic cannot accept message without key "
+                                      f"(offset {r.offset})."))
     except KcodecError as exc:
-        if isinstance(exc, InvalidRecord):
-            raise
         raise CorruptMessage(f"cannot read the records: {exc}", 0) from None
+    if errors:
+        shown = ", ".join(f"[{i}: {m}]" for i, m in errors[:3])
+        raise InvalidRecord(f"One or more records have been rejected due to {len(errors)} "
+                            f"record errors in total, and only showing the first three errors "
+                            f"at most: {shown} (compacted topic cannot accept a record without "
+                            f"a key)", 0, errors)
 
 
 def _check_ts(ts: int, now_ms: int, config: LogConfig, where: str) -> None:

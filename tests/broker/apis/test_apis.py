@@ -201,6 +201,22 @@ def test_produce_errors(kb):
         assert values(fetch(raw, "t", 0, 0).responses[0].partitions[0].records) == [b"a"]
 
 
+def test_compacted_topic_names_each_keyless_record(kb):
+    # Kafka lists every keyless record of the batch (its index) as a record error, so a
+    # client fails those with INVALID_RECORD and the rest of the batch apart
+    kb.create_topic("c", 1, configs={"cleanup.policy": "compact"})
+    b = RecordBatchBuilder()
+    for i, key in enumerate([b"k", None, b"k", b"k", None]):
+        b.append(key, b"v", [], NOW + i)
+    with Raw(kb.bootstrap) as raw:
+        r = produce(raw, "c", 0, b.build())
+        assert r.error_code == E.INVALID_RECORD
+        assert [e.batch_index for e in r.record_errors] == [1, 4]
+        assert all("without key" in e.batch_index_error_message for e in r.record_errors)
+        assert "2 record errors" in r.error_message
+        assert produce(raw, "c", 0, batch([b"a"])).error_code == 0
+
+
 def test_acks_zero_gets_no_answer_but_is_written(kb):
     kb.create_topic("t", 1)
     P = ProduceRequest
