@@ -342,6 +342,11 @@ class Cluster:
                 self.authorizer.open(None if self.data_dir is None else AclStore(self.data_dir))
             self.txns.recover()     # producer state and open transactions, from the data dir
             self.timer.every(self._retention_s, lambda: self.state.logs.run_retention(now_ms()))
+            if self.config["log.cleaner.enable"]:
+                # as Kafka's cleaner threads: compacted logs every log.cleaner.backoff.ms,
+                # apart from the (slower) retention check
+                self.timer.every(max(self.config["log.cleaner.backoff.ms"], 100) / 1000,
+                                 lambda: self.state.logs.run_cleaner(now_ms()))
             for n in self.nodes.values():
                 n.start()
         except BaseException:

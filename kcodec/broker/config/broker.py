@@ -104,6 +104,11 @@ _SETTINGS: list[BrokerSetting] = [
     _S(_d("log.retention.check.interval.ms", "LONG", 300000,
           "how often retention runs over the logs", at_least(1)),
        "retention_check_s", RO, _ms_to_s, _s_to_ms),
+    _S(_d("log.cleaner.enable", "BOOLEAN", True,
+          "compact the logs of compacted topics (cleanup.policy=compact)"), None, RO),
+    _S(_d("log.cleaner.backoff.ms", "LONG", 15000,
+          "how often the cleaner looks for compacted logs with records to clean",
+          at_least(0)), None, RO),
     # ---------------------------------------------------------------- groups
     _S(_d("group.initial.rebalance.delay.ms", "INT", 3000,
           "a new classic group waits this long for more members before its first rebalance",

@@ -298,6 +298,14 @@ class LogManager:
             logs = list(self._logs.values())
         return sum(log.run_retention(now) for log in logs)
 
+    def run_cleaner(self, now_ms: int | None = None) -> int:
+        """Compact every log of a compacted topic that has records not yet cleaned (or
+        tombstones waiting); returns the records removed."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        with self._lock:
+            logs = list(self._logs.values())
+        return sum(log.run_cleaner(now) for log in logs)
+
     def _hooks_for(self, topic: str, partition: int) -> list[SegmentHook]:
         return [make(topic, partition) for make in self.segment_hooks]
 

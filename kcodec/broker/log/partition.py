@@ -450,6 +450,14 @@ class PartitionLog:
                 self._flush(now_ms)
             return deleted
 
+    def run_cleaner(self, now_ms: int) -> int:
+        """A compaction pass if the topic is compacted and the log changed since the last
+        one (or tombstones wait for delete.retention.ms); the records removed."""
+        with self._lock:
+            if self.closed or not self.config.compact:
+                return 0
+            return self._clean(now_ms).records
+
     def clean(self, now_ms: int | None = None) -> CleanStats:
         """One compaction pass now (see ``kcodec.broker.log.cleaner``), whatever the
         cleanup.policy; ``run_retention`` runs it on compacted topics when there is new

@@ -25,6 +25,8 @@ KAFKA = {
     "num.partitions": 1,
     "auto.create.topics.enable": True,
     "log.retention.check.interval.ms": 300000,
+    "log.cleaner.enable": True,
+    "log.cleaner.backoff.ms": 15000,
     "socket.request.max.bytes": 104857600,
     "connections.max.idle.ms": 600000,
     "sasl.server.max.receive.size": 524288,

@@ -217,3 +217,28 @@ def test_confluent_kafka_reads_a_compacted_topic() -> None:
             assert k not in final or final[k][1] is None
         else:
             assert final[k] == (i, b"v%03d" % i)
+
+
+def test_the_cleaner_runs_every_backoff_apart_from_retention() -> None:
+    # Kafka's cleaner threads look for dirty compacted logs every log.cleaner.backoff.ms
+    # (15 s), not at the retention check (5 min): librdkafka's 0077 waits 20-30 s
+    from kcodec.broker import Cluster
+
+    with Cluster(1, config={"log.cleaner.backoff.ms": 100}) as c:
+        assert c.config["log.retention.check.interval.ms"] == 300000
+        c.create_topic("c", 1, configs={"cleanup.policy": "compact", "segment.bytes": "200"})
+        log = c.state.partition("c", 0).log
+        for i in range(40):
+            log.append(batch([(b"k%d" % (i % 2), b"v%03d" % i)]), now_ms=NOW + i)
+        assert len(log.segments) > 2
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(records(log)) > 6:
+            time.sleep(0.05)
+        assert len(records(log)) <= 6
+    with Cluster(1, config={"log.cleaner.enable": False, "log.cleaner.backoff.ms": 100}) as c:
+        c.create_topic("c", 1, configs={"cleanup.policy": "compact", "segment.bytes": "200"})
+        log = c.state.partition("c", 0).log
+        for i in range(40):
+            log.append(batch([(b"k%d" % (i % 2), b"v%03d" % i)]), now_ms=NOW + i)
+        time.sleep(0.5)
+        assert len(records(log)) == 40
