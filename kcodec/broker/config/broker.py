@@ -262,11 +262,41 @@ def _inert_settings() -> list[BrokerSetting]:
             for name, why in INERT.items()]
 
 
+#: Kafka's SASL settings a listener reconfigures at run time (DynamicListenerConfig), per
+#: broker: name -> (type, Kafka's default). Accepted, checked, shown and changed by
+#: AlterConfigs, inert: kcodec's broker has no GSSAPI (Kerberos) mechanism, and it logs no
+#: client in to refresh (it is the SASL server only)
+SASL_LISTENER: dict[str, tuple[str, Any]] = {
+    "sasl.kerberos.kinit.cmd": ("STRING", "/usr/bin/kinit"),
+    "sasl.kerberos.min.time.before.relogin": ("LONG", 60000),
+    "sasl.kerberos.principal.to.local.rules": ("LIST", ["DEFAULT"]),
+    "sasl.kerberos.service.name": ("STRING", None),
+    "sasl.kerberos.ticket.renew.jitter": ("DOUBLE", 0.05),
+    "sasl.kerberos.ticket.renew.window.factor": ("DOUBLE", 0.8),
+    "sasl.login.refresh.buffer.seconds": ("SHORT", 300),
+    "sasl.login.refresh.min.period.seconds": ("SHORT", 60),
+    "sasl.login.refresh.window.factor": ("DOUBLE", 0.8),
+    "sasl.login.refresh.window.jitter": ("DOUBLE", 0.05),
+}
+_SASL_RANGES: dict[str, Any] = {
+    "sasl.login.refresh.buffer.seconds": between(0, 3600),
+    "sasl.login.refresh.min.period.seconds": between(0, 900),
+    "sasl.login.refresh.window.factor": between(0.5, 1.0),
+    "sasl.login.refresh.window.jitter": between(0.0, 0.25),
+}
+
+
+def _sasl_listener_settings() -> list[BrokerSetting]:
+    why = "inert here: no GSSAPI mechanism, and the broker logs no SASL client in"
+    return [_S(_d(name, t, dflt, why, _SASL_RANGES.get(name)), None, PER_BROKER)
+            for name, (t, dflt) in SASL_LISTENER.items()]
+
+
 #: config name -> its setting, in the order above (then the share-group ones, the topic
 #: defaults, and the inert ones)
 BROKER_CONFIGS: dict[str, BrokerSetting] = {
     s.name: s for s in _SETTINGS + _share_settings() + _topic_default_settings()
-    + _inert_settings()}
+    + _inert_settings() + _sasl_listener_settings()}
 
 
 def topic_defaults(config: Mapping[str, Any], given: set[str]) -> dict[str, str]:

@@ -291,6 +291,21 @@ def test_broker_config_rules(raw):
     assert r.error_code == E.INVALID_REQUEST
 
 
+def test_sasl_listener_configs_are_per_broker_dynamic(raw):
+    # Kafka reconfigures a listener's SASL settings per broker (librdkafka's 0081 sets
+    # sasl.kerberos.min.time.before.relogin on broker 0 and expects success)
+    assert alter(raw, BROKER, "0", {"sasl.kerberos.min.time.before.relogin": "58000"}) == (0, None)
+    _, node0 = describe(raw, BROKER, "0")
+    e = node0["sasl.kerberos.min.time.before.relogin"]
+    assert (e.value, e.config_source, e.read_only) == ("58000", 2, False)
+    code, msg = incremental(raw, BROKER, "", [("sasl.kerberos.min.time.before.relogin", SET,
+                                               "1000")])
+    assert code == E.INVALID_CONFIG and "broker id must be specified" in msg
+    code, msg = incremental(raw, BROKER, "0", [("sasl.login.refresh.window.factor", SET,
+                                                "0.2")])
+    assert code == E.INVALID_CONFIG and "Value must be at least 0.5" in msg
+
+
 def test_confluent_kafka_admin_describes_and_alters_configs(kb):
     ck = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import (
