@@ -13,6 +13,7 @@ import pytest
 from kcodec.broker import Cluster
 from kcodec.broker.log import LogConfig, LogManager, manager
 from kcodec.broker.log.errors import DescriptorBudgetError
+from kcodec.broker.log.files import SEGMENT_FILES
 from kcodec.broker.state import ClusterState
 from kcodec.client import Admin
 from kcodec.client.admin import NewTopic
@@ -25,6 +26,8 @@ def _dirs(root, topic: str) -> list[str]:
 
 
 def test_a_create_past_the_descriptor_budget_is_refused(tmp_path, monkeypatch):
+    # a segment file cache as big as a high limit makes (10,000): its free places count
+    monkeypatch.setattr(SEGMENT_FILES, "capacity", 10_000)
     monkeypatch.setattr(manager, "descriptor_budget", lambda: (4096, 200))
     with Cluster(1, data_dir=tmp_path) as c:
         with Admin(bootstrap_servers=c.bootstrap) as admin:
@@ -36,7 +39,8 @@ def test_a_create_past_the_descriptor_budget_is_refused(tmp_path, monkeypatch):
             assert len(c.state.topics["narrow"].partitions) == 10
 
 
-def test_the_budget_message():
+def test_the_budget_message(monkeypatch):
+    monkeypatch.setattr(SEGMENT_FILES, "capacity", 10_000)
     logs = LogManager("/nonexistent-data-dir")
     manager_budget = manager.descriptor_budget
     try:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 
 from kcodec.broker.log.config import LogConfig
 from kcodec.broker.log.errors import DescriptorBudgetError, InvalidConfig, KafkaStorageError
+from kcodec.broker.log.files import SEGMENT_FILES
 from kcodec.broker.log.partition import PartitionLog
 from kcodec.broker.log.recovery import Truncation, report
 from kcodec.broker.log.segment import SegmentHook
@@ -39,7 +40,8 @@ __all__ = ["LogManager", "read_checkpoint", "write_checkpoint"]
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
-FILES_PER_PARTITION = 3        # the active segment's .log, .index and .timeindex
+FILES_PER_PARTITION = 3        # the active segment's .log, .index and .timeindex (at most:
+                               # they are opened through the bounded cache of .files)
 DESCRIPTOR_RESERVE = 1024      # descriptors a create leaves for connections (at most 1/4)
 
 
@@ -259,14 +261,17 @@ class LogManager:
     def check_descriptors(self, partitions: int) -> None:
         """Refuse (DescriptorBudgetError) to make ``partitions`` more partitions on disk if
         their files would pass the process's descriptor limit less DESCRIPTOR_RESERVE (kept
-        for connections and everything else); memory logs need none."""
+        for connections and everything else); memory logs need none. Segment files are
+        opened through the bounded cache (:data:`kcodec.broker.log.files.SEGMENT_FILES`),
+        so a create needs at most the cache's free places, whatever its size."""
         if self.data_dir is None or partitions <= 0:
             return
         budget = descriptor_budget()
         if budget is None:
             return
         limit, in_use = budget
-        need = partitions * FILES_PER_PARTITION
+        need = min(partitions * FILES_PER_PARTITION,
+                   max(0, SEGMENT_FILES.capacity - len(SEGMENT_FILES)))
         reserve = min(DESCRIPTOR_RESERVE, limit // 4)
         left = limit - reserve - in_use
         if need > left:

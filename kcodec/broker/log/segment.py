@@ -25,12 +25,16 @@ from array import array
 from bisect import bisect_left
 from typing import Any, Protocol
 
+from kcodec.broker.log.files import SEGMENT_FILES
 from kcodec.errors import CorruptDataError, KcodecError
 from kcodec.records import iter_batches
 from kcodec.records.segment import LogSegment, RecoveryResult
 
 __all__ = ["Segment", "SegmentHook", "segment_name"]
 
+_BINARY = getattr(os, "O_BINARY", 0)
+_LOG_FLAGS = os.O_RDWR | _BINARY
+_INDEX_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _BINARY
 _INDEX_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 INT32_MAX = (1 << 31) - 1
@@ -108,8 +112,28 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+class _Use:
+    """``with seg._use(suffix) as fd``: the file's descriptor from the process's bounded
+    cache (opened if it is not open), pinned for the block."""
+
+    __slots__ = ("owner", "path", "flags")
+
+    def __init__(self, owner: Any, path: str, flags: int) -> None:
+        self.owner, self.path, self.flags = owner, path, flags
+
+    def __enter__(self) -> int:
+        return SEGMENT_FILES.acquire(self.owner, self.path, self.flags)
+
+    def __exit__(self, *exc: object) -> None:
+        SEGMENT_FILES.release(self.owner, self.path)
+
+
 class Segment:
-    """A segment's bytes and batch table. Not thread-safe: the partition log locks."""
+    """A segment's bytes and batch table. Not thread-safe: the partition log locks.
+
+    On disk its files are opened when used, through the bounded descriptor cache of
+    :mod:`kcodec.broker.log.files` (Kafka keeps them open); ``sealed`` says the index files
+    are complete (the segment is not the active one)."""
 
     def __init__(self, base_offset: int, directory: str | None, *, created_ms: int,
                  index_interval: int = 4096, _load: bool = False) -> None:
@@ -137,17 +161,15 @@ class Segment:
         #: went up, as found by ``load`` (the partition log keeps the live list)
         self.loaded_epochs: list[tuple[int, int]] = []
         self._buf: bytearray | None = None
-        self._fd = self._ifd = self._tfd = -1
+        #: the index files are complete and no longer appended to (not the active segment)
+        self.sealed = True
         if directory is None:
             self._buf = bytearray()
             self.path = None
             return
         self.path = os.path.join(directory, segment_name(base_offset))
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
         if not _load:
-            flags |= os.O_TRUNC
-        self._fd = os.open(self.path, flags, 0o644)
-        if not _load:
+            os.close(os.open(self.path, _LOG_FLAGS | os.O_CREAT | os.O_TRUNC, 0o644))
             self._open_indexes(truncate=True)
 
     # -- files ----------------------------------------------------------------------------
@@ -158,12 +180,20 @@ class Segment:
             raise ValueError("a memory segment has no files")
         return os.path.join(self.directory, segment_name(self.base_offset, suffix))
 
+    def _use(self, suffix: str = ".log") -> _Use:
+        assert self.path is not None
+        if suffix == ".log":
+            return _Use(self, self.path, _LOG_FLAGS)
+        return _Use(self, self.file(suffix), _INDEX_FLAGS)
+
     def _open_indexes(self, truncate: bool) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+        """The index files become the active segment's (appended to); emptied first with
+        ``truncate``."""
         if truncate:
-            flags |= os.O_TRUNC
-        self._ifd = os.open(self.file(".index"), flags, 0o644)
-        self._tfd = os.open(self.file(".timeindex"), flags, 0o644)
+            for suffix in (".index", ".timeindex"):
+                with self._use(suffix) as fd:
+                    os.ftruncate(fd, 0)
+        self.sealed = False
 
     @classmethod
     def load(cls, path: str, *, created_ms: int, index_interval: int = 4096,
@@ -193,7 +223,7 @@ class Segment:
     def _trusted_load(self, path: str, recovery_point: int) -> bool:
         """The header walk of a segment below the recovery point; False (nothing changed)
         if it must be recovered instead."""
-        size = os.fstat(self._fd).st_size
+        size = os.path.getsize(path)
         entries: list[tuple[int, int, int]] = []
         epochs: list[tuple[int, int]] = []
         if size:
@@ -218,7 +248,7 @@ class Segment:
     def _recover(self, path: str) -> None:
         seg, base = self, self.base_offset
         entries: list[tuple[int, int, int]] = []
-        size = os.fstat(seg._fd).st_size
+        size = os.path.getsize(path)
         if size:
             ls = LogSegment(path, base_offset=base, indexes=False, use_mmap=_MMAP_ON_LOAD)
             try:
@@ -249,8 +279,9 @@ class Segment:
                 ls.close()
             seg.recovery = rec
             if rec.valid_bytes < size:
-                os.ftruncate(seg._fd, rec.valid_bytes)
-                os.fsync(seg._fd)
+                with seg._use() as fd:
+                    os.ftruncate(fd, rec.valid_bytes)
+                    os.fsync(fd)
                 size = rec.valid_bytes
         for pos, last, ts in entries:
             seg._add(pos, last, ts, 0)
@@ -320,10 +351,12 @@ class Segment:
             self._add(pos[i], lasts[i], ts[i], end - pos[i])
 
     def _write_indexes(self, index: bytes | bytearray, tindex: bytes | bytearray) -> None:
-        if self._ifd >= 0 and index:
-            os.write(self._ifd, index)
-        if self._tfd >= 0 and tindex:
-            os.write(self._tfd, tindex)
+        if self.sealed or self.path is None:
+            return
+        for suffix, data in ((".index", index), (".timeindex", tindex)):
+            if data:
+                with self._use(suffix) as fd:
+                    os.write(fd, data)
 
     def append(self, data: bytes | bytearray, entries: list[tuple[int, int, int]]) -> None:
         """Append validated bytes; ``entries`` are (position in ``data``, last offset, max
@@ -332,11 +365,12 @@ class Segment:
         if self._buf is not None:
             self._buf += data
         else:
-            n = _pwrite(self._fd, data, start)
-            if n != len(data):
-                view = memoryview(data)
-                while n < len(data):
-                    n += _pwrite(self._fd, view[n:], start + n)
+            with self._use() as fd:
+                n = _pwrite(fd, data, start)
+                if n != len(data):
+                    view = memoryview(data)
+                    while n < len(data):
+                        n += _pwrite(fd, view[n:], start + n)
         ni, nt = len(self._index), len(self._tindex)
         count = len(entries)
         for k, (rel, last, ts) in enumerate(entries):
@@ -344,29 +378,30 @@ class Segment:
             self._add(start + rel, last, ts, end - rel)
         self.size = start + len(data)
         self.unflushed += count
-        if self._fd >= 0 and (len(self._index) != ni or len(self._tindex) != nt):
+        if self._buf is None and (len(self._index) != ni or len(self._tindex) != nt):
             self._write_indexes(self._index[ni:], self._tindex[nt:])
 
     def seal(self) -> None:
         """The segment stops being the active one: a last time index entry, as Kafka adds;
-        its index files are synced and closed (only the log stays open, for reads)."""
+        its index files are synced and closed."""
         nt = len(self._tindex)
         self._time_entry()
-        if self._tfd >= 0 and len(self._tindex) != nt:
+        if self.sealed or self.path is None:
+            return
+        if len(self._tindex) != nt:
             self._write_indexes(b"", self._tindex[nt:])
-        for name in ("_ifd", "_tfd"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                setattr(self, name, -1)
+        for suffix in (".index", ".timeindex"):
+            with self._use(suffix) as fd:
                 os.fsync(fd)
-                os.close(fd)
+            SEGMENT_FILES.forget(self, self.file(suffix))
+        self.sealed = True
 
     def activate(self) -> None:
         """The segment becomes the active one again (after a truncation): its index files
         are rewritten from the table and kept open for appends."""
         if self.directory is None or self.closed:
             return
-        if self._ifd < 0:
+        if self.sealed:
             self._open_indexes(truncate=True)
             self._write_indexes(self._index, self._tindex)
 
@@ -390,12 +425,13 @@ class Segment:
         if self._buf is not None:
             with memoryview(self._buf) as view:
                 return view[start:end].tobytes()
-        out = _pread(self._fd, end - start, start)
-        while len(out) < end - start:   # a short read: keep going
-            more = _pread(self._fd, end - start - len(out), start + len(out))
-            if not more:
-                raise OSError(f"{self.path}: unexpected end of file at {start + len(out)}")
-            out += more
+        with self._use() as fd:
+            out = _pread(fd, end - start, start)
+            while len(out) < end - start:   # a short read: keep going
+                more = _pread(fd, end - start - len(out), start + len(out))
+                if not more:
+                    raise OSError(f"{self.path}: unexpected end of file at {start + len(out)}")
+                out += more
         return out
 
     def replace(self, data: bytes) -> None:
@@ -406,13 +442,13 @@ class Segment:
         epochs: list[tuple[int, int]] = []
         if data and _walk_headers(data, self.base_offset, entries, epochs) != len(data):
             raise ValueError(f"segment {self.base_offset}: the new contents do not walk cleanly")
-        sealed = self._ifd < 0
+        sealed = self.sealed
         if self._buf is not None:
             self._buf = bytearray(data)
         else:
             assert self.path is not None and self.directory is not None
             tmp = self.path + ".cleaned"
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o644)
+            fd = os.open(tmp, _LOG_FLAGS | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 view, n = memoryview(data), 0
                 while n < len(data):
@@ -420,12 +456,12 @@ class Segment:
                 os.fsync(fd)
                 os.replace(tmp, self.path)
             except BaseException:
-                os.close(fd)
                 if os.path.exists(tmp):
                     os.unlink(tmp)
                 raise
-            old, self._fd = self._fd, fd
-            os.close(old)
+            finally:
+                os.close(fd)
+            SEGMENT_FILES.forget(self, self.path)     # the old file's descriptor
             _fsync_dir(self.directory)
         self._lasts, self._pos, self._ts = array("q"), array("q"), array("q")
         for pos, last, ts in entries:
@@ -436,6 +472,7 @@ class Segment:
             self._open_indexes(truncate=True)
             self._write_indexes(self._index, self._tindex)
             if sealed:
+                self.sealed = False
                 self.seal()
 
     def truncate_batches(self, i: int) -> None:
@@ -448,11 +485,13 @@ class Segment:
         if self._buf is not None:
             del self._buf[new_size:]
         else:
-            os.ftruncate(self._fd, new_size)
+            with self._use() as fd:
+                os.ftruncate(fd, new_size)
         self._rebuild_index()
-        if self._ifd >= 0:
-            os.ftruncate(self._ifd, 0)
-            os.ftruncate(self._tfd, 0)
+        if self._buf is not None:
+            return
+        if not self.sealed:
+            self._open_indexes(truncate=True)
             self._write_indexes(self._index, self._tindex)
         else:
             self.activate()
@@ -460,21 +499,23 @@ class Segment:
     # -- life cycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync the log and its indexes (nothing to do in memory)."""
-        for fd in (self._fd, self._ifd, self._tfd):
-            if fd >= 0:
-                os.fsync(fd)
+        """fsync the log and its indexes (nothing to do in memory). A descriptor the cache
+        closed since the writes is opened again: fsync covers the file, not the
+        descriptor that wrote."""
+        if self.path is not None and not self.closed:
+            for suffix in (".log",) if self.sealed else (".log", ".index", ".timeindex"):
+                with self._use(suffix) as fd:
+                    os.fsync(fd)
         self.unflushed = 0
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        for name in ("_fd", "_ifd", "_tfd"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                setattr(self, name, -1)
-                os.close(fd)
+        self.sealed = True
+        if self.path is not None:
+            for suffix in (".log", ".index", ".timeindex"):
+                SEGMENT_FILES.forget(self, self.file(suffix))
 
     def delete(self) -> None:
         """Close and remove the segment's files (every suffix of its base offset)."""
