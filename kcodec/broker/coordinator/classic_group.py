@@ -508,6 +508,10 @@ class GroupCoordinator:
 
     def delete_group(self, group_id: str) -> int:
         with self.lock:
+            # sessions that ran out since the last sweep (every 0.25 s) end now, as Kafka's
+            # heartbeat timer ends them at the deadline: static members that closed a session
+            # timeout ago are gone (librdkafka's 0081 deletes their group right then)
+            self._expire_sessions()
             g = self.groups.get(group_id)
             if g is None or g.state == "Dead":
                 return E.GROUP_ID_NOT_FOUND

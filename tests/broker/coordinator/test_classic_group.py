@@ -70,6 +70,28 @@ def test_session_timeout_expires_a_silent_member(gc):
     assert a.member_id not in g.members and g.state == "Empty"
 
 
+class _NoSweep(Timer):
+    """A timer whose periodic jobs never run (the session sweep among them)."""
+
+    def every(self, period_s, fn):
+        pass
+
+
+def test_delete_group_ends_sessions_that_ran_out_since_the_sweep():
+    # static members do not leave at close; DeleteGroups a session timeout later finds
+    # the group empty, whenever the periodic sweep last ran
+    timer = _NoSweep()
+    gc = GroupCoordinator(timer)
+    try:
+        a = result(join(gc, instance="i-1", session=200))
+        gc.sync("g", a.generation_id, a.member_id, "i-1", {a.member_id: b"x"})
+        assert gc.delete_group("g") == E.NON_EMPTY_GROUP
+        time.sleep(0.3)
+        assert gc.delete_group("g") == 0
+    finally:
+        timer.stop()
+
+
 def test_leave_group(gc):
     a = result(join(gc))
     gc.sync("g", a.generation_id, a.member_id, None, {})
