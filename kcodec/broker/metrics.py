@@ -132,7 +132,7 @@ class BrokerMetrics:
     # ------------------------------------------------------------------ gauges
     def _queue_size(self) -> int:
         ch = getattr(self.node, "channel", None)
-        return ch._queue.qsize() if ch is not None and self.node.running else 0
+        return ch.queue_size() if ch is not None and self.node.running else 0
 
     def _idle(self) -> float:
         now, total = time.monotonic(), self.node.handler_idle_s

@@ -442,7 +442,7 @@ def dump_log(path: str, args: argparse.Namespace, out: _Out) -> int:
         trailing = seg.size - end_pos
         if trailing:
             status = 1
-            kind = ("zero-filled" if trailing >= 12 and seg._all_zero(end_pos)
+            kind = ("zero-filled" if trailing >= 12 and seg.all_zero(end_pos)
                     else "unreadable" if broken else "incomplete batch")
             if not out.json:
                 out.line(f"Trailing bytes: {trailing} at position {end_pos} ({kind})")

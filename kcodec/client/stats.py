@@ -68,7 +68,7 @@ def statistics(cluster: Cluster) -> dict[str, Any]:
         name = f"{host}:{port}/{node}"
         b: dict[str, Any] = {"name": name, "nodeid": node,
                              "state": "UP" if node in live else "DOWN",
-                             "waitresp_cnt": len(live[node]._pending) if node in live else 0,
+                             "waitresp_cnt": live[node].in_flight if node in live else 0,
                              "tx": 0, "txbytes": 0, "rxbytes": 0,
                              "rtt": {"avg": 0, "max": 0, "p50": 0, "p95": 0, "p99": 0, "cnt": 0}}
         nm = cm.nodes.get(node) if cm is not None else None

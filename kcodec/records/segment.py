@@ -216,7 +216,7 @@ class RecoveryTracker:
             e = e.__cause__ or e.__context__
         if reason in (None, "corrupt batch") and self.valid_bytes < seg.size:
             rest = seg.size - self.valid_bytes
-            if rest >= 12 and seg._all_zero(self.valid_bytes):
+            if rest >= 12 and seg.all_zero(self.valid_bytes):
                 # what a preallocated segment (log.preallocate) holds after a crash
                 reason, error = "zero-filled tail", None
             elif reason is None:
@@ -346,7 +346,9 @@ class LogSegment:
                     int.from_bytes(self._view[0:8], "big", signed=True), 0)
         return self._base_offset
 
-    def _all_zero(self, position: int) -> bool:
+    def all_zero(self, position: int) -> bool:
+        """Whether every byte from ``position`` to the end is zero (a preallocated or
+        zero-filled tail, not a torn batch)."""
         view = self.buffer
         for start in range(position, self.size, _ZERO_CHECK_CHUNK):
             if view[start: start + _ZERO_CHECK_CHUNK].tobytes().strip(b"\0"):

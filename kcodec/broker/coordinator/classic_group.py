@@ -138,7 +138,8 @@ class GroupCoordinator:
         os.replace(tmp, self._path)
         self._file = open(self._path, "a", encoding="utf-8")
 
-    def _log(self, recs: list[dict]) -> None:
+    def log_records(self, recs: list[dict]) -> None:
+        """Append ``recs`` to the group log (the offsets and groups a restart reads back)."""
         if self._file is not None and recs:
             self._file.write("".join(json.dumps(r) + "\n" for r in recs))
             self._file.flush()
@@ -187,7 +188,7 @@ class GroupCoordinator:
                 return JoinResult(E.UNKNOWN_MEMBER_ID, member_id=member_id)
             if g.protocol_type != protocol_type:
                 g.protocol_type = protocol_type
-                self._log([{"g": group_id, "pt": protocol_type}])
+                self.log_records([{"g": group_id, "pt": protocol_type}])
             if not member_id and instance_id is not None and instance_id in g.static:
                 old = g.members.pop(g.static[instance_id], None)
                 member_id = f"{instance_id}-{uuid.uuid4()}"
@@ -243,11 +244,13 @@ class GroupCoordinator:
         m.join = concurrent.futures.Future()
         fut = m.join
         if g.state != "PreparingRebalance":
-            self._prepare(g, initial=g.state == "Empty")
+            self.prepare_rebalance(g, initial=g.state == "Empty")
         self._maybe_complete_join(g)
         return fut
 
-    def _prepare(self, g: Group, initial: bool = False) -> None:
+    def prepare_rebalance(self, g: Group, initial: bool = False) -> None:
+        """Move ``g`` to PreparingRebalance: waiting syncs are told to rejoin, and the
+        rebalance completes when the members rejoin or its timeout passes."""
         for m in g.members.values():
             if m.sync is not None and not m.sync.done():
                 m.sync.set_result((E.REBALANCE_IN_PROGRESS, b""))
@@ -403,7 +406,7 @@ class GroupCoordinator:
             g.generation += 1 if g.state != "Empty" else 0
             g.state, g.leader, g.protocol_name = "Empty", None, None
         elif g.state in ("Stable", "CompletingRebalance"):
-            self._prepare(g)
+            self.prepare_rebalance(g)
         else:
             self._maybe_complete_join(g)
 
@@ -445,7 +448,7 @@ class GroupCoordinator:
             for topic, part, offset, epoch, meta in offsets:
                 g.offsets[(topic, part)] = (offset, epoch, meta)
                 recs.append({"g": group_id, "t": topic, "p": part, "o": offset, "e": epoch, "m": meta})
-            self._log(recs)
+            self.log_records(recs)
             return 0
 
     def committed(self, group_id: str) -> dict:
@@ -480,7 +483,7 @@ class GroupCoordinator:
                 out[tp] = 0
                 if g.offsets.pop(tp, None) is not None:
                     recs.append({"g": group_id, "t": tp[0], "p": tp[1], "del": True})
-            self._log(recs)
+            self.log_records(recs)
             return 0, out
 
     def _subscribed_topics(self, g: Group) -> set[str] | None:
@@ -504,7 +507,7 @@ class GroupCoordinator:
             for g in self.groups.values():
                 for tp in [tp for tp in g.offsets if tp[0] == topic]:
                     del g.offsets[tp]
-                    self._log([{"g": g.group_id, "t": tp[0], "p": tp[1], "del": True}])
+                    self.log_records([{"g": g.group_id, "t": tp[0], "p": tp[1], "del": True}])
 
     def delete_group(self, group_id: str) -> int:
         with self.lock:
@@ -519,7 +522,7 @@ class GroupCoordinator:
                 return E.NON_EMPTY_GROUP
             g.state = "Dead"
             del self.groups[group_id]
-            self._log([{"g": group_id, "del": True}])
+            self.log_records([{"g": group_id, "del": True}])
             return 0
 
 

@@ -227,7 +227,8 @@ class ConsumerGroupCoordinator:
         timer.every(0.25, self._expire)
 
     # ------------------------------------------------------------------ topics
-    def _counts(self, topics: set[str]) -> dict[str, int]:
+    def count_partitions(self, topics: set[str]) -> dict[str, int]:
+        """The partition count of each of ``topics`` that exists (the assignor's input)."""
         out = {}
         for t in topics:
             topic = self.state.topics.get(t)
@@ -367,7 +368,7 @@ class ConsumerGroupCoordinator:
         g.epoch += 1
         subs = self._subscribed(g)
         g.subscribed = subs
-        g.partition_counts = self._counts({t for ts in subs.values() for t in ts})
+        g.partition_counts = self.count_partitions({t for ts in subs.values() for t in ts})
         ids = self._ids(set(g.partition_counts))
         if any(g.topic_ids.get(t, i) != i for t, i in ids.items()):
             for m in g.members.values():
@@ -383,7 +384,7 @@ class ConsumerGroupCoordinator:
         if not g.subscribed:          # a group set up without a bump (migration)
             g.subscribed = subs
         topics = {t for ts in subs.values() for t in ts}
-        if subs != g.subscribed or self._counts(topics) != g.partition_counts or (
+        if subs != g.subscribed or self.count_partitions(topics) != g.partition_counts or (
                 g.topic_ids and self._ids(topics) != g.topic_ids):
             self._bump(g)   # (a topic deleted and created again has another id)
 

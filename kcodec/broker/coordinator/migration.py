@@ -110,7 +110,7 @@ def upgrade(consumer: Any, classic: Any, group_id: str) -> bool:
             cm.last_seen = m.last_seen
             cg.members[m.member_id] = cm
             cg.target[m.member_id] = {t: set(ps) for t, ps in mine.items()}
-        cg.partition_counts = consumer._counts({t for m in cg.members.values() for t in m.topics})
+        cg.partition_counts = consumer.count_partitions({t for m in cg.members.values() for t in m.topics})
         # the classic group keeps its offsets only; a rebalance in flight is answered
         for m in g.members.values():
             if m.join is not None and not m.join.done():
@@ -159,5 +159,5 @@ def downgrade(consumer: Any, classic: Any, cg: Any) -> None:
                 g.static[cm.instance_id] = cm.member_id
         g.leader = next(iter(g.members), None)
         g.state = "Stable"
-        classic._prepare(g)           # the classic members rejoin; their leader assigns
+        classic.prepare_rebalance(g)           # the classic members rejoin; their leader assigns
     consumer.groups.pop(cg.group_id, None)

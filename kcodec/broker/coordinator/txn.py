@@ -562,4 +562,4 @@ def _commit_group_offsets(groups: Any, group_id: str, offsets: dict) -> None:
         for (topic, part), (offset, epoch, meta) in offsets.items():
             g.offsets[(topic, part)] = (offset, epoch, meta)
             recs.append({"g": group_id, "t": topic, "p": part, "o": offset, "e": epoch, "m": meta})
-        groups._log(recs)
+        groups.log_records(recs)

@@ -110,6 +110,11 @@ class RequestChannel:
             self.pending -= 1
             self.queued_bytes -= request.size
 
+    def queue_size(self) -> int:
+        """Requests waiting for a handler (the small-request queue: Kafka's
+        RequestQueueSize gauge)."""
+        return self._queue.qsize()
+
     def take(self, timeout: float | None = None, large: bool = False) -> Request | None:
         """The next request (of the large queue with ``large``), or None when the channel is
         shut down."""

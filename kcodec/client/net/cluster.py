@@ -445,7 +445,7 @@ class Cluster:
             await asyncio.sleep(min(max(idle / 4, 0.05), 30))
             now = time.monotonic()
             for node, conn in list(self._conns.items()):
-                if conn.alive and not conn._pending and now - conn.last_used > idle:
+                if conn.alive and not conn.in_flight and now - conn.last_used > idle:
                     conn.close()
                     self._conns.pop(node, None)
 
@@ -472,8 +472,8 @@ class Cluster:
         # from the table, so no reader task outlives the client
         for conn in {*self._conns.values(), *self._made}:
             conn.close(ClientClosedError("the client is closed"))
-            if conn._task is not None and conn._task is not asyncio.current_task():
-                readers.append(conn._task)
+            if conn.reader is not None and conn.reader is not asyncio.current_task():
+                readers.append(conn.reader)
         self._conns.clear()
         await asyncio.sleep(0)
         if readers:   # let the cancelled readers finish (no "Task was destroyed" at exit)

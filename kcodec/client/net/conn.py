@@ -71,6 +71,11 @@ class BrokerConnection:
         return len(self._pending)
 
     @property
+    def reader(self) -> asyncio.Task | None:
+        """The task reading this connection's responses (None before it connected)."""
+        return self._task
+
+    @property
     def alive(self) -> bool:
         return self._writer is not None and self.error is None and not self.core.closed
 
@@ -188,8 +193,8 @@ class BrokerConnection:
         dbg = self.debug
         if dbg is not None and dbg.protocol:
             log.debug("-> node %s %s v%s cid %s (%d bytes): %s", self.node_id,
-                      _api_name(api_key), self.core._inflight[-1][2] if expect_response and
-                      self.core._inflight else version, cid, len(data),
+                      _api_name(api_key), self.core.last_version() if expect_response and
+                      self.core.in_flight else version, cid, len(data),
                       "ApiVersions" if body_override else describe(body))
         if not expect_response:
             await self._writer.drain()

@@ -218,6 +218,10 @@ class Connection:
     def in_flight_ids(self) -> list[int]:
         return [c for c, _, _, _ in self._inflight]
 
+    def last_version(self) -> int | None:
+        """The version of the last request awaiting an answer (None: none awaits)."""
+        return self._inflight[-1][2] if self._inflight else None
+
     # ------------------------------------------------------------------ responses
     def receive(self, data: Any) -> list[Response]:
         """Feed received bytes; return the responses they complete (in request order)."""
