@@ -11,9 +11,16 @@ Where things are (each package's docstring lists its modules)::
     consumer/   Consumer and AsyncConsumer, group membership, fetching
     share/      ShareConsumer and AsyncShareConsumer (share groups, KIP-932)
     producer/   Producer and AsyncProducer, batching, sending, transactions
-    admin.py    Admin and AsyncAdmin
+    admin.py    Admin and AsyncAdmin; what it does by area: config_admin.py (configs),
+                quota_admin.py (client quotas), scram_admin.py (SCRAM users),
+                txn_admin.py (transactions from outside), offset_reset.py (a group's
+                committed offsets reset)
     coordinator.py  where a group's or transactional id's coordinator is, for every client
     config.py   the configurations;  structs.py  the value types;  errors.py  the errors
+    config_names.py  the configuration names of other clients, and what kcodec makes of them
+    hooks.py    user-supplied hooks: how they are named, called and guarded
+    metrics.py  the metrics, named as the Java client's;  stats.py  the statistics document
+    telemetry.py  KIP-714: the client's metrics pushed to the broker
 """
 
 from kcodec import _moved

@@ -9,6 +9,7 @@
     transactions.py  the transactional producer's state machine
     partitioner.py   the default partitioner (murmur2 keys, KIP-794 sticky keyless)
     columnar.py      send_columns: whole Arrow columns to queued batches
+    hooks.py         serializers, partitioner and interceptors, in the order send runs them
 """
 
 from kcodec.client.producer.batch import RecordFuture

@@ -10,6 +10,8 @@ safe) and ``AsyncShareConsumer`` (asyncio).
     session.py      a share session with one broker (epochs, partitions)
     membership.py   ShareGroupHeartbeat: joining, the assignment, leaving
     acks.py         AcknowledgeType and the acknowledgement batches
+    columns.py      poll_columns: a delivery's records as columns, by acquired range
+    _share.py       ShareRecord and its maker, from the twin the process uses
     config.py       ShareConsumerConfig
 """
 
