@@ -199,6 +199,12 @@ class _Fetch:
             if code:         # the leader moved while this fetch waited
                 self.errors[key] = (code, p)
                 continue
+            if total and not mgr.is_set_up(self.group, key[0], key[1]):
+                # as in Kafka, a share partition's state is set up at its first fetch and a
+                # fetch that has records answers without the partitions still being set
+                # up: they bring theirs in the next one
+                mgr.partition(self.group, key[0], key[1])
+                continue
             code, records, ranges = mgr.fetch(self.group, self.member, key[0], key[1], left,
                                               self.strict, room)
             n = sum(last - first + 1 for first, last, _ in ranges)

@@ -143,6 +143,12 @@ class SharePartitionManager:
                 self._persist(sp)
             return sp
 
+    def is_set_up(self, group: str, topic: str, index: int) -> bool:
+        """Has the group's share partition been set up (by a fetch, since the topic was
+        created)?"""
+        sp = self.parts.get((group, topic, index))
+        return sp is not None and sp.topic_id == self._topic_id(topic)
+
     def _leader(self, topic: str, index: int) -> int | None:
         p = self.state.partition(topic, index)
         return None if p is None else int(p.leader)

@@ -242,6 +242,48 @@ def test_max_bytes_is_a_soft_limit_and_zero_brings_nothing() -> None:
             assert fetch(raw, 3, 1 << 20) == [2, 3, 4, 5]
 
 
+def test_partitions_set_up_by_a_fetch_that_has_records_come_in_the_next() -> None:
+    """As in Kafka, where a share partition's state is set up at its first fetch and the
+    fetch answers with the partitions ready: a session's first fetch of two partitions
+    brings one partition's records, the next fetch the other's (librdkafka's 0179 expects
+    the first poll to hold one partition's records); later fetches bring both."""
+    from kcodec.protocol import ShareFetchRequest as F
+    from kcodec.protocol import ShareGroupHeartbeatRequest as H
+    from tests.support.broker_raw import Raw
+
+    with Cluster(1) as c:
+        c.create_topic("t", 2)
+        tid = c.state.topics["t"].topic_id
+        earliest(c, "g")
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(6):
+                p.send("t", value=b"x", partition=i % 2)
+            p.flush()
+
+        def fetch(raw: Raw, epoch: int) -> dict[int, int]:
+            r = raw.call(F(group_id="g", member_id="m", share_session_epoch=epoch,
+                           max_wait_ms=0, min_bytes=1, max_records=100, batch_size=100,
+                           topics=[F.FetchTopic(topic_id=tid, partitions=[
+                               F.FetchPartition(partition_index=0),
+                               F.FetchPartition(partition_index=1)])] if epoch == 0 else []), 1)
+            assert r.error_code == 0
+            return {p.partition_index: sum(a.last_offset - a.first_offset + 1
+                                           for a in p.acquired_records)
+                    for t in r.responses for p in t.partitions if p.acquired_records}
+
+        with Raw(c.bootstrap) as raw:
+            assert raw.call(H(group_id="g", member_id="m", member_epoch=0,
+                              subscribed_topic_names=["t"]), 1).error_code == 0
+            first = fetch(raw, 0)
+            second = fetch(raw, 1)
+            assert len(first) == 1 and len(second) == 1 and {**first, **second} == {0: 3, 1: 3}
+            with Producer(bootstrap_servers=c.bootstrap) as p:
+                for i in range(4):
+                    p.send("t", value=b"y", partition=i % 2)
+                p.flush()
+            assert fetch(raw, 2) == {0: 2, 1: 2}
+
+
 def test_renew_keeps_the_lock_past_its_duration() -> None:
     with Cluster(1, share_group_configs=FAST) as c:
         c.create_topic("t", 1)
