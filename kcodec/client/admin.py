@@ -413,6 +413,25 @@ class AsyncAdmin:
     async def committed_offsets(self, group_id: str, topics: list[str] | None = None
                                 ) -> dict[TopicPartition, int]:
         """The group's committed offsets (every partition it has, or those of ``topics``)."""
+        body = await self._offset_fetch(group_id, topics, False)
+        out = {}
+        for t in body.topics:
+            for p in t.partitions:
+                if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
+                    out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
+        return out
+
+    async def unstable_offsets(self, group_id: str, topics: list[str] | None = None
+                               ) -> set[TopicPartition]:
+        """The group's partitions (of ``topics``, default all) whose offsets wait in a
+        transaction still open: OffsetFetch with require_stable (KIP-447) answers them
+        UNSTABLE_OFFSET_COMMIT."""
+        body = await self._offset_fetch(group_id, topics, True)
+        return {TopicPartition(t.name, p.partition_index) for t in body.topics
+                for p in t.partitions if p.error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT}
+
+    async def _offset_fetch(self, group_id: str, topics: list[str] | None, stable: bool
+                            ) -> Any:
         node = await self._coordinator(group_id)
         if topics is None:   # every topic, named: some brokers answer a null request with null
             body = await self.cluster.refresh(None)
@@ -422,19 +441,14 @@ class AsyncAdmin:
         for t in topics:
             info = await self.cluster.topic(t, auto_create=False)
             wanted[t] = sorted(info.partitions)
-        req = requests.offset_fetch(group_id, wanted)
+        req = requests.offset_fetch(group_id, wanted, require_stable=stable)
 
         async def go() -> Any:
             return await self.cluster.request(node, req)
         body = await self.cluster.call(go, "OffsetFetch")
         if body.error_code:
             raise KafkaError(body.error_code, f"committed offsets of {group_id!r}")
-        out = {}
-        for t in body.topics:
-            for p in t.partitions:
-                if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
-                    out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
-        return out
+        return body
 
     async def alter_consumer_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
                                            ) -> dict[TopicPartition, KafkaError | None]:
@@ -736,6 +750,12 @@ class Admin:
     def committed_offsets(self, group_id: str, topics: list[str] | None = None) -> dict[TopicPartition, int]:
         """The group's committed offsets (of ``topics``, default all)."""
         return self._run(self._async.committed_offsets(group_id, topics))
+
+    def unstable_offsets(self, group_id: str, topics: list[str] | None = None
+                         ) -> set[TopicPartition]:
+        """The group's partitions whose offsets wait in a transaction still open (see
+        ``AsyncAdmin``)."""
+        return self._run(self._async.unstable_offsets(group_id, topics))
 
     def alter_consumer_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]
                                      ) -> dict[TopicPartition, KafkaError | None]:

@@ -54,6 +54,7 @@ class KafkaCommitMessage(WriterCommitMessage):
     prepared: str | None = None
     topics: list[str] = field(default_factory=list)
     skipped: bool = False
+    kept: bool = False      # the prepared transaction is an earlier attempt's, kept, not rewritten
 
 
 def check_sink_schema(schema: StructType, opts: SinkOptions) -> None:
@@ -194,7 +195,8 @@ def _write(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any]) -> Kaf
 def _write_txn(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any],
                prefix: str | None, streaming: bool) -> KafkaCommitMessage:
     """The exactly-once task (kcodec.spark.transactional): fence the earlier attempts, skip
-    a micro-batch committed before, write, commit the batch marker, prepare."""
+    a micro-batch committed before, keep one an earlier attempt prepared, else write,
+    commit the batch marker, prepare."""
     from kcodec.client import Admin, Producer
     from kcodec.spark import transactional as tx
 
@@ -211,14 +213,26 @@ def _write_txn(opts: SinkOptions, kw: dict[str, Any], batches: Iterator[Any],
     futures: list[tuple[str, Any]] = []
     producer = _producer(Producer, opts.bootstrap, kw)
     try:
-        # a new epoch: an earlier attempt of this partition is fenced, what it left open or
-        # prepared is aborted
-        producer.init_transactions()
+        # a new epoch: an earlier attempt of this partition is fenced; what it left open is
+        # aborted (a df.write) or kept (a micro-batch) to be looked at
+        producer.init_transactions(keep_prepared_txn=who.batch is not None)
         if who.batch is not None:
             topics = [t for t, _ in _topics(opts, first)]
             with Admin(bootstrap_servers=opts.bootstrap, **tx.admin_config(opts.client)) as admin:
-                done = tx.committed_batch(admin, who.transactional_id, topics)
-            if done >= who.batch:        # committed before the driver crashed
+                found = tx.replayed(admin, who.transactional_id, topics, who.batch,
+                                    producer.prepared_transaction_state)
+            if found not in (tx.WRITE, tx.COMMITTED):   # prepared: the driver commits it
+                for _ in it:
+                    pass
+                msg.kept = True
+                msg.prepared = found
+                msg.transactional_id = who.transactional_id
+                msg.topics = topics
+                return msg
+            if producer.prepared_transaction_state is not None:
+                # left open mid-write (no marker in it): aborted, the rows are written again
+                producer.complete_transaction(tx.ABORT_STATE)
+            if found == tx.COMMITTED:           # committed before the driver crashed
                 for _ in it:
                     pass
                 msg.skipped = True

@@ -6,11 +6,17 @@ rows in one two-phase-commit transaction (KIP-939) that the driver's commit ends
                                 (streaming: the id the checkpoint keeps across restarts) or
                                 kcodec-spark-write-<random> (one df.write)
               init_transactions a retried or speculative attempt of the partition fences the
-                                earlier one and aborts what it had open or prepared
+                                earlier one; a df.write aborts what that one had open, a
+                                micro-batch keeps it (keep_prepared_txn) to look at it
               marker check      (streaming) the batch id committed with the partition's last
                                 transaction (group <transactional id>, offset = batch id):
                                 at or past this batch, it was committed before a driver
-                                crash: write nothing
+                                crash: write nothing. Else a kept transaction holding a
+                                marker (OffsetFetch require_stable: UNSTABLE_OFFSET_COMMIT)
+                                was prepared -- the marker is its last write -- by an
+                                earlier attempt of this batch: write nothing, hand its
+                                state to the driver's commit. A kept one without a marker
+                                was cut off mid-write: aborted, the rows written again
               write, marker     rows sent; the batch id committed to the group inside the
                                 transaction (TxnOffsetCommit), atomic with the rows
               prepare           flushed and held; the commit message carries
@@ -23,9 +29,12 @@ rows in one two-phase-commit transaction (KIP-939) that the driver's commit ends
                                 tasks terminated
 
 A micro-batch replayed after a driver crash meets, per partition, a transaction that was
-committed (the marker: skip), one still prepared or open (aborted by the new attempt's
-init, then written again) or none (written again): each row reaches read_committed readers
-once. That needs the replayed batch to put the same rows in the same Spark partition, as
+committed (the marker: skip), one prepared (its marker pending: committed by the replay's
+driver commit, since Spark's commit log says this batch is the next one to commit; an
+earlier batch can hold no open transaction, its commit came before this batch began), one
+cut off before its marker (aborted, written again) or none (written again): each row
+reaches read_committed readers once, and a batch the driver died committing is not
+written twice into the log. That needs the replayed batch to put the same rows in the same Spark partition, as
 the kcodec and Kafka sources do for the offsets in Spark's offset log.
 """
 
@@ -37,8 +46,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TaskTxn", "task_txn", "batch_prefix", "committed_batch", "markers", "commit_all",
-           "abort_all", "admin_config", "MARKER_METADATA"]
+__all__ = ["TaskTxn", "task_txn", "batch_prefix", "committed_batch", "replayed", "markers",
+           "commit_all", "abort_all", "admin_config", "MARKER_METADATA", "WRITE", "COMMITTED",
+           "ABORT_STATE"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +102,27 @@ def committed_batch(admin: Any, transactional_id: str, topics: list[str]) -> int
     from the marker offsets of the group of the same name on partition 0 of ``topics``."""
     got = admin.committed_offsets(transactional_id, topics)
     return max((off for tp, off in got.items() if tp.partition == 0), default=-1)
+
+
+#: what ``replayed`` finds besides a prepared state: nothing of the batch, or the batch committed
+WRITE, COMMITTED = "write", "committed"
+#: a recorded state no transaction has: ``complete_transaction`` with it aborts
+ABORT_STATE = ""
+
+
+def replayed(admin: Any, transactional_id: str, topics: list[str], batch: int,
+             kept: Any) -> str:
+    """What a streaming task finds of its micro-batch ``batch`` under ``transactional_id``:
+    COMMITTED (the marker says this batch or a later one), the state (text) of ``kept``
+    (the transaction its ``init_transactions(keep_prepared_txn=True)`` kept, or None) when
+    that one holds its marker -- it was prepared, and the driver's commit commits it -- else
+    WRITE."""
+    if committed_batch(admin, transactional_id, topics) >= batch:
+        return COMMITTED
+    if kept is not None and any(tp.partition == 0 for tp in
+                                admin.unstable_offsets(transactional_id, topics)):
+        return str(kept)
+    return WRITE
 
 
 def markers(topics: list[str], batch: int) -> dict[tuple[str, int], tuple[int, str]]:

@@ -2,8 +2,9 @@
 session on kcodec's broker with two-phase commit: a streaming copy seen once by
 read_committed readers; a micro-batch replayed after its transactions were committed (the
 driver died before Spark's commit log) writes nothing again, where the at-least-once sink
-writes it twice; a transaction a crashed task left prepared is aborted by the replay and
-never seen; a batch ``df.write`` committed by the driver, and aborted when a task fails,
+writes it twice; a batch whose driver died between the tasks' prepare and its commit is
+committed by the replay, not written again; a transaction a crashed task left open before
+its batch marker is aborted by the replay and never seen; a batch ``df.write`` committed by the driver, and aborted when a task fails,
 leaving nothing open."""
 
 from __future__ import annotations
@@ -140,6 +141,49 @@ def test_a_prepared_transaction_left_by_a_crash_is_never_seen(spark, cluster, tm
     _copy(spark, cluster, a, b, ck, **{"kcodec.transactionalIdPrefix": prefix})
     got = _values(cluster, b, N)
     assert b"zombie" not in got and sorted(got) == sorted(b"%06d" % i for i in range(N))
+    assert _open(cluster, f"{prefix}-.*") == []
+
+
+def test_a_batch_prepared_when_the_driver_died_is_committed_by_the_replay(spark, cluster,
+                                                                          tmp_path) -> None:
+    """Every task prepared its transaction and the driver died before committing them (its
+    commit and abort never reach the coordinator): the replayed batch's tasks find them
+    prepared, with the batch's marker, and write nothing; the replay's driver commit commits
+    them. The log of B then holds each record once (read_uncommitted too: nothing was
+    aborted and written again)."""
+    from kcodec.broker.hooks import DROP
+    from kcodec.protocol import ApiKey
+
+    a, b = _topics(cluster)
+    _fill(cluster.bootstrap, a, 0, N)
+    ck = tmp_path / "ck"
+    prefix = f"kept-{uuid.uuid4().hex[:6]}"
+    opts = {"kcodec.transactionalIdPrefix": prefix, "kafka.default.api.timeout.ms": "3000",
+            "kafka.request.timeout.ms": "1000"}
+    dead = {"on": True, "refused": 0}
+
+    def driver_gone(req):     # the driver's commit and abort: InitProducerId keepPreparedTxn
+        if dead["on"] and getattr(req.body, "keep_prepared_txn", False) and \
+                req.header.client_id != "kcodec-spark-sink":
+            dead["refused"] += 1
+            return DROP
+        return None
+    remove = cluster.hook(ApiKey.INIT_PRODUCER_ID, driver_gone)
+    try:
+        with pytest.raises(Exception) as failed:      # the query stops on it
+            _copy(spark, cluster, a, b, ck, **opts)
+        assert "closed the connection" in str(failed.value), failed.value
+    finally:
+        dead["on"] = False
+        remove()
+    assert dead["refused"], "the driver's commit never came"
+    assert len(_open(cluster, f"{prefix}-.*")) == 2        # prepared, not committed
+    assert kcodec_read(cluster.bootstrap, b, "read_committed", 0, partitions=2, timeout=1) == []
+    _copy(spark, cluster, a, b, ck, **opts)
+    want = sorted(b"%06d" % i for i in range(N))
+    assert sorted(_values(cluster, b, N)) == want
+    assert sorted(kcodec_read(cluster.bootstrap, b, "read_uncommitted", N, partitions=2,
+                              timeout=20)) == want
     assert _open(cluster, f"{prefix}-.*") == []
 
 

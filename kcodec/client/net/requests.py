@@ -191,13 +191,15 @@ def offset_commit(group_id: str, generation_or_epoch: int, member_id: str,
         topics=[T(name=t, partitions=ps) for t, ps in by.items()])
 
 
-def offset_fetch(group_id: str,
-                 partitions: Mapping[str, Iterable[int]] | None) -> OffsetFetchRequest:
-    """Committed offsets of ``partitions`` ({topic: partitions}; None: all the group has)."""
+def offset_fetch(group_id: str, partitions: Mapping[str, Iterable[int]] | None,
+                 require_stable: bool = False) -> OffsetFetchRequest:
+    """Committed offsets of ``partitions`` ({topic: partitions}; None: all the group has).
+    ``require_stable`` (KIP-447): a partition with offsets waiting in an open transaction
+    answers UNSTABLE_OFFSET_COMMIT."""
     T = OffsetFetchRequest.OffsetFetchRequestTopic
     topics = None if partitions is None else [
         T(name=t, partition_indexes=list(ps)) for t, ps in partitions.items()]
-    return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=False)
+    return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=require_stable)
 
 
 # ---------------------------------------------------------------------- consumer groups (KIP-848)

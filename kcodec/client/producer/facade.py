@@ -148,6 +148,12 @@ class AsyncProducer(_Base):
         state in your own store, then commit, abort or (after a restart) complete it."""
         return await self._txn().prepare()
 
+    @property
+    def prepared_transaction_state(self) -> PreparedTxnState | None:
+        """The identity of the transaction this producer prepared, or kept with
+        ``init_transactions(keep_prepared_txn=True)``; None when there is none."""
+        return self._txn().prepared_state()
+
     async def complete_transaction(self, prepared: PreparedTxnState | str) -> bool:
         """Commit the kept transaction if ``prepared`` is its state, else abort it; True if
         committed (False also when there was none)."""
@@ -364,6 +370,12 @@ class Producer(_Base):
         state in your own store, then commit, abort or (after a restart) complete it."""
         return self._loop.run(self._txn().prepare(),
                               timeout if timeout is not None else self._timeout + 1)
+
+    @property
+    def prepared_transaction_state(self) -> PreparedTxnState | None:
+        """The identity of the transaction this producer prepared, or kept with
+        ``init_transactions(keep_prepared_txn=True)``; None when there is none."""
+        return self._txn().prepared_state()
 
     def complete_transaction(self, prepared: PreparedTxnState | str,
                              timeout: float | None = None) -> bool:

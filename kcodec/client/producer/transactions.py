@@ -444,6 +444,10 @@ class TransactionManager:
         self.state = PREPARED
         return self.prepared
 
+    def prepared_state(self) -> PreparedTxnState | None:
+        """The prepared (or kept) transaction's identity; None when none is."""
+        return self.prepared if self.state == PREPARED else None
+
     async def complete(self, recorded: PreparedTxnState | str) -> bool:
         """KIP-939 complete: commit the prepared transaction if ``recorded`` is its state,
         else abort it. True if it was committed. With no prepared transaction (``init``
