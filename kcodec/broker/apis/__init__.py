@@ -40,6 +40,7 @@ from kcodec.broker.apis import (  # noqa: F401
     txn_describe,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
+from kcodec.broker.config.quotas import FETCH, PRODUCE
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.observe.log import debug_contexts
@@ -132,7 +133,7 @@ def dispatch(node: Any, req: Request) -> Any:
             try:
                 result = f.result()
                 metrics.answered(req.api_key, (time.monotonic() - req.arrived) * 1000, result)
-                out.set_result(encode(req, result))
+                out.set_result(_throttled(cluster, req, result))
             except Exception:
                 log.exception("kcodec broker: API %d failed", req.api_key)
                 out.set_result(CLOSE)
@@ -143,4 +144,39 @@ def dispatch(node: Any, req: Request) -> Any:
         log.debug("node %s: %s v%d cid %d from %s answered in %.1f ms", node.id,
                   _api_name(req.api_key), req.api_version, req.correlation_id, req.connection.peer,
                   (time.monotonic() - req.arrived) * 1000)
+    return _throttled(cluster, req, answer)
+
+
+#: the first versions whose clients wait out throttle_time_ms themselves (KIP-219)
+_CLIENT_THROTTLES = {0: 6, 1: 8}
+
+
+def _throttled(cluster: Any, req: Request, answer: Any) -> Any:
+    """The encoded answer, with the client's byte-rate quota applied to Produce and Fetch
+    (``kcodec.broker.config.quotas``): over it, ``throttle_time_ms`` is set and the
+    connection is held for that long (after the answer, or before it for old versions)."""
+    cq = cluster.client_quotas
+    if req.api_key not in _CLIENT_THROTTLES or not cq.quotas or not hasattr(
+            answer, "throttle_time_ms"):
+        return encode(req, answer)
+    body = req.body
+    if req.api_key == 1:
+        state = getattr(body, "replica_state", None)
+        replica = getattr(body, "replica_id", -1) if state is None else state.replica_id
+        if replica is not None and replica >= 0:
+            return encode(req, answer)    # a follower's fetch: not a client's
+    principal = req.connection.principal
+    user = principal[5:] if principal.startswith("User:") else principal
+    client_id = req.header.client_id or ""
+    if req.api_key == 0:
+        ms = cq.record(PRODUCE, user, client_id, req.size)
+        out = encode(req, answer)
+    else:
+        out = encode(req, answer)
+        ms = cq.record(FETCH, user, client_id, len(out))
+    if ms <= 0:
+        return out
+    answer.throttle_time_ms = max(answer.throttle_time_ms or 0, ms)
+    req.connection.throttle_s = ms / 1000
+    req.connection.throttle_first = req.api_version < _CLIENT_THROTTLES[req.api_key]
     return encode(req, answer)

@@ -109,6 +109,11 @@ _SETTINGS: list[BrokerSetting] = [
     _S(_d("log.cleaner.backoff.ms", "LONG", 15000,
           "how often the cleaner looks for compacted logs with records to clean",
           at_least(0)), None, RO),
+    # ---------------------------------------------------------------- client quotas
+    _S(_d("quota.window.num", "INT", 11, "samples a client's byte rate is measured over",
+          at_least(1)), None, RO),
+    _S(_d("quota.window.size.seconds", "INT", 1, "the length of one of those samples",
+          at_least(1)), None, RO),
     # ---------------------------------------------------------------- groups
     _S(_d("group.initial.rebalance.delay.ms", "INT", 3000,
           "a new classic group waits this long for more members before its first rebalance",

@@ -8,9 +8,19 @@ each with quota values:
 
 Kafka's checks and INVALID_REQUEST messages (ClientQuotaControlManager): entity types and
 their combinations, values above 0, whole numbers for the integral keys. Kept in
-``client_quotas.json`` of the data dir. kcodec's broker keeps and describes them but does not
-throttle by them: its limits are the connection limits (``max.connections``,
-``max.connections.per.ip`` and the overrides), which stay what bounds a client.
+``client_quotas.json`` of the data dir.
+
+``producer_byte_rate`` and ``consumer_byte_rate`` are enforced as Kafka does (KIP-13,
+KIP-219): a client's quota is the first of Kafka's eight levels that sets the key
+(user + client-id, user + default client-id, user, default user + client-id, default user +
+default client-id, default user, client-id, default client-id), each user and client-id
+of a default level measured apart. The bytes of its Produce requests and of its Fetch
+answers are measured over ``quota.window.num`` (11) windows of ``quota.window.size.seconds``
+(1 s); above the bound the answer carries ``throttle_time_ms`` = (rate - bound) / bound x the
+measured window, and the connection reads nothing more for that long (answers of versions
+before KIP-219, Produce < 6 and Fetch < 8, are held back for that long instead).
+``request_percentage`` and ``controller_mutation_rate`` are kept and described, not
+enforced.
 """
 
 from __future__ import annotations
@@ -20,9 +30,13 @@ import json
 import os
 import socket
 import threading
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ClientQuotas", "QuotaError", "Entity"]
+__all__ = ["ClientQuotas", "QuotaError", "Entity", "PRODUCE", "FETCH"]
+
+PRODUCE, FETCH = "producer_byte_rate", "consumer_byte_rate"
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 _USER_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG",
@@ -90,9 +104,13 @@ def check_value(entity: Entity, key: str, value: float) -> None:
 class ClientQuotas:
     """entity -> {quota key: value}, kept in the data dir."""
 
-    def __init__(self, data_dir: str | None) -> None:
+    def __init__(self, data_dir: str | None, window_num: int = 11,
+                 window_s: float = 1.0) -> None:
         self.lock = threading.Lock()
         self.quotas: dict[Entity, dict[str, float]] = {}
+        self.window_num, self.window_s = max(window_num, 2), window_s
+        #: (quota key, user, client-id) -> samples [start (monotonic s), bytes]
+        self._rates: dict[tuple[str, str, str], deque[list[float]]] = {}
         self._path = None if data_dir is None else os.path.join(data_dir, "client_quotas.json")
         if self._path and os.path.exists(self._path):
             with open(self._path, encoding="utf-8") as f:
@@ -149,6 +167,55 @@ class ClientQuotas:
                 if ok:
                     out.append((entity, dict(values)))
         return out
+
+    def bound(self, key: str, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
+        """The quota ``key`` of a client (Kafka's levels, first set wins) and what its rate is
+        measured under: (user or "", client-id or "")."""
+        levels: list[tuple[Entity, tuple[str, str]]] = [
+            (((CLIENT_ID, client_id), (USER, user)), (user, client_id)),
+            (((CLIENT_ID, None), (USER, user)), (user, client_id)),
+            (((USER, user),), (user, "")),
+            (((CLIENT_ID, client_id), (USER, None)), (user, client_id)),
+            (((CLIENT_ID, None), (USER, None)), (user, client_id)),
+            (((USER, None),), (user, "")),
+            (((CLIENT_ID, client_id),), ("", client_id)),
+            (((CLIENT_ID, None),), ("", client_id)),
+        ]
+        with self.lock:
+            for entity, measured in levels:
+                value = self.quotas.get(entity, {}).get(key)
+                if value is not None:
+                    return value, measured
+        return None
+
+    def record(self, key: str, user: str, client_id: str, nbytes: int,
+               now: float | None = None) -> int:
+        """Record ``nbytes`` against the client's ``key`` quota; the throttle time (ms) its
+        answer gets, 0 within the quota (or with none)."""
+        if not self.quotas:
+            return 0
+        found = self.bound(key, user, client_id)
+        if found is None:
+            return 0
+        bound, measured = found
+        now = time.monotonic() if now is None else now
+        span = self.window_num * self.window_s
+        with self.lock:
+            samples = self._rates.setdefault((key, *measured), deque())
+            while samples and samples[0][0] <= now - span:
+                samples.popleft()
+            if not samples or now - samples[-1][0] >= self.window_s:
+                samples.append([now, 0.0])
+            samples[-1][1] += nbytes
+            total = sum(n for _, n in samples)
+            elapsed = now - samples[0][0]
+            full = int(elapsed / self.window_s)
+            if full < self.window_num - 1:       # as Kafka's Rate: at least N-1 windows
+                elapsed += (self.window_num - 1 - full) * self.window_s
+        rate = total / elapsed
+        if rate <= bound:
+            return 0
+        return int(min((rate - bound) / bound * elapsed, span) * 1000)
 
     def _save(self) -> None:
         if self._path is None:

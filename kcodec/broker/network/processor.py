@@ -76,6 +76,8 @@ class ConnectionState:
     host: str = ""                     # the client's address (what ACL hosts match)
     principal: str = ANONYMOUS         # "User:alice" once SASL or a TLS certificate says so
     reading_since: float | None = None  # monotonic time a frame's size arrived, until its body
+    throttle_s: float = 0.0            # a quota's throttle: read nothing more for this long
+    throttle_first: bool = False       # ... and hold the answer back that long (old versions)
 
     def close(self) -> None:
         w = self.writer
@@ -317,9 +319,15 @@ class Processor:
                 channel.done(req)
             if answer is CLOSE or answer == CLOSE:
                 return
+            throttle, conn.throttle_s = conn.throttle_s, 0.0
+            if throttle and conn.throttle_first:
+                await asyncio.sleep(throttle)     # as Kafka before KIP-219: a late answer
+                throttle = 0.0
             if answer is not NO_RESPONSE and answer != NO_RESPONSE:
                 writer.write(answer)
                 await writer.drain()
+            if throttle:
+                await asyncio.sleep(throttle)     # the channel is muted (KIP-219)
             conn.busy = False
             conn.last_active = time.monotonic()
 

@@ -78,3 +78,70 @@ def test_bad_filters_and_authorization():
         with pytest.raises(KafkaError) as e:
             admin.describe_client_quotas()
         assert e.value.code == E.CLUSTER_AUTHORIZATION_FAILED
+
+
+# ---------------------------------------------------------------- enforcement (KIP-13/219)
+def test_the_quota_of_a_client_is_kafkas_first_level_that_sets_it():
+    from kcodec.broker.config.quotas import PRODUCE, ClientQuotas
+
+    q = ClientQuotas(None)
+    q.alter({(("client-id", None),): {PRODUCE: 1.0}})
+    assert q.bound(PRODUCE, "bob", "app") == (1.0, ("", "app"))      # each client-id apart
+    q.alter({DEFAULT_USER: {PRODUCE: 2.0}})
+    assert q.bound(PRODUCE, "bob", "app") == (2.0, ("bob", ""))
+    q.alter({ALICE: {PRODUCE: 3.0}, ALICE_APP: {PRODUCE: 4.0}})
+    assert q.bound(PRODUCE, "alice", "app") == (4.0, ("alice", "app"))
+    assert q.bound(PRODUCE, "alice", "other") == (3.0, ("alice", ""))
+    assert q.bound("consumer_byte_rate", "alice", "app") is None
+
+
+def test_the_throttle_time_is_the_excess_over_the_measured_window():
+    from kcodec.broker.config.quotas import PRODUCE, ClientQuotas
+
+    q = ClientQuotas(None)
+    q.alter({(("client-id", "app"),): {PRODUCE: 1000.0}})
+    assert q.record(PRODUCE, "ANONYMOUS", "other", 10**6, now=100.0) == 0    # no quota
+    assert q.record(PRODUCE, "ANONYMOUS", "app", 5000, now=100.0) == 0      # 5000 B / 10 s
+    # 15000 B in 0.5 s, measured over 10.5 s (at least 10 whole windows, as Kafka's Rate):
+    # the excess 15000 - 10500 B takes 4.5 s at the bound
+    assert q.record(PRODUCE, "ANONYMOUS", "app", 10000, now=100.5) == 4500
+    # the windows age out: 11 s later the rate is back under the bound
+    assert q.record(PRODUCE, "ANONYMOUS", "app", 100, now=112.0) == 0
+
+
+def _produce(raw, records, version):
+    from kcodec.protocol import ProduceRequest as P
+
+    return raw.call(P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
+        name="t", partition_data=[P.PartitionProduceData(index=0, records=records)])]), version)
+
+
+def test_produce_and_fetch_over_their_quota_are_throttled():
+    import time
+
+    from kcodec.protocol import FetchRequest as F
+    from kcodec.records import RecordBatchBuilder
+    from tests.support.broker_raw import Raw
+
+    b = RecordBatchBuilder()
+    b.append(b"k", b"x" * 110_000, [], int(time.time() * 1000))
+    records = b.build()
+    with Cluster() as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        c.create_topic("t", 1)
+        with Raw(c.bootstrap) as raw:
+            assert _produce(raw, records, 9).throttle_time_ms == 0       # no quota yet
+        admin.alter_client_quotas({(("client-id", None),): {"producer_byte_rate": 10_000,
+                                                           "consumer_byte_rate": 10_000}})
+        with Raw(c.bootstrap) as raw:
+            r = _produce(raw, records, 9)
+            # 110 KB against 10 KB/s measured over 10 s: about 1 s too much
+            assert r.responses[0].partition_responses[0].error_code == 0
+            assert 700 <= r.throttle_time_ms <= 1200
+            req = F(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[F.FetchTopic(
+                topic="t", partitions=[F.FetchPartition(partition=0, fetch_offset=0,
+                                                        partition_max_bytes=1 << 20)])])
+            t0 = time.monotonic()
+            f = raw.call(req, 12)          # read only once the produce's throttle has passed
+            assert time.monotonic() - t0 >= r.throttle_time_ms / 1000 * 0.9
+            # its 220 KB answer is over the consumer quota (each quota apart)
+            assert f.responses[0].partitions[0].records and 1000 <= f.throttle_time_ms <= 11000
