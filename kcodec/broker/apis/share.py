@@ -15,6 +15,7 @@ delete its offsets.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -249,19 +250,29 @@ class _Fetch:
 
 
 class _DelayedShareFetch(Delayed):
+    """A ShareFetch waiting for records. Acquiring has an effect (the records are locked
+    to the member), so one attempt at a time, and none after the answer: two notifies at
+    once (records produced to two of its partitions) or a notify beside the expiry would
+    otherwise acquire records that no answer carries, locked until the lock times out and
+    delivered again with their count up."""
+
     def __init__(self, work: _Fetch) -> None:
         super().__init__()
         self.work = work
+        self._attempt = threading.Lock()
 
     def try_complete(self) -> bool:
-        if self.done:
+        with self._attempt:
+            if self.done:
+                return False
+            if self.work.acquire():
+                return self.complete(self.work.answer())
             return False
-        if self.work.acquire():
-            return self.complete(self.work.answer())
-        return False
 
     def expire(self) -> None:
-        self.complete(self.work.answer())
+        with self._attempt:
+            if not self.done:
+                self.complete(self.work.answer())
 
 
 def _session_request(node: Any, req: Any) -> tuple[int, str | None, Any]:
