@@ -7,6 +7,8 @@
 * a creation or filter Kafka refuses (unknown or ANY types in an ACL, a CLUSTER ACL not
   named kafka-cluster, an empty name, a principal that is not Type:name) gets
   INVALID_REQUEST with the reason, the others are applied;
+* a CreateAcls of more than 10,000 creations fails whole with POLICY_VIOLATION, as Kafka's
+  controller refuses an operation of more than 10,000 records;
 * an ACL change is on disk (with ``--data-dir``) before it is answered.
 """
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from kcodec.broker.apis.authz import Op, cluster_allowed
 from kcodec.broker.apis.registry import Answer, Incoming, api
+from kcodec.broker.apis.topics import MAX_RECORDS_PER_REQUEST, TOO_LARGE
 from kcodec.protocol import (
     CreateAclsRequest,
     CreateAclsResponse,
@@ -89,6 +92,11 @@ def create_acls(node: Node, req: Incoming[CreateAclsRequest]) -> Answer[CreateAc
         return C(results=[C.AclCreationResult(
             error_code=E.CLUSTER_AUTHORIZATION_FAILED,
             error_message="CreateAcls needs ALTER on the cluster") for _ in creations])
+    if len(creations) > MAX_RECORDS_PER_REQUEST:
+        # Kafka's controller makes at most 10,000 records an operation: the whole request
+        # fails, nothing is created
+        return C(results=[C.AclCreationResult(error_code=E.POLICY_VIOLATION,
+                                              error_message=TOO_LARGE) for _ in creations])
     bindings = [AclBinding(ResourceType.of(c.resource_type), c.resource_name,
                            PatternType.of(c.resource_pattern_type), c.principal, c.host,
                            AclOperation.of(c.operation), AclPermissionType.of(c.permission_type))

@@ -602,3 +602,21 @@ def test_kcodec_client_as_bob_is_refused_then_served(kb):
             for recs in c.poll(0.5).values():
                 got += [r.value for r in recs]
     assert got == [b"v", b"v", b"bob was here"]
+
+
+def test_a_create_acls_of_more_than_ten_thousand_fails_whole(kb):
+    # Kafka's controller refuses an operation of more than 10,000 records
+    before = len(kb.authorizer.acls())
+    many = [allow(f"User:u{i}", "read", "topic", f"t{i}") for i in range(10_001)]
+    with sasl_raw(kb.bootstrap, "admin") as admin:
+        C = CreateAclsRequest
+        r = admin.call(C(creations=[C.AclCreation(
+            resource_type=a.resource_type, resource_name=a.resource_name,
+            resource_pattern_type=a.pattern_type, principal=a.principal, host=a.host,
+            operation=a.operation, permission_type=a.permission) for a in many]), 2)
+        assert {(x.error_code, x.error_message) for x in r.results} == {
+            (E.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")}
+        assert len(r.results) == 10_001
+        assert len(kb.authorizer.acls()) == before
+        assert grant(admin, *many[:3]) == [0, 0, 0]
+    assert len(kb.authorizer.acls()) == before + 3
