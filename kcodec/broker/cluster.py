@@ -328,10 +328,11 @@ class Cluster:
         if self.authorizer is not None:
             self.consumer_groups.describable = self._describable_topics
         self.consumer_groups.migration_policy = self.group_consumer_migration_policy
-        from kcodec.broker.share.configs import CONSUMER_DEFAULTS
+        from kcodec.broker.share.configs import CONSUMER_DEFAULTS, STREAMS_DEFAULTS
 
         group_configs = {**self.share_group_configs,
-                         **{k: cfg[k] for k in CONSUMER_DEFAULTS}}
+                         **{k: cfg[k] for k in CONSUMER_DEFAULTS},
+                         **{k: cfg[k] for k in STREAMS_DEFAULTS}}
         self.share = SharePartitionManager(self.state, self.txns, self.data_dir, self.timer,
                                            self.purgatory, group_configs)
         #: the group configs (share.*, consumer.*) of each group, for the KIP-848 groups too

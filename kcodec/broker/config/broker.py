@@ -199,6 +199,15 @@ def _share_settings() -> list[BrokerSetting]:
             for name, default in BROKER_DEFAULTS.items()]
 
 
+def _streams_settings() -> list[BrokerSetting]:
+    from kcodec.broker.share.configs import STREAMS_DEFAULTS, STREAMS_ZERO_OK
+
+    return [_S(_d(name, "INT", default, "streams groups (KIP-1071): the bounds and defaults "
+                  "of the streams.* group configs; inert here (no streams groups)",
+                  between(0 if name in STREAMS_ZERO_OK else 1, INT_MAX)), None, RO)
+            for name, default in STREAMS_DEFAULTS.items()]
+
+
 def _topic_default_settings() -> list[BrokerSetting]:
     """The broker configs that give topic configs their defaults (``log.retention.ms`` for
     ``retention.ms``), typed and checked as the topic config; cluster-wide dynamic."""
@@ -300,7 +309,8 @@ def _sasl_listener_settings() -> list[BrokerSetting]:
 #: config name -> its setting, in the order above (then the share-group ones, the topic
 #: defaults, and the inert ones)
 BROKER_CONFIGS: dict[str, BrokerSetting] = {
-    s.name: s for s in _SETTINGS + _share_settings() + _topic_default_settings()
+    s.name: s for s in _SETTINGS + _share_settings() + _streams_settings()
+    + _topic_default_settings()
     + _inert_settings() + _sasl_listener_settings()}
 
 

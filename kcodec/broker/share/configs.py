@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["BROKER_DEFAULTS", "CONSUMER_DEFAULTS", "GROUP_CONFIGS", "ShareConfigs", "ShareConfigError",
+__all__ = ["BROKER_DEFAULTS", "CONSUMER_DEFAULTS", "STREAMS_DEFAULTS", "GROUP_CONFIGS", "ShareConfigs", "ShareConfigError",
            "parse_duration_ms"]
 
 BROKER_DEFAULTS: dict[str, int] = {
@@ -61,6 +61,24 @@ CONSUMER_DEFAULTS: dict[str, int] = {
     "group.consumer.max.heartbeat.interval.ms": 15000,
 }
 
+#: the streams protocol's (KIP-1071) broker configs that bound and default its group configs;
+#: kcodec's broker has no streams groups, so the streams.* group configs are accepted,
+#: checked and described with Kafka's rules, and inert
+STREAMS_DEFAULTS: dict[str, int] = {
+    "group.streams.session.timeout.ms": 45000,
+    "group.streams.min.session.timeout.ms": 45000,
+    "group.streams.max.session.timeout.ms": 60000,
+    "group.streams.heartbeat.interval.ms": 5000,
+    "group.streams.min.heartbeat.interval.ms": 5000,
+    "group.streams.max.heartbeat.interval.ms": 15000,
+    "group.streams.num.standby.replicas": 0,
+    "group.streams.max.standby.replicas": 2,
+    "group.streams.initial.rebalance.delay.ms": 3000,
+}
+#: the broker configs above that may be 0
+STREAMS_ZERO_OK = {"group.streams.num.standby.replicas", "group.streams.max.standby.replicas",
+                   "group.streams.initial.rebalance.delay.ms"}
+
 #: group config -> the broker config that gives its default (None: a fixed default)
 GROUP_CONFIGS: dict[str, str | None] = {
     "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
@@ -72,6 +90,10 @@ GROUP_CONFIGS: dict[str, str | None] = {
     "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
     "share.isolation.level": None,
     "share.partition.max.record.locks": "group.share.partition.max.record.locks",
+    "streams.heartbeat.interval.ms": "group.streams.heartbeat.interval.ms",
+    "streams.initial.rebalance.delay.ms": "group.streams.initial.rebalance.delay.ms",
+    "streams.num.standby.replicas": "group.streams.num.standby.replicas",
+    "streams.session.timeout.ms": "group.streams.session.timeout.ms",
 }
 _FIXED = {"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted"}
 
@@ -99,8 +121,10 @@ class ShareConfigs:
     def __init__(self, broker: dict[str, Any] | None, store: Any) -> None:
         self.broker = dict(BROKER_DEFAULTS)
         self.broker.update(CONSUMER_DEFAULTS)
+        self.broker.update(STREAMS_DEFAULTS)
         for k, v in (broker or {}).items():
-            if k not in BROKER_DEFAULTS and k not in CONSUMER_DEFAULTS:
+            if k not in BROKER_DEFAULTS and k not in CONSUMER_DEFAULTS \
+                    and k not in STREAMS_DEFAULTS:
                 raise ValueError(f"unknown share-group broker config {k!r} (known: "
                                  f"{', '.join(sorted(BROKER_DEFAULTS))})")
             self.broker[k] = int(v)
@@ -142,11 +166,25 @@ class ShareConfigs:
         except ValueError:
             raise ShareConfigError(f"{name} must be an integer, not {value!r}") from None
         lo, hi = 1, 2**31 - 1
-        consumer = {"consumer.session.timeout.ms": "session.timeout.ms",
-                    "consumer.heartbeat.interval.ms": "heartbeat.interval.ms"}.get(name)
-        if consumer is not None:       # Kafka's GroupConfig checks and messages
-            low = f"group.consumer.min.{consumer}"
-            high = f"group.consumer.max.{consumer}"
+        kind, _, rest = name.partition(".")
+        bounded = rest if kind in ("consumer", "streams") and rest in (
+            "session.timeout.ms", "heartbeat.interval.ms") else None
+        if name == "streams.num.standby.replicas":
+            if n < 0:
+                raise ShareConfigError(f"Invalid value {n} for configuration {name}: Value "
+                                       f"must be at least 0")
+            if n > self.broker["group.streams.max.standby.replicas"]:
+                raise ShareConfigError(f"{name} must be less than or equal to "
+                                       f"group.streams.max.standby.replicas")
+            return
+        if name == "streams.initial.rebalance.delay.ms":
+            if n < 0:
+                raise ShareConfigError(f"Invalid value {n} for configuration {name}: Value "
+                                       f"must be at least 0")
+            return
+        if bounded is not None:        # Kafka's GroupConfig checks and messages
+            low = f"group.{kind}.min.{bounded}"
+            high = f"group.{kind}.max.{bounded}"
             if n < self.broker[low]:
                 raise ShareConfigError(f"{name} must be greater than or equal to {low}")
             if n > self.broker[high]:
@@ -182,5 +220,13 @@ class ShareConfigs:
                                      or "consumer.heartbeat.interval.ms" in changes):
             raise ShareConfigError("consumer.heartbeat.interval.ms must be less than "
                                    "consumer.session.timeout.ms")
+        session = int(new.get("streams.session.timeout.ms")
+                      or self.broker["group.streams.session.timeout.ms"])
+        heartbeat = int(new.get("streams.heartbeat.interval.ms")
+                        or self.broker["group.streams.heartbeat.interval.ms"])
+        if heartbeat >= session and ("streams.session.timeout.ms" in changes
+                                     or "streams.heartbeat.interval.ms" in changes):
+            raise ShareConfigError("streams.session.timeout.ms must be greater than "
+                                   "streams.heartbeat.interval.ms")
         if not validate_only:
             self.store.put_configs(group, new)

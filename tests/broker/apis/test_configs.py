@@ -361,6 +361,38 @@ def test_consumer_group_configs_within_the_brokers_bounds(kb, raw):
     assert code == E.INVALID_CONFIG and "append is not allowed" in msg
 
 
+def test_streams_group_configs_with_kafkas_types_and_bounds(kb, raw):
+    # KIP-1071's group configs: accepted, described and checked as Kafka's GroupConfig
+    got = describe(raw, GROUP, "s")[1]
+    assert {k: got[k].value for k in got if k.startswith("streams.")} == {
+        "streams.heartbeat.interval.ms": "5000", "streams.initial.rebalance.delay.ms": "3000",
+        "streams.num.standby.replicas": "0", "streams.session.timeout.ms": "45000"}
+    assert incremental(raw, GROUP, "s", [("streams.session.timeout.ms", SET, "50000"),
+                                         ("streams.num.standby.replicas", SET, "2"),
+                                         ("streams.initial.rebalance.delay.ms", SET, "0")]) \
+        == (0, None)
+    got = describe(raw, GROUP, "s")[1]
+    assert (got["streams.session.timeout.ms"].value,
+            got["streams.session.timeout.ms"].config_source) == ("50000", 8)
+    assert got["streams.num.standby.replicas"].value == "2"
+    assert incremental(raw, GROUP, "s", [("streams.num.standby.replicas", SET, "3")]) == (
+        E.INVALID_CONFIG, "streams.num.standby.replicas must be less than or equal to "
+                          "group.streams.max.standby.replicas")
+    assert incremental(raw, GROUP, "s", [("streams.session.timeout.ms", SET, "44999")]) == (
+        E.INVALID_CONFIG, "streams.session.timeout.ms must be greater than or equal to "
+                          "group.streams.min.session.timeout.ms")
+    assert incremental(raw, GROUP, "s", [("streams.heartbeat.interval.ms", SET, "15001")]) == (
+        E.INVALID_CONFIG, "streams.heartbeat.interval.ms must be less than or equal to "
+                          "group.streams.max.heartbeat.interval.ms")
+    code, msg = incremental(raw, GROUP, "s", [("streams.initial.rebalance.delay.ms", SET, "-1")])
+    assert code == E.INVALID_CONFIG and "at least 0" in msg
+    code, msg = incremental(raw, GROUP, "s", [("streams.num.standby.replicas", SET, "x")])
+    assert code == E.INVALID_CONFIG
+    with Cluster(config={"group.streams.max.standby.replicas": 5}) as c, Raw(c.bootstrap) as r2:
+        assert incremental(r2, GROUP, "s", [("streams.num.standby.replicas", SET, "5")]) == (
+            0, None)
+
+
 def test_group_config_bounds_are_broker_configs():
     with Cluster(config={"group.consumer.min.session.timeout.ms": 1000,
                          "group.consumer.min.heartbeat.interval.ms": 100}) as c, \
