@@ -164,14 +164,18 @@ def parse_summary(output: str) -> dict[str, tuple[str, float]]:
 
 
 def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scenario: str,
-               nodes: int, timeout: float, logs: Path) -> tuple[dict[str, tuple[str, float]], str]:
+               nodes: int, timeout: float, logs: Path, multiplier: float = 1.0
+               ) -> tuple[dict[str, tuple[str, float]], str]:
     """Run the tests ``NNNN_*`` of one scenario on a fresh broker; (rows, output)."""
     tag = f"{number}-{scenario}-{protocol}-{nodes}n"
     broker = Broker(nodes, auto_create=scenario != "noautocreate", log=logs / f"{tag}.broker.log")
     try:
         work = Path(tempfile.mkdtemp(prefix=f"rdk-{number}-"))
         conf = work / "test.conf"
-        conf.write_text(f"bootstrap.servers={broker.bootstrap}\n", encoding="utf-8")
+        text = f"bootstrap.servers={broker.bootstrap}\n"
+        if multiplier != 1.0:       # librdkafka's own knob: its tests' timeouts, scaled
+            text += f"test.timeout.multiplier={multiplier}\n"
+        conf.write_text(text, encoding="utf-8")
         checkout = runner.parent.parent
         env = dict(os.environ,
                    LD_LIBRARY_PATH=f"{checkout / 'src'}:{checkout / 'src-cpp'}",
@@ -200,7 +204,8 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
 
 
 def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: float,
-        logs: Path, nodes3: set[str]) -> dict[str, dict[str, tuple[str, float, int]]]:
+        logs: Path, nodes3: set[str], multiplier: float = 1.0
+        ) -> dict[str, dict[str, tuple[str, float, int]]]:
     """{protocol: {test name: (status, seconds, nodes)}}."""
     runner = build(checkout, logs / "build.log")
     tests = [t for t in list_tests(checkout) if t.cluster and (only is None or t.number in only)]
@@ -216,12 +221,12 @@ def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: fl
             nodes = 3 if number in nodes3 else 1
             began = time.monotonic()
             rows, output = run_number(runner, kafka_path, number, protocol, scen, nodes,
-                                      timeout, logs)
+                                      timeout, logs, multiplier)
             if nodes == 1 and _TOO_FEW_BROKERS.search(output) and any(
                     s != "PASSED" for s, _ in rows.values()):
                 nodes = 3
                 rows, output = run_number(runner, kafka_path, number, protocol, scen, 3,
-                                          timeout, logs)
+                                          timeout, logs, multiplier)
             names = {t.name for t in members}
             for name, (status, secs) in rows.items():
                 if status == "SKIPPED" and res.get(name, ("SKIPPED",))[0] != "SKIPPED":
@@ -287,6 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--tests", help="comma-separated test numbers (default: every cluster test)")
     p.add_argument("--nodes3", default="", help="test numbers to run on 3 nodes from the start")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per test number")
+    p.add_argument("--timeout-multiplier", type=float, default=1.0,
+                   help="scale the tests' own timeouts (librdkafka's test.timeout.multiplier; "
+                        "its CI runs with at least 3) on a loaded machine")
     p.add_argument("--out", type=Path, help="write the Markdown table here (default: stdout)")
     p.add_argument("--logs", type=Path, help="keep the runs' logs here (default: a temp dir)")
     p.add_argument("--from-logs", type=Path, help="only tabulate the logs a run left in DIR")
@@ -313,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = {t.strip() for t in a.tests.split(",")} if a.tests else None
     nodes3 = {t.strip() for t in a.nodes3.split(",") if t.strip()}
     print(f"librdkafka {checkout}, logs in {logs}", flush=True)
-    results = run(checkout, protocols, only, a.timeout, logs, nodes3)
+    results = run(checkout, protocols, only, a.timeout, logs, nodes3, a.timeout_multiplier)
     text = table(results)
     if a.out:
         a.out.write_text(text, encoding="utf-8")
