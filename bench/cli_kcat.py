@@ -11,8 +11,7 @@ times are noise; the ratios, from runs side by side, are what to read.
     python -m bench.cli_kcat                     # starts `kcodec broker` on a free port
     python -m bench.cli_kcat -n 200000 -r 5 -b 127.0.0.1:9092   # a broker of your own
 
-Needs kcat on PATH (or --kcat PATH), and pyarrow (the arrow extra: kcodec produce's
-block path).
+Needs kcat on PATH (or --kcat PATH).
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from kcodec._cy._record import RecordMetadata
 from kcodec._cy.compression import compress
 from kcodec.errors import EncodeError, EncodeTypeError
 
-__all__ = ["RecordBatchBuilder", "RecordMetadata", "record_size", "estimate_batch_size"]
+__all__ = ["RecordBatchBuilder", "RecordMetadata", "record_size", "estimate_batch_size",
+           "encode_values"]
 
 cdef enum:
     HEADER_SIZE = 61
@@ -551,3 +552,64 @@ def estimate_batch_size(key, value, headers=None):
     batch header, the largest record overhead (length 5, attributes 1, timestamp delta 10,
     offset delta 5 bytes) and the key, value and headers."""
     return HEADER_SIZE + 21 + _body_size(key, value, headers)
+
+
+def encode_values(list values, Py_ssize_t start, object key, Py_ssize_t max_bytes):
+    """``(section, end)``: the records section of a v2 batch holding ``values[start:end]``
+    (bytes each), every record with ``key`` (bytes, or None: none), no headers, timestamp
+    delta 0 and offset deltas from 0 (the bytes ``RecordBatchBuilder.append`` writes for
+    them), ``end`` as far as the section stays within ``max_bytes`` (one record at least)."""
+    cdef Py_ssize_t n = len(values), i, total = 0, kl = -1, vl, body, od
+    cdef const uint8_t* kp = NULL
+    cdef uint32_t kz
+    cdef object v
+    cdef bytes out
+    cdef uint8_t* w
+    if start < 0 or start >= n:
+        raise ValueError(f"start {start} is not an index of the {n} values")
+    if key is not None:
+        if type(key) is not bytes:
+            raise EncodeTypeError(f"key must be bytes or None, not {type(key).__name__}")
+        kl = PyBytes_GET_SIZE(key)
+        if kl > _I32_MAX:
+            raise EncodeError(f"key of {kl} bytes too long")
+        kp = <const uint8_t*>PyBytes_AS_STRING(key)
+    kz = zigzag32(<int32_t>kl)
+    i = start
+    while i < n:
+        v = values[i]
+        if type(v) is not bytes:
+            raise EncodeTypeError(f"value {i} must be bytes, not {type(v).__name__}")
+        vl = PyBytes_GET_SIZE(v)
+        if vl > _I32_MAX - 64 - (kl if kl > 0 else 0) or i - start > _I32_MAX:
+            raise EncodeError(f"value {i} of {vl} bytes too long")
+        od = i - start
+        body = 3 + uvar_size(zigzag32(<int32_t>od)) + uvar_size(kz) + (kl if kl > 0 else 0) \
+            + uvar_size(zigzag32(<int32_t>vl)) + vl
+        body += uvar_size(zigzag32(<int32_t>body))
+        if i > start and total + body > max_bytes:
+            break
+        total += body
+        i += 1
+    out = PyBytes_FromStringAndSize(NULL, total)
+    w = <uint8_t*>PyBytes_AS_STRING(out)
+    for od in range(i - start):
+        v = values[start + od]
+        vl = PyBytes_GET_SIZE(v)
+        body = 3 + uvar_size(zigzag32(<int32_t>od)) + uvar_size(kz) + (kl if kl > 0 else 0) \
+            + uvar_size(zigzag32(<int32_t>vl)) + vl
+        w += put_uvar(w, zigzag32(<int32_t>body))
+        w[0] = 0                   # attributes
+        w[1] = 0                   # timestamp delta 0
+        w += 2
+        w += put_uvar(w, zigzag32(<int32_t>od))
+        w += put_uvar(w, kz)
+        if kl > 0:
+            memcpy(w, kp, kl)
+            w += kl
+        w += put_uvar(w, zigzag32(<int32_t>vl))
+        memcpy(w, PyBytes_AS_STRING(v), vl)
+        w += vl
+        w[0] = 0                   # no headers
+        w += 1
+    return out, i

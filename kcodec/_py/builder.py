@@ -19,7 +19,8 @@ from kcodec._py.compression import compress
 from kcodec._py.crc import crc32c
 from kcodec.errors import EncodeError, EncodeTypeError
 
-__all__ = ["RecordBatchBuilder", "RecordMetadata", "record_size", "estimate_batch_size"]
+__all__ = ["RecordBatchBuilder", "RecordMetadata", "record_size", "estimate_batch_size",
+           "encode_values"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = 61
@@ -339,3 +340,40 @@ def estimate_batch_size(key: Any, value: Any, headers: Iterable[Any] | None = No
     batch header, the largest record overhead (length 5, attributes 1, timestamp delta 10,
     offset delta 5 bytes) and the key, value and headers."""
     return HEADER_SIZE + 21 + _body_size(key, value, headers)
+
+
+def encode_values(values: list[bytes], start: int, key: bytes | None,
+                  max_bytes: int) -> tuple[bytes, int]:
+    """``(section, end)``: the records section of a v2 batch holding ``values[start:end]``
+    (bytes each), every record with ``key`` (bytes, or None: none), no headers, timestamp
+    delta 0 and offset deltas from 0 (the bytes ``RecordBatchBuilder.append`` writes for
+    them), ``end`` as far as the section stays within ``max_bytes`` (one record at least)."""
+    n = len(values)
+    if start < 0 or start >= n:
+        raise ValueError(f"start {start} is not an index of the {n} values")
+    if key is None:
+        kb, kl = b"\x01", 0
+    elif type(key) is not bytes:
+        raise EncodeTypeError(f"key must be bytes or None, not {type(key).__name__}")
+    elif len(key) > _I32_MAX:
+        raise EncodeError(f"key of {len(key)} bytes too long")
+    else:
+        kb, kl = uvar_bytes(len(key) << 1) + key, len(key)
+    out = []
+    total = 0
+    i = start
+    while i < n:
+        v = values[i]
+        if type(v) is not bytes:
+            raise EncodeTypeError(f"value {i} must be bytes, not {type(v).__name__}")
+        vl = len(v)
+        if vl > _I32_MAX - 64 - kl or i - start > _I32_MAX:
+            raise EncodeError(f"value {i} of {vl} bytes too long")
+        body = b"\x00\x00" + uvar_bytes((i - start) << 1) + kb + uvar_bytes(vl << 1) + v + b"\x00"
+        rec = uvar_bytes(len(body) << 1) + body
+        if i > start and total + len(rec) > max_bytes:
+            break
+        out.append(rec)
+        total += len(rec)
+        i += 1
+    return b"".join(out), i

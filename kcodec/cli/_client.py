@@ -298,3 +298,75 @@ class Ticker:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
             self.drawn = False
+
+
+class BrokerWatch:
+    """Says on stderr, within about a second, that the brokers stopped answering a running
+    client (a refused connection, a lost one, requests failing) and that it keeps retrying
+    for at most ``timeout`` seconds (``--timeout``), then that they answer again: without
+    it a broker killed under ``produce`` or ``consume`` went unmentioned until the timeout.
+    Only a broker that had answered before counts: one never reached is the client's own
+    error at once. A daemon thread reads the client's connection times, no more."""
+
+    GRACE = 1.0    # seconds without an answer after a failure before it is said
+
+    def __init__(self, client: Any, command: str, timeout: float) -> None:
+        import threading
+
+        from kcodec.client.metrics import _cluster_of
+
+        try:
+            self.cluster: Any = _cluster_of(client)
+        except TypeError:            # not a client with connections of its own: no watch
+            self.cluster = None
+        self.command, self.timeout = command, timeout
+        self.down_since: float | None = None     # when the outage was said (None: not down)
+        self.outages = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"kcodec-{command}-watch",
+                                        daemon=True)
+
+    def start(self) -> BrokerWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(1)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.check(time.monotonic())
+
+    def check(self, now: float) -> None:
+        c = self.cluster
+        if c is None or c.closed or not c.reached or not c.last_ok:
+            return
+        failing = c.last_fail > c.last_ok and now - c.last_ok >= self.GRACE
+        if failing and self.down_since is None:
+            self.down_since = now
+            self.outages += 1
+            err = c.last_error
+            why = f": {err}" if err is not None else ""
+            self._say(f"no answer from the broker for {now - c.last_ok:.1f} s, after it had "
+                      f"answered{why}; retrying for up to {self.timeout:g} s (--timeout), "
+                      "Ctrl-C stops")
+        elif self.down_since is not None and c.last_ok > c.last_fail:
+            self._say(f"the broker answers again, after {now - self.down_since:.1f} s")
+            self.down_since = None
+
+    def _say(self, msg: str) -> None:
+        try:
+            sys.stderr.write(f"\r\x1b[Kkcodec {self.command}: {msg}\n" if _tty(sys.stderr)
+                             else f"kcodec {self.command}: {msg}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

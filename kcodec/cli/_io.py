@@ -176,7 +176,7 @@ def read_blocks(stream: Any, delimiter: bytes, limit: int, size: int = BLOCK
                 continue
             lines = data[:i].split(delimiter)
             rest = data[i + width:]
-        if lines and max(map(len, lines)) > limit:
+        if lines and len(data) > limit and max(map(len, lines)) > limit:
             j = next(k for k, line in enumerate(lines) if len(line) > limit)
             if j:
                 yield lines[:j]

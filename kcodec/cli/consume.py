@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcodec.cli._client import (
+    BrokerWatch,
     Graceful,
     Once,
     Ticker,
@@ -327,6 +328,7 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
     render_all = _all(render)
     stopped: set = set()             # partitions that reached the stop time (-o e@MS)
     ok = False
+    watch = BrokerWatch(c, "consume", args.timeout).start()
     try:
         if args.group:
             c.subscribe(topics, Listener())
@@ -383,6 +385,7 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                 commit()
         finally:
             closing = True
+            watch.stop()
             _close(c, args.timeout if ok else 1.0)
     if sig.stop:
         name = signal.Signals(sig.signum).name
@@ -427,6 +430,7 @@ def _share_consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[s
     last = time.monotonic()
     ticker = Ticker("consumed {n} records, {rate}/s, {secs:.0f} s")
     ok = False
+    watch = BrokerWatch(c, "consume", args.timeout).start()
     try:
         c.subscribe(topics)
         while (args.count is None or n < args.count) and not sig.stop:
@@ -455,6 +459,7 @@ def _share_consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[s
             if ok:
                 c.commit_sync(args.timeout)
         finally:
+            watch.stop()
             _close(c, args.timeout if ok else 1.0)
     if sig.stop:
         name = signal.Signals(sig.signum).name

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from kcodec.cli._client import (
+    BrokerWatch,
     Graceful,
     Interrupted,
     Once,
@@ -275,6 +276,7 @@ def _produce(args: argparse.Namespace, opts: _Options, cfg: dict[str, Any],
         undo = f"; 'kcodec topics delete {args.topic}' removes it" if near else ""
         print(f"kcodec produce: topic {args.topic!r} did not exist: the broker created it with "
               f"{count} partition{'s' * (count != 1)}{near}{undo}", file=sys.stderr)
+    watch = BrokerWatch(producer, "produce", args.timeout).start()
     try:
         if args.partition is not None and args.partition >= count:
             raise UsageError(f"partition {args.partition} out of range for {args.topic!r} "
@@ -283,6 +285,7 @@ def _produce(args: argparse.Namespace, opts: _Options, cfg: dict[str, Any],
             return _send_blocks(args, opts, producer, sig)
         return _send_all(args, opts, producer, sig)
     finally:
+        watch.stop()
         producer.close(0)            # what is still unconfirmed stays unconfirmed
 
 
@@ -397,18 +400,12 @@ def _each(args: argparse.Namespace) -> bool:
 
 
 def _blocks_apply(args: argparse.Namespace, opts: _Options) -> bool:
-    """Whether stdin can go to the producer a block of lines at a time (its columnar path):
-    no line per record to print, no per-line key or headers or partitioner, and pyarrow
-    there (the arrow extra)."""
+    """Whether stdin can go to the producer a block of lines at a time
+    (``Producer.send_values``): no line per record to print, no per-line key or headers or
+    partitioner."""
     if args.messages or _each(args) or args.partitioner is not None:
         return False
-    if opts.key_delimiter is not None or opts.headers:
-        return False
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return opts.key_delimiter is None and not opts.headers
 
 
 class _BlockReporter(threading.Thread):
@@ -445,11 +442,8 @@ class _BlockReporter(threading.Thread):
 
 
 def _send_blocks(args: argparse.Namespace, opts: _Options, producer: Any, sig: Graceful) -> int:
-    """stdin to the topic a block of lines at a time (``Producer.send_columns``): the
+    """stdin to the topic a block of lines at a time (``Producer.send_values``): the
     same stops, reports and exit codes as line by line, at kcat's speed."""
-    import numpy as np
-    import pyarrow as pa
-
     from kcodec.cli._io import read_blocks
     from kcodec.errors import KcodecError
 
@@ -462,9 +456,7 @@ def _send_blocks(args: argparse.Namespace, opts: _Options, producer: Any, sig: G
     t0 = time.monotonic()
     reporter = _BlockReporter(n)
     reporter.start()
-    topic = args.topic
-    key = None if opts.key is None else pa.scalar(opts.key, pa.binary())
-    part = None if args.partition is None else pa.scalar(args.partition, pa.int32())
+    topic, key, part = args.topic, opts.key, args.partition
     try:
         source = read_blocks(sys.stdin.buffer, opts.delimiter, limit)
         while not sig.stop and n.error is None:
@@ -489,20 +481,19 @@ def _send_blocks(args: argparse.Namespace, opts: _Options, producer: Any, sig: G
             n.read += count
             longest = max(map(len, lines))
             if longest > n.longest[0]:
-                n.longest = (longest, n.read - count + 1 + [len(x) for x in lines].index(longest))
+                n.longest = (longest, n.read - count + 1
+                             + next(i for i, x in enumerate(lines) if len(x) == longest))
             try:
-                futures = producer.send_columns(
-                    topic, _binary_column(pa, np, lines),
-                    key=None if key is None else pa.repeat(key, count),
-                    partition=None if part is None else pa.repeat(part, count))
+                futures = producer.send_values(topic, lines, key=key, partition=part)
             except (KcodecError, ValueError, TypeError) as exc:
                 n.read -= count              # not sent: the resume line is its first
                 n.error = exc
                 break
             reporter.queue.put((futures, count))
             n.sent += count
-            ticker.update(sent=n.sent, n=n.confirmed, done=_position(sys.stdin.buffer),
-                          total=total)
+            if ticker.enabled:           # (a tell() per block otherwise wasted)
+                ticker.update(sent=n.sent, n=n.confirmed, done=_position(sys.stdin.buffer),
+                              total=total)
         reporter.queue.put(None)
         deadline = time.monotonic() + args.timeout + 1
         while reporter.is_alive() and time.monotonic() < deadline and n.error is None:
@@ -515,19 +506,6 @@ def _send_blocks(args: argparse.Namespace, opts: _Options, producer: Any, sig: G
         reporter.join(5)
         ticker.close()
     return _finish(args, n, sig, time.monotonic() - t0, "line")
-
-
-def _binary_column(pa: Any, np: Any, lines: list[bytes]) -> Any:
-    """The lines as an Arrow binary array, made from its buffers (``pa.array`` of a list
-    imports pandas to ask whether the list is one of its types: a third of a second)."""
-    offsets = np.zeros(len(lines) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)), out=offsets[1:])
-    if offsets[-1] < 2**31:
-        return pa.Array.from_buffers(pa.binary(), len(lines),
-                                     [None, pa.py_buffer(offsets.astype(np.int32)),
-                                      pa.py_buffer(b"".join(lines))])
-    return pa.Array.from_buffers(pa.large_binary(), len(lines),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(lines))])
 
 
 def _input_size(stream: Any) -> int | None:

@@ -90,8 +90,8 @@ class CliBroker:
     """kcodec's broker as the CLI guide starts it for its examples: ``kcodec broker --port P``
     in a process of its own, stopped with SIGINT."""
 
-    def __init__(self, *extra: str) -> None:
-        port = free_port()
+    def __init__(self, *extra: str, port: int | None = None) -> None:
+        port = free_port() if port is None else port
         self.proc = kcodec("broker", "--port", str(port), *extra, stderr=subprocess.DEVNULL)
         assert self.proc.stdout is not None
         self.bootstrap = self.proc.stdout.readline().decode().strip()

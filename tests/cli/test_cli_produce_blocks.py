@@ -1,4 +1,4 @@
-"""``kcodec produce`` a block of lines at a time (the producer's columnar path), taken when
+"""``kcodec produce`` a block of lines at a time (``Producer.send_values``), taken when
 no line per record is printed (``-q``, or a terminal): the same records, keys and
 partitions as line by line, the same stops and resume lines; and ``read_blocks``, the
 reader beneath it."""
@@ -11,8 +11,6 @@ import pytest
 
 from kcodec.cli._io import TooLong, read_blocks, read_records
 from tests.cli.harness import create, run, run_bytes
-
-pytest.importorskip("pyarrow")
 
 
 def _consume(broker, topic: str, *extra: str) -> str:

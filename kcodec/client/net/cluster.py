@@ -100,6 +100,7 @@ class Cluster:
         self.reached = False   # some broker answered the handshake once
         self.last_ok = 0.0     # when a broker last answered a request
         self.last_fail = 0.0   # when a request or a connection attempt last failed
+        self.last_error: BaseException | None = None   # and why
         from kcodec.client.net.security import Security
         self.security = Security.of(config)
         # observability: the client's metrics (None: metrics_enabled=False), debug contexts,
@@ -181,6 +182,8 @@ class Cluster:
             # numbers out of order (an idempotent producer then reset its id and wrote the
             # records again).
             self._connecting.pop(node_id, None)
+            if not task.cancelled() and task.exception() is not None:
+                self.last_fail, self.last_error = time.monotonic(), task.exception()
             if task.cancelled() or task.exception() is not None or self.closed:
                 return
             self._conns[node_id] = task.result()
@@ -229,7 +232,7 @@ class Cluster:
                             f"{self.address(node)}: the connection and Kafka handshake did "
                             f"not complete within the {left:.1f} s left before the deadline; "
                             f"is a Kafka broker listening there?")
-                    self.last_fail = time.monotonic()
+                    self.last_fail, self.last_error = time.monotonic(), exc
                     last[self.address(node)] = exc
                     definite = definite and getattr(exc, "definite", False)
             causes = "; ".join(str(e) for e in last.values())
@@ -273,7 +276,7 @@ class Cluster:
         try:
             resp = await conn.request(req.API_KEY, req, version, timeout, expect_response)
         except KcodecError as exc:
-            self.last_fail = time.monotonic()
+            self.last_fail, self.last_error = time.monotonic(), exc
             if getattr(exc, "after_handshake", False) and not self.last_ok:
                 # a listener that wants SASL, and no broker ever answered us: waiting for
                 # api_timeout_ms changes nothing

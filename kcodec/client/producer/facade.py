@@ -343,6 +343,74 @@ class Producer(_Base):
             out.append(fut)
         return out
 
+    def send_values(self, topic: str, values: list[bytes], key: bytes | None = None,
+                    partition: int | None = None,
+                    timestamp: int | None = None) -> list[RecordFuture]:
+        """Queue many values at once, encoded in one pass each batch (no per-record Python
+        work, and neither numpy nor pyarrow): ``values`` a list of bytes, all with ``key``
+        (None: keyless) and without headers, to ``partition``, else the partition of
+        ``key``, else one sticky partition for the call (KIP-794). Returns one future per
+        batch made, for its last record; like ``send_columns``, it refuses a producer with
+        serializers or interceptors, and a record too large alone refuses the call."""
+        from kcodec.client.producer.columnar import PrebuiltBatch
+        from kcodec.records.builder import encode_values
+
+        hooks = self._hooks
+        if hooks is not None and (hooks.key is not None or hooks.value is not None
+                                  or hooks.interceptors is not None):
+            raise ValueError("send_values sends the values' bytes as they are: it runs no "
+                             "key_serializer, value_serializer or interceptors, and this "
+                             "producer has some set; use send() for its records, or a "
+                             "producer without them")
+        if not values:
+            return []
+        eng = self._engine
+        acc = eng.accumulator
+        count = acc.counts.get(topic)
+        if count is None:
+            count = self._loop.run(eng.partitions_of(topic), self._timeout + 1)
+        sticky = -1
+        if partition is not None:
+            if not 0 <= partition < count:
+                raise ValueError(f"partition {partition} out of range (the topic has "
+                                 f"{count} partitions)")
+            p = partition
+        elif hooks is not None:         # (a partitioner of the user's, or none)
+            p = hooks.choose(topic, key, count)
+        elif key is not None:
+            p = partition_for_key(key, count)
+        else:
+            p = -1
+        if p < 0:
+            p = sticky = acc.partitioner.sticky.partition(topic, count)
+        cfg = self.config
+        room = min(cfg.batch_size, acc.max_size - HEADER_SIZE)
+        ts = int(time.time() * 1000) if timestamp is None else timestamp
+        planned = []
+        start = 0
+        while start < len(values):
+            section, end = encode_values(values, start, key, room)
+            size = len(section) + HEADER_SIZE
+            if end - start == 1:        # a record too large alone: refuse them all, first
+                for limit, setting in ((cfg.max_request_size, "max_request_size"),
+                                       (cfg.buffer_memory, "buffer_memory")):
+                    if size > limit:
+                        raise RecordTooLargeError(size, limit, setting)
+            planned.append((PrebuiltBatch(section, end - start, ts, acc.codec,
+                                          cfg.compression_level), size))
+            start = end
+        if sticky >= 0:
+            acc.partitioner.sticky.on_new_batch(topic, count, sticky)
+        out = []
+        for built, size in planned:
+            if acc.buffered > self._buffer_memory:
+                self._wait_for_space()
+            b = eng.append_built(topic, p, built, size)
+            fut = RecordFuture()
+            fut._batch, fut._index = b, b.count - 1
+            out.append(fut)
+        return out
+
     def _wait_for_space(self) -> None:
         acc = self._engine.accumulator
         with acc.space:
