@@ -7,8 +7,9 @@
 * a creation or filter Kafka refuses (unknown or ANY types in an ACL, a CLUSTER ACL not
   named kafka-cluster, an empty name, a principal that is not Type:name) gets
   INVALID_REQUEST with the reason, the others are applied;
-* a CreateAcls of more than 10,000 creations fails whole with POLICY_VIOLATION, as Kafka's
-  controller refuses an operation of more than 10,000 records;
+* a CreateAcls of more than 10,000 creations, a DeleteAcls that would remove more than
+  10,000 ACLs, fail whole with POLICY_VIOLATION (nothing changes), as Kafka's controller
+  refuses an operation of more than 10,000 records;
 * an ACL change is on disk (with ``--data-dir``) before it is answered.
 """
 
@@ -120,9 +121,15 @@ def delete_acls(node: Node, req: Incoming[DeleteAclsRequest]) -> Answer[DeleteAc
             error_code=E.CLUSTER_AUTHORIZATION_FAILED,
             error_message="DeleteAcls needs ALTER on the cluster") for _ in filters])
     out = []
-    for result in auth.delete(_filter(f.resource_type_filter, f.resource_name_filter,
-                                      f.pattern_type_filter, f.principal_filter, f.host_filter,
-                                      f.operation, f.permission_type) for f in filters):
+    results = auth.delete((_filter(f.resource_type_filter, f.resource_name_filter,
+                                   f.pattern_type_filter, f.principal_filter, f.host_filter,
+                                   f.operation, f.permission_type) for f in filters),
+                          max_removed=MAX_RECORDS_PER_REQUEST)
+    if results is None:
+        return X(filter_results=[X.DeleteAclsFilterResult(error_code=E.POLICY_VIOLATION,
+                                                          error_message=TOO_LARGE)
+                                 for _ in filters])
+    for result in results:
         if isinstance(result, str):
             out.append(X.DeleteAclsFilterResult(error_code=E.INVALID_REQUEST, error_message=result))
             continue

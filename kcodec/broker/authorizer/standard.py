@@ -173,20 +173,27 @@ class Authorizer:
             if why is not None:
                 raise ValueError(f"cannot add ACL {b}: {why}")
 
-    def delete(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding] | str]:
+    def delete(self, filters: Iterable[AclBindingFilter],
+               max_removed: int | None = None) -> list[list[AclBinding] | str] | None:
         """Remove the ACLs each filter matches; per filter the ACLs it removed, or why the
-        filter was refused."""
+        filter was refused. None, and nothing removed, if that would be more than
+        ``max_removed`` ACLs."""
         filters = list(filters)
         out: list[list[AclBinding] | str] = []
         with self._lock:
             acls = list(self._acls)
+            removed = 0
             for f in filters:
                 why = f.problem()
                 if why is not None:
                     out.append(why)
                     continue
                 gone = [a for a in acls if f.matches(a)]
-                acls = [a for a in acls if not f.matches(a)]
+                if gone:
+                    acls = [a for a in acls if not f.matches(a)]
+                removed += len(gone)
+                if max_removed is not None and removed > max_removed:
+                    return None
                 out.append(gone)
             if len(acls) != len(self._acls):
                 self._commit(tuple(acls))

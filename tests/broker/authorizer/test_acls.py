@@ -620,3 +620,27 @@ def test_a_create_acls_of_more_than_ten_thousand_fails_whole(kb):
         assert len(kb.authorizer.acls()) == before
         assert grant(admin, *many[:3]) == [0, 0, 0]
     assert len(kb.authorizer.acls()) == before + 3
+
+
+def test_a_delete_acls_removing_more_than_ten_thousand_fails_whole(kb):
+    kb.authorizer.add(*[allow(f"User:u{i}", "read", "topic", f"t{i}") for i in range(10_001)])
+    before = len(kb.authorizer.acls())
+    D = DeleteAclsRequest
+    f = AclBindingFilter(resource_type=ResourceType.TOPIC, pattern_type=PatternType.LITERAL)
+    every_topic_acl = D.DeleteAclsFilter(
+        resource_type_filter=f.resource_type, resource_name_filter=None,
+        pattern_type_filter=f.pattern_type, principal_filter=None, host_filter=None,
+        operation=AclOperation.ANY, permission_type=AclPermissionType.ANY)
+    one = D.DeleteAclsFilter(
+        resource_type_filter=f.resource_type, resource_name_filter="t7",
+        pattern_type_filter=f.pattern_type, principal_filter=None, host_filter=None,
+        operation=AclOperation.ANY, permission_type=AclPermissionType.ANY)
+    with sasl_raw(kb.bootstrap, "admin") as admin:
+        r = admin.call(D(filters=[one, every_topic_acl]), 2)
+        assert [(x.error_code, x.error_message) for x in r.filter_results] == [
+            (E.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")] * 2
+        assert len(kb.authorizer.acls()) == before
+        r = admin.call(D(filters=[one]), 2)
+        assert r.filter_results[0].error_code == 0
+        assert len(r.filter_results[0].matching_acls) == 1
+    assert len(kb.authorizer.acls()) == before - 1
