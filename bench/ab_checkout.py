@@ -26,8 +26,9 @@ import importlib.util
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from bench.test_bench_columns import BATCHES
 from bench.test_bench_records import RECORDS, _touch

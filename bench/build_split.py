@@ -31,7 +31,8 @@ import gc
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import cramjam
 import lz4.frame

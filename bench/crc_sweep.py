@@ -20,7 +20,8 @@ import gc
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import crc32c as crc32c_package
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aiokafka.record import default_records as aio
 

@@ -139,7 +139,7 @@ def main() -> None:
             row = [f"  {s:12s}"]
             for k, what in ((phase, "wall"), (f"{phase}_cpu", "cpu")):
                 mine, theirs = times[s][k], times[base][k]
-                paired = statistics.median(a / b for a, b in zip(mine, theirs))
+                paired = statistics.median(a / b for a, b in zip(mine, theirs, strict=False))
                 row.append(f"{what} {statistics.median(mine) * 1e6:6.2f} us/rec "
                            f"(min {min(mine) * 1e6:5.2f}) ratio "
                            f"{statistics.median(mine) / statistics.median(theirs):.3f} "

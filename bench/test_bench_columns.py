@@ -17,7 +17,8 @@ R-columns (none) at least 10x aiokafka's R-decode in records/s).
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import lz4.frame
 import pytest

@@ -24,7 +24,8 @@ aiokafka's Cython; kafka-python + kcodec >= 5x stock kafka-python.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -14,7 +14,8 @@ Ratios show the cost of kcodec's bounding and checks over the bare library and t
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import cramjam
 import lz4.frame

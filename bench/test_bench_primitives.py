@@ -13,8 +13,9 @@ Targets: compiled CRC-32C >= 0.9x the crc32c package; compiled varint >= 10x pur
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import crc32c as crc32c_package
 import google_crc32c

@@ -17,7 +17,8 @@ Target: compiled encode and decode >= 3x kafka-python.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -20,7 +20,8 @@ L-decode and L-build >= 1.2x aiokafka C.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiokafka.record import default_records as aio_default

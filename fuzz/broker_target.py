@@ -310,7 +310,7 @@ def _read_all(sock: socket.socket, deadline: float) -> bytes:
         sock.settimeout(left)
         try:
             chunk = sock.recv(1 << 16)
-        except socket.timeout:
+        except TimeoutError:
             continue
         except OSError:        # reset: the broker hung up hard
             return bytes(buf)

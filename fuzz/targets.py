@@ -665,7 +665,7 @@ def _arrow_rows(rb: Any) -> list[Any]:
     import pyarrow as pa
 
     out = []
-    for field, col in zip(rb.schema, rb.columns):
+    for field, col in zip(rb.schema, rb.columns, strict=False):
         if pa.types.is_timestamp(field.type):
             col = col.cast(pa.int64())
         out.append((field.name, col.to_pylist()))
@@ -788,7 +788,7 @@ def canon(v: Any) -> Any:
     if isinstance(v, type):
         return v
     if hasattr(v, "_slots") and hasattr(v, "_values"):   # protocol structs (__slots__)
-        return (type(v).__name__, canon(dict(zip(v._slots, v._values()))))
+        return (type(v).__name__, canon(dict(zip(v._slots, v._values(), strict=False))))
     if hasattr(v, "__dict__"):
         return (type(v).__name__, canon(vars(v)))
     return v

@@ -240,7 +240,7 @@ class HeadersColumn:
     def to_pylist(self) -> list[list[tuple[str, bytes | None]] | None]:
         """For each record, its headers as (key, value-or-None) pairs, order kept (None for
         a record without headers in the Spark layout)."""
-        pairs = list(zip(self.keys.to_pylist(), self.values.to_pylist()))
+        pairs = list(zip(self.keys.to_pylist(), self.values.to_pylist(), strict=False))
         offs = self.offsets.tolist()
         out: list[Any] = [pairs[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
         if self.null_count:
@@ -364,7 +364,7 @@ class RecordColumns:
         if self.is_control is not None:
             cols["is_control"] = self.is_control.tolist()
         names = list(cols)
-        return [dict(zip(names, row)) for row in zip(*cols.values())]
+        return [dict(zip(names, row, strict=False)) for row in zip(*cols.values(), strict=False)]
 
     def equals(self, other: Any) -> bool:
         """Same values, dtypes and layouts in every column, and the same counters."""

@@ -12,7 +12,8 @@ calls in both twins. See ``kcodec.compression`` for what users see.
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any
 
 from kcodec._codecs import gzip_codec, lz4_codec, zstd_codec
 from kcodec._codecs._util import view
@@ -74,7 +75,7 @@ CODEC_NAMES = tuple(_NAMES)
 """The codec names, in id order ("none", "gzip", "snappy", "lz4", "zstd"): what Kafka's
 ``compression.type`` takes; ``codec_of(name)`` gives the Codec."""
 
-CodecLike = Union[int, str, Codec]
+CodecLike = int | str | Codec
 Compressor = Callable[[memoryview], bytes]
 Decompressor = Callable[..., bytes]
 

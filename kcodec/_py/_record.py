@@ -8,13 +8,13 @@ fastest. ``kcodec._cy._record`` defines the same classes, fields and behaviour.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.errors import CorruptDataError
 
 __all__ = ["Record", "ControlRecord", "RecordMetadata", "make_control", "parse_control"]
 
-Header = tuple[str, Optional[bytes]]
+Header = tuple[str, bytes | None]
 
 
 class Record:

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec._py.murmur import partition_for_key
 

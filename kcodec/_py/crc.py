@@ -17,7 +17,8 @@ from __future__ import annotations
 import operator
 import os
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec._py._buf import byte_view
 

@@ -30,8 +30,9 @@ import dataclasses
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from kcodec.broker.authorizer import AclStore, Authorizer
 from kcodec.broker.coordinator.classic_group import GroupCoordinator, coordinator_index

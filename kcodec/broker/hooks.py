@@ -22,8 +22,9 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE
 from kcodec.protocol import Message, ProduceResponse

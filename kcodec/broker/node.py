@@ -97,7 +97,7 @@ class Node:
                 s.close()
             raise
         acceptors, all_procs = [], []
-        for ls, sock in zip(self.listeners, socks):
+        for ls, sock in zip(self.listeners, socks, strict=False):
             self.bound[ls.name] = (self.bound[ls.name][0], sock.getsockname()[1])
             procs = [Processor(self.id, i, channel, max_request_bytes=self.max_request_bytes,
                                idle_timeout_s=self.idle_timeout_s, security=ls.security,

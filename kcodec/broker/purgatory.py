@@ -15,8 +15,8 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Hashable
-from typing import Any, Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 __all__ = ["Delayed", "Purgatory", "Timer"]
 

@@ -220,7 +220,7 @@ def _show(acls: list[AclBinding], as_json: bool, status: dict[AclBinding, str] |
     rows = [list(_row(a).values()) for a in acls]
     if status is not None:
         headers.append("result")
-        rows = [r + [status.get(a) or "ok"] for r, a in zip(rows, acls)]
+        rows = [r + [status.get(a) or "ok"] for r, a in zip(rows, acls, strict=False)]
     table(headers, rows)
 
 

@@ -129,9 +129,9 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out=None) -> No
     rows = [["" if c is None else str(c) for c in r] for r in rows]
     out = out or sys.stdout
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    print("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths)).rstrip(), file=out)
+    print("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=False)).rstrip(), file=out)
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip(), file=out)
 
 
 def json_line(obj: Any, out=None, flush: bool = True) -> None:

@@ -15,7 +15,8 @@ bytes they are.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.cli._client import UsageError
 

@@ -26,7 +26,8 @@ import json
 import os
 import sys
 import time
-from typing import IO, Any, Callable
+from collections.abc import Callable
+from typing import IO, Any
 
 from kcodec.errors import ChecksumError, KcodecError
 
@@ -203,7 +204,7 @@ def table_row(f: dict[str, Any]) -> str:
               f["producer_epoch"], f["base_sequence"], f["last_sequence"],
               f["partition_leader_epoch"], f["is_transactional"], f["is_control"]]
     cells = []
-    for (_, w, right), v in zip(COLUMNS, values):
+    for (_, w, right), v in zip(COLUMNS, values, strict=False):
         s = _cell(v)
         cells.append(s.rjust(w) if right else s.ljust(w))
     return " ".join(cells).rstrip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from kcodec.client import config_admin, quota_admin, scram_admin, txn_admin
 from kcodec.client.config import AdminConfig
@@ -126,7 +126,7 @@ class PartitionLag:
         return max(self.end_offset - (self.committed or 0), 0) if self.end_offset >= 0 else 0
 
 
-OffsetSpec = Union[str, int]   # "earliest", "latest" or a timestamp in ms
+OffsetSpec = str | int   # "earliest", "latest" or a timestamp in ms
 
 
 class AsyncAdmin:
@@ -612,7 +612,7 @@ class AsyncAdmin:
             return await self.cluster.request(None, req)
         body = await self.cluster.call(go, "CreateAcls")
         return {a: (KafkaError(r.error_code, f"create ACL {a}", r.error_message)
-                    if r.error_code else None) for a, r in zip(acls, body.results)}
+                    if r.error_code else None) for a, r in zip(acls, body.results, strict=False)}
 
     async def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
         """The ACLs ``acl_filter`` matches (default: all); ``KafkaError`` if the broker
@@ -641,7 +641,7 @@ class AsyncAdmin:
             return await self.cluster.request(None, req)
         body = await self.cluster.call(go, "DeleteAcls")
         out: dict[AclBindingFilter, list[AclBinding]] = {}
-        for f, r in zip(filters, body.filter_results):
+        for f, r in zip(filters, body.filter_results, strict=False):
             if r.error_code:
                 raise KafkaError(r.error_code, "delete ACLs", r.error_message)
             deleted = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from kcodec.client.errors import KafkaError
 from kcodec.client.net.cluster import Cluster
@@ -57,7 +57,7 @@ class ConfigResource:
         return RESOURCE_TYPES[self.type]
 
 
-ResourceLike = Union[ConfigResource, tuple]
+ResourceLike = ConfigResource | tuple
 
 
 def resource(r: ResourceLike) -> ConfigResource:
@@ -135,7 +135,7 @@ async def describe_configs(cluster: Cluster, resources: Iterable[ResourceLike],
         async def go(node: int | None = node, req: Any = req) -> Any:
             return await cluster.request(node, req)
         body = await cluster.call(go, "DescribeConfigs")
-        for r, res in zip(rs, body.results):
+        for r, res in zip(rs, body.results, strict=False):
             if res.error_code:
                 raise KafkaError(res.error_code, f"describe configs of {r.type} {r.name!r}",
                                  res.error_message)
@@ -164,7 +164,7 @@ async def alter_configs(cluster: Cluster, configs: Mapping[ResourceLike, Mapping
         async def go(node: int | None = node, req: Any = req) -> Any:
             return await cluster.request(node, req)
         body = await cluster.call(go, "AlterConfigs")
-        for r, res in zip(rs, body.responses):
+        for r, res in zip(rs, body.responses, strict=False):
             out[r] = KafkaError(res.error_code, f"alter configs of {r.type} {r.name!r}",
                                 res.error_message) if res.error_code else None
     return out
@@ -189,7 +189,7 @@ async def incremental_alter_configs(cluster: Cluster,
         async def go(node: int | None = node, req: Any = req) -> Any:
             return await cluster.request(node, req)
         body = await cluster.call(go, "IncrementalAlterConfigs")
-        for r, res in zip(rs, body.responses):
+        for r, res in zip(rs, body.responses, strict=False):
             out[r] = KafkaError(res.error_code, f"alter configs of {r.type} {r.name!r}",
                                 res.error_message) if res.error_code else None
     return out

@@ -17,8 +17,8 @@ mean ...?" for a near name.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 __all__ = ["ALIASES", "POINTERS", "normalize", "advice", "VALUES"]
 

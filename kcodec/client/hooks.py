@@ -20,7 +20,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 __all__ = ["resolve", "SerializationContext", "Codec", "ProducerRecord", "AckMetadata",
            "Interceptors", "KEY", "VALUE"]

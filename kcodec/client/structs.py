@@ -83,7 +83,7 @@ class ConsumerRecord(Record):
 
     def _asdict(self) -> dict[str, Any]:
         _tuple_use("turned into a dict with _asdict()")
-        return dict(zip(self._fields, self._values()))
+        return dict(zip(self._fields, self._values(), strict=False))
 
 
 def _tuple_use(how: str) -> None:

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import importlib
 import struct
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.compat._peer import DefaultRecordMetadata, remap_errors
 from kcodec.crc import crc32, crc32c

@@ -23,9 +23,9 @@ import bisect
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Registry", "Counter", "Gauge", "Histogram", "Sample", "RATE_WINDOW_S",
            "BUCKETS"]

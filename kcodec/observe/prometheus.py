@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any, Callable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from kcodec.observe.metrics import Counter, Gauge, Histogram, Registry
 

@@ -8,13 +8,13 @@ are parsed here into inclusive ``(low, high)`` tuples (``None`` for "none").
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 __all__ = ["Field", "MessageDecl", "F", "M", "parse_range", "in_range", "MAX_VERSION"]
 
 MAX_VERSION = 0x7FFF
 
-Range = Optional[tuple[int, int]]
+Range = tuple[int, int] | None
 
 
 def parse_range(text: str | None) -> Range:

@@ -575,7 +575,7 @@ class LogSegment:
     def _verify_time_index(self, index: TimeIndex) -> list[str]:
         out: list[str] = []
         entries = list(index)
-        if any(b.offset < a.offset for a, b in zip(entries, entries[1:])):
+        if any(b.offset < a.offset for a, b in zip(entries, entries[1:], strict=False)):
             return out  # out of order: problems() already says so; no merge possible
         # one pass: walk batches and entries (both in offset order) side by side
         batches = self.batches(0)

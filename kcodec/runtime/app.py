@@ -18,7 +18,8 @@ names a TOML file, and ``KCODEC_RUN_*`` variables apply as for ``kcodec run``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.runtime.config import Settings
 from kcodec.runtime.handler import handler_ref

@@ -126,7 +126,7 @@ def ask(path: str, op: str, timeout: float = 30.0, **args: Any) -> Any:
             if not chunk:
                 break
             data += chunk
-    except socket.timeout:
+    except TimeoutError:
         raise ControlError(f"the runtime at {path!r} did not answer {op!r} within "
                            f"{timeout:g} s") from None
     finally:

@@ -22,7 +22,8 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.runtime.message import Message
 
@@ -166,7 +167,7 @@ def plan_outcome(messages: list[Message], errors: list[str | None], retries: int
     ``retries`` allow and the failure is not ``final``, else dead (failed queue, DLQ)."""
     out = Outcome()
     now = int(time.time() * 1000)
-    for i, (m, err) in enumerate(zip(messages, errors)):
+    for i, (m, err) in enumerate(zip(messages, errors, strict=False)):
         if err is None:
             out.done.append(i)
             continue

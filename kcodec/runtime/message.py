@@ -180,7 +180,7 @@ def encode_many(messages: list[Message]) -> bytes:
         return _MANY_HEAD.pack(MANY_VERSION, 0, 0)
     # one C-level transpose: a tuple per field
     (topic_col, parts_col, offs, ts, tts, keys, values, hdr_col, att, err_col,
-     nbs) = zip(*messages)
+     nbs) = zip(*messages, strict=False)
     names = list(dict.fromkeys(topic_col))
     if len(names) > 0xFFFF:
         raise ValueError(f"{len(names)} topics in one batch; at most 65535 can be stored")
@@ -229,9 +229,9 @@ def _slices(data: bytes, start: int, lens: tuple, what: str) -> tuple[list, int]
     if start + total > len(data):
         raise TruncatedError(total, start, len(data) - start, f"stored messages' {what}s")
     ends = list(accumulate(sizes, initial=start))
-    out: list[bytes | None] = [data[a:b] for a, b in zip(ends, ends[1:])]
+    out: list[bytes | None] = [data[a:b] for a, b in zip(ends, ends[1:], strict=False)]
     if low == -1:
-        out = [None if n == -1 else piece for n, piece in zip(lens, out)]
+        out = [None if n == -1 else piece for n, piece in zip(lens, out, strict=False)]
     return out, start + total
 
 
@@ -306,4 +306,4 @@ def decode_many(data: bytes) -> list[Message]:
     if pos != size:
         raise CorruptDataError(f"stored messages: {size - pos} bytes after their end", pos)
     return list(map(_make, zip(topics, parts, offs, ts, tts, keys, values, headers, attempts,
-                               errors, nbs)))
+                               errors, nbs, strict=False)))

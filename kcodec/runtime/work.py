@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.runtime.dlq import DeadLetters
 from kcodec.runtime.handler import Hung, Runner, decoder, plan_outcome
@@ -142,7 +143,7 @@ class Worker:
         assert self._batch is not None
         messages, errors, final, where = self._batch
         results, hung = got if got else ([], None)
-        for j, e in zip(where, results):
+        for j, e in zip(where, results, strict=False):
             errors[j] = e
         self.stats.batches += 1
         self.stats.count(len(messages))
@@ -153,7 +154,7 @@ class Worker:
         if not any(errors):     # the usual case: everything done
             self.stats.done += len(messages)
             return list(range(len(messages)))
-        plain = [e if not f else None for e, f in zip(errors, final)]
+        plain = [e if not f else None for e, f in zip(errors, final, strict=False)]
         out = plan_outcome(messages, plain, self.s.retries, self.s.backoff_ms, self.s.backoff_max_ms)
         dead = list(out.dead)
         for i, f in enumerate(final):

@@ -186,7 +186,7 @@ def split_ranges(ranges: list[KafkaRange], min_partitions: int | None,
             parts[i] += 1
             left -= 1
         tmp = []
-        for r, k in zip(out, parts):
+        for r, k in zip(out, parts, strict=False):
             tmp.extend(_cut(r, k))
         out = tmp
     return out

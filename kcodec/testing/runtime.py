@@ -26,7 +26,8 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.runtime.handler import is_per_record, per_record
 from kcodec.runtime.message import Message

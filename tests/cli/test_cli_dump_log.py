@@ -56,7 +56,7 @@ def test_table_on_the_topic_segment(capsys) -> None:
     assert header[:6] == ["baseOffset", "lastOffset", "count", "position", "tsType",
                           "maxTimestamp"]
     assert "isValid" in header and "isControl" in header and "codec" in header
-    rows = [dict(zip(header, line.split())) for line in lines[3:6]]
+    rows = [dict(zip(header, line.split(), strict=False)) for line in lines[3:6]]
     assert [r["position"] for r in rows] == ["0", "1901", "2877"]
     assert [r["size"] for r in rows] == ["1901", "976", "394"]
     assert [r["producerId"] for r in rows] == ["1", "2", "3"]

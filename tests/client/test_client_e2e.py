@@ -65,7 +65,7 @@ def _produce_kcodec_check_confluent(broker, topic, codec, n) -> None:
     assert len(got) == n                        # every record exactly once
     by = {(m.partition(), m.offset()): m for m in got}
     by_ts = {(m.partition(), m.timestamp()[1]): m for m in got}   # timestamps are unique
-    for (k, v, h, ts), r in zip(recs, results):
+    for (k, v, h, ts), r in zip(recs, results, strict=False):
         m = by[(r.partition, r.offset)] if r.offset >= 0 else by_ts[(r.partition, ts)]
         assert m.key() == k and m.value() == v
         assert (m.headers() or []) == [tuple(x) for x in h]
@@ -343,7 +343,7 @@ def test_poll_columns(broker, topic_name, codec) -> None:
                    for i, (k, v, h, ts) in enumerate(recs)]
         p.flush()
         results = [f.result(10) for f in results]
-    want = {(r.partition, r.offset): rec for r, rec in zip(results, recs)}
+    want = {(r.partition, r.offset): rec for r, rec in zip(results, recs, strict=False)}
     got = {}
     tp0 = TopicPartition(topic_name, 0)
     with Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", **FAST) as c:

@@ -10,7 +10,8 @@ import importlib
 import random
 import struct
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import array
 import mmap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

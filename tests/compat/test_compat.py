@@ -100,9 +100,9 @@ def _same(ours: list, stock: list) -> bool:
     """Equal, except that the patched batches may answer what a stock batch does not."""
     if len(ours) != len(stock):
         return False
-    for a, b in zip(ours, stock):
+    for a, b in zip(ours, stock, strict=False):
         if b and b[0] == "batch" and a and a[0] == "batch":
-            a = tuple(x if y != MISSING else MISSING for x, y in zip(a, b))
+            a = tuple(x if y != MISSING else MISSING for x, y in zip(a, b, strict=False))
         if a != b:
             return False
     return True

@@ -77,7 +77,7 @@ def test_a_trace_crosses_kcodec_producer_and_consumer(broker, spans):
     procs = [s for s in done if s.name == "process tr"]
     polls = [s for s in done if s.name == "poll tr"]
     assert len(sends) == 3 and len(procs) >= 2 and polls   # (the last ends with the iterator)
-    for s, r in zip(sends, results):
+    for s, r in zip(sends, results, strict=False):
         assert s.kind == trace.SpanKind.PRODUCER
         a = s.attributes
         assert a["messaging.system"] == "kafka" and a["messaging.operation.type"] == "send"

@@ -44,7 +44,7 @@ def _same(got: Any, want: Any) -> bool:
     a, b = _arrays(got), _arrays(want)
     return all((x is None and y is None) or (x is not None and y is not None
                                              and np.array_equal(np.asarray(x), np.asarray(y)))
-               for x, y in zip(a, b))
+               for x, y in zip(a, b, strict=False))
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ def test_to_spark_schema_and_zero_copy(cols) -> None:
     py = rb.to_pylist()
     assert {r["topic"] for r in py} == {"orders"} and {r["partition"] for r in py} == {3}
     d = cols.decode_columns(blob()).to_pylist()
-    for got, want in zip(py, d):
+    for got, want in zip(py, d, strict=False):
         assert got["offset"] == want["offset"] and got["key"] == want["key"]
         assert got["value"] == want["value"] and got["timestampType"] == want["timestamp_type"]
         us = want["timestamp"] * 1000

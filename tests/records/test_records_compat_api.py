@@ -151,7 +151,7 @@ def test_legacy_crcs_sizes_and_validate(twin, magic: int, codec: int) -> None:
             size = int.from_bytes(data[pos + 8:pos + 12], "big")
             entries.append(data[pos:pos + 12 + size])
             pos += 12 + size
-        for m, e in zip(metas, entries):
+        for m, e in zip(metas, entries, strict=False):
             assert m.crc == int.from_bytes(e[12:16], "big") == zlib.crc32(e[16:])
             assert m.size == len(e)
     records = [r for batch in twin("batch").iter_batches(data) for r in batch]
@@ -315,7 +315,7 @@ def test_add_writes_what_append_writes(pair, seed: int) -> None:
             sizes.append(via_add.add(key, value, headers, ts, stamps))
             metas.append(None if m is None else (m.size, m.timestamp))
         assert [m for m in metas if isinstance(m, tuple)] == [
-            (s, t) for s, t in zip([s for s in sizes if s], stamps)]
+            (s, t) for s, t in zip([s for s in sizes if s], stamps, strict=False)]
         assert 0 in sizes           # the batch filled up
         assert via_add.build() == via_append.build()
         now = b.RecordBatchBuilder()

@@ -29,7 +29,7 @@ def _write(records: list, results: list) -> None:
     if not _LOG:
         return
     lines = "".join(f"{r.topic} {r.partition} {r.offset} {r.attempts} {os.getpid()} "
-                    f"{'done' if ok is True else 'failed'}\n" for r, ok in zip(records, results))
+                    f"{'done' if ok is True else 'failed'}\n" for r, ok in zip(records, results, strict=False))
     fd = os.open(_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, lines.encode())

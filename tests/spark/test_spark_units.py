@@ -195,7 +195,7 @@ def test_split_ranges_like_spark() -> None:
     # contiguous, in order
     p0 = [r for r in out if r.partition == 0]
     assert p0[0].start == 0 and p0[-1].end == 100
-    assert all(a.end == b.start for a, b in zip(p0, p0[1:]))
+    assert all(a.end == b.start for a, b in zip(p0, p0[1:], strict=False))
 
 
 def test_limit_offsets_by_backlog() -> None:

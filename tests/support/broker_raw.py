@@ -43,7 +43,7 @@ class Raw:
             while True:
                 if not self.sock.recv(65536):
                     return True
-        except socket.timeout:   # (an OSError too: test it first)
+        except TimeoutError:   # (an OSError too: test it first)
             return False
         except OSError:
             return True

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.client.net.core import CLIENT_VERSIONS
 from kcodec.protocol import (

@@ -113,7 +113,7 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
             r.misplaced.append((i, (p, off), where[i]))
     for p, recs in by_partition.items():
         recs.sort()
-        for (_o1, a), (o2, b) in zip(recs, recs[1:]):
+        for (_o1, a), (o2, b) in zip(recs, recs[1:], strict=False):
             if b < a:
                 r.reordered.append((p, o2, b))
 

@@ -21,8 +21,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.broker.security import SaslAuthenticator
 from kcodec.protocol import RESPONSES, decode_request, encode_response

@@ -258,7 +258,7 @@ def header_versions(spec: dict[str, Any]) -> dict[str, int]:
                              "version number") from None
         spans.append((span[0], span[1], str(rng)))
     spans.sort()
-    for (_, hi, a), (lo, _, b) in zip(spans, spans[1:]):
+    for (_, hi, a), (lo, _, b) in zip(spans, spans[1:], strict=False):
         if lo <= hi:
             raise ValueError(f"{name}: headerVersions ranges {a!r} and {b!r} overlap")
     valid = parse_range(spec["validVersions"])

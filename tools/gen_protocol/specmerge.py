@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Optional
+from typing import Any
 
 from kcodec.protocol._decl import MAX_VERSION, parse_range
 
 __all__ = ["merge_spec", "spec_from_decl", "fmt_range"]
 
-Range = Optional[tuple[int, int]]
+Range = tuple[int, int] | None
 
 PRIMITIVES = {
     "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid",

@@ -8,7 +8,8 @@ NOT_COORDINATOR. The work is done by :class:`~kcodec.broker.coordinator.GroupCoo
 from __future__ import annotations
 
 import concurrent.futures
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis import consumer_groups as kip848
 from kcodec.broker.apis import share
@@ -188,7 +189,7 @@ def leave_group(node: Node, req: Incoming[LeaveGroupRequest]) -> Answer[LeaveGro
     if req.api_version < 3:
         return R(error_code=code or codes[0])
     return R(error_code=code, members=[R.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
-                                       for (m, i), c in zip(members, codes)])
+                                       for (m, i), c in zip(members, codes, strict=False)])
 
 
 @api(OffsetCommitRequest, 0, 9)

@@ -234,4 +234,4 @@ def mixed_leave(node: Any, req: Any) -> Any:
     return R(error_code=0, members=[R.MemberResponse(member_id=m.member_id,
                                                      group_instance_id=m.group_instance_id,
                                                      error_code=c)
-                                    for m, c in zip(b.members, codes)])
+                                    for m, c in zip(b.members, codes, strict=False)])

@@ -26,8 +26,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 __all__ = ["FetchSessions", "FetchSession", "CachedPartition", "MAX_SESSIONS",
            "MAX_SESSIONS_PER_PRINCIPAL", "EVICTION_MS"]

@@ -14,7 +14,8 @@ the class it is registered for, and each field a handler reads or writes.
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Callable, TypeVar, Union
+from collections.abc import Callable
+from typing import Any, TypeVar, Union
 
 from kcodec.broker.network.channel import Request as Incoming
 from kcodec.protocol import REQUESTS, RESPONSES, Request, Response

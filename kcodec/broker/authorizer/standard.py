@@ -159,7 +159,7 @@ class Authorizer:
         with self._lock:
             acls = list(self._acls)
             have = set(acls)
-            for b, why in zip(bindings, results):
+            for b, why in zip(bindings, results, strict=False):
                 if why is None and b not in have:
                     acls.append(b)
                     have.add(b)
@@ -169,7 +169,7 @@ class Authorizer:
 
     def add(self, *bindings: AclBinding) -> None:
         """``create`` for code and tests: a refused binding is a ValueError."""
-        for b, why in zip(bindings, self.create(bindings)):
+        for b, why in zip(bindings, self.create(bindings), strict=False):
             if why is not None:
                 raise ValueError(f"cannot add ACL {b}: {why}")
 

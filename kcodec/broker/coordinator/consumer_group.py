@@ -44,8 +44,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.broker.coordinator.topic_regex import RegexError, Resolver, compile_regex
 from kcodec.protocol import ErrorCode

@@ -135,7 +135,7 @@ def clean_segments(log: Any, now_ms: int) -> CleanStats:
                     latest[_key(r.key)] = r.offset
     horizon = now_ms - log.config.delete_retention_ms
     rewritten = removed = tombs = kept_tombs = before = after = 0
-    for seg, data in zip(segs, datas):
+    for seg, data in zip(segs, datas, strict=False):
         new, n, t, k = _rewrite(data, latest, seg.largest_timestamp < horizon)
         kept_tombs += k
         if n:

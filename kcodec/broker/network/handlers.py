@@ -14,7 +14,8 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.broker.network.channel import CLOSE, Request, RequestChannel
 

@@ -39,8 +39,9 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request, RequestChannel
 

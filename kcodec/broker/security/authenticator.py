@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.broker.security.sasl import SaslAuthenticationFailed, ServerMechanism
 

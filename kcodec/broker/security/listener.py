@@ -15,8 +15,9 @@ connection), or ``(None, False)``: dispatch as usual.
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.broker.security.authenticator import SASL_APIS, SaslAuthenticator
 from kcodec.broker.security.principal import DEFAULT_RULES, PrincipalMapper

@@ -30,9 +30,8 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable
 
 from kcodec.errors import KcodecError
 from kcodec.sasl.scram import HASHES, keys, parse_attributes, salted_password
@@ -285,7 +284,7 @@ class ScramServer(ServerMechanism):
             raise SaslAuthenticationFailed(
                 f"Authentication failed during authentication due to invalid credentials "
                 f"with SASL mechanism {self.name}")
-        client_key = bytes(x ^ y for x, y in zip(proof, signature))
+        client_key = bytes(x ^ y for x, y in zip(proof, signature, strict=False))
         matches = hmac.compare_digest(hashlib.new(self.hash, client_key).digest(),
                                       cred.stored_key)
         if self._fake or not cred.stored_key or not matches:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import Any
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.engine import ConsumerEngine

@@ -24,8 +24,8 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable
-from typing import Any, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.fetch_session import FetchSession

@@ -20,7 +20,7 @@ hands out the fetcher's records as before.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.errors import RecordDeserializationError

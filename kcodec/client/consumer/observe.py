@@ -4,7 +4,8 @@ watermarks and lag per partition, and the group's state."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kcodec.client.consumer.engine import ConsumerEngine

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Generator
-from typing import Any, Callable
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any
 
 from kcodec.client.consumer.engine import ConsumerEngine
 from kcodec.client.net.loop import LoopThread

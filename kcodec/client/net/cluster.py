@@ -6,9 +6,9 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kcodec.client.config import ClientConfig
 from kcodec.client.errors import (

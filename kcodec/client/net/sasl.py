@@ -24,8 +24,9 @@ import hmac
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any
 
 from kcodec.client.errors import SaslMechanismError
 from kcodec.sasl.scram import HASHES, escape_name, keys, parse_attributes, salted_password
@@ -133,7 +134,7 @@ class Scram(SaslMechanism):
         auth_message = ",".join((self._client_first_bare, server_first.decode(),
                                  without_proof)).encode()
         signature = hmac.new(stored_key, auth_message, self.hash).digest()
-        proof = bytes(x ^ y for x, y in zip(client_key, signature))
+        proof = bytes(x ^ y for x, y in zip(client_key, signature, strict=False))
         self._server_signature = hmac.new(server_key, auth_message, self.hash).digest()
         self._state = 2
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
@@ -190,7 +191,7 @@ def _jwt_exp(token: str) -> float | None:
         return None
 
 
-TokenProvider = Callable[[], Union[str, tuple, OAuthToken]]
+TokenProvider = Callable[[], str | tuple | OAuthToken]
 
 
 class TokenCache:

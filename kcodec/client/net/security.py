@@ -27,8 +27,8 @@ from __future__ import annotations
 import random
 import ssl
 import time
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from kcodec.client.errors import SaslAuthenticationError, SslAuthenticationError
 from kcodec.client.net import requests

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.client.config import ProducerConfig
 from kcodec.client.errors import ClientClosedError, RecordTooLargeError

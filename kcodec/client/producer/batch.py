@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kcodec.client.errors import KafkaTimeoutError
 from kcodec.client.structs import SendResult
@@ -20,7 +20,7 @@ from kcodec.records.header import patch_header
 
 __all__ = ["ProducerBatch", "RecordFuture", "Headers", "as_bytes"]
 
-Headers = Optional[Iterable[tuple[str, Optional[bytes]]]]
+Headers = Iterable[tuple[str, bytes | None]] | None
 
 
 def as_bytes(v: Any, what: str) -> bytes | None:

@@ -121,7 +121,7 @@ def partition_column(hooks: Any, topic: str, value: Any, key: Any, partition: An
         if len(col) != n:
             raise ValueError(f"{name} has {len(col)} rows, value has {n}")
     out = []
-    for k, p in zip(keys, given):
+    for k, p in zip(keys, given, strict=False):
         if p is None:
             k = k.encode() if isinstance(k, str) else k
             p = hooks.choose(topic, k, count)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.client.config import ProducerConfig
 from kcodec.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError

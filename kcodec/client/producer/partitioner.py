@@ -33,7 +33,8 @@ import bisect
 import operator
 import random
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kcodec.client.errors import PartitionerError
 from kcodec.client.hooks import resolve

@@ -353,7 +353,7 @@ class Sender:
         mid = len(records) // 2
         parts: list[tuple[int, ProducerBatch]] = []
         sizes = (b.size * mid // len(records), b.size - b.size * mid // len(records))
-        for (start, end), size in zip(((0, mid), (mid, len(records))), sizes):
+        for (start, end), size in zip(((0, mid), (mid, len(records))), sizes, strict=False):
             seq = b.sequence + start if b.sequence >= 0 else -1
             builder = RecordBatchBuilder(
                 compression=acc.codec, compression_level=self.config.compression_level,

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kcodec.client.errors import KafkaError
 from kcodec.client.net.cluster import Cluster

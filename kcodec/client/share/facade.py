@@ -24,8 +24,8 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kcodec.client.errors import ClientClosedError, KafkaTimeoutError, ShareStateError
 from kcodec.client.net.loop import GRACE, LoopThread, shared_loop

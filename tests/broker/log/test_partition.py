@@ -70,7 +70,7 @@ def test_offsets_assigned_in_place_bytes_kept(log: PartitionLog) -> None:
     stored = log.read(0, 1 << 20)
     assert len(stored) == sum(map(len, raw))
     pos = 0
-    for r, res in zip(raw, results):
+    for r, res in zip(raw, results, strict=False):
         part = stored[pos:pos + len(r)]
         # stored as received: only the base offset differs; the CRC is untouched
         assert part[8:] == r[8:]

@@ -41,7 +41,7 @@ def client_final(mech: str, user: str, password: str, first: bytes) -> bytes:
     stored = hashlib.new(h, client_key).digest()
     without_proof = f"c=biws,r={attrs['r']}"
     auth = f"n={user},r=clientnonce,{text},{without_proof}".encode()
-    proof = bytes(a ^ b for a, b in zip(client_key, hmac.new(stored, auth, h).digest()))
+    proof = bytes(a ^ b for a, b in zip(client_key, hmac.new(stored, auth, h).digest(), strict=False))
     return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
 

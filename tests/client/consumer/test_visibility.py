@@ -130,7 +130,7 @@ def test_poll_and_poll_columns_agree_on_transactions(read_committed: bool, posit
         want = [w for w in want if not w[1].startswith(b"x")]
     want = [w for w in want if w[0] >= position]
     assert [(r.offset, r.value) for r in rows] == want
-    assert list(zip(cols.offset.tolist(), cols.value.to_pylist())) == want
+    assert list(zip(cols.offset.tolist(), cols.value.to_pylist(), strict=False)) == want
     assert pos_rows == pos_cols == 9
 
 

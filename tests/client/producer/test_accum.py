@@ -122,7 +122,7 @@ def _run(accum: Any, batch_mod: Any, murmur: Any) -> list[Any]:
 
 def test_appender_twins_agree(pair) -> None:
     accums, batches, murmurs = pair("accum"), pair("builder"), pair("murmur")
-    got = [_run(a, b, m) for a, b, m in zip(accums, batches, murmurs)]
+    got = [_run(a, b, m) for a, b, m in zip(accums, batches, murmurs, strict=False)]
     assert got[0] == got[1]
     none_cases = got[0][14:]      # after 12 (partition, index) pairs, the seals, the bytes
     assert none_cases[0] == [None] * 6
@@ -148,7 +148,7 @@ def _seal_state(accum: Any, batch_mod: Any) -> list[Any]:
 
 
 def test_sealing_is_the_accumulators_own_bookkeeping(pair) -> None:
-    got = [_seal_state(a, b) for a, b in zip(pair("accum"), pair("builder"))]
+    got = [_seal_state(a, b) for a, b in zip(pair("accum"), pair("builder"), strict=False)]
     assert got[0] == got[1]
     open_after, queued, pending, buffered, size, next_seq, head = got[0]
     assert not open_after and queued == [1, 1] and head
@@ -201,7 +201,7 @@ def _send_calls(accum: Any, batch_mod: Any) -> list[Any]:
 
 
 def test_appender_send_twins_agree(pair) -> None:
-    got = [_send_calls(a, b) for a, b in zip(pair("accum"), pair("builder"))]
+    got = [_send_calls(a, b) for a, b in zip(pair("accum"), pair("builder"), strict=False)]
     assert got[0] == got[1]
     assert got[0][0] == ("Future", 0, True)
     assert got[0][-1] == [("t", b"v", b"k", 2, None, 5), ("t", b"v", None, None, None, None),

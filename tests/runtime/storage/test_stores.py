@@ -94,7 +94,7 @@ def test_expired_lease_returns_only_unacknowledged(stores) -> None:
     w.append(msgs(6))
     ca = a.claim(10)
     assert offsets(ca) == list(range(6))
-    done = [r for r, m in zip(ca.refs, ca.messages) if m.offset < 3]
+    done = [r for r, m in zip(ca.refs, ca.messages, strict=False) if m.offset < 3]
     a.ack(ca, done)                      # per message: three of six
     assert b.claim(10) is None           # still leased
     time.sleep(1.3)                      # a dies: its lease runs out
