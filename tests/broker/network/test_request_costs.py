@@ -243,7 +243,7 @@ def test_other_clients_are_served_while_maximal_requests_are():
         socks = [socket.create_connection(addr, timeout=120) for _ in big]
         try:
             sent = time.monotonic()
-            for s, w in zip(socks, wires):
+            for s, w in zip(socks, wires, strict=False):
                 s.sendall(w)
             answers = [_recv_frame(s) for s in socks]
             last = time.monotonic()
@@ -252,7 +252,7 @@ def test_other_clients_are_served_while_maximal_requests_are():
             for s in socks:
                 s.close()
             th.join(60)
-        for (key, v, _), raw in zip(big, answers):
+        for (key, v, _), raw in zip(big, answers, strict=False):
             _, answer = decode_response(raw, key, v)
             assert _elements(key, answer) == n, key
         during = sum(1 for t in canary_done if sent < t < last)
