@@ -206,3 +206,18 @@ def test_an_async_answer_after_a_read_back_made_later_is_not_a_commit_backwards(
     members["a"] += [{"commit": {"0": 3}, "seen": True, "seq": 2, "t": 110.0},
                      {"commit": {"0": 2}, "seen": True, "seq": 2, "t": 111.0}]
     assert history.check(_producer(PLACED), LOG, members, FINAL).commits_backwards == [(0, 3, 2)]
+
+
+def test_commits_in_flight_at_once_may_be_heard_back_in_either_order() -> None:
+    members = _consumed_all()
+    # b's commit of 4 was sent before a's commit of 5 was answered (b was stopped between
+    # the broker's answer and its log line): the broker may have applied b's first
+    members["a"] += [{"commit": {"0": 5}, "sent": 109.0, "t": 110.0}]
+    members["b"] += [{"commit": {"0": 4}, "sent": 109.5, "t": 112.0}]
+    assert history.check(_producer(PLACED), LOG, members, FINAL).violations == {}
+    # sent after a's was answered: that one went back
+    members = _consumed_all()
+    members["a"] += [{"commit": {"0": 5}, "sent": 109.0, "t": 110.0}]
+    members["b"] += [{"commit": {"0": 4}, "sent": 110.5, "t": 112.0}]
+    r = history.check(_producer(PLACED), LOG, members, FINAL)
+    assert r.commits_backwards == [(0, 5, 4)]

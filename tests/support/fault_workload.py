@@ -13,9 +13,9 @@ leaves what it did up to then), each with the wall time ``t``:
                partition i % PARTITIONS, at RATE records/s until STOPFILE exists
                (PARTITIONS "@FILE": the count in FILE, read again twice a second)
     consume    {"assigned": [p...]}, {"revoked": [p...]}, {"lost": [p...]},
-               {"rec": id, "p": p, "off": offset}, {"commit": {p: offset}} (after the
-               commit succeeded; with "seen": the group's committed offsets as read back,
-               for auto-commit), {"err": text}; polls until STOPFILE exists; OPTIONS
+               {"rec": id, "p": p, "off": offset}, {"commit": {p: offset}, "sent": time}
+               (after the commit succeeded, ``sent`` when it was asked for; with "seen":
+               the group's committed offsets as read back, for auto-commit), {"err": text}; polls until STOPFILE exists; OPTIONS
                (JSON): the client, group protocol, assignor and commit pattern (``consume``)
     read       {"p": p, "off": offset, "id": id} for every record in the log, then
                {"ends": {p: end offset}, "complete": whether it read up to them}
@@ -100,6 +100,7 @@ class Member:
         self.owned: set[int] = set()
         self.last = time.monotonic()
         self.sent = 0                      # async commits sent
+        self.sent_at: dict[int, float] = {}  # async commit number -> when it was sent
 
     # the client's own calls, given by each client below
     def commit_sync(self, offsets: dict[int, int]) -> None:
@@ -115,12 +116,13 @@ class Member:
     def _commit(self, offsets: dict[int, int], where: str) -> None:
         if not offsets:
             return
+        sent = time.time()
         try:
             self.commit_sync(offsets)
         except Exception as exc:
             self.h.write(err=f"commit {where}: {type(exc).__name__}: {exc}"[:300])
         else:
-            self.committed_ok(offsets)
+            self.committed_ok(offsets, sent)
 
     def to_commit_on_revoke(self, parts: list[int]) -> dict[int, int]:
         """What the revoke callback commits (nothing but with the ``revoke`` pattern)."""
@@ -128,9 +130,9 @@ class Member:
             return {}
         return {p: off for p, off in self.done.items() if p in parts}
 
-    def committed_ok(self, offsets: dict[int, int]) -> None:
-        """A synchronous commit of ``offsets`` succeeded."""
-        self.h.write(commit={str(p): off for p, off in offsets.items()})
+    def committed_ok(self, offsets: dict[int, int], sent: float) -> None:
+        """A synchronous commit of ``offsets``, called at ``sent``, succeeded."""
+        self.h.write(commit={str(p): off for p, off in offsets.items()}, sent=sent)
         for p, off in offsets.items():
             if self.done.get(p) == off:
                 del self.done[p]
@@ -166,13 +168,16 @@ class Member:
         elif offsets and self.pattern == "async":
             try:
                 self.sent += 1
+                self.sent_at[self.sent] = time.time()
                 self.commit_async(offsets, self.sent)
             except Exception as exc:
                 self.h.write(err=f"commit async: {type(exc).__name__}: {exc}"[:300])
 
     def async_done(self, offsets: dict[int, int], err: Any, seq: int) -> None:
+        sent = self.sent_at.pop(seq, None)
         if err is None:
-            self.h.write(commit={str(p): off for p, off in offsets.items()}, seq=seq)
+            self.h.write(commit={str(p): off for p, off in offsets.items()}, seq=seq,
+                         **({"sent": sent} if sent is not None else {}))
         else:
             self.h.write(err=f"commit async: {err}"[:300])
 
@@ -184,12 +189,14 @@ class Member:
             self._commit(dict(self.done), "each second")
         elif self.pattern in ("auto", "async") and self.owned:
             try:
+                sent = time.time()
                 seen = self.committed(sorted(self.owned))
                 seen = {p: off for p, off in seen.items() if off is not None and off >= 0}
                 if seen:
                     # seq: the async commits sent by then (the answers of earlier ones may
                     # come after this read, though the broker applied them before it)
                     self.h.write(commit={str(p): off for p, off in seen.items()}, seen=True,
+                                 sent=sent,
                                  **({"seq": self.sent} if self.pattern == "async" else {}))
             except Exception as exc:
                 self.h.write(err=f"committed: {type(exc).__name__}: {exc}"[:300])
@@ -344,12 +351,13 @@ def _kafka_python(bootstrap: str, topic: str, group: str, h: History, opts: dict
             parts = sorted(tp.partition for tp in revoked)
             offs = m.to_commit_on_revoke(parts)
             if offs:
+                sent = time.time()
                 try:
                     await coordinator._commit_offsets_sync_async(kw(offs))
                 except Exception as exc:
                     h.write(err=f"commit on revoke: {type(exc).__name__}: {exc}"[:300])
                 else:
-                    m.committed_ok(offs)
+                    m.committed_ok(offs, sent)
             m.revoked(parts, commit=False)
 
         async def on_partitions_assigned(self, assigned: Any) -> None:

@@ -15,11 +15,15 @@ The group (the members' histories and the final committed offsets):
                   allowed, and counted as ``redelivered``)
     out_of_order  a member receiving a partition's records out of offset order without a
                   new assignment in between
-    commits_backwards       a successful commit lower than an earlier one of the partition
-                  (an async commit's answer, ``seq`` its number in the order its member
-                  sent it, that comes after a later one of the same member's, or after a
-                  read-back of the committed offsets made once more were sent, is skipped:
-                  the broker applied them in the order sent)
+    commits_backwards       a successful commit lower than one of the partition that had
+                  succeeded before it was sent (``sent``, when the member asked for it; the
+                  event's ``t`` is when it heard back): two commits in flight at once, of
+                  one member or two (a member SIGSTOPped between the broker's answer and
+                  its log line), may be logged in either order; without ``sent``, every
+                  earlier one. An async commit's answer, ``seq`` its number in the order
+                  its member sent it, that comes after a later one of the same member's,
+                  or after a read-back of the committed offsets made once more were sent,
+                  is skipped: the broker applied them in the order sent)
     double_owner  two members owning one partition at once: a member owns a partition from
                   the ``assigned`` event that names it to the ``revoked`` or ``lost`` that
                   does (or its history's end). A member the run faulted (SIGSTOP, SIGKILL,
@@ -33,6 +37,7 @@ The group (the members' histories and the final committed offsets):
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -121,6 +126,8 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
     events = sorted(((e["t"], name, e) for name, evs in members.items() for e in evs),
                     key=lambda x: x[0])
     high: dict[int, int] = {}          # partition -> highest committed offset so far
+    # partition -> (time heard back, highest committed offset by then), in time order
+    acked: dict[int, list[tuple[float, int]]] = defaultdict(list)
     seen: set[tuple[int, int]] = set()
     last: dict[tuple[str, int], int] = {}
     floor: dict[tuple[str, int], int] = {}   # committed when the member was given it
@@ -150,11 +157,16 @@ def check(produced: list[dict], log: list[dict], members: dict[str, list[dict]],
                     continue         # superseded: applied before the later one
                 last_seq[name] = seq
             r.commits += 1
+            sent = e.get("sent", e["t"])
             for ps, off in e["commit"].items():
                 p = int(ps)
-                if off < high.get(p, -1):
-                    r.commits_backwards.append((p, high[p], off))
+                times = acked[p]
+                n = bisect.bisect_left(times, (sent, -1))   # those heard back before sent
+                before = times[n - 1][1] if n else -1
+                if off < before:
+                    r.commits_backwards.append((p, before, off))
                 high[p] = max(high.get(p, -1), off)
+                times.append((e["t"], high[p]))
     r.double_owner = _double_owners(members, faults or [])
     final = {e["p"]: e["off"] for e in committed or [] if e.get("off") is not None}
     for p, recs in by_partition.items():
