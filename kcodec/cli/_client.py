@@ -313,10 +313,10 @@ class BrokerWatch:
     def __init__(self, client: Any, command: str, timeout: float) -> None:
         import threading
 
-        from kcodec.client.metrics import _cluster_of
+        from kcodec.client.metrics import cluster_of
 
         try:
-            self.cluster: Any = _cluster_of(client)
+            self.cluster: Any = cluster_of(client)
         except TypeError:            # not a client with connections of its own: no watch
             self.cluster = None
         self.command, self.timeout = command, timeout

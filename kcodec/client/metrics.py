@@ -42,7 +42,7 @@ from typing import Any
 from kcodec.observe.metrics import Counter, Histogram, Registry
 from kcodec.protocol import ApiKey, ErrorCode
 
-__all__ = ["ClientMetrics", "NodeMetrics"]
+__all__ = ["ClientMetrics", "NodeMetrics", "cluster_of"]
 
 
 def _api(api_key: int) -> str:
@@ -316,7 +316,7 @@ def _lead(st: Any) -> Any:
     return lead
 
 
-def _cluster_of(client: Any) -> Any:
+def cluster_of(client: Any) -> Any:
     """The ``Cluster`` of any kcodec client (producer, consumer, admin; blocking or async)."""
     for path in (("_engine", "cluster"), ("_eng", "cluster"), ("cluster",),
                  ("_async", "cluster"), ("_async", "_eng", "cluster")):
@@ -333,7 +333,7 @@ def _cluster_of(client: Any) -> Any:
 
 def registry_of(client: Any) -> Registry:
     """The metrics registry of ``client``; ``ValueError`` if its metrics are off."""
-    cm = _cluster_of(client).metrics
+    cm = cluster_of(client).metrics
     if cm is None:
         raise ValueError(f"{type(client).__name__}'s metrics are off (metrics_enabled=False)")
     return cm.registry
