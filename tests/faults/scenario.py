@@ -176,13 +176,22 @@ class Run:
                               [sys.executable, "-m", "tests.support.fault_workload", *argv],
                               stderr=open(self.tmp / "clients.err", "ab"))
 
-    def start_member(self, name: str) -> None:
-        """Member ``name`` of every group starts (again)."""
+    def start_member(self, name: str, limit: float = 90) -> None:
+        """Member ``name`` of every group starts (again); returns once each process is under
+        way (its history's first line; up to ``limit`` s): on a loaded machine a process
+        takes seconds to start, and a fault done to a member not yet running tests nothing
+        (the schedule's later steps come late instead)."""
+        paths = []
         for g, opts in self.groups.items():
             n = self.incarnation[(g, name)] = self.incarnation.get((g, name), 0) + 1
+            paths.append(self.dirs[g] / f"member-{name}-{n}.jsonl")
             self.procs[(g, name)] = self.workload(
-                "consume", self.bootstrap, TOPIC, g, str(self.dirs[g] / f"member-{name}-{n}.jsonl"),
+                "consume", self.bootstrap, TOPIC, g, str(paths[-1]),
                 str(self.stop_members), json.dumps(opts.get(name, {})))
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and not all(
+                path.exists() and path.stat().st_size for path in paths):
+            time.sleep(0.1)
         self.note(f"member {name} started")
 
     def kill_member(self, name: str) -> None:
@@ -201,7 +210,7 @@ class Run:
         for g in self.groups:
             (self.dirs[g] / f"member-{name}-{self.incarnation[(g, name)]}.jsonl.leave").touch()
         for p in procs:
-            p.wait(60)
+            p.wait(120)
         self.note(f"member {name} left (exit {', '.join(str(p.returncode) for p in procs)})")
 
     def add_partitions(self, total: int) -> None:
