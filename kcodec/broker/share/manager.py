@@ -180,10 +180,6 @@ class SharePartitionManager:
                 self.parts.pop(k, None)
                 self.store.delete_partition(*k)
 
-    def groups_of(self, topic: str) -> set[str]:
-        with self.lock:
-            return {g for (g, t, _) in list(self.parts) + list(self.store.partitions) if t == topic}
-
     def alter_start(self, group: str, topic: str, index: int, offset: int) -> None:
         sp = self.partition(group, topic, index)
         if sp is None:

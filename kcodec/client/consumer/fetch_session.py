@@ -66,10 +66,6 @@ class FetchSession(Generic[K]):
         forget = [tp for tp in self.offsets if tp not in wanted]
         return self.session_id, self.epoch, send, forget
 
-    def fetched_offset(self, tp: K) -> int | None:
-        """The offset an answer for ``tp`` to the request just built refers to."""
-        return None if self._pending is None else self._pending.get(tp)
-
     def on_response(self, error_code: int, session_id: int) -> bool:
         """Record the broker's answer; False means: the session is gone, fetch again in full
         (the answer's partition data is still good unless the top-level error is set)."""
