@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,14 +43,25 @@ def _env() -> dict[str, str]:
     return env
 
 
+LAST_CPU = [0.0]   # the CPU seconds (user + system) of the last command timed
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _timed(cmd: list[str], stdin: str | None = None, stdout: str | None = None) -> float:
+    """Wall seconds of the command (its CPU seconds: ``LAST_CPU[0]``)."""
     env = _env()
     fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
     fout = open(stdout, "wb") if stdout else subprocess.DEVNULL
     try:
+        c0 = _cpu()
         t0 = time.perf_counter()
         p = subprocess.run(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE, env=env)
         took = time.perf_counter() - t0
+        LAST_CPU[0] = _cpu() - c0
     finally:
         for f in (fin, fout):
             if f is not subprocess.DEVNULL:
@@ -101,8 +113,11 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(b"line %07d some payload of moderate size here abcdefghij\n" % i)
         times: dict[str, list[float]] = {}
 
+        cpu: dict[str, list[float]] = {}
+
         def add(name: str, took: float) -> None:
             times.setdefault(name, []).append(took)
+            cpu.setdefault(name, []).append(LAST_CPU[0])
 
         for _ in range(args.rounds):
             run = uuid.uuid4().hex[:8]
@@ -123,15 +138,24 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"{out}: {os.path.getsize(out)} bytes consumed, "
                                      f"{os.path.getsize(src)} produced")
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{args.lines:,} lines, {args.rounds} rounds, broker {b}; medians (s) and ratios")
+        mcpu = {k: statistics.median(v) for k, v in cpu.items()}
+        ratios = {k: [times[f"{k} kcodec"][i] / times[f"{k} kcat"][i]
+                      for i in range(args.rounds)] for k in ("produce", "consume")}
+        print(f"{args.lines:,} lines, {args.rounds} rounds, broker {b}, load average "
+              f"{os.getloadavg()[0]:.1f}; medians (s) and ratios (wall; the command's own CPU, "
+              "user + system, beside it; the broker's is in neither)")
         for what in ("produce", "consume"):
             k, c = med[f"{what} kcat"], med[f"{what} kcodec"]
-            print(f"  {what:8} kcat {k:6.2f}  kcodec {c:6.2f}  kcodec/kcat {c / k:5.2f}  "
-                  f"({args.lines / c:,.0f} lines/s)")
+            kc, cc = mcpu[f"{what} kcat"], mcpu[f"{what} kcodec"]
+            each = ", ".join(f"{r:.2f}" for r in ratios[what])
+            print(f"  {what:8} kcat {k:6.2f}  kcodec {c:6.2f}  kcodec/kcat {c / k:5.2f} "
+                  f"(each round {each}; their median {statistics.median(ratios[what]):.2f}); "
+                  f"CPU kcat {kc:5.2f}  kcodec {cc:5.2f}  kcodec/kcat {cc / kc:5.2f}")
         v = med["start kcat -V"]
         for what in ("--version", "--help"):
             c = med[f"start kcodec {what}"]
-            print(f"  kcodec {what:9} {c:6.3f} s (kcat -V {v:.3f} s)")
+            print(f"  kcodec {what:9} {c:6.3f} s, CPU {mcpu[f'start kcodec {what}']:.3f} s "
+                  f"(kcat -V {v:.3f} s)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if child is not None:
