@@ -151,8 +151,11 @@ class ConsumerGroupMember(GroupMember):
                 return None
         return {TopicPartition(names[tp.topic_id], p) for tp in tps for p in tp.partitions}
 
-    async def join(self, topics: list[str], owned: set[TopicPartition]) -> set[TopicPartition]:
-        """Join, or apply the newest assignment; returns the partitions to own now."""
+    async def join(self, topics: list[str], owned: set[TopicPartition]
+                   ) -> set[TopicPartition] | None:
+        """Join, or apply the newest assignment; returns the partitions to own now. None:
+        the heartbeat said the member was fenced while it owned ``owned``: they are lost
+        (``self.lost``), not revoked, and the caller joins again owning nothing."""
         self.topics = sorted(topics)
         deadline = time.monotonic() + max(self.config.api_timeout_ms, self.config.session_timeout_ms) / 1000
         self.joining = True
@@ -163,8 +166,9 @@ class ConsumerGroupMember(GroupMember):
                     break
                 except KafkaError as exc:
                     if exc.code in FENCED_CODES:
-                        owned = set()
-                        self.lost = False   # nothing is owned any more; the caller revoked it already
+                        if owned:   # another member may own them now: lost, not revoked
+                            return None
+                        self.lost = False   # nothing was owned: nothing to say
                     elif exc.code not in COORDINATOR_CODES or time.monotonic() > deadline:
                         raise
                     await asyncio.sleep(0.1)

@@ -1,5 +1,6 @@
 """kcodec's classic group member says a refused session timeout plainly, once, instead of
-rejoining in a loop."""
+rejoining in a loop; and a member (classic or consumer protocol) whose rejoin finds its
+membership gone loses its partitions, as Java's."""
 
 from __future__ import annotations
 
@@ -90,4 +91,63 @@ def test_a_join_that_finds_the_membership_gone_loses_the_partitions_it_owned():
                           for tp, rs in consumer.poll(0.5).items() for r in rs]
             after = list(events[1:])
     assert after == [("lost", ["t0", "t1"]), ("assigned", ["t0", "t1", "u0"])], events
+    assert min(off for tp, off in again if tp == "t0") == 5, again   # the committed offset
+
+
+def test_a_consumer_protocol_join_that_finds_the_member_fenced_loses_its_partitions():
+    """The same under the consumer protocol: a rejoin whose heartbeat says the member is
+    unknown (the coordinator removed it) calls ``on_partitions_lost``, not
+    ``on_partitions_revoked`` (a commit there would be for partitions another member may
+    own), and starts again from the committed offsets."""
+    from kcodec.client import Producer, RebalanceListener, TopicPartition
+    from kcodec.client.net import requests
+    from tests.support.protocol_conn import Conn
+
+    events: list[tuple[str, list[str]]] = []
+
+    def names(tps):
+        return sorted(f"{tp.topic}{tp.partition}" for tp in tps)
+
+    class Listener(RebalanceListener):
+        def on_partitions_assigned(self, assigned):
+            events.append(("assigned", names(assigned)))
+
+        def on_partitions_revoked(self, revoked):
+            events.append(("revoked", names(revoked)))
+
+        def on_partitions_lost(self, lost):
+            events.append(("lost", names(lost)))
+
+    # heartbeats far apart: the rejoin below comes before the next one
+    with Cluster(config={"group.consumer.heartbeat.interval.ms": 15000}) as c:
+        c.create_topic("t", 2)
+        c.create_topic("u", 1)
+        with Producer(bootstrap_servers=c.bootstrap) as p:
+            for i in range(20):
+                p.send("t", b"%d" % i, partition=0)
+            p.flush(10)
+        with Consumer(bootstrap_servers=c.bootstrap, group_id="g", group_protocol="consumer",
+                      enable_auto_commit=False, auto_offset_reset="earliest",
+                      max_poll_records=10) as consumer:
+            consumer.subscribe(["t"], listener=Listener())
+            got: list[int] = []
+            deadline = time.monotonic() + 20
+            while len(got) < 10 and time.monotonic() < deadline:
+                got += [r.offset for rs in consumer.poll(0.5).values() for r in rs]
+            assert got == list(range(10)) and events == [("assigned", ["t0", "t1"])], (got, events)
+            consumer.commit({TopicPartition("t", 0): 5})
+            member_id = consumer._async._engine.group.member_id
+            with Conn(c.bootstrap) as conn:    # the coordinator removes the member
+                left = conn.call(requests.consumer_group_heartbeat(
+                    "g", member_id, -1, None, -1, None, None, None), 0)
+            assert left.error_code == 0, left
+            consumer.subscribe(["t", "u"], listener=Listener())    # a rejoin, at once
+            again: list[tuple[str, int]] = []
+            deadline = time.monotonic() + 20
+            while not any(tp == "t0" for tp, _ in again) and time.monotonic() < deadline:
+                again += [(f"{tp.topic}{tp.partition}", r.offset)
+                          for tp, rs in consumer.poll(0.5).items() for r in rs]
+            after = list(events[1:])
+    assert after[0] == ("lost", ["t0", "t1"]), events
+    assert "revoked" not in [e for e, _ in after], events
     assert min(off for tp, off in again if tp == "t0") == 5, again   # the committed offset
