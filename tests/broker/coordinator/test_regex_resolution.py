@@ -55,3 +55,25 @@ def test_a_pattern_no_member_uses_any_more_is_resolved_again():
             time.sleep(0.3)
             raw.call(H(group_id="g", member_id="m", member_epoch=-1), 1)     # leaves
             assert join() == {c.state.topics["named"].topic_id}              # again later
+
+
+def test_a_topic_created_after_the_subscription_is_assigned():
+    # librdkafka's 0113 n_wildcard: a pattern subscription gets topics created later
+    with Cluster(1) as c:
+        with Raw(c.bootstrap) as raw:
+            r = raw.call(H(group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=30000,
+                           subscribed_topic_regex="late-.*", topic_partitions=[]), 1)
+            assert r.error_code == 0
+            c.create_topic("late-1", 2)
+            tid = c.state.topics["late-1"].topic_id
+            got: set = set()
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and not got:
+                time.sleep(min(r.heartbeat_interval_ms, 500) / 1000)
+                r = raw.call(H(group_id="g", member_id="m", member_epoch=r.member_epoch,
+                               topic_partitions=[]), 1)
+                assert r.error_code == 0
+                if r.assignment is not None:
+                    got = {(tp.topic_id, p) for tp in r.assignment.topic_partitions
+                           for p in tp.partitions}
+            assert got == {(tid, 0), (tid, 1)}
