@@ -7,10 +7,14 @@ process (or the runtime's processes) of its own; the clock runs from the first r
 handler saw to the moment the count reached the total, so start-up and group joins are
 left out for all alike. Rounds are interleaved; medians are reported, with ratios.
 
-    python -m venv /tmp/quix && /tmp/quix/bin/pip install quixstreams
-    KCODEC_BENCH_QUIX_PYTHON=/tmp/quix/bin/python \
+    python -m venv /tmp/peers && /tmp/peers/bin/pip install quixstreams 'faststream[kafka]'
+    KCODEC_BENCH_QUIX_PYTHON=/tmp/peers/bin/python \
         .venv/bin/python -m pytest bench/test_bench_runtime.py -s -p no:cacheprovider
+
+The peers run on that venv's python (Quix Streams pins confluent-kafka below the tests'
+need); FastStream too when it is there, else on the project's own (the ``bench`` extra).
     KCODEC_BENCH_ROUNDS=3 KCODEC_BENCH_RECORDS=1000000 ...
+    KCODEC_BENCH_ONLY="direct,file,redis,Quix,batch" ...   # those contenders only
 
 Rows (``test_runtime_against_faststream_and_quixstreams``):
 * kcodec run direct, 1 puller (the handler in the puller), the no-op handler;
@@ -132,7 +136,7 @@ def _kcodec(storage: str, pullers: int, sinkers: int, redis_url: str = "", handl
 
 def _peer(kind: str):
     python = sys.executable
-    if kind == "quixstreams":   # its own venv: it pins confluent-kafka below the tests' need
+    if kind == "quixstreams" or not _has("faststream", sys.executable):
         python = os.environ.get("KCODEC_BENCH_QUIX_PYTHON", sys.executable)
 
     def argv(boot: str, topic: str) -> list[str]:
@@ -141,10 +145,13 @@ def _peer(kind: str):
     return argv
 
 
-def _has_quix() -> bool:
-    python = os.environ.get("KCODEC_BENCH_QUIX_PYTHON", sys.executable)
-    return subprocess.run([python, "-c", "import quixstreams"], capture_output=True,
+def _has(module: str, python: str) -> bool:
+    return subprocess.run([python, "-c", f"import {module}"], capture_output=True,
                           timeout=120).returncode == 0
+
+
+def _has_quix() -> bool:
+    return _has("quixstreams", os.environ.get("KCODEC_BENCH_QUIX_PYTHON", sys.executable))
 
 
 class _Server:
@@ -194,7 +201,10 @@ def _round_robin(boot: str, topic: str, contenders: dict) -> tuple[dict, dict]:
 
 
 def test_runtime_against_faststream_and_quixstreams() -> None:
-    pytest.importorskip("faststream")
+    if not (_has("faststream", sys.executable) or _has(
+            "faststream", os.environ.get("KCODEC_BENCH_QUIX_PYTHON", sys.executable))):
+        pytest.skip("FastStream is not installed: pip install 'faststream[kafka]' here or "
+                    "into the venv of KCODEC_BENCH_QUIX_PYTHON")
     if not _has_quix():
         pytest.skip("Quix Streams is not installed: pip install quixstreams into a venv of its "
                     "own and set KCODEC_BENCH_QUIX_PYTHON to its python (it pins "
@@ -222,6 +232,9 @@ def test_runtime_against_faststream_and_quixstreams() -> None:
     }
     if redis_url:
         contenders["kcodec run redis, 1+1"] = _kcodec("redis", 1, 1, redis_url)
+    only = [w.strip() for w in os.environ.get("KCODEC_BENCH_ONLY", "").split(",") if w.strip()]
+    if only:    # a quicker look: the contenders whose names hold one of these words
+        contenders = {k: v for k, v in contenders.items() if any(w in k for w in only)}
     broker = _Server([sys.executable, "-m", "kcodec", "broker", "--port", str(free_port()),
                       "--partitions", "4"])
     try:
@@ -231,7 +244,7 @@ def test_runtime_against_faststream_and_quixstreams() -> None:
         _table("kcodec broker", results, notes)
     finally:
         broker.stop()
-    if any(v is None for v in results["Quix Streams"]):
+    if any(v is None for v in results.get("Quix Streams", [])):
         from kcodec.testing.tansu import Tansu
 
         with Tansu() as t:

@@ -27,6 +27,7 @@ from kcodec.client import Consumer, RebalanceListener, TopicPartition
 from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.runtime.handler import Hung
 from kcodec.runtime.message import Message
+from kcodec.runtime.storage import append_all
 from kcodec.runtime.work import Stats, Worker
 
 __all__ = ["Puller"]
@@ -36,6 +37,10 @@ _new = tuple.__new__
 # direct mode: seconds between offset commits while running (always on revoke and stop);
 # the store modes commit after every append (one commit in flight at a time)
 COMMIT_EVERY = 0.2
+# the store modes: with a batch pulled, up to this many batches that were already fetched
+# are taken at once and appended together (one fsync, one round trip), while fetches run
+# ahead; each is still a batch of its own in the store
+GROUP_BATCHES = 4
 # at start with several pullers: how long one waits for the others to hold partitions
 SETTLE_S = 15.0
 
@@ -267,6 +272,9 @@ class Puller:
         if room - len(self.buf) > 0 and len(self.buf) < s.batch_size:
             self._poll(max(left, 0.0), min(s.batch_size - len(self.buf), room - len(self.buf)))
             self._polled_at = now
+            more = min(s.batch_size * GROUP_BATCHES, room) - len(self.buf)
+            if len(self.buf) >= s.batch_size and more > 0:
+                self._poll(0.0, more)   # only what is already fetched: no wait
         elif now - self._polled_at > 10.0:
             # full: records wait in this process, not the store; a poll now and then keeps
             # the member inside max_poll_interval_ms (paused: nothing new is fetched)
@@ -326,7 +334,8 @@ class Puller:
                 batch = [self.buf.popleft() for _ in range(max(room, 0))]
         if not batch:
             return
-        self.store.append(batch)
+        size = max(self.s.batch_size, 1)
+        append_all(self.store, [batch[i:i + size] for i in range(0, len(batch), size)])
         self._appended_since += len(batch)
         offs = {TopicPartition(m.topic, m.partition): m.offset + 1 for m in batch}
         with self.lock:

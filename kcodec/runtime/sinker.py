@@ -53,7 +53,8 @@ class Sinker:
                     self.store.ack(claim, claim.refs)   # settled as failed: retried elsewhere
                     code = 3
                     break
-                self.store.ack(claim, [claim.refs[i] for i in finished])
+                self.store.ack(claim, claim.refs if len(finished) == len(claim.refs) else
+                               [claim.refs[i] for i in finished])
                 self.in_hand = 0
         finally:
             self.worker.close()

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from kcodec.runtime.message import Message
 
 __all__ = ["Store", "Claim", "StoreKind", "STORES", "register_store", "store_names",
-           "open_store"]
+           "open_store", "append_all"]
 
 
 class Claim:
@@ -64,6 +64,11 @@ class Store(Protocol):
 
     def append(self, messages: list[Message]) -> None:
         """Add ``messages`` to pending; durable (by the store's policy) on return."""
+
+    # optional: def append_batches(self, batches: list[list[Message]]) -> None -- each batch
+    # as ``append`` would add it (a unit a sinker claims), all durable together on return:
+    # one fsync or one round trip for several. Pullers use it when a store has it
+    # (``append_all``), else ``append`` each.
 
     def sync(self) -> None:
         """Make everything appended so far durable (the interval fsync policy)."""
@@ -142,6 +147,17 @@ register_store("redis", "kcodec.runtime.storage.redis:RedisStore",
                "a Redis server: pullers and sinkers of several machines share one queue "
                "(pip install 'kcodec[redis]')",
                ("redis_url", "redis_prefix", "redis_durability"))
+
+
+def append_all(store: Any, batches: list[list[Message]]) -> None:
+    """``batches`` into ``store``: by its ``append_batches`` when it has one, else one
+    ``append`` a batch (a store registered before that method existed)."""
+    many = getattr(store, "append_batches", None)
+    if many is not None:
+        many(batches)
+    else:
+        for b in batches:
+            store.append(b)
 
 
 def open_store(settings: Any, owner: str, quick: bool = False) -> Store:

@@ -56,10 +56,11 @@ local function cnt(v)
 end
 """
 
-# KEYS: pending, counts ; ARGV: element, its message count
+# KEYS: pending, counts ; ARGV: the elements' message count, element1, element2 ... (pushed
+# in order: claimed first to last)
 _APPEND = """
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('HINCRBY', KEYS[2], 'pending', tonumber(ARGV[2]))
+redis.call('LPUSH', KEYS[1], unpack(ARGV, 2))
+redis.call('HINCRBY', KEYS[2], 'pending', tonumber(ARGV[1]))
 return 1
 """
 
@@ -125,6 +126,19 @@ for i = 1, #ARGV, 2 do
 end
 if n ~= 0 then redis.call('HINCRBY', KEYS[2], 'processing', -n) end
 return n
+"""
+
+# KEYS: processing, counts ; ARGV: the claim's element count, its message count -> the
+# messages acknowledged, or -1 when the processing list is not the claim's elements alone (a
+# reaper took them back, or something else is there): then _ACK, element by element. Only
+# this sinker pushes onto its processing list, and only the elements of the claim it holds,
+# so a list of the claim's length is that claim: acknowledged whole without sending every
+# element back to compare (the usual case, a batch all done)
+_ACK_ALL = """
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return -1 end
+redis.call('DEL', KEYS[1])
+redis.call('HINCRBY', KEYS[2], 'processing', -tonumber(ARGV[2]))
+return tonumber(ARGV[2])
 """
 
 # KEYS: processing, pending, counts ; ARGV: elements -> back to pending at once
@@ -209,6 +223,7 @@ class RedisStore:
         self._claim = self.r.register_script(_CLAIM)
         self._reap = self.r.register_script(_REAP)
         self._ack = self.r.register_script(_ACK)
+        self._ack_all = self.r.register_script(_ACK_ALL)
         self._release = self.r.register_script(_RELEASE)
         self._requeue = self.r.register_script(_REQUEUE)
         self._counts = self.r.register_script(_COUNTS)
@@ -333,7 +348,16 @@ class RedisStore:
         if messages:
             self._ensure_counts()
             self._call("append", self._append, keys=[self.k_pending, self.k_counts],
-                       args=[encode_many(messages), len(messages)])
+                       args=[len(messages), encode_many(messages)])
+
+    def append_batches(self, batches: list[list[Message]]) -> None:
+        """An element a batch, all in one script (one round trip)."""
+        self.check_epoch()
+        batches = [b for b in batches if b]
+        if batches:
+            self._ensure_counts()
+            self._call("append", self._append, keys=[self.k_pending, self.k_counts],
+                       args=[sum(map(len, batches)), *map(encode_many, batches)])
 
     def needs_sync(self) -> bool:
         return False
@@ -402,6 +426,18 @@ class RedisStore:
             self._call("renew", self.r.set, self.k_lease, b"1", px=self.lease_ms)
 
     def ack(self, claim: Claim, refs: list) -> None:
+        if claim is self._held and (refs is claim.refs or len(refs) == len(claim.refs)):
+            # the whole claim (refs are some of claim.refs, never twice): one short script
+            # while the processing list holds the claim alone
+            elems = list(dict.fromkeys(e for e, _ in claim.refs))
+            n = int(self._call("ack", self._ack_all, keys=[self.k_proc, self.k_counts],
+                               args=[len(elems), len(claim.refs)]))
+            if n >= 0:
+                for e in elems:
+                    self._inhand.pop(e, None)
+                claim.refs = []
+                self._held = None
+                return
         done: dict[bytes, set[int]] = {}
         for e, i in refs:
             done.setdefault(e, set()).add(i)

@@ -230,6 +230,41 @@ def test_partial_acks_and_the_counts_follow_each_step(stores) -> None:
     assert p.backlog() == {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
 
 
+def test_batches_appended_together_are_claimed_apart_in_order(stores) -> None:
+    """append_batches (a puller's several batches, one fsync or round trip): each batch a
+    claim of its own, first to last, and counted."""
+    p, s = stores("p0"), stores("s0")
+    p.append_batches([msgs(3), [], msgs(2, 3), msgs(4, 5)])
+    assert p.backlog()["pending"] == 9
+    got = []
+    for limit in (3, 2, 4):
+        c = s.claim(limit)
+        assert c is not None
+        got.append(offsets(c))
+        s.ack(c, c.refs)
+    assert got == [[0, 1, 2], [3, 4], [5, 6, 7, 8]]
+    assert s.claim(10) is None
+    assert p.backlog() == {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
+
+
+def test_a_whole_ack_after_the_lease_went_leaves_the_new_holder_alone(stores) -> None:
+    """A sinker that lost its lease (another took its batch back) and then acknowledges
+    the whole batch: the counts stay right and the new holder's claim is its own."""
+    p, a, b = stores("p0"), stores("s0", 1000), stores("s1", 1000)
+    p.append(msgs(6))
+    ca = a.claim(10)
+    assert offsets(ca) == list(range(6))
+    time.sleep(1.3)                      # a stalls past its lease
+    cb = b.claim(10)
+    assert cb is not None and offsets(cb) == list(range(6))
+    a.ack(ca, ca.refs)                   # late, and whole
+    assert ca.refs == []
+    assert p.backlog()["processing"] in (0, 6)   # file: a's acks count (it did handle them)
+    b.ack(cb, cb.refs)
+    assert b.claim(10) is None and a.claim(10) is None
+    assert p.backlog() == {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
+
+
 def test_redis_reads_what_an_older_runtime_wrote(redis_server) -> None:
     """One message an element, no counts: still claimed, and counted."""
     from kcodec.runtime.storage.redis import RedisStore
