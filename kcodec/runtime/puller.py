@@ -255,12 +255,15 @@ class Puller:
         if self.direct and not self._commit_failed and \
                 time.monotonic() - self._commit_ok_at < 2.0:
             return False
+        return self._uncommitted_room() < 0
+
+    def _uncommitted_room(self) -> int:
+        """How far the partition furthest ahead of its commit is from that limit."""
         limit = self.s.batch_size * (50 if self.direct else 4)
         with self.lock:
-            for tp, off in self.durable.items():
-                if off - self.committed.get(tp, self.floor.get(tp, off)) > limit:
-                    return True
-        return False
+            worst = max((off - self.committed.get(tp, self.floor.get(tp, off))
+                         for tp, off in self.durable.items()), default=0)
+        return limit - worst
 
     # ------------------------------------------------------------------ store modes
     def _store_round(self) -> None:
@@ -272,9 +275,11 @@ class Puller:
         if room - len(self.buf) > 0 and len(self.buf) < s.batch_size:
             self._poll(max(left, 0.0), min(s.batch_size - len(self.buf), room - len(self.buf)))
             self._polled_at = now
-            more = min(s.batch_size * GROUP_BATCHES, room) - len(self.buf)
+            # only what is already fetched (no wait), and never past the uncommitted limit,
+            # even were it all of one partition (what a crash re-reads stays as bounded)
+            more = min(s.batch_size * GROUP_BATCHES, room, self._uncommitted_room()) - len(self.buf)
             if len(self.buf) >= s.batch_size and more > 0:
-                self._poll(0.0, more)   # only what is already fetched: no wait
+                self._poll(0.0, more)
         elif now - self._polled_at > 10.0:
             # full: records wait in this process, not the store; a poll now and then keeps
             # the member inside max_poll_interval_ms (paused: nothing new is fetched)
