@@ -10,14 +10,17 @@ from kcodec.protocol import decode_response, encode_request
 
 
 class Raw:
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    client_id = "raw"      # (a subclass may connect its own way)
+
+    def __init__(self, address: str, timeout: float = 10.0, client_id: str = "raw") -> None:
         host, port = address.split(",")[0].rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.cid = 0
+        self.client_id = client_id
 
     def send(self, msg: Any, version: int) -> None:
         self.cid += 1
-        self.sock.sendall(encode_request(msg, version, self.cid, client_id="raw"))
+        self.sock.sendall(encode_request(msg, version, self.cid, client_id=self.client_id))
 
     def recv_frame(self) -> bytes:
         head = self._exact(4)

@@ -40,7 +40,7 @@ from kcodec.broker.apis import (  # noqa: F401
     txn_describe,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
-from kcodec.broker.config.quotas import FETCH, PRODUCE
+from kcodec.broker.config.quotas import FETCH, PRODUCE, REQUEST
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request
 from kcodec.errors import KcodecError, UnsupportedVersionError
 from kcodec.observe.log import debug_contexts
@@ -121,10 +121,12 @@ def dispatch(node: Any, req: Request) -> Any:
     if cluster.recording:
         cluster.record_request(node, req)
     handler = HANDLERS[req.api_key]
+    started = time.monotonic()
     if cluster.hooks.active:
         answer = cluster.hooks.run(node, req, lambda: handler(node, req))
     else:
         answer = handler(node, req)
+    req.handler_s = time.monotonic() - started
     metrics = node.metrics
     if isinstance(answer, concurrent.futures.Future):
         out: concurrent.futures.Future = concurrent.futures.Future()
@@ -151,13 +153,17 @@ def dispatch(node: Any, req: Request) -> Any:
 _CLIENT_THROTTLES = {0: 6, 1: 8}
 
 
+#: not throttled by request_percentage: what a client needs to connect and authenticate
+_EXEMPT = {17, 18, 36}     # SaslHandshake, ApiVersions, SaslAuthenticate
+
+
 def _throttled(cluster: Any, req: Request, answer: Any) -> Any:
-    """The encoded answer, with the client's byte-rate quota applied to Produce and Fetch
-    (``kcodec.broker.config.quotas``): over it, ``throttle_time_ms`` is set and the
+    """The encoded answer, with the client's quotas applied (``kcodec.broker.config.quotas``):
+    the byte rates to Produce and Fetch, request_percentage (the handler's time) to every
+    request but those of ``_EXEMPT``; over one, ``throttle_time_ms`` is set and the
     connection is held for that long (after the answer, or before it for old versions)."""
     cq = cluster.client_quotas
-    if req.api_key not in _CLIENT_THROTTLES or not cq.quotas or not hasattr(
-            answer, "throttle_time_ms"):
+    if not cq.quotas or req.api_key in _EXEMPT or not hasattr(answer, "throttle_time_ms"):
         return encode(req, answer)
     body = req.body
     if req.api_key == 1:
@@ -168,15 +174,17 @@ def _throttled(cluster: Any, req: Request, answer: Any) -> Any:
     principal = req.connection.principal
     user = principal[5:] if principal.startswith("User:") else principal
     client_id = req.header.client_id or ""
+    ms, out = 0, None
     if req.api_key == 0:
         ms = cq.record(PRODUCE, user, client_id, req.size)
-        out = encode(req, answer)
-    else:
+    elif req.api_key == 1:
         out = encode(req, answer)
         ms = cq.record(FETCH, user, client_id, len(out))
+    # the handler's time in percent-seconds of one thread, as Kafka's request quota
+    ms = max(ms, cq.record(REQUEST, user, client_id, req.handler_s * 100))
     if ms <= 0:
-        return out
+        return encode(req, answer) if out is None else out
     answer.throttle_time_ms = max(answer.throttle_time_ms or 0, ms)
     req.connection.throttle_s = ms / 1000
-    req.connection.throttle_first = req.api_version < _CLIENT_THROTTLES[req.api_key]
+    req.connection.throttle_first = req.api_version < _CLIENT_THROTTLES.get(req.api_key, 0)
     return encode(req, answer)

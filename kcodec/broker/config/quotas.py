@@ -19,8 +19,10 @@ answers are measured over ``quota.window.num`` (11) windows of ``quota.window.si
 (1 s); above the bound the answer carries ``throttle_time_ms`` = (rate - bound) / bound x the
 measured window, and the connection reads nothing more for that long (answers of versions
 before KIP-219, Produce < 6 and Fetch < 8, are held back for that long instead).
-``request_percentage`` and ``controller_mutation_rate`` are kept and described, not
-enforced.
+``request_percentage`` (KIP-124) is measured the same way, over the time the request
+handler spends on each of the client's requests (in percent of one thread), for every
+request but ApiVersions and the SASL ones; Kafka counts network thread time too.
+``controller_mutation_rate`` is kept and described, not enforced.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ClientQuotas", "QuotaError", "Entity", "PRODUCE", "FETCH"]
+__all__ = ["ClientQuotas", "QuotaError", "Entity", "PRODUCE", "FETCH", "REQUEST"]
 
-PRODUCE, FETCH = "producer_byte_rate", "consumer_byte_rate"
+PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 _USER_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG",
@@ -188,10 +190,11 @@ class ClientQuotas:
                     return value, measured
         return None
 
-    def record(self, key: str, user: str, client_id: str, nbytes: int,
+    def record(self, key: str, user: str, client_id: str, nbytes: float,
                now: float | None = None) -> int:
-        """Record ``nbytes`` against the client's ``key`` quota; the throttle time (ms) its
-        answer gets, 0 within the quota (or with none)."""
+        """Record ``nbytes`` (bytes, or percent-seconds for request_percentage) against the
+        client's ``key`` quota; the throttle time (ms) its answer gets, 0 within the quota
+        (or with none)."""
         if not self.quotas:
             return 0
         found = self.bound(key, user, client_id)

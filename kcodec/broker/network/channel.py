@@ -60,6 +60,7 @@ class Request(Generic[B]):
     header: Any = None             # set by dispatch once decoded
     body: B = None                 # type: ignore[assignment]  # (the same)
     arrived: float = field(default_factory=time.monotonic)   # for RequestMetrics TotalTimeMs
+    handler_s: float = 0.0         # time its handler ran (not waiting): request quotas
 
     @property
     def size(self) -> int:

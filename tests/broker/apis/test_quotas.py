@@ -145,3 +145,18 @@ def test_produce_and_fetch_over_their_quota_are_throttled():
             assert time.monotonic() - t0 >= r.throttle_time_ms / 1000 * 0.9
             # its 220 KB answer is over the consumer quota (each quota apart)
             assert f.responses[0].partitions[0].records and 1000 <= f.throttle_time_ms <= 11000
+
+
+def test_request_percentage_throttles_by_handler_time():
+    # KIP-124: the time the broker spends on a client's requests, against its percentage
+    from kcodec.protocol import MetadataRequest
+    from tests.support.broker_raw import Raw
+
+    with Cluster() as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        c.create_topic("t", 4)
+        admin.alter_client_quotas({(("client-id", "busy"),): {"request_percentage": 1e-9}})
+        with Raw(c.bootstrap, client_id="busy") as raw:
+            # any handler time is far above 1e-9 % of a thread over 10 s: throttled at once
+            assert raw.call(MetadataRequest(topics=None), 12).throttle_time_ms > 0
+        with Raw(c.bootstrap, client_id="idle") as raw:     # another client: no quota
+            assert raw.call(MetadataRequest(topics=None), 12).throttle_time_ms == 0
