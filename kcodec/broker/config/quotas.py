@@ -17,7 +17,7 @@ default client-id, default user, client-id, default client-id), each user and cl
 of a default level measured apart. The bytes of its Produce requests and of its Fetch
 answers are measured over ``quota.window.num`` (11) windows of ``quota.window.size.seconds``
 (1 s); above the bound the answer carries ``throttle_time_ms`` = (rate - bound) / bound x the
-measured window, and the connection reads nothing more for that long (answers of versions
+measured window (at most the whole span of the windows, kcodec's bound), and the connection reads nothing more for that long (answers of versions
 before KIP-219, Produce < 6 and Fetch < 8, are held back for that long instead).
 ``request_percentage`` (KIP-124) is measured the same way, over the time the request
 handler spends on each of the client's requests (in percent of one thread), for every
