@@ -146,6 +146,6 @@ cdef class Accumulator:
         finally:
             self._release()
         fut = self.future()
-        fut._batch = b
-        fut._index = idx
+        fut.batch = b
+        fut.index = idx
         return fut

@@ -25,7 +25,7 @@ is the key's murmur2 (kcodec.client.producer.partitioner.partition_for_key). The
 ``lock``: the partition's open batch takes the record through its builder's ``add`` (the
 timestamp goes on ``batch.timestamps``); a batch whose builder reaches ``seal_size`` bytes
 is sealed and ``wake()`` called. The result is ``future_type()`` (a class without
-``__init__``) with ``_batch`` and ``_index`` set, or None when the producer must take the
+``__init__``) with ``batch`` and ``index`` set, or None when the producer must take the
 record itself: closed or failed, no open batch, or the open batch full. An error in the
 record (``add``'s) propagates with the lock released and nothing added.
 
@@ -132,6 +132,6 @@ class Accumulator:
         finally:
             lock.release()
         fut = self.future()
-        fut._batch = b
-        fut._index = idx
+        fut.batch = b
+        fut.index = idx
         return fut

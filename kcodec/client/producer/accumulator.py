@@ -101,8 +101,8 @@ class RecordAccumulator(Accumulator):
         finally:
             lock.release()
         fut = RecordFuture()
-        fut._batch = b
-        fut._index = idx
+        fut.batch = b
+        fut.index = idx
         return fut
 
     def _check_size(self, key: bytes | None, value: bytes | None, headers: Any) -> None:

@@ -340,7 +340,7 @@ class Producer(_Base):
                 self._wait_for_space()
             b = eng.append_built(topic, p, built, size)
             fut = RecordFuture()
-            fut._batch, fut._index = b, b.count - 1
+            fut.batch, fut.index = b, b.count - 1
             out.append(fut)
         return out
 
@@ -408,7 +408,7 @@ class Producer(_Base):
                 self._wait_for_space()
             b = eng.append_built(topic, p, built, size)
             fut = RecordFuture()
-            fut._batch, fut._index = b, b.count - 1
+            fut.batch, fut.index = b, b.count - 1
             out.append(fut)
         return out
 

@@ -122,7 +122,7 @@ class ProducerHooks:
             if error is None:
                 meta = AckMetadata(topic, result.partition, result.offset, result.timestamp)
             else:
-                meta = AckMetadata(topic, fut._batch.partition, -1, -1)
+                meta = AckMetadata(topic, fut.batch.partition, -1, -1)
             its.notify("on_acknowledgement", meta, error)
         fut.add_callback(done)
 

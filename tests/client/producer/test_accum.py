@@ -23,7 +23,7 @@ class Batch:
 
 
 class Future:
-    __slots__ = ("_batch", "_index")
+    __slots__ = ("batch", "index")
 
 
 def _accumulator(accum: Any, batch_mod: Any, slow: Any = None) -> Any:
@@ -59,16 +59,16 @@ def _run(accum: Any, batch_mod: Any, murmur: Any) -> list[Any]:
     for i, k in enumerate(keys):
         fut = keyed("t", k, b"v" * i, [("h", b"x")] if i % 3 else None, 1_700_000_000_000 + i)
         p = murmur.partition_for_key(k, 4)
-        assert type(fut) is Future and fut._batch is eng.open[("t", p)]
-        out.append((p, fut._index))
+        assert type(fut) is Future and fut.batch is eng.open[("t", p)]
+        out.append((p, fut.index))
     assert not eng.lock.locked() and not eng.sealed
     # a batch reaching SEAL bytes is sealed (under the lock) and the sender woken
     big = b"key-1"
     pb = murmur.partition_for_key(big, 4)
     first = keyed("t", big, b"w" * 300, None, 1)
-    assert first._batch is eng.open[("t", pb)]
+    assert first.batch is eng.open[("t", pb)]
     second = keyed("t", big, b"w" * 300, None, 2)
-    assert second._batch is first._batch and ("t", pb) not in eng.open
+    assert second.batch is first.batch and ("t", pb) not in eng.open
     assert keyed("t", big, b"w", None, 3) is None      # no open batch now
     # sealed once the builder reached SEAL bytes, the sender woken for each
     out.append([(tp, len(b.timestamps), b.builder.size >= SEAL) for tp, b in eng.sealed])
@@ -181,9 +181,9 @@ def _send_calls(accum: Any, batch_mod: Any) -> list[Any]:
         eng.new(p)
     out: list[Any] = []
     fut = a.send("t", b"v", b"k")
-    out.append((type(fut).__name__, fut._index, not calls))
+    out.append((type(fut).__name__, fut.index, not calls))
     fut = a.send("t", value=b"v2", key=b"k", headers=[("h", b"x")], timestamp=7)
-    out.append((fut._index, fut._batch.timestamps[-1]))
+    out.append((fut.index, fut.batch.timestamps[-1]))
     # a chosen partition, a keyless or non-bytes record, an unknown topic: the slow path,
     # with the arguments in send's order and nothing added to any batch
     sizes = {tp: len(b.timestamps) for tp, b in eng.open.items()}
