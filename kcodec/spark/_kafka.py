@@ -49,7 +49,8 @@ class KafkaRange:
         return max(self.end - self.start, 0)
 
 
-def _admin_kwargs(opts: SourceOptions) -> dict[str, Any]:
+def admin_kwargs(opts: SourceOptions) -> dict[str, Any]:
+    """The settings an Admin of these source options is made with."""
     from kcodec.client.config import AdminConfig
 
     names = {f.name for f in dataclasses.fields(AdminConfig)}
@@ -132,7 +133,7 @@ def plan_ranges(opts: SourceOptions) -> list[KafkaRange]:
     """The batch query's offset ranges (one per partition with data), before splitting."""
     from kcodec.client import Admin
 
-    kw = _admin_kwargs(opts)
+    kw = admin_kwargs(opts)
     with reach.named_cause(opts.bootstrap, kw, reach.DRIVER), Admin(**kw) as admin:
         tps = topic_partitions(admin, opts)
         if not tps:

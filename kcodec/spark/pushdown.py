@@ -108,10 +108,10 @@ def narrow(reader: Any, ranges: list[KafkaRange]) -> list[KafkaRange]:
     ts_start: dict[tuple[str, int], int] = {}
     if ranges and reader.ts_lo is not None:
         from kcodec.client import Admin
-        from kcodec.spark._kafka import _admin_kwargs, list_offsets
+        from kcodec.spark._kafka import admin_kwargs, list_offsets
 
         tps = [(r.topic, r.partition) for r in ranges]
-        with Admin(**_admin_kwargs(reader.opts)) as admin:
+        with Admin(**admin_kwargs(reader.opts)) as admin:
             ts_start = list_offsets(admin, tps, reader.ts_lo)
     for r in ranges:
         s = max(r.start, reader.offset_lo)

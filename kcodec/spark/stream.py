@@ -118,11 +118,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         if self._admin is None:
             from kcodec.client import Admin
 
-            self._admin = Admin(**_kafka._admin_kwargs(self.opts))
+            self._admin = Admin(**_kafka.admin_kwargs(self.opts))
         return self._admin
 
     def _named(self) -> Any:
-        return reach.named_cause(self.opts.bootstrap, _kafka._admin_kwargs(self.opts),
+        return reach.named_cause(self.opts.bootstrap, _kafka.admin_kwargs(self.opts),
                                  reach.DRIVER)
 
     def _partitions(self) -> list[tuple[str, int]]:
