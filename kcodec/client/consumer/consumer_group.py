@@ -179,6 +179,12 @@ class ConsumerGroupMember(GroupMember):
                     await asyncio.sleep(0.1)
         finally:
             self.joining = False
+        if self.lost and owned:
+            # a heartbeat sent before the join began was answered "fenced" meanwhile (the
+            # join's own then rejoined at epoch 0): what the member owned may have been
+            # another member's since, so it is lost, and the member joins again owning
+            # nothing (it went on from its own positions, below another member's commits)
+            return None
         new = self.pending if self.pending is not None else set(owned)
         self.holding = set(owned) | new
         self.pending = None

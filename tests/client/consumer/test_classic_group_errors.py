@@ -151,3 +151,34 @@ def test_a_consumer_protocol_join_that_finds_the_member_fenced_loses_its_partiti
     assert after[0] == ("lost", ["t0", "t1"]), events
     assert "revoked" not in [e for e, _ in after], events
     assert min(off for tp, off in again if tp == "t0") == 5, again   # the committed offset
+
+
+def test_a_consumer_protocol_member_fenced_by_a_heartbeat_in_flight_during_its_join():
+    """A heartbeat sent before a join began and answered "fenced" while the join's own
+    heartbeat goes on (at epoch 0, a new membership): the join returns None, so the
+    consumer calls ``on_partitions_lost`` before it owns anything again, instead of
+    keeping the partitions with its old positions until the next rebalance."""
+    import asyncio
+
+    from kcodec.client.config import ConsumerConfig
+    from kcodec.client.consumer.consumer_group import ConsumerGroupMember
+    from kcodec.client.structs import TopicPartition
+
+    async def go():
+        config = ConsumerConfig(bootstrap_servers="127.0.0.1:1", group_id="g")
+        m = ConsumerGroupMember(None, config)   # type: ignore[arg-type]
+        tp = TopicPartition("t", 0)
+
+        calls = []
+
+        async def heartbeat(owned):            # the join's heartbeat answers fine ...
+            if not calls:
+                m.lost = True                  # ... after the loop's said "fenced"
+            calls.append(owned)
+            m.epoch, m.pending = 1, {tp}
+        m._heartbeat = heartbeat               # type: ignore[method-assign]
+        m._start_heartbeat = lambda: None      # type: ignore[method-assign]
+        assert await m.join(["t"], {tp}) is None and m.lost
+        m.lost = False                         # (the caller says so, then joins owning none)
+        assert await m.join(["t"], set()) == {tp} and not m.lost
+    asyncio.run(go())
