@@ -100,8 +100,27 @@ def task_txn(prefix: str | None, streaming: bool) -> TaskTxn:
 def committed_batch(admin: Any, transactional_id: str, topics: list[str]) -> int:
     """The newest micro-batch id a transaction of ``transactional_id`` committed (-1: none),
     from the marker offsets of the group of the same name on partition 0 of ``topics``."""
-    got = admin.committed_offsets(transactional_id, topics)
+    got = admin.committed_offsets(transactional_id, topics) if topics else {}
     return max((off for tp, off in got.items() if tp.partition == 0), default=-1)
+
+
+def existing(admin: Any, topics: list[str]) -> list[str]:
+    """``topics`` without those that do not exist yet (the sink's first write creates them:
+    they hold no marker), from Metadata requests that do not wait for them (the offset
+    look-ups would wait a whole API timeout for a topic being created). Another error
+    keeps the topic: the look-ups wait it out."""
+    from kcodec.client.errors import KafkaError
+    from kcodec.protocol import ErrorCode
+
+    def there(ts: list[str]) -> bool:
+        try:
+            admin.describe_cluster(ts)
+        except KafkaError as exc:
+            return exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return True
+    if there(topics):
+        return list(topics)
+    return [t for t in topics if there([t])] if len(topics) > 1 else []
 
 
 #: what ``replayed`` finds besides a prepared state: nothing of the batch, or the batch committed
@@ -117,6 +136,9 @@ def replayed(admin: Any, transactional_id: str, topics: list[str], batch: int,
     (the transaction its ``init_transactions(keep_prepared_txn=True)`` kept, or None) when
     that one holds its marker -- it was prepared, and the driver's commit commits it -- else
     WRITE."""
+    topics = existing(admin, topics)
+    if not topics:
+        return WRITE
     if committed_batch(admin, transactional_id, topics) >= batch:
         return COMMITTED
     if kept is not None and any(tp.partition == 0 for tp in

@@ -108,6 +108,27 @@ def test_stream_copy_exactly_once_and_a_replayed_batch(spark, cluster, tmp_path)
     assert sorted(confluent_read(cluster.bootstrap, b, N, partitions=2)) == want
 
 
+def test_stream_into_a_topic_the_sink_creates(spark, cluster, tmp_path) -> None:
+    """The first micro-batch's marker look-up meets a topic that does not exist yet (the
+    broker creates it on the first write): no marker there, the batch is written."""
+    a, _ = _topics(cluster)
+    b = f"new-{uuid.uuid4().hex[:8]}"
+    _fill(cluster.bootstrap, a, 0, N)
+    q = (spark.readStream.format("kcodec").option("kafka.bootstrap.servers", cluster.bootstrap)
+         .option("subscribe", a).option("startingOffsets", "earliest").load()
+         .selectExpr("key", "value")
+         .writeStream.format("kcodec").option("kafka.bootstrap.servers", cluster.bootstrap)
+         .option("topic", b).option("checkpointLocation", str(tmp_path / "ck"))
+         .option("kcodec.deliveryGuarantee", "exactly_once")
+         .trigger(availableNow=True).start())
+    q.awaitTermination(240)
+    assert q.exception() is None, q.exception()
+    with Admin(bootstrap_servers=cluster.bootstrap, **FAST) as admin:
+        parts = len(admin.describe_cluster([b]).topics[0].partitions)
+    got = kcodec_read(cluster.bootstrap, b, "read_committed", N, partitions=parts, timeout=20)
+    assert sorted(got) == sorted(b"%06d" % i for i in range(N))
+
+
 def test_at_least_once_writes_the_replayed_batch_twice(spark, cluster, tmp_path) -> None:
     """The contrast: the same replay with the default sink duplicates the batch."""
     a, b = _topics(cluster)
