@@ -244,14 +244,15 @@ def test_spark_connect_client_registers_reads_and_writes(cluster, connect, kbrok
                                                         tmp_path) -> None:
     out_topic = f"cn-{uuid.uuid4().hex[:8]}"
     p = run([sys.executable, str(JOBS / "connect_client.py"), connect.url,
-             kbroker.bootstrap, events, out_topic],
+             kbroker.bootstrap, events, out_topic, str(tmp_path / "ck")],
             env=spark_env({"PYTHONPATH": str(REPO)}, cluster.conf_dir),
             cwd=tmp_path, timeout=600)
     assert p.returncode == 0, _fail_text(p)
     got = _json_line(p.stdout)
     assert (got["read"], got["back"], got["distinct_back"]) == (N, N, N)
     # the exactly-once sink's batch write through Connect
-    assert got["eos"] == {"batch": [N, N]}, got["eos"]
+    # and a streaming query with it
+    assert got["eos"] == {"batch": [N, N], "stream": [N, N]}, got["eos"]
     assert {e["implementation"] for e in got["executors"]} == {"cython"}
 
 
