@@ -249,8 +249,9 @@ class Fetcher:
 
     def _resolving(self) -> bool:
         subs = self.subs
-        return subs.resolve and any(st.position is None and tp not in subs.no_offset
-                                    for tp, st in subs.states.items())
+        with subs.lock:
+            return subs.resolve and any(st.position is None and tp not in subs.no_offset
+                                        for tp, st in subs.states.items())
 
     async def _launch(self) -> None:
         cfg = self.config
@@ -258,15 +259,18 @@ class Fetcher:
             self.progressed()    # waiting for the application, not for a broker
             return
         buffered_tps: dict[TopicPartition, int] = {}
-        for f in self.buffer:
-            buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         wanted: list[TopicPartition] = []
         held: list[TopicPartition] = []
-        for tp, state in self.subs.states.items():
-            if not state.paused and state.fetch_position is not None \
-                    and not self._is_stuck(tp, state):
-                (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
+        # the polling thread pops the buffer and a rebalance replaces the states: both
+        # are read under the subscription's lock, never iterated while they change
+        with self.subs.lock:
+            for f in self.buffer:
+                buffered_tps[f.tp] = buffered_tps.get(f.tp, 0) + 1
+            for tp, state in self.subs.states.items():
+                if not state.paused and state.fetch_position is not None \
+                        and not self._is_stuck(tp, state):
+                    (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
         if not wanted and not self.inflight and not self._resolving():
             self.progressed()    # nothing asked of the brokers: nobody is late
         unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
