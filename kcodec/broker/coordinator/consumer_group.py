@@ -322,7 +322,7 @@ class ConsumerGroupCoordinator:
             if owned is not None and m.state == "UNREVOKED_PARTITIONS" and not _and(owned, m.revoking):
                 m.revoking = {}
                 m.state = "STABLE"
-            self._reconcile(g, m)
+            self._reconcile(g, m, owned)
             # a full request (what a member sends after a heartbeat whose answer it did not
             # get) is answered with the whole assignment: the lost answer may have carried it
             full = rebalance_timeout_ms != -1 and owned is not None and (
@@ -389,12 +389,18 @@ class ConsumerGroupCoordinator:
                 g.topic_ids and self._ids(topics) != g.topic_ids):
             self._bump(g)   # (a topic deleted and created again has another id)
 
-    def _reconcile(self, g: ConsumerGroup, m: ConsumerMember) -> None:
+    def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: Owned | None = None) -> None:
+        """Move ``m`` toward its target; ``owned``: what this heartbeat says the member owns
+        (None: not said)."""
         target = g.target.get(m.member_id, {})
         if m.state == "UNREVOKED_PARTITIONS":
             return   # wait until the member reports the revoked partitions gone
         revoke = _minus(m.assigned, target)
-        if revoke:
+        # as Kafka's: a revocation round only if the member may still own what it must give
+        # up; one whose heartbeat says it owns none of it (it lost them, or never took them)
+        # goes to the target epoch at once. Waiting would wait for a report the member has
+        # already made, and hold those partitions from their new owners until the deadline
+        if revoke and (owned is None or _and(owned, revoke)):
             m.assigned = _and(m.assigned, target)
             m.revoking = revoke
             m.state = "UNREVOKED_PARTITIONS"
@@ -520,7 +526,7 @@ class ConsumerGroupCoordinator:
             if m.state == "UNREVOKED_PARTITIONS" and not _and(owned, m.revoking):
                 m.revoking = {}
                 m.state = "STABLE"
-            self._reconcile(g, m)
+            self._reconcile(g, m, owned)
             m.sent = _copy(m.assigned)
             return 0, member_id, m.epoch
 

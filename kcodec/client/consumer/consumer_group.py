@@ -89,7 +89,11 @@ class ConsumerGroupMember(GroupMember):
             names = [] if self.regex else self.topics
             topics = names if full or changed else None
             regex = (self.regex or "") if topics is not None else None
-            if full and owned is None:
+            if joining:
+                # a member (re)joining owns nothing in the group's eyes: what it held before
+                # it was fenced is lost, and Kafka's coordinator wants the list empty here
+                owned = set()
+            elif full and owned is None:
                 owned = set(self.holding)
             parts: dict[Any, list[int]] | None = None
             if owned is not None and (full or owned != self.reported):
@@ -209,7 +213,12 @@ class ConsumerGroupMember(GroupMember):
                 # nothing new to report (a full request reports ``holding``); a join under way
                 # heartbeats itself, with what the member owns at that step
                 if not self.joining:
-                    await self._heartbeat(None)
+                    # what the member holds since its last join, once, if the coordinator
+                    # has not heard it yet (the join's own heartbeat went out before the
+                    # assignment it brought was taken): a coordinator waiting for the member
+                    # to give partitions up learns it holds none of them
+                    await self._heartbeat(set(self.holding)
+                                          if self.holding != self.reported else None)
             except asyncio.CancelledError:
                 raise
             except KcodecError as exc:

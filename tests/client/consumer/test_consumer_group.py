@@ -465,3 +465,85 @@ def test_a_member_whose_heartbeat_answer_was_lost_still_gets_its_partitions() ->
         assert not set(a.assignment()) & set(b.assignment())
         a.close()
         b.close()
+
+
+# ---------------------------------------------------------------------- a member that lost them
+def test_a_member_that_owns_none_of_what_it_must_give_up_moves_on_at_once(coord) -> None:
+    # a got all four, then lost them (a broker restart fenced it, say) before b joined; its
+    # heartbeat says it owns nothing: waiting for it to give two up would wait for a report
+    # it has made, and hold those two from b until the rebalance timeout (Kafka's
+    # coordinator revokes only what the member may still own)
+    _, _, _, ea, got = hb(coord, "a", 0, ["t"], {})
+    assert got == {"t": {0, 1, 2, 3}}
+    _, _, _, eb, _ = hb(coord, "b", 0, ["t"], {})
+    _, _, _, ea2, got = hb(coord, "a", ea, None, {})
+    a = coord.groups["g"].members["a"]
+    assert ea2 == eb and a.state == "STABLE" and not a.revoking and len(got["t"]) == 2
+    _, _, _, _, got = hb(coord, "b", eb, None, {})
+    assert got == {"t": {0, 1, 2, 3} - a.assigned["t"]}
+    assert coord.groups["g"].state == "Stable"
+
+
+class _Coordinator:
+    """The client's coordinator channel wired to the broker's coordinator in-process: the
+    heartbeats a member sends, as the broker gets them."""
+
+    known = True
+
+    def __init__(self, coord: ConsumerGroupCoordinator, topics: dict[str, uuid.UUID]) -> None:
+        self.coord, self.names = coord, {i: n for n, i in topics.items()}
+        self.sent: list = []
+
+    async def request(self, req, timeout=None):
+        from types import SimpleNamespace as NS
+        self.sent.append(req)
+        owned = None if req.topic_partitions is None else {
+            self.names[tp.topic_id]: set(tp.partitions) for tp in req.topic_partitions}
+        code, msg, mid, epoch, out = self.coord.heartbeat(
+            req.group_id, req.member_id, req.member_epoch, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=req.rebalance_timeout_ms, topics=req.subscribed_topic_names,
+            assignor=None, owned=owned, client_id="c", client_host="/h")
+        ids = {n: i for i, n in self.names.items()}
+        asg = None if out is None else NS(topic_partitions=[
+            NS(topic_id=ids[t], partitions=sorted(ps)) for t, ps in out.items()])
+        return NS(error_code=code, error_message=msg, member_id=mid, member_epoch=epoch,
+                  heartbeat_interval_ms=50, assignment=asg)
+
+    def forget(self) -> None:
+        pass
+
+
+def test_a_member_reports_what_its_join_gave_it_and_joins_owning_nothing(coord) -> None:
+    # the join's heartbeat goes out before the assignment it brings is taken, so the
+    # coordinator has not heard what the member holds after it: the next heartbeat says it
+    # (else a coordinator waiting for a give-up it cannot see waits for ever). And a member
+    # joining at epoch 0 reports nothing owned, whatever it held before it was fenced
+    import asyncio
+    from types import SimpleNamespace as NS
+
+    from kcodec.client.config import ConsumerConfig
+    from kcodec.client.consumer.consumer_group import ConsumerGroupMember
+    from kcodec.client.structs import TopicPartition
+
+    tid = coord.state.topics["t"].topic_id
+    cluster = NS(topics={"t": NS(topic_id=tid)}, topic_names={tid: "t"})
+    chan = _Coordinator(coord, {"t": tid})
+
+    async def run() -> None:
+        m = ConsumerGroupMember(cluster, ConsumerConfig(group_id="g", group_protocol="consumer",
+                                                        heartbeat_interval_ms=50))
+        m.coordinator = chan
+        # the heartbeat loop was fenced while the poll thread began a join with what it held
+        m.lost = True
+        assert await m.join(["t"], {TopicPartition("t", 3)}) is None   # lost: say so first
+        assert chan.sent[0].member_epoch == 0 and chan.sent[0].topic_partitions == []
+        m.lost = False
+        got = await m.join(["t"], set())      # the lost ones given up: join owning nothing
+        assert got == {TopicPartition("t", p) for p in range(4)}
+        joined = len(chan.sent)
+        await asyncio.sleep(0.3)              # the heartbeat loop
+        m.hb_task.cancel()
+        reports = [r.topic_partitions for r in chan.sent[joined:] if r.topic_partitions is not None]
+        assert reports and sorted(reports[0][0].partitions) == [0, 1, 2, 3], reports
+
+    asyncio.run(run())
