@@ -241,9 +241,11 @@ class Cluster:
         from kcodec.broker.config.quotas import ClientQuotas
         from kcodec.broker.security.scram_store import ScramStore
 
-        #: the client quotas of DescribeClientQuotas / AlterClientQuotas (byte rates enforced)
+        #: the client quotas of DescribeClientQuotas / AlterClientQuotas (enforced)
         self.client_quotas = ClientQuotas(self.data_dir, self.config["quota.window.num"],
-                                          self.config["quota.window.size.seconds"])
+                                          self.config["quota.window.size.seconds"],
+                                          self.config["controller.quota.window.num"],
+                                          self.config["controller.quota.window.size.seconds"])
         #: the SCRAM credentials (AlterUserScramCredentials changes them at run time)
         self.scram = ScramStore(self.data_dir)
         self._share_scram_store()

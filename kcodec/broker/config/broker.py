@@ -114,6 +114,11 @@ _SETTINGS: list[BrokerSetting] = [
           at_least(1)), None, RO),
     _S(_d("quota.window.size.seconds", "INT", 1, "the length of one of those samples",
           at_least(1)), None, RO),
+    _S(_d("controller.quota.window.num", "INT", 11,
+          "samples of the controller mutation quota: its bucket holds this many windows",
+          at_least(1)), None, RO),
+    _S(_d("controller.quota.window.size.seconds", "INT", 1,
+          "the length of one of those samples", at_least(1)), None, RO),
     # ---------------------------------------------------------------- groups
     _S(_d("group.initial.rebalance.delay.ms", "INT", 3000,
           "a new classic group waits this long for more members before its first rebalance",

@@ -36,9 +36,10 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ClientQuotas", "QuotaError", "Entity", "PRODUCE", "FETCH", "REQUEST"]
+__all__ = ["ClientQuotas", "QuotaError", "Entity", "PRODUCE", "FETCH", "REQUEST", "MUTATION"]
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+MUTATION = "controller_mutation_rate"
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 _USER_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG",
@@ -107,12 +108,17 @@ class ClientQuotas:
     """entity -> {quota key: value}, kept in the data dir."""
 
     def __init__(self, data_dir: str | None, window_num: int = 11,
-                 window_s: float = 1.0) -> None:
+                 window_s: float = 1.0, mutation_window_num: int = 11,
+                 mutation_window_s: float = 1.0) -> None:
         self.lock = threading.Lock()
         self.quotas: dict[Entity, dict[str, float]] = {}
         self.window_num, self.window_s = max(window_num, 2), window_s
+        #: the controller mutation quota's bucket holds this many seconds of its rate
+        self.mutation_burst_s = max(mutation_window_num, 1) * mutation_window_s
         #: (quota key, user, client-id) -> samples [start (monotonic s), bytes]
         self._rates: dict[tuple[str, str, str], deque[list[float]]] = {}
+        #: (user, client-id) -> the mutation bucket [tokens, last refill (monotonic s)]
+        self._buckets: dict[tuple[str, str], list[float]] = {}
         self._path = None if data_dir is None else os.path.join(data_dir, "client_quotas.json")
         if self._path and os.path.exists(self._path):
             with open(self._path, encoding="utf-8") as f:
@@ -219,6 +225,30 @@ class ClientQuotas:
         if rate <= bound:
             return 0
         return int(min((rate - bound) / bound * elapsed, span) * 1000)
+
+    def mutate(self, user: str, client_id: str, partitions: int, strict: bool,
+               now: float | None = None) -> tuple[bool, int]:
+        """``partitions`` mutations of one topic against the client's controller mutation
+        quota: (let through, throttle time in ms). ``strict`` (a version that can be told
+        THROTTLING_QUOTA_EXCEEDED): refused, and nothing counted, if the bucket is already
+        below zero. Otherwise counted, and throttled if that leaves it below zero."""
+        found = self.bound(MUTATION, user, client_id) if self.quotas else None
+        if found is None:
+            return True, 0
+        bound, measured = found
+        burst = bound * self.mutation_burst_s
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            bucket = self._buckets.get(measured)
+            if bucket is None:       # full, as Kafka's first refill makes it
+                bucket = self._buckets[measured] = [burst, now]
+            bucket[0] = min(burst, bucket[0] + (now - bucket[1]) * bound)
+            bucket[1] = now
+            if strict and bucket[0] < 0:
+                return False, round(-bucket[0] / bound * 1000)
+            bucket[0] = min(burst, bucket[0] - partitions)
+            tokens = bucket[0]
+        return True, (round(-tokens / bound * 1000) if tokens < 0 and not strict else 0)
 
     def _save(self) -> None:
         if self._path is None:

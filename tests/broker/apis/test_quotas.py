@@ -160,3 +160,24 @@ def test_request_percentage_throttles_by_handler_time():
             assert raw.call(MetadataRequest(topics=None), 12).throttle_time_ms > 0
         with Raw(c.bootstrap, client_id="idle") as raw:     # another client: no quota
             assert raw.call(MetadataRequest(topics=None), 12).throttle_time_ms == 0
+
+
+# ---------------------------------------------------------------- controller mutations (KIP-599)
+def test_the_mutation_quota_is_kafkas_token_bucket():
+    from kcodec.broker.config.quotas import MUTATION, ClientQuotas
+
+    q = ClientQuotas(None)          # 11 windows of 1 s: the bucket holds 22 at 2/s
+    q.alter({ALICE: {MUTATION: 2.0}})
+    assert q.mutate("bob", "app", 1000, strict=True, now=100.0) == (True, 0)     # no quota
+    assert q.mutate("alice", "app", 10, strict=True, now=100.0) == (True, 0)     # 12 left
+    assert q.mutate("alice", "app", 10, strict=True, now=100.0) == (True, 0)     # 2 left
+    # the topic that takes the bucket below zero goes through, the next ones do not
+    assert q.mutate("alice", "app", 10, strict=True, now=100.0) == (True, 0)     # -8
+    assert q.mutate("alice", "other", 1, strict=True, now=100.0) == (False, 4000)
+    assert q.mutate("alice", "app", 1, strict=True, now=102.0) == (False, 2000)  # refilled
+    assert q.mutate("alice", "app", 1, strict=True, now=104.0) == (True, 0)      # at zero
+    # permissive (an old version): counted, and throttled as soon as below zero
+    assert q.mutate("alice", "app", 3, strict=False, now=105.0) == (True, 1000)  # -4 + 2 - 3
+    # the bucket refills up to its burst, no further
+    assert q.mutate("alice", "app", 23, strict=False, now=1000.0) == (True, 500)
+
