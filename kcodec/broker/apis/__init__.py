@@ -40,6 +40,7 @@ from kcodec.broker.apis import (  # noqa: F401
     txn_describe,
 )
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS
+from kcodec.broker.apis.util import quota_client
 from kcodec.broker.config.quotas import FETCH, PRODUCE, REQUEST
 from kcodec.broker.network.channel import CLOSE, NO_RESPONSE, Request
 from kcodec.errors import KcodecError, UnsupportedVersionError
@@ -149,8 +150,10 @@ def dispatch(node: Any, req: Request) -> Any:
     return _throttled(cluster, req, answer)
 
 
-#: the first versions whose clients wait out throttle_time_ms themselves (KIP-219)
-_CLIENT_THROTTLES = {0: 6, 1: 8}
+#: the first versions whose clients wait out throttle_time_ms themselves (KIP-219):
+#: Produce, Fetch, and the requests of the controller mutation quota (CreateTopics,
+#: DeleteTopics, CreatePartitions)
+_CLIENT_THROTTLES = {0: 6, 1: 8, 19: 3, 20: 2, 37: 1}
 
 
 #: not throttled by request_percentage: what a client needs to connect and authenticate
@@ -160,8 +163,9 @@ _EXEMPT = {17, 18, 36}     # SaslHandshake, ApiVersions, SaslAuthenticate
 def _throttled(cluster: Any, req: Request, answer: Any) -> Any:
     """The encoded answer, with the client's quotas applied (``kcodec.broker.config.quotas``):
     the byte rates to Produce and Fetch, request_percentage (the handler's time) to every
-    request but those of ``_EXEMPT``; over one, ``throttle_time_ms`` is set and the
-    connection is held for that long (after the answer, or before it for old versions)."""
+    request but those of ``_EXEMPT``, and the throttle the handler found (the controller
+    mutation quota); over one, ``throttle_time_ms`` is set and the connection is held for
+    the longest (after the answer, or before it for old versions), as Kafka does."""
     cq = cluster.client_quotas
     if not cq.quotas or req.api_key in _EXEMPT or not hasattr(answer, "throttle_time_ms"):
         return encode(req, answer)
@@ -171,10 +175,8 @@ def _throttled(cluster: Any, req: Request, answer: Any) -> Any:
         replica = getattr(body, "replica_id", -1) if state is None else state.replica_id
         if replica is not None and replica >= 0:
             return encode(req, answer)    # a follower's fetch: not a client's
-    principal = req.connection.principal
-    user = principal[5:] if principal.startswith("User:") else principal
-    client_id = req.header.client_id or ""
-    ms, out = 0, None
+    user, client_id = quota_client(req)
+    ms, out = req.quota_throttle_ms, None
     if req.api_key == 0:
         ms = cq.record(PRODUCE, user, client_id, req.size)
     elif req.api_key == 1:

@@ -4,15 +4,22 @@ One CreateTopics or CreatePartitions request makes at most ``MAX_RECORDS_PER_REQ
 topics and partitions together, as Kafka's controller bounds one operation to 10,000
 metadata records: a bigger one (one request asking for millions of partitions made the
 broker allocate until it stalled) fails whole with POLICY_VIOLATION.
+
+The client's ``controller_mutation_rate`` (KIP-599, ``kcodec.broker.config.quotas``) is
+applied to each topic that would otherwise be created, grown or deleted, last, as Kafka's
+controller does: the partitions it creates, adds or deletes. From CreateTopics v6,
+CreatePartitions v3 and DeleteTopics v5 a topic that finds the quota spent is
+THROTTLING_QUOTA_EXCEEDED; before, it is done and the answer throttled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed_names, cluster_allowed
 from kcodec.broker.apis.registry import Answer, Incoming, api
-from kcodec.broker.apis.util import valid_topic_name
+from kcodec.broker.apis.util import quota_client, valid_topic_name
 from kcodec.broker.log import LogError
 from kcodec.protocol import (
     CreatePartitionsRequest,
@@ -32,14 +39,34 @@ __all__ = ["create_topic"]
 E = ErrorCode
 MAX_RECORDS_PER_REQUEST = 10_000
 TOO_LARGE = "Unable to perform excessively large batch operation."
+#: Kafka's message for THROTTLING_QUOTA_EXCEEDED
+QUOTA_EXCEEDED = "The throttling quota has been exceeded."
+
+
+class _Mutations:
+    """The controller mutation quota of one request: ``admit(partitions)`` before a topic's
+    mutations; the throttle time goes to the request for the answer."""
+
+    def __init__(self, node: Node, req: Incoming[Any], strict_since: int) -> None:
+        self.quotas = node.cluster.client_quotas
+        self.req = req
+        self.user, self.client_id = quota_client(req)
+        self.strict = req.api_version >= strict_since
+
+    def admit(self, partitions: int) -> bool:
+        ok, ms = self.quotas.mutate(self.user, self.client_id, partitions, self.strict)
+        if ms > 0:      # the latest, as Kafka keeps it
+            self.req.quota_throttle_ms = ms
+        return ok
 
 
 def create_topic(cluster: Any, name: str, partitions: int, replication: int,
                  configs: dict[str, str], leaders: dict[int, int] | None = None,
-                 validate_only: bool = False, small_segments: bool = False
-                 ) -> tuple[int, str | None]:
+                 validate_only: bool = False, small_segments: bool = False,
+                 admit: Callable[[int], bool] | None = None) -> tuple[int, str | None]:
     """``(error_code, message)`` after creating one topic (``small_segments``: segment.bytes
-    may be below 1 MiB, for tests)."""
+    may be below 1 MiB, for tests; ``admit``: asked, once all else is checked, whether its
+    partitions may be created, the controller mutation quota)."""
     state = cluster.state
     why = valid_topic_name(name)
     if why is not None:
@@ -62,6 +89,8 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
         if leaders and any(n not in cluster.nodes for n in leaders.values()):
             return E.INVALID_REPLICA_ASSIGNMENT, "an assignment names an unknown node"
         if not validate_only:
+            if admit is not None and not admit(partitions):
+                return E.THROTTLING_QUOTA_EXCEEDED, QUOTA_EXCEEDED
             try:     # all partitions or none; refused past the descriptor budget
                 state.create_topic(name, partitions, configs, leaders)
             except LogError as exc:
@@ -87,6 +116,7 @@ def create_topics(node: Node, req: Incoming[CreateTopicsRequest]) -> Answer[Crea
         return R(topics=[R.CreatableTopicResult(name=t.name, error_code=E.POLICY_VIOLATION,
                                                 error_message=TOO_LARGE)
                          for t in req.body.topics])
+    mutations = _Mutations(node, req, 6)
     out = []
     for t in req.body.topics:
         if t.name not in creatable:
@@ -103,7 +133,7 @@ def create_topics(node: Node, req: Incoming[CreateTopicsRequest]) -> Answer[Crea
             partitions = len(t.assignments)
             rf = len(t.assignments[0].broker_ids) or -1
         code, msg = create_topic(node.cluster, t.name, partitions, rf, configs, leaders,
-                                 req.body.validate_only)
+                                 req.body.validate_only, admit=mutations.admit)
         topic = node.cluster.state.topics.get(t.name)
         res = R.CreatableTopicResult(name=t.name, error_code=code, error_message=msg)
         if t.name not in shown:
@@ -146,6 +176,7 @@ def delete_topics(node: Node, req: Incoming[DeleteTopicsRequest]) -> Answer[Dele
         names = list(req.body.topic_names)
     describable = allowed_names(node, req, Op.DESCRIBE, RT.TOPIC, by_id, log_denial=False)
     deletable = allowed_names(node, req, Op.DELETE, RT.TOPIC, names)
+    mutations = _Mutations(node, req, 5)
     out = []
     for name in names:
         if name in by_id and name not in describable:
@@ -162,6 +193,11 @@ def delete_topics(node: Node, req: Incoming[DeleteTopicsRequest]) -> Answer[Dele
         topic = state.topics.get(name) if name is not None else None
         if topic is None:
             out.append(R.DeletableTopicResult(name=name, error_code=E.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        if not mutations.admit(len(topic.partitions)):
+            out.append(R.DeletableTopicResult(name=name, topic_id=topic.topic_id,
+                                              error_code=E.THROTTLING_QUOTA_EXCEEDED,
+                                              error_message=QUOTA_EXCEEDED))
             continue
         node.cluster.delete_topic(name)
         out.append(R.DeletableTopicResult(name=name, topic_id=topic.topic_id, error_code=0))
@@ -182,6 +218,7 @@ def create_partitions(node: Node, req: Incoming[CreatePartitionsRequest]
         return R(results=[R.CreatePartitionsTopicResult(name=t.name, error_code=E.POLICY_VIOLATION,
                                                         error_message=TOO_LARGE)
                           for t in req.body.topics])
+    mutations = _Mutations(node, req, 3)
     out = []
     for t in req.body.topics:
         topic = state.topics.get(t.name)
@@ -194,6 +231,11 @@ def create_partitions(node: Node, req: Incoming[CreatePartitionsRequest]
             code, msg = E.INVALID_PARTITIONS, (f"topic {t.name!r} has {len(topic.partitions)} "
                                                f"partitions; {t.count} would not add any")
         elif not req.body.validate_only:
+            if not mutations.admit(t.count - len(topic.partitions)):
+                out.append(R.CreatePartitionsTopicResult(
+                    name=t.name, error_code=E.THROTTLING_QUOTA_EXCEEDED,
+                    error_message=QUOTA_EXCEEDED))
+                continue
             try:
                 state.add_partitions(t.name, t.count)
             except LogError as exc:

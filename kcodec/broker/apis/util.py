@@ -7,7 +7,7 @@ from typing import Any
 
 from kcodec.protocol import ErrorCode
 
-__all__ = ["valid_topic_name", "leader_error"]
+__all__ = ["valid_topic_name", "leader_error", "quota_client"]
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -23,6 +23,14 @@ def valid_topic_name(name: str) -> str | None:
     if not _LEGAL.match(name):
         return f"the topic name {name!r} has characters other than ASCII letters, digits, '.', '_', '-'"
     return None
+
+
+def quota_client(req: Any) -> tuple[str, str]:
+    """(user, client-id) of a request as the client quotas know it: the principal's name
+    without its ``User:`` type."""
+    principal = req.connection.principal
+    user = principal[5:] if principal.startswith("User:") else principal
+    return user, req.header.client_id or ""
 
 
 def leader_error(node: Any, topic: str, index: int) -> tuple[int, Any]:

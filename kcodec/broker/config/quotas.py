@@ -22,7 +22,20 @@ before KIP-219, Produce < 6 and Fetch < 8, are held back for that long instead).
 ``request_percentage`` (KIP-124) is measured the same way, over the time the request
 handler spends on each of the client's requests (in percent of one thread), for every
 request but ApiVersions and the SASL ones; Kafka counts network thread time too.
-``controller_mutation_rate`` is kept and described, not enforced.
+
+``controller_mutation_rate`` (KIP-599) bounds the partition mutations of a client's
+CreateTopics (partitions created), CreatePartitions (partitions added) and DeleteTopics
+(partitions deleted), at the same levels. As Kafka, it is a token bucket, not the sampled
+rate: it refills at the quota up to quota x ``controller.quota.window.num`` (11) x
+``controller.quota.window.size.seconds`` (1 s) and starts full; a topic's mutations are let
+through while the bucket is not below zero, even those that take it below, and the time
+until it is back at zero (-tokens / quota) is the throttle time. Requests that can be
+refused (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) get
+THROTTLING_QUOTA_EXCEEDED for each topic that finds the bucket below zero, nothing counted
+for it, and the answer carries the throttle time; older ones have every topic done and
+counted, and are throttled as soon as the bucket is below zero (the connection held, and
+before KIP-219's versions, CreateTopics < 3, DeleteTopics < 2, CreatePartitions < 1, the
+answer too). ``validate_only`` requests count nothing.
 """
 
 from __future__ import annotations

@@ -61,6 +61,7 @@ class Request(Generic[B]):
     body: B = None                 # type: ignore[assignment]  # (the same)
     arrived: float = field(default_factory=time.monotonic)   # for RequestMetrics TotalTimeMs
     handler_s: float = 0.0         # time its handler ran (not waiting): request quotas
+    quota_throttle_ms: int = 0     # a throttle its handler found (controller mutation quota)
 
     @property
     def size(self) -> int:

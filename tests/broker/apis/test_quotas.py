@@ -181,3 +181,143 @@ def test_the_mutation_quota_is_kafkas_token_bucket():
     # the bucket refills up to its burst, no further
     assert q.mutate("alice", "app", 23, strict=False, now=1000.0) == (True, 500)
 
+
+def _create(raw, topics, version, validate_only=False):
+    from kcodec.protocol import CreateTopicsRequest as C
+
+    return raw.call(C(topics=[C.CreatableTopic(name=n, num_partitions=p, replication_factor=1)
+                              for n, p in topics], timeout_ms=5000,
+                      validate_only=validate_only), version)
+
+
+def _grow(raw, topic, count, version, validate_only=False):
+    from kcodec.protocol import CreatePartitionsRequest as P
+
+    return raw.call(P(topics=[P.CreatePartitionsTopic(name=topic, count=count)],
+                      timeout_ms=5000, validate_only=validate_only), version)
+
+
+def _delete(raw, names, version):
+    from kcodec.protocol import DeleteTopicsRequest as D
+
+    return raw.call(D(topic_names=names, timeout_ms=5000), version)
+
+
+#: a bucket of 20 mutations refilled at 20/s: 30 mutations leave it 0.5 s below zero
+_MUTATIONS = {"controller.quota.window.num": 1}
+_BY_CLIENT_ID = {(("client-id", None),): {"controller_mutation_rate": 20}}
+
+
+def test_create_topics_over_the_mutation_quota_is_throttling_quota_exceeded():
+    import time
+
+    from tests.support.broker_raw import Raw
+
+    with Cluster(config=_MUTATIONS) as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        with Raw(c.bootstrap, client_id="app") as raw:     # no quota yet: nothing counted
+            assert _create(raw, [("before", 100)], 7).topics[0].error_code == 0
+        assert admin.alter_client_quotas({ALICE: {"controller_mutation_rate": 20},
+                                          DEFAULT_USER: {"controller_mutation_rate": 20}}) \
+            == {ALICE: None, DEFAULT_USER: None}
+        # Admin (user ANONYMOUS, the default user's quota): the topic that crosses the
+        # quota is created, the next is refused with Kafka's error and message
+        assert admin.create_topics(["a"], num_partitions=30) == {"a": None}
+        err = admin.create_topics(["b"], num_partitions=1)["b"]
+        assert err.code == E.THROTTLING_QUOTA_EXCEEDED
+        assert err.message == "The throttling quota has been exceeded."
+        admin.alter_client_quotas({DEFAULT_USER: {"controller_mutation_rate": None}})
+        admin.alter_client_quotas(_BY_CLIENT_ID)
+        with Raw(c.bootstrap, client_id="app") as raw:
+            r = _create(raw, [("c", 30), ("d", 1)], 7)    # per topic, within one request
+            assert [(t.name, t.error_code) for t in r.topics] == [
+                ("c", 0), ("d", E.THROTTLING_QUOTA_EXCEEDED)]
+            assert r.topics[1].error_message == "The throttling quota has been exceeded."
+            assert 400 <= r.throttle_time_ms <= 500 and "d" not in c.state.topics
+            t0 = time.monotonic()
+            # the connection is read again once the bucket is back at zero: created
+            r = _create(raw, [("d", 1)], 6)
+            assert time.monotonic() - t0 >= r.throttle_time_ms / 1000 * 0.9
+            assert r.topics[0].error_code == 0 and r.throttle_time_ms == 0
+        with Raw(c.bootstrap, client_id="other") as raw:     # each client-id apart
+            assert _create(raw, [("e", 1)], 7).topics[0].error_code == 0
+
+
+def test_create_partitions_and_delete_topics_count_the_partitions_they_add_and_delete():
+    import time
+
+    from tests.support.broker_raw import Raw
+
+    with Cluster(config=_MUTATIONS) as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        for name in ("t", "u", "v", "w"):
+            c.create_topic(name, 30 if name in ("v", "w") else 1)
+        admin.alter_client_quotas(_BY_CLIENT_ID)
+        with Raw(c.bootstrap, client_id="app") as raw:
+            r = _grow(raw, "t", 31, 3)                     # 30 added: through, 0.5 s below
+            assert r.results[0].error_code == 0 and r.throttle_time_ms == 0
+            r = _grow(raw, "u", 2, 3)
+            assert r.results[0].error_code == E.THROTTLING_QUOTA_EXCEEDED
+            assert r.results[0].error_message == "The throttling quota has been exceeded."
+            # (less the time between the two requests)
+            assert 0 < r.throttle_time_ms <= 500 and len(c.state.topics["u"].partitions) == 1
+            t0 = time.monotonic()
+            assert _grow(raw, "u", 2, 3).results[0].error_code == 0
+            assert time.monotonic() - t0 >= r.throttle_time_ms / 1000 * 0.9
+        with Raw(c.bootstrap, client_id="app2") as raw:
+            r = _delete(raw, ["v", "w"], 5)                 # 30 deleted, then refused
+            assert [(x.name, x.error_code) for x in r.responses] == [
+                ("v", 0), ("w", E.THROTTLING_QUOTA_EXCEEDED)]
+            assert r.responses[1].error_message == "The throttling quota has been exceeded."
+            assert 400 <= r.throttle_time_ms <= 500 and "w" in c.state.topics
+            assert _delete(raw, ["w"], 5).responses[0].error_code == 0
+            assert "w" not in c.state.topics
+
+
+def test_validate_only_counts_nothing():
+    from tests.support.broker_raw import Raw
+
+    with Cluster(config=_MUTATIONS) as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        c.create_topic("t", 1)
+        admin.alter_client_quotas(_BY_CLIENT_ID)
+        with Raw(c.bootstrap, client_id="app") as raw:
+            for _ in range(3):
+                r = _create(raw, [("a", 30)], 7, validate_only=True)
+                assert r.topics[0].error_code == 0 and r.throttle_time_ms == 0
+                r = _grow(raw, "t", 31, 3, validate_only=True)
+                assert r.results[0].error_code == 0 and r.throttle_time_ms == 0
+            assert "a" not in c.state.topics
+            # the bucket is still full: these 30 go through, what follows does not
+            assert _create(raw, [("a", 30)], 7).topics[0].error_code == 0
+            assert _create(raw, [("b", 1)], 7).topics[0].error_code == E.THROTTLING_QUOTA_EXCEEDED
+
+
+def test_versions_before_kip_599_are_done_and_throttled():
+    import time
+
+    from tests.support.broker_raw import Raw
+
+    with Cluster(config=_MUTATIONS) as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        c.create_topic("t", 1)
+        admin.alter_client_quotas(_BY_CLIENT_ID)
+        with Raw(c.bootstrap, client_id="app") as raw:
+            # CreateTopics v5: no error, throttled as soon as the bucket is below zero; the
+            # client waits it out itself (KIP-219), the connection is held meanwhile
+            r = _create(raw, [("a", 30)], 5)
+            assert r.topics[0].error_code == 0 and 400 <= r.throttle_time_ms <= 500
+            # read 0.5 s later, the bucket back at zero: 10 more, over the quota, still created
+            r = _create(raw, [("b", 10)], 5)
+            assert r.topics[0].error_code == 0 and "b" in c.state.topics
+            assert 0 < r.throttle_time_ms <= 500
+        with Raw(c.bootstrap, client_id="app2") as raw:
+            # CreatePartitions v2, DeleteTopics v4: the same
+            r = _grow(raw, "t", 31, 2)
+            assert r.results[0].error_code == 0 and 400 <= r.throttle_time_ms <= 500
+            # held 0.5 s after that answer, the bucket is back at zero: 30 deleted, 1.5 s
+            r = _delete(raw, ["a"], 4)
+            assert r.responses[0].error_code == 0 and 1000 <= r.throttle_time_ms <= 1500
+        with Raw(c.bootstrap, client_id="app3") as raw:
+            # CreateTopics v2, before KIP-219: the answer itself is held back
+            t0 = time.monotonic()
+            r = _create(raw, [("c", 30)], 2)
+            assert r.topics[0].error_code == 0 and 400 <= r.throttle_time_ms <= 500
+            assert time.monotonic() - t0 >= 0.4
+
