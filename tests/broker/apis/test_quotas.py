@@ -321,3 +321,25 @@ def test_versions_before_kip_599_are_done_and_throttled():
             assert r.topics[0].error_code == 0 and 400 <= r.throttle_time_ms <= 500
             assert time.monotonic() - t0 >= 0.4
 
+
+@pytest.mark.peers
+def test_confluent_kafka_admin_is_throttled_over_the_mutation_quota():
+    # librdkafka sends CreateTopics v4, CreatePartitions v2 and DeleteTopics v4, all from
+    # before KIP-599: as Kafka, its mutations are done and it is throttled, not refused
+    pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    with Cluster(config=_MUTATIONS) as c, Admin(bootstrap_servers=c.bootstrap) as admin:
+        c.create_topic("t", 1)
+        admin.alter_client_quotas({(("client-id", "ck"),): {"controller_mutation_rate": 20}})
+        throttled: list[float] = []
+        ck_admin = AdminClient({"bootstrap.servers": c.bootstrap, "client.id": "ck",
+                                "throttle_cb": lambda e: throttled.append(e.throttle_time)})
+        assert ck_admin.create_topics([NewTopic("a", 30, 1)])["a"].result(10) is None
+        ck_admin.poll(0.5)
+        assert throttled and 0.4 <= max(throttled) <= 0.5
+        assert ck_admin.create_partitions([NewPartitions("t", 31)])["t"].result(10) is None
+        assert ck_admin.delete_topics(["a"])["a"].result(10) is None
+        ck_admin.poll(0.5)
+        assert "a" not in c.state.topics and len(c.state.topics["t"].partitions) == 31
+        assert max(throttled) >= 1.0           # 30 more mutations each: 1.5 s
