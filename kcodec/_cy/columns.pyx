@@ -20,6 +20,7 @@ from cpython.buffer cimport PyBUF_READ
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
 from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 
 from kcodec._cy._colbuf cimport (
     BinCol, Builder, Cols, bin_null, bin_push, cols_close_record, cols_headers_reserve,
@@ -39,7 +40,7 @@ from kcodec._cy.batch import iter_batches
 from kcodec._limits import DEFAULT_MAX_SIZE, check_max_size
 from kcodec.errors import ChecksumError
 
-__all__ = ["decode_columns"]
+__all__ = ["decode_columns", "join_values"]
 
 
 # Offsets switch from int32 to int64 past this value (a test may lower it: _set_wide_limit).
@@ -512,3 +513,42 @@ def decode_columns(buf, *, validate_crc=True, include_control=False, large=False
             raise_corrupt(f"unknown magic byte {magic}", pos + 16)
         batches += 1
     return builder.finish(pos, batches, next_offset)
+
+
+def join_values(offsets, data, end):
+    """The values of a binary column (``offsets``: n + 1 int32 or int64, ``data``: their
+    bytes) each followed by ``end``, as one bytes object: a consumer's raw lines, without a
+    bytes object per value."""
+    cdef const uint8_t[::1] d = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef bytes sep = bytes(end)
+    cdef Py_ssize_t k = len(sep), n = len(offsets) - 1, i, size = 0, lo, hi, at = 0
+    cdef Py_ssize_t limit = len(data)
+    cdef const int32_t[::1] o32
+    cdef const int64_t[::1] o64
+    cdef bint wide = offsets.dtype.itemsize == 8
+    if n <= 0:
+        return b""
+    if wide:
+        o64 = offsets
+    else:
+        o32 = offsets
+    for i in range(n):
+        lo = o64[i] if wide else o32[i]
+        hi = o64[i + 1] if wide else o32[i + 1]
+        if lo < 0 or hi < lo or hi > limit:
+            raise ValueError(f"offsets {lo}..{hi} of value {i} are outside the column's "
+                             f"{limit} bytes")
+        size += hi - lo + k
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, size)
+    cdef char* w = PyBytes_AS_STRING(out)
+    cdef const char* sp = sep
+    for i in range(n):
+        lo = o64[i] if wide else o32[i]
+        hi = o64[i + 1] if wide else o32[i + 1]
+        if hi > lo:
+            memcpy(w + at, &d[lo], hi - lo)
+            at += hi - lo
+        if k:
+            memcpy(w + at, sp, k)
+            at += k
+    return out

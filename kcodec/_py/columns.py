@@ -42,7 +42,7 @@ from kcodec._columnar import BinaryColumn, HeadersColumn, RecordColumns, check_l
 from kcodec._limits import DEFAULT_MAX_SIZE
 from kcodec._py.batch import iter_batches
 
-__all__ = ["decode_columns"]
+__all__ = ["decode_columns", "join_values"]
 
 _I32_MAX = (1 << 31) - 1
 _wide_at = _I32_MAX   # offsets switch from int32 to int64 past this (tests may lower it)
@@ -144,3 +144,20 @@ def decode_columns(
         next_offset,
         layout,
     )
+
+
+def join_values(offsets: Any, data: Any, end: bytes) -> bytes:
+    """The values of a binary column (``offsets``: n + 1 int32 or int64, ``data``: their
+    bytes) each followed by ``end``, as one bytes object: a consumer's raw lines."""
+    buf = bytes(memoryview(data).cast("B")) if len(data) else b""
+    offs = [int(x) for x in offsets]
+    n = len(offs) - 1
+    if n <= 0:
+        return b""
+    for i in range(n):
+        lo, hi = offs[i], offs[i + 1]
+        if lo < 0 or hi < lo or hi > len(buf):
+            raise ValueError(f"offsets {lo}..{hi} of value {i} are outside the column's "
+                             f"{len(buf)} bytes")
+    sep = bytes(end)
+    return sep.join([buf[offs[i]:offs[i + 1]] for i in range(n)]) + sep

@@ -212,6 +212,13 @@ def _all(render: Callable[[Any, Any], bytes]) -> Callable[[Any, list], bytes]:
     return lambda tp, recs: b"".join([render(tp, r) for r in recs])
 
 
+def _numpy() -> bool:
+    """Whether numpy (what columns need) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("numpy") is not None
+
+
 def _writer(args: argparse.Namespace, fmt: str, many: bool) -> Callable[[Any, Any], bytes]:
     """The bytes printed for one record (``(partition, record)``) in the chosen format."""
     if fmt == "string":
@@ -326,6 +333,9 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
 
     ends = Ends(c, args.quiet)
     render_all = _all(render)
+    # raw values (no key delimiter): each blob decoded as columns and its values written in
+    # one piece, with no record object made (about a tenth of the CPU); else records
+    columns = getattr(render, "end", None) is not None and _numpy()
     stopped: set = set()             # partitions that reached the stop time (-o e@MS)
     ok = False
     watch = BrokerWatch(c, "consume", args.timeout).start()
@@ -337,7 +347,10 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
             for tp, offset in seeks.items():
                 c.seek(tp, offset)
         while (args.count is None or n < args.count) and not sig.stop:
-            batch = c.poll(0.2, max_records=None if args.count is None else args.count - n)
+            if columns:
+                batch = c.poll_columns(0.2)
+            else:
+                batch = c.poll(0.2, max_records=None if args.count is None else args.count - n)
             if not batch:
                 if args.idle is not None and time.monotonic() - last > args.idle:
                     break
@@ -346,20 +359,42 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                 for tp, recs in sorted(batch.items()):
                     if tp in stopped:
                         continue
-                    take = len(recs)
-                    if stop is not None:     # up to the first record at or after the stop time
-                        take = next((i for i, r in enumerate(recs) if r.timestamp >= stop), take)
                     if sig.stop:
                         break
-                    if take:                 # one write per partition's records, not per record
-                        out.write(render_all(tp, recs[:take] if take < len(recs) else recs))
-                        printed[tp] = recs[take - 1].offset + 1
-                        n += take
-                    if take < len(recs):
+                    if columns:              # one blob's records as columns
+                        count = len(recs.value)
+                        take = count if args.count is None else min(count, args.count - n)
+                        offsets = recs.offset
+                        if stop is not None:
+                            hit = (recs.timestamp[:take] >= stop).nonzero()[0]
+                            at_stop = int(hit[0]) if len(hit) else None
+                        else:
+                            at_stop = None
+                        if at_stop is not None:
+                            take = at_stop
+                            stop_offset = int(offsets[at_stop])
+                        if take:             # the values and their delimiters in one piece
+                            out.write(recs.value.lines(render.end, take))  # type: ignore[attr-defined]
+                            printed[tp] = int(offsets[take - 1]) + 1
+                            n += take
+                    else:
+                        take = len(recs)
+                        at_stop = None
+                        if stop is not None:  # up to the first record at or after the stop time
+                            at_stop = next((i for i, r in enumerate(recs) if r.timestamp >= stop),
+                                           None)
+                            if at_stop is not None:
+                                take = at_stop
+                                stop_offset = recs[at_stop].offset
+                        if take:             # one write per partition's records, not per record
+                            out.write(render_all(tp, recs[:take] if take < len(recs) else recs))
+                            printed[tp] = recs[take - 1].offset + 1
+                            n += take
+                    if at_stop is not None:
                         stopped.add(tp)
                         c.pause(tp)
                         ends.notice(f"reached the stop time in {tp.topic}[{tp.partition}] "
-                                    f"at offset {recs[take].offset}")
+                                    f"at offset {stop_offset}")
                 out.flush()
             ticker.update(n=n)       # also while idle: the line shows the last count
             assigned = c.assignment()

@@ -32,4 +32,4 @@ if IMPLEMENTATION == "cython":
 else:
     from kcodec._py.columns import *  # noqa: F401,F403
 
-__all__ = ["decode_columns", "RecordColumns", "BinaryColumn", "HeadersColumn"]  # noqa: F405
+__all__ = ["decode_columns", "join_values", "RecordColumns", "BinaryColumn", "HeadersColumn"]  # noqa: F405

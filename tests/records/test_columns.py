@@ -703,3 +703,43 @@ def test_twins_agree_on_big_mixed_blob(pair) -> None:
 
 if os.environ.get("KCODEC_COLUMNS_SOAK"):  # pragma: no cover - manual soak
     test_mutated_blobs_same_outcome = settings(max_examples=20000)(test_mutated_blobs_same_outcome)
+
+
+# ---------------------------------------------------------------------------------------------
+# values as lines (what `kcodec consume` prints)
+
+
+def test_values_as_lines_in_both_twins(pair) -> None:
+    import numpy as np
+
+    from kcodec.records import RecordBatchBuilder
+
+    b = RecordBatchBuilder()
+    for v in (b"ab", None, b"", b"xyz\n", bytes(range(256))):
+        b.append(b"k", v)
+    cy, py = pair("columns")
+    for mod in (cy, py):
+        col = mod.decode_columns(b.build()).value
+        want = [v or b"" for v in col.to_pylist()]
+        for end in (b"\n", b"\r\n", b""):
+            assert mod.join_values(col.offsets, col.data, end) == b"".join(v + end for v in want)
+        wide = np.asarray(col.offsets, dtype=np.int64)        # large-binary offsets too
+        assert mod.join_values(wide, col.data, b"|") == b"".join(v + b"|" for v in want)
+        assert mod.join_values(col.offsets[:1], col.data, b"\n") == b""
+    col = py.decode_columns(b.build()).value
+    assert col.lines(b"\n", 2) == b"ab\n\n" and col.lines(b"\n", 0) == b""
+    assert col.lines() == b"".join(v + b"\n" for v in [v or b"" for v in col.to_pylist()])
+
+
+@pytest.mark.parametrize("offsets", [[0, 5], [3, 1], [-1, 2], [0, 2, 9]])
+def test_values_as_lines_refuse_offsets_outside_the_data(pair, offsets) -> None:
+    import numpy as np
+
+    cy, py = pair("columns")
+    data = np.frombuffer(b"abcd", dtype=np.uint8)
+    errors = []
+    for mod in (cy, py):
+        with pytest.raises(ValueError) as e:
+            mod.join_values(np.asarray(offsets, dtype=np.int32), data, b"\n")
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
