@@ -171,15 +171,6 @@ class BinaryColumn:
                     out[i] = None
         return out
 
-    def lines(self, end: bytes = b"\n", stop: int | None = None) -> bytes:
-        """The first ``stop`` values (None: all) each followed by ``end``, in one bytes
-        object (a null value as an empty one): what ``kcodec consume`` prints, with no
-        bytes object made per value."""
-        from kcodec.records.columns import join_values  # the chosen twin
-
-        n = len(self) if stop is None else max(0, min(stop, len(self)))
-        return join_values(self.offsets[: n + 1], self.data, end)
-
     def equals(self, other: Any) -> bool:
         """True if ``other`` is a ``BinaryColumn`` with the same values, nulls and type."""
         return (

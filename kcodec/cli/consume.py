@@ -336,6 +336,8 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
     # raw values (no key delimiter): each blob decoded as columns and its values written in
     # one piece, with no record object made (about a tenth of the CPU); else records
     columns = getattr(render, "end", None) is not None and _numpy()
+    if columns:
+        from kcodec.records.columns import join_values
     stopped: set = set()             # partitions that reached the stop time (-o e@MS)
     ok = False
     watch = BrokerWatch(c, "consume", args.timeout).start()
@@ -374,7 +376,9 @@ def _consume(args: argparse.Namespace, cfg: dict[str, Any], topics: list[str],
                             take = at_stop
                             stop_offset = int(offsets[at_stop])
                         if take:             # the values and their delimiters in one piece
-                            out.write(recs.value.lines(render.end, take))  # type: ignore[attr-defined]
+                            vals = recs.value
+                            out.write(join_values(vals.offsets[:take + 1], vals.data,
+                                                  render.end))  # type: ignore[attr-defined]
                             printed[tp] = int(offsets[take - 1]) + 1
                             n += take
                     else:

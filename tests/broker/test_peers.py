@@ -142,6 +142,7 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
     kb.create_topic("mixed", 6)
     seen: dict[str, list[bytes]] = {"ck": [], "kp": [], "kc": []}
     stops = {k: threading.Event() for k in seen}
+    owns = dict.fromkeys(seen, 0)     # partitions each member holds, as it last saw
     errors = []
 
     def run_ck():
@@ -152,12 +153,14 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
         try:
             while not stops["ck"].is_set():
                 m = c.poll(0.1)
+                owns["ck"] = len(c.assignment())
                 if m is not None and not m.error():
                     seen["ck"].append(m.value())
                     c.commit(m, asynchronous=False)
         except Exception as exc:   # surfaced below
             errors.append(exc)
         finally:
+            owns["ck"] = 0
             c.close()
 
     def run_kp():
@@ -168,6 +171,7 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
         try:
             while not stops["kp"].is_set():
                 recs = c.poll(timeout_ms=100)
+                owns["kp"] = len(c.assignment())
                 for batch in recs.values():
                     seen["kp"] += [r.value for r in batch]
                 if recs:
@@ -175,6 +179,7 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
         except Exception as exc:
             errors.append(exc)
         finally:
+            owns["kp"] = 0
             c.close()
 
     def run_kc():
@@ -186,6 +191,7 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
         try:
             while not stops["kc"].is_set():
                 recs = c.poll(0.1)
+                owns["kc"] = len(c.assignment())
                 for rs in recs.values():
                     seen["kc"] += [r.value for r in rs]
                 if recs:
@@ -193,16 +199,22 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
         except Exception as exc:
             errors.append(exc)
         finally:
+            owns["kc"] = 0
             c.close()
 
     def wait_stable(members):
         deadline = time.monotonic() + 45
         while time.monotonic() < deadline and not errors:
             g = kb.groups.groups.get("mix")
-            if g is not None and g.state == "Stable" and len(g.members) == members:
+            # stable, and each member holds partitions: a leader that assigned before it
+            # had the topic's metadata (kafka-python warns "No partition metadata") gives
+            # an empty assignment first and a real one a rebalance later
+            if g is not None and g.state == "Stable" and len(g.members) == members \
+                    and sum(1 for n in owns.values() if n) == members:
                 return
             time.sleep(0.1)
-        raise AssertionError(f"group not stable with {members} members: {g}")
+        raise AssertionError(f"group not stable with {members} members: {g}; "
+                             f"partitions held: {owns}")
 
     def wait_total(n):
         deadline = time.monotonic() + 45
@@ -217,7 +229,9 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
         wait_stable(3)
         p = ck_produce(kb.bootstrap, "mixed", n=600)
         wait_total(600)
-        assert all(seen[k] for k in seen), "the partitions were not shared by all three"
+        assert all(seen[k] for k in seen), (
+            f"the partitions were not shared by all three: held {owns}, "
+            f"read { {k: len(v) for k, v in seen.items()} }")
         stops["kc"].set()                     # a member leaves: another rebalance
         threads["kc"].join(30)
         wait_stable(2)

@@ -726,9 +726,9 @@ def test_values_as_lines_in_both_twins(pair) -> None:
         wide = np.asarray(col.offsets, dtype=np.int64)        # large-binary offsets too
         assert mod.join_values(wide, col.data, b"|") == b"".join(v + b"|" for v in want)
         assert mod.join_values(col.offsets[:1], col.data, b"\n") == b""
-    col = py.decode_columns(b.build()).value
-    assert col.lines(b"\n", 2) == b"ab\n\n" and col.lines(b"\n", 0) == b""
-    assert col.lines() == b"".join(v + b"\n" for v in [v or b"" for v in col.to_pylist()])
+    for mod in (cy, py):                                     # the first values only
+        col = mod.decode_columns(b.build()).value
+        assert mod.join_values(col.offsets[:3], col.data, b"\n") == b"ab\n\n"
 
 
 @pytest.mark.parametrize("offsets", [[0, 5], [3, 1], [-1, 2], [0, 2, 9]])
