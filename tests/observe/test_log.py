@@ -22,7 +22,9 @@ from kcodec.observe.log import CONTEXTS, Debug, debug_contexts, describe, redact
 from kcodec.protocol import REQUESTS, ApiKey
 
 PASSWORD = "pw-Zq81-never-logged"
-TOKEN = f"valid:{time.time() + 600}:tok-Xk2-never-logged"
+# valid for a day: the module is imported at collection, and a whole run may pass before
+# this test's turn comes
+TOKEN = f"valid:{time.time() + 86400}:tok-Xk2-never-logged"
 SSL_PASSWORD = "sslpw-Rr5-never-logged"
 FAST = dict(api_timeout_ms=15000, request_timeout_ms=10000)
 

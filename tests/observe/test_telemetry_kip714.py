@@ -69,15 +69,17 @@ def test_kcodec_client_pushes_to_kcodec_broker():
             reg = b.nodes[0].metrics.registry
             want = {"client_id": "tele-1", "node-id": "0",
                     "client_instance_id": str(p._engine.cluster._telemetry.instance_id)}
+            rep = p._engine.cluster._telemetry
             got = None
-            while got != 17 and time.monotonic() < deadline:
+            # the broker keeps a push before its answer reaches the client, which counts it
+            # only then: wait for both sides
+            while (got != 17 or rep.pushes < 1) and time.monotonic() < deadline:
                 time.sleep(0.1)
                 got = next((s.value for s in reg.snapshot()
                             if s.group == "kafka.server:ClientMetrics"
                             and s.name == "org.apache.kafka.producer.record.send.total"
                             and dict(s.tags) == want), None)
             assert got == 17
-            rep = p._engine.cluster._telemetry
             assert rep.pushes >= 1 and rep.subscription.push_interval_ms == 300
         (client,) = b.telemetry.clients.values()
         assert client.info["client_software_name"] == "kcodec"

@@ -258,6 +258,7 @@ def test_other_clients_are_served_while_maximal_requests_are():
         during = sum(1 for t in canary_done if sent < t < last)
         # The four take one large-request thread 3-14 s in all (0.7-2 s each on a quiet
         # machine); the canary made ~190 round trips a second of it on a 2-core machine at
-        # load 15-25, and 6 a second with every request in the small handlers (each handoff
-        # of its round trip queued behind four busy threads). 40 a second is the bound.
-        assert during >= 40 * (last - sent), (during, last - sent)
+        # load 15-25 and 30 a second beside a whole test run on two workers, but 6 a second
+        # with every request in the small handlers (each handoff of its round trip queued
+        # behind four busy threads). 12 a second is the bound: twice either side.
+        assert during >= 12 * (last - sent), (during, last - sent)
