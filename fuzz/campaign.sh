@@ -16,7 +16,9 @@
 # exec/s, coverage, corpus, UBSan reports. OUT is fuzz/ (git-ignored parts) unless FUZZ_OUT.
 #
 # Knobs (environment): MAX_LEN (longest input, default 1024), MAX_SECS (a wall-clock cap
-# for --runs, default none), KCODEC_FUZZ_INSTRUMENT (Python coverage: all, harness, none;
+# for --runs, default none), TIMEOUT (libFuzzer's -timeout per input, default 10 s; set it
+# above KCODEC_FUZZ_BROKER_WAIT_S where that is raised), KCODEC_FUZZ_INSTRUMENT (Python
+# coverage: all, harness, none;
 # default none with the ASan build, whose C coverage of the compiled twins guides the search
 # (atheris's Python instrumentation made each execution 8x slower there); all without it),
 # MERGE_INSTRUMENT (Python coverage for the merge, default all: an input that only reaches a
@@ -45,7 +47,7 @@ main() {
     fi
     export KCODEC_FUZZ_INSTRUMENT="$instr" PYTHON="$py"
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1:handle_segv=1:malloc_context_size=0}"
-    opts=(-timeout=10 -rss_limit_mb=3000 -malloc_limit_mb=1024 -print_final_stats=1
+    opts=("-timeout=${TIMEOUT:-10}" -rss_limit_mb=3000 -malloc_limit_mb=1024 -print_final_stats=1
           "-max_len=${MAX_LEN:-1024}")
     if [ -n "$runs" ]; then
         limit=("-runs=$runs"); [ -n "${MAX_SECS:-}" ] && limit+=("-max_total_time=$MAX_SECS")
