@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,38 @@ def test_pip_output_shows_the_work_and_a_line_while_pip_is_silent(tmp_path) -> N
     r = _bash(f"VPY={tmp_path / 'venv/bin/python'}; kcodec_pip install x || echo rc=$?",
               tmp_path, KCODEC_PIP_HEARTBEAT="5")
     assert r.stdout.strip() == "rc=3" and "Successfully installed" in r.stderr
+
+
+def _cache_cc(tmp_path: Path, *, ccache: bool, **env: str) -> subprocess.CompletedProcess:
+    """kcodec_compiler_cache with PATH holding only a fake ccache (or none) and tr."""
+    bin_ = tmp_path / "only"
+    bin_.mkdir(exist_ok=True)
+    (bin_ / "tr").unlink(missing_ok=True)
+    (bin_ / "tr").symlink_to(shutil.which("tr"))
+    fake = bin_ / "ccache"
+    fake.unlink(missing_ok=True)
+    if ccache:
+        fake.write_text("#!/bin/sh\nexec \"$@\"\n")
+        fake.chmod(0o755)
+    base = {k: v for k, v in os.environ.items() if k not in ("CC", "KCODEC_CCACHE")}
+    base["PATH"] = str(bin_)
+    base.update(env)
+    vpy = os.path.realpath(sys.executable)
+    return subprocess.run(
+        [shutil.which("bash"), "-c", f'set -euo pipefail; . scripts/_setup.sh; VPY="{vpy}"; '
+                                     'kcodec_compiler_cache; echo "CC=${CC:-}"'],
+        cwd=REPO, env=base, capture_output=True, text=True, timeout=60)
+
+
+def test_builds_go_through_ccache_where_it_is_installed(tmp_path) -> None:
+    import sysconfig
+
+    cc = sysconfig.get_config_var("CC")
+    r = _cache_cc(tmp_path, ccache=True)
+    assert r.returncode == 0, r.stderr
+    assert f"CC=ccache {cc}" in r.stdout.splitlines()            # the interpreter's command kept
+    assert "compiling through ccache" in r.stderr and "KCODEC_CCACHE=0" in r.stderr
+    assert _cache_cc(tmp_path, ccache=True, KCODEC_CCACHE="0").stdout.strip() == "CC="
+    assert _cache_cc(tmp_path, ccache=True, CC="clang").stdout.strip() == "CC=clang"   # kept
+    r = _cache_cc(tmp_path, ccache=False)
+    assert (r.returncode, r.stdout.strip(), r.stderr) == (0, "CC=", "")
