@@ -7,6 +7,11 @@ or, without touching code, ``KCODEC_PATCH=kafka_python,aiokafka`` in the environ
 listed adapters are installed by ``import kcodec`` (import kcodec before the client makes
 its consumers and producers, e.g. with ``python -c`` or ``sitecustomize``). Each module
 imports its peer only when installed; ``uninstall()`` restores the peer's own classes.
+
+    kafka_python.py   kafka-python builds and reads every record with kcodec
+    aiokafka.py       aiokafka builds and reads every record with kcodec
+    _core.py          what both share: batches and builders shaped as the peers', the patching
+    _peer.py          the hot paths the adapters need, from the twin ``kcodec._impl`` chose
 """
 
 from __future__ import annotations

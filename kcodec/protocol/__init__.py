@@ -17,6 +17,19 @@
   ``ApiKey`` names the keys (``ApiKey.METADATA == 3``).
 * Headers and frames: :mod:`kcodec.protocol.framing`; version negotiation:
   :mod:`kcodec.protocol.versions`; error codes: :class:`ErrorCode`.
+
+    api_keys.py        Kafka's API keys by name (generated with the messages)
+    messages/          the declarations of every message, generated from the specs
+    messages_index.py  every message class, built once from the declarations
+    _decl.py           the declaration records the generated modules use
+    _struct.py         message and struct classes built from the declarations, their plans
+    _plan.py           encode/decode plans, one per (struct class, version), choices resolved
+    engine.py          the plan interpreter ``kcodec._impl`` chose: encode and decode a struct
+    framing.py         request/response headers, whole frames, a streaming frame splitter
+    versions.py        version negotiation: the highest version both sides support
+    error_codes.py     the broker error codes as an enum: name, description, retriable flag
+    acl.py             Kafka's ACL model, shared by the broker's authorizer and admin calls
+    consumer.py        the consumer protocol's subscription and assignment (in group APIs)
 """
 
 from __future__ import annotations

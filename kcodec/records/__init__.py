@@ -17,6 +17,16 @@ Building: ``RecordBatchBuilder`` (magic 2) and ``MessageSetBuilder`` (magic 0/1)
 The names come from the modules of this package, each the face of one twin (``batch``,
 ``builder``, ``legacy``, ``columns``, ``segscan``), chosen once by ``kcodec._impl`` (see
 ``kcodec.IMPLEMENTATION``).
+
+    batch.py           reading records blobs: ``iter_batches``, ``RecordBatch``, ``Record``
+    legacy.py          MessageSet v0/v1: ``LegacyBatch`` and ``MessageSetBuilder``
+    builder.py         building v2 batches: ``RecordBatchBuilder``, ``record_size``, sizes
+    header.py          the fixed-size headers of a blob's entries: the owner of their layout
+    columns.py         columnar decode: one numpy/Arrow column per field
+    columns_encode.py  columnar encode: record batches straight from whole Arrow columns
+    segscan.py         scans that build no records: segment recovery, the produce check
+    segment.py         log segments: a memory-mapped ``.log`` with ``.index`` and ``.timeindex``
+    index.py           segment index files: the offset index and the time index
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""SASL pieces that the client and the broker share (see ``kcodec.sasl.scram``)."""
+"""SASL pieces that the client and the broker share.
+
+    scram.py   SCRAM's maths and message syntax (RFC 5802, RFC 7677), for both ends
+"""
