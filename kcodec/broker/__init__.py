@@ -9,11 +9,23 @@ protocol on real sockets, so any Kafka client works.
     with Cluster() as broker:            # one node, memory storage, a free port
         ... broker.bootstrap ...
 
-Layout: ``network`` (acceptor, processors, request channel, handler pool), ``apis`` (one
-handler per API), ``log`` (partition logs of segments, recovery, retention),
-``coordinator`` (groups, producer ids, transactions), ``authorizer`` (ACLs), ``security``
-(TLS, SASL), ``listeners``, ``hooks`` (test fault injection), ``cluster``
-(nodes and test controls), ``state`` (what the nodes share).
+    cluster.py     ``Cluster``: broker nodes in this process, and the controls tests need
+    node.py        one node: acceptors and processors per listener, a channel, a handler pool
+    state.py       what the nodes share: topics, partition leaders, the logs
+    listeners.py   several named endpoints per node, each with its own security protocol
+    purgatory.py   delayed operations: answers that wait for an event or a deadline
+    hooks.py       test hooks: see each request before its handler, change what happens
+    metrics.py     the broker's metrics, one registry per node, named as Kafka's MBeans
+    telemetry.py   KIP-714: client metrics subscriptions, and the metrics clients push
+    testing.py     deprecated (removed in 0.3): the fixtures are ``kcodec.testing.fixtures``
+    network/       acceptor, processors, request channel, handler pool
+    apis/          one handler per API, chosen on the key and checked on the version
+    log/           partition logs of segments, in memory or on disk: recovery, retention
+    coordinator/   groups, producer ids, transactions
+    share/         share groups on the share-partition leader (KIP-932)
+    authorizer/    ACLs, as Kafka's broker decides them
+    security/      TLS contexts and SASL mechanisms for listeners
+    config/        the broker's configs by Kafka's names, with Kafka's defaults
 """
 
 from kcodec import _moved

@@ -11,6 +11,28 @@
   and the supported ranges, so the client can retry with one it shares;
 * otherwise the test hooks (:mod:`kcodec.broker.hooks`) see the request first, then the
   handler answers; the response is encoded at the request's version.
+
+    registry.py         the table of API handlers and the versions the broker advertises
+    meta.py             ApiVersions, Metadata (with optional auto-creation), DescribeCluster
+    produce.py          Produce: validate, check producer sequences, append, answer
+    fetch.py            Fetch: whole batches from the leaders' logs, long-poll, sessions
+    fetch_sessions.py   the node's fetch session cache (KIP-227), as Kafka's FetchSessionCache
+    offsets.py          ListOffsets, OffsetForLeaderEpoch and DeleteRecords
+    topics.py           CreateTopics, DeleteTopics, CreatePartitions
+    classic_groups.py   FindCoordinator and the classic group APIs, with the offset APIs
+    consumer_groups.py  ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
+    share.py            the share-group APIs (KIP-932) and the share-group offset admin APIs
+    producers.py        InitProducerId: ids and epochs for idempotent and transactional producers
+    txn.py              AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, markers
+    txn_describe.py     ListTransactions and DescribeTransactions (KIP-664)
+    configs.py          DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+    quotas.py           DescribeClientQuotas and AlterClientQuotas (KIP-546)
+    scram.py            DescribeUserScramCredentials and AlterUserScramCredentials (KIP-554)
+    acls.py             DescribeAcls, CreateAcls and DeleteAcls over the cluster's authorizer
+    authz.py            what the handlers ask the authorizer (yes, with no authorizer)
+    sasl.py             SaslHandshake and SaslAuthenticate, as the handler pool sees them
+    telemetry.py        GetTelemetrySubscriptions and PushTelemetry (KIP-714)
+    util.py             small helpers shared by the handlers
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ users, and the rule for resources nobody wrote an ACL for.
     with Cluster(authorizer=Authorizer(super_users=["User:admin"]), ...) as c:
         c.authorizer.add(allow("User:alice", "READ", "TOPIC", "orders-", prefixed=True))
 
-* :mod:`.standard`: the :class:`Authorizer` (the decisions, the ACL table);
-* :mod:`.store`: the ACLs kept in ``acls.json`` of the data dir (written before an ACL
-  change is answered, so they survive a restart or a kill).
+    standard.py   the ``Authorizer``: the decisions (Kafka's StandardAuthorizer's), the ACL table
+    store.py      the ACLs in ``acls.json`` of the data dir, written before a change is answered
+                  (so they survive a restart or a kill)
 
 The ACL model itself (resource types, operations, :class:`~kcodec.protocol.acl.AclBinding`,
 filters) lives in :mod:`kcodec.protocol.acl`, where clients find it too. Which operation on

@@ -1,5 +1,12 @@
-"""The broker's configs by Kafka's names: types and validators (``types``), the broker
-configs it honours with Kafka's defaults (``broker``), and how ``Cluster`` reads them."""
+"""The broker's configs by Kafka's names, with Kafka's defaults, and how ``Cluster`` reads
+them.
+
+    types.py     Kafka's config types and validators, with Kafka's messages (its ConfigDef)
+    broker.py    the broker configs kcodec honours: Kafka 4.x's names, types and defaults
+    dynamic.py   dynamic broker configs: AlterConfigs on a BROKER resource, as KRaft takes them
+    topic.py     Kafka 4.x's topic configs: types, defaults, synonyms, what kcodec does with each
+    quotas.py    client quotas of users, client ids or ips (KIP-546)
+"""
 
 from __future__ import annotations
 

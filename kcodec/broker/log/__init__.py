@@ -7,12 +7,18 @@
     res = log.append(batch_bytes, now_ms=now)       # validated, offsets assigned in place
     data = log.read(res.base_offset, 1 << 20)        # whole batches, as stored
 
-Modules: ``config`` (topic configs), ``errors`` (LogError and its Kafka error codes),
-``validate`` (the produce checks and in-place offset assignment), ``convert``
-(down-conversion for Fetch v0-v3), ``segment`` (one segment's bytes, table and index
-files), ``partition`` (PartitionLog: roll, read, retention, truncation), ``cleaner``
-(compaction), ``epochs`` (the
-leader epoch cache), ``manager`` (LogManager: the data directory, checkpoints, recovery).
+    manager.py     ``LogManager``: a log per partition, the data directory, checkpoints, recovery
+    partition.py   ``PartitionLog``: segments in offset order; roll, read, retention, truncation
+    segment.py     one segment: its bytes, its table of batches, its index files
+    files.py       a bounded cache of the segment files' open descriptors, for the process
+    recovery.py    what a log's recovery at start cut off, and how it is reported
+    validate.py    the produce checks, and the offsets assigned in place
+    convert.py     down-conversion for Fetch v0-v3: v2 batches served as magic 0/1
+    cleaner.py     compaction: the last record per key
+    epochs.py      the leader epoch cache: where each leader epoch began
+    txnindex.py    the aborted-transactions index: a ``.txnindex`` file per segment
+    config.py      the topic configs the log honours, with Kafka's names and defaults
+    errors.py      ``LogError`` and the Kafka error code each carries
 """
 
 from kcodec.broker.log.cleaner import CleanStats

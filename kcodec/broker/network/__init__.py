@@ -4,15 +4,15 @@
                                ^                                              │
                                └────────────── response bytes ────────────────┘
 
-* :mod:`.acceptor`: one thread that accepts connections and hands them round-robin to the
-  processors;
-* :mod:`.processor`: each processor is a thread with its own asyncio loop that owns its
-  connections: it reads size-prefixed frames, parses the request header, and writes the
-  answers back in request order (one request per connection is processed at a time);
-* :mod:`.channel`: the queue between processors and handlers, with a global budget of
-  request bytes, booked as they arrive;
-* :mod:`.quotas`: connection limits per node and per client address;
-* :mod:`.handlers`: the pool of threads that run the API handlers.
+    acceptor.py    one thread that accepts connections, handed round-robin to the processors
+    processor.py   a thread with its own asyncio loop that owns its connections
+    channel.py     the queue between processors and handlers
+    handlers.py    the pool of threads that run the API handlers
+    quotas.py      connection limits per node and per client address
+
+A processor reads size-prefixed frames, parses the request header, and writes the answers
+back in request order (one request per connection is processed at a time). The channel
+keeps a global budget of request bytes, booked as they arrive.
 """
 
 from kcodec.broker.network.acceptor import Acceptor

@@ -3,6 +3,14 @@ authentication state, and TLS contexts for listeners.
 
     from kcodec.broker.security import SaslAuthenticator, PlainServer, ScramServer
     auth = SaslAuthenticator({"PLAIN": lambda: PlainServer({"alice": "secret"})})
+
+    listener.py        what a listener needs: TLS context, SASL mechanisms, the request gate
+    authenticator.py   per-connection SASL state for a listener
+    sasl.py            the server side of Kafka's SASL mechanisms
+    scram_store.py     the SCRAM credentials: changed and read by the SCRAM APIs, used by logins
+    secret.py          the broker's secret, from which fake SCRAM credentials are derived
+    principal.py       the principal of a TLS client certificate, as Kafka's default builder
+    tls.py             TLS contexts for listeners (and the matching client trust), from files
 """
 
 from kcodec.broker.security.authenticator import (

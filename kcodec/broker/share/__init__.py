@@ -1,6 +1,11 @@
-"""Share groups on the share-partition leader (KIP-932): the in-flight records of each
-share partition (:mod:`.partition`), the manager that serves ShareFetch and
-ShareAcknowledge and keeps the share sessions (:mod:`.manager`), the group configs
-(:mod:`.configs`) and the state kept in the data dir (:mod:`.store`). Membership and
-assignment are the share-group coordinator's
-(:mod:`kcodec.broker.coordinator.share_group`)."""
+"""Share groups on the share-partition leader (KIP-932).
+
+    partition.py   a share partition: its in-flight records, as one share group sees them
+    manager.py     every share partition this cluster leads, the share sessions, and the
+                   work of ShareFetch and ShareAcknowledge (Kafka's SharePartitionManager)
+    configs.py     group configs: the broker's defaults and the per-group overrides
+    store.py       share-group state in ``share_groups.jsonl`` of the data dir
+
+Membership and assignment are the share-group coordinator's
+(:mod:`kcodec.broker.coordinator.share_group`).
+"""
