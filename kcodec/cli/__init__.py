@@ -8,7 +8,8 @@ Each sub-command is one small module of this package that defines::
     def add_arguments(parser): ...         # argparse arguments
     def run(args) -> int: ...              # the exit code
 
-Modules are discovered, so adding a command is adding a file. A module imports only the
+Modules are discovered, so adding a command is adding a file (and its line in the map
+below). A module imports only the
 standard library and ``kcodec.cli`` at its top: the client, the broker and the protocol
 tables are imported where a command runs, and only the chosen command's options are built,
 so ``kcodec --version`` and ``kcodec --help`` start in a few tens of milliseconds.
@@ -16,6 +17,34 @@ so ``kcodec --version`` and ``kcodec --help`` start in a few tens of millisecond
 Exit codes: 0 success, 1 the work failed (bad data, broker error), 2 bad usage (argparse,
 with a suggestion for a misspelt option or command; also a command, or a command of
 sub-commands, given without one: what there is is listed), 130 SIGINT, 143 SIGTERM.
+
+    acls.py             ``kcodec acls list|add|remove``: ACLs, as kafka-acls.sh has them
+    broker.py           ``kcodec broker``: run a broker node (or a small cluster) until Ctrl-C
+    configs.py          ``kcodec configs describe|alter``: topic, broker and group configs
+    consume.py          ``kcodec consume``: print the records of topics
+    ctl.py              ``kcodec ctl``: ask a running ``kcodec run`` about itself, or steer it
+    demo.py             ``kcodec demo``: a local broker, records round-tripped with every codec
+    describe_groups.py  ``kcodec describe-groups``: state, protocol and members of groups
+    dump_log.py         ``kcodec dump-log``: the batches (and records) of log segments
+    groups.py           ``kcodec groups list|delete|reset-offsets``
+    info.py             ``kcodec info``: what this installation runs
+    lag.py              ``kcodec lag``: the records a group has still to consume, in total
+    metadata.py         ``kcodec metadata brokers|topics``: the cluster, as the brokers see it
+    offsets.py          ``kcodec offsets``: committed and end offsets of a group's partitions
+    pipeline.py         ``kcodec pipeline``: the whole data path on Spark, proved by its numbers
+    produce.py          ``kcodec produce``: send messages (arguments, or stdin) to a topic
+    quotas.py           ``kcodec quotas describe|alter``: client quotas (KIP-546)
+    run.py              ``kcodec run``: a handler over topics, with pullers and sinkers
+    topics.py           ``kcodec topics list|describe|create|delete``
+    transactions.py     ``kcodec transactions list|describe|abort|commit``, from outside
+    users.py            ``kcodec users list|set|delete``: SCRAM users (KIP-554)
+    _acls.py            the options and the work of ``kcodec acls``
+    _client.py          what the client commands share: connection options, tables, JSON lines
+    _format.py          kcat's ``-f`` format strings, for ``kcodec consume -f``
+    _groups.py          what describe-groups, offsets and lag share: groups and their offsets
+    _io.py              bytes in and out of the command line
+    _positions.py       where ``kcodec consume`` starts and stops in each partition
+    _security.py        the TLS and SASL options of the client commands
 """
 
 from __future__ import annotations

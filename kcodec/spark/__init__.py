@@ -16,6 +16,21 @@ top-level modules ``pyspark_kcodec`` and ``pyspark_kcodec_log``, in the Python i
 run (PYSPARK_PYTHON, or python3 from PATH), so only where that Python has kcodec[spark].
 Same schema, option names and semantics as Spark's built-in Kafka connector, no JVM jar:
 records move as Arrow batches decoded by kcodec (``decode_columns(layout="spark")``).
+
+    source.py         the ``kcodec`` data source: Spark's Kafka source and sink, in Python
+    stream.py         ``spark.readStream.format("kcodec")``: the micro-batch source
+    sink.py           ``df.write``/``df.writeStream.format("kcodec")``: Spark's Kafka sink
+    transactional.py  the exactly-once sink: a two-phase-commit transaction a task (KIP-939)
+    logsource.py      ``spark.read.format("kcodec-log")``: Kafka log directories read offline
+    _kafka.py         the Kafka side, without pyspark: offset ranges planned, read as Arrow
+    options.py        the options, read as Spark's Kafka connector reads them
+    schema.py         Spark schemas of the ``kcodec`` and ``kcodec-log`` sources
+    pushdown.py       filter pushdown of the batch source (pyspark >= 4.1)
+    groups.py         committing a streaming query's progress to a consumer group
+    security.py       Spark's ``kafka.*`` security options, as kcodec's client settings
+    reach.py          which brokers this machine can reach, and an error naming the cause
+    taskmetrics.py    what each task did: records, bytes, requests and their latency, seconds
+    workers.py        which Python Spark's workers run, and whether kcodec's sources load there
 """
 
 from __future__ import annotations

