@@ -26,9 +26,11 @@ defines itself, names only other libraries define (``os._exit``, a namedtuple's
 is private to its package). ``REACH_INS_ALLOWED`` lists the few made on purpose, each with
 the reason.
 
-A package docstring that maps its modules (names a ``name.py``) names every one: each
-module of the package (``name.py``) and subpackage (``name/``), so the map a reader opens
-first stays true.
+Every package with modules maps them in its docstring, one indented line each
+(``    name.py   what it does``, ``    name/   what it holds``): a package without a map, a
+module or subpackage the docstring does not name, and a map line for a name that is not
+there all fail, so the map a reader opens first stays true. A generated package's map is
+the ``MODULES`` list its generator writes.
 """
 
 from __future__ import annotations
@@ -205,23 +207,56 @@ def reach_ins(root: Path) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+_NAMED_MODULE = re.compile(r"(?<![\w/.])(\w+)\.py\b")             # name.py, not a/b.py
+_NAMED_PACKAGE = re.compile(r"(?<![\w/.])(\w+)/(?!\w)")            # name/, not a/b
+_MAP_LINE = re.compile(r"^[ \t]+(\w+)(\.py|/)(?=\s|$)", re.M)      # '    name.py   what'
+
+
 def undeclared_modules(root: Path) -> list[str]:
-    """Every module or subpackage of a kcodec package that its ``__init__.py`` docstring
-    does not name (``name.py`` or ``name/``, or ``name`` as a word)."""
+    """Every package of kcodec whose ``__init__.py`` docstring does not map its modules, as
+    'file: why': a package with modules (``name.py``) or subpackages (``name/``) and no map
+    (indented lines ``name.py   what it does``), one of them the docstring does not name, or
+    a map line for a name the package does not hold. A generated package's map is its
+    ``MODULES`` list, which its generator writes."""
     found = []
     for init in sorted((root / "kcodec").rglob("__init__.py")):
-        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
-        if not re.search(r"\w\.py\b", doc):
-            continue          # no map of modules (a face or a generated package)
+        rel = init.relative_to(root).as_posix()
         here = init.parent
-        children = [p.stem for p in here.glob("*.py") if p.name != "__init__.py"]
-        children += [p.name for p in here.iterdir()
-                     if p.is_dir() and (p / "__init__.py").is_file()]
-        for child in sorted(children):
-            if not re.search(rf"\b{re.escape(child)}(\.py|/|\b)", doc):
-                found.append(f"{init.relative_to(root).as_posix()}: the docstring does not "
-                             f"name {child}")
+        modules = {p.stem for p in here.glob("*.py") if p.name != "__init__.py"}
+        packages = {p.name for p in here.iterdir()
+                    if p.is_dir() and (p / "__init__.py").is_file()}
+        if not modules and not packages:
+            continue
+        text = init.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        if "Generated — do not edit" in text.partition('"""')[0]:
+            listed = _generated_modules(tree)
+            found += [f"{rel}: MODULES does not name {n}" for n in sorted(modules - listed)]
+            found += [f"{rel}: MODULES names {n}, which is not there"
+                      for n in sorted(listed - modules)]
+            continue
+        doc = ast.get_docstring(tree, clean=False) or ""     # a map keeps its indent
+        lines = _MAP_LINE.findall(doc)
+        if not lines:
+            found.append(f"{rel}: the docstring has no map of the package's modules "
+                         f"(a line '    name.py   what it does' for each)")
+            continue
+        found += [f"{rel}: the docstring does not name {n}.py"
+                  for n in sorted(modules - set(_NAMED_MODULE.findall(doc)))]
+        found += [f"{rel}: the docstring does not name {n}/"
+                  for n in sorted(packages - set(_NAMED_PACKAGE.findall(doc)))]
+        found += [f"{rel}: the map names {n}{kind}, which is not there"
+                  for n, kind in lines if n not in (modules if kind == ".py" else packages)]
     return found
+
+
+def _generated_modules(tree: ast.Module) -> set[str]:
+    """The names in a generated ``__init__``'s ``MODULES = [...]``."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "MODULES"):
+            return set(ast.literal_eval(node.value))
+    return set()
 
 
 def test_the_layers_hold() -> None:
@@ -257,12 +292,27 @@ def test_a_planted_reach_in_is_found(tmp_path: Path) -> None:
     assert [x.split(": ", 1)[0] for x in reach_ins(tree)] == ["kcodec/broker/__init__.py:3"]
 
 
-def test_a_module_missing_from_its_package_docstring_is_found(tmp_path: Path) -> None:
-    tree = _tree(tmp_path, {"kcodec/__init__.py": '"""The root: errors.py, face/."""\n',
-                            "kcodec/errors.py": "", "kcodec/extra.py": "",
-                            "kcodec/face/__init__.py": '"""No map here."""\n',
-                            "kcodec/face/x.py": ""})
-    assert undeclared_modules(tree) == ["kcodec/__init__.py: the docstring does not name extra"]
+def test_a_package_docstring_that_does_not_map_its_modules_is_found(tmp_path: Path) -> None:
+    root_doc = ('"""The root.\n\n    errors.py   the errors\n    face/       a face\n'
+                '    gen/        generated\n    empty/      nothing yet\n'
+                '    gone.py     moved away\n"""\n')
+    tree = _tree(tmp_path, {
+        "kcodec/__init__.py": root_doc,
+        "kcodec/errors.py": "", "kcodec/extra.py": "",
+        "kcodec/face/__init__.py": '"""No map: x.py is named in prose only."""\n',
+        "kcodec/face/x.py": "",
+        "kcodec/gen/__init__.py": '# Generated — do not edit.\n"""Made."""\nMODULES = ["a", "b"]\n',
+        "kcodec/gen/a.py": "", "kcodec/gen/c.py": "",
+        "kcodec/empty/__init__.py": '"""Nothing under it, so nothing to map."""\n',
+    })
+    assert [x.split(": ", 1)[0] + ": " + x.split(": ", 1)[1].split(" (")[0]
+            for x in undeclared_modules(tree)] == [
+        "kcodec/__init__.py: the docstring does not name extra.py",
+        "kcodec/__init__.py: the map names gone.py, which is not there",
+        "kcodec/face/__init__.py: the docstring has no map of the package's modules",
+        "kcodec/gen/__init__.py: MODULES does not name c",
+        "kcodec/gen/__init__.py: MODULES names b, which is not there",
+    ]
 
 
 def _tree(tmp: Path, files: dict[str, str]) -> Path:
