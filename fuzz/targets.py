@@ -914,19 +914,19 @@ def _client_outcome(data: bytes) -> list[Any]:
     chunks; check the connection's invariants after every step; return what happened."""
     from kcodec.client.net.core import MAX_FRAME, Connection
     from kcodec.errors import ProtocolError
-    from kcodec.protocol import RESPONSES
+    from kcodec.protocol import REQUESTS, RESPONSES
 
     o, o2 = _opt(data, 0), _opt(data, 1)
     conn = Connection("fuzz", max_frame=(1 << 16, 1 << 20, MAX_FRAME)[o % 3])
     expected: list[tuple[int, int, int]] = []
     for i in range(1 + (o >> 2) % 4):
         key, version = _CLIENT_CALLS[(o2 + 7 * i) % len(_CLIENT_CALLS)]
-        got = call("Connection.request", conn.request, key, {}, version)
+        got = call("Connection.request", conn.request, REQUESTS[key](), version)
         if got[0] != "ok":
             raise Finding(f"request {key} v{version} with default fields: {got}")
         expected.append((got[1][0], key, version))
     if o & 0x40:   # an acks=0 produce in the middle: its answer may or may not come
-        call("Connection.request", conn.request, 0, {}, 3, False)
+        call("Connection.request", conn.request, REQUESTS[0](), 3, False)
     payload = data[2:]
     step = (1, 3, 17, 1 << 30)[(o >> 4) % 4]
     events: list[Any] = []
@@ -938,7 +938,7 @@ def _client_outcome(data: bytes) -> list[Any]:
             if not conn.closed:
                 raise Finding("Connection.receive raised but left the connection open")
             try:
-                conn.request(18, {}, 0)
+                conn.request(REQUESTS[18](), 0)
             except ProtocolError:
                 pass
             else:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 
 from kcodec.client import Admin, Consumer, Producer
 from kcodec.client.net.core import Connection, Response
-from kcodec.protocol import RESPONSES, ErrorCode, encode_response
+from kcodec.protocol import RESPONSES, ApiVersionsRequest, ErrorCode, encode_response
 
 pytestmark = pytest.mark.peers
 FAST = dict(api_timeout_ms=15000, request_timeout_ms=10000)
@@ -94,7 +95,7 @@ def test_confluent_reads_what_kcodec_wrote(mock):
 
 
 # --------------------------------------------------------------------- sans-I/O units
-def _answer(conn: Connection, cid: int, body_bytes: bytes) -> list[Response]:
+def _answer(conn: Connection, cid: int, body_bytes: bytes) -> list[Response[Any]]:
     payload = cid.to_bytes(4, "big") + body_bytes
     return conn.receive(len(payload).to_bytes(4, "big") + payload)
 
@@ -124,7 +125,7 @@ def test_brokers_without_apiversions_v3_get_no_flexible_versions():
     R = RESPONSES[18]
     for av_max, join in ((2, 5), (3, 9)):
         c = Connection("t")
-        cid, _ = c.request(18, {}, av_max)
+        cid, _ = c.request(ApiVersionsRequest(), av_max)
         body = R(error_code=0, api_keys=[R.ApiVersion(api_key=18, min_version=0, max_version=av_max),
                                          R.ApiVersion(api_key=11, min_version=0, max_version=9),
                                          R.ApiVersion(api_key=3, min_version=0, max_version=12)])

@@ -20,7 +20,8 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.net.conn import BrokerConnection
-from kcodec.client.net.core import TOPIC_ID_VERSIONS, Response
+from kcodec.client.net.core import TOPIC_ID_VERSIONS
+from kcodec.client.net.wire import check_request
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.observe.log import Debug, get_logger
 from kcodec.protocol import ErrorCode, Request
@@ -260,21 +261,23 @@ class Cluster:
         request's response class (``type(req).RESPONSE``): the one round trip of the client.
         The API key comes from the request's class, the version from the broker's
         negotiated range unless given."""
-        return (await self._roundtrip(node_id, req, version, timeout, True)).body  # type: ignore[no-any-return]
+        conn = await self._connection_for(node_id, req)
+        return (await self._guard(conn.request(req, version, timeout))).body
 
     async def request_unanswered(self, node_id: int | None, req: Request[Any],
                                  version: int | None = None) -> None:
         """Send ``req`` expecting no answer (a Produce with acks=0)."""
-        await self._roundtrip(node_id, req, version, None, False)
+        conn = await self._connection_for(node_id, req)
+        await self._guard(conn.send(req, version))
 
-    async def _roundtrip(self, node_id: int | None, req: Request[Any], version: int | None,
-                         timeout: float | None, expect_response: bool) -> Response:
-        if not isinstance(req, Request):
-            raise TypeError(f"a request is a kcodec.protocol request object (FetchRequest, "
-                            f"...), not {type(req).__name__}")
-        conn = await (self.any_connection() if node_id is None else self.connection(node_id))
+    async def _connection_for(self, node_id: int | None, req: Request[Any]) -> BrokerConnection:
+        check_request(req)      # before connecting: a dict of fields is no request
+        return await (self.any_connection() if node_id is None else self.connection(node_id))
+
+    async def _guard(self, sent: Awaitable[T]) -> T:
+        """Await one round trip, noting when the cluster last answered or failed."""
         try:
-            resp = await conn.request(req.API_KEY, req, version, timeout, expect_response)
+            out = await sent
         except KcodecError as exc:
             self.last_fail, self.last_error = time.monotonic(), exc
             if getattr(exc, "after_handshake", False) and not self.last_ok:
@@ -283,7 +286,7 @@ class Cluster:
                 exc.retriable = False  # type: ignore[attr-defined]
             raise
         self.last_ok = time.monotonic()
-        return resp
+        return out
 
     async def call(self, make: Callable[[], Awaitable[T]], what: str,
                    deadline: float | None = None) -> T:

@@ -8,14 +8,17 @@ import os
 import socket
 import ssl
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kcodec.client.errors import BrokerNotAvailableError, KafkaTimeoutError, ResponseTooLargeError
 from kcodec.client.net.core import MAX_FRAME, Connection, Response
 from kcodec.client.net.wire import api_name as _api_name
+from kcodec.client.net.wire import check_request
 from kcodec.errors import KcodecError, ProtocolError
 from kcodec.observe.log import describe, get_logger
 from kcodec.protocol import ApiKey
+from kcodec.protocol import Request as RequestBody
+from kcodec.protocol import Response as ResponseBody
 
 if TYPE_CHECKING:
     from kcodec.client.metrics import ClientMetrics
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["BrokerConnection"]
 
 log = get_logger(__name__)
+R = TypeVar("R", bound=ResponseBody)
 _perf = time.perf_counter
 
 # connect() errors no amount of waiting changes for a broker that was never reached
@@ -56,7 +60,7 @@ class BrokerConnection:
         self.request_timeout = request_timeout
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._pending: dict[int, asyncio.Future] = {}
+        self._pending: dict[int, asyncio.Future[Response[Any]]] = {}
         self._task: asyncio.Task | None = None
         self.error: BaseException | None = None
         self.last_used = time.monotonic()
@@ -109,13 +113,10 @@ class BrokerConnection:
             raise err from None
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
-            resp = await self.request(ApiKey.API_VERSIONS, None, version=3, body_override=True,
-                                      timeout=timeout)
+            resp = await self.request(self.core.handshake_request(3), 3, timeout)
             if not self.core.on_api_versions(resp):
                 retry = self.core.api_versions_retry_version(resp)
-                resp = await self.request(ApiKey.API_VERSIONS, None, version=retry,
-                                          body_override=True,
-                                          timeout=timeout)
+                resp = await self.request(self.core.handshake_request(retry), retry, timeout)
                 self.core.on_api_versions(resp)
         except KafkaTimeoutError:
             self.close()
@@ -152,8 +153,8 @@ class BrokerConnection:
         """SASL on this connection (at connect, and again when the session ends: KIP-368)."""
         assert self.security is not None
 
-        def send(api_key: int, body: Any, version: int) -> Any:
-            return self.request(api_key, body, version, timeout, _auth=True)
+        async def send(req: RequestBody[R], version: int) -> Response[R]:
+            return await self.request(req, version, timeout, _auth=True)
         self._reauth_at = await self.security.authenticate(
             send, self.core.broker_versions, f"{self.host}:{self.port}")
 
@@ -168,21 +169,31 @@ class BrokerConnection:
                     self.close(exc if isinstance(exc, KcodecError) else None)
                     raise
 
-    async def request(self, api_key: int, body: Any, version: int | None = None,
-                      timeout: float | None = None, expect_response: bool = True,
-                      body_override: bool = False, _auth: bool = False) -> Response:
-        if not _auth and (self._reauth_at is not None and time.monotonic() >= self._reauth_at
-                          or self._auth_lock is not None and self._auth_lock.locked()):
+    async def request(self, req: RequestBody[R], version: int | None = None,
+                      timeout: float | None = None, _auth: bool = False) -> Response[R]:
+        """Send ``req`` (the API key is its class's) and await its answer, of the request's
+        response class."""
+        resp = await self._send(req, version, timeout, True, _auth)
+        assert resp is not None     # an answer was awaited: it came, or _send raised
+        return resp
+
+    async def send(self, req: RequestBody[Any], version: int | None = None) -> None:
+        """Send ``req`` expecting no answer (a Produce with acks=0)."""
+        await self._send(req, version, None, False, False)
+
+    async def _send(self, req: RequestBody[Any], version: int | None, timeout: float | None,
+                    expect_response: bool, auth: bool) -> Response[Any] | None:
+        check_request(req)
+        if not auth and (self._reauth_at is not None and time.monotonic() >= self._reauth_at
+                         or self._auth_lock is not None and self._auth_lock.locked()):
             await self._reauthenticate()
         if not self.alive:
             raise self.error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} is closed")
-        if body_override:   # the handshake
-            cid, data = self.core.handshake(version or 0)
-        else:
-            cid, data = self.core.request(api_key, body, version, expect_response)
+        cid, data = self.core.request(req, version, expect_response)
+        api_key = req.API_KEY
         self.last_used = time.monotonic()
         assert self._writer is not None
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Response[Any]] = asyncio.get_running_loop().create_future()
         if expect_response:
             self._pending[cid] = fut
         self._writer.write(data)
@@ -194,11 +205,10 @@ class BrokerConnection:
         if dbg is not None and dbg.protocol:
             log.debug("-> node %s %s v%s cid %s (%d bytes): %s", self.node_id,
                       _api_name(api_key), self.core.last_version() if expect_response and
-                      self.core.in_flight else version, cid, len(data),
-                      "ApiVersions" if body_override else describe(body))
+                      self.core.in_flight else version, cid, len(data), describe(req))
         if not expect_response:
             await self._writer.drain()
-            return Response(cid, api_key, -1, None)
+            return None
         try:
             if self._writer.transport.get_write_buffer_size() > 1 << 20:
                 await self._writer.drain()

@@ -31,13 +31,15 @@ import mmap
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kcodec.client.errors import KafkaError, ResponseTooLargeError
 from kcodec.client.net import requests
 from kcodec.client.net import wire as _wire
 from kcodec.errors import KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import REQUESTS, ApiKey, ErrorCode
+from kcodec.protocol import REQUESTS, ApiKey, ApiVersionsRequest, ApiVersionsResponse, ErrorCode
+from kcodec.protocol import Request as RequestBody
+from kcodec.protocol import Response as ResponseBody
 from kcodec.protocol.versions import first_version_with
 
 __all__ = ["Connection", "Response", "CLIENT_VERSIONS", "MAX_FRAME"]
@@ -111,14 +113,18 @@ TOPIC_ID_VERSIONS: dict[int, int] = {
     if (v := first_version_with(REQUESTS[k], "topic_id")) is not None}
 
 
+R = TypeVar("R", bound=ResponseBody)
+
+
 @dataclass
-class Response:
-    """One decoded response, for the request with ``correlation_id``."""
+class Response(Generic[R]):
+    """One decoded response, for the request with ``correlation_id``; ``body`` is of the
+    request's response class (``Response[FetchResponse]`` answers a ``FetchRequest``)."""
 
     correlation_id: int
     api_key: int
     version: int
-    body: Any
+    body: R
 
 
 class Connection:
@@ -141,12 +147,16 @@ class Connection:
         self.closed = False
 
     # ------------------------------------------------------------------ versions
-    def handshake(self, version: int = 3) -> tuple[int, bytes]:
-        """The ApiVersions request that opens a connection."""
-        return self.request(ApiKey.API_VERSIONS, requests.api_versions(version, _version()),
-                            version)
+    @staticmethod
+    def handshake_request(version: int = 3) -> ApiVersionsRequest:
+        """The ApiVersions request that opens a connection, for ``version``."""
+        return requests.api_versions(version, _version())
 
-    def on_api_versions(self, resp: Response) -> bool:
+    def handshake(self, version: int = 3) -> tuple[int, bytes]:
+        """The ApiVersions request that opens a connection, framed (``request``)."""
+        return self.request(self.handshake_request(version), version)
+
+    def on_api_versions(self, resp: Response[ApiVersionsResponse]) -> bool:
         """Record the broker's versions. False means: retry the handshake at the version
         ``api_versions_retry_version`` gives (the broker does not speak the one sent)."""
         body = resp.body
@@ -163,7 +173,7 @@ class Connection:
         return True
 
     @staticmethod
-    def api_versions_retry_version(resp: Response) -> int:
+    def api_versions_retry_version(resp: Response[ApiVersionsResponse]) -> int:
         """After UNSUPPORTED_VERSION: the highest ApiVersions version the broker listed
         (KIP-511: its v0 error body names its own range), else 0."""
         for k in resp.body.api_keys or ():
@@ -192,19 +202,21 @@ class Connection:
         return v
 
     # ------------------------------------------------------------------ requests
-    def request(self, api_key: int, body: Any, version: int | None = None,
+    def request(self, req: RequestBody[Any], version: int | None = None,
                 expect_response: bool = True) -> tuple[int, bytes]:
-        """(correlation_id, frame bytes) of a request; remember it as in flight."""
+        """(correlation_id, frame bytes) of ``req`` (the API key is its class's); remember
+        it as in flight."""
+        _wire.check_request(req)
         if self.closed:
             raise ProtocolError("connection is closed")
+        api_key = req.API_KEY
         if version is None:
             version = self.version(api_key)
         cid = self._next_id
         self._next_id = (cid + 1) & 0x7FFFFFFF
-        data = _wire.encode_request(api_key, version, cid, self.client_id, body)
+        data = _wire.encode_request(req, version, cid, self.client_id)
         if expect_response:
-            self._inflight.append((cid, api_key, version,
-                                   _wire.response_limits(api_key, body)))
+            self._inflight.append((cid, api_key, version, _wire.response_limits(req)))
         else:
             self._unanswered.add(cid)
             if len(self._unanswered) > 10000:
@@ -223,7 +235,7 @@ class Connection:
         return self._inflight[-1][2] if self._inflight else None
 
     # ------------------------------------------------------------------ responses
-    def receive(self, data: Any) -> list[Response]:
+    def receive(self, data: Any) -> list[Response[Any]]:
         """Feed received bytes; return the responses they complete (in request order)."""
         out = []
         payload = None
@@ -304,7 +316,7 @@ class Connection:
         self._head = bytearray()
         self._body = None
 
-    def _decode(self, payload: memoryview) -> Response | None:
+    def _decode(self, payload: memoryview) -> Response[Any] | None:
         if len(payload) < 4:
             raise ProtocolError(f"response frame of {len(payload)} bytes has no header")
         cid = struct.unpack_from(">i", payload, 0)[0]

@@ -27,13 +27,14 @@ from __future__ import annotations
 import random
 import ssl
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kcodec.client.errors import SaslAuthenticationError, SslAuthenticationError
 from kcodec.client.net import requests
 from kcodec.client.net.sasl import MECHANISMS, SaslMechanismError, TokenCache, make_mechanism
 from kcodec.protocol import ApiKey, ErrorCode
+from kcodec.protocol import Request as RequestBody
+from kcodec.protocol import Response as ResponseBody
 
 # The re-authentication jitter's own generator (not the application's global ``random``).
 _RNG = random.Random()
@@ -119,7 +120,14 @@ def tls_error(host: str, port: int, exc: ssl.SSLError) -> SslAuthenticationError
     return SslAuthenticationError(f"TLS handshake with {host}:{port} failed: {why}")
 
 
-Request = Callable[..., Awaitable["Response"]]
+R = TypeVar("R", bound=ResponseBody)
+
+
+class Send(Protocol):
+    """How a connection sends one SASL request at ``version`` and awaits its typed answer
+    (the API key is the request class's)."""
+
+    async def __call__(self, req: RequestBody[R], version: int) -> Response[R]: ...
 
 
 class Security:
@@ -146,9 +154,9 @@ class Security:
         """None for PLAINTEXT (nothing to do)."""
         return None if cfg.security_protocol == "PLAINTEXT" else cls(cfg)
 
-    async def authenticate(self, request: Request, versions: dict[int, tuple[int, int]] | None,
+    async def authenticate(self, send: Send, versions: dict[int, tuple[int, int]] | None,
                            where: str) -> float | None:
-        """Run the SASL exchange through ``request(api_key, body, version)``.
+        """Run the SASL exchange through ``send(req, version)``.
 
         Returns when the session must be re-authenticated (monotonic seconds) or None.
         """
@@ -162,21 +170,20 @@ class Security:
             mech = make_mechanism(self.mechanism, self.username, self._password, self.tokens)
         except SaslMechanismError as exc:
             raise SaslAuthenticationError(f"{where}: {exc}") from None
-        r = await request(ApiKey.SASL_HANDSHAKE, requests.sasl_handshake(self.mechanism), 1)
-        if r.body.error_code:
-            offered = ", ".join(r.body.mechanisms or ()) or "none"
-            if r.body.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
+        hs = (await send(requests.sasl_handshake(self.mechanism), 1)).body
+        if hs.error_code:
+            offered = ", ".join(hs.mechanisms or ()) or "none"
+            if hs.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
                 raise SaslAuthenticationError(
                     f"{where} does not enable SASL mechanism {self.mechanism} "
                     f"(it offers: {offered})")
             raise SaslAuthenticationError(
-                f"{where}: SaslHandshake failed with error {r.body.error_code}")
+                f"{where}: SaslHandshake failed with error {hs.error_code}")
         started = time.monotonic()
         out: bytes | None = mech.first()
         lifetime = 0
         while out is not None:
-            r = await request(ApiKey.SASL_AUTHENTICATE, requests.sasl_authenticate(out), auth_v)
-            body = r.body
+            body = (await send(requests.sasl_authenticate(out), auth_v)).body
             if body.error_code:
                 detail = body.error_message or f"error {body.error_code}"
                 server_error = getattr(mech, "server_error", None)  # OAUTHBEARER: the JSON

@@ -3,9 +3,9 @@
 The client builds its requests as the generated message classes (kcodec.client.net.requests)
 with every field it knows; encoding for the negotiated version leaves out the fields that
 version lacks (the message's ``for_version``), as franz-go's kmsg writes only the fields of
-the version set on a request. A plain dict of field names is still taken (``build``), but a name the
-message does not have is a ``TypeError``, as the classes themselves raise. Responses decode
-into the protocol's message objects.
+the version set on a request. Only those objects are taken: the API key is the request
+class's (``API_KEY``), and anything else (a dict of field names) is a ``TypeError``.
+Responses decode into the protocol's message objects.
 
 What an answer may hold is bounded where its request says (``response_limits``): a Metadata
 answer describes at most the topics asked for (all topics: ``METADATA_MAX_TOPICS``), and at
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.errors import DecodeLimitError, KcodecError, ProtocolError, UnsupportedVersionError
-from kcodec.protocol import REQUESTS, RESPONSES, ApiKey
+from kcodec.errors import DecodeLimitError, KcodecError, ProtocolError
+from kcodec.protocol import REQUESTS, RESPONSES, ApiKey, Request
 from kcodec.protocol import decode_response as _decode_response
 from kcodec.protocol import encode_request as _encode_request
 
-__all__ = ["encode_request", "decode_response", "response_limits", "build", "api_name",
+__all__ = ["encode_request", "check_request", "decode_response", "response_limits", "api_name",
            "METADATA_MAX_BROKERS", "METADATA_MAX_TOPICS", "METADATA_MAX_PARTITIONS",
            "METADATA_MAX_REPLICAS"]
 
@@ -35,41 +35,31 @@ METADATA_MAX_PARTITIONS = 1_000_000  # of all topics of one answer together
 METADATA_MAX_REPLICAS = 4_000_000    # ids in all replica (isr, offline) lists together
 
 
-def build(cls: type, value: Any, version: int) -> Any:
-    """A ``cls`` object from a dict of field names (recursively) with only the fields
-    ``version`` has; a name ``cls`` does not have is a ``TypeError``."""
-    return cls.from_dict(value).for_version(version)  # type: ignore[attr-defined]
-
-
 def api_name(api_key: int) -> str:
     cls = REQUESTS.get(api_key)
     return cls.NAME[: -len("Request")] if cls is not None else f"API {api_key}"
 
 
-def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
-                   body: Any) -> bytes:
-    """A whole request frame (int32 size, header, body)."""
-    cls = REQUESTS.get(api_key)
-    if cls is None:
-        raise UnsupportedVersionError(f"API key {api_key} is not known to kcodec")
-    if body is None:
-        msg = cls()
-    elif isinstance(body, dict):
-        msg = build(cls, body, version)
-    elif type(body) is cls:
-        msg = body.for_version(version)
-    else:
-        raise TypeError(f"{ApiKey(api_key).name} takes a {cls.__name__}, "
-                        f"not a {type(body).__name__}")
-    return _encode_request(msg, version, correlation_id, client_id)
+def check_request(req: object) -> None:
+    """A ``TypeError`` unless ``req`` is a request object (a dict of fields is not one)."""
+    if not isinstance(req, Request):
+        raise TypeError(f"a request is a kcodec.protocol request object (FetchRequest, "
+                        f"...), not {type(req).__name__}")
 
 
-def response_limits(api_key: int, body: Any) -> dict[str, int] | None:
-    """The limits (``decode_struct``'s) of the answer to the request ``body`` (see the
-    module docstring), or None."""
-    if api_key != ApiKey.METADATA:
+def encode_request(req: Request[Any], version: int, correlation_id: int,
+                   client_id: str | None) -> bytes:
+    """A whole request frame (int32 size, header, body) of ``req`` at ``version``."""
+    check_request(req)
+    return _encode_request(req.for_version(version), version, correlation_id, client_id)
+
+
+def response_limits(req: Request[Any]) -> dict[str, int] | None:
+    """The limits (``decode_struct``'s) of the answer to ``req`` (see the module
+    docstring), or None."""
+    if req.API_KEY != ApiKey.METADATA:
         return None
-    topics = getattr(body, "topics", None)
+    topics = getattr(req, "topics", None)
     # no topics named: every topic (None), or none -- but an empty list is every topic at
     # v0, and the client asks for none only to learn the brokers
     return {"MetadataResponse.brokers": METADATA_MAX_BROKERS,

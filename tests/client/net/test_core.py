@@ -14,7 +14,7 @@ from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.conn import BrokerConnection
 from kcodec.client.net.core import Connection
 from kcodec.errors import ProtocolError
-from kcodec.protocol import ApiVersionsResponse, MetadataResponse, encode_response
+from kcodec.protocol import ApiVersionsResponse, MetadataRequest, MetadataResponse, encode_response
 
 
 def _api_versions(cid: int) -> bytes:
@@ -193,7 +193,7 @@ def test_fake_peer_fails_pending_requests(behaviour, exc, match) -> None:
         async with server:
             conn = await BrokerConnection("127.0.0.1", port, 0, "t", 1.0).connect(2.0)
             # two requests in flight: both fail, neither hangs
-            reqs = [asyncio.ensure_future(conn.request(3, {"topics": []})) for _ in range(2)]
+            reqs = [asyncio.ensure_future(conn.request(MetadataRequest(topics=[]))) for _ in range(2)]
             t0 = time.monotonic()
             results = await asyncio.wait_for(asyncio.gather(*reqs, return_exceptions=True), 5)
             assert time.monotonic() - t0 < 3
@@ -202,7 +202,7 @@ def test_fake_peer_fails_pending_requests(behaviour, exc, match) -> None:
             assert isinstance(results[0], exc) and match in str(results[0])
             assert not conn.alive
             with pytest.raises((ProtocolError, KafkaTimeoutError, BrokerNotAvailableError)):
-                await conn.request(3, {"topics": []})
+                await conn.request(MetadataRequest(topics=[]))
 
     asyncio.run(main())
 

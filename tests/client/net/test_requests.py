@@ -12,18 +12,42 @@ import pytest
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES
 from kcodec.client.net.wire import encode_request
-from kcodec.protocol import ApiKey, ErrorCode, MetadataRequest, ProduceRequest, decode_request
+from kcodec.protocol import ErrorCode, MetadataRequest, decode_request
 
 
 def test_an_unknown_request_field_is_an_error() -> None:
     """A misspelled field used to be dropped without a word, the request going out with its
     default instead."""
     with pytest.raises(TypeError, match="MetadataRequest has no field 'topcs'"):
-        encode_request(ApiKey.METADATA, 9, 0, "c", {"topcs": None})
+        MetadataRequest(topcs=None)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="MetadataRequestTopic has no field 'nme'"):
-        encode_request(ApiKey.METADATA, 9, 0, "c", {"topics": [{"nme": "t"}]})
-    with pytest.raises(TypeError, match="METADATA takes a MetadataRequest, not a ProduceRequest"):
-        encode_request(ApiKey.METADATA, 9, 0, "c", ProduceRequest())
+        MetadataRequest.MetadataRequestTopic(nme="t")  # type: ignore[call-arg]
+
+
+def test_a_dict_of_fields_is_no_request() -> None:
+    """Only request objects go out (the API key is their class's): a dict of field names,
+    the old untyped body, is refused at every layer before anything is sent."""
+    import asyncio
+
+    from kcodec.client.config import ClientConfig
+    from kcodec.client.net.cluster import Cluster
+    from kcodec.client.net.core import Connection
+
+    refused = "a request is a kcodec.protocol request object .*, not dict"
+    with pytest.raises(TypeError, match=refused):
+        encode_request({"topics": None}, 9, 0, "c")  # type: ignore[arg-type]
+    c = Connection("c")
+    with pytest.raises(TypeError, match=refused):
+        c.request({"topics": None}, 9)  # type: ignore[arg-type]
+    assert c.in_flight == 0
+
+    async def main() -> None:
+        cl = Cluster(ClientConfig(bootstrap_servers="127.0.0.1:1"))
+        with pytest.raises(TypeError, match=refused):   # before any connection is tried
+            await cl.request(None, {"topics": None})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=refused):
+            await cl.request_unanswered(None, {"acks": 0})  # type: ignore[arg-type]
+    asyncio.run(main())
 
 
 def test_a_typed_request_is_written_with_the_fields_of_its_version() -> None:
@@ -36,7 +60,7 @@ def test_a_typed_request_is_written_with_the_fields_of_its_version() -> None:
     assert (v13.topic_data[0].name, v13.topic_data[0].topic_id) == ("", tid)
     assert req.topic_data[0].name == "t"                    # the caller's object is untouched
     for version in (12, 13):
-        frame = encode_request(ApiKey.PRODUCE, version, 7, "c", req)
+        frame = encode_request(req, version, 7, "c")
         _hdr, body = decode_request(frame[4:])
         assert body == req.for_version(version)
     # a field the version lacks, with a value: left out (Metadata v3 has no auto-creation flag)

@@ -18,7 +18,7 @@ from kcodec.client.net.cluster import Cluster
 from kcodec.client.net.core import Connection
 from kcodec.client.net.wire import METADATA_MAX_TOPICS, response_limits
 from kcodec.errors import DecodeLimitError, ProtocolError
-from kcodec.protocol import ApiKey, ApiVersionsResponse, MetadataResponse, encode_response
+from kcodec.protocol import ApiVersionsResponse, FetchRequest, MetadataResponse, encode_response
 from tests.support.fake_kafka import FakeKafka
 
 M = MetadataResponse
@@ -42,7 +42,7 @@ def _empty_topics(n: int, cid: int) -> bytes:
 
 def test_a_million_topics_for_one_asked_is_refused_at_its_count() -> None:
     c = _connected()
-    cid, _ = c.request(ApiKey.METADATA, requests.metadata(["t"], False))
+    cid, _ = c.request(requests.metadata(["t"], False))
     frame = _empty_topics(1_000_000, cid)
     assert len(frame) > 26_000_000
     tracemalloc.start()
@@ -61,20 +61,20 @@ def test_a_million_topics_for_one_asked_is_refused_at_its_count() -> None:
 
 
 def test_every_topic_asked_for_has_its_own_limit() -> None:
-    assert response_limits(ApiKey.METADATA, requests.metadata(None, False))[
+    assert response_limits(requests.metadata(None, False))[
         "MetadataResponse.topics"] == METADATA_MAX_TOPICS
-    assert response_limits(ApiKey.METADATA, requests.metadata(["a", "b"], False))[
+    assert response_limits(requests.metadata(["a", "b"], False))[
         "MetadataResponse.topics"] == 2
     # none named is every topic at v0 (the client asks so to learn the brokers)
-    assert response_limits(ApiKey.METADATA, requests.metadata([], False))[
+    assert response_limits(requests.metadata([], False))[
         "MetadataResponse.topics"] == METADATA_MAX_TOPICS
-    assert response_limits(ApiKey.FETCH, None) is None
+    assert response_limits(FetchRequest()) is None
     c = _connected()
-    cid, _ = c.request(ApiKey.METADATA, requests.metadata(None, False))
+    cid, _ = c.request(requests.metadata(None, False))
     with pytest.raises(ProtocolError, match="more than the limit of 250000"):
         c.receive(_empty_topics(METADATA_MAX_TOPICS + 1, cid))
     c = _connected()
-    cid, _ = c.request(ApiKey.METADATA, requests.metadata(None, False))
+    cid, _ = c.request(requests.metadata(None, False))
     (got,) = c.receive(_empty_topics(1000, cid))
     assert len(got.body.topics) == 1000
 
