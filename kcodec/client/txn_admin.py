@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.client.coordinator import Coordinator
-from kcodec.client.errors import KafkaError
+from kcodec.client.errors import COORDINATOR_CODES, KafkaError
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import Cluster
 from kcodec.client.producer.transactions import PreparedTxnState
@@ -30,7 +30,6 @@ from kcodec.errors import UnsupportedVersionError
 from kcodec.protocol import (
     ApiKey,
     DescribeTransactionsRequest,
-    ErrorCode,
     ListTransactionsRequest,
     Request,
     Response,
@@ -123,8 +122,7 @@ async def describe_transactions(cluster: Cluster, transactional_ids: Iterable[st
         async def go() -> Any:
             body = await coord.request(DescribeTransactionsRequest(transactional_ids=[tid]))
             (s,) = body.transaction_states
-            if s.error_code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            if s.error_code in COORDINATOR_CODES:    # per id: Coordinator sees the top level
                 coord.forget()
             if s.error_code:
                 raise KafkaError(s.error_code, f"describe transaction {tid!r}")
