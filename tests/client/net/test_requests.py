@@ -4,13 +4,21 @@ set derived from ErrorCode as Java's InvalidMetadataException classes are."""
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
+import kcodec
+from kcodec.client.config import ClientConfig
 from kcodec.client.net import requests
-from kcodec.client.net.cluster import REFRESH_CODES
+from kcodec.client.net.cluster import REFRESH_CODES, Cluster
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.client.net.core import Connection
 from kcodec.client.net.wire import encode_request
 from kcodec.protocol import ErrorCode, MetadataRequest, decode_request
 
@@ -27,12 +35,6 @@ def test_an_unknown_request_field_is_an_error() -> None:
 def test_a_dict_of_fields_is_no_request() -> None:
     """Only request objects go out (the API key is their class's): a dict of field names,
     the old untyped body, is refused at every layer before anything is sent."""
-    import asyncio
-
-    from kcodec.client.config import ClientConfig
-    from kcodec.client.net.cluster import Cluster
-    from kcodec.client.net.core import Connection
-
     refused = "a request is a kcodec.protocol request object .*, not dict"
     with pytest.raises(TypeError, match=refused):
         encode_request({"topics": None}, 9, 0, "c")  # type: ignore[arg-type]
@@ -47,6 +49,11 @@ def test_a_dict_of_fields_is_no_request() -> None:
             await cl.request(None, {"topics": None})  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=refused):
             await cl.request_unanswered(None, {"acks": 0})  # type: ignore[arg-type]
+        bc = BrokerConnection("127.0.0.1", 1, 0, "c", 1.0)   # never connected
+        with pytest.raises(TypeError, match=refused):
+            await bc.request({"topics": None})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=refused):
+            await bc.send({"acks": 0})  # type: ignore[arg-type]
     asyncio.run(main())
 
 
@@ -125,3 +132,65 @@ def test_a_fetched_partitions_transient_error_is_retried_not_raised(code: ErrorC
             while not got and time.monotonic() < deadline:
                 got += [r.value for rs in c.poll(0.1).values() for r in rs]
     assert answered == [code] and got == [b"v"]
+
+
+_TYPED_GOOD = '''\
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.client.net.core import Connection, Response
+from kcodec.protocol import ApiVersionsResponse, MetadataRequest, MetadataResponse, SaslHandshakeRequest
+
+
+async def f(cl: Cluster, conn: BrokerConnection) -> None:
+    md: MetadataResponse = await cl.request(None, MetadataRequest())
+    ports: list[int] = [b.port for b in md.brokers]
+    r = await conn.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+    mechs: list[str] = r.body.mechanisms
+    av: Response[ApiVersionsResponse] = await conn.request(Connection.handshake_request(3), 3)
+    keys: list[int] = [k.api_key for k in av.body.api_keys]
+    await conn.send(MetadataRequest())
+    await cl.request_unanswered(None, MetadataRequest())
+'''
+
+_TYPED_BAD = '''\
+from kcodec.client.net.cluster import Cluster
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.client.net.core import Connection
+from kcodec.protocol import ApiKey, MetadataRequest, SaslHandshakeRequest
+
+
+async def f(cl: Cluster, conn: BrokerConnection, c: Connection) -> None:
+    md = await cl.request(None, MetadataRequest())
+    md.brokerz
+    r = await conn.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+    x: str = r.body.error_code
+    c.request({"topics": None})
+    await conn.request(ApiKey.METADATA, MetadataRequest())
+'''
+
+
+@pytest.mark.slow
+def test_mypy_types_the_round_trip_at_every_layer(tmp_path: Path) -> None:
+    """The answer's type comes from the request object through the cluster, the connection
+    and its core: mypy sees a misspelt response field and a wrongly typed read, and refuses
+    a dict body and the old form with the API key beside the request."""
+    pytest.importorskip("mypy", reason="mypy comes with the test extra")
+    root = str(Path(kcodec.__file__).resolve().parents[1])
+    cmd = [sys.executable, "-m", "mypy", "--no-incremental", "--python-version", "3.10",
+           "--follow-imports", "silent", "--cache-dir", str(tmp_path / "cache")]
+    (tmp_path / "good.py").write_text(_TYPED_GOOD, encoding="utf-8")
+    (tmp_path / "bad.py").write_text(_TYPED_BAD, encoding="utf-8")
+    r = subprocess.run([*cmd, str(tmp_path / "good.py")], capture_output=True, text=True,
+                       cwd=root, timeout=600)
+    assert r.returncode == 0, r.stdout
+    r = subprocess.run([*cmd, str(tmp_path / "bad.py")], capture_output=True, text=True,
+                       cwd=root, timeout=600)
+    out = r.stdout
+    assert r.returncode == 1, out
+    assert 'bad.py:9: error: "MetadataResponse" has no attribute "brokerz"' in out, out
+    assert 'bad.py:11: error: Incompatible types in assignment (expression has type "int", ' \
+           'variable has type "str")' in out, out
+    assert 'bad.py:12: error: Argument 1 to "request" of "Connection" has incompatible type ' \
+           '"dict[str, None]"' in out, out
+    assert 'bad.py:13: error: Argument 1 to "request" of "BrokerConnection" has ' \
+           'incompatible type "ApiKey"' in out, out
