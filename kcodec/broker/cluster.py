@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 from kcodec.broker.authorizer import AclStore, Authorizer
 from kcodec.broker.coordinator.classic_group import GroupCoordinator, coordinator_index
 from kcodec.broker.coordinator.consumer_group import ConsumerGroupCoordinator
+from kcodec.broker.coordinator.offsets import OffsetStore
 from kcodec.broker.coordinator.producers import ProducerIds
 from kcodec.broker.coordinator.share_group import ShareGroupCoordinator
 from kcodec.broker.coordinator.txn import TxnCoordinator
@@ -319,7 +320,8 @@ class Cluster:
             self.timer.stop()
             raise
         cfg = self.config
-        self.groups = GroupCoordinator(self.timer, self.data_dir,
+        self.offsets = OffsetStore(self.data_dir)   # every group's committed offsets
+        self.groups = GroupCoordinator(self.timer, self.offsets,
                                        initial_rebalance_delay_ms=self._initial_delay,
                                        min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
                                        max_session_timeout_ms=cfg["group.max.session.timeout.ms"])
@@ -389,7 +391,7 @@ class Cluster:
             return True
         with self.groups.lock:
             g = self.groups.groups.get(group_id)
-            return g is not None and bool(g.members or g.offsets)
+            return g is not None and (bool(g.members) or self.offsets.has_offsets(group_id))
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -443,7 +445,7 @@ class Cluster:
     def delete_topic(self, name: str) -> None:
         """Delete a topic, its logs, and the groups' and transactions' state of it."""
         self.state.delete_topic(name)
-        self.groups.delete_topic(name)
+        self.offsets.delete_topic(name)
         self.txns.forget_topic(name)
         self.share.forget_topic(name)
 

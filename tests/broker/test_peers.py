@@ -247,7 +247,7 @@ def test_mixed_consumer_group_rebalances_and_commits(kb):
     allv = seen["ck"] + seen["kp"] + seen["kc"]
     assert sorted(set(allv)) == expected(900)
     assert len(allv) == 900, "a record was read twice: commits or fencing were lost"
-    committed = kb.groups.committed("mix")
+    committed = kb.offsets.committed("mix")
     assert sum(o for o, _e, _m in committed.values()) == 900
 
 

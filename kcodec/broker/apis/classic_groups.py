@@ -2,7 +2,10 @@
 OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups.
 
 Each group has one coordinator node (``Cluster.coordinator_for``); the others answer
-NOT_COORDINATOR. The work is done by :class:`~kcodec.broker.coordinator.GroupCoordinator`.
+NOT_COORDINATOR. The work is done by :class:`~kcodec.broker.coordinator.GroupCoordinator`
+(membership, and whether a commit or an offset delete is allowed) and, for a consumer-protocol
+group, by the KIP-848 coordinator; the offsets themselves are kept by
+:class:`~kcodec.broker.coordinator.OffsetStore` (``Cluster.offsets``).
 """
 
 from __future__ import annotations
@@ -235,7 +238,7 @@ def _fetch_offsets(node: Any, req: Any, group_id: str, topics: Any,
             else _not_coordinator(node, group_id))
     if code:
         return code, []
-    committed = node.cluster.groups.committed(group_id)
+    committed = node.cluster.offsets.committed(group_id)
     every = topics is None
     if topics is None:
         names: dict[str, list[int]] = {}
@@ -398,7 +401,7 @@ def list_groups(node: Node, req: Incoming[ListGroupsRequest]) -> Answer[ListGrou
 
 def _delete_consumer_group(node: Any, gid: str) -> int:
     """A consumer-protocol group (KIP-848) is deleted when it has no members; its
-    committed offsets, kept with the classic groups', go with it."""
+    committed offsets (and the Empty classic record a commit made) go with it."""
     code = node.cluster.consumer_groups.delete(gid)
     if not code:
         node.cluster.groups.delete_group(gid)    # GROUP_ID_NOT_FOUND: it committed nothing

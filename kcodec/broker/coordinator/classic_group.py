@@ -1,4 +1,4 @@
-"""The group coordinator, classic protocol: membership, rebalances and committed offsets.
+"""The group coordinator, classic protocol: membership and rebalances.
 
 States (as Kafka names them)::
 
@@ -15,17 +15,17 @@ timeout is removed. Static members (``group_instance_id``) keep their place acro
 a rejoin under the same instance id takes over the old member id's assignment without a
 rebalance (a returning leader gets the member list with ``skip_assignment``).
 
-Committed offsets are kept per group, and with a data dir appended to
-``consumer_offsets.jsonl`` (compacted when loaded), so a restart keeps them, with each
-group's protocol type (an Empty group keeps it, as in Kafka).
+Committed offsets live in :class:`~kcodec.broker.coordinator.offsets.OffsetStore`, whose lock
+this coordinator shares; here an OffsetCommit is checked against the generation and an
+OffsetDelete against the members' subscriptions. A commit outside a generation, or a
+transaction's, makes an Empty group (:meth:`GroupCoordinator.keep`). The store's log keeps
+each group's protocol type too (an Empty group keeps it, as in Kafka), so the groups it read
+back exist after a restart.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import json
-import os
-import threading
 import time
 import uuid
 import zlib
@@ -33,6 +33,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcodec.broker.coordinator.offsets import OffsetStore
 from kcodec.protocol import ErrorCode
 
 __all__ = ["GroupCoordinator", "Group", "Member", "JoinResult"]
@@ -83,13 +84,15 @@ class Group:
     leader: str | None = None
     members: OrderedDict = field(default_factory=OrderedDict)   # member id -> Member
     static: dict = field(default_factory=dict)                  # instance id -> member id
-    offsets: dict = field(default_factory=dict)   # (topic, partition) -> (offset, epoch, metadata)
     rebalance_deadline: float = 0.0
     rebalance_token: int = 0
 
 
 class GroupCoordinator:
-    def __init__(self, timer: Any, data_dir: str | None = None, *,
+    """The classic groups of one cluster; their committed offsets are ``offsets``'s (a
+    store of its own, in memory, when none is given)."""
+
+    def __init__(self, timer: Any, offsets: OffsetStore | None = None, *,
                  initial_rebalance_delay_ms: int = 0, min_session_timeout_ms: int = 1,
                  max_session_timeout_ms: int = 1800000) -> None:
         self.timer = timer
@@ -97,66 +100,32 @@ class GroupCoordinator:
         #: Cluster passes the broker's configs, Kafka's 6000 and 1800000 by default)
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
-        self.lock = threading.RLock()
+        self.offsets = OffsetStore() if offsets is None else offsets
+        self.lock = self.offsets.lock     # one lock: a commit checks and writes in one step
         self.groups: dict[str, Group] = {}
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
-        self._path = None if data_dir is None else os.path.join(data_dir, "consumer_offsets.jsonl")
-        self._file: Any = None
-        self._load()
+        for group_id, protocol_type in self.offsets.kept_groups():
+            self.groups[group_id] = Group(group_id, protocol_type=protocol_type)
         timer.every(0.25, self._expire_sessions)
 
-    # ------------------------------------------------------------------ offsets on disk
-    def _load(self) -> None:
-        if self._path is None:
-            return
-        if os.path.exists(self._path):
-            with open(self._path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue   # a torn last line after a crash
-                    g = self.groups.setdefault(rec["g"], Group(rec["g"]))
-                    if "pt" in rec:      # the group's protocol type, kept while it is Empty
-                        g.protocol_type = rec["pt"]
-                    elif rec.get("del"):
-                        if "t" in rec:
-                            g.offsets.pop((rec["t"], rec["p"]), None)
-                        else:
-                            self.groups.pop(rec["g"], None)
-                    else:
-                        g.offsets[(rec["t"], rec["p"])] = (rec["o"], rec.get("e", -1), rec.get("m"))
-        tmp = self._path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            for g in self.groups.values():
-                if g.protocol_type:
-                    f.write(json.dumps({"g": g.group_id, "pt": g.protocol_type}) + "\n")
-                for (t, p), (o, e, m) in g.offsets.items():
-                    f.write(json.dumps({"g": g.group_id, "t": t, "p": p, "o": o, "e": e, "m": m}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
-        self._file = open(self._path, "a", encoding="utf-8")
-
-    def log_records(self, recs: list[dict]) -> None:
-        """Append ``recs`` to the group log (the offsets and groups a restart reads back)."""
-        if self._file is not None and recs:
-            self._file.write("".join(json.dumps(r) + "\n" for r in recs))
-            self._file.flush()
-
     def close(self) -> None:
+        """Close the offsets log, then answer waiting joins and syncs COORDINATOR_NOT_AVAILABLE."""
         with self.lock:
-            if self._file is not None:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
-                self._file = None
+            self.offsets.close()
             for g in self.groups.values():
                 for m in g.members.values():
                     for fut in (m.join, m.sync):
                         if fut is not None and not fut.done():
                             fut.set_result(JoinResult(E.COORDINATOR_NOT_AVAILABLE) if fut is m.join
                                            else (E.COORDINATOR_NOT_AVAILABLE, b""))
+
+    def keep(self, group_id: str) -> Group:
+        """The record of ``group_id``, made Empty when there is none: committed offsets make a
+        group exist, as in Kafka (the caller holds the lock)."""
+        g = self.groups.get(group_id)
+        if g is None or g.state == "Dead":
+            g = self.groups[group_id] = Group(group_id)
+        return g
 
     # ------------------------------------------------------------------ membership
     def session_timeout_error(self, session_timeout_ms: int) -> int:
@@ -179,16 +148,14 @@ class GroupCoordinator:
         if not protocol_type or not protocols:
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL)
         with self.lock:
-            g = self.groups.get(group_id)
-            if g is None or g.state == "Dead":
-                g = self.groups[group_id] = Group(group_id, offsets=g.offsets if g else {})
+            g = self.keep(group_id)
             if g.members and (g.protocol_type != protocol_type or not self._common(g, protocols, member_id)):
                 return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL)
             if member_id and member_id not in g.members:
                 return JoinResult(E.UNKNOWN_MEMBER_ID, member_id=member_id)
             if g.protocol_type != protocol_type:
                 g.protocol_type = protocol_type
-                self.log_records([{"g": group_id, "pt": protocol_type}])
+                self.offsets.log_protocol_type(group_id, protocol_type)
             if not member_id and instance_id is not None and instance_id in g.static:
                 old = g.members.pop(g.static[instance_id], None)
                 member_id = f"{instance_id}-{uuid.uuid4()}"
@@ -422,7 +389,7 @@ class GroupCoordinator:
                 if dead:
                     self._after_removal(g)
 
-    # ------------------------------------------------------------------ offsets
+    # ------------------------------------------------------------------ offset rules
     def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                offsets: list[tuple[str, int, int, int, str | None]]) -> int:
         with self.lock:
@@ -431,8 +398,7 @@ class GroupCoordinator:
                 # as Kafka: generation -1 commits to a group without members are accepted,
                 # whatever member id they carry (an admin client, or a consumer that assigns
                 # its partitions itself)
-                if g is None or g.state == "Dead":
-                    g = self.groups[group_id] = Group(group_id, offsets=g.offsets if g else {})
+                self.keep(group_id)
             elif generation < 0 and not member_id and instance_id is None:
                 return E.UNKNOWN_MEMBER_ID
             else:
@@ -444,17 +410,8 @@ class GroupCoordinator:
                 if g.state == "CompletingRebalance":
                     return E.REBALANCE_IN_PROGRESS
                 m.last_seen = time.monotonic()
-            recs = []
-            for topic, part, offset, epoch, meta in offsets:
-                g.offsets[(topic, part)] = (offset, epoch, meta)
-                recs.append({"g": group_id, "t": topic, "p": part, "o": offset, "e": epoch, "m": meta})
-            self.log_records(recs)
+            self.offsets.commit(group_id, offsets)
             return 0
-
-    def committed(self, group_id: str) -> dict:
-        with self.lock:
-            g = self.groups.get(group_id)
-            return dict(g.offsets) if g is not None else {}
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
                        subscribed: set[str] | None = None) -> tuple[int, dict]:
@@ -475,15 +432,10 @@ class GroupCoordinator:
                 subscribed = self._subscribed_topics(g)
                 every = subscribed is None
             out: dict = {}
-            recs = []
             for tp in partitions:
-                if every or (subscribed is not None and tp[0] in subscribed):
-                    out[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
-                    continue
-                out[tp] = 0
-                if g.offsets.pop(tp, None) is not None:
-                    recs.append({"g": group_id, "t": tp[0], "p": tp[1], "del": True})
-            self.log_records(recs)
+                refused = every or (subscribed is not None and tp[0] in subscribed)
+                out[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC if refused else 0
+            self.offsets.delete(group_id, [tp for tp, code in out.items() if not code])
             return 0, out
 
     def _subscribed_topics(self, g: Group) -> set[str] | None:
@@ -502,13 +454,6 @@ class GroupCoordinator:
                 return None
         return topics
 
-    def delete_topic(self, topic: str) -> None:
-        with self.lock:
-            for g in self.groups.values():
-                for tp in [tp for tp in g.offsets if tp[0] == topic]:
-                    del g.offsets[tp]
-                    self.log_records([{"g": g.group_id, "t": tp[0], "p": tp[1], "del": True}])
-
     def delete_group(self, group_id: str) -> int:
         with self.lock:
             # sessions that ran out since the last sweep (every 0.25 s) end now, as Kafka's
@@ -522,7 +467,7 @@ class GroupCoordinator:
                 return E.NON_EMPTY_GROUP
             g.state = "Dead"
             del self.groups[group_id]
-            self.log_records([{"g": group_id, "del": True}])
+            self.offsets.delete_group(group_id)
             return 0
 
 

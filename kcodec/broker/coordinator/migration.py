@@ -17,8 +17,8 @@ as in Kafka 4.0; ``upgrade``, ``downgrade`` or ``disabled``):
   assignments, the group epoch as generation, and a rebalance begins (their next Heartbeat
   says REBALANCE_IN_PROGRESS) so the classic leader assigns the partitions the leaver had.
 
-Committed offsets live in the classic coordinator's group record either way, so neither
-direction loses them.
+Committed offsets live in the offset store (:mod:`kcodec.broker.coordinator.offsets`), which
+neither direction touches, so neither loses them.
 """
 
 from __future__ import annotations
@@ -130,13 +130,11 @@ def upgrade(consumer: Any, classic: Any, group_id: str) -> bool:
 def downgrade(consumer: Any, classic: Any, cg: Any) -> None:
     """Turn the consumer group ``cg``, whose members are all classic, into a classic group
     that starts a rebalance (the caller holds ``consumer.lock``)."""
-    from kcodec.broker.coordinator.classic_group import Group, Member
+    from kcodec.broker.coordinator.classic_group import Member
 
     A = ConsumerProtocolAssignment
     with classic.lock:
-        g = classic.groups.get(cg.group_id)
-        if g is None or g.state == "Dead":
-            g = classic.groups[cg.group_id] = Group(cg.group_id, offsets=g.offsets if g else {})
+        g = classic.keep(cg.group_id)
         g.generation = max(g.generation, cg.epoch)
         g.protocol_type = "consumer"
         names = None

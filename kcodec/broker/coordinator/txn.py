@@ -437,7 +437,7 @@ class TxnCoordinator:
                             E(code).name)
         if commit:
             for group_id, offsets in t.offsets.items():
-                _commit_group_offsets(self.cluster.groups, group_id, offsets)
+                _commit_group_offsets(self.cluster, group_id, offsets)
         t.partitions, t.groups, t.offsets = set(), set(), {}
         t.ongoing = (-1, -1)
         t.state = "CompleteCommit" if commit else "CompleteAbort"
@@ -550,16 +550,10 @@ def write_marker(cluster: Any, topic: str, index: int, pid: int, epoch: int,
     return 0
 
 
-def _commit_group_offsets(groups: Any, group_id: str, offsets: dict) -> None:
-    """Write a committed transaction's offsets into the group (members or not)."""
-    from kcodec.broker.coordinator.classic_group import Group
-
-    with groups.lock:
-        g = groups.groups.get(group_id)
-        if g is None:
-            g = groups.groups[group_id] = Group(group_id, offsets={})
-        recs = []
-        for (topic, part), (offset, epoch, meta) in offsets.items():
-            g.offsets[(topic, part)] = (offset, epoch, meta)
-            recs.append({"g": group_id, "t": topic, "p": part, "o": offset, "e": epoch, "m": meta})
-        groups.log_records(recs)
+def _commit_group_offsets(cluster: Any, group_id: str, offsets: dict) -> None:
+    """Write a committed transaction's offsets for the group (members or not; a group that
+    had none exists from now on, Empty)."""
+    with cluster.groups.lock:
+        cluster.groups.keep(group_id)
+        cluster.offsets.commit(group_id, [(topic, part, offset, epoch, meta) for
+                                          (topic, part), (offset, epoch, meta) in offsets.items()])

@@ -212,4 +212,4 @@ def test_confluent_kafka_consumer_protocol_manual_assign_commits():
             assert [(x.partition, x.offset, x.error) for x in done] == [(0, 5, None), (1, 5, None)]
         finally:
             con.close()
-        assert c.groups.committed("manual")[("t", 0)][0] == 5
+        assert c.offsets.committed("manual")[("t", 0)][0] == 5

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kcodec.broker.coordinator import GroupCoordinator
+from kcodec.broker.coordinator import GroupCoordinator, OffsetStore
 from kcodec.broker.purgatory import Timer
 from kcodec.protocol import ErrorCode
 
@@ -122,9 +122,9 @@ def test_static_member_rejoins_without_a_rebalance(gc):
 def test_offsets_commit_fetch_delete_and_persistence(tmp_path):
     timer = Timer()
     try:
-        gc = GroupCoordinator(timer, str(tmp_path))
+        gc = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
         assert gc.commit("g", -1, "", None, [("t", 0, 42, 3, "m"), ("t", 1, 7, -1, None)]) == 0
-        assert gc.committed("g") == {("t", 0): (42, 3, "m"), ("t", 1): (7, -1, None)}
+        assert gc.offsets.committed("g") == {("t", 0): (42, 3, "m"), ("t", 1): (7, -1, None)}
         a = result(join(gc))
         assert gc.commit("g", a.generation_id + 5, a.member_id, None, [("t", 0, 1, -1, "")]) \
             == E.ILLEGAL_GENERATION
@@ -134,11 +134,11 @@ def test_offsets_commit_fetch_delete_and_persistence(tmp_path):
         gc.leave("g", [(a.member_id, None)])
         assert gc.delete_offsets("g", [("t", 1)]) == (0, {("t", 1): 0})
         gc.close()
-        gc2 = GroupCoordinator(timer, str(tmp_path))   # a restart reads them back
-        assert gc2.committed("g") == {("t", 0): (42, 3, "m")}
+        gc2 = GroupCoordinator(timer, OffsetStore(str(tmp_path)))   # a restart reads them back
+        assert gc2.offsets.committed("g") == {("t", 0): (42, 3, "m")}
         assert gc2.delete_group("g") == 0 and gc2.delete_group("g") == E.GROUP_ID_NOT_FOUND
         gc2.close()
-        assert GroupCoordinator(timer, str(tmp_path)).committed("g") == {}
+        assert GroupCoordinator(timer, OffsetStore(str(tmp_path))).offsets.committed("g") == {}
     finally:
         timer.stop()
 
