@@ -111,7 +111,8 @@ def upgrade(consumer: Any, classic: Any, group_id: str) -> bool:
             cg.members[m.member_id] = cm
             cg.target[m.member_id] = {t: set(ps) for t, ps in mine.items()}
         cg.partition_counts = consumer.count_partitions({t for m in cg.members.values() for t in m.topics})
-        # the classic group keeps its offsets only; a rebalance in flight is answered
+        # the classic record stays, Empty (the offsets are the store's); a rebalance in
+        # flight is answered
         for m in g.members.values():
             if m.join is not None and not m.join.done():
                 m.join.set_result(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS,
