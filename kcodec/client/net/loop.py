@@ -35,6 +35,11 @@ class LoopThread:
         self._thread.start()
         _running.add(self)
 
+    @property
+    def alive(self) -> bool:
+        """Whether the thread still runs its loop (false after ``shutdown``)."""
+        return self._thread.is_alive()
+
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
@@ -60,7 +65,7 @@ class LoopThread:
     def shutdown(self, timeout: float = 1.0) -> None:
         """Cancel every task on the loop, wait up to ``timeout`` seconds for them to end,
         stop the loop and its thread (from another thread)."""
-        if not self._thread.is_alive() or threading.current_thread() is self._thread:
+        if not self.alive or threading.current_thread() is self._thread:
             return
         try:
             fut = asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop)
@@ -105,6 +110,6 @@ def shared_loop() -> LoopThread:
     """The process-wide client loop thread (started on first use)."""
     global _shared
     with _lock:
-        if _shared is None or not _shared._thread.is_alive():
+        if _shared is None or not _shared.alive:
             _shared = LoopThread()
         return _shared

@@ -65,6 +65,6 @@ def test_the_exit_handler_ends_every_task_of_every_loop_thread() -> None:
         lt.submit(coro)
     time.sleep(0.1)
     L._shutdown_all()
-    assert not lt._thread.is_alive()
+    assert not lt.alive
     assert asyncio.all_tasks(lt.loop) == set()
     assert sorted(started) == ["spawner", "stubborn"]
