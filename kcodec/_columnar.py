@@ -261,13 +261,16 @@ class HeadersColumn:
             and self.values.equals(other.values)
         )
 
-    def _layout(self) -> tuple[bool, bool, bool, bool]:
+    @property
+    def layout(self) -> tuple[bool, bool, bool, bool]:
+        """What the Arrow type depends on: (large keys, large values, 64-bit offsets,
+        Spark's shape)."""
         return (self.keys.is_large, self.values.is_large, self.offsets.dtype.itemsize == 8,
                 self.spark)
 
     def arrow_type(self) -> Any:
         """The pyarrow type of the column: a list of key/value structs."""
-        layout = self._layout()
+        layout = self.layout
         return _arrow_types(("headers", layout), lambda pa: _headers_type(pa, *layout))
 
     def to_arrow(self) -> Any:
@@ -383,7 +386,7 @@ class RecordColumns:
 
     def arrow_schema(self) -> Any:
         """The ``pyarrow.Schema`` of ``to_arrow()`` (it depends on the offset widths)."""
-        layout = (self.key.is_large, self.value.is_large, self.headers._layout(),
+        layout = (self.key.is_large, self.value.is_large, self.headers.layout,
                   self.is_control is not None, self.layout)
 
         def make(pa: Any) -> Any:
