@@ -128,7 +128,7 @@ class RecoveryTracker:
     """Accumulates a recovery scan batch by batch (shared by ``recover`` and the CLI)."""
 
     __slots__ = ("segment", "valid_bytes", "batches", "records", "first_offset",
-                 "last_offset", "max_timestamp", "reason", "error", "_base", "_top")
+                 "last_offset", "max_timestamp", "reason", "error", "base", "top")
 
     def __init__(self, segment: LogSegment) -> None:
         self.segment = segment
@@ -140,8 +140,9 @@ class RecoveryTracker:
         self.max_timestamp = -1
         self.reason: str | None = None
         self.error: KcodecError | None = None
-        self._base = segment.base_offset
-        self._top = self._base + _INT32_MAX   # relative offsets must fit an int32
+        # the offsets a batch of the segment may hold: relative offsets must fit an int32
+        self.base = segment.base_offset
+        self.top = self.base + _INT32_MAX
 
     @property
     def stopped(self) -> bool:
@@ -167,10 +168,10 @@ class RecoveryTracker:
             self.error = crc_error
             return self._stop("checksum mismatch")
         first, last = batch.base_offset, batch.last_offset
-        if not self._base <= first <= last <= self._top:
+        if not self.base <= first <= last <= self.top:
             self.error = CorruptDataError(
                 f"batch offsets {first}-{last} do not fit a segment with base offset "
-                f"{self._base}", batch.position)
+                f"{self.base}", batch.position)
             return self._stop("offset out of range")
         return None
 
@@ -462,7 +463,7 @@ class LogSegment:
 
     def _scan(self, buf: Any, track: RecoveryTracker) -> None:
         """The broker's recovery scan of ``buf`` into ``track`` (no record decoding)."""
-        base, top = track._base, track._top
+        base, top = track.base, track.top
         valid, count, records, first, last, max_ts = 0, 0, 0, None, None, -1
         pos, done = 0, False
         # The fast path skips runs of valid v2 batches (compiled: in C, no objects); the
