@@ -206,7 +206,10 @@ class Struct:
         return tuple(fi.decl for fi in cls._info)
 
     @classmethod
-    def _plan_for(cls, version: int, flexible: bool) -> P.StructPlan:
+    def plan_for(cls, version: int, flexible: bool) -> P.StructPlan:
+        """The compiled plan of this struct at ``version`` inside a message that is (or is
+        not) ``flexible`` there, compiled once; a message's ``plan`` and the plans of the
+        structs that hold this one build on it."""
         key = (version, flexible)
         plan = cls._plans.get(key)
         if plan is None:
@@ -254,7 +257,7 @@ class Message(Struct):
             return cls._vplans[version]
         except (KeyError, TypeError):
             cls.check_version(version)
-            plan = cls._vplans[version] = cls._plan_for(version, cls.is_flexible(version))
+            plan = cls._vplans[version] = cls.plan_for(version, cls.is_flexible(version))
             return plan
 
     def encode(self, version: int) -> bytes:
@@ -335,7 +338,7 @@ def _compile(cls: type[Struct], version: int, msg_flexible: bool) -> P.StructPla
         sub = None
         elem_code = 0
         if fi.struct_cls is not None:
-            sub = fi.struct_cls._plan_for(version, msg_flexible)
+            sub = fi.struct_cls.plan_for(version, msg_flexible)
         if fi.is_array:
             code = P.CARRAY if flexible else P.ARRAY
             elem_code = _op_code(fi, fi.elem, flexible)
