@@ -64,20 +64,13 @@ def share_records(records: Iterable[Record], topic: str, partition: int,
                               f"{type(records).__name__}") from None
     out = []
     new = ShareRecord.__new__
+    init = Record.__init__
     for r in it:
         if not isinstance(r, Record):
             raise EncodeTypeError(f"records must hold Record objects, not {type(r).__name__}")
         s = new(ShareRecord)
-        s.offset = r.offset
-        s.timestamp = r.timestamp
-        s.timestamp_type = r.timestamp_type
-        s.key = r.key
-        s.value = r.value
-        s.headers = r.headers
-        s.attributes = r.attributes
-        s.size_in_bytes = r.size_in_bytes
-        s.checksum = None
-        s._computed_crc = None
+        init(s, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers,
+             r.attributes, r.size_in_bytes)          # no checksum: a share record has none
         s.topic = topic
         s.partition = partition
         s.delivery_count = delivery_count
