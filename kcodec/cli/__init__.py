@@ -115,13 +115,15 @@ class Parser(argparse.ArgumentParser):
     with that sub-command's usage, not the top level's) and suggest the option or command
     meant."""
 
+    leaf = False    # no sub-commands: an argument it does not know is its error (mark_leaves)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         ns, extras = super().parse_known_args(args, namespace)
-        if extras and getattr(self, "_leaf", False):
+        if extras and self.leaf:
             self.error(_unrecognized(self, extras))
         return ns, extras
 
@@ -165,8 +167,8 @@ def _suggest(parser: argparse.ArgumentParser, message: str) -> str:
 def mark_leaves(parser: argparse.ArgumentParser) -> None:
     """A parser without sub-commands reports arguments it does not know itself."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        parser._leaf = True  # type: ignore[attr-defined]
+    if not subs and isinstance(parser, Parser):
+        parser.leaf = True
     for a in subs:
         for child in a.choices.values():
             mark_leaves(child)
@@ -196,7 +198,7 @@ def build_parser(command: str | None = None, full_help: bool = False) -> argpars
                            epilog=examples(ex) if ex else None)
         if command is None or command == mod.NAME:
             mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(run_command=mod.run)
     mark_leaves(parser)
     return parser
 
@@ -229,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kcodec.errors import KcodecError
 
     try:
-        return int(args._run(args) or 0)
+        return int(args.run_command(args) or 0)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
