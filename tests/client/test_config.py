@@ -14,6 +14,7 @@ from kcodec.client import (
     AsyncAdmin,
     AsyncConsumer,
     AsyncProducer,
+    ClientClosedError,
     Consumer,
     ConsumerConfig,
     Producer,
@@ -138,6 +139,31 @@ def test_a_consumer_takes_a_dict_first_like_the_producer(cluster) -> None:
     asyncio.run(main())
     with Admin({"bootstrap.servers": cluster.bootstrap, "api.timeout.ms": "20000"}) as a:
         assert a.config.api_timeout_ms == 20000 and "s" in a.list_topics()
+
+
+def test_a_consumer_takes_a_built_config_as_it_is(cluster) -> None:
+    """A ConsumerConfig given as config= is the consumer's own (its hooks with it): the
+    blocking Consumer drives an AsyncConsumer on the very configuration it built."""
+    cfg = ConsumerConfig.from_kwargs(bootstrap_servers=cluster.bootstrap, group_id="x",
+                                     interceptors=[_Counting])
+    assert AsyncConsumer(config=cfg).config is cfg
+    with pytest.raises(TypeError, match="beside a ConsumerConfig"):
+        AsyncConsumer(config=cfg, group_id="y")
+    with pytest.raises(ClientClosedError, match="not started"):
+        _ = AsyncConsumer(config=cfg).rebalancer
+    with Consumer(config=cfg) as c:
+        assert c.config is cfg and c.poll(0.1) == {}
+    assert _Counting.made == 1                     # one set of interceptors for both faces
+
+
+class _Counting:
+    made = 0
+
+    def __init__(self) -> None:
+        type(self).made += 1
+
+    def on_consume(self, records):
+        return records
 
 
 def test_topics_without_a_group_point_to_assign() -> None:

@@ -271,10 +271,13 @@ class _Common:
                 self._engine.rewind_held()
 
 
+_NOT_STARTED = "the consumer is not started: await start() or use async with"
+
+
 class AsyncConsumer(_Common):
     """The asyncio consumer: ``async with AsyncConsumer(...) as c: await c.poll()``."""
 
-    def __init__(self, *topics: Any, config: Mapping[str, Any] | None = None,
+    def __init__(self, *topics: Any, config: Mapping[str, Any] | ConsumerConfig | None = None,
                  **kwargs: Any) -> None:
         self.config, self._topics = _settings(topics, config, kwargs)
         self._eng: ConsumerEngine | None = None
@@ -283,8 +286,16 @@ class AsyncConsumer(_Common):
     @property
     def _engine(self) -> ConsumerEngine:  # type: ignore[override]
         if self._eng is None:
-            raise ClientClosedError("the consumer is not started: await start() or use async with")
+            raise ClientClosedError(_NOT_STARTED)
         return self._eng
+
+    @property
+    def rebalancer(self) -> Rebalancer:
+        """The started consumer's rebalance driver (rebalance.py): its engine and its
+        auto-commit, which the blocking ``Consumer`` drives from the polling thread."""
+        if self._eng is None:
+            raise ClientClosedError(_NOT_STARTED)
+        return self._rebalancer
 
     async def start(self) -> AsyncConsumer:
         """Connect (and subscribe to the topics given); ``async with`` calls it."""
@@ -455,16 +466,16 @@ class Consumer(_Common):
                 print(record.partition, record.offset, record.value)
     """
 
-    def __init__(self, *topics: Any, config: Mapping[str, Any] | None = None,
+    def __init__(self, *topics: Any, config: Mapping[str, Any] | ConsumerConfig | None = None,
                  loop: LoopThread | None = None, **kwargs: Any) -> None:
         self.config, names = _settings(topics, config, kwargs)
         self._loop = loop or shared_loop()
-        self._async = AsyncConsumer(config=None, **{**_cfg_dict(self.config)})
-        # one set of hooks (interceptor instances) for both faces
-        self._hooks = self._async._hooks = self.config.hooks
+        # one configuration, so one set of hooks (interceptor instances), for both faces
+        self._async = AsyncConsumer(config=self.config)
+        self._hooks = self.config.hooks
         self._loop.run(self._async.start(), 30)
-        self._engine = self._async._engine
-        self._rebalancer = self._async._rebalancer
+        self._rebalancer = self._async.rebalancer
+        self._engine = self._rebalancer.engine
         self._timeout = self.config.api_timeout_ms / 1000
         if names:
             self.subscribe(names)
@@ -503,7 +514,7 @@ class Consumer(_Common):
                 if step[0] == "rebalance":
                     self._ensure_group()
                 elif step[0] == "commit":
-                    self._loop.submit(self._async._quiet_commit(step[1]))
+                    self._loop.submit(self._rebalancer.commit(step[1]))
                 else:
                     with fetcher.data_ready:
                         if not fetcher.buffer:
@@ -592,11 +603,12 @@ _NO_GROUP = ("subscribe needs a group_id (the group's members share the topics' 
              "assign([TopicPartition(topic, partition), ...])")
 
 
-def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,
+def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | ConsumerConfig | None,
               kwargs: dict[str, Any]) -> tuple[ConsumerConfig, list[str]]:
     """The configuration and the topics to subscribe to from a consumer's arguments: topic
     names, then settings as keywords, ``config=``, or a dict given first (as Producer and
-    Admin take it, and confluent-kafka's Consumer)."""
+    Admin take it, and confluent-kafka's Consumer). A ``ConsumerConfig`` given as
+    ``config=`` is used as it is (its hooks with it), with no keywords beside it."""
     if topics and isinstance(topics[0], Mapping):
         if config is not None:
             raise TypeError("the settings are given twice: as the first argument and config=")
@@ -605,12 +617,14 @@ def _settings(topics: tuple[Any, ...], config: Mapping[str, Any] | None,
         if not isinstance(t, str):
             raise TypeError(f"topics are names (str), not {type(t).__name__}: the settings "
                             "go first, or as keywords")
-    cfg = ConsumerConfig.from_kwargs(config, **kwargs)
+    if isinstance(config, ConsumerConfig):
+        if kwargs:
+            raise TypeError(f"settings given beside a ConsumerConfig ({', '.join(kwargs)}): "
+                            "put them in it")
+        cfg = config
+    else:
+        cfg = ConsumerConfig.from_kwargs(config, **kwargs)
     if topics and cfg.group_id is None:
         raise ValueError(f"Consumer{tuple(topics)!r}: {_NO_GROUP}")
     return cfg, list(topics)
 
-
-def _cfg_dict(cfg: ConsumerConfig) -> dict[str, Any]:
-    import dataclasses
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
 from kcodec.client.consumer.engine import ConsumerEngine
@@ -34,7 +34,8 @@ class Rebalancer:
     failure is retried by the next one), given the offsets or None for the positions."""
 
     def __init__(self, engine: ConsumerEngine,
-                 commit: Callable[[dict[TopicPartition, int] | None], Awaitable[None]]) -> None:
+                 commit: Callable[[dict[TopicPartition, int] | None],
+                                  Coroutine[Any, Any, None]]) -> None:
         self.engine = engine
         self.commit = commit
 
