@@ -53,7 +53,9 @@ class AsyncShareConsumer:
         self._eng: ShareEngine | None = None
 
     @property
-    def _engine(self) -> ShareEngine:
+    def engine(self) -> ShareEngine:
+        """The started share consumer's engine (engine.py), which the blocking
+        ``ShareConsumer`` drives too."""
         if self._eng is None:
             raise ClientClosedError("the share consumer is not started: await start() or use "
                                     "async with")
@@ -69,31 +71,31 @@ class AsyncShareConsumer:
 
     async def subscribe(self, topics: str | list[str]) -> None:
         """Read ``topics`` as a member of the share group (replacing the subscription)."""
-        await self._engine.subscribe([topics] if isinstance(topics, str) else list(topics))
+        await self.engine.subscribe([topics] if isinstance(topics, str) else list(topics))
 
     def subscription(self) -> list[str]:
         """The topics subscribed to."""
-        return list(self._engine.subscription)
+        return list(self.engine.subscription)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions the share group's coordinator gave this member (other members
         may read them too)."""
-        return set(self._engine.member.assignment)
+        return set(self.engine.member.assignment)
 
     @property
     def member_id(self) -> str:
         """This member's id in the share group (made by the client, as KIP-932 says)."""
-        return self._engine.member.member_id
+        return self.engine.member.member_id
 
     @property
     def acquisition_lock_timeout_ms(self) -> int:
         """The lock duration the brokers last gave (-1 before the first fetch)."""
-        return self._engine.fetcher.lock_timeout_ms
+        return self.engine.fetcher.lock_timeout_ms
 
     async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> list[ShareRecord]:
         """The next records (at most ``max_records``, default ``max_poll_records``), waiting
         up to ``timeout`` seconds for some."""
-        eng = self._engine
+        eng = self.engine
         eng.before_poll()
         await eng.follow_assignment()
         n = max_records or self.config.max_poll_records
@@ -108,7 +110,7 @@ class AsyncShareConsumer:
         one ``ShareColumns`` per partition range with its delivery count; whole fetched
         answers (``max_poll_records`` bounds each fetch, not this). Implicit mode only;
         a consumer polls records or columns, not both."""
-        eng = self._engine
+        eng = self.engine
         eng.before_poll()
         await eng.follow_assignment()
         return await self._until(eng.take_columns, timeout)
@@ -117,7 +119,7 @@ class AsyncShareConsumer:
                      after_wait: Callable[[], None] | None = None) -> list:
         """``take()`` until it gives something or ``timeout`` passes, waiting for fetched
         answers in between (and following assignment changes)."""
-        eng = self._engine
+        eng = self.engine
         deadline = time.monotonic() + timeout
         while True:
             eng.last_poll = time.monotonic()    # waiting in poll is polling
@@ -140,11 +142,11 @@ class AsyncShareConsumer:
 
     def acknowledge(self, record: Any, kind: AcknowledgeType | int = AcknowledgeType.ACCEPT) -> None:
         """Explicit mode: how ``record`` was handled (sent at the next poll or commit)."""
-        self._engine.acknowledge(record, kind)
+        self.engine.acknowledge(record, kind)
 
     async def commit_sync(self, timeout: float | None = None) -> Results:
         """Send the acknowledgements now and wait: {partition: None or the error}."""
-        fut = self._engine.commit()
+        fut = self.engine.commit()
         limit = self.config.api_timeout_ms / 1000 if timeout is None else timeout
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), limit)
@@ -154,14 +156,14 @@ class AsyncShareConsumer:
 
     def commit_async(self) -> asyncio.Future:
         """Send the acknowledgements now; the future gives {partition: None or the error}."""
-        return asyncio.wrap_future(self._engine.commit())
+        return asyncio.wrap_future(self.engine.commit())
 
     def set_acknowledgement_commit_callback(
             self, callback: Callable[[dict[TopicPartition, list[int]], BaseException | None], Any]
             | None) -> None:
         """``callback(offsets by partition, error or None)`` after each acknowledgement
         answer (on the client's loop: keep it short)."""
-        self._engine.fetcher.acks.on_commit = callback
+        self.engine.fetcher.acks.on_commit = callback
 
     async def close(self) -> None:
         """Send what was acknowledged (implicit: accept the last poll), release what was
@@ -196,7 +198,7 @@ class ShareConsumer:
         self._lock = threading.RLock()
         self._async = AsyncShareConsumer(config=None, **_cfg_dict(self.config))
         self._loop.run(self._async.start(), 30)
-        self._engine = self._async._engine
+        self._engine = self._async.engine
         self._timeout = self.config.api_timeout_ms / 1000
         if names:
             self.subscribe(names)
