@@ -114,7 +114,7 @@ def _offline(args: argparse.Namespace, extra: dict[str, Any]) -> Any:
     client = {k: v for k, v in (base.get("client") or {}).items() if v != "***"}
     base["client"] = client
     s = Settings.build(file=args.config, overrides=flags, defaults=base)
-    if "***" in s.redis_url and s.storage == "redis":
+    if s.storage == "redis" and "***" in s.store_settings("redis").redis_url:
         raise ValueError("the runtime's Redis URL has a password, which is not kept in "
                          f"{args.state_dir}/runtime.json: give --redis-url or "
                          "KCODEC_RUN_REDIS_URL")

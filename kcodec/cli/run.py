@@ -26,17 +26,14 @@ EXAMPLES = [
     "kcodec run -t events -g handlers myapp.handlers:handle",
     "kcodec run -c run.toml myapp.handlers:handle",
 ]
-# flag -> (type, help); the flag's name is the setting's (dashes for underscores)
+# flag -> (type, help); the flag's name is the setting's (dashes for underscores); each
+# store's own flags come from its settings dataclass (kcodec.runtime.storage.StoreKind)
 _OPTIONS = [
     ("pullers", int, "processes that fetch (group members)"),
     ("sinkers", int, "processes that run the handler (not in direct mode)"),
     ("storage", str, "where records wait between pulling and handling: direct (none: the "
                      "puller runs the handler), or a store"),
     ("state-dir", str, "the runtime's directory: file store, failed queue, control socket"),
-    ("redis-url", str, "redis://host:port/db of the redis store"),
-    ("redis-prefix", str, "key prefix in Redis (default kcodec:<group>)"),
-    ("redis-durability", str, "require | warn: refuse or only warn about a Redis whose restart "
-                              "can lose messages (no appendonly)"),
     ("batch-size", int, "records per handler call and per store write"),
     ("linger-ms", int, "wait at most this long to fill a batch"),
     ("max-pending", int, "pause fetching past this many waiting records"),
@@ -52,8 +49,6 @@ _OPTIONS = [
                     "value that does not decode fails for good"),
     ("max-rss-mb", int, "restart a process after its batch once its RSS passes this (0: no limit)"),
     ("grace", float, "seconds to stop cleanly after SIGINT/SIGTERM"),
-    ("fsync", str, "always | interval | never: the file store's fsync policy"),
-    ("fsync-interval-ms", int, "with --fsync interval: sync at least this often"),
     ("lease-ms", int, "a sinker's claim lasts this long unless renewed"),
     ("control-socket", str, "path of the control socket (default <state-dir>/control.sock)"),
     ("auto-offset-reset", str, "earliest | latest | none: where a new group starts"),
@@ -86,16 +81,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="NAME=VALUE",
                         help="a client setting by its kcodec name (security_protocol, "
                              "sasl_username, session_timeout_ms ...); repeat")
-    from kcodec.runtime.storage import STORES
+    from kcodec.runtime.storage import store_settings_fields, stores
 
     g = parser.add_argument_group("runtime")
-    groups = {}
-    for k in STORES.values():       # each store's settings under its name
-        sg = parser.add_argument_group(f"--storage {k.name}", k.help)
-        groups.update({name.replace("_", "-"): sg for name in k.settings})
     for flag, kind, text in _OPTIONS:
-        groups.get(flag, g).add_argument(f"--{flag}", type=kind, default=None,
-                                         help=text + _default(flag))
+        g.add_argument(f"--{flag}", type=kind, default=None, help=text + _default(flag))
+    for k in stores().values():       # each store's settings under its name
+        sg = parser.add_argument_group(f"--storage {k.name}", k.help)
+        for f in store_settings_fields(k):
+            sg.add_argument(f"--{f.name.replace('_', '-')}", type=_arg_type(f), default=None,
+                            help=f.metadata.get("help", "") + _shown(f.default))
     parser.add_argument("--print-config", action="store_true",
                         help="print the settings in effect as JSON and exit")
 
@@ -109,12 +104,25 @@ def _default(flag: str) -> str:
 
     name = flag.replace("-", "_")
     f = next((f for f in dataclasses.fields(Settings) if f.name == name), None)
-    if f is None or f.default is dataclasses.MISSING or f.default in (None, "", 0) and \
-            not isinstance(f.default, float):
-        return " (choices: " + ", ".join(store_names()) + ")" if name == "storage" else ""
-    extra = f"; choices: {', '.join(store_names())}" if name == "storage" else ""
-    return f" (default {f.default:g}{extra})" if isinstance(f.default, float) else \
-        f" (default {f.default}{extra})"
+    default = dataclasses.MISSING if f is None else f.default
+    return _shown(default, "choices: " + ", ".join(store_names()) if name == "storage" else "")
+
+
+def _shown(default: Any, extra: str = "") -> str:
+    """`` (default X; EXTRA)``; no default for a missing, None, empty or zero one."""
+    import dataclasses
+
+    if default is dataclasses.MISSING or default in (None, "", 0) and \
+            not isinstance(default, float):
+        return f" ({extra})" if extra else ""
+    shown = f"{default:g}" if isinstance(default, float) else str(default)
+    return f" (default {shown}{'; ' + extra if extra else ''})"
+
+
+def _arg_type(f: Any) -> Any:
+    """The argparse type of a store setting: int, float or str by its annotation."""
+    t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "str")
+    return {"int": int, "float": float}.get(t.replace(" ", "").split("|")[0], str)
 
 
 @guarded
@@ -128,8 +136,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"-X takes NAME=VALUE, got {kv!r}")
         name = name.strip().replace(".", "_").replace("-", "_")
         client[name] = client_value(name, value, f"-X {name}")
+    from kcodec.runtime.storage import setting_owners
+
     overrides = {f.replace("-", "_"): getattr(args, f.replace("-", "_"))
                  for f, _k, _h in _OPTIONS}
+    overrides.update({name: getattr(args, name, None) for name in setting_owners()})
     if args.topics:
         overrides["topics"] = [t for item in args.topics for t in item.split(",") if t]
     overrides["group"] = args.group

@@ -7,6 +7,9 @@ and the command line, in that order (each later one wins).
 * ``KCODEC_RUN_<NAME>`` overrides a setting (``KCODEC_RUN_PULLERS=2``) and
   ``KCODEC_RUN_CLIENT_<NAME>`` a client setting (``KCODEC_RUN_CLIENT_SASL_PASSWORD``: keep
   secrets out of files and command lines).
+* A store's own settings (``redis_url``, ``fsync`` ...) are named the same ways, each store
+  declaring them as a dataclass (``kcodec.runtime.storage.StoreKind``); they are kept per
+  store in ``stores`` and handed to the store that opens (``store_settings``).
 * Unknown names and bad values are a ``ValueError`` naming the setting and its source.
 """
 
@@ -20,9 +23,8 @@ from typing import Any
 
 __all__ = ["Settings", "STORAGES", "load_toml", "client_value", "redact_url", "is_secret"]
 
-STORAGES = ("direct", "file", "redis")   # the built-in choices (plug-ins: storage.STORES)
+STORAGES = ("direct", "file", "redis")   # the built-in choices (plug-ins: storage.stores())
 DECODERS = ("raw", "utf8", "json")
-FSYNC = ("always", "interval", "never")
 # settings the runtime owns: a client setting of that name would fight it
 RUNTIME_OWNED = ("group_id", "enable_auto_commit", "bootstrap_servers")
 # client hooks the runtime cannot take: its store and handler get the records' bytes
@@ -61,6 +63,10 @@ class Settings:
         client: the client's settings by their kcodec names (``-X NAME=VALUE``, the
             ``[client]`` table, ``KCODEC_RUN_CLIENT_<NAME>``), given to every consumer and
             producer the runtime makes.
+        stores: each registered store's own settings by its name (an instance of the
+            dataclass it declares, or a dict of its fields; missing: its defaults). By
+            flag, variable or config-file key they are set as the runtime's are
+            (``--redis-url``, ``redis-url =``): ``build`` sorts them.
     """
 
     topics: list[str] = field(default_factory=list)
@@ -71,9 +77,6 @@ class Settings:
     sinkers: int = 1
     storage: str = "file"
     state_dir: str = "kcodec-run"
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    redis_prefix: str = ""                # default: kcodec:<group>
-    redis_durability: str = "require"     # require | warn: a Redis without appendonly
     batch_size: int = 500
     linger_ms: int = 100
     max_pending: int = 100000             # pullers pause fetching past this many waiting
@@ -86,8 +89,6 @@ class Settings:
     handle: str = "batch"                 # batch: a list a call; record: one message a call
     max_rss_mb: int = 0                   # 0: no limit
     grace: float = 30.0
-    fsync: str = "always"
-    fsync_interval_ms: int = 1000
     lease_ms: int = 30000
     control_socket: str = ""              # default: <state_dir>/control.sock
     auto_offset_reset: str = "earliest"
@@ -97,6 +98,7 @@ class Settings:
     group_session_timeout_ms: int | None = None   # consumer protocol: the group's config
     assign: list[str] = field(default_factory=list)   # TOPIC:P or P: no group, these partitions
     client: dict[str, Any] = field(default_factory=dict)
+    stores: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -109,7 +111,7 @@ class Settings:
         if not isinstance(self.topics, list) or not all(isinstance(t, str) and t for t in self.topics):
             raise ValueError(f"topics must be a list of topic names, got {self.topics!r}")
         for name in ("pullers", "sinkers", "batch_size", "linger_ms", "max_pending", "retries",
-                     "backoff_ms", "backoff_max_ms", "max_rss_mb", "fsync_interval_ms", "lease_ms"):
+                     "backoff_ms", "backoff_max_ms", "max_rss_mb", "lease_ms"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{_flag(name)} must be a non-negative integer, got {v!r}")
@@ -138,13 +140,17 @@ class Settings:
             setattr(self, name, float(v))
         from kcodec.runtime.storage import store_names
 
-        for name, allowed in (("storage", store_names()), ("decode", DECODERS), ("fsync", FSYNC),
-                              ("redis_durability", ("require", "warn")),
+        for name, allowed in (("storage", store_names()), ("decode", DECODERS),
                               ("handle", ("batch", "record")),
                               ("auto_offset_reset", ("earliest", "latest", "none"))):
             if getattr(self, name) not in allowed:
+                from kcodec.runtime.storage import BROKEN
+
+                why = f" ({BROKEN[self.storage]})" if name == "storage" and \
+                    self.storage in BROKEN else ""
                 raise ValueError(f"{_flag(name)} must be one of {', '.join(allowed)}, "
-                                 f"got {getattr(self, name)!r}")
+                                 f"got {getattr(self, name)!r}{why}")
+        self._check_stores()
         if self.dead_letter_topic is not None and not (isinstance(self.dead_letter_topic, str)
                                                        and self.dead_letter_topic):
             raise ValueError("--dead-letter-topic must be a topic name")
@@ -167,6 +173,50 @@ class Settings:
                 raise ValueError(f"client setting {key!r} is not for kcodec run: the store "
                                  "and the handler get the records' bytes (--decode utf8 or "
                                  "json decodes values); decode or filter in the handler")
+
+    def _check_stores(self) -> None:
+        """``stores`` as each store's settings dataclass, every field checked (whichever
+        store is chosen: a bad value is an error wherever it is given)."""
+        from kcodec.runtime.storage import store_settings_fields, stores
+
+        if not isinstance(self.stores, dict):
+            raise ValueError(f"stores must be a table of each store's settings, "
+                             f"got {self.stores!r}")
+        known = stores()
+        unknown = sorted(set(self.stores) - set(known))
+        if unknown:
+            raise ValueError(f"settings of no store: {', '.join(map(repr, unknown))} (the "
+                             f"stores: {', '.join(known)})")
+        out: dict[str, Any] = {}
+        for name, kind in known.items():
+            cls = kind.settings_class()
+            if cls is None:
+                continue
+            given = self.stores.get(name)
+            if given is None:
+                given = cls()
+            elif isinstance(given, dict):
+                names = {f.name for f in dataclasses.fields(cls)}
+                bad = sorted(set(given) - names)
+                if bad:
+                    raise ValueError(f"unknown setting {bad[0]!r} of the store {name!r} (its "
+                                     f"settings: {', '.join(sorted(names)) or 'none'})")
+                given = cls(**given)
+            elif not isinstance(given, cls):
+                raise ValueError(f"the settings of the store {name!r} must be a "
+                                 f"{cls.__name__} or a dict, got {given!r}")
+            for f in store_settings_fields(kind):
+                _check_store_value(f, getattr(given, f.name))
+            out[name] = given
+        self.stores = out
+
+    def store_settings(self, name: str | None = None) -> Any:
+        """The settings of the store ``name`` (default: the chosen one; ``direct`` keeps
+        its failed queue in a file store), an instance of its dataclass; None for a store
+        that declares none."""
+        if name is None:
+            name = "file" if self.storage == "direct" else self.storage
+        return self.stores.get(name)
 
     def ready(self) -> None:
         """The checks that need the whole picture (before starting)."""
@@ -222,11 +272,6 @@ class Settings:
         """The control socket's path (``control_socket``, or ``<state_dir>/control.sock``)."""
         return self.control_socket or os.path.join(self.state_dir, "control.sock")
 
-    @property
-    def prefix(self) -> str:
-        """The Redis key prefix (``redis_prefix``, or ``kcodec:<group>``)."""
-        return self.redis_prefix or f"kcodec:{self.group}"
-
     def client_settings(self) -> dict[str, Any]:
         """The client settings: ``bootstrap_servers`` and the ``client`` table."""
         return {"bootstrap_servers": self.bootstrap, **self.client}
@@ -265,10 +310,20 @@ class Settings:
         """The settings as a plain dict (secrets included: for the runtime's processes)."""
         return dataclasses.asdict(self)
 
+    def _store_values(self) -> list[tuple[dataclasses.Field, Any]]:
+        return [(f, getattr(cfg, f.name)) for cfg in self.stores.values()
+                for f in dataclasses.fields(cfg)]
+
     def shown(self) -> dict[str, Any]:
-        """The settings as a plain dict with every secret replaced by ``***`` (for printing)."""
+        """The settings as a plain dict with every secret replaced by ``***`` (for printing):
+        the stores' settings beside the runtime's, by their names (as a config file has
+        them)."""
         d = self.to_dict()
-        d["redis_url"] = redact_url(self.redis_url)
+        del d["stores"]
+        for f, v in self._store_values():
+            secret = f.metadata.get("secret")
+            d[f.name] = redact_url(v) if secret == "url" and isinstance(v, str) else \
+                "***" if secret and v is not None else v
         d["client"] = {k: ("***" if is_secret(k) and v is not None else v)
                        for k, v in d["client"].items()}
         return d
@@ -276,20 +331,26 @@ class Settings:
     def secrets(self) -> list[str]:
         """Every secret's text, for the log formatter to blank out wherever it appears."""
         out = [str(v) for k, v in self.client.items() if is_secret(k) and isinstance(v, str) and v]
-        scheme, sep, rest = self.redis_url.partition("://")
-        userinfo, at, _host = rest.partition("/")[0].rpartition("@")
-        if at and ":" in userinfo and userinfo.partition(":")[2]:
-            from urllib.parse import unquote
-
-            pw = userinfo.partition(":")[2]
-            out += [pw, unquote(pw)]
+        for f, v in self._store_values():
+            secret = f.metadata.get("secret")
+            if secret == "url" and isinstance(v, str):
+                out += _url_password(v)
+            elif secret and isinstance(v, str) and v:
+                out.append(v)
         return sorted(set(out), key=len, reverse=True)
 
     # ------------------------------------------------------------------ sources
     @classmethod
-    def names(cls) -> list[str]:
-        """The names of every setting."""
+    def runtime_names(cls) -> list[str]:
+        """The names of the runtime's own settings (``client`` and ``stores`` included)."""
         return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The names of every setting: the runtime's, then every registered store's."""
+        from kcodec.runtime.storage import setting_owners
+
+        return cls.runtime_names() + list(setting_owners())
 
     @classmethod
     def build(cls, file: str | None = None, env: dict[str, str] | None = None,
@@ -297,8 +358,14 @@ class Settings:
               defaults: dict[str, Any] | None = None) -> Settings:
         """``defaults`` (the built-in ones where not given) < ``file`` (TOML) < ``env``
         (``KCODEC_RUN_*``) < ``overrides``."""
-        values: dict[str, Any] = {k: v for k, v in (defaults or {}).items()
-                                  if k in cls.names() and k != "client"}
+        from kcodec.runtime.storage import setting_owners
+
+        owners = setting_owners()
+        names = set(cls.names()) - {"client", "stores"}
+        base = dict(defaults or {})
+        for own in (base.pop("stores", None) or {}).values():   # to_dict's form
+            base.update(own if isinstance(own, dict) else dataclasses.asdict(own))
+        values: dict[str, Any] = {k: v for k, v in base.items() if k in names}
         client: dict[str, Any] = dict((defaults or {}).get("client") or {})
         if file:
             data = load_toml(file)
@@ -308,7 +375,7 @@ class Settings:
             client.update(c)
             for k, v in data.items():
                 key = k.replace("-", "_")
-                if key not in cls.names() or key == "client":
+                if key not in names:
                     raise ValueError(f"{file}: unknown setting {k!r} (the keys are the flags' "
                                      "names: pullers, storage, dead-letter-topic, ...)")
                 values[key] = v
@@ -318,26 +385,69 @@ class Settings:
                 client[name] = client_value(name, v, k)
             elif k.startswith("KCODEC_RUN_"):
                 name = k[len("KCODEC_RUN_"):].lower()
-                if name not in cls.names() or name == "client":
+                if name not in names:
                     raise ValueError(f"unknown environment setting {k} (KCODEC_RUN_<FLAG> with the "
                                      "flag's name in capitals, e.g. KCODEC_RUN_PULLERS)")
                 values[name] = _convert(name, v, k)
+        stores: dict[str, dict[str, Any]] = {}
         for k, v in (overrides or {}).items():
             if k == "client":
                 client.update(v)
+            elif k == "stores":
+                for store, own in (v or {}).items():
+                    stores.setdefault(store, {}).update(own)
             elif v is not None:
                 values[k] = v
-        return cls(**values, client=client)
+        for k in [k for k in values if k in owners]:
+            stores.setdefault(owners[k].name, {})[k] = values.pop(k)
+        return cls(**values, client=client, stores=stores)
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _url_password(url: str) -> list[str]:
+    """The password of ``scheme://user:PASSWORD@host/...`` as written and unquoted."""
+    _scheme, _sep, rest = url.partition("://")
+    userinfo, at, _host = rest.partition("/")[0].rpartition("@")
+    if at and ":" in userinfo and userinfo.partition(":")[2]:
+        from urllib.parse import unquote
+
+        pw = userinfo.partition(":")[2]
+        return [pw, unquote(pw)]
+    return []
+
+
+def _check_store_value(f: dataclasses.Field, v: Any) -> None:
+    """A store setting's value against its declaration: an ``int`` a non-negative integer,
+    a ``float`` a number, a ``str`` a string, one of ``choices`` where it has them (the
+    dataclass's own ``__post_init__`` may check more)."""
+    kind = _type_name(f)
+    if "|None" in kind and v is None:
+        return
+    base = kind.split("|")[0]
+    if base == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+        raise ValueError(f"{_flag(f.name)} must be a non-negative integer, got {v!r}")
+    if base == "float" and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        raise ValueError(f"{_flag(f.name)} must be a number, got {v!r}")
+    if base == "str" and not isinstance(v, str):
+        raise ValueError(f"{_flag(f.name)} must be a string, got {v!r}")
+    choices = f.metadata.get("choices")
+    if choices is not None and v not in choices:
+        raise ValueError(f"{_flag(f.name)} must be one of {', '.join(choices)}, got {v!r}")
+
+
+def _type_name(f: dataclasses.Field) -> str:
+    """A field's type as written (``"int | None"``), with or without postponed annotations."""
+    t = f.type
+    return (t.__name__ if isinstance(t, type) else str(t)).replace(" ", "")
+
+
 def _field_type(cls: type, name: str) -> str:
     for f in dataclasses.fields(cls):
         if f.name == name:
-            return str(f.type)
+            return _type_name(f)
     raise KeyError(name)
 
 
@@ -366,7 +476,11 @@ def _typed(kind: str, raw: str, where: str) -> Any:
 
 
 def _convert(name: str, raw: str, where: str) -> Any:
-    return _typed(_field_type(Settings, name), raw, where)
+    from kcodec.runtime.storage import setting_owners
+
+    owner = setting_owners().get(name)
+    cls = owner.settings_class() if owner is not None else None
+    return _typed(_field_type(cls or Settings, name), raw, where)
 
 
 def client_value(name: str, raw: Any, where: str) -> Any:

@@ -63,9 +63,11 @@ class HandlerTest:
         self._dir = tempfile.mkdtemp(prefix="kcodec-handler-test-")
         settings.setdefault("backoff_ms", 0)
         settings.setdefault("linger_ms", 0)
-        self.settings = Settings(topics=self.topics, group=settings.pop("group", None) or
-                                 f"test-{uuid.uuid4().hex[:8]}", bootstrap=bootstrap,
-                                 storage="direct", state_dir=self._dir, **settings)
+        # build: a store's settings (fsync ...) by their names too; no KCODEC_RUN_* here
+        self.settings = Settings.build(env={}, overrides={
+            "topics": self.topics, "bootstrap": bootstrap, "storage": "direct",
+            "state_dir": self._dir, **settings,
+            "group": settings.get("group") or f"test-{uuid.uuid4().hex[:8]}"})
         self.settings.ready()
         self._handler = self._watch(handler)
         self._producer: Any = None
@@ -129,7 +131,8 @@ class HandlerTest:
         from kcodec.runtime.storage.file import FileStore
 
         s = self.settings
-        store = FileStore(f"{self._dir}/store", "p0", s.fsync, s.fsync_interval_ms, s.lease_ms)
+        fs = s.store_settings("file")
+        store = FileStore(f"{self._dir}/store", "p0", fs.fsync, fs.fsync_interval_ms, s.lease_ms)
         stop = threading.Event()
         puller = Puller(s, 0, store, stop, self._handler)
         errors: list[BaseException] = []

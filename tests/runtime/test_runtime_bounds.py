@@ -59,7 +59,7 @@ class ScriptedConsumer:
 
 def test_max_pending_holds_per_fetch(tmp_path) -> None:
     s = Settings(topics=["t"], group="g", state_dir=str(tmp_path), batch_size=100,
-                 linger_ms=0, max_pending=1000, fsync="never")
+                 linger_ms=0, max_pending=1000, stores={"file": {"fsync": "never"}})
     store = FileStore(str(tmp_path / "store"), "p0", fsync="never")
     p = Puller(s, 0, store, threading.Event())
     p.consumer = c = ScriptedConsumer()     # type: ignore[assignment]

@@ -41,10 +41,11 @@ def msgs(n: int, start: int = 0) -> list[Message]:
 def stopped_runtime(tmp_path, storage: str, redis_url: str = "", **kw: Any) -> Settings:
     """The state a stopped runtime leaves: its description, a store holding 5 pending
     messages and 2 failed ones."""
-    s = Settings(topics=kw.pop("topics", ["t"]), group=kw.pop("group", "g"),
-                 state_dir=str(tmp_path), storage=storage,
-                 redis_url=redis_url or "redis://127.0.0.1:6379/0",
-                 redis_prefix=f"test:{uuid.uuid4().hex[:8]}", **kw)
+    s = Settings.build(env={}, overrides={
+        "topics": kw.pop("topics", ["t"]), "group": kw.pop("group", "g"),
+        "state_dir": str(tmp_path), "storage": storage,
+        "redis_url": redis_url or "redis://127.0.0.1:6379/0",
+        "redis_prefix": f"test:{uuid.uuid4().hex[:8]}", **kw})
     write_description(s)
     st = open_store(s, "p0")
     st.append(msgs(5))
@@ -72,8 +73,9 @@ def test_store_questions_without_a_runtime(tmp_path, storage, request) -> None:
 
 def test_a_redis_password_is_never_written_and_must_be_given(tmp_path, redis_server) -> None:
     url = redis_server.url.replace("redis://", "redis://:pw@")
-    s = Settings(topics=["t"], group="g", state_dir=str(tmp_path), storage="redis",
-                 redis_url=url)
+    s = Settings.build(env={}, overrides={"topics": ["t"], "group": "g",
+                                          "state_dir": str(tmp_path), "storage": "redis",
+                                          "redis_url": url})
     write_description(s)
     assert ":pw@" not in (tmp_path / "runtime.json").read_text()
     out = ctl("backlog", "--state-dir", str(tmp_path))

@@ -35,7 +35,8 @@ def test_print_config_hides_every_secret(tmp_path) -> None:
 
 
 def test_log_lines_and_tracebacks_never_show_a_secret() -> None:
-    s = Settings(redis_url="redis://:p%40ss@h/0", client={"sasl_password": "s3cret"})
+    s = Settings.build(env={}, overrides={"redis_url": "redis://:p%40ss@h/0",
+                                          "client": {"sasl_password": "s3cret"}})
     fmt = RedactingFormatter("%(levelname)s %(message)s", s.secrets())
     try:
         raise ConnectionError("AUTH s3cret refused for redis://:p@ss@h/0")

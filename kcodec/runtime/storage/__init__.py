@@ -11,9 +11,10 @@ message between them only after the step before is durable:
 * a lease that is not renewed expires and its unacknowledged messages go back to pending.
 
 Stores are plug-ins: ``register_store`` names a class (by ``module:Class``, imported only
-when chosen) with ``from_settings``, its help line and the settings that configure it;
-``--storage`` accepts every registered name (plus ``direct``), and ``kcodec run --help``
-groups each store's settings under its name. The two built in:
+when chosen) with ``from_settings``, its help line and a dataclass of its own settings
+(flags, ``KCODEC_RUN_*`` variables and config-file keys, as the runtime's); ``--storage``
+accepts every registered name (plus ``direct``), and ``kcodec run --help`` groups each
+store's settings under its name. The two built in:
 
     file.py    segment files under --state-dir (fsync, fsync-interval-ms)
     redis.py   a Redis server (redis-url, redis-prefix, redis-durability)
@@ -24,14 +25,15 @@ store: ``kcodec.runtime.statedir``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcodec.runtime.message import Message
 
-__all__ = ["Store", "Claim", "StoreKind", "STORES", "register_store", "store_names",
-           "open_store", "append_all"]
+__all__ = ["Store", "Claim", "StoreKind", "STORES", "register_store", "stores",
+           "store_names", "store_settings_fields", "setting_owners", "open_store", "append_all"]
 
 
 class Claim:
@@ -51,9 +53,12 @@ class Store(Protocol):
     kind: str
 
     @classmethod
-    def from_settings(cls, settings: Any, owner: str, quick: bool = False) -> Store:
-        """The store for the process called ``owner`` (its writer name); ``quick``: for an
-        operator's question, give up on an unreachable server within seconds."""
+    def from_settings(cls, settings: Any, owner: str, quick: bool = False, *,
+                      config: Any = None) -> Store:
+        """The store for the process called ``owner`` (its writer name), configured by
+        ``config`` (its own settings: an instance of the dataclass it registered, None if
+        none) and the runtime's ``settings``; ``quick``: for an operator's question, give
+        up on an unreachable server within seconds."""
 
     def sync_due(self) -> bool:
         """Whether an interval sync is due now (``needs_sync`` and its time has come)."""
@@ -112,41 +117,99 @@ class Store(Protocol):
 @dataclass(frozen=True)
 class StoreKind:
     """A registered store: its ``--storage`` name, the class that opens it (``module:Class``,
-    imported when chosen), a help line, and the settings (``Settings`` field names) that
-    configure it."""
+    imported when chosen), a help line, and its own settings: a dataclass (or its
+    ``module:Class``) whose fields are settings of ``kcodec run`` like the runtime's (a
+    field ``s3_bucket`` is ``--s3-bucket``, ``s3-bucket =`` in the config file and
+    ``KCODEC_RUN_S3_BUCKET``), each with its default and a ``metadata`` ``help`` line, and
+    optionally ``choices`` and ``secret`` (``True``, or ``"url"``: only the password of a
+    URL is)."""
 
     name: str
     opener: str
     help: str
-    settings: tuple[str, ...] = ()
+    settings: type | str | None = None
 
     def load(self) -> Any:
-        mod, _, cls = self.opener.partition(":")
-        return getattr(importlib.import_module(mod), cls)
+        return _import(self.opener)
+
+    def settings_class(self) -> type | None:
+        """The dataclass of this store's settings (None: it has none)."""
+        cls = _import(self.settings) if isinstance(self.settings, str) else self.settings
+        if cls is not None and not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise TypeError(f"the settings of the store {self.name!r} must be a dataclass, "
+                            f"got {cls!r}")
+        return cls
+
+
+def _import(ref: str) -> Any:
+    mod, _, name = ref.partition(":")
+    return getattr(importlib.import_module(mod), name)
 
 
 STORES: dict[str, StoreKind] = {}
+# a store that could not be loaded -> why (it is then not a choice)
+BROKEN: dict[str, str] = {}
 
 
-def register_store(name: str, opener: str, help: str, settings: tuple[str, ...] = ()) -> None:
-    """Make ``--storage NAME`` open ``opener`` (``module:Class`` with ``from_settings``)."""
-    if not name.isidentifier() or name == "direct":
-        raise ValueError(f"a store's name is an identifier other than 'direct', got {name!r}")
-    STORES[name] = StoreKind(name, opener, help, tuple(settings))
+def register_store(name: str, opener: str, help: str,
+                   settings: type | str | None = None) -> None:
+    """Make ``--storage NAME`` open ``opener`` (``module:Class`` with ``from_settings``),
+    configured by ``settings`` (a dataclass, or its ``module:Class``: see ``StoreKind``)."""
+    _register(StoreKind(name, opener, help, settings))
+
+
+def _register(kind: StoreKind) -> None:
+    if not kind.name.isidentifier() or kind.name == "direct":
+        raise ValueError(f"a store's name is an identifier other than 'direct', "
+                         f"got {kind.name!r}")
+    if not (kind.settings is None or isinstance(kind.settings, (str, type))):
+        raise TypeError(f"the settings of the store {kind.name!r} are a dataclass or its "
+                        f"'module:Class', got {kind.settings!r}")
+    STORES[kind.name] = kind
+
+
+def stores() -> dict[str, StoreKind]:
+    """Every registered store."""
+    return STORES
 
 
 def store_names() -> tuple[str, ...]:
     """Every ``--storage`` choice: direct, then the registered stores."""
-    return ("direct", *STORES)
+    return ("direct", *stores())
+
+
+def store_settings_fields(kind: StoreKind) -> list[dataclasses.Field]:
+    """The fields of ``kind``'s settings dataclass (none if it has none), in order."""
+    cls = kind.settings_class()
+    return [] if cls is None else list(dataclasses.fields(cls))
+
+
+def setting_owners() -> dict[str, StoreKind]:
+    """Each store setting's name -> the store that declares it; a name that two stores or
+    a store and the runtime declare is a ``ValueError`` naming both."""
+    from kcodec.runtime.config import Settings
+
+    runtime = set(Settings.runtime_names())
+    out: dict[str, StoreKind] = {}
+    for kind in STORES.values():
+        for f in store_settings_fields(kind):
+            if f.name in runtime:
+                raise ValueError(f"the store {kind.name!r} declares the setting {f.name!r}, "
+                                 "which is the runtime's")
+            if f.name in out:
+                raise ValueError(f"the stores {out[f.name].name!r} and {kind.name!r} both "
+                                 f"declare the setting {f.name!r}")
+            out[f.name] = kind
+    return out
 
 
 register_store("file", "kcodec.runtime.storage.file:FileStore",
                "segment files under --state-dir: one machine, no server",
-               ("fsync", "fsync_interval_ms"))
+               "kcodec.runtime.storage.file:FileSettings")
 register_store("redis", "kcodec.runtime.storage.redis:RedisStore",
                "a Redis server: pullers and sinkers of several machines share one queue "
                "(pip install 'kcodec[redis]')",
-               ("redis_url", "redis_prefix", "redis_durability"))
+               "kcodec.runtime.storage.redis:RedisSettings")
 
 
 def append_all(store: Any, batches: list[list[Message]]) -> None:
@@ -165,9 +228,11 @@ def open_store(settings: Any, owner: str, quick: bool = False) -> Store:
     queue in a file store), for the process called ``owner`` (its writer name). ``quick``:
     for questions from an operator, a server away is an error within seconds (the
     runtime's processes wait for it minutes)."""
-    kind = STORES.get("file" if settings.storage == "direct" else settings.storage)
+    name = "file" if settings.storage == "direct" else settings.storage
+    kind = stores().get(name)
     if kind is None:
         raise ValueError(f"no store called {settings.storage!r}; the stores: "
                          f"{', '.join(store_names())}")
-    store: Store = kind.load().from_settings(settings, owner, quick=quick)
+    store: Store = kind.load().from_settings(settings, owner, quick=quick,
+                                             config=settings.store_settings(name))
     return store

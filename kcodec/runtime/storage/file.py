@@ -38,13 +38,14 @@ import struct
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.crc import crc32c
 from kcodec.runtime.message import Message, decode, decode_many, encode_many
 from kcodec.runtime.storage import Claim
 
-__all__ = ["FileStore"]
+__all__ = ["FileStore", "FileSettings"]
 
 MAGIC = b"KQC2"          # body: encode_many's columns
 MAGIC_V1 = b"KQC1"       # body: (length:u32 message)*count, read still
@@ -53,6 +54,17 @@ _LEN = struct.Struct(">I")
 _IDX = struct.Struct(">I")
 SEGMENT_BYTES = 64 << 20
 POLICIES = ("always", "interval", "never")
+
+
+@dataclass
+class FileSettings:
+    """The file store's settings (``--fsync``, ``--fsync-interval-ms``)."""
+
+    fsync: str = field(default="always", metadata={
+        "help": "always | interval | never: the file store's fsync policy",
+        "choices": POLICIES})
+    fsync_interval_ms: int = field(default=1000, metadata={
+        "help": "with --fsync interval: sync at least this often"})
 
 
 def _now_ms() -> int:
@@ -213,9 +225,11 @@ class FileStore:
         self._held: dict[str, Claim] = {}      # chunk -> what this process holds of it
 
     @classmethod
-    def from_settings(cls, s: Any, owner: str, quick: bool = False) -> FileStore:
+    def from_settings(cls, s: Any, owner: str, quick: bool = False, *,
+                      config: FileSettings | None = None) -> FileStore:
         """The store under ``s.state_dir`` (``quick`` changes nothing: no server to wait for)."""
-        return cls(os.path.join(s.state_dir, "store"), owner, s.fsync, s.fsync_interval_ms,
+        c = config or FileSettings()
+        return cls(os.path.join(s.state_dir, "store"), owner, c.fsync, c.fsync_interval_ms,
                    s.lease_ms)
 
     # ------------------------------------------------------------------ writing

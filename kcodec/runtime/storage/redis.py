@@ -36,14 +36,34 @@ import logging
 import os
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcodec.runtime.message import Message, decode, decode_many, encode, encode_many
 from kcodec.runtime.storage import Claim
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "RedisSettings"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class RedisSettings:
+    """The Redis store's settings (``--redis-url``, ``--redis-prefix``,
+    ``--redis-durability``)."""
+
+    redis_url: str = field(default="redis://127.0.0.1:6379/0", metadata={
+        "help": "redis://host:port/db of the redis store", "secret": "url"})
+    redis_prefix: str = field(default="", metadata={
+        "help": "key prefix in Redis (default kcodec:<group>)"})
+    redis_durability: str = field(default="require", metadata={
+        "help": "require | warn: refuse or only warn about a Redis whose restart can lose "
+                "messages (no appendonly)",
+        "choices": ("require", "warn")})
+
+    def prefix(self, group: str) -> str:
+        """The key prefix: ``redis_prefix``, or ``kcodec:<group>``."""
+        return self.redis_prefix or f"kcodec:{group}"
 
 # how many messages an element holds: encode_many's count (first byte 2), else one
 _CNT = """
@@ -270,7 +290,7 @@ class RedisStore:
 
     def prepare(self, settings: Any) -> None:
         """Refuse (or warn about) a Redis that can lose messages; make the epoch marker."""
-        self.check_durability(settings.redis_durability == "require")
+        self.check_durability(settings.store_settings("redis").redis_durability == "require")
         self.mark()
 
     def mark(self) -> None:
@@ -319,9 +339,12 @@ class RedisStore:
         return False
 
     @classmethod
-    def from_settings(cls, s: Any, owner: str, quick: bool = False) -> RedisStore:
-        """The store of settings ``s`` (``quick``: an operator's, giving up in 2 s)."""
-        return cls(s.redis_url, s.prefix, owner, s.lease_ms, 2.0 if quick else 120.0)
+    def from_settings(cls, s: Any, owner: str, quick: bool = False, *,
+                      config: RedisSettings | None = None) -> RedisStore:
+        """The store of settings ``s`` and ``config`` (``quick``: an operator's, giving up
+        in 2 s)."""
+        c = config or RedisSettings()
+        return cls(c.redis_url, c.prefix(s.group), owner, s.lease_ms, 2.0 if quick else 120.0)
 
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
         """``fn`` with retries while Redis is unreachable (a restart, a failover), up to
