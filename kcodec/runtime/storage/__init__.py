@@ -14,7 +14,9 @@ Stores are plug-ins: ``register_store`` names a class (by ``module:Class``, impo
 when chosen) with ``from_settings``, its help line and a dataclass of its own settings
 (flags, ``KCODEC_RUN_*`` variables and config-file keys, as the runtime's); ``--storage``
 accepts every registered name (plus ``direct``), and ``kcodec run --help`` groups each
-store's settings under its name. The two built in:
+store's settings under its name. Another package's store registers through an entry point
+of the group ``kcodec.run.stores`` (``NAME = module:STOREKIND``), loaded the first time the
+registry is read (``stores()``). The two built in:
 
     file.py    segment files under --state-dir (fsync, fsync-interval-ms)
     redis.py   a Redis server (redis-url, redis-prefix, redis-durability)
@@ -27,13 +29,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcodec.runtime.message import Message
 
-__all__ = ["Store", "Claim", "StoreKind", "STORES", "register_store", "stores",
+__all__ = ["Store", "Claim", "StoreKind", "STORES", "ENTRY_POINTS", "register_store", "stores",
            "store_names", "store_settings_fields", "setting_owners", "open_store", "append_all"]
+
+log = logging.getLogger(__name__)
 
 
 class Claim:
@@ -146,9 +151,11 @@ def _import(ref: str) -> Any:
     return getattr(importlib.import_module(mod), name)
 
 
-STORES: dict[str, StoreKind] = {}
-# a store that could not be loaded -> why (it is then not a choice)
+STORES: dict[str, StoreKind] = {}   # as registered; stores() adds the entry points' first
+ENTRY_POINTS = "kcodec.run.stores"
+# an entry point that could not be loaded -> why (its store is then not a choice)
 BROKEN: dict[str, str] = {}
+_discovered = False
 
 
 def register_store(name: str, opener: str, help: str,
@@ -169,8 +176,47 @@ def _register(kind: StoreKind) -> None:
 
 
 def stores() -> dict[str, StoreKind]:
-    """Every registered store."""
+    """Every registered store, the ``kcodec.run.stores`` entry points' included (loaded
+    the first time this is asked)."""
+    global _discovered
+    if not _discovered:
+        _discovered = True
+        _discover()
     return STORES
+
+
+def _discover() -> None:
+    """Register the store of each ``kcodec.run.stores`` entry point: ``NAME =
+    module:OBJECT``, a ``StoreKind`` called NAME. One that fails is logged and left out
+    (``BROKEN``), naming the entry point; the other stores stay."""
+    from importlib.metadata import entry_points
+
+    seen: set[tuple[str, str]] = set()
+    for ep in entry_points(group=ENTRY_POINTS):
+        if (ep.name, ep.value) in seen:     # one distribution found twice on sys.path
+            continue
+        seen.add((ep.name, ep.value))
+        dist = getattr(ep, "dist", None)
+        where = (f"the store plug-in {ep.name} = {ep.value} (entry point group "
+                 f"{ENTRY_POINTS}{f', distribution {dist.name}' if dist is not None else ''})")
+        try:
+            if ep.name in STORES:
+                raise ValueError(f"a store called {ep.name!r} is already registered")
+            obj = ep.load()
+            if not isinstance(obj, StoreKind):
+                raise TypeError(f"it names a {type(obj).__name__}, not a "
+                                "kcodec.runtime.storage.StoreKind")
+            if obj.name != ep.name:
+                raise ValueError(f"it names the store {obj.name!r}, not {ep.name!r}")
+            _register(obj)
+            try:
+                setting_owners()    # its settings: a dataclass, names nobody else has
+            except BaseException:
+                del STORES[ep.name]
+                raise
+        except Exception as exc:
+            BROKEN[ep.name] = f"{where} cannot be loaded: {type(exc).__name__}: {exc}"
+            log.warning("%s", BROKEN[ep.name])
 
 
 def store_names() -> tuple[str, ...]:
