@@ -120,9 +120,18 @@ def _shown(default: Any, extra: str = "") -> str:
 
 
 def _arg_type(f: Any) -> Any:
-    """The argparse type of a store setting: int, float or str by its annotation."""
+    """The argparse type of a store setting by its annotation: int, float, a bool from
+    true/false (1/0, yes/no, on/off), else str."""
     t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "str")
-    return {"int": int, "float": float}.get(t.replace(" ", "").split("|")[0], str)
+    base = t.replace(" ", "").split("|")[0]
+    if base == "bool":
+        def flag(raw: str) -> bool:
+            low = raw.strip().lower()
+            if low not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")
+            return low in ("1", "true", "yes", "on")
+        return flag
+    return {"int": int, "float": float}.get(base, str)
 
 
 @guarded

@@ -421,7 +421,7 @@ def _url_password(url: str) -> list[str]:
 
 def _check_store_value(f: dataclasses.Field, v: Any) -> None:
     """A store setting's value against its declaration: an ``int`` a non-negative integer,
-    a ``float`` a number, a ``str`` a string, one of ``choices`` where it has them (the
+    a ``float`` a number, a ``bool`` a bool, a ``str`` a string, one of ``choices`` where it has them (the
     dataclass's own ``__post_init__`` may check more)."""
     kind = _type_name(f)
     if "|None" in kind and v is None:
@@ -431,6 +431,8 @@ def _check_store_value(f: dataclasses.Field, v: Any) -> None:
         raise ValueError(f"{_flag(f.name)} must be a non-negative integer, got {v!r}")
     if base == "float" and (isinstance(v, bool) or not isinstance(v, (int, float))):
         raise ValueError(f"{_flag(f.name)} must be a number, got {v!r}")
+    if base == "bool" and not isinstance(v, bool):
+        raise ValueError(f"{_flag(f.name)} must be true or false, got {v!r}")
     if base == "str" and not isinstance(v, str):
         raise ValueError(f"{_flag(f.name)} must be a string, got {v!r}")
     choices = f.metadata.get("choices")

@@ -237,7 +237,7 @@ def setting_owners() -> dict[str, StoreKind]:
 
     runtime = set(Settings.runtime_names())
     out: dict[str, StoreKind] = {}
-    for kind in STORES.values():
+    for kind in stores().values():
         for f in store_settings_fields(kind):
             if f.name in runtime:
                 raise ValueError(f"the store {kind.name!r} declares the setting {f.name!r}, "

@@ -94,6 +94,16 @@ def test_an_entry_point_registers_its_store_and_settings(tmp_path, discover) -> 
     assert (st.config.tube_size, st.config.tube_colour) == (8, "blue")   # type: ignore[attr-defined]
 
 
+def test_python_settings_find_a_plugins_settings_first(tmp_path, discover,
+                                                       monkeypatch) -> None:
+    """``kcodec.runtime.run(handle, tube_size=...)``: Settings.build is the first to read
+    the registry."""
+    monkeypatch.syspath_prepend(str(fake_distribution(tmp_path, "tube = kcodec_tube:STORE")))
+    monkeypatch.setattr(storage, "_discovered", False)
+    s = Settings.build(env={}, overrides={"storage": "tube", "tube_size": 3})
+    assert s.store_settings().tube_size == 3
+
+
 def test_a_broken_entry_point_is_named_and_the_built_ins_stay(tmp_path, discover,
                                                              caplog) -> None:
     root = fake_distribution(tmp_path / "a", "tube = kcodec_tube:NOT_A_STORE")

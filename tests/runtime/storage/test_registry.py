@@ -25,6 +25,7 @@ class MemorySettings:
     memory_mode: str = field(default="fifo", metadata={"help": "fifo | lifo",
                                                        "choices": ("fifo", "lifo")})
     memory_token: str = field(default="", metadata={"help": "a secret", "secret": True})
+    memory_strict: bool = field(default=False, metadata={"help": "refuse when full"})
 
 
 class MemoryStore:
@@ -83,8 +84,11 @@ def test_a_stores_settings_come_from_every_source(memory_store, tmp_path) -> Non
 
     p = argparse.ArgumentParser()
     cli_run.add_arguments(p)
-    args = p.parse_args(["h:f", "--memory-limit", "3"])
-    assert args.memory_limit == 3
+    args = p.parse_args(["h:f", "--memory-limit", "3", "--memory-strict", "yes"])
+    assert (args.memory_limit, args.memory_strict) == (3, True)
+    assert Settings.build(env={"KCODEC_RUN_MEMORY_STRICT": "on"}).stores["memory"].memory_strict
+    with pytest.raises(ValueError, match="--memory-strict must be true or false, got 'x'"):
+        Settings.build(env={}, overrides={"memory_strict": "x"})
     with pytest.raises(SystemExit):
         p.parse_args(["h:f", "--memory-limit", "x"])        # an int, as argparse checks
     for bad, words in [({"memory_mode": "x"}, "--memory-mode must be one of fifo, lifo"),
