@@ -35,8 +35,9 @@ from typing import Any, Protocol
 
 from kcodec.runtime.message import Message
 
-__all__ = ["Store", "Claim", "StoreKind", "STORES", "ENTRY_POINTS", "register_store", "stores",
-           "store_names", "store_settings_fields", "setting_owners", "open_store", "append_all"]
+__all__ = ["Store", "Claim", "StoreKind", "STORES", "ENTRY_POINTS", "BROKEN", "register_store",
+           "stores", "store_names", "store_settings_fields", "setting_owners", "open_store",
+           "append_all"]
 
 log = logging.getLogger(__name__)
 
