@@ -32,13 +32,10 @@ import uuid
 import pytest
 
 from kcodec import _impl
-from tests.support import REPO, reference
+from tests.support import REPO, module_costs, reference
 from tests.support.twin_selection import in_twin_dirs
 
 NO_EXT = _impl._truthy("KCODEC_NO_EXTENSIONS")
-#: folders whose modules are the longest (Spark sessions and clusters, kcodec run's
-#: processes, the CLI's subprocesses, the docs build): handed out first under pytest-xdist
-HEAVY_FIRST = ("tests/spark/", "tests/runtime/", "tests/docs/", "tests/suite/", "tests/cli/")
 IMPLS = ["python"] if NO_EXT else _impl.twins()
 
 
@@ -106,14 +103,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if mark is not None and reference.skip_reason(*mark.args) is not None:
             skips.add(item.nodeid)
     if hasattr(config, "workerinput"):
-        # under pytest-xdist (--dist loadfile hands out modules in this order) the folders
-        # whose modules take a minute or more go first, so the run does not end with one
-        # worker alone on them; every worker sorts alike, as xdist requires
-        def heavy(item: pytest.Item) -> int:
-            rel = item.nodeid.split("::", 1)[0]
-            return next((n for n, d in enumerate(HEAVY_FIRST) if rel.startswith(d)),
-                        len(HEAVY_FIRST))
-        items.sort(key=heavy)
+        # under pytest-xdist (--dist loadfile --no-loadscope-reorder hands out modules in
+        # this order) the costliest modules go first, so the run does not end with one
+        # worker alone on a long one (tests/support/module_costs.py); every worker sorts
+        # alike, as xdist requires, and a module's tests keep their order
+        costs = module_costs.load()
+        items.sort(key=lambda item: -module_costs.cost(item.nodeid.split("::", 1)[0], costs))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
