@@ -111,6 +111,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: -module_costs.cost(item.nodeid.split("::", 1)[0], costs))
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadfile, but the modules of ``module_costs.SAME_WORKER`` go to one worker as
+    one unit (they share a session fixture that two workers would each make)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return module_costs.unit(super()._split_scope(nodeid))
+
+    return SharedFixtureScheduling(config, log)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.nodeid in item.config.stash[REFERENCE_SKIPS]:
         # raised here rather than by a skip marker: -ra then shows one line for them all

@@ -54,3 +54,33 @@ def test_the_committed_costs_file_reads() -> None:
     costs = mc.load()
     assert costs, "tests/support/module_costs.json is missing or empty"
     assert all(k.startswith("tests/") and k.endswith(".py") and v >= 0 for k, v in costs.items())
+
+
+def test_the_spark_cluster_modules_are_one_unit_of_work() -> None:
+    assert mc.unit("tests/spark/test_spark_eos_cluster.py") == "tests/spark/test_spark_cluster.py"
+    assert mc.unit("tests/spark/test_spark_cluster.py") == "tests/spark/test_spark_cluster.py"
+    assert mc.unit("tests/codec/test_varint.py") == "tests/codec/test_varint.py"
+    for a, b in mc.SAME_WORKER.items():
+        assert (mc.ROOT / a).is_file() and (mc.ROOT / b).is_file(), (a, b)
+
+
+def test_the_loadfile_scheduler_hands_the_shared_modules_out_as_one_unit() -> None:
+    import pytest
+
+    pytest.importorskip("xdist")
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    class Config:                  # what the scheduler reads of a -n 2 --dist DIST run
+        def __init__(self, dist: str):
+            self.values = {"dist": dist, "tx": ["2*popen"]}
+
+        def getvalue(self, name: str):
+            return self.values[name]
+
+    assert pytest_xdist_make_scheduler(Config("load"), None) is None     # xdist's own then
+    sched = pytest_xdist_make_scheduler(Config("loadfile"), None)
+    assert sched._split_scope("tests/spark/test_spark_eos_cluster.py::test_x") == \
+        sched._split_scope("tests/spark/test_spark_cluster.py::test_y") == \
+        "tests/spark/test_spark_cluster.py"
+    assert sched._split_scope("tests/codec/test_varint.py::test_z[a::b]") == \
+        "tests/codec/test_varint.py"

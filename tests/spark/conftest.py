@@ -1,5 +1,7 @@
 """The Spark standalone cluster the cluster tests share (a master and two workers; one for
-the whole session, so two modules never run two clusters on the machine at once)."""
+the whole session, so two modules never run two clusters on the machine at once: under
+pytest-xdist both cluster modules go to one worker, tests/support/module_costs.py's
+SAME_WORKER)."""
 
 from __future__ import annotations
 

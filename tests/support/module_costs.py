@@ -14,6 +14,10 @@ of a whole ``.ci/run``::
     KCODEC_CI_DURATIONS=0 .ci/run > ci.log 2>&1
     python -m tests.support.module_costs ci.log      # rewrites module_costs.json
 
+Modules that share a session-scoped fixture too costly to make twice go to one worker as one
+unit (``SAME_WORKER``: the Spark standalone cluster of tests/spark/conftest.py, which two
+workers would otherwise each start, two clusters on two cores at once).
+
 A module not in the file is costed by its folder: ``HEAVY_FOLDER_S`` for the folders whose
 modules start Spark, processes or builds, ``LIGHT_S`` elsewhere. Stale figures only make the
 order less good, never a test wrong: the order of modules is the only thing they change.
@@ -28,10 +32,13 @@ from collections import defaultdict
 from pathlib import Path
 
 COSTS_FILE = Path(__file__).with_name("module_costs.json")
+ROOT = Path(__file__).resolve().parents[2]     # the checkout: module paths start with tests/
 #: folders whose modules take a minute or more (Spark sessions and clusters, kcodec run's
 #: processes, the CLI's subprocesses, the docs build, the packaging builds)
 HEAVY_FOLDERS = ("tests/spark/", "tests/runtime/", "tests/docs/", "tests/suite/", "tests/cli/",
                  "tests/packaging/", "tests/faults/")
+#: module -> the module whose worker runs it too (they share a session fixture)
+SAME_WORKER = {"tests/spark/test_spark_eos_cluster.py": "tests/spark/test_spark_cluster.py"}
 HEAVY_FOLDER_S = 60.0
 LIGHT_S = 1.0
 
@@ -52,6 +59,11 @@ def cost(module: str, costs: dict[str, float]) -> float:
     if module in costs:
         return costs[module]
     return HEAVY_FOLDER_S if module.startswith(HEAVY_FOLDERS) else LIGHT_S
+
+
+def unit(module: str) -> str:
+    """The unit of work (a module, or the module it shares a worker with) xdist hands out."""
+    return SAME_WORKER.get(module, module)
 
 
 def order(modules: list[str], costs: dict[str, float]) -> list[str]:
