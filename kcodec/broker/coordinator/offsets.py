@@ -11,11 +11,16 @@ one JSON object a line, appended as offsets change and compacted when loaded::
     {"g": group, "t": topic, "p": partition, "o": offset, "e": leader epoch, "m": metadata}
     {"g": group, "t": topic, "p": partition, "del": true}    an offset deleted
     {"g": group, "pt": protocol type}                         the classic group's, kept Empty
+    {"g": group, "gm": {...}}                                 the classic group's metadata
     {"g": group, "del": true}                                 the group deleted
 
 A torn last line (a crash mid-write) is skipped. As in Kafka the log also carries the classic
-group's protocol type, which an Empty group keeps across a restart; the store hands the
-groups it read back to the classic coordinator (:meth:`OffsetStore.kept_groups`).
+group's protocol type, which an Empty group keeps across a restart, and its metadata (Kafka's
+GroupMetadata record: generation, protocol, leader, members and their assignments), written
+when a generation's assignment is complete and when the group becomes Empty; the classic
+coordinator builds and reads that record, the store keeps the latest of each group. The
+store hands the groups it read back to the classic coordinator
+(:meth:`OffsetStore.kept_groups`, :meth:`OffsetStore.kept_metadata`).
 
 The store's lock is the classic coordinator's too: a commit checks the generation and writes
 the offsets in one step.
@@ -47,6 +52,8 @@ class OffsetStore:
         self._offsets: dict[str, dict[tuple[str, int], Committed]] = {}
         #: the groups the log named when loaded, with their protocol types, in log order
         self._kept: dict[str, str | None] = {}
+        #: the latest group-metadata record of each group the log named when loaded
+        self._meta: dict[str, dict] = {}
         self._path = None if data_dir is None else os.path.join(data_dir, FILE_NAME)
         self._file: Any = None
         self._load()
@@ -67,12 +74,15 @@ class OffsetStore:
                     offs = self._offsets.setdefault(gid, {})
                     if "pt" in rec:
                         self._kept[gid] = rec["pt"]
+                    elif "gm" in rec:
+                        self._meta[gid] = rec["gm"]
                     elif rec.get("del"):
                         if "t" in rec:
                             offs.pop((rec["t"], rec["p"]), None)
                         else:
                             self._kept.pop(gid, None)
                             self._offsets.pop(gid, None)
+                            self._meta.pop(gid, None)
                     else:
                         offs[(rec["t"], rec["p"])] = (rec["o"], rec.get("e", -1), rec.get("m"))
         tmp = self._path + ".tmp"
@@ -80,6 +90,8 @@ class OffsetStore:
             for gid, pt in self._kept.items():
                 if pt:
                     f.write(json.dumps({"g": gid, "pt": pt}) + "\n")
+                if gid in self._meta:
+                    f.write(json.dumps({"g": gid, "gm": self._meta[gid]}) + "\n")
                 for (t, p), (o, e, m) in self._offsets.get(gid, {}).items():
                     f.write(json.dumps({"g": gid, "t": t, "p": p, "o": o, "e": e, "m": m}) + "\n")
             f.flush()
@@ -96,6 +108,17 @@ class OffsetStore:
         """``(group id, protocol type or None)`` of each group the log named when the store
         was loaded, in log order: the groups that exist (Empty) after a restart."""
         return list(self._kept.items())
+
+    def kept_metadata(self, group_id: str) -> dict | None:
+        """The latest group-metadata record of ``group_id`` the log held when the store was
+        loaded (as :meth:`log_group_metadata` was given it), or None."""
+        return self._meta.get(group_id)
+
+    def log_group_metadata(self, group_id: str, record: dict) -> None:
+        """Keep a classic group's metadata in the log (a JSON object; the latest one of a
+        group is what a restart reads back)."""
+        with self.lock:
+            self._append([{"g": group_id, "gm": record}])
 
     def log_protocol_type(self, group_id: str, protocol_type: str) -> None:
         """Keep a classic group's protocol type in the log (an Empty group keeps it)."""

@@ -79,3 +79,28 @@ def test_loads_an_existing_data_dir(tmp_path):
     again = OffsetStore(str(tmp_path))
     assert again.committed("a") == {("t", 1): (11, -1, None), ("t", 5): (50, 2, "y")}
     again.close()
+
+
+def test_group_metadata_compacts_to_the_latest_of_each_group(tmp_path):
+    s = OffsetStore(str(tmp_path))
+    s.log_protocol_type("g", "consumer")
+    s.log_group_metadata("g", {"gen": 1, "members": [{"id": "a"}]})
+    s.commit("g", [("t", 0, 4, -1, None)])
+    s.log_group_metadata("g", {"gen": 2, "members": []})
+    s.log_group_metadata("gone", {"gen": 7, "members": []})
+    s.delete_group("gone")                                # the tombstone drops it too
+    s.log_group_metadata("h", {"gen": 3, "members": [{"id": "b"}]})
+    s.close()
+    again = OffsetStore(str(tmp_path))
+    assert again.kept_metadata("g") == {"gen": 2, "members": []}
+    assert again.kept_metadata("h") == {"gen": 3, "members": [{"id": "b"}]}
+    assert again.kept_metadata("gone") is None and again.kept_metadata("nobody") is None
+    assert again.kept_groups() == [("g", "consumer"), ("h", None)]
+    again.close()
+    lines = (tmp_path / FILE_NAME).read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"g": "g", "pt": "consumer"},
+        {"g": "g", "gm": {"gen": 2, "members": []}},
+        {"g": "g", "t": "t", "p": 0, "o": 4, "e": -1, "m": None},
+        {"g": "h", "gm": {"gen": 3, "members": [{"id": "b"}]}},
+    ]
