@@ -21,10 +21,21 @@ OffsetDelete against the members' subscriptions. A commit outside a generation, 
 transaction's, makes an Empty group (:meth:`GroupCoordinator.keep`). The store's log keeps
 each group's protocol type too (an Empty group keeps it, as in Kafka), so the groups it read
 back exist after a restart.
+
+Membership survives a restart as in Kafka, whose coordinator writes a GroupMetadata record
+to __consumer_offsets: when the leader's SyncGroup completes a generation (the group becomes
+Stable) and when the group becomes Empty, this coordinator writes the group's generation,
+protocol, leader and members (ids, instance ids, client, timeouts, protocols with their
+metadata, assignment; bytes in base64) to the store's log (:meth:`GroupCoordinator.log_group`).
+A coordinator built on a store that holds such a record restores the group Stable at that
+generation with those members, each one's session starting afresh, so members that go on
+heartbeating keep their assignments with no rebalance, and one that does not come back
+expires after its session timeout; an Empty record restores the generation only.
 """
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import time
 import uuid
@@ -105,7 +116,10 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         for group_id, protocol_type in self.offsets.kept_groups():
-            self.groups[group_id] = Group(group_id, protocol_type=protocol_type)
+            g = self.groups[group_id] = Group(group_id, protocol_type=protocol_type)
+            rec = self.offsets.kept_metadata(group_id)
+            if rec is not None:
+                _restore(g, rec)
         timer.every(0.25, self._expire_sessions)
 
     def close(self) -> None:
@@ -175,6 +189,7 @@ class GroupCoordinator:
                     if g.state == "Stable" and old.protocols == m.protocols:
                         # no rebalance: the same assignment goes on under the new member id;
                         # a returning leader gets the members but must not reassign
+                        self.log_group(g)    # the new member id is the one a restart knows
                         res = self._result(g, m, include_members=was_leader)
                         res.skip_assignment = was_leader
                         return res
@@ -250,6 +265,7 @@ class GroupCoordinator:
         if not g.members:
             # as Kafka: an Empty group keeps its protocol type (a consumer group stays one)
             g.state, g.protocol_name, g.leader = "Empty", None, None
+            self.log_group(g)
             return
         votes: Counter = Counter()
         common = set.intersection(*({n for n, _ in m.protocols} for m in g.members.values()))
@@ -322,6 +338,7 @@ class GroupCoordinator:
                 for mid, x in g.members.items():
                     x.assignment = assignments.get(mid, b"")
                 g.state = "Stable"
+                self.log_group(g)    # before any member is answered, as Kafka stores it first
                 for x in g.members.values():
                     if x.sync is not None and not x.sync.done():
                         x.sync.set_result((0, x.assignment))
@@ -372,10 +389,26 @@ class GroupCoordinator:
                 g.rebalance_token += 1
             g.generation += 1 if g.state != "Empty" else 0
             g.state, g.leader, g.protocol_name = "Empty", None, None
+            self.log_group(g)
         elif g.state in ("Stable", "CompletingRebalance"):
             self.prepare_rebalance(g)
         else:
             self._maybe_complete_join(g)
+
+    def log_group(self, g: Group) -> None:
+        """Write ``g``'s metadata to the store's log, as Kafka's GroupMetadata record: its
+        members with their assignments when Stable, none otherwise (the caller holds the
+        lock). A restart restores the group from the latest one."""
+        members = [] if g.state != "Stable" else [
+            {"id": m.member_id, "iid": m.instance_id, "cid": m.client_id, "host": m.client_host,
+             "sto": m.session_timeout_ms, "rto": m.rebalance_timeout_ms,
+             "protocols": [[name, _b64(meta)] for name, meta in m.protocols],
+             "asg": _b64(m.assignment)}
+            for m in g.members.values()]
+        self.offsets.log_group_metadata(g.group_id, {
+            "gen": g.generation, "pt": g.protocol_type, "pn": g.protocol_name,
+            "leader": g.leader if members else None, "ts": int(time.time() * 1000),
+            "members": members})
 
     def _expire_sessions(self) -> None:
         now = time.monotonic()
@@ -469,6 +502,39 @@ class GroupCoordinator:
             del self.groups[group_id]
             self.offsets.delete_group(group_id)
             return 0
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _restore(g: Group, rec: dict) -> None:
+    """Give the Empty group ``g`` what its metadata record ``rec`` (written by
+    :meth:`GroupCoordinator.log_group`) says: its generation and, when it had members, those
+    members, Stable, each one's session timer started now. A record that cannot be read
+    leaves the group Empty."""
+    def unb64(text: str) -> bytes:
+        return base64.b64decode(text, validate=True)
+    try:
+        generation = int(rec["gen"])
+        members = [Member(str(x["id"]), x.get("iid"), str(x["cid"]), str(x["host"]),
+                          int(x["sto"]), int(x["rto"]),
+                          [(str(name), unb64(meta)) for name, meta in x["protocols"]],
+                          assignment=unb64(x["asg"]))
+                   for x in rec.get("members") or ()]
+    except (KeyError, TypeError, ValueError):
+        return
+    g.generation = generation
+    if not members:
+        return
+    g.protocol_type, g.protocol_name = rec.get("pt"), rec.get("pn")
+    for m in members:
+        g.members[m.member_id] = m
+        if m.instance_id is not None:
+            g.static[m.instance_id] = m.member_id
+    leader = rec.get("leader")
+    g.leader = leader if leader in g.members else next(iter(g.members))
+    g.state = "Stable"
 
 
 def coordinator_index(group_id: str, n: int) -> int:

@@ -124,6 +124,7 @@ def upgrade(consumer: Any, classic: Any, group_id: str) -> bool:
         g.static.clear()
         g.rebalance_token += 1
         g.state, g.leader, g.protocol_name, g.protocol_type = "Empty", None, None, None
+        classic.log_group(g)   # a restart must not bring the classic members back
         consumer.groups[group_id] = cg
         return True
 

@@ -187,3 +187,93 @@ def test_group_apis_through_the_admin_client():
                 (desc,) = admin.describe_groups(["adm"])
                 assert desc.state == "Stable" and len(desc.members) == 1
                 assert [g.group_id for g in admin.list_groups()] == ["adm"]
+
+
+def _stable_pair(gc, session_b=10_000):
+    """Two members, Stable: a (the leader) assigned b"A", b assigned b"B"."""
+    a = result(join(gc))
+    result(gc.sync("g", a.generation_id, a.member_id, None, {a.member_id: b"A"}))
+    fb = join(gc, session=session_b)
+    a2, b = result(join(gc, a.member_id)), result(fb)
+    fs_b = gc.sync("g", b.generation_id, b.member_id, None, {})
+    assert result(gc.sync("g", a2.generation_id, a.member_id, None,
+                          {a.member_id: b"A", b.member_id: b"B"})) == (0, b"A")
+    assert result(fs_b) == (0, b"B")
+    return a2, b
+
+
+def test_membership_survives_a_coordinator_restart(tmp_path):
+    timer = Timer()
+    try:
+        gc = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
+        a, b = _stable_pair(gc, session_b=800)
+        gen = a.generation_id
+        gc.close()                                    # the broker goes; a new one loads the log
+        gc2 = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
+        g = gc2.groups["g"]
+        assert (g.state, g.generation, g.leader, g.protocol_type, g.protocol_name) == \
+            ("Stable", gen, a.member_id, "consumer", "range")
+        assert list(g.members) == [a.member_id, b.member_id]
+        ma = g.members[a.member_id]
+        assert (ma.client_id, ma.client_host, ma.session_timeout_ms, ma.rebalance_timeout_ms,
+                ma.protocols) == ("c", "/127.0.0.1", 10_000, 2_000, PROTO)
+        # both go on at their generation: no rebalance, their assignments as they were
+        assert gc2.heartbeat("g", gen, a.member_id, None) == 0
+        assert gc2.heartbeat("g", gen, b.member_id, None) == 0
+        assert result(gc2.sync("g", gen, b.member_id, None, {})) == (0, b"B")
+        assert result(gc2.sync("g", gen, a.member_id, None, {})) == (0, b"A")
+        assert gc2.commit("g", gen, a.member_id, None, [("t", 0, 5, -1, None)]) == 0
+        assert g.state == "Stable" and g.generation == gen
+        # b never comes back: it expires after its session timeout and a rebalance follows
+        deadline = time.monotonic() + 5
+        while b.member_id in g.members and time.monotonic() < deadline:
+            assert gc2.heartbeat("g", gen, a.member_id, None) in (0, E.REBALANCE_IN_PROGRESS)
+            time.sleep(0.1)
+        assert b.member_id not in g.members and g.state == "PreparingRebalance"
+        assert gc2.heartbeat("g", gen, a.member_id, None) == E.REBALANCE_IN_PROGRESS
+        a3 = result(join(gc2, a.member_id))
+        assert a3.generation_id == gen + 1 and [m[0] for m in a3.members] == [a.member_id]
+        gc2.close()
+    finally:
+        timer.stop()
+
+
+def test_a_restored_member_leaves_and_the_empty_group_is_kept(tmp_path):
+    timer = Timer()
+    try:
+        gc = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
+        a, b = _stable_pair(gc)
+        gc.close()
+        gc2 = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
+        assert gc2.leave("g", [(a.member_id, None), (b.member_id, None)]) == (0, [0, 0])
+        g = gc2.groups["g"]
+        assert g.state == "Empty" and not g.members and g.generation == a.generation_id + 1
+        gc2.close()
+        gc3 = GroupCoordinator(timer, OffsetStore(str(tmp_path)))   # Empty: no one comes back
+        g = gc3.groups["g"]
+        assert (g.state, g.generation, g.protocol_type, dict(g.members)) == \
+            ("Empty", a.generation_id + 1, "consumer", {})
+        assert gc3.heartbeat("g", a.generation_id, a.member_id, None) == E.UNKNOWN_MEMBER_ID
+        assert gc3.delete_group("g") == 0
+        gc3.close()
+        assert "g" not in GroupCoordinator(timer, OffsetStore(str(tmp_path))).groups
+    finally:
+        timer.stop()
+
+
+def test_a_static_member_restored_under_the_member_id_it_took_over(tmp_path):
+    timer = Timer()
+    try:
+        gc = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
+        a = result(join(gc, instance="i-1"))
+        result(gc.sync("g", a.generation_id, a.member_id, "i-1", {a.member_id: b"A"}))
+        a2 = result(join(gc, instance="i-1"))         # a restarted instance: no rebalance
+        assert a2.member_id != a.member_id and a2.generation_id == a.generation_id
+        gc.close()
+        gc2 = GroupCoordinator(timer, OffsetStore(str(tmp_path)))
+        assert gc2.heartbeat("g", a.generation_id, a2.member_id, "i-1") == 0
+        assert gc2.heartbeat("g", a.generation_id, a.member_id, "i-1") == E.FENCED_INSTANCE_ID
+        assert result(gc2.sync("g", a.generation_id, a2.member_id, "i-1", {})) == (0, b"A")
+        gc2.close()
+    finally:
+        timer.stop()
