@@ -97,6 +97,7 @@ class Group:
     static: dict = field(default_factory=dict)                  # instance id -> member id
     rebalance_deadline: float = 0.0
     rebalance_token: int = 0
+    delayed_join: bool = False      # this rebalance began on an Empty group: it waits the delay
 
 
 class GroupCoordinator:
@@ -238,6 +239,7 @@ class GroupCoordinator:
                 m.sync.set_result((E.REBALANCE_IN_PROGRESS, b""))
             m.sync = None
         g.state = "PreparingRebalance"
+        g.delayed_join = initial
         timeout = max((m.rebalance_timeout_ms for m in g.members.values()), default=0)
         delay = self.initial_rebalance_delay_ms if initial else timeout
         g.rebalance_deadline = time.monotonic() + delay / 1000
@@ -253,8 +255,9 @@ class GroupCoordinator:
     def _maybe_complete_join(self, g: Group) -> None:
         if g.state != "PreparingRebalance":
             return
-        if time.monotonic() < g.rebalance_deadline and self.initial_rebalance_delay_ms and g.generation == 0:
-            return   # the first rebalance of a new group waits the initial delay
+        if time.monotonic() < g.rebalance_deadline and self.initial_rebalance_delay_ms and g.delayed_join:
+            return   # a rebalance of an Empty group waits the initial delay, as Kafka's does
+                     # (whatever the generation: a group kept across a restart has one)
         if all(m.join is not None and not m.join.done() for m in g.members.values()):
             self._complete_join(g)
 

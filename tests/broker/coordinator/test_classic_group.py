@@ -62,6 +62,30 @@ def test_rebalance_timeout_removes_members_that_do_not_rejoin(gc):
     assert a.member_id not in gc.groups["g"].members
 
 
+def test_an_empty_group_waits_the_initial_delay_whatever_its_generation():
+    """Kafka delays the first join of an Empty group by group.initial.rebalance.delay.ms,
+    not only a new group's: one Empty again at a later generation, or kept across a restart."""
+    timer = Timer()
+    gc = GroupCoordinator(timer, initial_rebalance_delay_ms=300)
+    try:
+        t0 = time.monotonic()
+        a = result(join(gc))
+        assert time.monotonic() - t0 >= 0.25 and a.generation_id == 1
+        assert gc.leave("g", [(a.member_id, None)])[0] == 0
+        assert gc.groups["g"].state == "Empty"
+        t0 = time.monotonic()
+        b = result(join(gc))
+        assert time.monotonic() - t0 >= 0.25 and b.generation_id > a.generation_id
+        result(gc.sync("g", b.generation_id, b.member_id, None, {b.member_id: b"B"}))
+        t0 = time.monotonic()                  # a Stable group's rebalance: no initial delay
+        fc = join(gc)
+        fb = join(gc, b.member_id)
+        assert result(fb).generation_id == result(fc).generation_id == b.generation_id + 1
+        assert time.monotonic() - t0 < 0.25
+    finally:
+        timer.stop()
+
+
 def test_session_timeout_expires_a_silent_member(gc):
     a = result(join(gc, session=400))
     gc.sync("g", a.generation_id, a.member_id, None, {a.member_id: b"x"})
