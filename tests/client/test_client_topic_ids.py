@@ -23,9 +23,9 @@ def versions(monkeypatch):
     seen: list[tuple[int, int]] = []
     orig = cm.BrokerConnection.request
 
-    async def spy(self, api_key, body, version=None, *a, **k):
-        r = await orig(self, api_key, body, version, *a, **k)
-        seen.append((api_key, r.version))
+    async def spy(self, req, version=None, *a, **k):
+        r = await orig(self, req, version, *a, **k)
+        seen.append((int(req.API_KEY), r.version))
         return r
     monkeypatch.setattr(cm.BrokerConnection, "request", spy)
     return seen
