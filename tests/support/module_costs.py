@@ -1,9 +1,10 @@
 """The order in which pytest-xdist hands out test modules: the costliest first.
 
 ``.ci/run`` runs each step on one worker per CPU with ``--dist loadfile`` (a module to a
-worker) and ``--no-loadscope-reorder`` (without it xdist sorts modules by how many tests
-they hold, which puts a Spark cluster module of two five-minute tests near the end, where
-it ran alone while the other worker idled). The workers sort the collected modules by
+worker), and its slow step with ``--no-loadscope-reorder`` (without it xdist sorts modules
+by how many tests they hold, which puts a Spark cluster module of two five-minute tests
+near the end, where it ran alone while the other worker idled; the compiled and pure steps
+keep that order, see .ci/run). The workers sort the collected modules by
 their measured cost, most expensive first, so the run ends on short modules and the
 workers finish together (the longest-processing-time-first rule).
 
