@@ -3,8 +3,6 @@ from it), one per API, and mypy checks a handler's body and answer against that 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from kcodec.broker import apis
 from kcodec.broker.apis.registry import HANDLERS, VERSIONS, api
 from kcodec.protocol import REQUESTS, MetadataRequest, MetadataResponse
+from tests.support.typecheck import mypy
 
 
 def test_every_handler_is_registered_under_its_request_class_key() -> None:
@@ -72,17 +71,9 @@ def wrong_answer(node: object, req: Incoming[MetadataRequest]) -> Answer[Metadat
 
 @pytest.mark.slow
 def test_mypy_checks_a_handler_against_its_request_class(tmp_path: Path) -> None:
-    pytest.importorskip("mypy", reason="mypy comes with the test extra")
-    root = str(Path(apis.__file__).resolve().parents[3])
-    cmd = [sys.executable, "-m", "mypy", "--no-incremental", "--python-version", "3.10",
-           "--follow-imports", "silent", "--cache-dir", str(tmp_path / "cache")]
-    (tmp_path / "good.py").write_text(GOOD, encoding="utf-8")
-    (tmp_path / "bad.py").write_text(BAD, encoding="utf-8")
-    r = subprocess.run([*cmd, str(tmp_path / "good.py")], capture_output=True, text=True,
-                       cwd=root, timeout=600)
+    r = mypy(tmp_path, "good.py", GOOD)
     assert r.returncode == 0, r.stdout
-    r = subprocess.run([*cmd, str(tmp_path / "bad.py")], capture_output=True, text=True,
-                       cwd=root, timeout=600)
+    r = mypy(tmp_path, "bad.py", BAD)
     assert r.returncode == 1, r.stdout
     out = r.stdout
     assert 'bad.py:4: error: Argument 1 has incompatible type' in out, out

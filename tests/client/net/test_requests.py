@@ -5,15 +5,12 @@ set derived from ErrorCode as Java's InvalidMetadataException classes are."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-import kcodec
 from kcodec.client.config import ClientConfig
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
@@ -21,6 +18,7 @@ from kcodec.client.net.conn import BrokerConnection
 from kcodec.client.net.core import Connection
 from kcodec.client.net.wire import encode_request
 from kcodec.protocol import ErrorCode, MetadataRequest, decode_request
+from tests.support.typecheck import mypy
 
 
 def test_an_unknown_request_field_is_an_error() -> None:
@@ -174,17 +172,9 @@ def test_mypy_types_the_round_trip_at_every_layer(tmp_path: Path) -> None:
     """The answer's type comes from the request object through the cluster, the connection
     and its core: mypy sees a misspelt response field and a wrongly typed read, and refuses
     a dict body and the old form with the API key beside the request."""
-    pytest.importorskip("mypy", reason="mypy comes with the test extra")
-    root = str(Path(kcodec.__file__).resolve().parents[1])
-    cmd = [sys.executable, "-m", "mypy", "--no-incremental", "--python-version", "3.10",
-           "--follow-imports", "silent", "--cache-dir", str(tmp_path / "cache")]
-    (tmp_path / "good.py").write_text(_TYPED_GOOD, encoding="utf-8")
-    (tmp_path / "bad.py").write_text(_TYPED_BAD, encoding="utf-8")
-    r = subprocess.run([*cmd, str(tmp_path / "good.py")], capture_output=True, text=True,
-                       cwd=root, timeout=600)
+    r = mypy(tmp_path, "good.py", _TYPED_GOOD)
     assert r.returncode == 0, r.stdout
-    r = subprocess.run([*cmd, str(tmp_path / "bad.py")], capture_output=True, text=True,
-                       cwd=root, timeout=600)
+    r = mypy(tmp_path, "bad.py", _TYPED_BAD)
     out = r.stdout
     assert r.returncode == 1, out
     assert 'bad.py:9: error: "MetadataResponse" has no attribute "brokerz"' in out, out
