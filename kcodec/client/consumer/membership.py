@@ -8,6 +8,13 @@ Two protocols build on it: classic (classic_group.py: JoinGroup/SyncGroup, the l
 assigns) and consumer (consumer_group.py, KIP-848: ConsumerGroupHeartbeat, the broker
 assigns). Each defines ``join``, ``leave``, its heartbeat loop, ``cooperative`` and the
 identity its commits carry.
+
+A member's commits reach the broker in the order they were made, whichever call made them
+(``commit``, ``commit_async``, auto-commit, the rebalance callbacks): each waits for the one
+before it. A commit is retried across a lost connection or a coordinator move, and a retry
+sent after a later commit would move the offsets back (the broker keeps the last one it
+applied); Java's and librdkafka's consumers keep the order by not retrying async commits,
+which hands the application an error for a commit a retry would have made.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ class GroupMember:
         self.last_poll = time.monotonic()
         self.hb_task: asyncio.Task | None = None
         self.last_error: BaseException | None = None
+        self._commit_order: asyncio.Lock | None = None    # made on the loop that commits
 
     # ------------------------------------------------------------------ the protocol's
     @property
@@ -92,8 +100,11 @@ class GroupMember:
         """Commit ``offsets`` as this member; an error that says the membership is stale
         also flags a rejoin."""
         generation, member_id = self.commit_identity()
+        if self._commit_order is None:
+            self._commit_order = asyncio.Lock()     # fair: waiters go in the order they came
         try:
-            await self.commits.commit(offsets, generation, member_id)
+            async with self._commit_order:
+                await self.commits.commit(offsets, generation, member_id)
         except KafkaError as exc:
             if exc.code in REJOIN_CODES:
                 self.need_rejoin = True
