@@ -88,6 +88,7 @@ kcodec_setup() {
     if [ "$extras" = test ]; then
         kcodec_system_packages "stunnel4:the TLS tests' independent TLS terminator" \
             "prometheus:the observability tests' real Prometheus server" \
+            "kcat:the reference kcodec consume -f's format strings are checked against" \
             "ccache:a compiler cache; without it each build the packaging tests make compiles from nothing"
         kcodec_compiler_cache
     fi
