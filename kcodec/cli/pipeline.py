@@ -379,7 +379,6 @@ def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadlin
     all ``total`` are in). Returns the rows read by this run."""
     seen = set()
     rows = 0
-    idle = 0
     while time.monotonic() < deadline:
         time.sleep(0.25)
         if q.exception() is not None:
@@ -394,12 +393,12 @@ def _watch(q: Any, stop_after: int | None, total: int, done_before: int, deadlin
             if n:
                 _say(f"  batch {bid:3d}: {n:6d} records ({rate:9.0f}/s), "
                      f"{done_before + rows:7d} of {total} read")
-                idle = 0
-            else:
-                idle += 1
         if stop_after is not None and rows >= stop_after:
             break
-        if done_before + rows >= total and idle >= 1:
+        # a batch's progress is posted once its foreachBatch has returned and the batch is
+        # in the commit log: with every record read, the query has written them all (an
+        # empty batch's progress would come only after Spark's no-data interval, 10 s)
+        if done_before + rows >= total:
             break
     return rows
 
