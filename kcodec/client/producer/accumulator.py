@@ -163,15 +163,26 @@ class RecordAccumulator(Accumulator):
     def ready(self, linger: float, hold: bool) -> tuple[list[ProducerBatch], float | None]:
         """Seal the open batches that are ``linger`` seconds old (all of them while
         flushing or closed); return the first unsent batch of each partition (none while
-        ``hold``) and when the next open batch is due (None: no open batch)."""
+        ``hold``) and when the next open batch is due (None: no open batch).
+
+        A due batch stays open while its partition has a sealed batch not sent yet: that
+        one goes first, one batch per partition per request, so sealing this one now would
+        only queue it behind, and records that come meanwhile join it instead (Java closes
+        a batch only when it drains it into a request). Without this, linger_ms 0 under a
+        steady rate sealed a batch of a record or two at every wake-up, the queue of tiny
+        batches grew faster than requests took them, and latency grew with it."""
         now = time.monotonic()
         ready: list[ProducerBatch] = []
         next_due = None
         with self.lock:
             for tp, b in list(self.open.items()):
                 due = b.created + linger
-                if due <= now or self.flushing or self.closed:
+                if self.flushing or self.closed:
                     self.seal(tp, b)
+                elif due <= now:
+                    if not self._unsent_ahead(tp):
+                        self.seal(tp, b)
+                    # else: sealed once the batch ahead leaves (the sender is woken then)
                 else:
                     next_due = due if next_due is None else min(next_due, due)
             for q in () if hold else self.queues.values():
@@ -182,6 +193,11 @@ class RecordAccumulator(Accumulator):
             if self.sticky_topics:
                 self._update_load()
         return ready, next_due
+
+    def _unsent_ahead(self, tp: tuple[str, int]) -> bool:
+        """A sealed batch of ``tp`` waits to be sent (lock held)."""
+        q = self.queues.get(tp)
+        return q is not None and any(not b.inflight for b in q)
 
     def _update_load(self) -> None:
         """Unacknowledged batches per partition of each keyless topic, for the adaptive
