@@ -36,6 +36,12 @@ _DEFINITE_ERRNOS = {errno.ECONNREFUSED, errno.EADDRNOTAVAIL, errno.ENETUNREACH,
                     errno.EHOSTUNREACH, errno.EAFNOSUPPORT, errno.EINVAL}
 
 
+def _expire(fut: asyncio.Future) -> None:
+    """A request's timeout: its answer did not come (see BrokerConnection._send)."""
+    if not fut.done():
+        fut.set_exception(asyncio.TimeoutError())
+
+
 def _definite(message: str) -> BrokerNotAvailableError:
     err = BrokerNotAvailableError(message)
     err.definite = True
@@ -212,7 +218,18 @@ class BrokerConnection:
         try:
             if self._writer.transport.get_write_buffer_size() > 1 << 20:
                 await self._writer.drain()
-            resp = await asyncio.wait_for(asyncio.shield(fut), timeout or self.request_timeout)
+            # the answer's future itself, its timeout a timer that fails it: the reader's
+            # set_result resumes this task in the next turn of the loop, where
+            # wait_for(shield(fut)) took three (shield's callback, wait_for's, the task's),
+            # each a turn in which another thread or task can get in ahead, on every request
+            # (a Produce's acknowledgement, each Fetch). If this task is cancelled the future
+            # is too; the reader skips an answer whose future is done, as close() does.
+            timer = asyncio.get_running_loop().call_later(
+                timeout or self.request_timeout, _expire, fut)
+            try:
+                resp = await fut
+            finally:
+                timer.cancel()
             if m is not None:
                 m.answered(api_key, (_perf() - t0) * 1000, resp.body)
             if dbg is not None and dbg.protocol:

@@ -1,0 +1,98 @@
+"""The asyncio connection (kcodec.client.net.conn): how an answer reaches the task that
+asked. The reader's ``set_result`` resumes the requester in the loop's next turn (one turn,
+not the three of ``wait_for(shield(...))``), a request's timeout still poisons the
+connection, and a cancelled request's late answer is skipped, the connection kept."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kcodec.client.errors import KafkaTimeoutError
+from kcodec.client.net.conn import BrokerConnection
+from kcodec.protocol import MetadataRequest
+from tests.support.fake_kafka import FakeKafka
+
+
+class Turns:
+    """Counts the loop's turns: a task that yields once per turn."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.task = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0)
+            self.n += 1
+
+
+async def _connected(fake: FakeKafka, timeout: float = 2.0) -> BrokerConnection:
+    return await BrokerConnection("127.0.0.1", fake.ports[0], 0, "t", timeout).connect(2.0)
+
+
+def run(go: Any) -> Any:
+    async def main() -> Any:
+        fake = await FakeKafka(nodes=1).start()
+        try:
+            return await asyncio.wait_for(go(fake), 10)
+        finally:
+            await fake.stop()
+    return asyncio.run(main())
+
+
+def test_an_answer_resumes_its_requester_in_the_next_turn() -> None:
+    async def go(fake: FakeKafka) -> None:
+        conn = await _connected(fake)
+        turns = Turns()
+        at: list[int] = []
+        receive = conn.core.receive
+
+        def receiving(data: Any) -> Any:
+            out = receive(data)
+            if out:
+                at.append(turns.n)       # the reader is about to set the answer
+            return out
+        conn.core.receive = receiving    # type: ignore[method-assign]
+        for _ in range(5):
+            await conn.request(MetadataRequest(topics=[]))
+            assert turns.n - at[-1] <= 1
+        turns.task.cancel()
+        conn.close()
+    run(go)
+
+
+def test_a_request_that_times_out_poisons_the_connection() -> None:
+    async def go(fake: FakeKafka) -> None:
+        conn = await _connected(fake, timeout=0.2)
+
+        async def silent(*_a: Any) -> bool:
+            return True                  # never answered
+        fake.on_fetch = silent
+        from kcodec.client.net import requests
+        req = requests.fetch(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                             read_committed=False, session_id=0, session_epoch=-1,
+                             partitions=[("t", 0, 0)], partition_max_bytes=1 << 20,
+                             forgotten=[], topic_ids=None)
+        with pytest.raises(KafkaTimeoutError, match="timed out"):
+            await conn.request(req, 4)
+        assert not conn.alive
+    run(go)
+
+
+def test_a_cancelled_request_leaves_the_connection_usable() -> None:
+    async def go(fake: FakeKafka) -> None:
+        conn = await _connected(fake)
+        asked = asyncio.ensure_future(conn.request(MetadataRequest(topics=[])))
+        await asyncio.sleep(0)           # written, not yet answered
+        asked.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asked
+        # its answer comes and is skipped; the next request gets its own
+        body = (await conn.request(MetadataRequest(topics=[]))).body
+        assert [b.node_id for b in body.brokers] == [0]
+        assert conn.alive
+        conn.close()
+    run(go)
