@@ -354,10 +354,7 @@ class AsyncConsumer(_Common):
                     asyncio.get_running_loop().create_task(self._quiet_commit(step[1]))
                 else:
                     fetcher.adata.clear()
-                    try:
-                        await asyncio.wait_for(fetcher.adata.wait(), step[1])
-                    except asyncio.TimeoutError:
-                        pass
+                    await fetcher.adata.wait(step[1])
                 step = next(steps)
         except StopIteration as done:
             return done.value
@@ -372,9 +369,7 @@ class AsyncConsumer(_Common):
         eng = self._engine
         if not eng.fetcher.buffer and timeout > 0:
             eng.fetcher.adata.clear()
-            try:
-                await asyncio.wait_for(eng.fetcher.adata.wait(), timeout)
-            except asyncio.TimeoutError:
+            if not await eng.fetcher.adata.wait(timeout):
                 return {}
         return eng.fetcher.take_columns()
 

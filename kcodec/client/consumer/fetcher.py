@@ -40,6 +40,7 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
+from kcodec.client.net.wakeup import Wakeup
 from kcodec.client.structs import TopicPartition
 from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.observe.log import get_logger
@@ -80,8 +81,8 @@ class Fetcher:
         self.buffer: deque[Fetched] = deque()
         self.buffered_bytes = 0
         self.data_ready = threading.Condition(subs.lock)
-        self.adata = asyncio.Event()
-        self.wake = asyncio.Event()
+        self.adata = Wakeup()
+        self.wake = Wakeup()
         self.task: asyncio.Task | None = None
         self.sessions: dict[int, FetchSession[TopicPartition]] = {}     # by broker (KIP-227)
         self.inflight: dict[int, float] = {}   # broker -> when its Fetch was sent
@@ -242,10 +243,7 @@ class Fetcher:
                 self.error = exc
                 await asyncio.sleep(backoff)
                 continue
-            try:
-                await asyncio.wait_for(self.wake.wait(), 1.0)
-            except asyncio.TimeoutError:
-                pass
+            await self.wake.wait(1.0)
 
     def _resolving(self) -> bool:
         subs = self.subs

@@ -8,4 +8,5 @@
     cluster.py   Cluster: connections by node id, metadata, routing, retries
     security.py  TLS contexts and the SASL exchange; sasl.py the client's mechanisms
     loop.py      LoopThread: the blocking facades' background event loop
+    wakeup.py    Wakeup: the flag the sender and the fetcher wait on (one loop turn)
 """

@@ -39,6 +39,7 @@ from kcodec.client.errors import (
 )
 from kcodec.client.net import requests
 from kcodec.client.net.cluster import REFRESH_CODES, Cluster
+from kcodec.client.net.wakeup import Wakeup
 from kcodec.client.producer.accumulator import RecordAccumulator
 from kcodec.client.producer.batch import ProducerBatch
 from kcodec.client.producer.transactions import TransactionManager
@@ -69,7 +70,7 @@ class Sender:
         self.cluster = cluster
         self.acc = acc
         self.txn: TransactionManager | None = None     # the engine's, when transactional
-        self.wake = asyncio.Event()
+        self.wake = Wakeup()
         self.task: asyncio.Task | None = None
         self.loop_thread: int | None = None
         self.node_slots: dict[int, asyncio.Semaphore] = {}
@@ -125,10 +126,7 @@ class Sender:
             if launched and not self.wake.is_set():
                 await asyncio.sleep(0)
                 continue
-            try:
-                await asyncio.wait_for(self.wake.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
+            await self.wake.wait(timeout)
 
     # ------------------------------------------------------------------ outcomes
     def complete(self, b: ProducerBatch, base: int, log_append: int) -> None:
