@@ -250,6 +250,7 @@ class Cluster:
         #: the SCRAM credentials (AlterUserScramCredentials changes them at run time)
         self.scram = ScramStore(self.data_dir)
         self._share_scram_store()
+        self._session_lifetime()
         from kcodec.broker.coordinator.migration import check_policy
 
         #: Kafka's group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
@@ -275,6 +276,25 @@ class Cluster:
         self._rec_lock = threading.Lock()
         self.timer: Timer | None = None
         self.started = False
+
+    def _session_lifetime(self) -> None:
+        """``connections.max.reauth.ms`` (KIP-368): given as a config it becomes the session
+        lifetime of every SASL listener that has none of its own (``ListenerSecurity``);
+        otherwise the one lifetime the SASL listeners were given, if they share one, is what
+        the config shows (DescribeConfigs, as a static broker config)."""
+        name = "connections.max.reauth.ms"
+        secs = {id(ls.security): ls.security for n in self.nodes.values() for ls in n.listeners
+                if ls.security is not None and ls.security.sasl}
+        if name in self.config_given:
+            for sec in secs.values():
+                if not sec.connections_max_reauth_ms:
+                    sec.connections_max_reauth_ms = self.config[name]
+            return
+        own = {sec.connections_max_reauth_ms for sec in secs.values()}
+        if len(own) == 1 and 0 not in own:
+            self.config[name] = own.pop()
+            self.config_given.add(name)
+            self.dynamic_configs.static[name] = self.config[name]
 
     def _share_scram_store(self) -> None:
         """Every listener's SCRAM logins look users up in ``self.scram``, which starts from

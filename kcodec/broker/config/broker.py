@@ -179,6 +179,10 @@ _SETTINGS: list[BrokerSetting] = [
     _S(_d("sasl.server.max.receive.size", "INT", 524288,
           "the largest frame before SASL authentication", at_least(1)),
        "max_unauthenticated_request_bytes", RO),
+    _S(_d("connections.max.reauth.ms", "LONG", 0,
+          "a SASL session's longest life: clients re-authenticate before it ends (KIP-368; "
+          "0: no limit); applies to every SASL listener not given its own", at_least(0)),
+       None, RO),
     _S(_d("connection.failed.authentication.delay.ms", "INT", 100,
           "a failed SASL login is answered after this", at_least(0)),
        "failed_authentication_delay_ms", RO),

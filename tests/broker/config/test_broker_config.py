@@ -30,6 +30,7 @@ KAFKA = {
     "socket.request.max.bytes": 104857600,
     "connections.max.idle.ms": 600000,
     "sasl.server.max.receive.size": 524288,
+    "connections.max.reauth.ms": 0,
     "connection.failed.authentication.delay.ms": 100,
     "max.connections": 2147483647,
     "allow.everyone.if.no.acl.found": False,
@@ -149,3 +150,35 @@ def test_a_kafka_test_clusters_usual_configs_are_accepted_and_inert():
     assert set(INERT) <= set(BROKER_CONFIGS)
     with pytest.raises(ConfigError, match="Not a number of type SHORT"):
         Cluster(config={"offsets.topic.replication.factor": "100000"})
+
+
+def _sasl_listener(lifetime_ms: int = 0):
+    from kcodec.broker.security import ListenerSecurity
+    from kcodec.broker.security.sasl import PlainServer
+
+    return ListenerSecurity(sasl={"PLAIN": lambda: PlainServer({"alice": "pw"})},
+                            connections_max_reauth_ms=lifetime_ms)
+
+
+def _described(c: Cluster, name: str) -> tuple[str | None, int]:
+    from kcodec.broker.config.dynamic import describe_broker
+
+    entry = next(e for e in describe_broker(c, "0") if e.name == name)
+    return entry.value, entry.source
+
+
+def test_the_session_lifetime_config_reaches_the_sasl_listeners():
+    # librdkafka's re-authentication test reads it with DescribeConfigs and skips at 0
+    sec = _sasl_listener()
+    c = Cluster(security=sec, config={"connections.max.reauth.ms": 5000})
+    assert sec.connections_max_reauth_ms == 5000
+    assert sec.gate().auth.max_reauth_ms == 5000
+    assert _described(c, "connections.max.reauth.ms") == ("5000", 4)   # STATIC_BROKER_CONFIG
+
+
+def test_a_listeners_own_session_lifetime_is_what_the_config_shows():
+    c = Cluster(security=_sasl_listener(7000))
+    assert c.config["connections.max.reauth.ms"] == 7000
+    assert _described(c, "connections.max.reauth.ms") == ("7000", 4)
+    plain = Cluster()
+    assert _described(plain, "connections.max.reauth.ms") == ("0", 5)   # DEFAULT_CONFIG
