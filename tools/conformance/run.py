@@ -12,7 +12,11 @@ tests (those not flagged local or manual) run with ``TEST_KAFKA_VERSION=4.2.0`` 
 mode (not ``-Q``) under each ``TEST_CONSUMER_GROUP_PROTOCOL`` asked for. A test whose run
 says the cluster has too few brokers for its replication factor runs again on three nodes
 (``--nodes 3``), and the 3-node result is the one reported. Tests of the ``noautocreate``
-scenario run on a broker started with ``--no-auto-create``. ``kafka-topics.sh`` and
+scenario run on a broker started with ``--no-auto-create``. The tests of SASL itself
+(``SASL_TESTS``: credentials, re-authentication), which librdkafka's runner skips on a
+plaintext cluster, run on a broker whose one listener is SASL_PLAINTEXT (PLAIN and SCRAM
+users, ``User:admin`` the super user, ``connections.max.reauth.ms`` set as its SASL clusters
+set it) and log in as admin with SCRAM-SHA-256. ``kafka-topics.sh`` and
 ``kafka-acls.sh`` are stand-ins on kcodec's Admin and CLI (:mod:`.kafka_scripts`).
 
 The table (Markdown) lists every test with its result per protocol; a run's logs are kept
@@ -41,6 +45,11 @@ KAFKA_VERSION = "4.2.0"
 BROKER_ARGS = ["--partitions", "4", "--authorizer", "--allow-everyone-if-no-acl-found",
                "--super-users", "User:admin",
                "--share-config", "group.share.min.record.lock.duration.ms=1000"]
+#: tests that need a SASL listener (they skip without one); they run on a SASL broker
+SASL_TESTS = {"0135", "0142"}
+SASL_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+SASL_ARGS = ["--sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+             "--connections-max-reauth-ms", "10000"]
 # what a run prints when a topic needs more brokers than the cluster has
 _TOO_FEW_BROKERS = re.compile(r"INVALID_REPLICATION_FACTOR|Replication factor: \d+ larger than "
                               r"available brokers|replication factor.*larger than"
@@ -101,12 +110,16 @@ def build(checkout: Path, log: Path) -> Path:
 class Broker:
     """A fresh ``kcodec broker`` in its own process."""
 
-    def __init__(self, nodes: int = 1, auto_create: bool = True, log: Path | None = None) -> None:
+    def __init__(self, nodes: int = 1, auto_create: bool = True, log: Path | None = None,
+                 sasl_users: Path | None = None) -> None:
         args = [sys.executable, "-m", "kcodec", "broker", "--json", *BROKER_ARGS]
         if nodes > 1:
             args += ["--nodes", str(nodes)]
         if not auto_create:
             args.append("--no-auto-create")
+        if sasl_users is not None:     # one listener, SASL_PLAINTEXT (SASL_TESTS)
+            args += ["--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users",
+                     str(sasl_users), *SASL_ARGS]
         env = dict(os.environ, PYTHONPATH=_pythonpath())
         self._err: Any = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE,
@@ -168,11 +181,24 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
                ) -> tuple[dict[str, tuple[str, float]], str]:
     """Run the tests ``NNNN_*`` of one scenario on a fresh broker; (rows, output)."""
     tag = f"{number}-{scenario}-{protocol}-{nodes}n"
-    broker = Broker(nodes, auto_create=scenario != "noautocreate", log=logs / f"{tag}.broker.log")
+    work = Path(tempfile.mkdtemp(prefix=f"rdk-{number}-"))
+    users = None
+    if number in SASL_TESTS:
+        users = work / "sasl-users"
+        users.write_text("".join(f"{u}:{pw}\n" for u, pw in SASL_USERS.items()),
+                         encoding="utf-8")
     try:
-        work = Path(tempfile.mkdtemp(prefix=f"rdk-{number}-"))
+        broker = Broker(nodes, auto_create=scenario != "noautocreate",
+                        log=logs / f"{tag}.broker.log", sasl_users=users)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    try:
         conf = work / "test.conf"
         text = f"bootstrap.servers={broker.bootstrap}\n"
+        if users is not None:
+            text += ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     f"sasl.username=admin\nsasl.password={SASL_USERS['admin']}\n")
         if multiplier != 1.0:       # librdkafka's own knob: its tests' timeouts, scaled
             text += f"test.timeout.multiplier={multiplier}\n"
         conf.write_text(text, encoding="utf-8")
@@ -191,9 +217,9 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
             output = done.stdout.decode("utf-8", "replace")
         except subprocess.TimeoutExpired as exc:
             output = (exc.stdout or b"").decode("utf-8", "replace") + f"\n[harness: timed out after {timeout:.0f}s]\n"
-        shutil.rmtree(work, ignore_errors=True)
     finally:
         broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
     (logs / f"{tag}.log").write_text(output, encoding="utf-8")
     rows = parse_summary(output)
     if "[harness: timed out" in output:
