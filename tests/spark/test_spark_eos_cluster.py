@@ -130,7 +130,10 @@ def _check_exactly_once(bootstrap: str, b: str) -> None:
     want = sorted(b"%08d" % i for i in range(N))
     got = kcodec_read(bootstrap, b, "read_committed", N, partitions=PARTS, timeout=120)
     assert len(got) == N and sorted(got) == want, (len(got), len(set(got)))
-    assert sorted(confluent_read(bootstrap, b, N, partitions=PARTS, timeout=120)) == want
+    peer = confluent_read(bootstrap, b, N, partitions=PARTS, timeout=120)
+    assert sorted(peer) == want
+    print(f"\nexactly once: {N} records copied; read_committed readers of B: kcodec "
+          f"{len(got)} ({len(set(got))} distinct), confluent-kafka {len(peer)}")
     from kcodec.client import Consumer
 
     c = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
@@ -249,3 +252,4 @@ def test_at_least_once_duplicates_what_a_killed_driver_had_in_flight(spark_clust
     got = kcodec_read(kbroker.bootstrap, b, "read_committed", N, partitions=PARTS, timeout=120)
     assert set(got) == {b"%08d" % i for i in range(N)}       # nothing lost
     assert len(got) > N, "the at-least-once sink wrote the replayed records once only"
+    print(f"\nat least once: {N} records copied, {len(got)} in B ({len(got) - N} duplicates)")
