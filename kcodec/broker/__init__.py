@@ -1,7 +1,7 @@
 """kcodec.broker: a single-process Kafka broker for development, tests, CI and demos.
 
-Not a replacement for a production Kafka cluster: one process, single-replica partitions,
-TLS and SASL listeners (``security=``, see ``kcodec.broker.security``; several named
+Not a replacement for a production Kafka cluster: one process, partitions whose replicas
+share one log (always in sync; racks and fetch from follower as Kafka's), TLS and SASL listeners (``security=``, see ``kcodec.broker.security``; several named
 listeners per node with ``listeners=``, see ``kcodec.broker.listeners``). It speaks the real
 protocol on real sockets, so any Kafka client works.
 
@@ -11,7 +11,7 @@ protocol on real sockets, so any Kafka client works.
 
     cluster.py     ``Cluster``: broker nodes in this process, and the controls tests need
     node.py        one node: acceptors and processors per listener, a channel, a handler pool
-    state.py       what the nodes share: topics, partition leaders, the logs
+    state.py       what the nodes share: topics, partition replicas and leaders, the logs
     listeners.py   several named endpoints per node, each with its own security protocol
     purgatory.py   delayed operations: answers that wait for an event or a deadline
     hooks.py       test hooks: see each request before its handler, change what happens
@@ -30,6 +30,7 @@ protocol on real sockets, so any Kafka client works.
 
 from kcodec import _moved
 from kcodec.broker.cluster import Cluster, RecordedRequest
+from kcodec.broker.config.broker import RACK_AWARE_SELECTOR
 from kcodec.broker.hooks import DROP, LOSE_ANSWER, NEVER, Delay
 
 # classic-protocol groups are ClassicGroup, as in Kafka (KIP-848's are consumer_group)
@@ -38,4 +39,5 @@ _moved.install({
     "kcodec.broker.apis.groups": "kcodec.broker.apis.classic_groups",
 }, removed_in="0.3")
 
-__all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "LOSE_ANSWER", "NEVER"]
+__all__ = ["Cluster", "RecordedRequest", "Delay", "DROP", "LOSE_ANSWER", "NEVER",
+           "RACK_AWARE_SELECTOR"]

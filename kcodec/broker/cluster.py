@@ -19,9 +19,17 @@
                                "SASL_SSL": ListenerSecurity(ssl_context=ctx, sasl=mechs)})
     c.bootstrap_for("SSL")                            # the nodes' SSL addresses
 
-The nodes share one :class:`~kcodec.broker.state.ClusterState` (topics, single-replica
-logs, leaders), one group coordinator and one producer-id table; a partition is served only
-by its leader, a group only by its coordinator.
+    # racks and fetch from follower (KIP-392): each node's broker.rack, Kafka's selector
+    from kcodec.broker import RACK_AWARE_SELECTOR
+    Cluster(nodes=3, config={"broker.rack": "RACK{id}",     # RACK0, RACK1, RACK2
+                             "replica.selector.class": RACK_AWARE_SELECTOR})
+    Cluster(nodes=3, racks=["a", "a", "b"])               # or one rack per node
+
+The nodes share one :class:`~kcodec.broker.state.ClusterState` (topics, their replica sets
+and leaders, one log per partition that every replica shares), one group coordinator and
+one producer-id table; a partition is written only through its leader and read from any of
+its replicas (a follower when the consumer is sent there), a group served only by its
+coordinator.
 """
 
 from __future__ import annotations
@@ -130,6 +138,8 @@ class Cluster:
             (``{"group.share.record.lock.duration.ms": 15000}``).
         client_metrics: KIP-714 client metrics subscriptions, each
             ``"NAME:metrics=PREFIX,...;interval.ms=N;match=client_id=REGEX"``.
+        racks: each node's ``broker.rack``, one per node (None: the ``broker.rack``
+            config, in which ``{id}`` stands for the node's id, or no rack).
         config: broker configs by Kafka's names (``{"group.initial.rebalance.delay.ms":
             0}``), values typed or as text, checked as Kafka checks them
             (``kcodec.broker.config.broker`` lists them); a config and its keyword above
@@ -166,7 +176,7 @@ class Cluster:
                  transaction_version: int = 2,
                  transaction_two_phase_commit_enable: bool = False,
                  share_group_configs: dict[str, Any] | None = None,
-                 client_metrics: Any = None,
+                 client_metrics: Any = None, racks: list[str | None] | None = None,
                  config: dict[str, Any] | None = None) -> None:
         from kcodec.broker.config import settings_from
 
@@ -228,6 +238,13 @@ class Cluster:
         self.dynamic_configs = DynamicConfigs(self.data_dir)
         self.dynamic_configs.static = {n: self.config[n] for n in self.config_given}
         self.state.topic_defaults = topic_defaults_of(self)
+        #: each node's broker.rack (None: no rack)
+        self.racks = _racks(racks, self.config["broker.rack"], "broker.rack" in self.config_given,
+                            nodes)
+        self.dynamic_configs.static_per_broker = {
+            i: {"broker.rack": r} for i, r in enumerate(self.racks) if r is not None}
+        #: replica.selector.class is Kafka's rack-aware selector: fetch from follower
+        self.rack_aware_selector = bool(self.config["replica.selector.class"])
         self.nodes: dict[int, Node] = {
             i: Node(self, i, host, (ports or [0] * nodes)[i], processors=processors,
                     handlers=handlers, max_request_bytes=max_request_bytes,
@@ -448,17 +465,19 @@ class Cluster:
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, name: str, partitions: int = 1, *, configs: dict[str, str] | None = None,
-                     leaders: dict[int, int] | list[int] | None = None) -> None:
-        """Create a topic; ``leaders`` maps partition -> node id (or a list, one per partition).
-        The configs are checked as CreateTopics checks them, except that ``segment.bytes``
-        may be below Kafka 4's 1 MiB minimum (down to 14), as Kafka's own tests get with
-        ``internal.segment.bytes``."""
+                     leaders: dict[int, int] | list[int] | None = None,
+                     replication_factor: int = -1) -> None:
+        """Create a topic; ``leaders`` maps partition -> node id (or a list, one per partition),
+        the first of its replicas, the others the nodes after it; ``replication_factor``
+        -1 is ``default.replication.factor``. The configs are checked as CreateTopics checks
+        them, except that ``segment.bytes`` may be below Kafka 4's 1 MiB minimum (down to
+        14), as Kafka's own tests get with ``internal.segment.bytes``."""
         from kcodec.broker.apis.topics import create_topic
 
         if isinstance(leaders, list):
             leaders = dict(enumerate(leaders))
-        code, msg = create_topic(self, name, partitions, -1, dict(configs or {}), leaders,
-                                 small_segments=True)
+        code, msg = create_topic(self, name, partitions, replication_factor,
+                                 dict(configs or {}), leaders, small_segments=True)
         if code:
             raise ValueError(f"cannot create topic {name!r}: {ErrorCode(code).name}: {msg}")
 
@@ -476,16 +495,29 @@ class Cluster:
             raise KeyError(f"no partition {topic}-{partition}")
         return p.leader
 
+    def replicas_of(self, topic: str, partition: int) -> list[int]:
+        """The node ids of ``topic``'s ``partition``'s replica set (the preferred leader
+        first)."""
+        p = self.state.partition(topic, partition)
+        if p is None:
+            raise KeyError(f"no partition {topic}-{partition}")
+        return list(p.replicas)
+
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
-        """Make ``node_id`` the partition's leader (the leader epoch goes up by one)."""
+        """Make ``node_id`` the partition's leader (the leader epoch goes up by one). A node
+        outside the replica set takes the old leader's place in it (a reassignment), so the
+        replication factor stays."""
         if node_id not in self.nodes:
             raise KeyError(f"no node {node_id}")
         p = self.state.partition(topic, partition)
         if p is None:
             raise KeyError(f"no partition {topic}-{partition}")
         with p.lock:
+            if node_id not in p.replicas:
+                p.replicas = [node_id if r == p.leader else r for r in p.replicas]
             p.leader = node_id
             p.leader_epoch += 1
+        self.state.save()
         self.purgatory.notify((topic, partition))
 
     # ------------------------------------------------------------------ nodes
@@ -591,6 +623,25 @@ def _authorizer(value: Any, super_users: Any, allow_everyone: bool) -> Authorize
             super_users = super_users.split(";")    # Kafka's super.users: User:a;User:b
         return Authorizer(super_users, allow_everyone)
     raise TypeError(f"authorizer must be True, False, None or an Authorizer, not {value!r}")
+
+
+def _racks(racks: list[str | None] | None, pattern: str | None, pattern_given: bool,
+           nodes: int) -> list[str | None]:
+    """Each node's rack: from ``racks`` (one per node), else the ``broker.rack`` config with
+    ``{id}`` replaced by the node's id."""
+    if racks is not None:
+        if pattern_given:
+            raise ValueError("give the nodes' racks either as racks= or as the broker.rack "
+                             "config, not both")
+        if isinstance(racks, str) or len(racks) != nodes:
+            raise ValueError(f"racks: give one rack per node ({nodes}), got {racks!r}")
+        out = [None if r is None else str(r).strip() for r in racks]
+        if any(r == "" for r in out):
+            raise ValueError(f"racks: a rack name cannot be empty (None: no rack), got {racks!r}")
+        return out
+    if not pattern:
+        return [None] * nodes
+    return [pattern.replace("{id}", str(i)) for i in range(nodes)]
 
 
 def _for_node(listeners: list[Listener] | None, index: int) -> list[Listener] | None:

@@ -1,10 +1,14 @@
-"""What every node of one in-process cluster shares: topics, partition leaders, the logs.
+"""What every node of one in-process cluster shares: topics, partition replicas, the logs.
 
-The cluster is single-replica: each partition has one log (in the cluster's
-:class:`~kcodec.broker.log.LogManager`) and one leader node, which is a label that the test
-controls can move; only the leader serves the partition. Topic metadata (ids, partition
-counts, configs set by users) is kept in ``topics.json`` next to the logs, so a restart on
-the same data dir finds its topics again.
+Each partition has a replica set (``replicas``, its replication factor's worth of node ids,
+the preferred leader first, assigned round-robin over the nodes as Kafka assigns them) and a
+leader among them, a label that the test controls can move. There is still one log per
+partition (in the cluster's :class:`~kcodec.broker.log.LogManager`), shared by every replica:
+a follower is always caught up, so its log end offset and high watermark are the leader's,
+and the in-sync replicas are simply the replicas whose node is running. The leader serves
+produce and ListOffsets; any replica serves a consumer's fetch (KIP-392). Topic metadata
+(ids, partition counts, replica sets, configs set by users) is kept in ``topics.json`` next
+to the logs, so a restart on the same data dir finds its topics again.
 """
 
 from __future__ import annotations
@@ -35,8 +39,21 @@ class Partition:
     leader: int
     log: PartitionLog
     leader_epoch: int = 0
+    #: the replica set, the preferred leader first (always holds ``leader``)
+    replicas: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     producers: ProducerState = field(default_factory=ProducerState)
+
+    def __post_init__(self) -> None:
+        if not self.replicas:
+            self.replicas = [self.leader]
+        elif self.leader not in self.replicas:
+            raise ValueError(f"leader {self.leader} of {self.topic}-{self.index} is not one of "
+                             f"its replicas {self.replicas}")
+
+    def isr(self, alive: set[int]) -> list[int]:
+        """The in-sync replicas: every replica on a running node (they share the log)."""
+        return [r for r in self.replicas if r in alive]
 
 
 @dataclass
@@ -131,10 +148,14 @@ class ClusterState:
                           dict(info.get("configs", {})))
             cfg = topic.log_config(self.topic_defaults)
             count = max(info.get("partitions", 0), max(found.get(name, [-1])) + 1)
+            saved_replicas = info.get("replicas", {})
             for i in range(count):
                 log = self.logs.get(name, i) or self.logs.create(name, i, cfg)
                 log.update_config(cfg)
-                topic.partitions[i] = Partition(name, i, self._pick_leader(name, i), log)
+                # the saved replica set, without nodes this cluster no longer has
+                replicas = [r for r in saved_replicas.get(str(i), []) if r in self.nodes]
+                replicas = replicas or self.assign_replicas(name, i, 1)
+                topic.partitions[i] = Partition(name, i, replicas[0], log, replicas=replicas)
             self.topics[name] = topic
         self.save()
 
@@ -144,7 +165,9 @@ class ClusterState:
             return
         with self.lock:
             meta = {"cluster_id": self.cluster_id, "topics": {
-                t.name: {"id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
+                t.name: {"id": str(t.topic_id), "partitions": len(t.partitions),
+                         "configs": t.configs,
+                         "replicas": {str(i): p.replicas for i, p in t.partitions.items()}}
                 for t in self.topics.values()}}
             if self._creating:
                 meta["creating"] = sorted(self._creating)
@@ -156,14 +179,28 @@ class ClusterState:
         os.replace(tmp, path)
 
     # ---------------------------------------------------------------- topics
-    def _pick_leader(self, topic: str, index: int) -> int:
+    def assign_replicas(self, topic: str, index: int, factor: int,
+                        leader: int | None = None) -> list[int]:
+        """Partition ``index``'s replica set of ``factor`` nodes (capped at the node count),
+        round-robin as Kafka assigns without racks: the leader of partition i the node after
+        partition i-1's (from a start fixed by the topic's name), its followers the nodes
+        after it (Kafka also shifts the followers by a random step; kcodec keeps them next,
+        so that a topic's layout is the same on every run); ``leader`` fixes the first."""
         nodes = self.nodes or [0]
-        start = sum(topic.encode()) % len(nodes)
-        return nodes[(start + index) % len(nodes)]
+        if leader is None:
+            start = sum(topic.encode()) % len(nodes)
+            first = (start + index) % len(nodes)
+        else:
+            first = nodes.index(leader)
+        factor = max(1, min(factor, len(nodes)))
+        return [nodes[(first + k) % len(nodes)] for k in range(factor)]
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
-                     leaders: dict[int, int] | None = None) -> Topic:
-        """Create a topic (the caller has checked the name and that it is new)."""
+                     leaders: dict[int, int] | None = None, replication_factor: int = 1,
+                     assignments: dict[int, list[int]] | None = None) -> Topic:
+        """Create a topic (the caller has checked the name and that it is new, and the
+        replication factor and ``assignments``, partition -> replica set, against the
+        nodes); ``leaders`` fixes some partitions' first replica."""
         configs = dict(configs or {})
         cfg = LogConfig.from_topic_configs({**self.topic_defaults, **configs})   # InvalidConfig
         with self.lock:
@@ -173,11 +210,11 @@ class ClusterState:
             self.save()
             try:
                 for i in range(partitions):
-                    leader = (leaders or {}).get(i)
-                    if leader is None:
-                        leader = self._pick_leader(name, i)
-                    topic.partitions[i] = Partition(name, i, leader,
-                                                    self.logs.create(name, i, cfg))
+                    replicas = list((assignments or {}).get(i) or self.assign_replicas(
+                        name, i, replication_factor, (leaders or {}).get(i)))
+                    topic.partitions[i] = Partition(name, i, replicas[0],
+                                                    self.logs.create(name, i, cfg),
+                                                    replicas=replicas)
             except BaseException:
                 # all partitions or none: what was made goes (files and descriptors too)
                 self.logs.delete_topic(name)
@@ -194,9 +231,12 @@ class ClusterState:
             topic = self.topics[name]
             self.logs.check_descriptors(count - len(topic.partitions))
             cfg = topic.log_config(self.topic_defaults)
+            factor = len(topic.partitions[0].replicas) if topic.partitions else 1
             for i in range(len(topic.partitions), count):
-                topic.partitions[i] = Partition(name, i, self._pick_leader(name, i),
-                                                self.logs.create(name, i, cfg))
+                replicas = self.assign_replicas(name, i, factor)
+                topic.partitions[i] = Partition(name, i, replicas[0],
+                                                self.logs.create(name, i, cfg),
+                                                replicas=replicas)
         self.save()
 
     def delete_topic(self, name: str) -> None:

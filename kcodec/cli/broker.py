@@ -9,6 +9,9 @@
         --authorizer --super-users 'User:admin'        # ACLs, kept in the data dir
     kcodec broker --max-connections 1000 --max-connections-per-ip 50
     kcodec broker --config group.initial.rebalance.delay.ms=0 --config num.partitions=4
+    kcodec broker --nodes 3 --config 'broker.rack=RACK{id}' \
+        --config replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
+    kcodec broker --nodes 3 --racks a,a,b          # one rack per node, by node id
 
 Prints the bootstrap address (``--json``: one JSON line) once it is serving; Ctrl-C or
 SIGTERM stops it cleanly (logs flushed, marked clean). A development broker, not a
@@ -41,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: free ports)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="keep the logs in DIR (default: memory only)")
+    parser.add_argument("--racks", metavar="RACK,RACK,...",
+                        help="each node's broker.rack, one per node in node id order "
+                             "(or --config 'broker.rack=RACK{id}': {id} is each node's id)")
     parser.add_argument("--partitions", type=int, default=1,
                         help="partitions of auto-created topics (default 1)")
     parser.add_argument("--no-auto-create", action="store_true",
@@ -162,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
                   max_connections=args.max_connections,
                   max_connections_per_ip=args.max_connections_per_ip,
                   max_connections_per_ip_overrides=args.max_connections_per_ip_overrides,
-                  client_metrics=_client_metrics(args.client_metrics))
+                  client_metrics=_client_metrics(args.client_metrics),
+                  racks=_racks(args.racks, args.nodes))
     if args.listeners:
         if args.port or args.host != "127.0.0.1":
             raise UsageError("--listeners replaces --host and --port; give one or the other")
@@ -262,3 +269,14 @@ def _client_metrics(specs: list[str]) -> list:
         return [parse_subscription(s) for s in specs]
     except ValueError as exc:
         raise UsageError(f"--client-metrics: {exc}") from None
+
+
+def _racks(text: str | None, nodes: int) -> list[str | None] | None:
+    """``--racks a,b,c``: one rack per node."""
+    if text is None:
+        return None
+    racks: list[str | None] = [r.strip() for r in text.split(",")]
+    if len(racks) != nodes or not all(racks):
+        raise UsageError(f"--racks {text!r}: give {nodes} non-empty rack name(s), one per "
+                         f"node, comma-separated")
+    return racks

@@ -55,10 +55,12 @@ def listener_of(req: Any) -> str | None:
     return getattr(req.connection, "listener", None)
 
 
-def _brokers(node: Any, req: Any) -> list[tuple[int, str, int]]:
-    """Every live node's address on the request's listener (nodes without it left out)."""
+def _brokers(node: Any, req: Any) -> list[tuple[int, str, int, str | None]]:
+    """Every live node's address on the request's listener (nodes without it left out), and
+    its rack."""
     name = listener_of(req) or node.listeners[0].name
-    return [(n.id, *n.address_of(name)) for n in node.cluster.live_nodes()
+    racks = node.cluster.racks
+    return [(n.id, *n.address_of(name), racks[n.id]) for n in node.cluster.live_nodes()
             if n.listener(name) is not None]
 
 
@@ -124,18 +126,19 @@ def metadata(node: Node, req: Incoming[MetadataRequest]) -> Answer[MetadataRespo
         parts = []
         for p in sorted(topic.partitions.values(), key=lambda p: p.index):
             up = p.leader in alive
+            replicas = list(p.replicas)
             parts.append(M.MetadataResponsePartition(
                 error_code=0 if up else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p.index,
                 leader_id=p.leader if up else -1, leader_epoch=p.leader_epoch,
-                replica_nodes=[p.leader], isr_nodes=[p.leader] if up else [],
-                offline_replicas=[] if up else [p.leader]))
+                replica_nodes=replicas, isr_nodes=[r for r in replicas if r in alive],
+                offline_replicas=[r for r in replicas if r not in alive]))
         entry = M.MetadataResponseTopic(error_code=0, name=name, topic_id=topic.topic_id,
                                         partitions=parts)
         if with_ops:
             entry.topic_authorized_operations = operations(node, req, RT.TOPIC, name)
         topics.append(entry)
-    out = M(brokers=[M.MetadataResponseBroker(node_id=i, host=h, port=port)
-                     for i, h, port in _brokers(node, req)],
+    out = M(brokers=[M.MetadataResponseBroker(node_id=i, host=h, port=port, rack=rack)
+                     for i, h, port, rack in _brokers(node, req)],
             cluster_id=state.cluster_id, controller_id=node.cluster.controller_id(),
             topics=topics)
     if 8 <= v <= 10 and body.include_cluster_authorized_operations:
@@ -156,8 +159,8 @@ def describe_cluster(node: Node, req: Incoming[DescribeClusterRequest]
     D = DescribeClusterResponse
     out = D(error_code=0, cluster_id=node.cluster.state.cluster_id,
             controller_id=node.cluster.controller_id(),
-            brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p)
-                     for i, h, p in _brokers(node, req)])
+            brokers=[D.DescribeClusterBroker(broker_id=i, host=h, port=p, rack=rack)
+                     for i, h, p, rack in _brokers(node, req)])
     if req.body.include_cluster_authorized_operations:
         out.cluster_authorized_operations = _cluster_operations(node, req)
     return out

@@ -4,7 +4,8 @@ Per partition, under its lock: the leader check; a cheap header walk of the batc
 (``peek_batches``) for the idempotence check (:class:`ProducerState`); the append (the log
 validates CRCs and sizes and assigns offsets in place); the producer state update; then the
 fetches waiting on the partition are woken. acks=0 gets no answer; acks=1 and acks=-1 (all)
-are the same on a single-replica log (the high watermark moves with the append).
+are the same here, the replicas sharing the leader's log (the high watermark moves with the
+append), except that acks=-1 needs ``min.insync.replicas`` replicas on running nodes.
 
 A batch that repeats one of the last five a producer wrote (same epoch, same first and last
 sequence: a retry after a lost answer) is not written again and is answered as Kafka answers
@@ -48,11 +49,14 @@ def append_records(node: Any, topic: str, index: int, records: Any,
     if part is None:
         return P.PartitionProduceResponse(index=index, error_code=code, base_offset=-1)
     min_isr = part.log.config.min_insync_replicas
-    if acks == -1 and min_isr > 1:     # every partition has one replica: the ISR is 1
-        return P.PartitionProduceResponse(
-            index=index, error_code=ErrorCode.NOT_ENOUGH_REPLICAS, base_offset=-1,
-            error_message=f"the in-sync replicas of {topic}-{index} (1) are fewer than its "
-                          f"min.insync.replicas ({min_isr}), which acks=all needs")
+    if acks == -1 and min_isr > 1:
+        # the replicas share the log: the in-sync ones are those on running nodes
+        isr = len(part.isr(node.cluster.alive_ids()))
+        if isr < min_isr:
+            return P.PartitionProduceResponse(
+                index=index, error_code=ErrorCode.NOT_ENOUGH_REPLICAS, base_offset=-1,
+                error_message=f"the in-sync replicas of {topic}-{index} ({isr}) are fewer "
+                              f"than its min.insync.replicas ({min_isr}), which acks=all needs")
     if not records:
         return P.PartitionProduceResponse(index=index, error_code=ErrorCode.CORRUPT_MESSAGE,
                                           base_offset=-1, error_message="no records")

@@ -1,4 +1,5 @@
-"""CreateTopics, DeleteTopics, CreatePartitions (single-replica partitions).
+"""CreateTopics, DeleteTopics, CreatePartitions (replica sets kept, their replicas sharing
+one log: see :mod:`kcodec.broker.state`).
 
 One CreateTopics or CreatePartitions request makes at most ``MAX_RECORDS_PER_REQUEST``
 topics and partitions together, as Kafka's controller bounds one operation to 10,000
@@ -60,13 +61,23 @@ class _Mutations:
         return ok
 
 
+def default_replication_factor(cluster: Any) -> int:
+    """The replication factor of a topic created without one: ``default.replication.factor``,
+    capped at the cluster's node count (so that a default set for a 3-node cluster still
+    lets a 1-node one auto-create topics)."""
+    return max(1, min(int(cluster.config["default.replication.factor"]), len(cluster.nodes)))
+
+
 def create_topic(cluster: Any, name: str, partitions: int, replication: int,
                  configs: dict[str, str], leaders: dict[int, int] | None = None,
                  validate_only: bool = False, small_segments: bool = False,
-                 admit: Callable[[int], bool] | None = None) -> tuple[int, str | None]:
-    """``(error_code, message)`` after creating one topic (``small_segments``: segment.bytes
-    may be below 1 MiB, for tests; ``admit``: asked, once all else is checked, whether its
-    partitions may be created, the controller mutation quota)."""
+                 admit: Callable[[int], bool] | None = None,
+                 assignments: dict[int, list[int]] | None = None) -> tuple[int, str | None]:
+    """``(error_code, message)`` after creating one topic (``replication`` -1: the default
+    replication factor; ``assignments``: partition -> its replica set, the leader first, as
+    CreateTopics gives them; ``small_segments``: segment.bytes may be below 1 MiB, for tests;
+    ``admit``: asked, once all else is checked, whether its partitions may be created, the
+    controller mutation quota)."""
     state = cluster.state
     why = valid_topic_name(name)
     if why is not None:
@@ -78,6 +89,24 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
     if replication == 0 or replication < -1 or replication > len(cluster.nodes):
         return E.INVALID_REPLICATION_FACTOR, (
             f"replication factor {replication}: this cluster has {len(cluster.nodes)} node(s)")
+    if replication == -1:
+        replication = default_replication_factor(cluster)
+    if assignments is not None:
+        if sorted(assignments) != list(range(len(assignments))):
+            return E.INVALID_REPLICA_ASSIGNMENT, ("the assignments must name partitions 0 to "
+                                                  f"{len(assignments) - 1}, each once")
+        for i, replicas in assignments.items():
+            if not replicas or len(set(replicas)) != len(replicas):
+                return E.INVALID_REPLICA_ASSIGNMENT, (
+                    f"partition {i}: a replica set needs at least one node, none twice "
+                    f"(got {replicas})")
+            if any(n not in cluster.nodes for n in replicas):
+                return E.INVALID_REPLICA_ASSIGNMENT, (
+                    f"partition {i}: the assignment {replicas} names a node this cluster "
+                    f"does not have (its nodes: {sorted(cluster.nodes)})")
+        if len({len(r) for r in assignments.values()}) > 1:
+            return E.INVALID_REPLICA_ASSIGNMENT, ("every partition's replica set must have "
+                                                  "the same size")
     from kcodec.broker.apis.configs import check_topic_configs
 
     code, msg = check_topic_configs(cluster, configs, small_segments)
@@ -92,7 +121,8 @@ def create_topic(cluster: Any, name: str, partitions: int, replication: int,
             if admit is not None and not admit(partitions):
                 return E.THROTTLING_QUOTA_EXCEEDED, QUOTA_EXCEEDED
             try:     # all partitions or none; refused past the descriptor budget
-                state.create_topic(name, partitions, configs, leaders)
+                state.create_topic(name, partitions, configs, leaders, replication,
+                                   assignments)
             except LogError as exc:
                 return exc.error_code, str(exc)
             except OSError as exc:
@@ -127,13 +157,22 @@ def create_topics(node: Node, req: Incoming[CreateTopicsRequest]) -> Answer[Crea
             continue
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         partitions, rf = t.num_partitions, t.replication_factor
-        leaders = None
+        assignments = None
         if t.assignments:
-            leaders = {a.partition_index: a.broker_ids[0] for a in t.assignments if a.broker_ids}
+            if partitions != -1 or rf != -1:
+                # as Kafka: an assignment replaces both counts, which must then be -1
+                which = "numPartitions" if partitions != -1 else "replicationFactor"
+                out.append(R.CreatableTopicResult(
+                    name=t.name, error_code=E.INVALID_REQUEST,
+                    error_message=f"A manual partition assignment was specified, but {which} "
+                                  f"was not set to -1."))
+                continue
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             partitions = len(t.assignments)
             rf = len(t.assignments[0].broker_ids) or -1
-        code, msg = create_topic(node.cluster, t.name, partitions, rf, configs, leaders,
-                                 req.body.validate_only, admit=mutations.admit)
+        code, msg = create_topic(node.cluster, t.name, partitions, rf, configs, None,
+                                 req.body.validate_only, admit=mutations.admit,
+                                 assignments=assignments)
         topic = node.cluster.state.topics.get(t.name)
         res = R.CreatableTopicResult(name=t.name, error_code=code, error_message=msg)
         if t.name not in shown:
@@ -141,7 +180,7 @@ def create_topics(node: Node, req: Incoming[CreateTopicsRequest]) -> Answer[Crea
         if code == 0 and topic is not None:
             res.topic_id = topic.topic_id
             res.num_partitions = len(topic.partitions)
-            res.replication_factor = 1
+            res.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else 1
             res.configs = [] if t.name not in shown else _configs_of(node.cluster, topic)
         out.append(res)
     return R(topics=out)

@@ -26,7 +26,8 @@ from kcodec.broker.config.types import (
     one_of,
 )
 
-__all__ = ["BROKER_CONFIGS", "BrokerSetting", "KCODEC_DEFAULTS", "REASONS", "resolve"]
+__all__ = ["BROKER_CONFIGS", "BrokerSetting", "KCODEC_DEFAULTS", "RACK_AWARE_SELECTOR", "REASONS",
+           "resolve"]
 
 RO, PER_BROKER, CLUSTER = "read-only", "per-broker", "cluster-wide"
 
@@ -90,6 +91,17 @@ def _authorizer(v: str) -> bool:
     return bool(v)
 
 
+#: Kafka's rack-aware replica selector (KIP-392), the one replica.selector.class kcodec has
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
+def _replica_selector(name: str, v: Any) -> None:
+    # Kafka loads the class at start and fails without it; kcodec has Kafka's one selector
+    if v and v != RACK_AWARE_SELECTOR:
+        raise ConfigError(f"Invalid value {v} for configuration {name}: Class {v} cannot be "
+                          f"found (kcodec's broker has Kafka's {RACK_AWARE_SELECTOR} only)")
+
+
 def _d(name: str, type_: str, default: Any, doc: str, validator: Any = None) -> ConfigDef:
     return ConfigDef(name, type_, default, doc, validator)
 
@@ -109,6 +121,18 @@ _SETTINGS: list[BrokerSetting] = [
     _S(_d("log.cleaner.backoff.ms", "LONG", 15000,
           "how often the cleaner looks for compacted logs with records to clean",
           at_least(0)), None, RO),
+    _S(_d("default.replication.factor", "INT", 1,
+          "replicas of a topic created without a replication factor (auto-created ones "
+          "too), capped at the node count"), None, RO),
+    # ---------------------------------------------------------------- racks (KIP-36, KIP-392)
+    _S(_d("broker.rack", "STRING", None,
+          "the node's rack; {id} in the value is replaced by each node's id "
+          "(broker.rack=RACK{id}), or give Cluster(racks=[...]) / --racks for a list"),
+       None, RO),
+    _S(_d("replica.selector.class", "STRING", None,
+          "the replica a consumer's fetch is sent to: " + RACK_AWARE_SELECTOR
+          + " sends a consumer with client.rack to a replica in its rack (fetch from "
+          "follower, KIP-392); unset: the leader only", _replica_selector), None, RO),
     # ---------------------------------------------------------------- client quotas
     _S(_d("quota.window.num", "INT", 11, "samples a client's byte rate is measured over",
           at_least(1)), None, RO),
@@ -252,7 +276,6 @@ INERT: dict[str, str] = {
     "controller.quorum.bootstrap.servers": "as controller.quorum.voters",
     "controller.listener.names": "as controller.quorum.voters",
     "inter.broker.listener.name": "the nodes do not replicate over the network",
-    "default.replication.factor": "every partition has one replica",
     "offsets.topic.replication.factor": "committed offsets are not kept in a topic here "
                                         "(consumer_offsets.jsonl of the data dir)",
     "offsets.topic.num.partitions": "as offsets.topic.replication.factor",
@@ -273,7 +296,6 @@ def _inert_settings() -> list[BrokerSetting]:
              "controller.quorum.bootstrap.servers": ("LIST", []),
              "controller.listener.names": ("STRING", None),
              "inter.broker.listener.name": ("STRING", None),
-             "default.replication.factor": ("INT", 1),
              "offsets.topic.replication.factor": ("SHORT", 3),
              "offsets.topic.num.partitions": ("INT", 50),
              "transaction.state.log.replication.factor": ("SHORT", 3),

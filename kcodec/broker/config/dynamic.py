@@ -59,6 +59,8 @@ class DynamicConfigs:
             self.brokers = {int(b): {k: v for k, v in c.items() if k in BROKER_CONFIGS}
                             for b, c in saved.get("brokers", {}).items()}
         self.static: dict[str, Any] = {}
+        #: static configs whose value differs per node (broker.rack): node id -> values
+        self.static_per_broker: dict[int, dict[str, Any]] = {}
 
     def levels(self, broker: int | None) -> list[tuple[int, dict[str, Any]]]:
         """(source, {name: typed value}) from the highest precedence down: broker
@@ -67,8 +69,10 @@ class DynamicConfigs:
         with self.lock:
             own = self.brokers.get(broker if broker is not None else 0, {}) \
                 if broker is not None or len(self.brokers) <= 1 else {}
+            per = self.static_per_broker.get(broker if broker is not None else 0, {}) \
+                if broker is not None or len(self.static_per_broker) <= 1 else {}
             return [(DYNAMIC_BROKER, _typed(own)), (DYNAMIC_DEFAULT_BROKER, _typed(self.default)),
-                    (STATIC_BROKER, dict(self.static))]
+                    (STATIC_BROKER, {**self.static, **per})]
 
     def save(self) -> None:
         if self._path is None:
