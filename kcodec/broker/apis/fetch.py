@@ -11,8 +11,17 @@ Sessions: ``session_id 0, epoch 0`` opens one (its random id comes back; 0 when 
 keeps every session it has, see :mod:`kcodec.broker.apis.fetch_sessions`); later requests
 name it with the next epoch and list only the partitions that changed (and the forgotten
 ones); the answer lists only partitions with records, a changed high watermark or log start,
-or an error. ``epoch -1`` is a full fetch without (or closing) a session. A session is its
-principal's: to any other it does not exist.
+an error or a preferred read replica. ``epoch -1`` is a full fetch without (or closing) a
+session. A session is its principal's: to any other it does not exist.
+
+Fetch from follower (KIP-392), as Kafka: a consumer's fetch of v11+ (it carries the client's
+``rack_id``) may be served by any replica of the partition, up to the high watermark; older
+versions and other brokers' fetches only by the leader, and a node outside the replica set
+answers NOT_LEADER_OR_FOLLOWER. With ``replica.selector.class`` set to Kafka's rack-aware
+selector, the leader answers a consumer in another rack than its own, when a running
+replica is in the consumer's rack and holds the fetch offset, with that replica as
+``preferred_read_replica`` and no records (at once, without waiting for ``min_bytes``); the
+client then fetches from it. The replicas share one log, so a follower is never behind.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from kcodec.protocol import ErrorCode, FetchRequest, FetchResponse
 if TYPE_CHECKING:
     from kcodec.broker.node import Node
 
-__all__ = ["FetchSessions"]
+__all__ = ["FetchSessions", "client_rack"]
 
 F = FetchResponse
 _NO_ID = uuid.UUID(int=0)
@@ -44,13 +53,44 @@ def _failed(index: int, code: int, **fields: Any) -> Any:
     return F.PartitionData(partition_index=index, error_code=code, records=b"", **fields)
 
 
+def client_rack(req: Any) -> str | None:
+    """The rack of a consumer's fetch that any replica may serve (KIP-392: v11+ from a
+    consumer, replica id -1; "" when the client gave no rack); None for a fetch only the
+    leader serves (a broker's, or an older version)."""
+    body = req.body
+    if req.api_version < 11:
+        return None
+    replica = body.replica_id if req.api_version < 15 else (
+        body.replica_state.replica_id if body.replica_state is not None else -1)
+    return (body.rack_id or "") if replica < 0 else None
+
+
+def _preferred_replica(node: Any, p: Any, offset: int, rack: str) -> int:
+    """The replica Kafka's rack-aware selector sends a consumer in ``rack`` to (-1: the
+    leader itself): a running replica other than the leader in that rack whose log holds
+    ``offset``, unless the leader is in it."""
+    cluster = node.cluster
+    if not rack or not cluster.rack_aware_selector or cluster.racks[node.id] == rack:
+        return -1
+    log = p.log
+    if not log.log_start_offset <= offset <= log.log_end_offset:
+        return -1
+    alive = cluster.alive_ids()
+    for r in p.replicas:
+        if r != p.leader and r in alive and cluster.racks[r] == rack:
+            return int(r)
+    return -1
+
+
 def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: int,
-                    leader_epoch: int, read_committed: bool, min_one: bool, to_magic: int = 2) -> Any:
+                    leader_epoch: int, read_committed: bool, min_one: bool, to_magic: int = 2,
+                    rack: str | None = None) -> Any:
     state = node.cluster.state
     p = state.partition(topic, index)
     if p is None:
         return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if p.leader != node.id:
+    # a consumer's fetch (rack not None) may be served by a follower too
+    if p.leader != node.id and (rack is None or node.id not in p.replicas):
         return _failed(index, ErrorCode.NOT_LEADER_OR_FOLLOWER,
                        current_leader=F.LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch))
     if leader_epoch >= 0 and leader_epoch != p.leader_epoch:
@@ -61,6 +101,12 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
     hw = log.high_watermark
     txns = node.cluster.txns
     lso = txns.stable_offset(topic, index, hw)
+    if rack and p.leader == node.id:
+        preferred = _preferred_replica(node, p, offset, rack)
+        if preferred >= 0:        # the client is sent there, with no records
+            return F.PartitionData(partition_index=index, error_code=0, high_watermark=hw,
+                                   last_stable_offset=lso, log_start_offset=log.log_start_offset,
+                                   records=b"", preferred_read_replica=preferred)
     upper = lso if read_committed else hw   # read_committed stops at the last stable offset
     try:
         records = b""
@@ -82,10 +128,12 @@ def _read_partition(node: Any, topic: str, index: int, offset: int, max_bytes: i
 
 
 def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]],
-              to_magic: int = 2, denied: frozenset[str] = frozenset()) -> tuple[list, int, bool]:
-    """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, error).
-    Topics in ``denied`` (the principal may not READ them) are answered
-    TOPIC_AUTHORIZATION_FAILED, unread."""
+              to_magic: int = 2, denied: frozenset[str] = frozenset(),
+              rack: str | None = None) -> tuple[list, int, bool]:
+    """Read every wanted (topic, partition, offset, max bytes, epoch); (results, bytes, answer
+    now: an error or a preferred read replica). Topics in ``denied`` (the principal may not
+    READ them) are answered TOPIC_AUTHORIZATION_FAILED, unread; ``rack``: see
+    :func:`client_rack`."""
     remaining = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
     out = []
     total = 0
@@ -98,13 +146,13 @@ def _read_all(node: Any, body: Any, wanted: list[tuple[str, int, int, int, int]]
             continue
         limit = max(0, min(pmax, remaining))
         pd = _read_partition(node, topic, index, offset, limit, epoch, read_committed,
-                             min_one=total == 0, to_magic=to_magic)
+                             min_one=total == 0, to_magic=to_magic, rack=rack)
         n = len(pd.records) if pd.records else 0
         if n:
             node.metrics.fetched(topic, index, n)
         total += n
         remaining -= n
-        error = error or pd.error_code != 0
+        error = error or pd.error_code != 0 or pd.preferred_read_replica >= 0
         out.append((topic, pd))
     return out, total, error
 
@@ -128,17 +176,19 @@ class _DelayedFetch(Delayed):
     def __init__(self, node: Any, req: Any, wanted: list, respond: Any) -> None:
         super().__init__()
         self.node, self.req, self.wanted, self.respond = node, req, wanted, respond
+        self.rack = client_rack(req)
 
     def try_complete(self) -> bool:
         results, total, error = _read_all(self.node, self.req.body, self.wanted,
-                                          magic_for_fetch_version(self.req.api_version))
+                                          magic_for_fetch_version(self.req.api_version),
+                                          rack=self.rack)
         if total >= self.req.body.min_bytes or error:
             return self.complete(self.respond(results))
         return False
 
     def expire(self) -> None:
         results, _, _ = _read_all(self.node, self.req.body, self.wanted,
-                                  magic_for_fetch_version(self.req.api_version))
+                                  magic_for_fetch_version(self.req.api_version), rack=self.rack)
         self.complete(self.respond(results))
 
 
@@ -222,6 +272,7 @@ def fetch(node: Node, req: Incoming[FetchRequest]) -> Answer[FetchResponse]:
                 for topic, pd in results:
                     st = session.parts.get((topic, pd.partition_index))
                     changed = (pd.error_code != 0 or bool(pd.records) or st is None
+                               or pd.preferred_read_replica >= 0
                                or st.high_watermark != pd.high_watermark
                                or st.log_start_offset != pd.log_start_offset)
                     if st is not None:
@@ -240,10 +291,11 @@ def fetch(node: Node, req: Incoming[FetchRequest]) -> Answer[FetchResponse]:
         return F(error_code=0, session_id=sid, responses=_group(results, id_of) + _unknown_ids(unknown))
 
     denied = _denied(node, req, wanted)
+    rack = client_rack(req)
     if denied:     # answered at once (an error in the answer ends a long poll anyway)
-        results, _, _ = _read_all(node, body, wanted, magic_for_fetch_version(v), denied)
+        results, _, _ = _read_all(node, body, wanted, magic_for_fetch_version(v), denied, rack)
         return respond(results)
-    results, total, error = _read_all(node, body, wanted, magic_for_fetch_version(v))
+    results, total, error = _read_all(node, body, wanted, magic_for_fetch_version(v), rack=rack)
     if total >= body.min_bytes or error or body.max_wait_ms <= 0 or not wanted or unknown:
         return respond(results)
     op = _DelayedFetch(node, req, wanted, respond)
