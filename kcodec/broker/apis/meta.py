@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kcodec.broker.apis.authz import RT, Op, allowed, allowed_names, cluster_allowed, operations
 from kcodec.broker.apis.registry import Answer, Incoming, api
+from kcodec.broker.apis.topics import default_replication_factor
 from kcodec.broker.apis.util import valid_topic_name
 from kcodec.broker.log import LogError
 from kcodec.protocol import (
@@ -110,8 +111,9 @@ def metadata(node: Node, req: Incoming[MetadataRequest]) -> Answer[MetadataRespo
                 continue
             with state.lock:
                 try:
-                    topic = state.topics.get(name) or state.create_topic(name,
-                                                                         state.num_partitions)
+                    topic = state.topics.get(name) or state.create_topic(
+                        name, state.num_partitions,
+                        replication_factor=default_replication_factor(node.cluster))
                 except (LogError, OSError) as exc:
                     log.warning("kcodec broker: cannot auto-create topic %r: %s", name, exc)
                     topics.append(M.MetadataResponseTopic(
