@@ -13,6 +13,7 @@ from kcodec.broker import Cluster
 from tools.conformance import kafka_scripts
 from tools.conformance.run import (
     _TOO_FEW_BROKERS,
+    BROKER_ARGS,
     from_logs,
     list_tests,
     parse_summary,
@@ -117,6 +118,22 @@ def test_kafka_topics_and_acls_stand_ins(capsys):
         assert "ts" not in c.state.topics
     with pytest.raises(SystemExit):   # an option the stand-in does not know fails loudly
         kafka_scripts.main(["kafka-topics", "--bootstrap-server", "x:1", "--describe"])
+
+
+def test_the_broker_has_a_rack_per_node_and_the_rack_aware_selector(tmp_path):
+    # as librdkafka's clusters: its 0101 (fetch from follower) needs 3 distinct racks
+    from kcodec.client import Admin
+    from tools.conformance.run import Broker
+
+    broker = Broker(3, log=tmp_path / "broker.log")
+    try:
+        with Admin(bootstrap_servers=broker.bootstrap) as a:
+            racks = {b.node_id: b.rack for b in a.describe_cluster().brokers}
+    finally:
+        broker.stop()
+    assert racks == {0: "RACK0", 1: "RACK1", 2: "RACK2"}
+    assert "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector" \
+        in BROKER_ARGS
 
 
 SMALL = "0001,0019,0034,0119"   # fast ones, among them the Fetch-error and ACL cases

@@ -6,8 +6,10 @@
 The librdkafka checkout stays outside this repository. Its test runner is built there if it
 is missing (``./configure``, ``make libs``, ``make -C tests build``). Each test number gets a
 fresh broker, set up as librdkafka's own test clusters are: ``--partitions 4``, the ACL
-authorizer allowing everyone when no ACL matches, ``User:admin`` a super user, and
-``group.share.min.record.lock.duration.ms=1000``. Its cluster
+authorizer allowing everyone when no ACL matches, ``User:admin`` a super user,
+``group.share.min.record.lock.duration.ms=1000``, and for fetch from follower each node
+in its own rack (``broker.rack=RACK<node id>``) with Kafka's rack-aware
+``replica.selector.class``. Its cluster
 tests (those not flagged local or manual) run with ``TEST_KAFKA_VERSION=4.2.0`` in full
 mode (not ``-Q``) under each ``TEST_CONSUMER_GROUP_PROTOCOL`` asked for. A test whose run
 says the cluster has too few brokers for its replication factor runs again on three nodes
@@ -44,7 +46,12 @@ KAFKA_VERSION = "4.2.0"
 # as librdkafka's test clusters (its cluster_testing.py and CI scripts)
 BROKER_ARGS = ["--partitions", "4", "--authorizer", "--allow-everyone-if-no-acl-found",
                "--super-users", "User:admin",
-               "--share-config", "group.share.min.record.lock.duration.ms=1000"]
+               "--share-config", "group.share.min.record.lock.duration.ms=1000",
+               # broker.rack=RACK${appid} and the rack-aware selector, as its clusters set
+               # them for Kafka 2.4+ (cluster_testing.py); {id} is each node's id here
+               "--config", "broker.rack=RACK{id}",
+               "--config", "replica.selector.class="
+                           "org.apache.kafka.common.replica.RackAwareReplicaSelector"]
 #: tests that need a SASL listener (they skip without one); they run on a SASL broker
 SASL_TESTS = {"0135", "0142"}
 SASL_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
