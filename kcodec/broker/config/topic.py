@@ -156,7 +156,7 @@ INERT: dict[str, str] = {
     "flush.messages": "the log fsyncs at roll and shutdown; acks do not wait for fsync, as "
                       "Kafka's default",
     "flush.ms": "as flush.messages",
-    "follower.replication.throttled.replicas": "partitions have one replica: nothing "
+    "follower.replication.throttled.replicas": "the replicas share one log: nothing "
                                                "replicates",
     "leader.replication.throttled.replicas": "as follower.replication.throttled.replicas",
     "local.retention.bytes": "no tiered storage (remote.storage.enable is refused)",
@@ -169,8 +169,8 @@ INERT: dict[str, str] = {
     "remote.log.delete.on.disable": "no tiered storage",
     "segment.index.bytes": "the offset index grows with its segment",
     "segment.jitter.ms": "one node: no roll storm to spread",
-    "unclean.leader.election.enable": "one replica per partition: there is no other replica "
-                                      "to elect",
+    "unclean.leader.election.enable": "the replicas share one log, so none is ever out of "
+                                      "sync, and no leader is elected when one stops",
 }
 
 
