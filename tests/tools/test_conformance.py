@@ -136,6 +136,27 @@ def test_the_broker_has_a_rack_per_node_and_the_rack_aware_selector(tmp_path):
         in BROKER_ARGS
 
 
+def test_the_sasl_tests_get_a_sasl_broker_that_admin_logs_in_to(tmp_path):
+    # librdkafka's 0135 and 0142 skip without a SASL listener; 0142 reads the session
+    # lifetime from DescribeConfigs and skips at 0
+    from kcodec.client import Admin
+    from tools.conformance.run import SASL_TESTS, SASL_USERS, Broker
+
+    assert {"0135", "0142"} <= SASL_TESTS
+    users = tmp_path / "users"
+    users.write_text("".join(f"{u}:{pw}\n" for u, pw in SASL_USERS.items()))
+    broker = Broker(1, log=tmp_path / "broker.log", sasl_users=users)
+    try:
+        with Admin(bootstrap_servers=broker.bootstrap, security_protocol="SASL_PLAINTEXT",
+                   sasl_mechanism="SCRAM-SHA-256", sasl_username="admin",
+                   sasl_password=SASL_USERS["admin"]) as a:
+            got = a.describe_configs([("broker", "0")])
+    finally:
+        broker.stop()
+    (entries,) = got.values()
+    assert entries["connections.max.reauth.ms"].value == "10000"
+
+
 SMALL = "0001,0019,0034,0119"   # fast ones, among them the Fetch-error and ACL cases
 
 
