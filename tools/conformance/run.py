@@ -18,7 +18,12 @@ scenario run on a broker started with ``--no-auto-create``. The tests of SASL it
 (``SASL_TESTS``: credentials, re-authentication), which librdkafka's runner skips on a
 plaintext cluster, run on a broker whose one listener is SASL_PLAINTEXT (PLAIN and SCRAM
 users, ``User:admin`` the super user, ``connections.max.reauth.ms`` set as its SASL clusters
-set it) and log in as admin with SCRAM-SHA-256. ``kafka-topics.sh`` and
+set it) and log in as admin with SCRAM-SHA-256. The tests of TLS itself (``SSL_TESTS``:
+certificate verification), which need the certificate files and ``SSL_*`` variables
+librdkafka's SSL clusters provide, get a certificate set made for the run
+(:mod:`.ssl_certs`: a root CA, an intermediate CA signing the broker's certificate, a client
+certificate in PEM, DER and PKCS#12) and a broker whose one listener is SSL and requires a
+client certificate (``ssl.client.auth=required``). ``kafka-topics.sh`` and
 ``kafka-acls.sh`` are stand-ins on kcodec's Admin and CLI (:mod:`.kafka_scripts`).
 
 The table (Markdown) lists every test with its result per protocol; a run's logs are kept
@@ -39,7 +44,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:     # ssl_certs needs the cryptography package: imported when used
+    from tools.conformance.ssl_certs import Certs
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.2.0"
@@ -55,6 +63,8 @@ BROKER_ARGS = ["--partitions", "4", "--authorizer", "--allow-everyone-if-no-acl-
 #: tests that need a SASL listener (they skip without one); they run on a SASL broker
 SASL_TESTS = {"0135", "0142"}
 SASL_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+#: tests that need an SSL listener and the SSL_* certificate variables (they skip without)
+SSL_TESTS = {"0097"}
 SASL_ARGS = ["--sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
              "--connections-max-reauth-ms", "10000"]
 # what a run prints when a topic needs more brokers than the cluster has
@@ -118,7 +128,7 @@ class Broker:
     """A fresh ``kcodec broker`` in its own process."""
 
     def __init__(self, nodes: int = 1, auto_create: bool = True, log: Path | None = None,
-                 sasl_users: Path | None = None) -> None:
+                 sasl_users: Path | None = None, certs: Certs | None = None) -> None:
         args = [sys.executable, "-m", "kcodec", "broker", "--json", *BROKER_ARGS]
         if nodes > 1:
             args += ["--nodes", str(nodes)]
@@ -127,6 +137,11 @@ class Broker:
         if sasl_users is not None:     # one listener, SASL_PLAINTEXT (SASL_TESTS)
             args += ["--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users",
                      str(sasl_users), *SASL_ARGS]
+        if certs is not None:          # one listener, SSL with client certificates (SSL_TESTS)
+            args += ["--listeners", "SSL://127.0.0.1:0",
+                     "--ssl-certfile", str(certs.broker_certfile),
+                     "--ssl-keyfile", str(certs.broker_keyfile),
+                     "--ssl-cafile", str(certs.cafile), "--ssl-client-auth", certs.client_auth]
         env = dict(os.environ, PYTHONPATH=_pythonpath())
         self._err: Any = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE,
@@ -195,8 +210,12 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
         users.write_text("".join(f"{u}:{pw}\n" for u, pw in SASL_USERS.items()),
                          encoding="utf-8")
     try:
+        certs = None
+        if number in SSL_TESTS:
+            from tools.conformance import ssl_certs
+            certs = ssl_certs.make(work / "ssl")
         broker = Broker(nodes, auto_create=scenario != "noautocreate",
-                        log=logs / f"{tag}.broker.log", sasl_users=users)
+                        log=logs / f"{tag}.broker.log", sasl_users=users, certs=certs)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -206,6 +225,8 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
         if users is not None:
             text += ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
                      f"sasl.username=admin\nsasl.password={SASL_USERS['admin']}\n")
+        if certs is not None:
+            text += "security.protocol=SSL\n" + certs.client_conf()
         if multiplier != 1.0:       # librdkafka's own knob: its tests' timeouts, scaled
             text += f"test.timeout.multiplier={multiplier}\n"
         conf.write_text(text, encoding="utf-8")
@@ -214,7 +235,8 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
                    LD_LIBRARY_PATH=f"{checkout / 'src'}:{checkout / 'src-cpp'}",
                    RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION,
                    TEST_CONSUMER_GROUP_PROTOCOL=protocol, TESTS=f"{number}_",
-                   KAFKA_PATH=str(kafka_path), BROKERS=broker.bootstrap)
+                   KAFKA_PATH=str(kafka_path), BROKERS=broker.bootstrap,
+                   **(certs.env() if certs is not None else {}))
         args = [str(runner), "-L", "-p1"]
         if scenario != "default":
             args += ["-s", scenario]
