@@ -157,6 +157,64 @@ def test_the_sasl_tests_get_a_sasl_broker_that_admin_logs_in_to(tmp_path):
     assert entries["connections.max.reauth.ms"].value == "10000"
 
 
+def test_the_ssl_tests_get_a_certificate_set_and_a_broker_that_requires_client_certs(tmp_path):
+    # librdkafka's 0097 skips without the SSL_* files its SSL clusters provide; its broker
+    # serves a chain through an intermediate CA and requires client certificates
+    pytest.importorskip("cryptography")
+    import socket
+    import ssl
+    import struct
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import load_der_private_key, pkcs12
+
+    from kcodec.client import Admin
+    from tools.conformance import ssl_certs
+    from tools.conformance.run import SSL_TESTS, Broker
+
+    assert "0097" in SSL_TESTS
+    certs = ssl_certs.make(tmp_path / "ssl")
+    env = certs.env()
+    assert env["SSL_client_auth"] == "required" and "SSL_intermediate_pub_pem" not in env
+    for name, value in env.items():
+        if name not in ("SSL_password", "SSL_client_auth"):
+            assert Path(value).stat().st_size > 0, name
+    # the forms the test loads agree: PEM, DER and PKCS#12 hold one client key and certificate
+    pem = x509.load_pem_x509_certificate(Path(env["SSL_pub_pem"]).read_bytes())
+    assert x509.load_der_x509_certificate(Path(env["SSL_pub_der"]).read_bytes()) == pem
+    key, cert, extra = pkcs12.load_key_and_certificates(Path(env["SSL_pkcs"]).read_bytes(),
+                                                        ssl_certs.PASSWORD.encode())
+    root = x509.load_pem_x509_certificate(Path(env["SSL_ca_pem"]).read_bytes())
+    assert cert == pem and extra == [root] and key is not None
+    der_key = load_der_private_key(Path(env["SSL_priv_der"]).read_bytes(), None)
+    assert der_key.public_key().public_numbers() == key.public_key().public_numbers()
+    assert Path(env["SSL_all_cas_pem"]).read_bytes().count(b"BEGIN CERTIFICATE") == 2
+    chain = x509.load_pem_x509_certificates(certs.broker_certfile.read_bytes())
+    assert [c.issuer for c in chain] == [chain[1].subject, root.subject]
+
+    broker = Broker(1, log=tmp_path / "broker.log", certs=certs)
+    try:
+        conf = dict(line.split("=", 1) for line in certs.client_conf().splitlines())
+        with Admin(bootstrap_servers=broker.bootstrap, security_protocol="SSL",
+                   ssl_cafile=conf["ssl.ca.location"],
+                   ssl_certfile=conf["ssl.certificate.location"],
+                   ssl_keyfile=conf["ssl.key.location"],
+                   ssl_password=conf["ssl.key.password"]) as a:
+            assert [b.node_id for b in a.describe_cluster().brokers] == [0]
+        # without a client certificate an ApiVersions v0 request gets no answer: the broker
+        # refuses the handshake (under TLS 1.3 the client learns it at its first read)
+        host, port = broker.bootstrap.rsplit(":", 1)
+        ctx = ssl.create_default_context(cafile=str(certs.cafile))
+        with socket.create_connection((host, int(port)), timeout=10) as raw:
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                with ctx.wrap_socket(raw, server_hostname=host) as tls:
+                    tls.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))
+                    if not tls.recv(4):
+                        raise ConnectionResetError("closed without an answer")
+    finally:
+        broker.stop()
+
+
 SMALL = "0001,0019,0034,0119"   # fast ones, among them the Fetch-error and ACL cases
 
 
