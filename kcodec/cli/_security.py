@@ -123,7 +123,9 @@ def add_broker_security(parser: argparse.ArgumentParser) -> None:
                         "(salted credentials made at start, PLAIN checked against a salted "
                         "SCRAM-SHA-512 hash; no password is kept)")
     g.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-                   help="comma-separated mechanisms to enable with --sasl-users")
+                   help="comma-separated mechanisms: PLAIN and SCRAM-SHA-* with "
+                        "--sasl-users, OAUTHBEARER with --config "
+                        "sasl.oauthbearer.jwks.endpoint.url=URL (OIDC)")
     g.add_argument("--connections-max-reauth-ms", type=int, default=0,
                    help="SASL session lifetime; clients re-authenticate (KIP-368; 0: none)")
 
@@ -146,7 +148,9 @@ def listener_securities(args: argparse.Namespace) -> dict[str, Any]:
         if "SSL" in proto and ctx is None:
             raise ValueError(f"listener {name} is {proto}: give --ssl-certfile/--ssl-keyfile")
         if proto.startswith("SASL") and not sasl:
-            raise ValueError(f"listener {name} is {proto}: give --sasl-users")
+            raise ValueError(f"listener {name} is {proto}: give --sasl-users (or "
+                             "--sasl-mechanisms OAUTHBEARER and --config "
+                             "sasl.oauthbearer.jwks.endpoint.url=URL)")
         out[name] = ListenerSecurity(ssl_context=ctx if "SSL" in proto else None,
                                      sasl=sasl if proto.startswith("SASL") else {},
                                      connections_max_reauth_ms=reauth,
@@ -177,6 +181,16 @@ def broker_security(args: argparse.Namespace) -> Any:
     elif args.ssl_keyfile:
         raise ValueError("--ssl-keyfile needs --ssl-certfile")
     sasl: dict[str, Any] = {}
+    mechs = [m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()]
+    for mech in mechs:
+        if mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"):
+            raise ValueError(f"--sasl-mechanisms: {mech!r} is not one of PLAIN, "
+                             "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
+    if "OAUTHBEARER" in mechs:
+        sasl["OAUTHBEARER"] = _oauthbearer(args)
+        mechs.remove("OAUTHBEARER")
+        if mechs and not args.sasl_users:
+            raise ValueError(f"--sasl-mechanisms {','.join(mechs)} need --sasl-users")
     if args.sasl_users:
         users: dict[str, str] = {}
         try:
@@ -196,11 +210,6 @@ def broker_security(args: argparse.Namespace) -> Any:
         # salts (real users' and unknown names' fake ones) from one secret, kept in the data
         # dir: restarts keep both or change both, so they never tell the names apart
         secret = broker_secret(getattr(args, "data_dir", None))
-        mechs = [m.strip().upper() for m in args.sasl_mechanisms.split(",") if m.strip()]
-        for mech in mechs:
-            if mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-                raise ValueError(f"--sasl-mechanisms: {mech!r} needs a token validator "
-                                 "(OAUTHBEARER: use kcodec.broker.security from Python)")
         # only salted credentials are kept, never a password: PLAIN checks a password
         # against the SCRAM-SHA-512 credential (made for it if SCRAM-SHA-512 is not enabled)
         creds = {mech: {u: make_scram_credential(mech, p, salt=scram_salt(secret, mech, u))
@@ -221,3 +230,18 @@ def broker_security(args: argparse.Namespace) -> Any:
                             connections_max_reauth_ms=args.connections_max_reauth_ms,
                             ssl_principal_mapping_rules=getattr(
                                 args, "ssl_principal_mapping_rules", "DEFAULT"))
+
+
+def _oauthbearer(args: argparse.Namespace) -> Any:
+    """OAUTHBEARER's mechanism factory: tokens checked as Kafka's OIDC validation does,
+    configured by the ``sasl.oauthbearer.*`` names among ``--config``."""
+    from kcodec.broker.security import OAuthBearerServer
+    from kcodec.broker.security.oidc import JWKS_URL, OIDC_CONFIGS, JwksValidator
+
+    given = dict(item.partition("=")[::2] for item in getattr(args, "config", None) or [])
+    config = {k.strip(): v for k, v in given.items() if k.strip() in OIDC_CONFIGS}
+    if not config.get(JWKS_URL):
+        raise ValueError(f"--sasl-mechanisms OAUTHBEARER needs --config {JWKS_URL}=URL (the "
+                         "identity provider's JWKS, against which tokens are checked)")
+    validator = JwksValidator(config)
+    return lambda: OAuthBearerServer(validator)

@@ -289,6 +289,31 @@ INERT: dict[str, str] = {
 }
 
 
+#: what each OIDC validation config does (KIP-768), for the config reference
+_OIDC_DOCS = {
+    "sasl.oauthbearer.jwks.endpoint.url": "OAUTHBEARER tokens are signed JWTs checked against "
+    "the JWKS at this http(s):// or file: URL (kcodec.broker.security.JwksValidator; "
+    "kcodec broker: with --sasl-mechanisms OAUTHBEARER)",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": "a fetched JWKS is fetched again after this",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "the least time between JWKS fetches "
+    "for tokens naming an unknown key id, or after a failed fetch",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "the most time between them (the "
+    "wait doubles after each failed fetch)",
+    "sasl.oauthbearer.clock.skew.seconds": "the leeway given to a token's exp, nbf and iat",
+    "sasl.oauthbearer.expected.audience": "a token's aud must hold one of these (if set)",
+    "sasl.oauthbearer.expected.issuer": "a token's iss must be this (if set)",
+    "sasl.oauthbearer.sub.claim.name": "the claim the principal is taken from",
+    "sasl.oauthbearer.scope.claim.name": "the claim a token's scopes are read from",
+}
+
+
+def _oidc_settings() -> list[BrokerSetting]:
+    from kcodec.broker.security.oidc import OIDC_CONFIGS
+
+    return [_S(_d(name, t, dflt, _OIDC_DOCS[name]), None, RO)
+            for name, (t, dflt) in OIDC_CONFIGS.items()]
+
+
 def _inert_settings() -> list[BrokerSetting]:
     kinds = {"node.id": ("INT", -1), "broker.id": ("INT", -1),
              "log.dir": ("STRING", "/tmp/kafka-logs"), "log.dirs": ("STRING", None),
@@ -342,7 +367,7 @@ def _sasl_listener_settings() -> list[BrokerSetting]:
 BROKER_CONFIGS: dict[str, BrokerSetting] = {
     s.name: s for s in _SETTINGS + _share_settings() + _streams_settings()
     + _topic_default_settings()
-    + _inert_settings() + _sasl_listener_settings()}
+    + _oidc_settings() + _inert_settings() + _sasl_listener_settings()}
 
 
 def topic_defaults(config: Mapping[str, Any], given: set[str]) -> dict[str, str]:
