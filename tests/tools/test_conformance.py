@@ -219,6 +219,77 @@ SMALL = "0001,0019,0034,0119"   # fast ones, among them the Fetch-error and ACL 
 
 
 @pytest.mark.slow
+def _fetch_token(url: str, form: str, auth: tuple[str, str] | None = None) -> str:
+    import base64
+    import json
+    import urllib.request
+
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if auth is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(auth).encode()).decode()
+    req = urllib.request.Request(url, data=form.encode(), headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(json.loads(resp.read())["access_token"])
+
+
+def test_the_oidc_tests_get_a_mock_provider_and_a_broker_checking_its_tokens(tmp_path):
+    # librdkafka's 0126 skips without VALID/EXPIRED_TOKEN/INVALID_OIDC_URL and a broker
+    # whose OAUTHBEARER listener checks those tokens against the provider's JWKS
+    pytest.importorskip("cryptography")
+    import json
+    import time
+    import urllib.error
+    import urllib.request
+
+    from kcodec.client import Admin
+    from kcodec.client.errors import SaslAuthenticationError
+    from tools.conformance import oidc
+    from tools.conformance.run import OIDC_TESTS, Broker
+
+    assert "0126" in OIDC_TESTS
+    provider = oidc.Provider(tmp_path / "oidc")
+    try:
+        env = provider.env()
+        assert "sasl.oauthbearer.method=oidc" in provider.client_conf()
+        creds = (oidc.CLIENT_ID, oidc.CLIENT_SECRET)
+        grant = "grant_type=client_credentials"
+        with urllib.request.urlopen(provider.jwks_url, timeout=10) as resp:
+            assert [k["kid"] for k in json.loads(resp.read())["keys"]] == [oidc.KID]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _fetch_token(env["VALID_OIDC_URL"], grant, ("someone", "wrong"))
+        assert refused.value.code == 401
+        with pytest.raises(urllib.error.HTTPError):
+            _fetch_token(env["VALID_OIDC_URL"], grant + "&scope=invalid_scope", creds)
+        # the jwt-bearer grant: an assertion signed by the client key in the env's file
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        key = load_pem_private_key(
+            Path(env["OAUTHBEARER_CLIENT_PRIVATE_KEY"]).read_bytes(), None)
+        assertion = oidc.sign_jwt({"sub": "testuser", "exp": int(time.time()) + 60}, key)
+        bearer = _fetch_token(env["VALID_OIDC_URL"],
+                              f"grant_type={oidc.JWT_BEARER}&assertion={assertion}")
+        assert bearer.count(".") == 2
+
+        broker = Broker(1, log=tmp_path / "broker.log", oidc=provider)
+        try:
+            def login(url: str) -> Admin:
+                return Admin(bootstrap_servers=broker.bootstrap,
+                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                             sasl_oauth_token_provider=lambda: _fetch_token(url, grant, creds),
+                             request_timeout_ms=10000)
+
+            with login(env["VALID_OIDC_URL"]) as a:
+                assert a.describe_cluster().brokers
+            for kind in ("EXPIRED_TOKEN_OIDC_URL", "INVALID_OIDC_URL"):
+                with pytest.raises(SaslAuthenticationError), login(env[kind]) as a:
+                    a.describe_cluster()
+        finally:
+            broker.stop()
+    finally:
+        provider.close()
+    assert "POST /expired -> 200" in provider.requests
+
+
 def test_librdkafka_suite_part(tmp_path):
     src = os.environ.get("LIBRDKAFKA_SRC")
     if not src or not (Path(src) / "tests" / "test.c").exists():

@@ -23,7 +23,14 @@ certificate verification), which need the certificate files and ``SSL_*`` variab
 librdkafka's SSL clusters provide, get a certificate set made for the run
 (:mod:`.ssl_certs`: a root CA, an intermediate CA signing the broker's certificate, a client
 certificate in PEM, DER and PKCS#12) and a broker whose one listener is SSL and requires a
-client certificate (``ssl.client.auth=required``). ``kafka-topics.sh`` and
+client certificate (``ssl.client.auth=required``). The tests of OAUTHBEARER with OIDC
+(``OIDC_TESTS``), which need the token endpoints and key files of an identity provider in
+``VALID_OIDC_URL``, ``EXPIRED_TOKEN_OIDC_URL``, ``INVALID_OIDC_URL`` and
+``OAUTHBEARER_CLIENT_PRIVATE_KEY*``, get a mock provider started for the run
+(:mod:`.oidc`: JWTs signed by a key it makes, its JWKS) and three nodes (their topics
+have three replicas) whose one listener is SASL_PLAINTEXT with OAUTHBEARER only, checking
+tokens against that JWKS (``sasl.oauthbearer.jwks.endpoint.url``, the expected audience
+and issuer); test.conf logs in with ``sasl.oauthbearer.method=oidc``. ``kafka-topics.sh`` and
 ``kafka-acls.sh`` are stand-ins on kcodec's Admin and CLI (:mod:`.kafka_scripts`).
 
 The table (Markdown) lists every test with its result per protocol; a run's logs are kept
@@ -46,7 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:     # ssl_certs needs the cryptography package: imported when used
+if TYPE_CHECKING:     # ssl_certs and oidc need the cryptography package: imported when used
+    from tools.conformance.oidc import Provider
     from tools.conformance.ssl_certs import Certs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,6 +73,9 @@ SASL_TESTS = {"0135", "0142"}
 SASL_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 #: tests that need an SSL listener and the SSL_* certificate variables (they skip without)
 SSL_TESTS = {"0097"}
+#: tests of OAUTHBEARER with an OIDC provider (they skip without its token endpoints); they
+#: run on three nodes from the start (their topics have replication factor 3)
+OIDC_TESTS = {"0126"}
 SASL_ARGS = ["--sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
              "--connections-max-reauth-ms", "10000"]
 # what a run prints when a topic needs more brokers than the cluster has
@@ -128,7 +139,8 @@ class Broker:
     """A fresh ``kcodec broker`` in its own process."""
 
     def __init__(self, nodes: int = 1, auto_create: bool = True, log: Path | None = None,
-                 sasl_users: Path | None = None, certs: Certs | None = None) -> None:
+                 sasl_users: Path | None = None, certs: Certs | None = None,
+                 oidc: Provider | None = None) -> None:
         args = [sys.executable, "-m", "kcodec", "broker", "--json", *BROKER_ARGS]
         if nodes > 1:
             args += ["--nodes", str(nodes)]
@@ -142,6 +154,11 @@ class Broker:
                      "--ssl-certfile", str(certs.broker_certfile),
                      "--ssl-keyfile", str(certs.broker_keyfile),
                      "--ssl-cafile", str(certs.cafile), "--ssl-client-auth", certs.client_auth]
+        if oidc is not None:           # one listener, SASL_PLAINTEXT OAUTHBEARER (OIDC_TESTS)
+            args += ["--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+                     "--sasl-mechanisms", "OAUTHBEARER"]
+            for name, value in oidc.broker_config().items():
+                args += ["--config", f"{name}={value}"]
         env = dict(os.environ, PYTHONPATH=_pythonpath())
         self._err: Any = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE,
@@ -209,14 +226,21 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
         users = work / "sasl-users"
         users.write_text("".join(f"{u}:{pw}\n" for u, pw in SASL_USERS.items()),
                          encoding="utf-8")
+    provider = None
     try:
         certs = None
         if number in SSL_TESTS:
             from tools.conformance import ssl_certs
             certs = ssl_certs.make(work / "ssl")
+        if number in OIDC_TESTS:
+            from tools.conformance.oidc import Provider
+            provider = Provider(work / "oidc")
         broker = Broker(nodes, auto_create=scenario != "noautocreate",
-                        log=logs / f"{tag}.broker.log", sasl_users=users, certs=certs)
+                        log=logs / f"{tag}.broker.log", sasl_users=users, certs=certs,
+                        oidc=provider)
     except BaseException:
+        if provider is not None:
+            provider.close()
         shutil.rmtree(work, ignore_errors=True)
         raise
     try:
@@ -227,6 +251,8 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
                      f"sasl.username=admin\nsasl.password={SASL_USERS['admin']}\n")
         if certs is not None:
             text += "security.protocol=SSL\n" + certs.client_conf()
+        if provider is not None:    # 0126 looks for "sasl" in lower case
+            text += "security.protocol=sasl_plaintext\n" + provider.client_conf()
         if multiplier != 1.0:       # librdkafka's own knob: its tests' timeouts, scaled
             text += f"test.timeout.multiplier={multiplier}\n"
         conf.write_text(text, encoding="utf-8")
@@ -236,7 +262,8 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
                    RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION,
                    TEST_CONSUMER_GROUP_PROTOCOL=protocol, TESTS=f"{number}_",
                    KAFKA_PATH=str(kafka_path), BROKERS=broker.bootstrap,
-                   **(certs.env() if certs is not None else {}))
+                   **(certs.env() if certs is not None else {}),
+                   **(provider.env() if provider is not None else {}))
         args = [str(runner), "-L", "-p1"]
         if scenario != "default":
             args += ["-s", scenario]
@@ -248,6 +275,10 @@ def run_number(runner: Path, kafka_path: Path, number: str, protocol: str, scena
             output = (exc.stdout or b"").decode("utf-8", "replace") + f"\n[harness: timed out after {timeout:.0f}s]\n"
     finally:
         broker.stop()
+        if provider is not None:
+            provider.close()
+            (logs / f"{tag}.oidc.log").write_text("".join(f"{r}\n" for r in provider.requests),
+                                                 encoding="utf-8")
         shutil.rmtree(work, ignore_errors=True)
     (logs / f"{tag}.log").write_text(output, encoding="utf-8")
     rows = parse_summary(output)
@@ -273,7 +304,7 @@ def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: fl
     for protocol in protocols:
         res = results[protocol] = {}
         for (number, scen), members in groups.items():
-            nodes = 3 if number in nodes3 else 1
+            nodes = 3 if number in nodes3 or number in OIDC_TESTS else 1
             began = time.monotonic()
             rows, output = run_number(runner, kafka_path, number, protocol, scen, nodes,
                                       timeout, logs, multiplier)
