@@ -313,6 +313,10 @@ def run(checkout: Path, protocols: list[str], only: set[str] | None, timeout: fl
                 nodes = 3
                 rows, output = run_number(runner, kafka_path, number, protocol, scen, 3,
                                           timeout, logs, multiplier)
+            if number in OIDC_TESTS and "OAuth/OIDC depends on libcurl" in output:
+                print(f"[{protocol}] {number}: this librdkafka was built without libcurl, so "
+                      "without OIDC: install libcurl's headers (libcurl4-openssl-dev) and "
+                      "build it again", flush=True)
             names = {t.name for t in members}
             for name, (status, secs) in rows.items():
                 if status == "SKIPPED" and res.get(name, ("SKIPPED",))[0] != "SKIPPED":
