@@ -218,7 +218,6 @@ def test_the_ssl_tests_get_a_certificate_set_and_a_broker_that_requires_client_c
 SMALL = "0001,0019,0034,0119"   # fast ones, among them the Fetch-error and ACL cases
 
 
-@pytest.mark.slow
 def _fetch_token(url: str, form: str, auth: tuple[str, str] | None = None) -> str:
     import base64
     import json
@@ -290,6 +289,7 @@ def test_the_oidc_tests_get_a_mock_provider_and_a_broker_checking_its_tokens(tmp
     assert "POST /expired -> 200" in provider.requests
 
 
+@pytest.mark.slow
 def test_librdkafka_suite_part(tmp_path):
     src = os.environ.get("LIBRDKAFKA_SRC")
     if not src or not (Path(src) / "tests" / "test.c").exists():
