@@ -151,6 +151,22 @@ class ConsumerEngine:
                 fetcher.error = NoOffsetForPartitionError(left) if left else None
         fetcher.kick()
 
+    def pause(self, tps: list[TopicPartition]) -> None:
+        """Stop fetching and returning ``tps``: their buffered records (and the answer of a
+        Fetch in flight, by the new epoch) are dropped and the next fetch of each starts at
+        its position, so ``poll`` returns nothing of them that a fetch brought in before
+        the pause."""
+        fetcher = self.fetcher
+        with self.subs.lock:
+            for tp in tps:
+                st = self.subs.states[tp]
+                st.paused = True
+                if st.position is not None:
+                    st.fetch_position = st.position
+                    st.epoch = self.subs.next_epoch()
+            paused = set(tps)
+            fetcher.drop(lambda f: f.tp in paused)
+
     def rewind_held(self) -> None:
         """An iterator stopped with records not handed out: fetch them again next time."""
         held = dict(self.subs.held)

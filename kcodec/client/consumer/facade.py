@@ -106,8 +106,10 @@ class _Common:
         self._engine.seek(TopicPartition(*partition), offset)
 
     def pause(self, *partitions: TopicPartition) -> None:
-        for tp in partitions:
-            self._engine.subs.states[TopicPartition(*tp)].paused = True
+        """Fetch and return nothing of ``partitions`` until ``resume``: what was fetched of
+        them and not yet returned is dropped, and fetched again from the position (the
+        record after the last one returned) once they are resumed."""
+        self._engine.pause([TopicPartition(*tp) for tp in partitions])
 
     def resume(self, *partitions: TopicPartition) -> None:
         for tp in partitions:
