@@ -160,7 +160,6 @@ def test_the_sasl_tests_get_a_sasl_broker_that_admin_logs_in_to(tmp_path):
 def test_the_ssl_tests_get_a_certificate_set_and_a_broker_that_requires_client_certs(tmp_path):
     # librdkafka's 0097 skips without the SSL_* files its SSL clusters provide; its broker
     # serves a chain through an intermediate CA and requires client certificates
-    pytest.importorskip("cryptography")
     import socket
     import ssl
     import struct
@@ -234,7 +233,6 @@ def _fetch_token(url: str, form: str, auth: tuple[str, str] | None = None) -> st
 def test_the_oidc_tests_get_a_mock_provider_and_a_broker_checking_its_tokens(tmp_path):
     # librdkafka's 0126 skips without VALID/EXPIRED_TOKEN/INVALID_OIDC_URL and a broker
     # whose OAUTHBEARER listener checks those tokens against the provider's JWKS
-    pytest.importorskip("cryptography")
     import json
     import time
     import urllib.error

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("cryptography")
+# cryptography comes with the test extra (trustme needs it): no skip hides its absence
 from cryptography.hazmat.primitives import hashes  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils  # noqa: E402
 
