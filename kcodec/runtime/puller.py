@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections import deque
+from operator import itemgetter
 from typing import Any
 
 from kcodec.client import Consumer, RebalanceListener, TopicPartition
@@ -30,10 +31,22 @@ from kcodec.runtime.message import Message
 from kcodec.runtime.storage import append_all
 from kcodec.runtime.work import Stats, Worker
 
-__all__ = ["Puller"]
+__all__ = ["Puller", "next_offsets"]
 
 log = logging.getLogger(__name__)
 _new = tuple.__new__
+_tp_of = itemgetter(0, 1)       # a Message's (topic, partition)
+_offset_of = itemgetter(2)
+
+
+def next_offsets(batch: list[Message]) -> dict[TopicPartition, int]:
+    """The offset after the last message of each partition in ``batch`` (in offset order
+    within a partition, as pulled). The walk over the messages is C-level (a Python loop
+    building a TopicPartition a message cost more than the store's write of it); the
+    plain (topic, partition) keys, equal to and hashed as their TopicPartition, are made
+    TopicPartitions only at the end, one a partition."""
+    last = dict(zip(map(_tp_of, batch), map(_offset_of, batch), strict=True))
+    return {TopicPartition(t, p): off + 1 for (t, p), off in last.items()}
 # direct mode: seconds between offset commits while running (always on revoke and stop);
 # the store modes commit after every append (one commit in flight at a time)
 COMMIT_EVERY = 0.2
@@ -342,7 +355,7 @@ class Puller:
         size = max(self.s.batch_size, 1)
         append_all(self.store, [batch[i:i + size] for i in range(0, len(batch), size)])
         self._appended_since += len(batch)
-        offs = {TopicPartition(m.topic, m.partition): m.offset + 1 for m in batch}
+        offs = next_offsets(batch)
         with self.lock:
             if self.store.needs_sync():     # --fsync interval: durable after the next sync
                 self.unsynced.update(offs)
@@ -433,11 +446,8 @@ class Puller:
 
     def _finished(self, batch: list[Message], finished: list[int]) -> None:
         """Records of a pulled batch are finished: what may be committed moves on."""
+        last = next_offsets(batch if len(finished) == len(batch) else [batch[i] for i in finished])
         with self.lock:
-            last: dict[TopicPartition, int] = {}
-            for i in finished:
-                m = batch[i]
-                last[TopicPartition(m.topic, m.partition)] = m.offset + 1
             for tp, off in last.items():
                 if tp in self.position:
                     self.durable[tp] = max(self.durable.get(tp, 0), off)

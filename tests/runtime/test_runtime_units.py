@@ -199,3 +199,18 @@ def test_a_batch_handler_fails_single_records() -> None:
         raise Failed({9: "?"})
     errs = _run(Runner(out_of_range, 5), recs)
     assert len(set(errs)) == 1 and "naming index 9 of a batch of 4" in errs[0]
+
+
+def test_next_offsets_is_the_offset_after_each_partitions_last_message() -> None:
+    from kcodec.client import TopicPartition
+    from kcodec.runtime.puller import next_offsets
+
+    def m(t: str, p: int, off: int) -> Message:
+        return Message(t, p, off, 0, 0, None, b"v", [], 0, None, 0)
+
+    batch = [m("a", 0, 5), m("a", 1, 7), m("a", 0, 6), m("b", 0, 1), m("a", 1, 8), m("a", 0, 9)]
+    got = next_offsets(batch)
+    assert got == {TopicPartition("a", 0): 10, TopicPartition("a", 1): 9,
+                   TopicPartition("b", 0): 2}
+    assert all(type(k) is TopicPartition for k in got)
+    assert next_offsets([]) == {}
