@@ -109,7 +109,15 @@ def test_two_runtimes_share_one_redis(places) -> None:
         bport, rport = free_port(), free_port()
     try:
         procs.append(srv.popen([sys.executable, "-m", "kcodec", "broker", "--host", host, "--port",
-                                str(bport), "--partitions", "4"], stdout=subprocess.DEVNULL,
+                                str(bport), "--partitions", "4",
+                                # B's master dies with its children, so nobody removes B's
+                                # member: its partitions move when its session times out,
+                                # 10 s here rather than the consumer protocol's 45 s default
+                                "--config", "group.consumer.session.timeout.ms=10000",
+                                "--config", "group.consumer.min.session.timeout.ms=6000",
+                                "--config", "group.consumer.heartbeat.interval.ms=2000",
+                                "--config", "group.consumer.min.heartbeat.interval.ms=1000"],
+                               stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL))
         procs.append(srv.popen(["redis-server", "--port", str(rport), "--bind", host, "--dir", tmp,
                                 "--appendonly", "yes", "--save", "",
