@@ -83,6 +83,10 @@ class ClusterState:
         #: topics being created: written to the metadata before their partitions, so that
         #: a crash in the middle leaves a name the next start removes, never half a topic
         self._creating: set[str] = set()
+        #: topics gaining partitions: name -> the partition count before, written to the
+        #: metadata before the new partitions are made, so that a crash in the middle leaves
+        #: the old count, whose extra partitions the next start removes
+        self._growing: dict[str, int] = {}
         self.nodes: list[int] = []          # node ids, in order
         self.alive: set[int] = set()
         self.controller_id = 0
@@ -139,6 +143,10 @@ class ClusterState:
         for name in meta.get("creating", []):
             if name not in saved:       # a create cut short by a crash: none of it stays
                 self.logs.delete_topic(name)
+        for name, before in meta.get("growing", {}).items():
+            # partitions added by a CreatePartitions cut short by a crash: none of them stays
+            self.logs.delete_partitions(name, [p for t, p in self.logs.partitions()
+                                               if t == name and p >= before])
         found: dict[str, list[int]] = {}
         for t, p in self.logs.partitions():
             found.setdefault(t, []).append(p)
@@ -171,6 +179,8 @@ class ClusterState:
                 for t in self.topics.values()}}
             if self._creating:
                 meta["creating"] = sorted(self._creating)
+            if self._growing:
+                meta["growing"] = dict(self._growing)
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1, sort_keys=True)
@@ -227,16 +237,31 @@ class ClusterState:
         return topic
 
     def add_partitions(self, name: str, count: int) -> None:
+        """Grow ``name`` to ``count`` partitions, all of them or none: the old count is
+        marked as growing in the metadata first, the new partitions are made, and only then
+        does the saved count grow; a failure half-way removes what was made (and a crash
+        leaves the mark, so that the next start removes it)."""
         with self.lock:
             topic = self.topics[name]
-            self.logs.check_descriptors(count - len(topic.partitions))
+            before = len(topic.partitions)
+            self.logs.check_descriptors(count - before)    # DescriptorBudgetError, nothing made
             cfg = topic.log_config(self.topic_defaults)
             factor = len(topic.partitions[0].replicas) if topic.partitions else 1
-            for i in range(len(topic.partitions), count):
-                replicas = self.assign_replicas(name, i, factor)
-                topic.partitions[i] = Partition(name, i, replicas[0],
-                                                self.logs.create(name, i, cfg),
-                                                replicas=replicas)
+            made: dict[int, Partition] = {}
+            self._growing[name] = before
+            self.save()
+            try:
+                for i in range(before, count):
+                    replicas = self.assign_replicas(name, i, factor)
+                    made[i] = Partition(name, i, replicas[0], self.logs.create(name, i, cfg),
+                                        replicas=replicas)
+            except BaseException:
+                self.logs.delete_partitions(name, list(range(before, count)))
+                del self._growing[name]
+                self.save()
+                raise
+            topic.partitions.update(made)
+            del self._growing[name]
         self.save()
 
     def delete_topic(self, name: str) -> None:

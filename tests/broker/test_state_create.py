@@ -106,3 +106,82 @@ def test_a_create_cut_by_a_crash_is_removed_at_the_next_start(tmp_path):
         assert len(again.topics["whole"].partitions) == 2
     finally:
         again.close()
+
+
+def test_create_partitions_failing_half_way_adds_none(tmp_path, monkeypatch):
+    """An OSError half-way through CreatePartitions (out of descriptors) is answered
+    KAFKA_STORAGE_ERROR, as CreateTopics answers it, and leaves the topic as it was: in
+    memory, on disk and after a restart."""
+    from kcodec.protocol import CreatePartitionsRequest as P
+    from kcodec.protocol import ErrorCode
+    from tests.support.broker_raw import Raw
+
+    with Cluster(1, data_dir=tmp_path) as c:
+        c.create_topic("grow", 2)
+        real = c.state.logs.create
+
+        def create(topic, partition, cfg=None):
+            if topic == "grow" and partition == 5:
+                raise OSError(errno.EMFILE, "Too many open files")
+            return real(topic, partition, cfg)
+        monkeypatch.setattr(c.state.logs, "create", create)
+        with Raw(c.bootstrap) as raw:
+            r = raw.call(P(topics=[P.CreatePartitionsTopic(name="grow", count=10)],
+                           timeout_ms=5000), 3)
+        assert r.results[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR, r
+        assert "Too many open files" in r.results[0].error_message
+        assert sorted(c.state.topics["grow"].partitions) == [0, 1]
+        assert c.state.logs.get("grow", 2) is None
+        assert _dirs(tmp_path, "grow") == ["grow-0", "grow-1"]
+        monkeypatch.undo()
+        with Raw(c.bootstrap) as raw:      # the same grow, now possible, is made whole
+            r = raw.call(P(topics=[P.CreatePartitionsTopic(name="grow", count=4)],
+                           timeout_ms=5000), 3)
+        assert r.results[0].error_code == 0
+        assert sorted(c.state.topics["grow"].partitions) == [0, 1, 2, 3]
+    with Cluster(1, data_dir=tmp_path) as c:
+        assert sorted(c.state.topics["grow"].partitions) == [0, 1, 2, 3]
+
+
+def test_create_partitions_cut_by_a_crash_is_removed_at_the_next_start(tmp_path, monkeypatch):
+    """A crash half-way through adding partitions (the process dies: nothing after the
+    failing call runs) leaves the old count: the next start removes the new partitions."""
+    state = ClusterState(tmp_path)
+    state.open()
+    state.create_topic("grow", 2)
+    state.create_topic("other", 3)
+    real = state.logs.create
+
+    class Crash(BaseException):
+        pass
+
+    def create(topic, partition, cfg=None):
+        if partition == 6:
+            raise Crash
+        return real(topic, partition, cfg)
+    monkeypatch.setattr(state.logs, "create", create)
+    # the crash: the rollback never runs, so keep it from running here either
+    monkeypatch.setattr(state.logs, "delete_partitions", lambda *a: None)
+    monkeypatch.setattr(state, "save", lambda real_save=state.save: (
+        None if "grow" not in state._growing else real_save()))
+    with pytest.raises(Crash):
+        state.add_partitions("grow", 10)
+    state.logs.close()
+    state._unlock()
+    assert len(_dirs(tmp_path, "grow")) == 6          # partitions 2..5 made, then the crash
+    again = ClusterState(tmp_path)
+    again.open()
+    try:
+        assert sorted(again.topics["grow"].partitions) == [0, 1]
+        assert _dirs(tmp_path, "grow") == ["grow-0", "grow-1"]
+        assert len(again.topics["other"].partitions) == 3
+        again.add_partitions("grow", 3)                # and it grows again as it should
+        assert sorted(again.topics["grow"].partitions) == [0, 1, 2]
+    finally:
+        again.close()
+    again = ClusterState(tmp_path)
+    again.open()
+    try:
+        assert sorted(again.topics["grow"].partitions) == [0, 1, 2]
+    finally:
+        again.close()

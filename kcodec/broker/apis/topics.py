@@ -275,9 +275,12 @@ def create_partitions(node: Node, req: Incoming[CreatePartitionsRequest]
                     name=t.name, error_code=E.THROTTLING_QUOTA_EXCEEDED,
                     error_message=QUOTA_EXCEEDED))
                 continue
-            try:
+            try:     # all new partitions or none; refused past the descriptor budget
                 state.add_partitions(t.name, t.count)
             except LogError as exc:
                 code, msg = exc.error_code, str(exc)
+            except OSError as exc:
+                code, msg = E.KAFKA_STORAGE_ERROR, (f"cannot create the partitions: "
+                                                    f"{exc.strerror or exc}")
         out.append(R.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=msg))
     return R(results=out)

@@ -296,6 +296,22 @@ class LogManager:
                     self._write_configs(configs)
             return gone
 
+    def delete_partitions(self, topic: str, partitions: list[int]) -> None:
+        """Remove those partitions of ``topic`` that exist (files included): a grow of the
+        topic that did not finish."""
+        with self._lock:
+            gone = False
+            for p in partitions:
+                log = self._logs.pop((topic, p), None)
+                if log is None:
+                    continue
+                gone = True
+                log.delete()
+                if log.directory is not None:
+                    shutil.rmtree(log.directory, ignore_errors=True)
+            if gone and self.data_dir is not None:
+                self._checkpoint_starts()
+
     def run_retention(self, now_ms: int | None = None) -> int:
         """Apply retention to every log (and timed flushes); returns segments deleted."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
