@@ -85,8 +85,13 @@ class Node:
     def start(self) -> None:
         if self.running:
             return
-        channel = RequestChannel(self.queued_max_bytes)
-        quotas = ConnectionQuotas(*self._quota_args)   # host names resolved at each start
+        config = getattr(self.cluster, "config", None) or {}
+        share = config.get("queued.max.request.bytes.per.user", -1)
+        channel = RequestChannel(self.queued_max_bytes, max_queued_bytes_per_owner=(
+            self.queued_max_bytes // 2 if share is None or share < 0 else share))
+        # host names resolved at each start
+        quotas = ConnectionQuotas(*self._quota_args,
+                                  max_connections_per_user=_per_user(config))
         socks = []
         try:
             for ls in self.listeners:
@@ -105,7 +110,7 @@ class Node:
                                max_unauthenticated_bytes=self.max_unauthenticated_bytes,
                                read_timeout_s=self.request_read_timeout_s,
                                failed_auth_delay_s=self.failed_authentication_delay_ms / 1000,
-                               on_close=quotas.release)
+                               on_close=quotas.release, quotas=quotas)
                      for i in range(self.n_processors)]
             all_procs += procs
             acceptors.append(Acceptor(sock, procs, f"kcodec-broker-{self.id}-{ls.name}-acceptor",
@@ -155,6 +160,12 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.address}, {'up' if self.running else 'down'})"
+
+
+def _per_user(config: Any) -> int | None:
+    """``max.connections.per.user`` (INT_MAX, Kafka's "no limit" spelling, is none)."""
+    n = config.get("max.connections.per.user")
+    return None if n is None or n >= 2**31 - 1 else int(n)
 
 
 def _host_port(host: str, port: int) -> str:

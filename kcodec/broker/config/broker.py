@@ -189,6 +189,14 @@ _SETTINGS: list[BrokerSetting] = [
           at_least(0)), "max_connections", RO, _unlimited, _limit),
     _S(_d("max.connections.per.ip", "INT", INT_MAX, "connections per client address",
           at_least(0)), "max_connections_per_ip", RO, _unlimited, _limit),
+    _S(_d("max.connections.per.user", "INT", 1000,
+          "connections per node of one authenticated principal (SASL or a TLS certificate; "
+          "kcodec's own, ANONYMOUS is bounded by max.connections.per.ip)", at_least(1)),
+       None, RO),
+    _S(_d("queued.max.request.bytes.per.user", "LONG", -1,
+          "the most of queued.max.request.bytes one principal (or, not logged in, one "
+          "client address) holds while a request of its own waits (kcodec's own; -1: half "
+          "of it)"), None, RO),
     _S(_d("max.connections.per.ip.overrides", "STRING", "",
           "per-address limits, host:N,host:N"), "max_connections_per_ip_overrides", RO,
        lambda v: v or None, lambda v: v if isinstance(v, str) else _overrides(v)),

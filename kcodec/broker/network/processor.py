@@ -79,6 +79,15 @@ class ConnectionState:
     reading_since: float | None = None  # monotonic time a frame's size arrived, until its body
     throttle_s: float = 0.0            # a quota's throttle: read nothing more for this long
     throttle_first: bool = False       # ... and hold the answer back that long (old versions)
+    counted_user: str | None = None    # the principal its connection is counted for
+
+    @property
+    def owner(self) -> str:
+        """Whose requests these are, for the request channel's per-owner share of its budget
+        and the turns of its large-request lane: the principal once SASL or a certificate
+        named one, else the client's address (a connection nobody vouched for is known only
+        by it; one key per connection would let a host take a share per connection)."""
+        return self.principal if self.principal != ANONYMOUS else "host:" + self.host
 
     def close(self) -> None:
         w = self.writer
@@ -92,8 +101,10 @@ class Processor:
                  listener: str | None = None,
                  max_unauthenticated_bytes: int = MAX_UNAUTHENTICATED_BYTES,
                  read_timeout_s: float = 30.0, failed_auth_delay_s: float = 0.1,
-                 on_close: Callable[[str], None] | None = None) -> None:
+                 on_close: Callable[[str], None] | None = None,
+                 quotas: Any = None) -> None:
         self.node_id = node_id
+        self.quotas = quotas                # ConnectionQuotas: max.connections.per.user
         self.security = security
         self.listener = listener
         self.index = index
@@ -203,6 +214,9 @@ class Processor:
                                      self.listener, exc)
                 writer.transport.abort()
                 return
+            if not self._admit_user(conn, conn.principal):
+                writer.transport.abort()
+                return
         gate = sec.gate() if sec is not None else None
         if gate is not None:      # SASL: only ApiVersions and the SASL APIs until authenticated
             conn.authenticated = False
@@ -219,11 +233,30 @@ class Processor:
         finally:
             self.connections.pop(conn.id, None)
             writer.transport.abort()
+            if conn.counted_user is not None and self.quotas is not None:
+                self.quotas.release_user(conn.counted_user)
+
+    def _admit_user(self, conn: ConnectionState, principal: str) -> bool:
+        """Count the connection as ``principal``'s (max.connections.per.user), once; False
+        (logged) past the limit. ANONYMOUS is not counted: the address limits bound it."""
+        quotas = self.quotas
+        if quotas is None or conn.counted_user is not None or principal == ANONYMOUS:
+            return True
+        why = quotas.admit_user(principal)
+        if why is not None:
+            count = quotas.should_log(principal)
+            if count is not None:
+                more = f" ({count} refused since the last such line)" if count > 1 else ""
+                security_log.warning("kcodec broker: refused a connection from %s on %s: %s%s",
+                                     conn.peer, conn.listener, why, more)
+            return False
+        conn.counted_user = principal
+        return True
 
     async def _read_frame(self, conn: ConnectionState, reader: asyncio.StreamReader,
-                          size: int) -> bytes:
+                          size: int, owner: str) -> bytes:
         """The ``size`` bytes of a frame's body, booked against the channel's budget as they
-        arrive (a failure gives back what was booked)."""
+        arrive, as ``owner``'s (a failure gives back what was booked)."""
         channel = self.channel
         chunks: list[bytes] = []
         got = 0
@@ -234,18 +267,18 @@ class Processor:
                 # a frame up to that size (readexactly grows one buffer), and what a
                 # connection holds unbooked is at most one piece
                 chunk = await reader.readexactly(min(size - got, READ_PIECE))
-                if not channel.book(len(chunk)):
+                if not channel.book(len(chunk), owner):
                     # the budget is full of requests waiting for an answer: wait without
                     # reading more (the wait does not count against the read timeout)
                     started, conn.reading_since = conn.reading_since, None
                     paused = time.monotonic()
-                    while not channel.book(len(chunk)):
+                    while not channel.book(len(chunk), owner):
                         await asyncio.sleep(0.002)
                     conn.reading_since = (started or paused) + time.monotonic() - paused
                 got += len(chunk)
                 chunks.append(chunk)
         except BaseException:
-            channel.release(got)
+            channel.release(got, owner)
             raise
         finally:
             conn.reading_since = None
@@ -283,7 +316,8 @@ class Processor:
                 # others nothing, small ones (every real login) never wait
                 await self._preauth_large.acquire()
                 held[0] = True
-            frame = await self._read_frame(conn, reader, size)
+            owner = conn.owner           # (a login changes it: its bytes go back as booked)
+            frame = await self._read_frame(conn, reader, size, owner)
             gate = conn.attrs.get("sasl")
             if gate is not None:
                 api_key = int.from_bytes(frame[0:2], "big", signed=True)
@@ -291,14 +325,17 @@ class Processor:
                     answer, close = gate.on_request(
                         api_key, int.from_bytes(frame[2:4], "big", signed=True), frame)
                 except BaseException:
-                    channel.release(size)
+                    channel.release(size, owner)
                     raise
                 if answer is not None or close:
-                    channel.release(size)
+                    channel.release(size, owner)
                     if close:
                         conn.authenticated = False
                         await self._refuse(conn, gate, api_key, answer, writer)
                         return
+                    if (gate.principal is not None
+                            and not self._admit_user(conn, "User:" + gate.principal)):
+                        return       # past max.connections.per.user: closed, not answered
                     if answer is not None:
                         writer.write(answer)
                         await writer.drain()
@@ -311,7 +348,7 @@ class Processor:
             conn.busy = True
             req: Request[Any] = Request(self.node_id, conn, int.from_bytes(frame[0:2], "big", signed=True),
                           int.from_bytes(frame[2:4], "big", signed=True),
-                          int.from_bytes(frame[4:8], "big", signed=True), frame)
+                          int.from_bytes(frame[4:8], "big", signed=True), frame, owner=owner)
             conn.requests += 1
             channel.put(req)
             try:

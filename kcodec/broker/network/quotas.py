@@ -6,12 +6,18 @@
 * ``max_connections_per_ip_overrides`` (``max.connections.per.ip.overrides``): another limit
   for some hosts, ``{"127.0.0.1": 200, "build-box": 10}`` or Kafka's text
   ``"127.0.0.1:200,build-box:10"``; a host name is resolved once, when the node starts.
-  ``max_connections_per_ip=0`` with overrides admits only the hosts named there.
+  ``max_connections_per_ip=0`` with overrides admits only the hosts named there;
+* ``max_connections_per_user`` (``max.connections.per.user``, kcodec's own: Kafka bounds
+  connections per address and per listener, and per-user only their creation rate, KIP-612):
+  connections of one authenticated principal (SASL or a TLS certificate), counted once the
+  principal is known; ANONYMOUS connections are bounded by address only, since every client
+  of a listener without authentication is ANONYMOUS.
 
 A connection past a limit is accepted and closed at once, and the refusal is logged (the
 first from a host, then at most once per ``LOG_EVERY_S`` with the count since): the client
-sees the connection closed and retries after its backoff. (Kafka closes a connection over the
-per-address limit the same way; over ``max.connections`` it instead stops accepting until a
+sees the connection closed and retries after its backoff. A connection whose principal is past its limit is closed when the
+principal becomes known (after the TLS handshake, or at the SASL login, before the login is
+answered). (Kafka closes a connection over the per-address limit the same way; over ``max.connections`` it instead stops accepting until a
 connection ends, which leaves new clients waiting without an answer.)
 """
 
@@ -78,7 +84,13 @@ class ConnectionQuotas:
 
     def __init__(self, max_connections: int | None = None,
                  max_connections_per_ip: int | None = None,
-                 overrides: str | Mapping[str, int] | None = None) -> None:
+                 overrides: str | Mapping[str, int] | None = None,
+                 max_connections_per_user: int | None = None) -> None:
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        if max_connections_per_user is not None and max_connections_per_user < 1:
+            raise ValueError(f"max_connections_per_user must be at least 1, got "
+                             f"{max_connections_per_user}")
         if max_connections is not None and max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {max_connections}")
         per_host = parse_overrides(overrides)
@@ -90,6 +102,8 @@ class ConnectionQuotas:
                              "max_connections_per_ip_overrides for the hosts to admit")
         self.max_connections = max_connections
         self.max_per_ip = max_connections_per_ip
+        self.max_per_user = max_connections_per_user
+        self.by_user: dict[str, int] = {}
         self.overrides: dict[str, int] = {}
         for host, n in per_host.items():
             for addr in _addresses(host) | ({host} if _is_address(host) else set()):
@@ -132,6 +146,25 @@ class ConnectionQuotas:
                 self.by_host[host] = n - 1
             if n > 0:
                 self.total -= 1
+
+    def admit_user(self, principal: str) -> str | None:
+        """Count a connection as ``principal``'s once it is known; or, past
+        ``max_connections_per_user``, why it is refused (and nothing is counted)."""
+        with self._lock:
+            n = self.by_user.get(principal, 0)
+            if self.max_per_user is not None and n >= self.max_per_user:
+                return (f"{principal} has {n} connections open, its limit is "
+                        f"{self.max_per_user} (max.connections.per.user)")
+            self.by_user[principal] = n + 1
+            return None
+
+    def release_user(self, principal: str) -> None:
+        with self._lock:
+            n = self.by_user.get(principal, 0)
+            if n <= 1:
+                self.by_user.pop(principal, None)
+            else:
+                self.by_user[principal] = n - 1
 
     def should_log(self, host: str, now: float | None = None) -> int | None:
         """None if this refusal is not to be logged; else how many were refused from
