@@ -5,8 +5,6 @@ authentication, is bounded by address instead and keeps its many connections."""
 
 from __future__ import annotations
 
-import concurrent.futures
-import socket
 import time
 
 from kcodec.broker import Cluster
