@@ -5,9 +5,12 @@ Layout of a store directory::
     lock                          flock'd for the short steps that change shared state
     pending/<writer>-<seq>.open   the segment a writer appends to (one writer per file)
     pending/<writer>-<seq>.seg    a sealed segment (its writer rolled over or restarted)
-    leases/<chunk>                a sinker's lease on one chunk: "<owner> <expires_ms>"
-    acks/<chunk>                  acknowledged indexes of that chunk, u32 each, appended
+    leases/<life>.lease           one store life's leases: "<chunk> <expires_ms>" lines
+    acks/<segment>~<life>.log     one store life's acks of one segment, appended
     failed/<writer>-<seq>.seg     the failed queue, in the same chunk format
+
+(A life is one process's store handle: ``<owner>.<pid>.<random>``. The ack log and lease
+table formats, and how they are read, are ``kcodec.runtime.storage.file_state``'s.)
 
 A segment is a sequence of chunks, each what one append wrote::
 
@@ -15,19 +18,27 @@ A segment is a sequence of chunks, each what one append wrote::
     body   := the messages in columns (kcodec.runtime.message.encode_many)
 
 (A store written before columns, magic "KQC1", is read too: its body is
-``(length:u32 message)*count``, each ``kcodec.runtime.message.encode``'s.)
+``(length:u32 message)*count``, each ``kcodec.runtime.message.encode``'s. A store written
+before ack logs and lease tables, with ``acks/<chunk>`` and ``leases/<chunk>`` files, is
+read too, and its segments drain and are deleted as any.)
 
 A chunk is named ``<segment stem>@<position>``. A chunk whose bytes are not all there or
 whose CRC does not match is being written (or was torn by a crash before its offsets were
-committed): readers stop at it. Messages are claimed a chunk at a time (O_EXCL on the lease
-file; an expired lease is taken over under the lock), acknowledged one by one, and a
-sealed segment whose chunks are all acknowledged is deleted with its leases and acks.
+committed): readers stop at it. Messages are claimed a chunk at a time (under the lock: no
+other life's table holds a live lease on it, then a line in this life's table; an expired
+lease is thereby taken over), acknowledged one by one (an entry in the ack log; a whole
+chunk acknowledged at once is one entry without indexes), and a sealed segment whose
+chunks are all acknowledged is deleted with its acks. So the steady state creates and
+deletes no file per chunk: one ack log per segment and life, one lease table per life.
+Every process keeps what it read of the ack logs and of the segments' chunk headers, and
+reads only what was appended since (claims and ``backlog`` alike).
 
 fsync policy: ``always`` syncs each append and each ack before it returns; ``interval``
 syncs appends at most every ``fsync_interval_ms`` (the puller commits to Kafka only after a
 sync) and leaves acks to the OS (after a crashed machine, the last acknowledged messages may
 be handed out again: duplicates, never a loss); ``never`` leaves it all to the OS (survives a
-crashed process, not a crashed machine).
+crashed process, not a crashed machine). Leases are never synced: one lost with the machine
+only hands its chunk out again.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from typing import Any
 from kcodec.crc import crc32c
 from kcodec.runtime.message import Message, decode, decode_many, encode_many
 from kcodec.runtime.storage import Claim
+from kcodec.runtime.storage.file_state import AckLogs, LeaseTables, fsync_dir
 
 __all__ = ["FileStore", "FileSettings"]
 
@@ -51,7 +63,6 @@ MAGIC = b"KQC2"          # body: encode_many's columns
 MAGIC_V1 = b"KQC1"       # body: (length:u32 message)*count, read still
 _CHUNK = struct.Struct(">4sIIqI")
 _LEN = struct.Struct(">I")
-_IDX = struct.Struct(">I")
 SEGMENT_BYTES = 64 << 20
 POLICIES = ("always", "interval", "never")
 
@@ -102,7 +113,7 @@ class _Writer:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = 0
         if self.policy != "never":
-            _fsync_dir(self.folder)
+            fsync_dir(self.folder)
 
     def append(self, messages: list[Message], not_before: int = 0, sync: bool = True) -> None:
         """One chunk of ``messages``; synced by the policy (``always``) unless not ``sync``
@@ -138,14 +149,6 @@ class _Writer:
         os.close(self.fd)
         self.fd = -1
         os.replace(self.path, self.path[:-5] + ".seg")
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _Chunk:
@@ -200,6 +203,19 @@ def _read_chunk(f: Any, pos: int) -> list[Message] | None:
     return out
 
 
+class _Scan:
+    """A pending segment's complete chunks as read so far; ``first``: the index of the
+    first not known to be all acknowledged."""
+
+    __slots__ = ("chunks", "end", "first", "sealed")
+
+    def __init__(self) -> None:
+        self.chunks: list[_Chunk] = []
+        self.end = 0
+        self.first = 0
+        self.sealed = False
+
+
 class FileStore:
     """A store in one local directory, shared by the processes of one runtime."""
 
@@ -220,9 +236,14 @@ class FileStore:
         self._pending = _Writer(os.path.join(path, "pending"), owner, fsync, segment_bytes)
         self._failed = _Writer(os.path.join(path, "failed"), owner, fsync, segment_bytes)
         self._last_sync = time.monotonic()
-        self._cursor: dict[str, int] = {}      # segment -> position of its first chunk not known done
-        self._done: set[str] = set()
+        life = self.token.replace(":", ".").replace("~", "_").replace(os.sep, "_")
+        self._acks = AckLogs(os.path.join(path, "acks"), life, fsync == "always")
+        self._leases = LeaseTables(os.path.join(path, "leases"), life)
+        self._lock_fd, self._lock_pid = -1, 0
+        self._scans: dict[str, _Scan] = {}     # pending segment stem -> its chunks known
+        self._skip: set[str] = set()           # torn chunks, skipped for good
         self._held: dict[str, Claim] = {}      # chunk -> what this process holds of it
+        self._failed_counts: dict[str, int] = {}   # failed segment -> its messages
 
     @classmethod
     def from_settings(cls, s: Any, owner: str, quick: bool = False, *,
@@ -274,108 +295,67 @@ class FileStore:
 
     # ------------------------------------------------------------------ locking
     def _lock(self) -> int:
-        fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return fd
+        # one descriptor a process (a flock belongs to the open file, which a fork shares)
+        if self._lock_fd < 0 or self._lock_pid != os.getpid():
+            self._lock_fd = os.open(os.path.join(self.path, "lock"), os.O_RDWR | os.O_CREAT,
+                                    0o644)
+            self._lock_pid = os.getpid()
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        return self._lock_fd
 
     @staticmethod
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
     # ------------------------------------------------------------------ leases
-    def _lease_path(self, chunk: str) -> str:
-        return os.path.join(self.path, "leases", chunk)
-
-    def _ack_path(self, chunk: str) -> str:
-        return os.path.join(self.path, "acks", chunk)
-
-    def _lease_text(self) -> bytes:
-        return f"{self.token} {_now_ms() + self.lease_ms}\n".encode()
-
-    @staticmethod
-    def _read_lease(path: str) -> tuple[str, int] | None:
-        try:
-            with open(path, "rb") as f:
-                owner, _, exp = f.read().decode("ascii", "replace").strip().partition(" ")
-        except FileNotFoundError:
-            return None
-        try:
-            return owner, int(exp)
-        except ValueError:
-            return owner, 0     # half written by a crashed sinker: expired
-
-    def _write_lease(self, path: str) -> None:
-        tmp = f"{path}.{self.token.replace(':', '_')}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(self._lease_text())
-        os.replace(tmp, path)
-
-    def _try_lease(self, chunk: str) -> bool:
-        path = self._lease_path(chunk)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            held = self._read_lease(path)
-            if held is not None and held[1] > _now_ms():
-                return False
-            lk = self._lock()   # expired: take it over, one sinker at a time
-            try:
-                held = self._read_lease(path)
-                if held is not None and held[1] > _now_ms():
-                    return False
-                self._write_lease(path)
-                return True
-            finally:
-                self._unlock(lk)
-        try:
-            os.write(fd, self._lease_text())
-        finally:
-            os.close(fd)
-        return True
-
     def renew(self) -> None:
         if not self._held:
             return
         lk = self._lock()
         try:
-            for chunk in list(self._held):
-                path = self._lease_path(chunk)
-                held = self._read_lease(path)
-                if held is None or held[0] != self.token:
-                    continue    # taken over: the acks we still write count all the same
-                self._write_lease(path)
+            now = _now_ms()
+            taken = self._leases.others(now)
+            for chunk in self._held:
+                if chunk in taken:      # taken over: the acks we still write count all the same
+                    self._leases.mine.pop(chunk, None)
+                else:
+                    self._leases.mine[chunk] = now + self.lease_ms
+            self._leases.write()
+        finally:
+            self._unlock(lk)
+
+    def _drop_lease(self, chunk: str) -> None:
+        """Give the lease on ``chunk`` back now (its messages are claimable at once)."""
+        if self._leases.mine.pop(chunk, None) is None:
+            return
+        lk = self._lock()
+        try:
+            self._leases.write()
         finally:
             self._unlock(lk)
 
     # ------------------------------------------------------------------ acks
-    def _acked(self, chunk: str) -> set[int]:
-        try:
-            with open(self._ack_path(chunk), "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            return set()
-        n = len(data) // 4
-        return {i for (i,) in _IDX.iter_unpack(data[:n * 4])}
-
     def ack(self, claim: Claim, refs: list) -> None:
         # refs are some of claim.refs, none twice: as many is all of them (the usual case,
-        # a batch all done), all of the one chunk a claim is, with no set of them to build
+        # a batch all done), all of the one chunk a claim is, with no set of them to build;
+        # then every message of the chunk is acknowledged (claim.refs were those not yet
+        # acknowledged when it was loaded) and one entry without indexes says so
         whole = refs is claim.refs or len(refs) == len(claim.refs)
-        by: dict[str, list[int]] = {}
+        by: dict[str, list[tuple[int, list[int] | None]]] = {}
         if whole and refs:
-            by[claim.lease] = [i for _, i in refs]
+            stem, _, pos = claim.lease.rpartition("@")
+            by[stem] = [(int(pos), None)]
         else:
+            per: dict[str, list[int]] = {}
             for chunk, idx in refs:
-                by.setdefault(chunk, []).append(idx)
-        for chunk, idxs in by.items():
-            fd = os.open(self._ack_path(chunk), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                os.write(fd, struct.pack(f">{len(idxs)}I", *idxs))
-                if self.policy == "always":     # (interval: a lost ack re-delivers, no more)
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+                per.setdefault(chunk, []).append(idx)
+            for chunk, idxs in per.items():
+                stem, _, pos = chunk.rpartition("@")
+                by.setdefault(stem, []).append((int(pos), idxs))
+        for stem, entries in by.items():
+            if self._acks.writes(stem) or self._segment_exists(stem):
+                self._acks.write(stem, entries)
+            # else its segment was dropped: every chunk of it was acknowledged already
         if whole:
             claim.refs = []
         else:
@@ -384,17 +364,20 @@ class FileStore:
         if not claim.refs:
             self.release(claim)
 
+    def _segment_exists(self, stem: str) -> bool:
+        base = os.path.join(self.path, "pending", stem)
+        return os.path.exists(base + ".open") or os.path.exists(base + ".seg")
+
     def release(self, claim: Claim) -> None:
         chunk = claim.lease
         if self._held.pop(chunk, None) is None:
             return
-        path = self._lease_path(chunk)
-        held = self._read_lease(path)
-        if held is not None and held[0] == self.token:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        if claim.refs:
+            self._drop_lease(chunk)
+        else:
+            # all acknowledged: nobody would take it anyway, so the table keeps the stale
+            # line until the next claim rewrites it (no write, no lock)
+            self._leases.mine.pop(chunk, None)
 
     # ------------------------------------------------------------------ claiming
     def _segments(self, sub: str = "pending") -> list[str]:
@@ -403,8 +386,7 @@ class FileStore:
         return sorted(names, key=lambda f: (_stem_seq(f)[1], f))
 
     def _chunks(self, seg: str, start: int, sub: str = "pending") -> Iterator[_Chunk]:
-        """The complete chunks of ``seg`` from ``start``, read lazily (a claim stops at the
-        first it can take)."""
+        """The complete chunks of ``seg`` from ``start``, read lazily."""
         path = os.path.join(self.path, sub, seg)
         try:
             f = open(path, "rb")
@@ -422,47 +404,90 @@ class FileStore:
                 yield _Chunk(f"{stem}@{pos}", seg, pos, count, nb, end)
                 pos = end
 
+    def _scan(self, seg: str) -> _Scan:
+        """The chunks of pending ``seg`` known so far, with the new ones of its tail read."""
+        stem = seg.rsplit(".", 1)[0]
+        sc = self._scans.get(stem)
+        if sc is None:
+            sc = self._scans[stem] = _Scan()
+        if not sc.sealed:       # a sealed segment's chunks are all known once read
+            for ch in self._chunks(seg, sc.end):
+                sc.chunks.append(ch)
+                sc.end = ch.end
+            sc.sealed = seg.endswith(".seg")
+        while sc.first < len(sc.chunks) and self._is_done(sc.chunks[sc.first]):
+            sc.first += 1       # acks are final: what is done stays done
+        return sc
+
+    def _live(self, segs: list[str]) -> None:
+        """Forget the segments that are gone (dropped by another process). One missing
+        from the listing is looked up by name first: a listing taken while its writer
+        renamed it may show neither name, and forgetting its acks would hand it out again."""
+        live = {s.rsplit(".", 1)[0] for s in segs}
+        for stem in {*self._scans, *self._acks.stems()} - live:
+            if not self._segment_exists(stem):
+                self._forget(stem)
+
+    def _forget(self, stem: str) -> None:
+        self._scans.pop(stem, None)
+        self._acks.forget(stem)
+        if self._skip:
+            self._skip = {c for c in self._skip if not c.startswith(stem + "@")}
+
     def _is_done(self, ch: _Chunk) -> bool:
-        if ch.name in self._done:
+        if ch.name in self._skip:
             return True
-        try:
-            size = os.stat(self._ack_path(ch.name)).st_size
-        except FileNotFoundError:
-            size = 0
-        if size // 4 >= ch.count and len(self._acked(ch.name)) >= ch.count:
-            self._done.add(ch.name)
-            return True
-        return False
+        stem, _, _ = ch.name.rpartition("@")
+        return self._acks.left(stem, ch.pos, ch.count) == 0
 
     def claim(self, limit: int) -> Claim | None:
-        now = _now_ms()
+        self._acks.refresh()
         segs = self._segments()
-        live = {s.rsplit(".", 1)[0] for s in segs}
-        for k in [k for k in self._cursor if k not in live]:
-            del self._cursor[k]
-        for seg in segs:
-            stem = seg.rsplit(".", 1)[0]
-            start = self._cursor.get(stem, 0)
-            all_done = True
-            end = start
-            for ch in self._chunks(seg, start):
-                end = ch.end
-                if self._is_done(ch):
-                    if all_done:
-                        self._cursor[stem] = ch.end
-                    continue
-                all_done = False
-                if ch.not_before > now or ch.name in self._held:
-                    continue
-                if not self._try_lease(ch.name):
-                    continue
-                got = self._load(seg, ch)
-                if got is None:
-                    continue
-                return got
-            if all_done and seg.endswith(".seg"):
+        self._live(segs)
+        drop: list[tuple[str, str, int]] = []
+        got = None
+        try:
+            while got is None:
+                ch = self._lease_next(segs, drop)
+                if ch is None:
+                    break
+                got = self._load(ch.seg, ch)
+        finally:
+            for seg, stem, end in drop:
                 self._drop_segment(seg, stem, end)
-        return None
+        return got
+
+    def _lease_next(self, segs: list[str], drop: list[tuple[str, str, int]]) -> _Chunk | None:
+        """Lease the first chunk that is due and nobody holds; None: none. Notes in
+        ``drop`` the sealed segments found all done."""
+        now = _now_ms()
+        lk = -1
+        taken: dict[str, int] = {}
+        try:
+            for seg in segs:
+                sc = self._scan(seg)
+                if sc.first == len(sc.chunks):
+                    if seg.endswith(".seg") and sc.sealed:
+                        stem = seg.rsplit(".", 1)[0]
+                        if (seg, stem, sc.end) not in drop:
+                            drop.append((seg, stem, sc.end))
+                    continue
+                for ch in sc.chunks[sc.first:]:
+                    if ch.not_before > now or ch.name in self._held or self._is_done(ch):
+                        continue
+                    if lk < 0:          # the others' leases, read under the lock once
+                        lk = self._lock()
+                        now = _now_ms()
+                        taken = self._leases.others(now)
+                    if ch.name in taken:
+                        continue
+                    self._leases.mine[ch.name] = now + self.lease_ms
+                    self._leases.write()
+                    return ch
+            return None
+        finally:
+            if lk >= 0:
+                self._unlock(lk)
 
     def _load(self, seg: str, ch: _Chunk) -> Claim | None:
         try:
@@ -476,37 +501,29 @@ class FileStore:
             except FileNotFoundError:
                 raw = None
         if raw is None:     # torn (a crash before its offsets were committed): skip for good
-            self._done.add(ch.name)
+            self._skip.add(ch.name)
             self._drop_lease(ch.name)
             return None
-        acked = self._acked(ch.name)
+        acked = self._acks.acked(ch.name.rpartition("@")[0], ch.pos)
         if not acked:
-            msgs = raw
-            refs = [(ch.name, i) for i in range(len(raw))]
+            msgs = raw if acked is not None else []
+            refs = [(ch.name, i) for i in range(len(msgs))]
         else:
             refs, msgs = [], []
             for i, m in enumerate(raw):
                 if i not in acked:
                     refs.append((ch.name, i))
                     msgs.append(m)
-        claim = Claim(ch.name, refs, msgs)
         if not refs:
-            self._done.add(ch.name)
             self._drop_lease(ch.name)
             return None
+        claim = Claim(ch.name, refs, msgs)
         self._held[ch.name] = claim
         return claim
 
-    def _drop_lease(self, chunk: str) -> None:
-        held = self._read_lease(self._lease_path(chunk))
-        if held is not None and held[0] == self.token:
-            try:
-                os.unlink(self._lease_path(chunk))
-            except FileNotFoundError:
-                pass
-
     def _drop_segment(self, seg: str, stem: str, end: int) -> None:
-        """Delete a sealed segment whose every chunk is acknowledged, with its acks."""
+        """Delete a sealed segment whose every chunk is acknowledged, with its acks (and
+        an earlier store's leases of its chunks)."""
         lk = self._lock()
         try:
             path = os.path.join(self.path, "pending", seg)
@@ -515,40 +532,51 @@ class FileStore:
                     return
             except FileNotFoundError:
                 return
+            # the segment first: a process that looks in between sees no segment, never
+            # a segment without its acks (which it would hand out again)
+            os.unlink(path)
             for sub in ("acks", "leases"):
                 folder = os.path.join(self.path, sub)
                 for f in os.listdir(folder):
-                    if f.startswith(stem + "@"):
+                    if f.startswith(stem + "@") or f.startswith(stem + "~"):
                         try:
                             os.unlink(os.path.join(folder, f))
                         except FileNotFoundError:
                             pass
-            os.unlink(path)
         finally:
             self._unlock(lk)
-        self._cursor.pop(stem, None)
-        self._done = {c for c in self._done if not c.startswith(stem + "@")}
+        self._forget(stem)
 
     # ------------------------------------------------------------------ operator views
     def backlog(self) -> dict[str, int]:
+        self._acks.refresh()
         now = _now_ms()
         out = {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
-        for seg in self._segments():
-            for ch in self._chunks(seg, 0):
-                if ch.name in self._done:
+        segs = self._segments()
+        self._live(segs)
+        leased = self._leases.live(now)
+        for seg in segs:
+            sc = self._scan(seg)
+            for ch in sc.chunks[sc.first:]:
+                if ch.name in self._skip:
                     continue
-                left = ch.count - len(self._acked(ch.name))
+                left = self._acks.left(ch.name.rpartition("@")[0], ch.pos, ch.count)
                 if left <= 0:
                     continue
-                lease = self._read_lease(self._lease_path(ch.name))
-                if lease is not None and lease[1] > now:
+                if ch.name in leased:
                     out["processing"] += left
                 elif ch.not_before > now:
                     out["delayed"] += left
                 else:
                     out["pending"] += left
-        for seg in self._segments("failed"):
-            out["failed"] += sum(ch.count for ch in self._chunks(seg, 0, "failed"))
+        counts: dict[str, int] = {}
+        for seg in self._segments("failed"):    # sealed at once, never changed: counted once
+            n = self._failed_counts.get(seg)
+            if n is None:
+                n = sum(ch.count for ch in self._chunks(seg, 0, "failed"))
+            counts[seg] = n
+            out["failed"] += n
+        self._failed_counts = counts
         return out
 
     def _failed_all(self) -> list[tuple[str, list[Message]]]:
@@ -599,6 +627,15 @@ class FileStore:
     def close(self) -> None:
         for claim in list(self._held.values()):
             self.release(claim)
+        if self._lock_fd >= 0 or self._leases.mine:
+            lk = self._lock()
+            try:
+                self._leases.close()
+            finally:
+                self._unlock(lk)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+        self._acks.close()
         self._pending.seal()
         self._failed.seal()
 
