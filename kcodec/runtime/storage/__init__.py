@@ -19,6 +19,7 @@ of the group ``kcodec.run.stores`` (``NAME = module:STOREKIND``), loaded the fir
 registry is read (``stores()``). The two built in:
 
     file.py    segment files under --state-dir (fsync, fsync-interval-ms)
+    file_state.py  its ack logs and lease tables beside the segments
     redis.py   a Redis server (redis-url, redis-prefix, redis-durability)
 
 The state directory's locks (one runtime per directory) are the runtime's, whatever the
