@@ -9,9 +9,15 @@ by the life that created it, read incrementally by every process (how far each l
 read is remembered; an entry not all there, or whose CRC does not match, ends what is read
 of that log for now and is read again next time)::
 
-    log    := entry*
+    log    := entry* zeros*
     entry  := position:u64 n:u32 index:u32 * n crc32c(position n indexes):u32
               (n = 0xFFFFFFFF, no indexes: every message of the chunk at that position)
+
+When acks are synced (``--fsync always``) a log is preallocated: zeros written and synced
+once, 256 KiB at a time, which the entries then overwrite; an fdatasync of an overwrite that
+leaves the size alone commits no file-system journal, so it does not queue behind the
+pullers' fsyncs of their growing segments. A zero entry fails its CRC: the end, as a torn
+tail. A crash mid-entry leaves a torn entry there, and nothing after it: that life is over.
 
 An earlier store wrote ``acks/<segment stem>@<position>`` (``index:u32 *``, one file a
 chunk); such a file is read once when seen: no writer of that format runs beside this one.
@@ -38,6 +44,8 @@ WHOLE = 0xFFFFFFFF
 _HEAD = struct.Struct(">QI")
 _U32 = struct.Struct(">I")
 _LOG = ".log"
+_PREALLOC = 256 << 10   # zeros ahead of a synced log's acks: ~16,000 whole-chunk entries
+_WINDOW = 16 << 10      # read of a log at a time (a preallocated one is mostly zeros)
 _TABLE = ".lease"
 
 
@@ -74,6 +82,8 @@ class AckLogs:
         self._read: dict[str, int] = {}      # others' logs -> bytes applied
         self._legacy: set[str] = set()       # earlier format's files already read
         self._own: dict[str, int] = {}       # stem -> this life's log for it
+        self._end: dict[str, int] = {}       # stem -> where its next entry goes
+        self._room: dict[str, int] = {}      # stem -> bytes preallocated (sync only)
 
     # ------------------------------------------------------------------ reading
     def refresh(self) -> None:
@@ -105,10 +115,18 @@ class AckLogs:
             self._fds[name] = fd
         done = self._read.get(name, 0)
         size = os.fstat(fd).st_size
-        if size <= done:
-            return
-        data = os.pread(fd, size - done, done)
-        self._read[name] = done + self._apply(stem, data)
+        window = _WINDOW
+        while done < size:      # a preallocated log's zeros end what is read, as a torn tail
+            data = os.pread(fd, min(size - done, window), done)
+            used = self._apply(stem, data)
+            done += used
+            if len(data) < window:
+                break
+            if used == 0:       # one entry larger than the window, or the end for now
+                if window >= size:
+                    break
+                window *= 2
+        self._read[name] = done
 
     def _apply(self, stem: str, data: bytes) -> int:
         """Apply the complete entries at the start of ``data``; how many bytes they are."""
@@ -166,9 +184,11 @@ class AckLogs:
         fd = self._own.get(stem)
         if fd is None:
             fd = os.open(os.path.join(self.folder, f"{stem}~{self.life}{_LOG}"),
-                         os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                         os.O_WRONLY | os.O_CREAT, 0o644)
             self._own[stem] = fd
+            self._end[stem] = self._room[stem] = 0
             if self.sync:           # the new name must outlive a crash as the acks do
+                self._grow(stem, fd, 1)
                 fsync_dir(self.folder)
         data = b""
         whole = self._whole.setdefault(stem, set())
@@ -180,11 +200,26 @@ class AckLogs:
                 part.pop(pos, None)
             elif pos not in whole:
                 part.setdefault(pos, set()).update(idxs)
+        end = self._end[stem]
+        if self.sync and end + len(data) > self._room[stem]:
+            self._grow(stem, fd, len(data))
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            n = os.pwrite(fd, view, end)
+            view, end = view[n:], end + n
+        self._end[stem] = end
         if self.sync:
             _sync(fd)
+
+    def _grow(self, stem: str, fd: int, need: int) -> None:
+        """Write (and sync) zeros past the log's room: acks then overwrite blocks already
+        there and the file keeps its size, so their fdatasync commits no file-system
+        journal (which would wait behind the other processes' fsyncs)."""
+        room = self._room[stem]
+        add = max(_PREALLOC, need)
+        os.pwrite(fd, bytes(add), room)
+        os.fsync(fd)
+        self._room[stem] = room + add
 
     def writes(self, stem: str) -> bool:
         """Whether this life has a log of ``stem`` open."""
@@ -197,6 +232,8 @@ class AckLogs:
         fd = self._own.pop(stem, None)
         if fd is not None:
             os.close(fd)
+        self._end.pop(stem, None)
+        self._room.pop(stem, None)
 
     def stems(self) -> list[str]:
         return list(self._whole.keys() | self._part.keys() | self._own.keys())

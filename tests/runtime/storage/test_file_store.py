@@ -72,17 +72,21 @@ def test_a_torn_ack_log_tail_is_ignored_until_it_is_complete(tmp_path) -> None:
     pos1 = int(s.claim(4).lease.rpartition("@")[2])   # chunk 1 is held, not acked
     entry = encode_entry(pos1, [0, 1])
     path = tmp_path / "acks" / log
-    with open(path, "ab") as f:
-        f.write(entry[:-3])             # a crash mid-append: not all there
+    at = len(encode_entry(0, None))     # after chunk 0's entry, in the preallocated zeros
+
+    def put(data: bytes, where: int) -> None:
+        with open(path, "r+b") as f:
+            f.seek(where)
+            f.write(data)
+
+    put(entry[:-3], at)                 # a crash mid-write: not all there
     ctl = FileStore(str(tmp_path), "ctl")
     assert ctl.backlog() == {"pending": 4, "delayed": 0, "processing": 4, "failed": 0}
-    with open(path, "ab") as f:
-        f.write(entry[-3:])             # now it is: read from where the reader stopped
+    put(entry[-3:], at + len(entry) - 3)    # now it is: read from where the reader stopped
     assert ctl.backlog() == {"pending": 4, "delayed": 0, "processing": 2, "failed": 0}
     bad = bytearray(encode_entry(pos1, [2]))
     bad[-1] ^= 0xFF                     # complete but its CRC does not match: not applied
-    with open(path, "ab") as f:
-        f.write(bad)
+    put(bytes(bad), at + len(entry))
     assert ctl.backlog()["processing"] == 2
     assert stem + ".open" in os.listdir(tmp_path / "pending")
 
@@ -168,3 +172,26 @@ def test_backlog_reads_only_what_was_appended_since(tmp_path, monkeypatch) -> No
     reads.clear()
     assert p.backlog()["pending"] == 102
     assert len(reads) <= 2
+
+
+def test_a_synced_ack_log_is_preallocated_and_grows_past_its_room(tmp_path, monkeypatch) -> None:
+    """Under --fsync always an ack overwrites zeros written ahead (its fdatasync then
+    commits no journal); past that room more zeros are written, and every reader still
+    finds every entry."""
+    from kcodec.runtime.storage import file_state
+
+    monkeypatch.setattr(file_state, "_PREALLOC", 64)   # four whole-chunk entries
+    monkeypatch.setattr(file_state, "_WINDOW", 32)     # and reads of two at a time
+    w = FileStore(str(tmp_path), "p0")
+    s = FileStore(str(tmp_path), "s0")
+    ctl = FileStore(str(tmp_path), "ctl")
+    for i in range(10):
+        w.append(msgs(3, 3 * i))
+        c = s.claim(3)
+        if i == 4:
+            s.ack(c, c.refs[:1])        # a partial entry too
+        s.ack(c, c.refs)
+        assert ctl.backlog()["pending"] == 0
+    (log,) = os.listdir(tmp_path / "acks")
+    assert os.path.getsize(tmp_path / "acks" / log) % 64 == 0
+    assert FileStore(str(tmp_path), "late").claim(10) is None
