@@ -426,6 +426,10 @@ class FileStore:
         live = {s.rsplit(".", 1)[0] for s in segs}
         for stem in {*self._scans, *self._acks.stems()} - live:
             if not self._segment_exists(stem):
+                if stem in self._acks.stems():
+                    # ack logs of a segment that is gone: a crash between the segment's
+                    # delete and its logs', or an ack that came in just after it
+                    self._drop_files(stem)
                 self._forget(stem)
 
     def _forget(self, stem: str) -> None:
@@ -535,17 +539,32 @@ class FileStore:
             # the segment first: a process that looks in between sees no segment, never
             # a segment without its acks (which it would hand out again)
             os.unlink(path)
-            for sub in ("acks", "leases"):
-                folder = os.path.join(self.path, sub)
-                for f in os.listdir(folder):
-                    if f.startswith(stem + "@") or f.startswith(stem + "~"):
-                        try:
-                            os.unlink(os.path.join(folder, f))
-                        except FileNotFoundError:
-                            pass
+            self._unlink_files(stem)
         finally:
             self._unlock(lk)
         self._forget(stem)
+
+    def _unlink_files(self, stem: str) -> None:
+        """The ack logs of segment ``stem`` (and an earlier store's acks and leases of its
+        chunks); under the lock."""
+        for sub in ("acks", "leases"):
+            folder = os.path.join(self.path, sub)
+            for f in os.listdir(folder):
+                if f.startswith(stem + "@") or f.startswith(stem + "~"):
+                    try:
+                        os.unlink(os.path.join(folder, f))
+                    except FileNotFoundError:
+                        pass
+
+    def _drop_files(self, stem: str) -> None:
+        """What is left of a segment that is gone: its acks, once no segment of that name
+        is there under the lock either."""
+        lk = self._lock()
+        try:
+            if not self._segment_exists(stem):
+                self._unlink_files(stem)
+        finally:
+            self._unlock(lk)
 
     # ------------------------------------------------------------------ operator views
     def backlog(self) -> dict[str, int]:

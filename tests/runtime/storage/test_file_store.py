@@ -195,3 +195,30 @@ def test_a_synced_ack_log_is_preallocated_and_grows_past_its_room(tmp_path, monk
     (log,) = os.listdir(tmp_path / "acks")
     assert os.path.getsize(tmp_path / "acks" / log) % 64 == 0
     assert FileStore(str(tmp_path), "late").claim(10) is None
+
+
+def test_the_ack_logs_of_a_segment_that_is_gone_are_removed(tmp_path) -> None:
+    # a crash between a segment's delete and its ack logs' leaves the logs: the next
+    # claim of any process removes them (and keeps the logs of a segment still there)
+    w = FileStore(str(tmp_path), "p0")
+    s = FileStore(str(tmp_path), "s0")
+    w.append(msgs(5))
+    w._pending.seal()
+    w.append(msgs(5, 5))                # a second segment, still open
+    c = s.claim(5)
+    assert offsets(c) == [0, 1, 2, 3, 4]
+    s.ack(c, c.refs)
+    (log,) = os.listdir(tmp_path / "acks")
+    gone = next(f for f in os.listdir(tmp_path / "pending") if f.endswith(".seg"))
+    assert log.startswith(gone.rsplit(".", 1)[0] + "~")
+    os.unlink(tmp_path / "pending" / gone)          # the crash: the segment went, not its log
+    s.close()
+    other = FileStore(str(tmp_path), "s1")
+    c = other.claim(5)
+    assert offsets(c) == [5, 6, 7, 8, 9]
+    assert os.listdir(tmp_path / "acks") == []
+    other.ack(c, c.refs[:2])            # the open segment's log stays
+    c2 = FileStore(str(tmp_path), "s2").claim(5)
+    assert c2 is None                   # leased by s1 still
+    (kept,) = os.listdir(tmp_path / "acks")
+    assert not kept.startswith(gone.rsplit(".", 1)[0])
