@@ -17,6 +17,7 @@ faces re-export the chosen one.
     accum.py        the producer's record accumulator and its per-record step
     engine.py       the interpreter of protocol plans (``kcodec.protocol._plan``)
     peer.py         what ``kcodec.compat`` needs: error-remapping iterators, aiokafka's metadata
+    msgcols.py      ``kcodec run``'s stored messages in columns (a store's chunk)
     _buf.py         buffer helpers shared by the twins (not a twin)
     _record.py      the record objects of ``batch`` and ``legacy``
     _wire.py        exact, bounds-checked reads for the record twins

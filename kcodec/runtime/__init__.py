@@ -18,6 +18,7 @@ or from Python, ``kcodec.runtime.run(handle, topics=["orders"], group="billing")
     work.py      one batch through the handler and into its outcome
     handler.py   finding and calling the handler (batch or per record), its outcomes
     message.py   the ``Message`` handlers get, and its bytes in a store (one or many)
+    _msgcols.py  the face of the msgcols twins: many messages in columns (message.py's)
     dlq.py       the dead-letter topic
     control.py   the control socket ``kcodec ctl`` talks to
     views.py     what ctl reads from the cluster and the store (lag, backlog, failed)
