@@ -237,6 +237,19 @@ def _sparkkafka() -> list[bytes]:
             for o, o1 in ((0x00, 0x00), (0x0d, 0x21), (0x45, 0x00), (0x5c, 0x13))]
 
 
+def _msgcols() -> list[bytes]:
+    from kcodec.runtime.message import Message
+
+    enc = _py("msgcols").encode_many
+    plain = [Message("orders", i % 3, 100 + i, 1_700_000_000_000 + i, 0, b"k%d" % i,
+                     b"value-%d" % i, [], 0, None, 0) for i in range(3)]
+    mixed = [Message("t", 0, 1, 2, 0, None, b"", [("h", b"x"), ("n", None)], 2, "boom", 7),
+             Message("ü", 1, 2, 3, 1, b"", None, [], 0x1FFFF, "é", 0),
+             Message("t", 2, 3, 4, 0, b"key", b"v", [(b"raw", b"")], 1, None, 5)]
+    blobs = [enc([]), enc(plain), enc(mixed), enc(plain[:1])]
+    return [bytes([o]) + b for b in blobs for o in (0x80, 0xc0)] + blobs[1:3]
+
+
 SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "varint": _varint,
     "xerial": _xerial,
@@ -245,6 +258,7 @@ SEEDS: dict[str, Callable[[], list[bytes]]] = {
     "columns": _columns,
     "inner": _inner,
     "segscan": lambda: [bytes([o, 0]) + b for b in record_blobs() for o in (0x00, 0x81)],
+    "msgcols": _msgcols,
     "segment": _segment,
     "dumplog": lambda: [bytes([o | (m << 2), c]) + s[2:] for s in _segment()
                         for o, m, c in ((0x00, 0, 0), (0x30, 1, 0), (0x50, 2, 12), (0x90, 3, 0))],

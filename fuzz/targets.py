@@ -429,6 +429,30 @@ def target_segscan(data: bytes) -> None:
          call("scan[py]", py.scan_valid_v2, payload, start, base), data)
 
 
+
+def target_msgcols(data: bytes) -> None:
+    """A runtime store's chunk (``decode_many`` of the msgcols twins): the same messages or
+    the same error from both; what decodes re-encodes to the same bytes in both twins and
+    decodes back to the same messages."""
+    from kcodec.runtime.message import Message
+
+    cy, py = twins("msgcols")
+    payload = data[1:] if _opt(data, 0) & 0x80 else data
+    if _opt(data, 0) & 0x40:
+        payload = memoryview(bytearray(payload))
+    a = call("decode_many[cy]", cy.decode_many, payload, Message)
+    b = call("decode_many[py]", py.decode_many, payload, Message)
+    same("decode_many", a, b, data)
+    if a[0] != "ok":
+        return
+    if any(type(m) is not Message for m in a[1]):
+        raise Finding(f"decode_many: a message is not a Message: {a[1][:1]}")
+    blob = call("encode_many[cy]", cy.encode_many, a[1])
+    same("encode_many", blob, call("encode_many[py]", py.encode_many, a[1]), data)
+    back = call("decode_many[cy] again", cy.decode_many, blob[1], Message)
+    same("encode_many then decode_many", back, a, data)
+
+
 # Segments and partition folders are written per input: on tmpfs when there is one (a disk
 # file system's create/unlink costs as much as the decoding); KCODEC_FUZZ_TMP overrides.
 _TMP = os.environ.get("KCODEC_FUZZ_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm")
@@ -997,6 +1021,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "columns": target_columns,
     "inner": target_inner,
     "segscan": target_segscan,
+    "msgcols": target_msgcols,
     "segment": target_segment,
     "dumplog": target_dumplog,
     "dumplogdir": target_dumplogdir,
