@@ -548,7 +548,7 @@ def decode_many(data, message_type):
     kpos = pos
     _lengths(p + c_kl, n, kpos, size, "key", &vpos)
     _lengths(p + c_vl, n, vpos, size, "value", &hpos)
-    _lengths(p + c_hl, n, hpos, size, "headers", &epos)
+    _lengths(p + c_hl, n, hpos, size, "header", &epos)
     _lengths(p + c_el, n, epos, size, "error", &pos)
     if hpos != epos:                # some message has headers: all parsed before any is made
         headers = []

@@ -212,7 +212,7 @@ def decode_many(data: Any, message_type: type) -> list:
         raise CorruptDataError("stored messages: a topic index past the topics", pos)
     kends, pos = _lengths(klen, pos, size, "key")
     vends, pos = _lengths(vlen, pos, size, "value")
-    hends, pos = _lengths(hlen, pos, size, "headers")
+    hends, pos = _lengths(hlen, pos, size, "header")
     eends, pos = _lengths(elen, pos, size, "error")
     keys = _slices(data, klen, kends)
     values = _slices(data, vlen, vends)
