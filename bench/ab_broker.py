@@ -14,34 +14,13 @@ faster).
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 from bench import test_bench_broker as b
 from tests.support import REPO
-
-
-class _Broker:
-    def __init__(self, root: str, disk: bool) -> None:
-        self.dir = tempfile.TemporaryDirectory(prefix="kcodec-ab-broker-") if disk else None
-        args = [sys.executable, "-m", "kcodec", "broker", "--json"]
-        if self.dir is not None:
-            args += ["--data-dir", self.dir.name]
-        env = {**os.environ, "PYTHONPATH": root}
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=root, env=env)
-        assert self.proc.stdout is not None
-        self.bootstrap = json.loads(self.proc.stdout.readline())["bootstrap"]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
-        if self.dir is not None:
-            self.dir.cleanup()
 
 
 def main() -> None:
@@ -50,7 +29,7 @@ def main() -> None:
     base = os.path.abspath(args[0])
     rounds = int(args[1]) if len(args) > 1 else 5
     sides = {"base": base, "this": str(REPO)}
-    brokers = {s: _Broker(root, disk) for s, root in sides.items()}
+    brokers = {s: b.KcodecBrokerProcess(disk, root) for s, root in sides.items()}
     res: dict[tuple[str, str], list[float]] = {(s, w): [] for s in sides
                                                for w in ("produce", "consume")}
     try:

@@ -38,12 +38,17 @@ VALUE = (b'{"event":"click","user":"u00042","page":"/a/b/c","tag":"' + b"7" * 10
 
 
 class KcodecBrokerProcess:
-    def __init__(self, disk: bool) -> None:
+    """``kcodec broker`` in a process of its own; ``root``: run another checkout's (its
+    directory first on ``PYTHONPATH``, bench/ab_broker.py), else this one's."""
+
+    def __init__(self, disk: bool, root: str | None = None) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="kcodec-bench-broker-") if disk else None
         args = [sys.executable, "-m", "kcodec", "broker", "--json"]
         if self.dir is not None:
             args += ["--data-dir", self.dir.name]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        env = None if root is None else {**os.environ, "PYTHONPATH": root}
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=root, env=env)
+        assert self.proc.stdout is not None
         self.bootstrap = json.loads(self.proc.stdout.readline())["bootstrap"]
 
     def stop(self) -> None:
