@@ -118,18 +118,22 @@ class AckLogs:
         window = _WINDOW
         while done < size:      # a preallocated log's zeros end what is read, as a torn tail
             data = os.pread(fd, min(size - done, window), done)
-            used = self._apply(stem, data)
+            used, need = self._apply(stem, data)
             done += used
+            if used == 0:
+                # one entry larger than the window: read it whole; else (a zero or torn
+                # entry, or one still being written) the end for now
+                if len(data) < need <= size - done:
+                    window = need
+                    continue
+                break
             if len(data) < window:
                 break
-            if used == 0:       # one entry larger than the window, or the end for now
-                if window >= size:
-                    break
-                window *= 2
         self._read[name] = done
 
-    def _apply(self, stem: str, data: bytes) -> int:
-        """Apply the complete entries at the start of ``data``; how many bytes they are."""
+    def _apply(self, stem: str, data: bytes) -> tuple[int, int]:
+        """Apply the complete entries at the start of ``data``: how many bytes they are, and
+        the length of the entry after them when ``data`` ends inside it (else 0)."""
         p, n = 0, len(data)
         whole = self._whole.setdefault(stem, set())
         part = self._part.setdefault(stem, {})
@@ -137,8 +141,8 @@ class AckLogs:
             pos, k = _HEAD.unpack_from(data, p)
             body = 0 if k == WHOLE else 4 * k
             end = p + _HEAD.size + body + 4
-            if end > n:
-                break           # still being written (or torn): read again next time
+            if end > n:         # still being written (or torn): read again next time
+                return p, end - p
             if crc32c(data[p:end - 4]) != _U32.unpack_from(data, end - 4)[0]:
                 break
             if k == WHOLE:
@@ -148,7 +152,7 @@ class AckLogs:
                 part.setdefault(pos, set()).update(
                     struct.unpack_from(f">{k}I", data, p + _HEAD.size))
             p = end
-        return p
+        return p, (_HEAD.size + 4 if p + _HEAD.size > n > p else 0)
 
     def _read_legacy(self, name: str) -> None:
         stem, _, pos = name.rpartition("@")

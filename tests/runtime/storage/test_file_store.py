@@ -222,3 +222,26 @@ def test_the_ack_logs_of_a_segment_that_is_gone_are_removed(tmp_path) -> None:
     assert c2 is None                   # leased by s1 still
     (kept,) = os.listdir(tmp_path / "acks")
     assert not kept.startswith(gone.rsplit(".", 1)[0])
+
+
+def test_a_look_at_an_idle_preallocated_log_reads_one_window(tmp_path, monkeypatch) -> None:
+    # the zeros after the last entry are the end for now: a claim that finds nothing new
+    # reads one window of them, not the whole preallocated room in ever larger reads
+    w = FileStore(str(tmp_path), "p0")
+    s = FileStore(str(tmp_path), "s0")
+    w.append(msgs(3))
+    w.append(msgs(3, 3))
+    c = s.claim(3)
+    s.ack(c, c.refs)
+    other = FileStore(str(tmp_path), "s1")
+    assert offsets(other.claim(3)) == [3, 4, 5]      # read s0's log once
+    reads: list[int] = []
+    real = os.pread
+
+    def counting(fd, n, off):
+        reads.append(n)
+        return real(fd, n, off)
+
+    monkeypatch.setattr(os, "pread", counting)
+    assert other.claim(3) is None
+    assert len(reads) == 1, reads
