@@ -86,6 +86,10 @@ class Fetcher:
         self.task: asyncio.Task | None = None
         self.sessions: dict[int, FetchSession[TopicPartition]] = {}     # by broker (KIP-227)
         self.inflight: dict[int, float] = {}   # broker -> when its Fetch was sent
+        # whether the last launch left a partition unfetched for want of buffer room (set
+        # under the subscription's lock): only then does a poll that frees room need to
+        # wake the loop (``room_freed``); otherwise a Fetch in flight relaunches when it ends
+        self.held_back = True
         self.closed = False
         # the next poll raises this (a non-retriable fetch error, or no offset for a
         # partition under auto_offset_reset="none")
@@ -251,9 +255,21 @@ class Fetcher:
             return subs.resolve and any(st.position is None and tp not in subs.no_offset
                                         for tp, st in subs.states.items())
 
+    def room_freed(self) -> None:
+        """A poll took buffered records: wake the loop if that lets it fetch more (it held
+        a partition back for its full buffer, or nothing is in flight). The poll thread
+        took them under the subscription's lock and ``_launch`` sets ``held_back`` under
+        it, so a launch either saw the room or left the flag for this to see."""
+        if self.held_back or not self.inflight:
+            self.kick()
+
     async def _launch(self) -> None:
         cfg = self.config
-        if self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2:
+        with self.subs.lock:
+            over = self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2
+            if over:
+                self.held_back = True
+        if over:
             self.progressed()    # waiting for the application, not for a broker
             return
         buffered_tps: dict[TopicPartition, int] = {}
@@ -269,6 +285,7 @@ class Fetcher:
                 if not state.paused and state.fetch_position is not None \
                         and not self._is_stuck(tp, state):
                     (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
+            self.held_back = bool(held)
         if not wanted and not self.inflight and not self._resolving():
             self.progressed()    # nothing asked of the brokers: nobody is late
         unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
@@ -291,6 +308,9 @@ class Fetcher:
             self.inflight[node] = time.monotonic()
             self.loop.create_task(self._fetch(node, parts, short=node in held_on,
                                               epochs=epochs))
+        if held and all(self._leader(tp) in self.inflight for tp in held):
+            # every held partition's broker has a Fetch in flight: its end relaunches
+            self.held_back = False
 
     def _leader(self, tp: TopicPartition) -> int:
         info = self.cluster.topics.get(tp.topic)
@@ -505,7 +525,7 @@ class Fetcher:
                         self.buffer.popleft()
                         self.buffered_bytes -= len(f.data)
         if n or not self.buffer:
-            self.kick()
+            self.room_freed()
         return out
 
     def take_columns(self) -> dict[TopicPartition, Any]:
@@ -551,7 +571,7 @@ class Fetcher:
                     st.position = max(st.position or 0, nxt if nxt is not None else f.offset)
             if len(cols):
                 out[tp] = cols
-        self.kick()
+        self.room_freed()
         return out
 
 
