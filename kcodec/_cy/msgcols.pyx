@@ -31,6 +31,7 @@ from libc.limits cimport INT_MAX, INT_MIN, LLONG_MAX, LLONG_MIN
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from kcodec._cy._record cimport Record as CRecord
 from kcodec._cy._reader cimport be_u16, be_u32, be_u64, put_u16, put_u32, put_u64
 
 import struct
@@ -72,7 +73,7 @@ cdef extern from *:
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
 
-__all__ = ["MANY_VERSION", "MAX_HEADERS", "encode_many", "decode_many"]
+__all__ = ["MANY_VERSION", "MAX_HEADERS", "encode_many", "decode_many", "from_records"]
 
 MANY_VERSION = 2
 MAX_HEADERS = 0xFFFF
@@ -589,6 +590,51 @@ def decode_many(data, message_type):
             _put(t, 9, PyUnicode_DecodeUTF8(<char*>p + epos, el, "replace"))
             epos += el
         _put(t, 10, PyLong_FromLongLong(<int64_t>be_u64(p + c_nb + 8 * j)))
+        t = kc_finish(tp, t)
+        PyObject_GC_UnTrack(<void*>t)
+        Py_INCREF(t)                        # PyList_SET_ITEM steals a reference
+        PyList_SET_ITEM(out, j, t)
+    return out
+
+
+def from_records(topic, partition, records, message_type):
+    """``records`` (a consumer's, of one partition) as new ``message_type`` tuples, as the
+    pure twin makes them: a compiled Record's fields are read straight, anything else's
+    by attribute (its AttributeError as the pure twin's). Each tuple is made with the
+    type's own allocator and untracked by the cyclic GC, as decode_many's are (it holds
+    the record's headers list, which cannot lead back to it)."""
+    cdef list recs = records if type(records) is list else list(records)
+    cdef Py_ssize_t n = len(recs), j
+    cdef list out = PyList_New(n)
+    cdef PyTypeObject* tp
+    cdef CRecord cr
+    if not n:
+        return out
+    if not (isinstance(message_type, type) and issubclass(message_type, tuple)):
+        tuple.__new__(message_type, ())     # its TypeError, as the pure twin's raises
+    tp = <PyTypeObject*>message_type
+    zero = 0
+    for j in range(n):
+        r = recs[j]
+        if isinstance(r, CRecord):
+            cr = <CRecord>r
+            off, ts, tts, key, value, headers = (cr.offset, cr.timestamp, cr.timestamp_type,
+                                                 cr.key, cr.value, cr.headers)
+        else:
+            off, ts, tts, key, value, headers = (r.offset, r.timestamp, r.timestamp_type,
+                                                 r.key, r.value, r.headers)
+        t = kc_fields(tp, _FIELDS)
+        _put(t, 0, topic)
+        _put(t, 1, partition)
+        _put(t, 2, off)
+        _put(t, 3, ts)
+        _put(t, 4, tts)
+        _put(t, 5, key)
+        _put(t, 6, value)
+        _put(t, 7, headers)
+        _put(t, 8, zero)
+        _put(t, 9, None)
+        _put(t, 10, zero)
         t = kc_finish(tp, t)
         PyObject_GC_UnTrack(<void*>t)
         Py_INCREF(t)                        # PyList_SET_ITEM steals a reference

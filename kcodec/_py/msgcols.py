@@ -31,7 +31,7 @@ from typing import Any
 
 from kcodec.errors import CorruptDataError, TruncatedError
 
-__all__ = ["MANY_VERSION", "MAX_HEADERS", "encode_many", "decode_many"]
+__all__ = ["MANY_VERSION", "MAX_HEADERS", "encode_many", "decode_many", "from_records"]
 
 MANY_VERSION = 2
 MAX_HEADERS = 0xFFFF
@@ -231,3 +231,12 @@ def decode_many(data: Any, message_type: type) -> list:
     return list(map(partial(tuple.__new__, message_type),
                     zip(topics, parts, offs, ts, tts, keys, values, headers, attempts, errors,
                         nbs, strict=False)))
+
+
+def from_records(topic: str, partition: int, records: Any, message_type: type) -> list:
+    """``records`` (a consumer's, of one partition) as new ``message_type`` tuples: the
+    record's offset, timestamp, timestamp type, key, value and headers (the same list),
+    no attempts, no error, not delayed. What a puller holds until its store has them."""
+    new = tuple.__new__
+    return [new(message_type, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
+                               r.key, r.value, r.headers, 0, None, 0)) for r in records]

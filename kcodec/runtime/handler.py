@@ -299,6 +299,9 @@ def _reason(r: Any) -> str | None:
 
 def check_results(result: Any, n: int) -> list[str | None]:
     """The handler's answer as per-record errors; a malformed one fails the whole batch."""
+    if type(result) is list and len(result) == n and result.count(True) == n and \
+            (not n or set(map(type, result)) == {bool}):
+        return [None] * n       # all True (the usual answer), checked at C level
     if isinstance(result, (list, tuple)) and len(result) == n and all(_good(r) for r in result):
         return [_reason(r) for r in result]
     if not isinstance(result, (list, tuple)):

@@ -27,8 +27,9 @@ from kcodec.errors import CorruptDataError, TruncatedError
 from kcodec.runtime._msgcols import MAX_HEADERS
 from kcodec.runtime._msgcols import decode_many as _decode_many
 from kcodec.runtime._msgcols import encode_many as _encode_many
+from kcodec.runtime._msgcols import from_records as _from_records
 
-__all__ = ["Message", "encode", "decode", "encode_many", "decode_many"]
+__all__ = ["Message", "encode", "decode", "encode_many", "decode_many", "from_records"]
 
 VERSION = 1
 _HEAD = struct.Struct(">BHiqqbqH")
@@ -151,3 +152,10 @@ def decode_many(data: bytes) -> list[Message]:
     """What ``encode_many`` wrote; ``CorruptDataError``/``TruncatedError`` when the bytes are
     not that (each count and length checked against the bytes left before it is used)."""
     return _decode_many(data, Message)
+
+
+def from_records(topic: str, partition: int, records: list) -> list[Message]:
+    """A consumer's ``records`` of one partition as new Messages (not yet tried), made at
+    C level in the compiled twin: what a puller holds until the handler or the store has
+    them."""
+    return _from_records(topic, partition, records, Message)

@@ -27,14 +27,13 @@ from typing import Any
 from kcodec.client import Consumer, RebalanceListener, TopicPartition
 from kcodec.errors import DecodeError, FetchedBatchError, KcodecError
 from kcodec.runtime.handler import Hung
-from kcodec.runtime.message import Message
+from kcodec.runtime.message import Message, from_records
 from kcodec.runtime.storage import append_all
 from kcodec.runtime.work import Stats, Worker
 
 __all__ = ["Puller", "next_offsets"]
 
 log = logging.getLogger(__name__)
-_new = tuple.__new__
 _tp_of = itemgetter(0, 1)       # a Message's (topic, partition)
 _offset_of = itemgetter(2)
 
@@ -199,10 +198,7 @@ class Puller:
                 t, p = tp
                 if not self.buf:
                     self.buf_since = time.monotonic()
-                # tuple.__new__ straight: a namedtuple's own __new__ is a Python frame more
-                self.buf.extend([_new(Message, (t, p, r.offset, r.timestamp, r.timestamp_type,
-                                                r.key, r.value, r.headers, 0, None, 0))
-                                 for r in recs])
+                self.buf.extend(from_records(t, p, recs))
                 self.position[tp] = recs[-1].offset + 1
                 if tp not in self.durable:
                     self.durable[tp] = self.floor[tp] = recs[0].offset

@@ -82,9 +82,14 @@ class Worker:
         end (a thread cannot be stopped)."""
         errors: list[str | None] = [None] * len(messages)
         final = [False] * len(messages)
-        ready, where = [], []
-        for i, m in enumerate(messages):
-            if self.decode is not None:
+        ready: list[Message] = []
+        where: Any = []
+        if self.decode is None:
+            # every message goes to the handler as it is (a copy of the list: the
+            # handler may change its own)
+            ready, where = list(messages), range(len(messages))
+        else:
+            for i, m in enumerate(messages):
                 try:
                     m = self.decode(m)
                 except ValueError as exc:
@@ -93,8 +98,8 @@ class Worker:
                     log.error("%s[%d] offset %d: %s; not handed to the handler, failed for good",
                               m.topic, m.partition, m.offset, errors[i])
                     continue
-            ready.append(m)
-            where.append(i)
+                ready.append(m)
+                where.append(i)
         self._batch = (messages, errors, final, where)
         self._result: tuple[list[int], Hung | None] | None = None
         try:
@@ -143,8 +148,9 @@ class Worker:
         assert self._batch is not None
         messages, errors, final, where = self._batch
         results, hung = got if got else ([], None)
-        for j, e in zip(where, results, strict=False):
-            errors[j] = e
+        if any(results):                # (all None: every record done, errors stay None)
+            for j, e in zip(where, results, strict=False):
+                errors[j] = e
         self.stats.batches += 1
         self.stats.count(len(messages))
         return self.settle(messages, errors, final), hung

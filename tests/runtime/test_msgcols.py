@@ -285,3 +285,47 @@ def test_mutated_blobs_give_the_same_outcome(msgs: list[Message], data: st.DataO
         blob[i] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(blob)))
     same_decode(bytes(blob[:cut]))
+
+
+# -- from_records: a consumer's records made messages ------------------------------------
+
+def test_from_records_gives_the_same_messages_in_both_twins() -> None:
+    from kcodec.records import RecordBatchBuilder, iter_batches
+    b = RecordBatchBuilder(base_offset=40, max_size=1 << 20)
+    b.append(b"k", b"v", [])
+    b.append(None, None, [("h", b"x"), ("h", None)])
+    b.append(b"", b"", [("\u00fc", b"")])
+    recs = [r for bt in iter_batches(b.build()) for r in bt]
+    got = [outcome(m.from_records, "t\u00fc", 7, recs, Message) for m in BOTH]
+    assert all(g == got[0] for g in got), got
+    msgs = got[0][1]
+    assert [type(m) for m in msgs] == [Message] * 3
+    assert [(m.topic, m.partition, m.offset, m.key, m.value) for m in msgs] == [
+        ("t\u00fc", 7, 40, b"k", b"v"), ("t\u00fc", 7, 41, None, None), ("t\u00fc", 7, 42, b"", b"")]
+    assert msgs[1].headers == [("h", b"x"), ("h", None)]
+    assert all((m.attempts, m.error, m.not_before) == (0, None, 0) for m in msgs)
+    assert all(m.timestamp == r.timestamp and m.timestamp_type == r.timestamp_type
+               for m, r in zip(msgs, recs, strict=True))
+    # what the store writes of them reads back the same
+    assert message.decode_many(message.encode_many(msgs)) == msgs
+    assert message.from_records("t", 0, []) == []
+
+
+def test_from_records_reads_any_record_like_object_and_fails_alike() -> None:
+    class Rec:
+        def __init__(self, off: int) -> None:
+            self.offset, self.timestamp, self.timestamp_type = off, 5, 1
+            self.key, self.value, self.headers = b"a", None, []
+
+    class NoKey:
+        offset = timestamp = timestamp_type = 0
+        value, headers = b"", []
+
+    got = [outcome(m.from_records, "x", 1, (Rec(i) for i in range(3)), Message) for m in BOTH]
+    assert got[0][0] == "ok" and all(g == got[0] for g in got), got
+    assert [m.offset for m in got[0][1]] == [0, 1, 2]
+    got = [outcome(m.from_records, "x", 1, [Rec(0), NoKey()], Message) for m in BOTH]
+    assert got[0][0] is AttributeError and all(g[0] == got[0][0] for g in got), got
+    for bad in (dict, 3):
+        got = [outcome(m.from_records, "x", 1, [Rec(0)], bad) for m in BOTH]
+        assert got[0][0] is TypeError and all(g[0] is TypeError for g in got), got
