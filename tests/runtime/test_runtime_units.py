@@ -91,12 +91,23 @@ def test_handler_refs() -> None:
     ([True], "returned 1 results for 2 records"),
     (None, "returned NoneType, not a list"),
     ([True, 1], "returned 1 among its results"),
+    # equal to True, but not True: the all-True shortcut must not take them
+    ([1, True], "returned 1 among its results"),
+    ([True, 1.0], "returned 1.0 among its results"),
 ])
 def test_malformed_answers_fail_the_batch(result, words, caplog) -> None:
     errs = check_results(result, 2)
     assert errs == [f"the handler {errs[0][len('the handler '):]}"] * 2
     assert words in errs[0]
     assert words in caplog.text
+
+
+def test_all_true_answers_are_every_record_done() -> None:
+    assert check_results([True] * 500, 500) == [None] * 500
+    assert check_results((True, True), 2) == [None, None]
+    assert check_results([], 0) == []
+    assert check_results([True, False, ValueError("x")], 3) == [
+        None, "the handler returned False", "ValueError: x"]
 
 
 def test_runner_sync_async_raise_and_deadline() -> None:
