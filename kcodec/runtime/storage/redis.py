@@ -5,7 +5,9 @@ Keys, under the prefix ``P`` (``--redis-prefix``, default ``kcodec:<group>``)::
 
     P:pending                 list   new messages pushed on the left, claimed from the right
     P:processing:<owner>      list   what one sinker holds (moved there atomically)
-    P:lease:<owner>           string that sinker's lease: expires unless renewed
+    P:lease:<owner>           string that sinker's lease: expires unless renewed; its value
+                              names the claim call that last took work (a token of the
+                              process's own)
     P:owners                  set    sinkers with a processing list
     P:delayed                 zset   retries, scored by the time they are due (ms)
     P:failed                  list   out of retries
@@ -20,7 +22,11 @@ still read). A partly acknowledged element is replaced by one of what is left.
 
 Every move is one Lua script, so a message is always in exactly one place. A sinker whose
 lease expired (it died, or lost Redis for longer than ``--lease-ms``) has its processing list
-moved back to pending by the next claim of any sinker. Durability is Redis's: run it with
+moved back to pending by the next claim of any sinker. A sinker's ack of a whole claim is
+owed until its next call: the next claim's script makes it before it claims (one script a
+batch in a steady sinker, not two), and a release, a partial ack, a backlog or a close sends
+it first (``RedisStore.ack``); a sinker killed in between has that batch handed out again
+once its lease expires, as one killed before its ack. Durability is Redis's: run it with
 ``appendonly yes`` (the tests do, and kill it with -9 mid-work). At start the runtime reads
 Redis's persistence settings and refuses one that can lose acknowledged messages
 (``--redis-durability warn`` runs anyway, warning); and every process checks, about once a
@@ -84,8 +90,29 @@ redis.call('HINCRBY', KEYS[2], 'pending', tonumber(ARGV[1]))
 return 1
 """
 
-# KEYS: pending, processing, lease, owners, delayed, counts ; ARGV: limit, lease_ms, now_ms, owner
-_CLAIM = _CNT + """
+# the whole of the claim a sinker last made, acknowledged: the processing list deleted when
+# the lease still names that claim (its token) and the list is as long as the claim is; false
+# when not (a reaper took the claim back, a later claim call put more there): then nothing
+# is changed and the caller acknowledges element by element (see RedisStore.ack)
+_ACK_HELD = """
+local function ack_held(proc, lease, counts, elems, msgs, token)
+  if redis.call('GET', lease) ~= token or redis.call('LLEN', proc) ~= tonumber(elems) then
+    return false
+  end
+  redis.call('DEL', proc)
+  redis.call('HINCRBY', counts, 'processing', -tonumber(msgs))
+  return true
+end
+"""
+
+# KEYS: pending, processing, lease, owners, delayed, counts ; ARGV: limit, lease_ms, now_ms,
+# owner, this call's token, then the whole ack owed for the last claim: its element count (''
+# for none), message count and token -> {0 (none owed) or 1 (acknowledged), the elements
+# claimed}, or {-1, {}}: the ack owed was not made (ack_held) and nothing was claimed
+_CLAIM = _CNT + _ACK_HELD + """
+if ARGV[6] ~= '' then
+  if not ack_held(KEYS[2], KEYS[3], KEYS[6], ARGV[6], ARGV[7], ARGV[8]) then return {-1, {}} end
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', ARGV[3], 'LIMIT', 0, 1000)
 for _, v in ipairs(due) do
   redis.call('ZREM', KEYS[5], v)
@@ -104,10 +131,11 @@ end
 if #out > 0 then
   redis.call('HINCRBY', KEYS[6], 'pending', -n)
   redis.call('HINCRBY', KEYS[6], 'processing', n)
-  redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+  redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[2])
   redis.call('SADD', KEYS[4], ARGV[4])
 end
-return out
+if ARGV[6] ~= '' then return {1, out} end
+return {0, out}
 """
 
 # KEYS: pending, owners, counts ; ARGV: prefix -> owners whose lease is gone, their work back
@@ -148,16 +176,11 @@ if n ~= 0 then redis.call('HINCRBY', KEYS[2], 'processing', -n) end
 return n
 """
 
-# KEYS: processing, counts ; ARGV: the claim's element count, its message count -> the
-# messages acknowledged, or -1 when the processing list is not the claim's elements alone (a
-# reaper took them back, or something else is there): then _ACK, element by element. Only
-# this sinker pushes onto its processing list, and only the elements of the claim it holds,
-# so a list of the claim's length is that claim: acknowledged whole without sending every
-# element back to compare (the usual case, a batch all done)
-_ACK_ALL = """
-if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return -1 end
-redis.call('DEL', KEYS[1])
-redis.call('HINCRBY', KEYS[2], 'processing', -tonumber(ARGV[2]))
+# KEYS: processing, counts, lease ; ARGV: the claim's element count, its message count, its
+# token -> the messages acknowledged, or -1 when ack_held did not (then _ACK, element by
+# element): the whole ack a sinker owes, sent on its own (RedisStore._settle)
+_ACK_ALL = _ACK_HELD + """
+if not ack_held(KEYS[1], KEYS[3], KEYS[2], ARGV[1], ARGV[2], ARGV[3]) then return -1 end
 return tonumber(ARGV[2])
 """
 
@@ -251,6 +274,10 @@ class RedisStore:
         self._inhand: dict[bytes, list[Message]] = {}   # element -> its messages (held)
         self._reaped = 0.0
         self._held: Claim | None = None
+        self._calls = 0                       # claim calls made: each one's token
+        self._token = b""                     # the lease's value: the last claim that took work
+        # the whole ack owed for the last claim (see ack): its elements, messages and token
+        self._owed: tuple[list[bytes], int, bytes] | None = None
         self.k_epoch = f"{p}:epoch"
         self._epoch: bytes | None = None     # the marker as this process first saw it
         self._epoch_at = 0.0
@@ -415,12 +442,24 @@ class RedisStore:
         if now - self._reaped > 1.0:
             self._reaped = now
             self.reap()
-        vals = self._call("claim", self._claim,
-                          keys=[self.k_pending, self.k_proc, self.k_lease, self.k_owners,
-                                self.k_delayed, self.k_counts],
-                          args=[limit, self.lease_ms, int(time.time() * 1000), self.owner])
+        while True:
+            owed = self._owed
+            self._calls += 1
+            token = b"%d" % self._calls
+            done, vals = self._call(
+                "claim", self._claim, keys=[self.k_pending, self.k_proc, self.k_lease,
+                                            self.k_owners, self.k_delayed, self.k_counts],
+                args=[limit, self.lease_ms, int(time.time() * 1000), self.owner, token,
+                      *(("", 0, b"") if owed is None else (len(owed[0]), owed[1], owed[2]))])
+            if owed is None or int(done) >= 0:
+                break
+            # the ack owed was not made, and nothing was claimed: by element, then claim
+            self._ack_each(owed[0])
+            self._owed = None
+        self._owed = None
         if not vals:
             return None
+        self._token = token                 # (the lease's value now)
         msgs: list[Message] = []
         refs: list[tuple[bytes, int]] = []
         bad = []
@@ -446,21 +485,42 @@ class RedisStore:
 
     def renew(self) -> None:
         if self._held is not None:
-            self._call("renew", self.r.set, self.k_lease, b"1", px=self.lease_ms)
+            self._call("renew", self.r.set, self.k_lease, self._token, px=self.lease_ms)
 
     def ack(self, claim: Claim, refs: list) -> None:
+        """Refs of ``claim`` acknowledged. The whole claim (refs are some of claim.refs,
+        never twice; the usual case, a batch all done) is owed, not sent: the next claim's
+        script makes it before it claims (ack_held in _CLAIM), so a steady sinker makes one
+        call a batch; a release, a partial ack, a backlog and a close send it first
+        (``_settle``, one script). For the caller the claim is settled at once.
+
+        Why deleting the list then drops that claim and nothing else: only this process
+        pushes onto its processing list (the owner name is its own), and only in a claim call
+        (RPOPLPUSH) and in a partial ack (LPUSH of an element's rest, in place of the
+        element, the claim's refs following); others only take from it (a reaper all of it,
+        and only once the lease is gone). Every claim call that takes work sets the lease to
+        a token of its own, which renew keeps. So while the lease holds the owed claim's
+        token, no claim call has taken work since, not even one whose answer was lost: the
+        list is the claim's elements (unless a reaper took them) plus what earlier calls
+        whose answers were lost left there. After a reaper only a claim call could push, so
+        the list is empty, shorter than any claim; leftovers only make it longer. So the
+        list is the claim alone exactly when it is as long as the claim: deleted whole.
+        Otherwise nothing is changed and nothing claimed, and the caller acknowledges the
+        claim's elements one by one (_ACK, LREM by value) before it claims again: those
+        LREMs meet only the old claim's elements, never a new claim's copy of the same bytes
+        (a reaped element claimed back, a batch appended twice). A claim script run twice
+        (a timeout, a retry) whose first run made the ack and claimed finds that run's token
+        in the lease: by element then, and nothing is left there to count."""
         if claim is self._held and (refs is claim.refs or len(refs) == len(claim.refs)):
-            # the whole claim (refs are some of claim.refs, never twice): one short script
-            # while the processing list holds the claim alone
+            self._settle()    # (none is owed while a claim is held: the claim made it)
             elems = list(dict.fromkeys(e for e, _ in claim.refs))
-            n = int(self._call("ack", self._ack_all, keys=[self.k_proc, self.k_counts],
-                               args=[len(elems), len(claim.refs)]))
-            if n >= 0:
-                for e in elems:
-                    self._inhand.pop(e, None)
-                claim.refs = []
-                self._held = None
-                return
+            for e in elems:
+                self._inhand.pop(e, None)
+            self._owed = (elems, len(claim.refs), self._token)
+            claim.refs = []
+            self._held = None
+            return
+        self._settle()
         done: dict[bytes, set[int]] = {}
         for e, i in refs:
             done.setdefault(e, set()).add(i)
@@ -488,8 +548,26 @@ class RedisStore:
         if not claim.refs:
             self._held = None
 
+    def _settle(self) -> None:
+        """Send the whole ack owed (see ``ack``), if any: one script, or by element when the
+        processing list is not that claim alone."""
+        owed = self._owed
+        if owed is None:
+            return
+        n = int(self._call("ack", self._ack_all, keys=[self.k_proc, self.k_counts, self.k_lease],
+                           args=[len(owed[0]), owed[1], owed[2]]))
+        if n < 0:
+            self._ack_each(owed[0])
+        self._owed = None
+
+    def _ack_each(self, elems: list[bytes]) -> None:
+        """``elems`` acknowledged whole, each found by its value (_ACK)."""
+        self._call("ack", self._ack, keys=[self.k_proc, self.k_counts],
+                   args=[x for e in elems for x in (e, b"")])
+
     def release(self, claim: Claim) -> None:
         """Unacknowledged messages back to pending at once (no lease wait)."""
+        self._settle()
         elems = list(dict.fromkeys(e for e, _ in claim.refs))
         if elems:
             self._call("release", self._release,
@@ -502,6 +580,7 @@ class RedisStore:
     # ------------------------------------------------------------------ operator views
     def backlog(self) -> dict[str, int]:
         self._ensure_counts()
+        self._settle()          # this process's own ack owed counted
 
         def counts() -> dict[str, int]:
             pipe = self.r.pipeline(transaction=True)
@@ -542,6 +621,14 @@ class RedisStore:
         return int(self._call("clear", go))
 
     def close(self) -> None:
+        owed = self._owed
+        if owed is not None:
+            try:
+                self._settle()
+            except Exception as exc:   # its lease's expiry hands those messages out again
+                log.warning("redis at %s: the ack of %d handled messages was not sent (%s): "
+                            "they are handed out again once the lease expires", self.url,
+                            owed[1], exc)
         if self._held is not None:
             try:
                 self.release(self._held)

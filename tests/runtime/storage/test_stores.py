@@ -86,6 +86,7 @@ def test_claims_do_not_overlap_and_acks_are_final(stores) -> None:
     a.ack(ca, ca.refs)
     b.ack(cb, cb.refs)
     assert a.claim(100) is None
+    assert b.claim(100) is None     # (redis: b's whole ack goes with b's next call)
     assert a.backlog() == {"pending": 0, "delayed": 0, "processing": 0, "failed": 0}
 
 
