@@ -274,9 +274,9 @@ class Runner:
         self._fut = None
         text = f"{type(exc).__name__}: {exc}"
         log.error("the handler raised on a batch of %d records; the batch counts as "
-                  "failed:\n%s", self._n,
+                  "failed:\n%s%s", self._n,
                   "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
-                  if exc is not None else "")
+                  if exc is not None else "", _hint(exc))
         return [text] * self._n
 
     def close(self) -> None:
@@ -295,6 +295,16 @@ def _reason(r: Any) -> str | None:
     if r is False:
         return "the handler returned False"
     return f"{type(r).__name__}: {r}"
+
+
+def _hint(exc: BaseException | None) -> str:
+    """What to do when a handler of one record was given a batch: it reads a record's
+    attribute off the list (``msg.value``), the usual first mistake."""
+    if isinstance(exc, AttributeError) and str(exc).startswith("'list' object has no attribute"):
+        return ("\n(the handler was given a list of records, as --handle batch does; for a "
+                "handler of one record a call, run with --handle record or decorate it with "
+                "@kcodec.runtime.per_record)")
+    return ""
 
 
 def check_results(result: Any, n: int) -> list[str | None]:

@@ -135,6 +135,27 @@ def test_runner_sync_async_raise_and_deadline() -> None:
         _wait(r)
 
 
+def test_a_record_handler_run_on_batches_is_told_the_flag(caplog) -> None:
+    # the newcomer's first handler: one record a call, run with the default --handle batch
+    def handle(msg):
+        return msg.value
+    r = Runner(handle, 5)
+    with caplog.at_level("ERROR"):
+        r.start([Message("t", 0, 5, 0, 0, None, b"v", [])])
+        assert _wait(r) == ["AttributeError: 'list' object has no attribute 'value'"]
+    assert "run with --handle record" in caplog.text
+
+    def other(recs):
+        raise AttributeError("no such thing")
+    r = Runner(other, 5)
+    caplog.clear()
+    with caplog.at_level("ERROR"):
+        r.start([1])
+        _wait(r)
+    assert "AttributeError: no such thing" in caplog.text
+    assert "--handle record" not in caplog.text
+
+
 def _wait(r: Runner) -> list:
     while True:
         got = r.wait(0.05)
