@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from typing import Any
 
 import pytest
+import redis
 
 from kcodec.runtime.message import Message, decode_many
-
-redis = pytest.importorskip("redis")
+from tests.runtime.storage import redis_stores
 
 BATCH = 5
 
@@ -26,21 +25,8 @@ def msgs(n: int, start: int = 0) -> list[Message]:
 @pytest.fixture
 def stores(redis_server):
     """A function making stores that share one queue (each one process's handle)."""
-    from kcodec.runtime.storage.redis import RedisStore
-
-    prefix = f"test:{uuid.uuid4().hex[:8]}"
-    made = []
-
-    def make(owner: str, lease_ms: int = 30000):
-        s = RedisStore(redis_server.url, prefix, owner, lease_ms=lease_ms, give_up_s=10)
-        made.append(s)
-        return s
-    yield make
-    for s in made:
-        try:
-            s.close()
-        except Exception:
-            pass
+    with redis_stores(redis_server.url, 30000) as make:
+        yield make
 
 
 def scripts_run(r: Any) -> int:

@@ -13,6 +13,7 @@ import pytest
 from kcodec.errors import CorruptDataError, TruncatedError
 from kcodec.runtime.message import Message, decode, encode
 from kcodec.runtime.storage.file import FileStore
+from tests.runtime.storage import redis_stores
 
 
 def msgs(n: int, start: int = 0, topic: str = "t") -> list[Message]:
@@ -23,23 +24,17 @@ def msgs(n: int, start: int = 0, topic: str = "t") -> list[Message]:
 @pytest.fixture(params=["file", "redis"])
 def stores(request, tmp_path):
     """A function making stores that share one queue (each is one process's handle)."""
+    if request.param == "redis":
+        with redis_stores(request.getfixturevalue("redis_server").url, 1000) as make:
+            yield make
+        return
     made = []
-    if request.param == "file":
-        def make(owner: str, lease_ms: int = 1000):
-            s = FileStore(str(tmp_path / "store"), owner, lease_ms=lease_ms)
-            made.append(s)
-            return s
-    else:
-        server = request.getfixturevalue("redis_server")
-        from kcodec.runtime.storage.redis import RedisStore
 
-        prefix = f"test:{uuid.uuid4().hex[:8]}"
-
-        def make(owner: str, lease_ms: int = 1000):
-            s = RedisStore(server.url, prefix, owner, lease_ms=lease_ms, give_up_s=10)
-            made.append(s)
-            return s
-    yield make
+    def make_file(owner: str, lease_ms: int = 1000):
+        s = FileStore(str(tmp_path / "store"), owner, lease_ms=lease_ms)
+        made.append(s)
+        return s
+    yield make_file
     for s in made:
         try:
             s.close()
