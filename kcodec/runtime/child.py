@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["main", "rss_bytes", "set_title", "EXIT_HUNG", "EXIT_RECYCLED"]
+__all__ = ["main", "rss_bytes", "set_title", "settle_gc", "EXIT_HUNG", "EXIT_RECYCLED"]
 
 EXIT_HUNG = 3
 EXIT_RECYCLED = 4
@@ -52,6 +52,26 @@ def set_title(title: str, short: str) -> None:
             libc.prctl(15, ctypes.c_char_p(short.encode()[:15]), 0, 0, 0)   # PR_SET_NAME
         except (OSError, AttributeError):
             pass
+
+
+# the cyclic GC's young-generation threshold in a runtime process (CPython's default: 700)
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def settle_gc() -> None:
+    """Set the cyclic GC up for a busy runtime process, once it is set up (imports, the
+    handler, the store): what exists now is collected once, then frozen -- kept out of
+    every later collection -- and young collections run after 10,000 net allocations,
+    not 700. A puller makes a tracked object per record (its headers list); under the
+    defaults it ran 17 full collections a million records, each walking the ~60,000
+    objects of its imports: 0.5-0.7 s of a 3-4 s run. Frozen objects are never freed,
+    which imports are not anyway; what the handler makes later is collected as usual."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 class RedactingFormatter(logging.Formatter):
@@ -117,6 +137,7 @@ def main(role: str, slot: int, settings: dict[str, Any], handler_ref: str, conn:
             worker = Sinker(s, slot, store, stop, handler)
         threading.Thread(target=_control, args=(conn, role, slot, worker, stop), daemon=True,
                          name="kcodec-control").start()
+        settle_gc()
         code = worker.run()
         if code == 0 and worker.recycle:
             code = EXIT_RECYCLED
