@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from kcodec._gc import YOUNG_THRESHOLD, settle
+
 __all__ = ["main", "rss_bytes", "set_title", "settle_gc", "EXIT_HUNG", "EXIT_RECYCLED"]
 
 EXIT_HUNG = 3
@@ -55,23 +57,15 @@ def set_title(title: str, short: str) -> None:
 
 
 # the cyclic GC's young-generation threshold in a runtime process (CPython's default: 700)
-GC_YOUNG_THRESHOLD = 10_000
+GC_YOUNG_THRESHOLD = YOUNG_THRESHOLD
 
 
 def settle_gc() -> None:
     """Set the cyclic GC up for a busy runtime process, once it is set up (imports, the
-    handler, the store): what exists now is collected once, then frozen -- kept out of
-    every later collection -- and young collections run after 10,000 net allocations,
-    not 700. A puller makes a tracked object per record (its headers list); under the
-    defaults it ran 17 full collections a million records, each walking the ~60,000
-    objects of its imports: 0.5-0.7 s of a 3-4 s run. Frozen objects are never freed,
-    which imports are not anyway; what the handler makes later is collected as usual."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
+    handler, the store): ``kcodec._gc.settle``. A puller makes a tracked object per record
+    (its headers list); under the defaults it ran 17 full collections a million records,
+    each walking the ~60,000 objects of its imports: 0.5-0.7 s of a 3-4 s run."""
+    settle()
 
 
 class RedactingFormatter(logging.Formatter):
