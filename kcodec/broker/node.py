@@ -10,6 +10,7 @@ from kcodec.broker.apis.fetch_sessions import FetchSessions
 from kcodec.broker.listeners import Listener
 from kcodec.broker.network import Acceptor, HandlerPool, Processor, RequestChannel
 from kcodec.broker.network.acceptor import listen
+from kcodec.broker.network.channel import QUEUE
 from kcodec.broker.network.processor import MAX_UNAUTHENTICATED_BYTES
 from kcodec.broker.network.quotas import ConnectionQuotas
 
@@ -117,7 +118,10 @@ class Node:
                                       quotas))
         pool = HandlerPool(channel, lambda req: dispatch(self, req), self.n_handlers,
                            f"kcodec-broker-{self.id}")
+        inline = config.get("network.inline.requests", True)
         for p in all_procs:
+            if inline:
+                p.inline = self._inline
             p.start()
         pool.start()
         for a in acceptors:
@@ -157,6 +161,14 @@ class Node:
     def addresses(self) -> dict[str, str]:
         """``{listener name: "host:port"}`` (an IPv6 host in brackets, as clients take it)."""
         return {ls.name: _host_port(*self.address_of(ls.name)) for ls in self.listeners}
+
+    def _inline(self, req: Any) -> Any:
+        """A small Produce or Fetch, on the processor's thread; with test hooks installed
+        (which may sleep or block) or requests being recorded, the handler threads'."""
+        cluster = self.cluster
+        if cluster.hooks.active or cluster.recording:
+            return QUEUE
+        return dispatch(self, req)
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.address}, {'up' if self.running else 'down'})"

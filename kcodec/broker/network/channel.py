@@ -52,6 +52,11 @@ LARGE_PRODUCE_BYTES = 1024 * 1024   # ... a Produce this big or bigger
 
 CLOSE = "close"             # the handler wants the connection dropped
 NO_RESPONSE = "no-response"  # nothing to send back (acks=0 produce)
+QUEUE = "queue"             # not handled inline after all: to the handler threads
+
+#: the APIs a processor handles itself when small (Produce, Fetch: the data path, which
+#: waits for nothing but the partition's lock and returns a future for what it waits on)
+INLINE_APIS = frozenset({0, 1})
 
 
 B = TypeVar("B")
@@ -154,6 +159,14 @@ class RequestChannel:
                 self._large_ready.notify()
                 return
         self._queue.put(request)
+
+    def admit(self, request: Request) -> None:
+        """Count a request whose bytes were booked as pending, without queueing it: its
+        processor handles it itself; ``done`` as for a queued one."""
+        owner = request.owner
+        with self._lock:
+            self.pending += 1
+            self.pending_by[owner] = self.pending_by.get(owner, 0) + 1
 
     def done(self, request: Request) -> None:
         """The request was answered (or its connection went): its bytes are free."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from kcodec.broker.network.channel import CLOSE, Request, RequestChannel
 
-__all__ = ["HandlerPool"]
+__all__ = ["HandlerPool", "chain"]
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,8 @@ def _answer(dst: concurrent.futures.Future, value: Any) -> None:
         pass
 
 
-def _chain(src: concurrent.futures.Future, dst: concurrent.futures.Future) -> None:
+def chain(src: concurrent.futures.Future, dst: concurrent.futures.Future) -> None:
+    """Complete ``dst`` with ``src``'s answer when it has one (CLOSE if it failed)."""
     def done(f: concurrent.futures.Future) -> None:
         try:
             value = f.result()
@@ -87,7 +88,7 @@ class HandlerPool:
                 log.exception("kcodec broker: handling API %d v%d failed", req.api_key, req.api_version)
                 answer = CLOSE
             if isinstance(answer, concurrent.futures.Future):
-                _chain(answer, req.future)
+                chain(answer, req.future)
             else:
                 _answer(req.future, answer)
 
