@@ -147,14 +147,7 @@ class RecordFuture:
         return self.batch.event.is_set()
 
     def _value(self) -> SendResult:
-        b, i = self.batch, self.index
-        if b.parts is not None:
-            b, i = b.part_of(i)
-        if b.error is not None:
-            raise b.error
-        off = b.result_base + i if b.result_base >= 0 else -1
-        ts = b.result_ts if b.result_ts >= 0 else b.timestamps[i]
-        return SendResult(b.partition, off, ts)
+        return _result_of(self.batch, self.index)
 
     def result(self, timeout: float | None = None) -> SendResult:
         """Wait (at most ``timeout`` seconds) and return the ``SendResult``, or raise the
@@ -171,9 +164,15 @@ class RecordFuture:
 
     def add_callback(self, fn: Callable[[BaseException | None, SendResult | None], Any]) -> None:
         """``fn(error, result)`` once delivered or failed (called from the client's loop)."""
-        def cb(_b: ProducerBatch) -> None:
+        # the callback is kept on the batch, and gets it as its argument: it holds the
+        # record's index only, so that no cycle (batch -> callback -> this future -> batch)
+        # outlives the delivery and waits for the cyclic GC (whose full collections, one
+        # every few thousand records, paused the sender 20-30 ms)
+        index = self.index
+
+        def cb(b: ProducerBatch) -> None:
             try:
-                fn(None, self._value())
+                fn(None, _result_of(b, index))
             except KcodecError as exc:
                 fn(exc, None)
         if self.done():
@@ -192,3 +191,14 @@ class RecordFuture:
             while not self.batch.event.is_set():
                 yield from asyncio.sleep(0.001).__await__()
         return self._value()
+
+
+def _result_of(b: ProducerBatch, i: int) -> SendResult:
+    """Record ``i`` of batch ``b``'s delivery result, or its error raised."""
+    if b.parts is not None:
+        b, i = b.part_of(i)
+    if b.error is not None:
+        raise b.error
+    off = b.result_base + i if b.result_base >= 0 else -1
+    ts = b.result_ts if b.result_ts >= 0 else b.timestamps[i]
+    return SendResult(b.partition, off, ts)
