@@ -147,26 +147,28 @@ class RequestChannel:
 
     def put(self, request: Request) -> None:
         """Queue a complete request whose bytes were booked with ``book``."""
-        owner = request.owner
-        with self._lock:
-            self.pending += 1
-            self.pending_by[owner] = self.pending_by.get(owner, 0) + 1
-            if self.is_large(request):
-                waiting = self._large.get(owner)
-                if waiting is None:                 # a new owner: its turn comes last
-                    waiting = self._large[owner] = deque()
-                waiting.append(request)
-                self._large_ready.notify()
-                return
-        self._queue.put(request)
+        self.admit(request)
+        self.enqueue(request)
 
     def admit(self, request: Request) -> None:
-        """Count a request whose bytes were booked as pending, without queueing it: its
-        processor handles it itself; ``done`` as for a queued one."""
+        """Count a complete request whose bytes were booked as pending (``done`` when it
+        is answered): queued by ``enqueue``, or run by its processor itself."""
         owner = request.owner
         with self._lock:
             self.pending += 1
             self.pending_by[owner] = self.pending_by.get(owner, 0) + 1
+
+    def enqueue(self, request: Request) -> None:
+        """Hand an admitted request to the handler threads."""
+        if self.is_large(request):
+            with self._lock:
+                waiting = self._large.get(request.owner)
+                if waiting is None:                 # a new owner: its turn comes last
+                    waiting = self._large[request.owner] = deque()
+                waiting.append(request)
+                self._large_ready.notify()
+            return
+        self._queue.put(request)
 
     def done(self, request: Request) -> None:
         """The request was answered (or its connection went): its bytes are free."""

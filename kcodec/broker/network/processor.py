@@ -366,24 +366,20 @@ class Processor:
                           int.from_bytes(frame[2:4], "big", signed=True),
                           int.from_bytes(frame[4:8], "big", signed=True), frame, owner=owner)
             conn.requests += 1
-            answer = QUEUE
-            if (self.inline is not None and req.api_key in INLINE_APIS
-                    and not channel.is_large(req)):
-                channel.admit(req)
-                try:
+            channel.admit(req)
+            try:
+                answer = QUEUE
+                if (self.inline is not None and req.api_key in INLINE_APIS
+                        and not channel.is_large(req)):
                     answer = self._inline(req)
                     if isinstance(answer, concurrent.futures.Future):
                         chain(answer, req.future)
                         answer = await asyncio.wrap_future(req.future)
-                finally:
-                    if answer is not QUEUE:
-                        channel.done(req)
-            if answer is QUEUE:
-                channel.put(req)
-                try:
+                if answer is QUEUE:
+                    channel.enqueue(req)
                     answer = await asyncio.wrap_future(req.future)
-                finally:
-                    channel.done(req)
+            finally:
+                channel.done(req)
             if answer is CLOSE or answer == CLOSE:
                 return
             throttle, conn.throttle_s = conn.throttle_s, 0.0

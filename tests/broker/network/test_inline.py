@@ -71,6 +71,8 @@ def test_small_produce_and_fetch_run_on_the_processor(threads_of, inline) -> Non
             assert _produce(raw, topic, b"x" * (1100 * 1024)) == 0    # a large Produce
             r = raw.call(_fetch(topic, 0, 0), 11)
             assert r.responses[0].partitions[0].high_watermark == 2
+            channel = c.nodes[0].channel
+            assert channel.pending == 0 and channel.queued_bytes == 0    # all given back
     small, large = threads_of[0]
     assert "-handler-" in threads_of[3][0]        # not an inline API
     assert "-large-handler-" in large
@@ -87,6 +89,7 @@ def test_with_hooks_installed_every_request_goes_to_the_handlers(threads_of) -> 
         try:
             with Raw(c.bootstrap) as raw:
                 assert _produce(raw, topic, b"hooked") == 0
+                assert c.nodes[0].channel.pending == 0      # counted once, done once
         finally:
             remove()
     assert "-handler-" in threads_of[0][0]
