@@ -6,6 +6,9 @@
                 100th record) p50 and p99 as their own rows.
     B-consume   a confluent-kafka consumer reads the N records back from the beginning
                 (assign, no group).
+    B-produce raw  the N records as Produce requests encoded before the clock starts,
+                sent back to back on one connection: the broker's own part (B-produce is
+                bound by its client on a 2-core machine).
 
 Brokers, each its own process on loopback: kcodec memory (``kcodec broker``), kcodec disk
 (``kcodec broker --data-dir``), Tansu memory (the only storage its build has). The ratios
@@ -178,3 +181,101 @@ def test_consume(benchmark, ratios, brokers, who):
         if who in (subject, "tansu memory"):
             ratios.add(f"{workload} ({N} records)", "kcodec cython" if who == subject else who,
                        benchmark, amount=N, unit="msg")
+
+
+# -- B-produce raw: the broker's own cost, without a producer's -------------------------
+#
+# B-produce is bound by the client: confluent-kafka's produce() loop and its delivery
+# reports take most of the ~1 s of 1M records on both brokers alike (the floor measured in
+# bench/notes/2026-12-07-broker-hops.md). Here the requests are encoded before the
+# clock starts (the same records, lz4 batches of RAW_BATCH records, one per partition per
+# request, acks=all, no producer id), and one connection sends them back to back while a
+# thread reads the answers: what is timed is what the broker does with them.
+
+RAW_BATCH = int(os.environ.get("KCODEC_BENCH_BROKER_RAW_BATCH", "1000"))
+RAW_ROUNDS = int(os.environ.get("KCODEC_BENCH_BROKER_RAW_ROUNDS", "5"))
+
+
+def _raw_requests() -> list[list[bytes]]:
+    from kcodec.records import RecordBatchBuilder
+
+    now = int(time.time() * 1000)
+    per_request = RAW_BATCH * PARTITIONS
+    reqs: list[list[bytes]] = []
+    for start in range(0, N, per_request):
+        batches = []
+        for p in range(PARTITIONS):
+            b = RecordBatchBuilder(compression=3)     # lz4, as B-produce
+            for i in range(start + p, min(start + per_request, N), PARTITIONS):
+                b.append(KEYS[i], VALUE, [], now)
+            batches.append(b.build())
+        reqs.append(batches)
+    return reqs
+
+
+RAW: list[list[bytes]] = []
+
+
+def _raw_frames(topic: str) -> list[bytes]:
+    from kcodec.protocol import ProduceRequest as P
+    from kcodec.protocol import encode_request
+
+    return [encode_request(P(acks=-1, timeout_ms=30000, topic_data=[P.TopicProduceData(
+        name=topic, partition_data=[P.PartitionProduceData(index=p, records=b)
+                                    for p, b in enumerate(batches)])]), 9, cid)
+            for cid, batches in enumerate(RAW, 1)]
+
+
+def produce_raw(bootstrap: str, frames: list[bytes]) -> None:
+    import socket
+    import struct
+    import threading
+
+    from kcodec.protocol import ProduceRequest as P
+    from kcodec.protocol import decode_response
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=60)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    answers: list = []
+    failed: list = []
+
+    def read() -> None:
+        f = sock.makefile("rb")
+        try:
+            for cid in range(1, len(frames) + 1):
+                (n,) = struct.unpack(">i", f.read(4))
+                answers.append(decode_response(f.read(n), P.API_KEY, 9, cid)[1])
+        except Exception as exc:    # noqa: BLE001 - reported below
+            failed.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for frame in frames:
+        sock.sendall(frame)
+    reader.join(120)
+    sock.close()
+    assert not failed and len(answers) == len(frames), failed
+    ends = [0] * PARTITIONS
+    for a in answers:
+        for pr in a.responses[0].partition_responses:
+            assert pr.error_code == 0, pr
+            ends[pr.index] = max(ends[pr.index], pr.base_offset)
+    assert sum(ends) + PARTITIONS * RAW_BATCH >= N     # every batch appended, in order
+
+
+@pytest.mark.parametrize("who", list(BROKERS))
+def test_produce_raw(benchmark, ratios, brokers, who):
+    if not RAW:
+        RAW.extend(_raw_requests())
+    b = brokers[who]
+
+    def setup():
+        return (b.bootstrap, _raw_frames(_topic(b.bootstrap))), {}
+    benchmark.pedantic(produce_raw, setup=setup, rounds=RAW_ROUNDS, iterations=1)
+    for workload, subject in (("B-produce raw memory", "kcodec memory"),
+                              ("B-produce raw disk", "kcodec disk")):
+        if who in (subject, "tansu memory"):
+            ratios.add(f"{workload} ({N} records in lz4 batches of {RAW_BATCH}, acks=all)",
+                       "kcodec cython" if who == subject else who, benchmark, amount=N,
+                       unit="msg")
