@@ -18,6 +18,7 @@ it is made here, so that a missing build fails the import.
     _limits.py      limits shared by the compression registry and both xerial twins
     _columnar.py    the result containers of the columnar decode, shared by both twins
     _moved.py       old module paths kept importable, with a DeprecationWarning
+    _gc.py          the cyclic GC set up for kcodec's own long-running processes
     _version.py     the version number
     __main__.py     ``python -m kcodec``: the command line (``--version`` at once)
     _codecs/        one small module per compression codec

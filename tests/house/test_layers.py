@@ -47,6 +47,7 @@ from tests.support import REPO
 FLOORS = {
     "kcodec": 4, "kcodec.errors": 0, "kcodec._limits": 0, "kcodec._impl": 0,
     "kcodec._codecs": 0, "kcodec._version": 0, "kcodec._moved": 0, "kcodec._columnar": 0,
+    "kcodec._gc": 0,
     "kcodec._py": 1, "kcodec._cy": 1,
     "kcodec.varint": 2, "kcodec.crc": 2, "kcodec.compression": 2, "kcodec.xerial": 2,
     "kcodec.murmur": 2, "kcodec.records": 2, "kcodec.protocol": 2, "kcodec.sasl": 2,
