@@ -33,6 +33,12 @@ def as_bytes(v: Any, what: str) -> bytes | None:
     raise TypeError(f"{what} must be bytes, str or None, not {type(v).__name__}")
 
 
+# guards every batch's callbacks list against the race of a callback added (the user's
+# thread) while its batch finishes (the loop's): one lock for all, held for an append or
+# a swap only
+_CALLBACKS = threading.Lock()
+
+
 class ProducerBatch:
     """The records of one partition sent together: while open, a ``RecordBatchBuilder``
     (``builder``) and the records' timestamps; once closed, its bytes (``data``). Its
@@ -59,7 +65,8 @@ class ProducerBatch:
         self.result_base = -1
         self.result_ts = -1
         self.error: BaseException | None = None
-        self.callbacks: list[Callable] = []
+        # None once finished (under _CALLBACKS: a callback added then runs at once)
+        self.callbacks: list[Callable] | None = []
         self.sequence = sequence
         self.attempts = 0
         self.size = 0
@@ -108,7 +115,18 @@ class ProducerBatch:
                 errors = [p.error for _, p in parts if p.error is not None]
                 self.finish(-1, -1, None, errors[0] if errors else None)
         for _, part in parts:
-            part.callbacks.append(one_done)
+            part.add_done(one_done)
+
+    def add_done(self, cb: Callable[[ProducerBatch], Any]) -> None:
+        """``cb(batch)`` once the batch is finished: at once if it is already. The check and
+        the append are one step under a lock that ``finish`` takes too, so a callback
+        added while the loop finishes the batch runs once, never zero times."""
+        with _CALLBACKS:
+            callbacks = self.callbacks
+            if callbacks is not None:
+                callbacks.append(cb)
+                return
+        cb(self)
 
     def finish(self, base: int, log_append_ts: int, error: BaseException | None,
                part_error: BaseException | None = None) -> None:
@@ -123,7 +141,9 @@ class ProducerBatch:
             else:
                 self.afut.set_exception(failed)
                 self.afut.exception()
-        for cb in self.callbacks:
+        with _CALLBACKS:
+            callbacks, self.callbacks = self.callbacks, None
+        for cb in callbacks or ():
             try:
                 cb(self)
             except Exception:  # pragma: no cover - a user callback must not kill the sender
@@ -175,10 +195,7 @@ class RecordFuture:
                 fn(None, _result_of(b, index))
             except KcodecError as exc:
                 fn(exc, None)
-        if self.done():
-            cb(self.batch)
-        else:
-            self.batch.callbacks.append(cb)
+        self.batch.add_done(cb)
 
     def __await__(self):
         if self.batch.afut is not None:
