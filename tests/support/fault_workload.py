@@ -90,7 +90,11 @@ class Member:
     records), ``revoke`` (what it processed, in the revoke callback and once a second),
     ``async`` (asynchronously after each poll; logged when the broker said yes, with the
     commit's number in the order sent: a client may call back out of that order, as
-    kafka-python does, while the broker applied them in it) or ``auto`` (the client's
+    kafka-python does, while the broker applied them in it; after a failed one, what it
+    processed of its partitions is committed again at the next second's tick, as an
+    application answers a failed async commit: no client retries one, and the last
+    records' commits, sent during the rebalances after a broker restart, were refused
+    ILLEGAL_GENERATION with no record left to commit after) or ``auto`` (the client's
     auto-commit). With ``auto`` and ``async``, the group's committed offsets of the
     member's partitions are also read back once a second and logged as seen."""
 
@@ -101,6 +105,7 @@ class Member:
         self.last = time.monotonic()
         self.sent = 0                      # async commits sent
         self.sent_at: dict[int, float] = {}  # async commit number -> when it was sent
+        self.async_failed = False          # an async commit failed: commit again at a tick
 
     # the client's own calls, given by each client below
     def commit_sync(self, offsets: dict[int, int]) -> None:
@@ -166,12 +171,15 @@ class Member:
         if offsets and self.pattern == "poll":
             self._commit(offsets, "after poll")
         elif offsets and self.pattern == "async":
-            try:
-                self.sent += 1
-                self.sent_at[self.sent] = time.time()
-                self.commit_async(offsets, self.sent)
-            except Exception as exc:
-                self.h.write(err=f"commit async: {type(exc).__name__}: {exc}"[:300])
+            self._commit_async(offsets)
+
+    def _commit_async(self, offsets: dict[int, int]) -> None:
+        try:
+            self.sent += 1
+            self.sent_at[self.sent] = time.time()
+            self.commit_async(offsets, self.sent)
+        except Exception as exc:
+            self.h.write(err=f"commit async: {type(exc).__name__}: {exc}"[:300])
 
     def async_done(self, offsets: dict[int, int], err: Any, seq: int) -> None:
         sent = self.sent_at.pop(seq, None)
@@ -179,12 +187,18 @@ class Member:
             self.h.write(commit={str(p): off for p, off in offsets.items()}, seq=seq,
                          **({"sent": sent} if sent is not None else {}))
         else:
+            self.async_failed = True
             self.h.write(err=f"commit async: {err}"[:300])
 
     def tick(self) -> None:
         if time.monotonic() - self.last < 1.0:
             return
         self.last = time.monotonic()
+        if self.pattern == "async" and self.async_failed:
+            self.async_failed = False
+            again = {p: off for p, off in self.done.items() if p in self.owned}
+            if again:
+                self._commit_async(again)
         if self.pattern == "revoke":
             self._commit(dict(self.done), "each second")
         elif self.pattern in ("auto", "async") and self.owned:
