@@ -19,7 +19,7 @@ from typing import Any
 
 from kcodec.broker.network.channel import CLOSE, Request, RequestChannel
 
-__all__ = ["HandlerPool", "chain"]
+__all__ = ["HandlerPool", "chain", "run_handler"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,15 @@ def _answer(dst: concurrent.futures.Future, value: Any) -> None:
         dst.set_result(value)
     except concurrent.futures.InvalidStateError:
         pass
+
+
+def run_handler(handle: Callable[[Request], Any], req: Request) -> Any:
+    """``handle(req)``; a handler that raises is logged and its connection closed."""
+    try:
+        return handle(req)
+    except Exception:
+        log.exception("kcodec broker: handling API %d v%d failed", req.api_key, req.api_version)
+        return CLOSE
 
 
 def chain(src: concurrent.futures.Future, dst: concurrent.futures.Future) -> None:
@@ -82,11 +91,7 @@ class HandlerPool:
             idle[i] += time.monotonic() - t0
             if req is None:
                 return
-            try:
-                answer = self.handle(req)
-            except Exception:
-                log.exception("kcodec broker: handling API %d v%d failed", req.api_key, req.api_version)
-                answer = CLOSE
+            answer = run_handler(self.handle, req)
             if isinstance(answer, concurrent.futures.Future):
                 chain(answer, req.future)
             else:

@@ -7,13 +7,16 @@ or negative size closes the connection before anything is allocated): ``max_requ
 body, booking its bytes against the request channel's budget as they arrive (never the size
 the client declared, so a client that announces a large frame and stalls holds up nobody);
 parse the three fixed header fields (api key, version, correlation id); queue the request;
-await its answer; write it. A small Produce or Fetch (under the channel's large-request
-size) is not queued: the processor runs it itself (``inline``, set by the node), since
-handing it to a handler thread and its answer back took ~40% of a small produce's time in
-the broker (two thread switches and the loop's self-pipe); what it must wait for (a
-long-polling fetch, acks=all on followers) is a future, as from a handler. Reading the next request only after the previous one is answered
-keeps responses in request order and at most one request per connection in flight, as Kafka's
-broker does (it mutes the channel): a connection holds at most one frame in memory.
+await its answer; write it. Reading the next request only after the previous one is
+answered keeps responses in request order and at most one request per connection in
+flight, as Kafka's broker does (it mutes the channel): a connection holds at most one frame
+in memory.
+
+A small Produce or Fetch (under the channel's large-request size) is not queued: the
+processor runs it itself (``inline``, set by the node), since handing it to a handler
+thread and its answer back took ~40% of a small produce's time in the broker (two thread
+switches and the loop's self-pipe); what it must wait for (a long-polling fetch, acks=all
+on followers) is a future, as from a handler.
 
 Before SASL authentication a frame bigger than ``PREAUTH_LARGE_BYTES`` (64 KiB; no real
 client's login needs one) is read only when one of ``PREAUTH_LARGE_AT_ONCE`` turns per
@@ -56,7 +59,7 @@ from kcodec.broker.network.channel import (
     Request,
     RequestChannel,
 )
-from kcodec.broker.network.handlers import chain
+from kcodec.broker.network.handlers import chain, run_handler
 
 __all__ = ["Processor", "ConnectionState", "ANONYMOUS", "MAX_UNAUTHENTICATED_BYTES"]
 
@@ -371,7 +374,7 @@ class Processor:
                 answer = QUEUE
                 if (self.inline is not None and req.api_key in INLINE_APIS
                         and not channel.is_large(req)):
-                    answer = self._inline(req)
+                    answer = run_handler(self.inline, req)
                     if isinstance(answer, concurrent.futures.Future):
                         chain(answer, req.future)
                         answer = await asyncio.wrap_future(req.future)
@@ -393,15 +396,6 @@ class Processor:
                 await asyncio.sleep(throttle)     # the channel is muted (KIP-219)
             conn.busy = False
             conn.last_active = time.monotonic()
-
-    def _inline(self, req: Request[Any]) -> Any:
-        assert self.inline is not None
-        try:
-            return self.inline(req)
-        except Exception:
-            log.exception("kcodec broker: handling API %d v%d failed", req.api_key,
-                          req.api_version)
-            return CLOSE
 
     async def _refuse(self, conn: ConnectionState, gate: Any, api_key: int,
                       answer: bytes | None, writer: asyncio.StreamWriter) -> None:
