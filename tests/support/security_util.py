@@ -52,6 +52,11 @@ class TansuAdvertising(Tansu):
         import os
         import signal  # noqa: F401
 
+        # two free_port() calls can return the same port; Tansu on the terminator's port
+        # would answer its readiness probe and then read a TLS hello as a Kafka frame
+        while self.port == self.advertised:
+            self.port = free_port()
+            self.bootstrap = f"127.0.0.1:{self.port}"
         url = f"tcp://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("TANSU")}
         env.setdefault("RUST_LOG", "warn")
@@ -122,23 +127,34 @@ class Stunnel:
         binary = stunnel_binary()
         if binary is None:
             raise RuntimeError("stunnel is not installed (apt-get install stunnel4)")
+        if self.port == self.target:
+            raise ValueError(f"stunnel's port {self.port} is its target's")
         self.conf.write_text(
             "foreground = yes\npid =\ndebug = 3\n"
             f"[kafka]\naccept = 127.0.0.1:{self.port}\nconnect = 127.0.0.1:{self.target}\n"
             f"cert = {self.certs.bundle}\n")
-        self.proc = subprocess.Popen([binary, str(self.conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        log = self.conf.with_suffix(".log")
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen([binary, str(self.conf)], stdout=out,
+                                         stderr=subprocess.STDOUT)
+        # ready = this stunnel completes a TLS handshake with its certificate on the port:
+        # a bare TCP connect would also succeed on whatever else took the port meanwhile
+        ctx = ssl.create_default_context(cafile=self.certs.cafile)
+        ctx.check_hostname = False
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.proc = None
+                raise RuntimeError(f"stunnel exited at start: {log.read_text(errors='replace')}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as raw, \
+                        ctx.wrap_socket(raw):
                     return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("stunnel exited at start") from None
+            except (OSError, ssl.SSLError):
                 time.sleep(0.05)
         self.stop()
-        raise RuntimeError("stunnel did not start listening")
+        raise RuntimeError(f"stunnel did not complete a TLS handshake on 127.0.0.1:{self.port} "
+                           f"within 10 s: {log.read_text(errors='replace')}")
 
     def stop(self) -> None:
         if self.proc is not None:
