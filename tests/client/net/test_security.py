@@ -52,13 +52,20 @@ def tls_broker(certs):
     """Tansu behind stunnel: only TLS reaches it from the advertised address."""
     if stunnel_binary() is None:
         pytest.skip(NO_STUNNEL)
-    port = free_port()
-    with TansuAdvertising(port) as tansu:
-        st = Stunnel(port, tansu.port, certs).start()
-        try:
-            yield f"localhost:{port}"
-        finally:
-            st.stop()
+    for attempt in range(3):
+        port = free_port()
+        with TansuAdvertising(port) as tansu:
+            try:
+                st = Stunnel(port, tansu.port, certs).start()
+            except RuntimeError:
+                if attempt == 2:    # another process took the port each time: say so
+                    raise
+                continue
+            try:
+                yield f"localhost:{port}"
+            finally:
+                st.stop()
+            return
 
 
 def _mechanisms():
