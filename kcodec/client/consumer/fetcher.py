@@ -259,8 +259,11 @@ class Fetcher:
         """A poll took buffered records: wake the loop if that lets it fetch more (it held
         a partition back for its full buffer, or nothing is in flight). The poll thread
         took them under the subscription's lock and ``_launch`` sets ``held_back`` under
-        it, so a launch either saw the room or left the flag for this to see."""
-        if self.held_back or not self.inflight:
+        it, so a launch either saw the room or left the flag for this to see. Not when
+        the loop's own wake-up is set already (a Fetch just ended): its next launch comes
+        after this take, since the loop clears the flag before it launches, and a kick
+        then is a self-pipe write and a loop turn for nothing."""
+        if (self.held_back or not self.inflight) and not self.wake.is_set():
             self.kick()
 
     async def _launch(self) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcodec.errors import DecodeLimitError, KcodecError, ProtocolError
+from kcodec.errors import DecodeLimitError, KcodecError, ProtocolError, UnsupportedVersionError
 from kcodec.protocol import REQUESTS, RESPONSES, ApiKey, Request
 from kcodec.protocol import decode_response as _decode_response
 from kcodec.protocol import encode_request as _encode_request
@@ -49,9 +49,18 @@ def check_request(req: object) -> None:
 
 def encode_request(req: Request[Any], version: int, correlation_id: int,
                    client_id: str | None) -> bytes:
-    """A whole request frame (int32 size, header, body) of ``req`` at ``version``."""
+    """A whole request frame (int32 size, header, body) of ``req`` at ``version``.
+
+    The client fills every field it knows and sends at the version the broker speaks: a
+    field that version lacks must be at its default for the encoder. Most requests are
+    (only what a version has was filled), so they are encoded as they are; only one the
+    encoder refuses is copied with the version's fields alone (``for_version``: a new
+    object a struct, which on a Fetch or a Produce cost as much as its encoding)."""
     check_request(req)
-    return _encode_request(req.for_version(version), version, correlation_id, client_id)
+    try:
+        return _encode_request(req, version, correlation_id, client_id)
+    except UnsupportedVersionError:
+        return _encode_request(req.for_version(version), version, correlation_id, client_id)
 
 
 def response_limits(req: Request[Any]) -> dict[str, int] | None:

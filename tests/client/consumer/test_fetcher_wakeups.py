@@ -92,3 +92,22 @@ def test_a_poll_under_the_buffer_limit_wakes_the_loop() -> None:
         assert kicks == [1, 1]
     finally:
         loop.close()
+
+
+def test_a_poll_right_after_a_fetch_ended_does_not_wake_the_loop_again() -> None:
+    """A Fetch's end sets the loop's own wake-up; until the loop clears it (before its next
+    launch, which then sees what the poll took) a poll's kick would be a self-pipe write
+    and a loop turn for nothing."""
+    loop = asyncio.new_event_loop()
+    try:
+        subs, broker, f, kicks = _setup(loop)
+        _buffer(f, subs, 0, 10)
+        f.held_back = False                 # nothing in flight: a poll would wake it
+        f.wake.set()                        # ... but a Fetch just ended and set the flag
+        f.take(3)
+        assert kicks == []
+        f.wake.clear()                      # the loop took the flag: now it must be woken
+        f.take(3)
+        assert kicks == [1]
+    finally:
+        loop.close()

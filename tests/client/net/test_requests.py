@@ -184,3 +184,29 @@ def test_mypy_types_the_round_trip_at_every_layer(tmp_path: Path) -> None:
            '"dict[str, None]"' in out, out
     assert 'bad.py:13: error: Argument 1 to "request" of "BrokerConnection" has ' \
            'incompatible type "ApiKey"' in out, out
+
+
+def test_a_request_filled_for_its_version_is_encoded_without_a_copy(monkeypatch) -> None:
+    """A Fetch (or Produce) the client filled for the version it sends at is encoded as it
+    is: copying it with ``for_version`` made a new object a struct on every request, which
+    cost as much as its encoding. One the encoder refuses still goes, copied."""
+    from kcodec.protocol import FetchRequest
+
+    req = requests.fetch(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, read_committed=False,
+                         session_id=0, session_epoch=-1, partitions=[("t", 0, 5)],
+                         partition_max_bytes=1 << 20)
+    copied = encode_request(req, 11, 3, "c")
+    copies: list[int] = []
+    orig = FetchRequest.for_version
+
+    def counted(self, version):
+        copies.append(version)
+        return orig(self, version)
+    monkeypatch.setattr(FetchRequest, "for_version", counted)
+    assert encode_request(req, 11, 3, "c") == copied and copies == []
+    monkeypatch.setattr(MetadataRequest, "for_version", counted)
+    # Metadata v3 has no auto-creation flag: set to False, the encoder refuses it as it is
+    _hdr, body = decode_request(encode_request(requests.metadata(["t"], auto_create=False),
+                                               3, 4, "c")[4:])
+    assert copies == [3] and body == MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name="t")])
