@@ -37,8 +37,11 @@ def rss_bytes(pid: int | None = None) -> int:
 
 
 def set_title(title: str, short: str) -> None:
-    """Name this process for ps/top: the whole ``title`` with setproctitle where it is
-    installed, else ``short`` (15 bytes: the kernel's limit) through prctl(PR_SET_NAME)."""
+    """Name this process for ps/top: the whole ``title`` as its command line (what ``ps -o
+    args`` and ``top -c`` show) and ``short`` (15 bytes: the kernel's limit) as its name
+    (``ps -o comm``, ``top``). setproctitle does the first where it is installed; on Linux
+    without it the title is written over the process's own argument area
+    (``_write_cmdline``); elsewhere only the name is set, where the system has one."""
     try:
         import setproctitle  # type: ignore[import-not-found]
 
@@ -54,6 +57,34 @@ def set_title(title: str, short: str) -> None:
             libc.prctl(15, ctypes.c_char_p(short.encode()[:15]), 0, 0, 0)   # PR_SET_NAME
         except (OSError, AttributeError):
             pass
+        _write_cmdline(title)
+
+
+def _write_cmdline(title: str) -> bool:
+    """On Linux: ``title`` over the memory that holds this process's arguments, which the
+    kernel shows as /proc/PID/cmdline (CPython keeps copies of its arguments: sys.argv is
+    untouched). The area's bounds are the ``arg_start``/``arg_end`` fields of
+    /proc/self/stat; it is written only if it holds exactly what /proc/self/cmdline shows,
+    and the title is cut to its length (a spawned child's command line is over 100 bytes).
+    False when it was not written."""
+    import ctypes
+
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        with open("/proc/self/cmdline", "rb") as f:
+            shown = f.read()
+        # the fields after the command name (in parentheses, which may hold anything)
+        fields = stat[stat.rindex(b")") + 2:].split()
+        start, end = int(fields[45]), int(fields[46])    # fields 48 and 49 of proc(5)
+    except (OSError, ValueError, IndexError):
+        return False
+    size = end - start
+    if size <= 1 or size != len(shown) or ctypes.string_at(start, size) != shown:
+        return False
+    raw = title.encode("utf-8", "replace")[:size - 1]
+    ctypes.memmove(start, raw + b"\0" * (size - len(raw)), size)
+    return True
 
 
 # the cyclic GC's young-generation threshold in a runtime process (CPython's default: 700)

@@ -83,6 +83,10 @@ def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, req
     for p in st["processes"]:
         with open(f"/proc/{p['pid']}/comm") as f:
             assert f.read().strip() == f"kcodec-{p['role']}-{p['slot']}"
+        # and its whole title is its command line (ps -o args, top -c)
+        with open(f"/proc/{p['pid']}/cmdline", "rb") as f:
+            shown = f.read().rstrip(b"\0").decode()
+        assert shown == f"kcodec run: {p['role']} {p['slot']} (group {group})", shown
 
     def caught_up() -> bool:
         rows = r.ctl("offsets")
