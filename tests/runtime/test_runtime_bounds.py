@@ -1,16 +1,24 @@
-"""The store modes' bounds, against a scripted consumer (no broker): ``--max-pending`` holds
-per fetch, not per second."""
+"""The store modes' bounds: ``--max-pending`` holds per fetch, not per second, against a
+scripted consumer (no broker) for the file and a real Redis store, and end to end with
+``kcodec run`` on kcodec's broker and a real redis-server."""
 
 from __future__ import annotations
 
 import threading
+import time
+import uuid
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from kcodec.client import TopicPartition
 from kcodec.runtime.config import Settings
 from kcodec.runtime.puller import Puller
 from kcodec.runtime.storage.file import FileStore
+from tests.runtime.storage import redis_stores
+from tests.runtime.support import Run, produce
 
 
 class ScriptedConsumer:
@@ -57,10 +65,19 @@ class ScriptedConsumer:
         self.commits.append(dict(offsets))
 
 
-def test_max_pending_holds_per_fetch(tmp_path) -> None:
+@pytest.fixture(params=["file", "redis"])
+def store(request, tmp_path) -> Iterator[Any]:
+    if request.param == "file":
+        yield FileStore(str(tmp_path / "store"), "p0", fsync="never")
+        return
+    url = request.getfixturevalue("redis_server").url
+    with redis_stores(url, 30_000) as make:
+        yield make("p0")
+
+
+def test_max_pending_holds_per_fetch(tmp_path, store) -> None:
     s = Settings(topics=["t"], group="g", state_dir=str(tmp_path), batch_size=100,
                  linger_ms=0, max_pending=1000, stores={"file": {"fsync": "never"}})
-    store = FileStore(str(tmp_path / "store"), "p0", fsync="never")
     p = Puller(s, 0, store, threading.Event())
     p.consumer = c = ScriptedConsumer()     # type: ignore[assignment]
     for _ in range(60):                     # well within a second: no sinker drains it
@@ -80,3 +97,31 @@ def test_max_pending_holds_per_fetch(tmp_path) -> None:
         assert store.backlog()["pending"] <= s.max_pending
     assert store.backlog()["pending"] == s.max_pending
     store.close()
+
+
+def test_max_pending_holds_end_to_end_on_redis(kbroker, redis_server) -> None:
+    """kcodec run on kcodec's broker with a Redis store and a sinker that takes a batch every
+    few seconds: what waits in the store climbs to --max-pending and never past it, while
+    the rest stays in Kafka (its lag), not in the store or the puller."""
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    produce(kbroker.bootstrap, topic, 6000)
+    r = Run(kbroker.bootstrap, topic, group, "--storage", "redis", "--redis-url",
+            redis_server.url, "--redis-prefix", f"p-{uuid.uuid4().hex[:8]}", "--max-pending",
+            "1000", "--batch-size", "100", "--linger-ms", "0", mode="slow",
+            extra_env={"KCODEC_TEST_SLEEP": "3", "KCODEC_RUN_CLIENT_GROUP_PROTOCOL": "classic"})
+    try:
+        r.wait_ready()
+        seen: list[int] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not seen or seen[-1] < 900):
+            seen.append(r.ctl("backlog")["pending"])
+            time.sleep(0.1)
+        for _ in range(20):     # two seconds more at the bound
+            seen.append(r.ctl("backlog")["pending"])
+            time.sleep(0.1)
+        assert max(seen) <= 1000, max(seen)
+        assert seen[-1] >= 900, (seen[-1], r.stderr())
+        lag = r.ctl("lag")
+        assert lag["kafka"] >= 6000 - 1000 - 3 * 100, lag
+    finally:
+        r.kill_all()

@@ -108,3 +108,40 @@ def test_lag_counts_every_partition_and_the_store(tmp_path, kbroker) -> None:
     assert sum(r["end"] for r in rows) == 100 and sum(r["lag"] for r in rows) == 90
     out = ctl("lag", "--state-dir", str(tmp_path))
     assert out.returncode == 0 and "95 = 90 in Kafka + 5 in the store" in out.stdout, out.stdout
+
+
+def test_a_running_runtimes_store_questions_with_redis_down_are_a_clear_error(kbroker) -> None:
+    """With the runtime running and its Redis killed, ctl's store questions are answered
+    with the error (Redis unreachable) within seconds, and the master logs no traceback;
+    once Redis is back the same question is answered again."""
+    from tests.runtime.support import RedisServer, Run
+
+    redis = RedisServer()
+    topic, group = f"down-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    produce(kbroker.bootstrap, topic, 50)
+    r = Run(kbroker.bootstrap, topic, group, "--storage", "redis", "--redis-url", redis.url,
+            "--redis-prefix", f"p-{uuid.uuid4().hex[:8]}",
+            extra_env={"KCODEC_RUN_CLIENT_GROUP_PROTOCOL": "classic"})
+    try:
+        r.wait_ready()
+        assert answer("backlog", "--state-dir", r.state_dir)["failed"] == 0
+        redis.kill()
+        t0 = time.monotonic()
+        out = ctl("backlog", "--state-dir", r.state_dir)
+        took = time.monotonic() - t0
+        assert out.returncode == 1, (out.stdout, out.stderr)
+        assert "unreachable" in out.stderr and str(redis.port) in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and took < 10, (took, out.stderr)
+        redis.start()
+        deadline = time.monotonic() + 20
+        while True:
+            out = ctl("--json", "backlog", "--state-dir", r.state_dir)
+            if out.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert out.returncode == 0, out.stderr
+        err = r.stderr()
+        assert "Traceback" not in err and "BrokenPipe" not in err, err[-3000:]
+    finally:
+        r.kill_all()
+        redis.close()

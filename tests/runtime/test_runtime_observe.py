@@ -8,6 +8,7 @@ import os
 import tempfile
 import time
 import urllib.request
+import uuid
 
 import pytest
 
@@ -241,3 +242,40 @@ def test_a_batch_span_links_every_records_trace_and_records_the_handlers_error(i
     assert span.attributes["messaging.consumer.group.name"] == "g"
     assert span.attributes["error.type"] == "KeyError"
     assert not span.status.is_ok
+
+
+def test_the_store_backlog_gauges_count_a_redis_stores_queues(kbroker, redis_server) -> None:
+    """The backlog gauges of a Redis store, read from a real redis-server: odd offsets fail
+    every delivery (no retries), so those records end in the failed queue, and the gauge
+    says so, as ctl backlog does; nothing waits once the rest is done."""
+    pytest.importorskip("prometheus_client")
+    topic = f"obs-redis-{uuid.uuid4().hex[:6]}"
+    produce(kbroker.bootstrap, topic, 40)
+    port = free_port()
+    run = Run(kbroker.bootstrap, topic, f"g-{uuid.uuid4().hex[:6]}", "--storage", "redis",
+              "--redis-url", redis_server.url, "--redis-prefix", f"p-{uuid.uuid4().hex[:6]}",
+              "--retries", "0", "--metrics-port", str(port), mode="fail-odd",
+              extra_env={"KCODEC_RUN_CLIENT_GROUP_PROTOCOL": "classic"})
+    try:
+        run.wait_ready()
+        deadline = time.monotonic() + 60
+        failed = pending = None
+        # produce() spreads the 40 over 4 partitions: the odd offsets of each
+        odd = 0
+        while time.monotonic() < deadline:
+            seen = run.handled()
+            odd = sum(1 for k in seen if k[2] % 2)
+            try:
+                samples = _scrape(port)
+            except OSError:
+                samples = {}
+            failed = _value(samples, "kcodec_runtime_store_failed", storage="redis")
+            pending = _value(samples, "kcodec_runtime_store_pending", storage="redis")
+            if len(seen) == 40 and failed == odd and pending == 0:
+                break
+            time.sleep(0.3)
+        assert odd > 0 and (len(seen), failed, pending) == (40, odd, 0), run.stderr()
+        assert run.ctl("backlog")["failed"] == odd
+        assert _value(samples, "kcodec_runtime_store_delayed", storage="redis") == 0
+    finally:
+        assert run.stop() == 0

@@ -185,11 +185,17 @@ def test_retries_then_failed_queue_and_dead_letters(kbroker, run_factory) -> Non
     ("tests.runtime.handlers:one", ("--handle", "record")),
     ("tests.runtime.handlers:some", ()),
     ("tests.runtime.handlers:one", ("--handle", "record", "--storage", "direct")),
-], ids=["per-record", "batch-fails-some", "per-record-direct"])
+    ("tests.runtime.handlers:one", ("--handle", "record", "--storage", "redis")),
+    ("tests.runtime.handlers:some", ("--storage", "redis")),
+], ids=["per-record", "batch-fails-some", "per-record-direct", "per-record-redis",
+        "batch-fails-some-redis"])
 def test_one_records_failure_retries_that_record_alone(kbroker, run_factory, handler,
-                                                       args) -> None:
+                                                       args, request) -> None:
     topic, group = name("t"), name("g")
     produce(kbroker.bootstrap, topic, 200)
+    if "redis" in args:     # a real redis-server's store
+        args += ("--redis-url", request.getfixturevalue("redis_server").url,
+                 "--redis-prefix", name("p"))
     r = run_factory(kbroker.bootstrap, topic, group, "--backoff-ms", "100", *args,
                     handler=handler)
     want = all_offsets(200, topic)

@@ -32,6 +32,8 @@ Redis's persistence settings and refuses one that can lose acknowledged messages
 (``--redis-durability warn`` runs anyway, warning); and every process checks, about once a
 second, that the key ``P:epoch`` the runtime made is still there: a Redis that came back
 empty (a restart without persistence, a flush) is logged as an error naming what was lost.
+The master notes the marker in its state dir, so a loss while the runtime was stopped is
+logged at the next start too.
 
 Needs the ``redis`` package: ``pip install kcodec[redis]``.
 """
@@ -316,9 +318,49 @@ class RedisStore:
         return None
 
     def prepare(self, settings: Any) -> None:
-        """Refuse (or warn about) a Redis that can lose messages; make the epoch marker."""
+        """Refuse (or warn about) a Redis that can lose messages; make the epoch marker, and
+        say whether Redis lost it while the runtime was stopped (``check_stopped_loss``)."""
         self.check_durability(settings.store_settings("redis").redis_durability == "require")
+        self.check_stopped_loss(settings.state_dir)
+
+    def check_stopped_loss(self, state_dir: str) -> bool:
+        """Make the epoch marker and remember it in ``state_dir`` (a file per Redis address
+        and prefix). If a run from this state dir had seen another marker there, Redis lost
+        its data while the runtime was stopped (a restart without persistence, a flush): an
+        error is logged, as a loss seen while running is. True: nothing was lost."""
+        import hashlib
+        import json
+
+        key = hashlib.sha256(f"{self.url}\0{self.prefix}".encode()).hexdigest()[:16]
+        path = os.path.join(state_dir, f"redis-epoch-{key}.json")
+        try:
+            with open(path) as f:
+                known = json.load(f).get("epoch")
+        except (OSError, ValueError, AttributeError):
+            known = None
+        existed = self._call("epoch", self.r.get, self.k_epoch)
         self.mark()
+        ok = known is None or existed is not None and existed.decode() == known
+        if not ok:
+            self.lost += 1
+            log.error("redis at %s lost the runtime's data while the runtime was stopped (the "
+                      "key %s is %s since the last run from %s): it restarted without "
+                      "persistence or was flushed. Messages it held (pending, retries, "
+                      "failed) whose offsets were committed in Kafka are lost; to handle them "
+                      "again, reset the group's offsets to before the loss (kcodec ctl "
+                      "offsets shows where it stands)", self.url, self.k_epoch,
+                      "gone" if existed is None else "another runtime's", state_dir)
+        try:
+            os.makedirs(state_dir, exist_ok=True)
+            tmp = f"{path}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"url": self.url, "prefix": self.prefix,
+                           "epoch": (self._epoch or b"").decode()}, f)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not note the redis store's marker in %s (%s): a loss while "
+                        "the runtime is stopped would not be seen at the next start", path, exc)
+        return ok
 
     def mark(self) -> None:
         """Make the epoch marker if it is not there (the master, at start) and remember it."""

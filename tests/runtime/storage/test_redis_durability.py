@@ -85,3 +85,31 @@ def test_a_redis_that_came_back_empty_is_detected(redis_server, caplog) -> None:
     finally:
         puller.close()
         sinker.close()
+
+
+def test_a_redis_emptied_while_the_runtime_was_stopped_is_told_at_the_next_start(
+        redis_server, tmp_path, caplog) -> None:
+    """The master notes the store's marker in its state dir: a start that finds it gone
+    (Redis restarted without persistence, or was flushed, while nothing ran) logs the loss;
+    a first start, and a start after a clean stop, do not."""
+    prefix = f"test:{uuid.uuid4().hex[:8]}"
+    state = str(tmp_path / "state")
+
+    def start() -> bool:
+        s = store(redis_server.url, prefix)
+        try:
+            return s.check_stopped_loss(state)
+        finally:
+            s.close()
+    with caplog.at_level(logging.ERROR, "kcodec.runtime"):
+        assert start() and start()           # a first start; the marker kept since
+        s = store(redis_server.url, prefix)
+        s.r.delete(s.k_epoch, s.k_pending)   # what a Redis without persistence comes back as
+        s.close()
+        assert not start()
+        assert start()                       # told once: the new marker is noted
+        other = store(redis_server.url)      # another prefix from the same state dir: its own
+        assert other.check_stopped_loss(state)
+        other.close()
+    lines = [r.message for r in caplog.records if "while the runtime was stopped" in r.message]
+    assert len(lines) == 1 and state in lines[0], lines
