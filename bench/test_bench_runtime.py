@@ -169,22 +169,39 @@ class _Server:
             self.proc.kill()
 
 
+# the goals, as multiples of each peer: the stores at 2x, direct at 4x
+GOALS = {"kcodec run direct, 1 puller": 4.0, "kcodec run file, 1+1": 2.0,
+         "kcodec run redis, 1+1": 2.0}
+PEERS = ("Quix Streams", "FastStream (batch=True)")
+
+
 def _table(title: str, results: dict[str, list[float | None]], notes: dict[str, str]) -> None:
     med = {k: statistics.median([x for x in v if x]) if any(v) else None
            for k, v in results.items()}
     peers = [med[k] for k in med if not k.startswith("kcodec") and med[k]]
     best = max(peers) if peers else None
+    vs = [p for p in PEERS if med.get(p)]
     direct = med.get("kcodec run direct, 1 puller")
     print(f"\n{title}: {N:,} records, rounds {ROUNDS}, load {os.getloadavg()[0]:.1f}")
-    print(f"{'contender':44} {'records/s':>11} {'vs best peer':>13}  rounds")
+    heads = "".join(f" {'x ' + p.split(' (')[0].split()[0]:>11}" for p in vs)
+    print(f"{'contender':44} {'records/s':>11} {'vs best peer':>13}{heads}  rounds")
     for k, v in med.items():
         ratio = f"{v / best:.2f}x" if v and best else "-"
+        each = "".join(f" {f'{v / med[p]:.2f}x' if v else '-':>11}" for p in vs)
         rounds = " ".join(f"{x:,.0f}" if x else "fail" for x in results[k])
-        print(f"{k:44} {v or 0:>11,.0f} {ratio:>13}  {rounds}" + (f"  ({notes[k]})" if k in notes else ""))
+        print(f"{k:44} {v or 0:>11,.0f} {ratio:>13}{each}  {rounds}"
+              + (f"  ({notes[k]})" if k in notes else ""))
     for k in ("kcodec run file, 1+1", "kcodec run file --fsync interval, 1+1",
               "kcodec run redis, 1+1"):
         if med.get(k) and direct:
             print(f"{k}: the store costs {1e6 / med[k] - 1e6 / direct:.1f} us a record over direct")
+    for k, goal in GOALS.items():
+        if k not in med:
+            continue
+        got = [(p, med[k] / med[p]) for p in vs if med[k]]
+        held = bool(got) and all(r >= goal for _p, r in got)
+        print(f"goal {goal:g}x each peer, {k}: " + ("met" if held else "NOT met") + " (" +
+              ", ".join(f"{r:.2f}x {p}" for p, r in got) + ")")
 
 
 def _round_robin(boot: str, topic: str, contenders: dict) -> tuple[dict, dict]:
@@ -232,6 +249,9 @@ def test_runtime_against_faststream_and_quixstreams() -> None:
     }
     if redis_url:
         contenders["kcodec run redis, 1+1"] = _kcodec("redis", 1, 1, redis_url)
+    else:
+        print("\nno redis-server on PATH: the Redis store's row is left out (apt install "
+              "redis-server, or KCODEC_INSTALL_SYSTEM_PACKAGES=1 scripts/test)")
     only = [w.strip() for w in os.environ.get("KCODEC_BENCH_ONLY", "").split(",") if w.strip()]
     if only:    # a quicker look: the contenders whose names hold one of these words
         contenders = {k: v for k, v in contenders.items() if any(w in k for w in only)}

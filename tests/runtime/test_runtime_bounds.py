@@ -121,7 +121,9 @@ def test_max_pending_holds_end_to_end_on_redis(kbroker, redis_server) -> None:
             time.sleep(0.1)
         assert max(seen) <= 1000, max(seen)
         assert seen[-1] >= 900, (seen[-1], r.stderr())
+        # ctl lag, the runtime running: what Kafka still holds and what the store holds
         lag = r.ctl("lag")
         assert lag["kafka"] >= 6000 - 1000 - 3 * 100, lag
+        assert lag["store"] >= 900 and lag["total"] == lag["kafka"] + lag["store"], lag
     finally:
         r.kill_all()

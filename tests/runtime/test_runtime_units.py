@@ -246,3 +246,22 @@ def test_next_offsets_is_the_offset_after_each_partitions_last_message() -> None
                    TopicPartition("b", 0): 2}
     assert all(type(k) is TopicPartition for k in got)
     assert next_offsets([]) == {}
+
+
+def test_an_apps_record_handler_fails_only_the_record_that_raised() -> None:
+    """``@app.record_handler``: the app runs the function one record a call, as
+    ``per_record`` does (the function itself stays callable as written)."""
+    from kcodec.runtime import App
+    from kcodec.runtime.handler import is_per_record
+
+    app = App(topics=["t"], group="g")
+
+    @app.record_handler
+    def each(m: Message) -> None:
+        if m.offset == 1:
+            raise ValueError("bad 1")
+    assert each(Message("t", 0, 0, 0, 0, None, b"v", [])) is None    # undecorated
+    handler = app._handler
+    assert handler is each and is_per_record(handler)
+    got = _run(Runner(handler, 5), [Message("t", 0, i, 0, 0, None, b"v", []) for i in range(3)])
+    assert got == [None, "ValueError: bad 1", None]
