@@ -340,7 +340,7 @@ class RedisStore:
             known = None
         existed = self._call("epoch", self.r.get, self.k_epoch)
         self.mark()
-        ok = known is None or existed is not None and existed.decode() == known
+        ok = known is None or existed is not None and existed.decode("ascii", "replace") == known
         if not ok:
             self.lost += 1
             log.error("redis at %s lost the runtime's data while the runtime was stopped (the "
@@ -355,7 +355,7 @@ class RedisStore:
             tmp = f"{path}.tmp"
             with open(tmp, "w") as f:
                 json.dump({"url": self.url, "prefix": self.prefix,
-                           "epoch": (self._epoch or b"").decode()}, f)
+                           "epoch": (self._epoch or b"").decode("ascii", "replace")}, f)
             os.replace(tmp, path)
         except OSError as exc:
             log.warning("could not note the redis store's marker in %s (%s): a loss while "
