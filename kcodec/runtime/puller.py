@@ -286,7 +286,10 @@ class Puller:
             self._polled_at = now
             # only what is already fetched (no wait), and never past the uncommitted limit,
             # even were it all of one partition (what a crash re-reads stays as bounded)
-            more = min(s.batch_size * GROUP_BATCHES, room, self._uncommitted_room()) - len(self.buf)
+            # (near the limit with several pullers: a batch at a time, so that pullers
+            # that read the store's count at once overshoot it by a batch each at most)
+            group = 1 if self._near else GROUP_BATCHES
+            more = min(s.batch_size * group, room, self._uncommitted_room()) - len(self.buf)
             if len(self.buf) >= s.batch_size and more > 0:
                 self._poll(0.0, more)
         elif now - self._polled_at > 10.0:
@@ -307,6 +310,7 @@ class Puller:
     _waiting_read = 0
     _appended_since = 0
     _read_at = 0.0
+    _near = False       # several pullers, the store near --max-pending: no grouped appends
 
     def _room(self) -> int:
         """How many more records may be pulled before the store holds ``--max-pending``
@@ -322,8 +326,17 @@ class Puller:
         # one puller: the estimate only overstates (sinkers take, nobody else adds), so the
         # store is read again only near the limit; several: past a share of it, since the
         # others add too (a file store's count is a scan of its chunks: not every fetch)
-        near = limit - s.batch_size if s.pullers == 1 else limit // (2 * s.pullers)
-        if now - self._read_at >= 1.0 or est + len(self.buf) >= near:
+        # several: near once this round's largest append (grouped batches) could take it
+        # there; then the count is read before every fetch and appends go a batch at a
+        # time, so the others' appends between a read and this one are a batch each at most
+        if s.pullers == 1:
+            near = limit - s.batch_size
+            self._near = False
+            close = est + len(self.buf) >= near
+        else:
+            near = limit // (2 * s.pullers)
+            close = self._near = est + len(self.buf) + s.batch_size * GROUP_BATCHES >= near
+        if now - self._read_at >= 1.0 or close:
             b = self.store.backlog()
             self._waiting_read = b["pending"] + b["delayed"]
             self._appended_since = 0

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from itertools import pairwise
 
 import pytest
 
@@ -87,6 +88,10 @@ def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, req
         with open(f"/proc/{p['pid']}/cmdline", "rb") as f:
             shown = f.read().rstrip(b"\0").decode()
         assert shown == f"kcodec run: {p['role']} {p['slot']} (group {group})", shown
+    # the master's too: its own command line (with --redis-url) is no longer what ps shows
+    assert r.proc is not None
+    with open(f"/proc/{r.proc.pid}/cmdline", "rb") as f:
+        assert f.read().rstrip(b"\0").decode() == f"kcodec run: master (group {group})"
 
     def caught_up() -> bool:
         rows = r.ctl("offsets")
@@ -551,5 +556,5 @@ def test_one_sinker_keeps_each_partitions_order(kbroker, run_factory, storage, r
         order.setdefault(p, []).append(off)
     assert sorted(order) == [0, 1, 2, 3]
     for p, offs in order.items():
-        assert offs == sorted(offs), (p, [o for a, o in zip(offs, offs[1:]) if o < a][:5])
+        assert offs == sorted(offs), (p, [b for a, b in pairwise(offs) if b < a][:5])
     assert r.stop() == 0
