@@ -102,7 +102,7 @@ class ConsumerGroupMember(GroupMember):
                     info = self.cluster.topics.get(tp.topic)
                     if info is not None and info.topic_id is not None:
                         parts.setdefault(info.topic_id, []).append(tp.partition)
-            self.full = True     # until an answer without an error says otherwise
+            self.full = True     # until an answer is taken whole (below)
             b = await self.coordinator.request(requests.consumer_group_heartbeat(
                 self.group_id, self.member_id, self.epoch, self.config.group_instance_id,
                 self.config.max_poll_interval_ms, topics, self.config.group_remote_assignor,
@@ -119,7 +119,6 @@ class ConsumerGroupMember(GroupMember):
             if b.error_code:
                 raise KafkaError(b.error_code, f"ConsumerGroupHeartbeat {self.group_id!r}",
                                  b.error_message)
-            self.full = False
             if topics is not None:
                 self.sent_topics, self.sent_regex = self.topics, self.regex
             if parts is not None:
@@ -136,11 +135,15 @@ class ConsumerGroupMember(GroupMember):
                     # assignment once, so dropping those partitions would leave them with
                     # nobody; the next heartbeat is a full one, answered with the whole
                     # assignment, and names it again
-                    self.full = True
-                    return b
+                    return b     # (self.full stays True)
                 self.pending = pending
                 if self.pending != self.assignment:
                     self.need_rejoin = True
+            # only now: an answer's assignment not taken (the names' metadata refresh
+            # raised, the task was cancelled) leaves the next heartbeat a full one, which
+            # the coordinator answers with the whole assignment; taken as delivered, the
+            # coordinator would not send it again and those partitions would have nobody
+            self.full = False
             return b
 
     async def _names(self, tps: Any) -> set[TopicPartition] | None:

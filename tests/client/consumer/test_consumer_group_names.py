@@ -14,6 +14,7 @@ from typing import Any
 
 from kcodec.client.config import ConsumerConfig
 from kcodec.client.consumer.consumer_group import ConsumerGroupMember
+from kcodec.client.errors import BrokerNotAvailableError
 from kcodec.client.structs import TopicPartition
 from kcodec.protocol import ConsumerGroupHeartbeatResponse as R
 
@@ -26,9 +27,12 @@ class FakeCluster:
         self.topics: dict[str, Any] = {}
         self.refreshes = 0
         self.learn_after = 2          # the id is in the metadata from the 2nd refresh on
+        self.fail_first = False       # the first refresh raises (a connection just lost)
 
     async def refresh(self, topics: Any, auto_create: bool = False) -> None:
         self.refreshes += 1
+        if self.fail_first and self.refreshes == 1:
+            raise BrokerNotAvailableError("connection to x:1 lost")
         if self.refreshes >= self.learn_after:
             self.topic_names[TID] = "t"
 
@@ -75,4 +79,25 @@ def test_a_known_topic_id_is_named_at_once() -> None:
         cl.topic_names[TID] = "t"
         await m._heartbeat(set())
         assert m.pending == {TopicPartition("t", 1)} and not m.full and cl.refreshes == 0
+    asyncio.run(go())
+
+
+def test_an_assignment_whose_names_refresh_raised_is_asked_for_again() -> None:
+    """The metadata refresh that names an assignment's topic ids raised (right after a
+    broker restart, its connection just lost): the heartbeat fails, and the next one is
+    full, so the coordinator sends the assignment again. Before, the answer had already
+    counted as taken and the partitions had nobody (120 s in the history matrix)."""
+    async def go() -> None:
+        m, cl, co = _member()
+        cl.fail_first, cl.learn_after = True, 1
+        try:
+            await m._heartbeat(set())
+        except BrokerNotAvailableError:
+            pass
+        else:
+            raise AssertionError("the refresh's error was not raised")
+        assert m.pending is None and m.full
+        await m._heartbeat(None)
+        assert co.sent[1].subscribed_topic_names == ["t"]       # a full heartbeat
+        assert m.pending == {TopicPartition("t", 1)} and not m.full
     asyncio.run(go())
