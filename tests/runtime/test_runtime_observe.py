@@ -42,7 +42,6 @@ def _value(samples: dict, name: str, without: tuple[str, ...] = (), **labels: st
 
 
 def test_kcodec_run_metrics_port(kbroker, tmp_path):
-    pytest.importorskip("prometheus_client")
     produce(kbroker.bootstrap, "obs-run", 60)
     port = free_port()
     run = Run(kbroker.bootstrap, "obs-run", "obs-g", "--storage", "direct", "--metrics-port",
@@ -111,7 +110,6 @@ def _real_prometheus_agrees(port: int, tmp_path) -> None:
 
 
 def test_kcodec_run_handler_continues_the_producers_trace(kbroker):
-    pytest.importorskip("opentelemetry.sdk")
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -178,7 +176,6 @@ def test_tracing_without_opentelemetry_fails_once_with_the_extra(monkeypatch):
 
 
 def test_metrics_port_in_use_is_a_clear_error(kbroker):
-    pytest.importorskip("prometheus_client")
     import socket
 
     produce(kbroker.bootstrap, "obs-busy", 1)    # (kcodec run checks the topic first)
@@ -198,7 +195,6 @@ def test_metrics_port_in_use_is_a_clear_error(kbroker):
 
 @pytest.mark.parametrize("is_async", [False, True])
 def test_a_batch_span_links_every_records_trace_and_records_the_handlers_error(is_async):
-    pytest.importorskip("opentelemetry.sdk")
     from collections import namedtuple
 
     from opentelemetry.sdk.trace import TracerProvider
@@ -248,7 +244,6 @@ def test_the_store_backlog_gauges_count_a_redis_stores_queues(kbroker, redis_ser
     """The backlog gauges of a Redis store, read from a real redis-server: odd offsets fail
     every delivery (no retries), so those records end in the failed queue, and the gauge
     says so, as ctl backlog does; nothing waits once the rest is done."""
-    pytest.importorskip("prometheus_client")
     topic = f"obs-redis-{uuid.uuid4().hex[:6]}"
     produce(kbroker.bootstrap, topic, 40)
     port = free_port()

@@ -25,6 +25,15 @@ def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def store_args(storage: str, request) -> list[str]:
+    """``--storage`` and, for redis, a real redis-server's URL under a prefix of its own."""
+    args = ["--storage", storage]
+    if storage == "redis":
+        args += ["--redis-url", request.getfixturevalue("redis_server").url,
+                 "--redis-prefix", name("p")]
+    return args
+
+
 def all_offsets(n: int, topic: str, partitions: int = 4) -> set:
     """(topic, partition, offset) of n records produced with keys 0..n-1."""
     from kcodec.client.producer.partitioner import partition_for_key  # the producer's own choice
@@ -61,10 +70,7 @@ def run_factory():
 def test_every_record_handled_and_ctl_answers(kbroker, run_factory, storage, request) -> None:
     topic, group = name("t"), name("g")
     produce(kbroker.bootstrap, topic, 300)
-    args = ["--storage", storage, "--pullers", "2", "--sinkers", "2"]
-    if storage == "redis":
-        args += ["--redis-url", request.getfixturevalue("redis_server").url,
-                 "--redis-prefix", name("p")]
+    args = store_args(storage, request) + ["--pullers", "2", "--sinkers", "2"]
     # redis runs the classic protocol (a leader member assigns); the others the default,
     # the consumer protocol (the broker assigns, no member leads)
     protocol = "classic" if storage == "redis" else "consumer"
@@ -199,8 +205,7 @@ def test_one_records_failure_retries_that_record_alone(kbroker, run_factory, han
     topic, group = name("t"), name("g")
     produce(kbroker.bootstrap, topic, 200)
     if "redis" in args:     # a real redis-server's store
-        args += ("--redis-url", request.getfixturevalue("redis_server").url,
-                 "--redis-prefix", name("p"))
+        args += tuple(store_args("redis", request)[2:])
     r = run_factory(kbroker.bootstrap, topic, group, "--backoff-ms", "100", *args,
                     handler=handler)
     want = all_offsets(200, topic)
@@ -543,10 +548,7 @@ def test_one_sinker_keeps_each_partitions_order(kbroker, run_factory, storage, r
     partition's records reach the handler in offset order (several sinkers may not)."""
     topic, group = name("t"), name("g")
     produce(kbroker.bootstrap, topic, 2000)
-    args = ["--storage", storage, "--sinkers", "1", "--batch-size", "50"]
-    if storage == "redis":
-        args += ["--redis-url", request.getfixturevalue("redis_server").url,
-                 "--redis-prefix", name("p")]
+    args = store_args(storage, request) + ["--sinkers", "1", "--batch-size", "50"]
     r = run_factory(kbroker.bootstrap, topic, group, *args,
                     extra_env={"KCODEC_RUN_CLIENT_GROUP_PROTOCOL": "classic"})
     want = all_offsets(2000, topic)
