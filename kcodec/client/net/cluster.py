@@ -473,14 +473,9 @@ class Cluster:
             self._stats.cancel()
         for task in list(self._connecting.values()):
             task.cancel()
-        readers = []
         # every connection this client made, including those still connecting or dropped
-        # from the table, so no reader task outlives the client
+        # from the table, so no socket outlives the client
         for conn in {*self._conns.values(), *self._made}:
             conn.close(ClientClosedError("the client is closed"))
-            if conn.reader is not None and conn.reader is not asyncio.current_task():
-                readers.append(conn.reader)
         self._conns.clear()
-        await asyncio.sleep(0)
-        if readers:   # let the cancelled readers finish (no "Task was destroyed" at exit)
-            await asyncio.wait(readers, timeout=1.0)
+        await asyncio.sleep(0)    # the transports' connection_lost runs

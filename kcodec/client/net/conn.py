@@ -1,4 +1,11 @@
-"""asyncio I/O driver: one ``BrokerConnection`` per broker runs the sans-I/O core on a socket."""
+"""asyncio I/O driver: one ``BrokerConnection`` per broker runs the sans-I/O core on a socket.
+
+The socket's bytes are parsed where the loop hands them over, in the protocol's
+``data_received``: an answer's future is set in the same turn its last bytes were read,
+and its requester resumes in the next. A StreamReader and a task reading it took one turn
+more on every answer (the reader's wake-up, then the requester's) and copied each read out
+of the reader's buffer.
+"""
 
 from __future__ import annotations
 
@@ -48,8 +55,49 @@ def _definite(message: str) -> BrokerNotAvailableError:
     return err
 
 
-class BrokerConnection:
-    """A connected, version-negotiated connection; ``request`` awaits the decoded response."""
+class _Flow:
+    """The transport's write flow control: ``drain`` waits while it is paused."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self.lost = False
+        self.waiters: list[asyncio.Future[None]] = []
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        self._release(None)
+
+    def end(self, exc: BaseException) -> None:
+        self.lost = True
+        self._release(exc)
+
+    def _release(self, exc: BaseException | None) -> None:
+        waiters, self.waiters = self.waiters, []
+        for w in waiters:
+            if not w.done():
+                if exc is None:
+                    w.set_result(None)
+                else:
+                    w.set_exception(exc)
+                    w.exception()
+
+    async def drain(self) -> None:
+        """Wait while the transport's write buffer is over its high-water mark."""
+        if self.lost:
+            raise ConnectionResetError("connection lost")
+        if not self.paused:
+            return
+        w: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(w)
+        await w
+
+
+class BrokerConnection(asyncio.Protocol):
+    """A connected, version-negotiated connection; ``request`` awaits the decoded response.
+    It is its socket's asyncio protocol (see the module docstring)."""
 
     def __init__(self, host: str, port: int, node_id: int, client_id: str | None,
                  request_timeout: float, security: Security | None = None,
@@ -64,10 +112,9 @@ class BrokerConnection:
         self._auth_lock: asyncio.Lock | None = None
         self.core = Connection(client_id, max_frame)
         self.request_timeout = request_timeout
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._flow = _Flow()
+        self._transport: asyncio.Transport | None = None
         self._pending: dict[int, asyncio.Future[Response[Any]]] = {}
-        self._task: asyncio.Task | None = None
         self.error: BaseException | None = None
         self.last_used = time.monotonic()
         self.answered = 0     # responses after the handshake
@@ -81,13 +128,8 @@ class BrokerConnection:
         return len(self._pending)
 
     @property
-    def reader(self) -> asyncio.Task | None:
-        """The task reading this connection's responses (None before it connected)."""
-        return self._task
-
-    @property
     def alive(self) -> bool:
-        return self._writer is not None and self.error is None and not self.core.closed
+        return self._transport is not None and self.error is None and not self.core.closed
 
     async def connect(self, timeout: float) -> BrokerConnection:
         """Open the socket and negotiate versions, within ``timeout`` seconds.
@@ -100,9 +142,11 @@ class BrokerConnection:
         sec = self.security
         tls: dict[str, Any] = {} if sec is None or sec.ssl_context is None else {
             "ssl": sec.ssl_context, "server_hostname": self.host}
+        loop = asyncio.get_running_loop()
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 18, **tls), timeout)
+            await asyncio.wait_for(
+                loop.create_connection(lambda: self, self.host, self.port, **tls),
+                timeout)
         except ssl.SSLError as exc:
             from kcodec.client.net.security import tls_error
             raise tls_error(self.host, self.port, exc) from None
@@ -117,7 +161,6 @@ class BrokerConnection:
             if isinstance(exc, ConnectionRefusedError) or exc.errno in _DEFINITE_ERRNOS:
                 err.definite = True
             raise err from None
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             resp = await self.request(self.core.handshake_request(3), 3, timeout)
             if not self.core.on_api_versions(resp):
@@ -198,11 +241,12 @@ class BrokerConnection:
         cid, data = self.core.request(req, version, expect_response)
         api_key = req.API_KEY
         self.last_used = time.monotonic()
-        assert self._writer is not None
+        transport, flow = self._transport, self._flow
+        assert transport is not None
         fut: asyncio.Future[Response[Any]] = asyncio.get_running_loop().create_future()
         if expect_response:
             self._pending[cid] = fut
-        self._writer.write(data)
+        transport.write(data)
         m = self.m
         if m is not None:
             m.sent(len(data))
@@ -213,11 +257,11 @@ class BrokerConnection:
                       _api_name(api_key), self.core.last_version() if expect_response and
                       self.core.in_flight else version, cid, len(data), describe(req))
         if not expect_response:
-            await self._writer.drain()
+            await flow.drain()
             return None
         try:
-            if self._writer.transport.get_write_buffer_size() > 1 << 20:
-                await self._writer.drain()
+            if transport.get_write_buffer_size() > 1 << 20:
+                await flow.drain()
             # the answer's future itself, its timeout a timer that fails it: the reader's
             # set_result resumes this task in the next turn of the loop, where
             # wait_for(shield(fut)) took three (shield's callback, wait_for's, the task's),
@@ -251,24 +295,39 @@ class BrokerConnection:
             self.close(lost)
             raise lost from None
 
-    async def _read_loop(self) -> None:
-        assert self._reader is not None
+    # ------------------------------------------------------------ the asyncio protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # kept at once: reading starts before create_connection returns
+        self._transport = transport  # type: ignore[assignment]
+
+    def pause_writing(self) -> None:
+        self._flow.pause()
+
+    def resume_writing(self) -> None:
+        self._flow.resume()
+
+    def eof_received(self) -> bool | None:
+        self._eof()
+        return None       # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost(exc)
+        self._flow.end(exc or ConnectionResetError("connection lost"))
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes read from the socket: every answer they complete sets its request's
+        future; a frame that breaks the protocol closes the connection with why."""
+        if self.error is not None:
+            return
         try:
-            while True:
-                data = await self._reader.read(1 << 18)
-                if not data:
-                    self.core.eof()
-                    raise self._closed_by_peer()
-                if self.m is not None:
-                    self.m.received(len(data))
-                for r in self.core.receive(data):
-                    if r.api_key != ApiKey.API_VERSIONS:
-                        self.answered += 1
-                    fut = self._pending.pop(r.correlation_id, None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(r)
-        except asyncio.CancelledError:
-            self.close(BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed"))
+            if self.m is not None:
+                self.m.received(len(data))
+            for r in self.core.receive(data):
+                if r.api_key != ApiKey.API_VERSIONS:
+                    self.answered += 1
+                fut = self._pending.pop(r.correlation_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(r)
         except ResponseTooLargeError as exc:
             self.close(ResponseTooLargeError(f"{self.host}:{self.port}", exc.size, exc.limit))
         except ProtocolError as exc:
@@ -277,6 +336,20 @@ class BrokerConnection:
             if not isinstance(exc, KcodecError):
                 exc = BrokerNotAvailableError(f"connection to {self.host}:{self.port} lost: {exc}")
             self.close(exc)
+
+    def _eof(self) -> None:
+        if self.error is None:
+            try:
+                self.core.eof()      # a frame cut short is a protocol error
+            except ProtocolError as exc:
+                self.close(ProtocolError(f"{self.host}:{self.port}: {exc}"))
+                return
+            self.close(self._closed_by_peer())
+
+    def _lost(self, exc: Exception | None) -> None:
+        if self.error is None:
+            self.close(self._closed_by_peer() if exc is None else BrokerNotAvailableError(
+                f"connection to {self.host}:{self.port} lost: {exc}"))
 
     def _closed_by_peer(self) -> BrokerNotAvailableError:
         """The peer ended the stream. Right after a good handshake, on the first request and
@@ -301,7 +374,7 @@ class BrokerConnection:
         """Close the socket and fail every pending request with ``error``."""
         if self.error is None:
             self.error = error or BrokerNotAvailableError(f"connection to {self.host}:{self.port} closed")
-            if self._writer is not None:       # it was up: say how it ended
+            if self._transport is not None:    # it was up: say how it ended
                 if self.cm is not None:
                     self.cm.conn_closed.value += 1
                 from kcodec.client.errors import ClientClosedError
@@ -318,11 +391,8 @@ class BrokerConnection:
             if not fut.done():
                 fut.set_exception(self.error)
                 fut.exception()   # mark retrieved: nobody may be waiting any more
-        if self._writer is not None:
+        if self._transport is not None:
             try:
-                self._writer.close()
+                self._transport.close()
             except Exception:  # pragma: no cover - already closed
                 pass
-        task = self._task
-        if task is not None and task is not asyncio.current_task() and not task.done():
-            task.cancel()

@@ -1,7 +1,9 @@
 """The asyncio connection (kcodec.client.net.conn): how an answer reaches the task that
-asked. The reader's ``set_result`` resumes the requester in the loop's next turn (one turn,
-not the three of ``wait_for(shield(...))``), a request's timeout still poisons the
-connection, and a cancelled request's late answer is skipped, the connection kept."""
+asked. The answer is parsed where the socket's bytes arrive (the protocol's
+``data_received``, no reader task) and its ``set_result`` resumes the requester in the
+loop's next turn (one turn, not the three of ``wait_for(shield(...))``), a request's
+timeout still poisons the connection, and a cancelled request's late answer is skipped,
+the connection kept."""
 
 from __future__ import annotations
 
@@ -61,6 +63,47 @@ def test_an_answer_resumes_its_requester_in_the_next_turn() -> None:
             assert turns.n - at[-1] <= 1
         turns.task.cancel()
         conn.close()
+    run(go)
+
+
+def test_a_connection_reads_without_a_task_of_its_own() -> None:
+    """A StreamReader read by a task took a turn more on every answer (the reader task's
+    wake-up before the requester's) and copied each read out of its buffer."""
+    def ours() -> int:       # the tasks on the loop but the fake broker's own
+        return sum(not t.get_coro().__qualname__.startswith("FakeKafka.")
+                   for t in asyncio.all_tasks())
+
+    async def go(fake: FakeKafka) -> tuple[int, int]:
+        before = ours()
+        conn = await _connected(fake)
+        for _ in range(3):
+            await conn.request(MetadataRequest(topics=[]))
+        after = ours()
+        conn.close()
+        return before, after
+
+    before, after = run(go)
+    assert after == before
+
+
+def test_a_peer_that_hangs_up_fails_what_is_pending() -> None:
+    async def go(fake: FakeKafka) -> None:
+        conn = await _connected(fake)
+
+        async def hang_up(*_a: Any) -> bool:
+            for w in list(fake.writers):
+                w.close()
+            return True
+        fake.on_fetch = hang_up
+        from kcodec.client.errors import BrokerNotAvailableError
+        from kcodec.client.net import requests
+        req = requests.fetch(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                             read_committed=False, session_id=0, session_epoch=-1,
+                             partitions=[("t", 0, 0)], partition_max_bytes=1 << 20,
+                             forgotten=[], topic_ids=None)
+        with pytest.raises(BrokerNotAvailableError, match="closed the connection"):
+            await conn.request(req, 4)
+        assert not conn.alive
     run(go)
 
 
