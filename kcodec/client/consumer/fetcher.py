@@ -165,6 +165,8 @@ class Fetcher:
     def stuck_error(self) -> KcodecError | None:
         """Why a partition is not fetched (see the module docstring): the error of a stuck
         partition still at the epoch and offset it stuck at; stale entries are dropped."""
+        if not self.stuck:      # the common case, on every poll: no lock taken
+            return None
         with self.subs.lock:
             for tp, (key, _n, err) in list(self.stuck.items()):
                 st = self.subs.states.get(tp)
@@ -267,6 +269,19 @@ class Fetcher:
             self.kick()
 
     async def _launch(self) -> None:
+        sel = self._select()
+        if sel is None:
+            return
+        wanted, held = sel
+        if not wanted and not self.inflight and not self._resolving():
+            self.progressed()    # nothing asked of the brokers: nobody is late
+        if self._needs_refresh(wanted):
+            await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
+        self._dispatch(wanted, held)
+
+    def _select(self) -> tuple[list[TopicPartition], list[TopicPartition]] | None:
+        """The partitions to fetch and those held back for their full buffer (``held_back``
+        set to match), or None when the whole buffer is over its limit."""
         cfg = self.config
         with self.subs.lock:
             over = self.buffered_bytes >= max(cfg.fetch_max_bytes, 1 << 20) * 2
@@ -274,9 +289,8 @@ class Fetcher:
                 self.held_back = True
         if over:
             self.progressed()    # waiting for the application, not for a broker
-            return
+            return None
         buffered_tps: dict[TopicPartition, int] = {}
-        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         wanted: list[TopicPartition] = []
         held: list[TopicPartition] = []
         # the polling thread pops the buffer and a rebalance replaces the states: both
@@ -289,12 +303,26 @@ class Fetcher:
                         and not self._is_stuck(tp, state):
                     (wanted if buffered_tps.get(tp, 0) < 2 else held).append(tp)
             self.held_back = bool(held)
-        if not wanted and not self.inflight and not self._resolving():
-            self.progressed()    # nothing asked of the brokers: nobody is late
-        unknown = {tp.topic for tp in wanted if tp.topic not in self.cluster.topics
-                   or self.cluster.topics[tp.topic].partitions.get(tp.partition, -1) < 0}
-        if unknown or (wanted and self.cluster.stale):
-            await self.cluster.refresh(sorted({tp.topic for tp in wanted}), auto_create=False)
+        return wanted, held
+
+    def _needs_refresh(self, wanted: list[TopicPartition]) -> bool:
+        """Whether the metadata must be refreshed before ``wanted`` can be fetched (a topic
+        or partition it does not know, or stale metadata)."""
+        if not wanted:
+            return False
+        if self.cluster.stale:
+            return True
+        topics = self.cluster.topics
+        return any(tp.topic not in topics or topics[tp.topic].partitions.get(tp.partition, -1) < 0
+                   for tp in wanted)
+
+    def _dispatch(self, wanted: list[TopicPartition], held: list[TopicPartition],
+                  keep: int | None = None
+                  ) -> tuple[list[tuple[TopicPartition, int]], bool, dict[TopicPartition, int]] | None:
+        """Launch a Fetch to each leader of ``wanted`` with none in flight. The one to
+        ``keep`` is not launched but returned (its partitions, whether it is short, the
+        epochs), for the task that just ended its last to send it itself."""
+        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         epochs: dict[TopicPartition, int] = {}
         with self.subs.lock:     # the offset and the epoch of one state, read together
             for tp in wanted:
@@ -307,13 +335,34 @@ class Fetcher:
                 by_node.setdefault(leader, []).append((tp, st.fetch_position))
                 epochs[tp] = st.epoch
         held_on = {self._leader(tp) for tp in held} if held and by_node else set()
+        kept = None
         for node, parts in by_node.items():
             self.inflight[node] = time.monotonic()
-            self.loop.create_task(self._fetch(node, parts, short=node in held_on,
-                                              epochs=epochs))
+            if node == keep:
+                kept = (parts, node in held_on, epochs)
+            else:
+                self.loop.create_task(self._fetch(node, parts, short=node in held_on,
+                                                  epochs=epochs))
         if held and all(self._leader(tp) in self.inflight for tp in held):
             # every held partition's broker has a Fetch in flight: its end relaunches
             self.held_back = False
+        return kept
+
+    def _relaunch(self, node: int
+                  ) -> tuple[list[tuple[TopicPartition, int]], bool, dict[TopicPartition, int]] | None:
+        """The next Fetch to ``node``, right after its last was answered, sent by the same
+        task (see ``_fetch``); None when the fetch loop must decide (it was woken for
+        something else, positions to resolve, metadata to refresh, a full buffer)."""
+        if self.closed or self.wake.is_set() or self._resolving():
+            return None
+        sel = self._select()
+        if sel is None:
+            return None
+        wanted, held = sel
+        if not wanted or self._needs_refresh(wanted):
+            return None
+        self.inflight.pop(node, None)
+        return self._dispatch(wanted, held, keep=node)
 
     def _leader(self, tp: TopicPartition) -> int:
         info = self.cluster.topics.get(tp.topic)
@@ -321,10 +370,33 @@ class Fetcher:
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]],
                      short: bool = False, epochs: dict[TopicPartition, int] | None = None) -> None:
+        """Fetches to ``node``, the first for ``parts``: as long as an answer leaves the
+        next one plain (``_relaunch``), this task sends it, without a turn through the
+        fetch loop and a new task (two loop turns more before the next Fetch was on its
+        way, while the blocking consumer's polling thread waited for the GIL). Otherwise
+        it ends and wakes the fetch loop, which decides."""
+        try:
+            while (woke := await self._fetch_once(node, parts, short, epochs)) is not None:
+                if woke:
+                    # an asyncio consumer waited for these records on this loop: its turn
+                    # first (the blocking consumer's thread was woken already)
+                    await asyncio.sleep(0)
+                nxt = self._relaunch(node)
+                if nxt is None:
+                    break
+                parts, short, epochs = nxt
+        finally:
+            self.inflight.pop(node, None)
+            self.wake.set()
+
+    async def _fetch_once(self, node: int, parts: list[tuple[TopicPartition, int]],
+                          short: bool = False,
+                          epochs: dict[TopicPartition, int] | None = None) -> bool | None:
         """One Fetch to ``node`` for ``parts`` (partition, fetch offset), asked for the
         partition states of ``epochs`` (read with the offsets); ``short``: a partition
         there is held back for its full buffer, so the broker waits HELD_BACK_WAIT_MS at
-        most for the others' records.
+        most for the others' records. None unless it was answered and taken whole; then
+        whether an asyncio consumer was waiting for the records it brought.
 
         An answer counts for a partition only if its state is still the one asked for
         (same epoch) and still fetches from the offset asked (Java's fetcher checks the
@@ -372,11 +444,11 @@ class Fetcher:
                 cm.fetch_latency.record((time.monotonic() - t0) * 1000)
             code = body.error_code
             if not session.on_response(code, getattr(body, "session_id", 0) or 0):
-                return            # the session is gone: the next fetch is a full one
+                return None       # the session is gone: the next fetch is a full one
             if code in _TOPIC_ID_CODES:   # the topic ids changed: re-learn them, a new session
                 session.reset()
                 self.cluster.invalidate()
-                return
+                return None
             if code:
                 raise KafkaError(code, "Fetch")
             offsets = dict(parts)
@@ -430,7 +502,8 @@ class Fetcher:
                         self.buffer.append(f)
                         self.buffered_bytes += len(f.data)
                     self.data_ready.notify_all()
-                self.adata.set()
+                return self.adata.set()
+            return False
         except asyncio.CancelledError:
             raise
         except KcodecError as exc:
@@ -440,9 +513,7 @@ class Fetcher:
                 self.failed(exc)
             self.cluster.invalidate()
             await asyncio.sleep(cfg.retry_backoff_ms / 1000)
-        finally:
-            self.inflight.pop(node, None)
-            self.wake.set()
+            return None
 
     def _current(self, tp: TopicPartition, epoch: int | None, offset: int) -> PartitionState | None:
         """``tp``'s state if a fetch answer from ``offset`` asked for this ``epoch`` is

@@ -36,13 +36,17 @@ class Wakeup:
     def is_set(self) -> bool:
         return self._set
 
-    def set(self) -> None:
-        """Set the flag and resume every waiter (in the loop's next turn)."""
+    def set(self) -> bool:
+        """Set the flag and resume every waiter (in the loop's next turn); whether one
+        was waiting."""
         self._set = True
         waiters, self._waiters = self._waiters, []
+        woke = False
         for fut in waiters:
             if not fut.done():
                 fut.set_result(True)
+                woke = True
+        return woke
 
     def clear(self) -> None:
         self._set = False

@@ -111,3 +111,66 @@ def test_a_poll_right_after_a_fetch_ended_does_not_wake_the_loop_again() -> None
         assert kicks == [1]
     finally:
         loop.close()
+
+
+def test_an_answered_fetch_sends_the_next_from_its_own_task() -> None:
+    """The Fetch's task sends the next one itself once an answer is taken: no turn through
+    the fetch loop (its wake-up stays clear) and no new task."""
+    async def go() -> tuple[list[int], bool, int, list[int]]:
+        loop = asyncio.get_running_loop()
+        subs, broker, f, kicks = _setup(loop)
+        await f._launch()
+        await asyncio.sleep(0)
+        assert broker.asked == [0]
+        tasks = len(asyncio.all_tasks())
+        broker.answers.put_nowait(_batch(0, 10))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        asked, woken, now = list(broker.asked), f.wake.is_set(), len(asyncio.all_tasks())
+        got = [r.offset for r in f.take(100)[TP]]
+        return asked, woken, now - tasks, got
+
+    asked, woken, new_tasks, got = asyncio.run(go())
+    assert asked == [0, 10]
+    assert not woken and new_tasks == 0
+    assert got == list(range(10))
+
+
+def test_a_fetch_loop_woken_meanwhile_decides_the_next_fetch() -> None:
+    """Something asked the fetch loop to launch (a seek, a new assignment: its wake-up set)
+    while a Fetch was out: its end leaves the next one to the loop."""
+    async def go() -> tuple[list[int], bool, dict]:
+        loop = asyncio.get_running_loop()
+        subs, broker, f, kicks = _setup(loop)
+        await f._launch()
+        await asyncio.sleep(0)
+        f.wake.set()
+        broker.answers.put_nowait(_batch(0, 10))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return list(broker.asked), f.wake.is_set(), dict(f.inflight)
+
+    asked, woken, inflight = asyncio.run(go())
+    assert asked == [0] and woken and inflight == {}
+
+
+def test_an_asyncio_consumer_waiting_gets_its_records_before_the_next_fetch() -> None:
+    async def go() -> list[int]:
+        loop = asyncio.get_running_loop()
+        subs, broker, f, kicks = _setup(loop)
+        seen: list[int] = []
+
+        async def consumer() -> None:
+            await f.adata.wait(5)
+            seen.append(len(broker.asked))   # Fetches sent when the records reached it
+        waiter = asyncio.ensure_future(consumer())
+        await asyncio.sleep(0)
+        await f._launch()
+        await asyncio.sleep(0)
+        broker.answers.put_nowait(_batch(0, 10))
+        await waiter
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return seen + [len(broker.asked)]
+
+    assert asyncio.run(go()) == [1, 2]
