@@ -46,7 +46,8 @@ class Timer:
         entry = [deadline, next(self._seq), fn]
         with self._cond:
             heapq.heappush(self._heap, entry)
-            self._cond.notify()
+            if self._heap[0] is entry:   # only an earlier deadline changes the thread's wait
+                self._cond.notify()
         return entry
 
     def call_later(self, delay_s: float, fn: Callable[[], Any]) -> list:
@@ -55,7 +56,8 @@ class Timer:
     @staticmethod
     def cancel(entry: list) -> None:
         """Do not run the entry's callback, and let go of it now (the entry itself leaves
-        the heap at its deadline). A callback already taken from the heap still runs."""
+        the heap when the thread next wakes, without a wake-up of its own). A callback
+        already taken from the heap still runs."""
         entry[2] = None
 
     def every(self, period_s: float, fn: Callable[[], Any]) -> None:
@@ -70,12 +72,18 @@ class Timer:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._stopped and (not self._heap or self._heap[0][0] > time.monotonic()):
-                    timeout = self._heap[0][0] - time.monotonic() if self._heap else None
-                    self._cond.wait(timeout)
+                heap = self._heap
+                while True:
+                    # cancelled entries go without a wake-up for their deadline: nearly
+                    # every Fetch's expiry is cancelled within milliseconds of being set
+                    while heap and heap[0][2] is None:
+                        heapq.heappop(heap)
+                    if self._stopped or (heap and heap[0][0] <= time.monotonic()):
+                        break
+                    self._cond.wait(heap[0][0] - time.monotonic() if heap else None)
                 if self._stopped:
                     return
-                _, _, fn = heapq.heappop(self._heap)
+                _, _, fn = heapq.heappop(heap)
             if fn is None:      # cancelled
                 continue
             try:

@@ -93,3 +93,33 @@ def test_an_operation_answered_while_it_is_being_watched() -> None:
         assert all(e[2] is None for e in timer._heap)
     finally:
         timer.stop()
+
+
+def test_an_earlier_deadline_set_later_runs_on_time() -> None:
+    """The thread is woken only when an entry becomes the earliest; it must be then."""
+    timer = Timer()
+    try:
+        ran = threading.Event()
+        timer.call_later(30.0, lambda: None)
+        time.sleep(0.02)                 # the thread waits for the 30 s entry
+        t0 = time.monotonic()
+        timer.call_later(0.05, ran.set)
+        assert ran.wait(5)
+        assert time.monotonic() - t0 < 1.0
+    finally:
+        timer.stop()
+
+
+def test_cancelled_entries_before_a_live_one_do_not_hold_it_up() -> None:
+    timer = Timer()
+    try:
+        ran = threading.Event()
+        gone = [timer.call_later(0.01 * i, lambda: None) for i in range(1, 50)]
+        timer.call_later(0.1, ran.set)
+        for e in gone:
+            Timer.cancel(e)
+        assert ran.wait(5)
+        time.sleep(0.05)
+        assert timer._heap == []
+    finally:
+        timer.stop()
