@@ -35,6 +35,15 @@ async def _connected(fake: FakeKafka, timeout: float = 2.0) -> BrokerConnection:
     return await BrokerConnection("127.0.0.1", fake.ports[0], 0, "t", timeout).connect(2.0)
 
 
+def _fetch() -> Any:
+    """A one-partition Fetch (v4), for the fake broker's ``on_fetch`` to answer or not."""
+    from kcodec.client.net import requests
+    return requests.fetch(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                          read_committed=False, session_id=0, session_epoch=-1,
+                          partitions=[("t", 0, 0)], partition_max_bytes=1 << 20,
+                          forgotten=[], topic_ids=None)
+
+
 def run(go: Any) -> Any:
     async def main() -> Any:
         fake = await FakeKafka(nodes=1).start()
@@ -96,13 +105,8 @@ def test_a_peer_that_hangs_up_fails_what_is_pending() -> None:
             return True
         fake.on_fetch = hang_up
         from kcodec.client.errors import BrokerNotAvailableError
-        from kcodec.client.net import requests
-        req = requests.fetch(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-                             read_committed=False, session_id=0, session_epoch=-1,
-                             partitions=[("t", 0, 0)], partition_max_bytes=1 << 20,
-                             forgotten=[], topic_ids=None)
         with pytest.raises(BrokerNotAvailableError, match="closed the connection"):
-            await conn.request(req, 4)
+            await conn.request(_fetch(), 4)
         assert not conn.alive
     run(go)
 
@@ -114,13 +118,8 @@ def test_a_request_that_times_out_poisons_the_connection() -> None:
         async def silent(*_a: Any) -> bool:
             return True                  # never answered
         fake.on_fetch = silent
-        from kcodec.client.net import requests
-        req = requests.fetch(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-                             read_committed=False, session_id=0, session_epoch=-1,
-                             partitions=[("t", 0, 0)], partition_max_bytes=1 << 20,
-                             forgotten=[], topic_ids=None)
         with pytest.raises(KafkaTimeoutError, match="timed out"):
-            await conn.request(req, 4)
+            await conn.request(_fetch(), 4)
         assert not conn.alive
     run(go)
 
