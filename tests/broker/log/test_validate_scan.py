@@ -81,3 +81,28 @@ def test_twins_agree_on_mutations(pair) -> None:
             except KcodecError as exc:
                 outcomes.append((type(exc).__name__, str(exc)))
         assert outcomes[0] == outcomes[1], bytes(data).hex()
+
+
+def test_long_varints_take_the_same_walk(pair) -> None:
+    """Fields whose lengths and deltas need three to ten varint bytes (big values, headers,
+    timestamps far from the first): both twins, and a section cut anywhere, agree."""
+    cy, py = pair("segscan")
+    b = RecordBatchBuilder()
+    ts = 1_700_000_000_000
+    for i, delta in enumerate((0, 9_000, -70_000_000, 2**40, -(2**50), 5)):
+        b.append(b"k" * (i * 3000), b"v" * (20_000 + i), [("h" * 200, b"x" * 17_000)],
+                 timestamp=ts + delta)
+    data = b.build()
+    batch = next(iter_batches(data))
+    section = bytes(data[61:])
+    stamps = [r.timestamp for r in batch]
+    assert cy.scan_records_v2(section, 6, ts) == (min(stamps), max(stamps), -1)
+    assert py.scan_records_v2(section, 6, ts) == (min(stamps), max(stamps), -1)
+    for cut in list(range(0, 40)) + list(range(len(section) - 40, len(section))):
+        outcomes = []
+        for mod in (cy, py):
+            try:
+                outcomes.append(("ok", mod.scan_records_v2(section[:cut], 6, ts)))
+            except KcodecError as exc:
+                outcomes.append((type(exc).__name__, str(exc)))
+        assert outcomes[0] == outcomes[1], cut
