@@ -190,18 +190,41 @@ def _error(code: int) -> str:
         return str(code)
 
 
+#: per message class, the names of its fields that are arrays of structs (None: not a
+#: generated message, walk every slot)
+_NESTED: dict[type, tuple[str, ...] | None] = {}
+
+
+def _nested(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _NESTED[cls]
+    except KeyError:
+        pass
+    info = getattr(cls, "_info", None)
+    names = None if info is None else tuple(
+        fi.name for fi in info if fi.is_array and fi.struct_cls is not None)
+    _NESTED[cls] = names
+    return names
+
+
 def error_codes(body: Any, depth: int = 0) -> dict[int, int]:
     """Every non-zero ``error_code`` in a response body and its nested lists, counted."""
     out: dict[int, int] = {}
+    _count_errors(body, depth, out)
+    return out
+
+
+def _count_errors(body: Any, depth: int, out: dict[int, int]) -> None:
     code = getattr(body, "error_code", 0)
     if code:
-        out[code] = 1
+        out[code] = out.get(code, 0) + 1
     if depth > 3:
-        return out
-    for name in getattr(body, "__slots__", ()):
+        return
+    names = _nested(type(body))
+    if names is None:
+        names = getattr(body, "__slots__", ())
+    for name in names:
         v = getattr(body, name, None)
         if isinstance(v, list) and v and hasattr(v[0], "__slots__"):
             for item in v:
-                for c, n in error_codes(item, depth + 1).items():
-                    out[c] = out.get(c, 0) + n
-    return out
+                _count_errors(item, depth + 1, out)

@@ -95,6 +95,19 @@ def advertised_versions(node: Any) -> dict[int, tuple[int, int]]:
     return out
 
 
+def version_range(node: Any, api_key: int) -> tuple[int, int] | None:
+    """``(min, max)`` of ``api_key`` as this node advertises it (after the test caps), or
+    None when it does not: ``advertised_versions(node).get(api_key)`` without building the
+    whole table, which every request asks for."""
+    rng = VERSIONS.get(api_key)
+    if rng is None:
+        return None
+    cap = node.cluster.version_caps.get(api_key)
+    if cap is None or cap >= rng[1]:
+        return rng
+    return (rng[0], cap) if cap >= rng[0] else None
+
+
 def _unsupported_api_versions(node: Any, req: Request) -> bytes:
     msg = ApiVersionsResponse(error_code=35, api_keys=[
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
@@ -119,8 +132,7 @@ def _api_name(api_key: int) -> str:
 
 
 def dispatch(node: Any, req: Request) -> Any:
-    versions = advertised_versions(node)
-    rng = versions.get(req.api_key)
+    rng = version_range(node, req.api_key)
     if rng is None:
         log.info("kcodec broker: closing %s: unknown API key %d", req.connection.peer, req.api_key)
         return CLOSE
