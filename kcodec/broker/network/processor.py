@@ -12,6 +12,14 @@ answered keeps responses in request order and at most one request per connection
 flight, as Kafka's broker does (it mutes the channel): a connection holds at most one frame
 in memory.
 
+The answers of requests a client sent ahead (pipelined: the next frames already read) leave
+together: an answer is held until the connection's task waits for more bytes or for a
+delayed answer (a callback of the loop's next turn), or until ``ANSWERS_AT_ONCE`` answers or
+``ANSWER_BYTES_AT_ONCE`` bytes are held, and then all are written at once. One send and one
+wake-up of the client for several answers: with a producer sending back to back, a send per
+answer was a third of the processor's time in the kernel, each waking the client's reading
+thread. An answer to a client that waits for it is written the same turn its task yields.
+
 A small Produce or Fetch (under the channel's large-request size) is not queued: the
 processor runs it itself (``inline``, set by the node), since handing it to a handler
 thread and its answer back took ~40% of a small produce's time in the broker (two thread
@@ -73,6 +81,8 @@ READ_PIECE = 1 << 20                       # a frame's body is read and booked i
 TLS_HANDSHAKE_TIMEOUT_S = 10.0             # a TLS client must finish its handshake within it
 PREAUTH_LARGE_BYTES = 64 * 1024            # a frame before login bigger than this ...
 PREAUTH_LARGE_AT_ONCE = 2                  # ... is read and handled so many at a time
+ANSWERS_AT_ONCE = 16                       # answers held for one write at most ...
+ANSWER_BYTES_AT_ONCE = 256 * 1024          # ... and bytes of them
 
 
 @dataclass
@@ -306,14 +316,17 @@ class Processor:
     async def _loop(self, conn: ConnectionState, reader: asyncio.StreamReader,
                     writer: asyncio.StreamWriter) -> None:
         held = [False]        # a turn of the big-frames-before-login semaphore
+        answers = _Answers(writer, self.loop)
         try:
-            await self._serve_requests(conn, reader, writer, held)
+            await self._serve_requests(conn, reader, writer, held, answers)
         finally:
+            answers.flush()       # before the connection ends: a closing client may read on
             if held[0]:
                 self._preauth_large.release()
 
     async def _serve_requests(self, conn: ConnectionState, reader: asyncio.StreamReader,
-                              writer: asyncio.StreamWriter, held: list[bool]) -> None:
+                              writer: asyncio.StreamWriter, held: list[bool],
+                              answers: _Answers) -> None:
         channel = self.channel
         while True:
             if held[0]:               # the last big frame before login is answered
@@ -348,6 +361,7 @@ class Processor:
                     raise
                 if answer is not None or close:
                     channel.release(size, owner)
+                    answers.flush()                 # what was answered before goes first
                     if close:
                         conn.authenticated = False
                         await self._refuse(conn, gate, api_key, answer, writer)
@@ -390,7 +404,7 @@ class Processor:
                 await asyncio.sleep(throttle)     # as Kafka before KIP-219: a late answer
                 throttle = 0.0
             if answer is not NO_RESPONSE and answer != NO_RESPONSE:
-                writer.write(answer)
+                answers.send(answer)
                 await writer.drain()
             if throttle:
                 await asyncio.sleep(throttle)     # the channel is muted (KIP-219)
@@ -412,6 +426,34 @@ class Processor:
             await asyncio.sleep(self.failed_auth_delay_s)   # this connection only
         writer.write(answer)
         await writer.drain()
+
+
+class _Answers:
+    """A connection's answers on their way out, in request order: held until the loop's
+    next turn (the connection's task has then yielded: no more frames were ready) or until
+    enough are held, then written with one call."""
+
+    __slots__ = ("_writer", "_loop", "_held", "_bytes")
+
+    def __init__(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
+        self._writer = writer
+        self._loop = loop
+        self._held: list[bytes] = []
+        self._bytes = 0
+
+    def send(self, data: bytes) -> None:
+        if not self._held:
+            self._loop.call_soon(self.flush)
+        self._held.append(data)
+        self._bytes += len(data)
+        if len(self._held) >= ANSWERS_AT_ONCE or self._bytes >= ANSWER_BYTES_AT_ONCE:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is held (a no-op when nothing is)."""
+        if self._held:
+            held, self._held, self._bytes = self._held, [], 0
+            self._writer.writelines(held)
 
 
 def _peer_of(sock: socket.socket) -> str:
