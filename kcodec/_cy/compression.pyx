@@ -4,6 +4,8 @@ decoded from C (kcodec._cy._lz4) before the general frame path of kcodec._codecs
 
 from kcodec._cy._lz4 cimport lz4_frame
 
+import sys
+
 from kcodec._codecs import lz4_codec, registry
 from kcodec._cy.xerial import snappy_decompress, xerial_compress
 from kcodec._limits import DEFAULT_MAX_SIZE
@@ -22,6 +24,15 @@ def compress(codec, data, level=None, *, magic=2):
 
 def decompress(codec, data, max_size=DEFAULT_MAX_SIZE, *, magic=2):
     """Decompress ``data``, producing at most ``max_size`` bytes (else DecompressionLimitError)."""
+    cdef object out
+    # lz4 named by its id, with a limit and a magic the registry would take as they are: a
+    # plain Kafka-style frame is decoded from C at once (the broker checks every produced
+    # batch so); anything else goes the registry's way, which gives the same bytes or error
+    if (type(codec) is int and codec == 3 and type(max_size) is int
+            and 0 <= max_size < sys.maxsize and type(magic) is int and 0 <= magic <= 2):
+        out = lz4_frame(data, max_size, magic)
+        if out is not None:
+            return out
     return registry.decompress(codec, data, max_size, magic, snappy_decompress, _lz4)
 
 

@@ -146,3 +146,23 @@ def test_corrupted_frames_agree_with_the_general_path() -> None:
         if fast is not None:
             assert general == ("ok", fast)
         assert _outcome(compression.decompress, 3, data, limit, magic=magic) == general
+
+
+def test_decompress_by_id_takes_the_fast_path_with_the_registry_s_answers() -> None:
+    """compression.decompress(3, ...) goes to C at once only for arguments the registry
+    takes as they are; every other spelling and limit gives the pure twin's answer."""
+    import sys
+
+    from kcodec._py import compression as pure
+
+    data = compression.compress(3, b"kafka " * 5000)
+    n = len(b"kafka " * 5000)
+    cases = [((3, data), {}), ((3, data, n), {}), ((3, data, n - 1), {}),
+             ((3, data, 0), {}), ((3, data, -1), {}), ((3, data, True), {}),
+             ((3, data, sys.maxsize), {}), ((3, data, sys.maxsize + 1), {}),
+             ((3, data), {"magic": 0}), ((3, data), {"magic": 1}), ((3, data), {"magic": 3}),
+             ((3, data), {"magic": True}), (("lz4", data), {}), ((3, memoryview(data)), {}),
+             ((3, bytearray(data)), {}), ((3, "text"), {}), ((True, data), {})]
+    for args, kwargs in cases:
+        assert _outcome(compression.decompress, *args, **kwargs) == \
+            _outcome(pure.decompress, *args, **kwargs), (args[0], args[2:], kwargs)
