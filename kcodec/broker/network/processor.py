@@ -16,9 +16,10 @@ The answers of requests a client sent ahead (pipelined: the next frames already 
 together: an answer is held until the connection's task waits for more bytes or for a
 delayed answer (a callback of the loop's next turn), or until ``ANSWERS_AT_ONCE`` answers or
 ``ANSWER_BYTES_AT_ONCE`` bytes are held, and then all are written at once. One send and one
-wake-up of the client for several answers: with a producer sending back to back, a send per
-answer was a third of the processor's time in the kernel, each waking the client's reading
-thread. An answer to a client that waits for it is written the same turn its task yields.
+wake-up of the client for several answers: 250 pre-encoded Produce requests sent back to
+back took 148 ms a round with a send per answer, 130 with the answers held (medians of 12
+rounds, alternating). An answer to a client that waits for it leaves at the loop's next turn, once the
+connection's task has yielded.
 
 A small Produce or Fetch (under the channel's large-request size) is not queued: the
 processor runs it itself (``inline``, set by the node), since handing it to a handler
