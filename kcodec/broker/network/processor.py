@@ -18,8 +18,8 @@ delayed answer (a callback of the loop's next turn), or until ``ANSWERS_AT_ONCE`
 ``ANSWER_BYTES_AT_ONCE`` bytes are held, and then all are written at once. One send and one
 wake-up of the client for several answers: 250 pre-encoded Produce requests sent back to
 back took 148 ms a round with a send per answer, 130 with the answers held (medians of 12
-rounds, alternating). An answer to a client that waits for it leaves at the loop's next turn, once the
-connection's task has yielded.
+rounds, alternating). An answer to a client that waits for it leaves at the loop's next
+turn, once the connection's task has yielded.
 
 A small Produce or Fetch (under the channel's large-request size) is not queued: the
 processor runs it itself (``inline``, set by the node), since handing it to a handler
