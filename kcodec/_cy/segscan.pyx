@@ -141,12 +141,25 @@ cdef inline bint _skip(const uint8_t* d, Py_ssize_t* pos, Py_ssize_t end,
     return True
 
 
+cdef inline void _tally(int64_t i, int32_t od, int64_t first, int64_t delta, int64_t* bad,
+                        int64_t* min_ts, int64_t* max_ts) noexcept nogil:
+    """Record ``i``'s part of the result, the same in both walks: the first index whose
+    offset delta is not its own, and the least and greatest timestamps."""
+    cdef int64_t ts = <int64_t>(<uint64_t>first + <uint64_t>delta)
+    if od != i and bad[0] < 0:
+        bad[0] = i
+    if ts > max_ts[0]:
+        max_ts[0] = ts
+    if i == 0 or ts < min_ts[0]:
+        min_ts[0] = ts
+
+
 cdef bint _walk_records(const uint8_t* d, Py_ssize_t end, int64_t n, int64_t first,
                         int64_t* min_out, int64_t* max_out, int64_t* bad_out) noexcept nogil:
     """The whole section well formed: True with the results set; False to leave it to the
     careful reader (nothing is set then)."""
     cdef Py_ssize_t pos = 0, rend
-    cdef int64_t i, ts, delta, min_ts = -1, max_ts = -1, bad = -1
+    cdef int64_t i, delta, min_ts = -1, max_ts = -1, bad = -1
     cdef int32_t length, od, headers, h
     cdef uint64_t u
     for i in range(n):
@@ -159,13 +172,7 @@ cdef bint _walk_records(const uint8_t* d, Py_ssize_t end, int64_t n, int64_t fir
         delta = <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
         if not _var32(d, &pos, rend, &od):
             return False
-        if od != i and bad < 0:
-            bad = i
-        ts = <int64_t>(<uint64_t>first + <uint64_t>delta)
-        if ts > max_ts:
-            max_ts = ts
-        if i == 0 or ts < min_ts:
-            min_ts = ts
+        _tally(i, od, first, delta, &bad, &min_ts, &max_ts)
         if not _skip(d, &pos, rend, True) or not _skip(d, &pos, rend, True):
             return False
         if not _var32(d, &pos, rend, &headers) or headers < 0:
@@ -211,7 +218,7 @@ def scan_records_v2(buf, count, first_timestamp):
     r.end = b.size
     r.base = 0
     cdef Py_ssize_t end = b.size, rend
-    cdef int64_t i, ts, delta, min_ts = -1, max_ts = -1, bad = -1
+    cdef int64_t i, delta, min_ts = -1, max_ts = -1, bad = -1
     cdef int32_t length, od, headers, h
     for i in range(n):
         read_varint(&r, &length, "record length")
@@ -222,13 +229,7 @@ def scan_records_v2(buf, count, first_timestamp):
         r.pos += 1
         read_varlong(&r, &delta, "timestamp delta")
         read_varint(&r, &od, "offset delta")
-        if od != i and bad < 0:
-            bad = i
-        ts = <int64_t>(<uint64_t>first + <uint64_t>delta)
-        if ts > max_ts:
-            max_ts = ts
-        if i == 0 or ts < min_ts:
-            min_ts = ts
+        _tally(i, od, first, delta, &bad, &min_ts, &max_ts)
         _skip_bytes(&r, True, "record key", "record key length")
         _skip_bytes(&r, True, "record value", "record value length")
         read_varint(&r, &headers, "header count")
