@@ -7,13 +7,15 @@ record whose partition the key chooses (the reference twin of kcodec._cy.accum).
     a.send(topic, value=None, key=None, partition=None, headers=None, timestamp=None)
     a.seal(tp, batch)      a.account(batch)           (with ``a.lock`` held)
 
-State, all the accumulator's own: ``lock``; ``open`` ((topic, partition) -> the batch being
-filled); ``queues`` ((topic, partition) -> deque of sealed batches, oldest first);
-``next_seq`` ((topic, partition) -> the next batch's base sequence); ``counts`` (topic ->
-partition count, for choosing a partition without the loop); ``pending`` and ``buffered``
-(records and bytes of sealed batches not yet acknowledged: an open batch is counted when
-it is sealed, not per record); ``closed`` and ``fatal`` (an error that stops the producer,
-or None). ``wake()`` tells the sender there is something to send.
+State, all the accumulator's own: ``lock`` (a ``threading.Lock``; the compiled twin's is
+its own ``Lock`` with the same methods, which its per-record step takes from C); ``open``
+((topic, partition) -> the batch being filled); ``queues`` ((topic, partition) -> deque of
+sealed batches, oldest first); ``next_seq`` ((topic, partition) -> the next batch's base
+sequence); ``counts`` (topic -> partition count, for choosing a partition without the
+loop); ``pending`` and ``buffered`` (records and bytes of sealed batches not yet
+acknowledged: an open batch is counted when it is sealed, not per record); ``closed`` and
+``fatal`` (an error that stops the producer, or None). ``wake()`` tells the sender there is
+something to send.
 
 A batch is any object with ``builder`` (a RecordBatchBuilder, or None once built),
 ``timestamps`` (one per record: its count), ``sequence`` and ``size``
