@@ -27,7 +27,7 @@ def _truthy(name: str) -> bool:
 # Plain C helpers (no Python API) that an extension links, by module name.
 C_SOURCES = {
     "crc": ["src_c/crc32c.c"],
-    "_record": ["src_c/crc32ieee.c"],
+    "_record": ["src_c/crc32ieee.c", "src_c/kcbuf.c"],
     "_colbuf": ["src_c/kcbuf.c"],
 }
 
