@@ -252,8 +252,10 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
         raise InvalidTimestamp("the producer may not set the LogAppendTime timestamp type", 0)
     lat = config.log_append_time
     try:
-        section = memoryview(buf)[HEADER_SIZE:size] if codec == 0 else \
-            decompress(codec, buf[HEADER_SIZE:size], decompressed_limit(size - HEADER_SIZE))
+        # a view, not a slice: a slice of bytes would copy the compressed records
+        section = memoryview(buf)[HEADER_SIZE:size]
+        if codec != 0:
+            section = decompress(codec, section, decompressed_limit(size - HEADER_SIZE))
         low, top, bad = scan_records_v2(section, count, first_ts)
     except KcodecError as exc:
         raise _decode_failure(exc, "record batch") from None
