@@ -218,10 +218,11 @@ cdef class Accumulator:
     cdef public object wake
     cdef public object future
     cdef public object slow
-    # the future's slots (0: set through Python), and the batch class whose slots were
-    # found last (its builder and timestamps)
+    # the future's slots (0: set through Python); the batch class looked at last, and the
+    # same class if its builder and timestamps are slots (their offsets), else None
     cdef Py_ssize_t _fut_batch
     cdef Py_ssize_t _fut_index
+    cdef object _bseen
     cdef object _btype
     cdef Py_ssize_t _b_builder
     cdef Py_ssize_t _b_ts
@@ -254,7 +255,7 @@ cdef class Accumulator:
         self.future = future_type
         self.slow = slow
         self._fut_batch = self._fut_index = 0
-        if isinstance(future_type, type) and future_type.__new__ is object.__new__ \
+        if type(future_type) is type and future_type.__new__ is object.__new__ \
                 and future_type.__init__ is object.__init__ \
                 and (<_TypeObject*><PyObject*>future_type).tp_alloc == PyType_GenericAlloc:
             self._fut_batch = _slot(future_type, "batch")
@@ -275,7 +276,7 @@ cdef class Accumulator:
 
     cdef object _learn(self, object b):
         """The slots of ``b``'s class, for the next records of its batches."""
-        cls = type(b)
+        cls = self._bseen = type(b)
         self._b_builder = _slot(cls, "builder")
         self._b_ts = _slot(cls, "timestamps")
         self._btype = cls if self._b_builder and self._b_ts else None
@@ -352,7 +353,8 @@ cdef class Accumulator:
             else:
                 ts = b.timestamps
                 builder = b.builder
-                self._learn(b)
+                if type(b) is not self._bseen:
+                    self._learn(b)
             if type(builder) is RecordBatchBuilder and type(ts) is list:
                 bb = <RecordBatchBuilder>builder
                 if bb._put(key, value, headers, timestamp, None, &t, &od) == 0:
@@ -375,6 +377,8 @@ cdef class Accumulator:
                 if builder.size >= self.seal_size:
                     self.seal(tp, b)
                     self.wake()
+            if self._fut_batch:
+                i = self._index(idx)    # under the lock: _index appends to a shared list
         finally:
             self.lock.give()
         if self._fut_batch:
@@ -384,7 +388,6 @@ cdef class Accumulator:
                 raise MemoryError()
             fut = <object>o
             Py_DECREF(fut)          # the allocation's reference: fut holds one
-            i = self._index(idx)
             Py_INCREF(b)
             (<PyObject**>(<char*>o + self._fut_batch))[0] = <PyObject*>b
             Py_INCREF(i)

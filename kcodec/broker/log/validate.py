@@ -253,7 +253,7 @@ def _validate_v2(buf: Any, next_offset: int, now_ms: int, config: LogConfig,
     lat = config.log_append_time
     try:
         # a view, not a slice: a slice of bytes would copy the compressed records
-        section = memoryview(buf)[HEADER_SIZE:size]
+        section: Any = memoryview(buf)[HEADER_SIZE:size]
         if codec != 0:
             section = decompress(codec, section, decompressed_limit(size - HEADER_SIZE))
         low, top, bad = scan_records_v2(section, count, first_ts)

@@ -72,6 +72,18 @@ class DictFuture:
     pass
 
 
+class _Counting(type):
+    made = 0
+
+    def __call__(cls, *args: Any) -> Any:
+        _Counting.made += 1
+        return super().__call__(*args)
+
+
+class MetaFuture(metaclass=_Counting):   # calling the class does more than allocate
+    __slots__ = ("batch", "index")
+
+
 class PropFuture:
     __slots__ = ("_i", "batch")
 
@@ -115,9 +127,11 @@ def _feed(accum: Any, builder_mod: Any, future: type, batches: list[type],
 
 
 @pytest.mark.parametrize("clock", [False, True])
-@pytest.mark.parametrize("future", [SlotFuture, InitFuture, DictFuture, PropFuture])
+@pytest.mark.parametrize("future", [SlotFuture, InitFuture, DictFuture, PropFuture,
+                                    MetaFuture])
 def test_any_future_and_batch_class_gives_the_pure_twins_results(pair, future, clock) -> None:
     batches = [SlotBatch, OtherSlotBatch, DictBatch, PropBatch, SlotBatch]
+    _Counting.made = 0
     got = [_feed(a, b, future, batches, clock)
            for a, b in zip(pair("accum"), pair("builder"), strict=False)]
     assert got[0] == got[1]
@@ -125,6 +139,8 @@ def test_any_future_and_batch_class_gives_the_pure_twins_results(pair, future, c
         assert got[0][1][1] == 10          # the property's setter ran
     if future is InitFuture:
         assert got[0][0][2] is True        # __init__ ran
+    if future is MetaFuture:
+        assert _Counting.made == 2 * 15 * 300   # the metaclass's __call__, both twins
 
 
 def test_reference_counts_are_exact(pair) -> None:
