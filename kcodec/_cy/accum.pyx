@@ -2,8 +2,8 @@
 its state declared here, the per-record step written by the builder's C code without a
 Python call."""
 
-from collections import deque
 import threading
+from collections import deque
 from time import monotonic
 from types import MemberDescriptorType
 
@@ -23,7 +23,7 @@ cdef Py_ssize_t _INDEXES_KEPT = 1 << 16     # the ints kept for futures' indexes
 
 # Slots read and written in place. A class's ``__slots__`` are member descriptors, each the
 # offset of an object pointer in the instance; ``fut.batch = b`` through Python looks the
-# name up on the type, finds the descriptor and stores through it (~20 ns a field). The
+# name up on the type, finds the descriptor and stores through it, a call chain a field. The
 # per-record step stores and reads the same few slots of the same two classes (the future
 # it returns, the batch it fills) through the offsets, found once per class; a class whose
 # field is anything else than a plain writable object slot takes the Python path.
@@ -42,7 +42,6 @@ cdef extern from "Python.h":
 cdef extern from "structmember.h":
     int T_OBJECT_EX
     int READONLY
-
 
 
 cdef Py_ssize_t _slot(type cls, str name):
