@@ -31,6 +31,14 @@ C_SOURCES = {
     "_colbuf": ["src_c/kcbuf.c"],
 }
 
+# C macros for one extension's copy of those helpers. Each extension linking kcbuf.c has a
+# cache of its own: the builders' (_record) keeps at most 64 MiB of released buffers, about
+# what Java's producer pools (buffer.memory, 32 MiB by default, of batch.size buffers); the
+# columns' (_colbuf) keeps kcbuf.c's default 256 MiB.
+C_MACROS = {
+    "_record": [("KCBUF_CACHE_BYTES", "67108864")],   # 64 MiB
+}
+
 # Compiler directives live here, not in per-file headers.
 DIRECTIVES = {
     "language_level": "3",
@@ -87,7 +95,8 @@ def extensions():
                 [pyx] + C_SOURCES.get(name, []),
                 include_dirs=["src_c"],
                 depends=sorted(glob("src_c/*.h")),
-                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+                + C_MACROS.get(name, []),
             )
         )
     return cythonize(

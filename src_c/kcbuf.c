@@ -11,8 +11,12 @@
 #  include <sys/mman.h>
 
 #  define KCBUF_UNIT ((size_t)2 << 20)
-#  define KCBUF_CACHE_BLOCKS 32
-#  define KCBUF_CACHE_BYTES ((size_t)256 << 20)
+#  ifndef KCBUF_CACHE_BLOCKS
+#    define KCBUF_CACHE_BLOCKS 32
+#  endif
+#  ifndef KCBUF_CACHE_BYTES   /* an extension's build may set a smaller cache (setup.py) */
+#    define KCBUF_CACHE_BYTES ((size_t)256 << 20)
+#  endif
 
 static pthread_mutex_t kc_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *kc_cache_p[KCBUF_CACHE_BLOCKS];

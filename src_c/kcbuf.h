@@ -7,7 +7,8 @@
  * mapping is unmapped when the arrays are freed): at 30-60 MB blobs that took more time
  * than the decode. Here a buffer of at least KCBUF_MIN bytes is an anonymous mapping of a
  * whole number of 2 MiB units that grows in place or by moving its pages (mremap: no copy),
- * and on release goes whole to a small process-wide cache (at most 32 blocks, 256 MiB) that
+ * and on release goes whole to a small cache (at most 32 blocks, 256 MiB, or the
+ * KCBUF_CACHE_BYTES an extension's build sets; one cache per extension that links this) that
  * the next big allocation takes first, pages and all: the block last released under the same
  * tag (a caller's name for one role, such as "the values column"), else the smallest block
  * that fits, else the largest one, grown. Tags keep each column on the pages it wrote last
