@@ -5,6 +5,7 @@
 #include "kcbuf.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__linux__) && !defined(KCODEC_KCBUF_MALLOC)
 #  include <pthread.h>
@@ -178,3 +179,37 @@ void kcbuf_trim(void)
 }
 
 #endif
+
+/* The same on every platform: kcbuf_alloc and its kin are malloc's elsewhere than Linux. */
+void *kcbuf_grow(void *p, size_t used, size_t *cap, size_t want, unsigned tag)
+{
+    size_t size = want;
+    void *q;
+    if (want < KCBUF_MIN) {
+        q = realloc(p, want ? want : 1);
+        if (q != NULL)
+            *cap = want;
+        return q;
+    }
+    if (*cap >= KCBUF_MIN) {
+        q = kcbuf_resize(p, *cap, &size);
+    } else {
+        q = kcbuf_alloc(&size, tag);
+        if (q != NULL) {
+            if (used)
+                memcpy(q, p, used);
+            free(p);
+        }
+    }
+    if (q != NULL)
+        *cap = size;
+    return q;
+}
+
+void kcbuf_release(void *p, size_t cap, unsigned tag)
+{
+    if (cap >= KCBUF_MIN)
+        kcbuf_free(p, cap, tag);
+    else
+        free(p);
+}

@@ -57,6 +57,15 @@ void kcbuf_free(void *p, size_t size, unsigned tag);
 /* Drop every cached block (for tests and long idle periods). */
 void kcbuf_trim(void);
 
+/* A buffer that lives on the C heap (malloc) below KCBUF_MIN bytes and in kcbuf's blocks
+ * from KCBUF_MIN on, moving over as it grows. kcbuf_grow: p (NULL or a buffer of capacity
+ * *cap, of which the first ``used`` bytes are kept) becomes a buffer of at least ``want``
+ * bytes; returns it and sets *cap, or returns NULL and leaves p and *cap as they were. */
+void *kcbuf_grow(void *p, size_t used, size_t *cap, size_t want, unsigned tag);
+
+/* Release such a buffer (capacity ``cap``): to kcbuf's cache under ``tag``, or to free(). */
+void kcbuf_release(void *p, size_t cap, unsigned tag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,45 +33,29 @@ cdef int numpy_ready() except -1:
 
 cdef extern from "kcbuf.h":
     size_t KCBUF_MIN
-    void* kcbuf_alloc(size_t* size, unsigned tag) nogil
-    void* kcbuf_resize(void* p, size_t old, size_t* size) nogil
-    void kcbuf_free(void* p, size_t size, unsigned tag) nogil
+    void* kcbuf_grow(void* p, size_t used, size_t* cap, size_t want, unsigned tag) nogil
+    void kcbuf_release(void* p, size_t cap, unsigned tag) nogil
 
 
 # Big columns come from src_c/kcbuf.c, whose released blocks keep their pages for the next
 # call: at 30-60 MB blobs, page faults on fresh memory took more time than the decode.
 cdef inline void _release(char* p, Py_ssize_t cap, unsigned tag) noexcept:
-    if <size_t>cap >= KCBUF_MIN:
-        kcbuf_free(p, <size_t>cap, tag)
-    else:
-        free(p)
+    kcbuf_release(p, <size_t>cap, tag)
 
 
 cdef int grow(Grow* g, Py_ssize_t want) except -1:
     cdef Py_ssize_t cap = g.cap * 2
-    cdef size_t size
+    cdef size_t size = <size_t>g.cap
     cdef char* p
     if cap < want:
         cap = want
     if cap < 64:
         cap = 64
-    if <size_t>cap >= KCBUF_MIN:
-        size = <size_t>cap
-        if <size_t>g.cap >= KCBUF_MIN:
-            p = <char*>kcbuf_resize(g.p, <size_t>g.cap, &size)
-        else:
-            p = <char*>kcbuf_alloc(&size, g.tag)
-            if p != NULL:
-                if g.n:
-                    memcpy(p, g.p, <size_t>g.n)
-                free(g.p)
-        cap = <Py_ssize_t>size
-    else:
-        p = <char*>realloc(g.p, <size_t>cap)
+    p = <char*>kcbuf_grow(g.p, <size_t>g.n, &size, <size_t>cap, g.tag)
     if p == NULL:
         raise MemoryError()
     g.p = p
-    g.cap = cap
+    g.cap = <Py_ssize_t>size
     return 0
 
 

@@ -6,10 +6,9 @@ input checks and a growable buffer for the builders.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Malloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 
@@ -400,10 +399,8 @@ cdef int64_t check_i64(object value, int64_t lo, int64_t hi, str what) except? -
 
 
 cdef extern from "kcbuf.h":
-    size_t KCBUF_MIN
-    void* kcbuf_alloc(size_t* size, unsigned tag) nogil
-    void* kcbuf_resize(void* p, size_t old, size_t* size) nogil
-    void kcbuf_free(void* p, size_t size, unsigned tag) nogil
+    void* kcbuf_grow(void* p, size_t used, size_t* cap, size_t want, unsigned tag) nogil
+    void kcbuf_release(void* p, size_t cap, unsigned tag) nogil
 
 # kcbuf's tag for a builder's records (the column tags of _colbuf are 1-11, in their own cache)
 cdef unsigned _BUILDER_TAG = 100
@@ -421,39 +418,25 @@ cdef class Growable:
 
     def __dealloc__(self):
         if self.data != NULL:
-            if <size_t>self.capacity >= KCBUF_MIN:
-                kcbuf_free(self.data, <size_t>self.capacity, _BUILDER_TAG)
-            else:
-                PyMem_Free(self.data)
+            kcbuf_release(self.data, <size_t>self.capacity, _BUILDER_TAG)
             self.data = NULL
 
     cdef int reserve(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t want = self.length + extra
         cdef Py_ssize_t cap
-        cdef size_t size
+        cdef size_t size = <size_t>self.capacity
         cdef uint8_t* p
         if want <= self.capacity:
             return 0
         cap = self.capacity * 2 if self.capacity else 4096
         if cap < want:
             cap = want
-        if <size_t>cap >= KCBUF_MIN:
-            size = <size_t>cap
-            if <size_t>self.capacity >= KCBUF_MIN:
-                p = <uint8_t*>kcbuf_resize(self.data, <size_t>self.capacity, &size)
-            else:
-                p = <uint8_t*>kcbuf_alloc(&size, _BUILDER_TAG)
-                if p != NULL:
-                    if self.length:
-                        memcpy(p, self.data, <size_t>self.length)
-                    PyMem_Free(self.data)
-            cap = <Py_ssize_t>size
-        else:
-            p = <uint8_t*>PyMem_Realloc(self.data, cap)
+        p = <uint8_t*>kcbuf_grow(self.data, <size_t>self.length, &size, <size_t>cap,
+                                 _BUILDER_TAG)
         if p == NULL:
             raise MemoryError()
         self.data = p
-        self.capacity = cap
+        self.capacity = <Py_ssize_t>size
         return 0
 
 
