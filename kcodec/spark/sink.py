@@ -312,7 +312,7 @@ def _abort_txns(opts: SinkOptions, messages: list[Any], prefix: str | None) -> N
                        if m.transactional_id is not None), None)
     failed = [f"{prefix}-{i}" for i, m in enumerate(messages)
               if prefix is not None and not isinstance(m, KafkaCommitMessage)]
-    abort_all(opts.client, opts.bootstrap, prepared, failed)
+    abort_all(opts.client, opts.bootstrap, prepared, failed, prefix)
 
 
 class KafkaWriter(DataSourceArrowWriter):

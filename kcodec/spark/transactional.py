@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["TaskTxn", "task_txn", "batch_prefix", "committed_batch", "replayed", "markers",
-           "commit_all", "abort_all", "admin_config", "MARKER_METADATA", "WRITE", "COMMITTED",
-           "ABORT_STATE"]
+           "commit_all", "abort_all", "admin_config", "ABORT_SWEEP_S", "MARKER_METADATA", "WRITE",
+           "COMMITTED", "ABORT_STATE"]
 
 log = logging.getLogger(__name__)
 
@@ -194,10 +195,22 @@ def commit_all(client: dict[str, Any], bootstrap: str, txns: list[tuple[str, str
                if batch is not None else ""))
 
 
+#: how long the driver's abort keeps looking for open transactions of the write's tasks. When
+#: one task fails, Spark fails the job and cancels the others, but a task still writing may
+#: go on for a while (a Python worker is killed after ``spark.python.task.killTimeout``, 2 s
+#: by default) and prepare its transaction after the abort's first pass: that one stayed
+#: open, and a prepared transaction has no timeout to end it.
+ABORT_SWEEP_S = 3.0
+
+
 def abort_all(client: dict[str, Any], bootstrap: str, prepared: list[tuple[str, str]],
-              others: list[str]) -> None:
+              others: list[str], prefix: str | None = None,
+              sweep_s: float = ABORT_SWEEP_S) -> None:
     """The driver's abort: the prepared transactions aborted; ``others`` (ids of tasks that
-    failed) terminated, so no open transaction holds back the readers."""
+    failed or did not finish) terminated, so no open transaction holds back the readers.
+    With ``others`` and the write's ``prefix``, the transactions of ``<prefix>-<n>`` ids
+    still open are terminated for ``sweep_s`` seconds more, every 0.25 s: a task cancelled
+    mid-write may open or prepare its transaction after the first pass."""
     if not prepared and not others:
         return
     from kcodec.client import AsyncAdmin
@@ -208,6 +221,21 @@ def abort_all(client: dict[str, Any], bootstrap: str, prepared: list[tuple[str, 
             await asyncio.gather(
                 *(admin.complete_prepared_transaction(t, s, commit=False) for t, s in prepared),
                 *(admin.force_terminate_transaction(t) for t in others))
+            if prefix is None or not others:
+                return
+            pattern = f"{re.escape(prefix)}-[0-9]+"
+            end = asyncio.get_running_loop().time() + sweep_s
+            while True:
+                left = await admin.list_transactions(states=["Ongoing"], pattern=pattern)
+                await asyncio.gather(*(admin.force_terminate_transaction(t.transactional_id)
+                                       for t in left))
+                if left:
+                    log.info("kcodec sink: terminated %d transactions of tasks that went on "
+                             "after the write failed: %s", len(left),
+                             ", ".join(sorted(t.transactional_id for t in left)))
+                if asyncio.get_running_loop().time() >= end:
+                    return
+                await asyncio.sleep(0.25)
         finally:
             await admin.close()
     try:

@@ -250,3 +250,45 @@ def test_options_are_checked() -> None:
         with pytest.raises(ValueError, match=msg):
             parse_sink({**base, **bad})
 
+
+
+def test_the_drivers_abort_ends_a_task_that_wrote_on_after_it(cluster) -> None:
+    """A task Spark cancelled when another failed can still be writing when the driver's
+    abort runs, and open its transaction after the abort's first pass: the abort goes on
+    terminating the write's open transactions for its sweep time, and the late task is
+    fenced. (Seen under load: the failed-write test above found one task's transaction
+    still open.)"""
+    import threading
+    import time
+
+    from kcodec.client.errors import KcodecError
+    from kcodec.spark.transactional import abort_all
+
+    _, b = _topics(cluster)
+    prefix = f"late-{uuid.uuid4().hex[:6]}"
+    late: dict[str, object] = {}
+
+    def task() -> None:
+        time.sleep(0.7)                     # after the abort's first pass
+        with Producer(bootstrap_servers=cluster.bootstrap, transactional_id=f"{prefix}-0",
+                      **FAST) as p:
+            p.init_transactions()
+            p.begin_transaction()
+            p.send(b, b"late", partition=0).result(10)
+            late["open"] = True
+            time.sleep(2.0)                 # the sweep ends it meanwhile
+            try:
+                p.commit_transaction()
+                late["committed"] = True
+            except KcodecError as exc:
+                late["fenced"] = type(exc).__name__
+
+    t = threading.Thread(target=task)
+    t.start()
+    started = time.monotonic()
+    abort_all({}, cluster.bootstrap, [], [f"{prefix}-0", f"{prefix}-1"], prefix, sweep_s=2.0)
+    assert time.monotonic() - started >= 2.0
+    t.join(30)
+    assert late.get("open") and "committed" not in late, late
+    assert _open(cluster, f"{prefix}-.*") == []
+    assert kcodec_read(cluster.bootstrap, b, "read_committed", 0, partitions=2, timeout=1) == []
